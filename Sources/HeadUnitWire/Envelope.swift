@@ -1,0 +1,55 @@
+import NIOCore
+import SwiftProtobuf
+
+/// Encoding and decoding of the protobuf envelope carried by MESSAGE frames.
+public enum EnvelopeCodec {
+    public enum DecodeError: Error, Sendable {
+        /// The payload is not a valid protobuf `HUEnvelope`.
+        case malformed(String)
+    }
+
+    public static func decode(_ payload: ByteBuffer) throws(DecodeError) -> HUEnvelope {
+        do {
+            // Contiguous view of the slice; no copy of the payload bytes.
+            return try payload.withUnsafeReadableBytes { raw in
+                try HUEnvelope(serializedBytes: raw)
+            }
+        } catch {
+            throw .malformed("\(error)")
+        }
+    }
+
+    /// Serializes an envelope as one MESSAGE frame appended to `buffer`.
+    public static func writeFrame(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
+        let bytes: [UInt8]
+        do {
+            bytes = try envelope.serializedBytes()
+        } catch {
+            // Serializing a well-formed proto3 message in memory cannot fail.
+            preconditionFailure("envelope serialization failed: \(error)")
+        }
+        buffer.reserveCapacity(minimumWritableBytes: FrameHeader.size + bytes.count)
+        buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(bytes.count)))
+        buffer.writeBytes(bytes)
+    }
+
+    public static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 128)
+        writeFrame(envelope, into: &buffer)
+        return buffer
+    }
+}
+
+/// The protocol versions this build speaks. A client offers a range; the
+/// highest version in both ranges is chosen.
+public enum ProtocolVersion {
+    public static let minimum: UInt32 = 1
+    public static let maximum: UInt32 = 1
+
+    /// The highest version in both ranges, or nil when they do not overlap.
+    public static func negotiate(clientMin: UInt32, clientMax: UInt32) -> UInt32? {
+        let low = max(clientMin, minimum)
+        let high = min(clientMax, maximum)
+        return low <= high ? high : nil
+    }
+}

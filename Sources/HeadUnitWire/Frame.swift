@@ -1,0 +1,156 @@
+import NIOCore
+
+/// The kinds of frame. The byte travels in the header; see PROTOCOL.md "Framing".
+public enum FrameKind: UInt8, Sendable, CaseIterable {
+    /// Payload is one protobuf `HUEnvelope`.
+    case message = 0x01
+    /// Liveness probe; payload (at most 64 bytes) is echoed in the PONG.
+    case ping = 0x02
+    case pong = 0x03
+    /// Raw bytes of an External Accessory session; `channel` names the session.
+    case data = 0x04
+}
+
+/// The fixed 12-byte header in front of every payload:
+/// magic "HU" (2), kind (1), flags (1), channel (u32 BE), payload length (u32 BE).
+public struct FrameHeader: Sendable, Equatable {
+    public static let size = 12
+    public static let magic: UInt16 = 0x4855  // "HU"
+    public static let maxPingPayload = 64
+
+    /// Raw kind byte, kept as received so an unknown kind can be reported and skipped.
+    public var kindByte: UInt8
+    public var flags: UInt8
+    public var channel: UInt32
+    public var length: UInt32
+
+    public var kind: FrameKind? { FrameKind(rawValue: kindByte) }
+
+    public init(kind: FrameKind, flags: UInt8 = 0, channel: UInt32 = 0, length: UInt32) {
+        self.kindByte = kind.rawValue
+        self.flags = flags
+        self.channel = channel
+        self.length = length
+    }
+
+    public init(kindByte: UInt8, flags: UInt8, channel: UInt32, length: UInt32) {
+        self.kindByte = kindByte
+        self.flags = flags
+        self.channel = channel
+        self.length = length
+    }
+}
+
+/// One frame as received: the header and its payload (a slice, never copied).
+public struct Frame: Sendable {
+    public var header: FrameHeader
+    public var payload: ByteBuffer
+
+    public init(header: FrameHeader, payload: ByteBuffer) {
+        self.header = header
+        self.payload = payload
+    }
+
+    public init(kind: FrameKind, channel: UInt32 = 0, payload: ByteBuffer) {
+        self.header = FrameHeader(kind: kind, channel: channel, length: UInt32(payload.readableBytes))
+        self.payload = payload
+    }
+}
+
+/// Framing errors. Each one ends the byte stream: after it the decoder cannot
+/// know where the next frame starts, so the connection is closed with a reason.
+public enum FramingError: Error, Equatable, Sendable {
+    case badMagic(UInt16)
+    case frameTooLarge(length: UInt32, maximum: UInt32)
+
+    public var code: HUErrorCode {
+        switch self {
+        case .badMagic: return .badMagic
+        case .frameTooLarge: return .frameTooLarge
+        }
+    }
+
+    public var reason: String {
+        switch self {
+        case .badMagic(let got):
+            return "frame header must start with 0x4855 (\"HU\"), got 0x\(String(got, radix: 16))"
+        case .frameTooLarge(let length, let maximum):
+            return "frame payload of \(length) bytes exceeds the maximum of \(maximum)"
+        }
+    }
+}
+
+public enum FrameParser {
+    /// Reads one frame from the front of `buffer` when it is all there.
+    /// The header is validated before anything is allocated for the payload.
+    /// Returns nil (and consumes nothing) when more bytes are needed.
+    public static func parse(_ buffer: inout ByteBuffer, maxPayload: UInt32) throws(FramingError) -> Frame? {
+        guard buffer.readableBytes >= FrameHeader.size else { return nil }
+        let start = buffer.readerIndex
+        guard let magic = buffer.getInteger(at: start, as: UInt16.self),
+            let kind = buffer.getInteger(at: start + 2, as: UInt8.self),
+            let flags = buffer.getInteger(at: start + 3, as: UInt8.self),
+            let channel = buffer.getInteger(at: start + 4, as: UInt32.self),
+            let length = buffer.getInteger(at: start + 8, as: UInt32.self)
+        else { return nil }
+        guard magic == FrameHeader.magic else { throw .badMagic(magic) }
+        guard length <= maxPayload else { throw .frameTooLarge(length: length, maximum: maxPayload) }
+        guard buffer.readableBytes >= FrameHeader.size + Int(length) else { return nil }
+        buffer.moveReaderIndex(forwardBy: FrameHeader.size)
+        let payload = buffer.readSlice(length: Int(length))!
+        return Frame(header: FrameHeader(kindByte: kind, flags: flags, channel: channel, length: length), payload: payload)
+    }
+
+    /// Whether `buffer` holds a partial frame (used to report a truncated frame at EOF).
+    public static func hasPartialFrame(_ buffer: ByteBuffer) -> Bool {
+        buffer.readableBytes > 0
+    }
+}
+
+extension ByteBuffer {
+    /// Appends a header and payload.
+    public mutating func writeFrame(kind: FrameKind, channel: UInt32 = 0, flags: UInt8 = 0, payload: ByteBuffer) {
+        writeFrameHeader(FrameHeader(kind: kind, flags: flags, channel: channel, length: UInt32(payload.readableBytes)))
+        var payload = payload
+        writeBuffer(&payload)
+    }
+
+    public mutating func writeFrameHeader(_ header: FrameHeader) {
+        writeInteger(FrameHeader.magic)
+        writeInteger(header.kindByte)
+        writeInteger(header.flags)
+        writeInteger(header.channel)
+        writeInteger(header.length)
+    }
+}
+
+/// NIO decoder: bytes in, `Frame`s out. Framing errors are thrown to the pipeline.
+public struct FrameDecoder: ByteToMessageDecoder {
+    public typealias InboundOut = Frame
+    public let maxPayload: UInt32
+
+    public init(maxPayload: UInt32) {
+        self.maxPayload = maxPayload
+    }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let frame = try FrameParser.parse(&buffer, maxPayload: maxPayload) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(frame))
+        return .continue
+    }
+
+    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        if buffer.readableBytes > 0 {
+            // A frame cut short by the peer closing: nothing to deliver, nothing to keep.
+            context.fireErrorCaught(TruncatedFrame(bytes: buffer.readableBytes))
+            buffer.moveReaderIndex(to: buffer.writerIndex)
+        }
+        return .needMoreData
+    }
+}
+
+/// Raised when the stream ends in the middle of a frame.
+public struct TruncatedFrame: Error, Sendable {
+    public let bytes: Int
+}
