@@ -453,14 +453,14 @@ public nonisolated struct HUVehicleProfile: @unchecked Sendable {
   /// Clears the value of `mainDisplay`. Subsequent reads from it will return its default value.
   public mutating func clearMainDisplay() {_uniqueStorage()._mainDisplay = nil}
 
-  public var hasDashboard_p: Bool {
-    get {_storage._hasDashboard_p}
-    set {_uniqueStorage()._hasDashboard_p = newValue}
+  public var dashboardPresent: Bool {
+    get {_storage._dashboardPresent}
+    set {_uniqueStorage()._dashboardPresent = newValue}
   }
 
-  public var hasInstrumentCluster_p: Bool {
-    get {_storage._hasInstrumentCluster_p}
-    set {_uniqueStorage()._hasInstrumentCluster_p = newValue}
+  public var instrumentClusterPresent: Bool {
+    get {_storage._instrumentClusterPresent}
+    set {_uniqueStorage()._instrumentClusterPresent = newValue}
   }
 
   public var clusterDisplay: HUDisplay {
@@ -1123,8 +1123,8 @@ public nonisolated struct HUItemSelected: Sendable {
 
   public var itemID: String = String()
 
-  /// Image row items: which image; -1 (or absent, 0 with has_image_index false) for the row.
-  public var hasImageIndex_p: Bool = false
+  /// Image row items: which image; -1 (image_selected false) for the row.
+  public var imageSelected: Bool = false
 
   public var imageIndex: UInt32 = 0
 
@@ -2043,14 +2043,14 @@ nonisolated extension HUDisplay: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".VehicleProfile"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}manufacturer\0\u{1}model\0\u{3}main_display\0\u{3}has_dashboard\0\u{3}has_instrument_cluster\0\u{3}cluster_display\0\u{3}right_hand_drive\0\u{1}inputs\0\u{3}initial_content_style\0\u{3}accessory_protocols\0\u{3}max_list_items_while_driving\0\u{3}max_list_sections_while_driving\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}manufacturer\0\u{1}model\0\u{3}main_display\0\u{3}dashboard_present\0\u{3}instrument_cluster_present\0\u{3}cluster_display\0\u{3}right_hand_drive\0\u{1}inputs\0\u{3}initial_content_style\0\u{3}accessory_protocols\0\u{3}max_list_items_while_driving\0\u{3}max_list_sections_while_driving\0")
 
   fileprivate class _StorageClass {
     var _manufacturer: String = String()
     var _model: String = String()
     var _mainDisplay: HUDisplay? = nil
-    var _hasDashboard_p: Bool = false
-    var _hasInstrumentCluster_p: Bool = false
+    var _dashboardPresent: Bool = false
+    var _instrumentClusterPresent: Bool = false
     var _clusterDisplay: HUDisplay? = nil
     var _rightHandDrive: Bool = false
     var _inputs: [HUInputKind] = []
@@ -2071,8 +2071,8 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
       _manufacturer = source._manufacturer
       _model = source._model
       _mainDisplay = source._mainDisplay
-      _hasDashboard_p = source._hasDashboard_p
-      _hasInstrumentCluster_p = source._hasInstrumentCluster_p
+      _dashboardPresent = source._dashboardPresent
+      _instrumentClusterPresent = source._instrumentClusterPresent
       _clusterDisplay = source._clusterDisplay
       _rightHandDrive = source._rightHandDrive
       _inputs = source._inputs
@@ -2101,8 +2101,8 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
         case 1: try { try decoder.decodeSingularStringField(value: &_storage._manufacturer) }()
         case 2: try { try decoder.decodeSingularStringField(value: &_storage._model) }()
         case 3: try { try decoder.decodeSingularMessageField(value: &_storage._mainDisplay) }()
-        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._hasDashboard_p) }()
-        case 5: try { try decoder.decodeSingularBoolField(value: &_storage._hasInstrumentCluster_p) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._dashboardPresent) }()
+        case 5: try { try decoder.decodeSingularBoolField(value: &_storage._instrumentClusterPresent) }()
         case 6: try { try decoder.decodeSingularMessageField(value: &_storage._clusterDisplay) }()
         case 7: try { try decoder.decodeSingularBoolField(value: &_storage._rightHandDrive) }()
         case 8: try { try decoder.decodeRepeatedEnumField(value: &_storage._inputs) }()
@@ -2131,11 +2131,11 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
       try { if let v = _storage._mainDisplay {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
       } }()
-      if _storage._hasDashboard_p != false {
-        try visitor.visitSingularBoolField(value: _storage._hasDashboard_p, fieldNumber: 4)
+      if _storage._dashboardPresent != false {
+        try visitor.visitSingularBoolField(value: _storage._dashboardPresent, fieldNumber: 4)
       }
-      if _storage._hasInstrumentCluster_p != false {
-        try visitor.visitSingularBoolField(value: _storage._hasInstrumentCluster_p, fieldNumber: 5)
+      if _storage._instrumentClusterPresent != false {
+        try visitor.visitSingularBoolField(value: _storage._instrumentClusterPresent, fieldNumber: 5)
       }
       try { if let v = _storage._clusterDisplay {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
@@ -2170,8 +2170,8 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
         if _storage._manufacturer != rhs_storage._manufacturer {return false}
         if _storage._model != rhs_storage._model {return false}
         if _storage._mainDisplay != rhs_storage._mainDisplay {return false}
-        if _storage._hasDashboard_p != rhs_storage._hasDashboard_p {return false}
-        if _storage._hasInstrumentCluster_p != rhs_storage._hasInstrumentCluster_p {return false}
+        if _storage._dashboardPresent != rhs_storage._dashboardPresent {return false}
+        if _storage._instrumentClusterPresent != rhs_storage._instrumentClusterPresent {return false}
         if _storage._clusterDisplay != rhs_storage._clusterDisplay {return false}
         if _storage._rightHandDrive != rhs_storage._rightHandDrive {return false}
         if _storage._inputs != rhs_storage._inputs {return false}
@@ -3382,7 +3382,7 @@ nonisolated extension HUAppEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUItemSelected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ItemSelected"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}item_id\0\u{3}has_image_index\0\u{3}image_index\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}item_id\0\u{3}image_selected\0\u{3}image_index\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3391,7 +3391,7 @@ nonisolated extension HUItemSelected: SwiftProtobuf.Message, SwiftProtobuf._Mess
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.itemID) }()
-      case 2: try { try decoder.decodeSingularBoolField(value: &self.hasImageIndex_p) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.imageSelected) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.imageIndex) }()
       default: break
       }
@@ -3402,8 +3402,8 @@ nonisolated extension HUItemSelected: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.itemID.isEmpty {
       try visitor.visitSingularStringField(value: self.itemID, fieldNumber: 1)
     }
-    if self.hasImageIndex_p != false {
-      try visitor.visitSingularBoolField(value: self.hasImageIndex_p, fieldNumber: 2)
+    if self.imageSelected != false {
+      try visitor.visitSingularBoolField(value: self.imageSelected, fieldNumber: 2)
     }
     if self.imageIndex != 0 {
       try visitor.visitSingularUInt32Field(value: self.imageIndex, fieldNumber: 3)
@@ -3413,7 +3413,7 @@ nonisolated extension HUItemSelected: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
   public static func ==(lhs: HUItemSelected, rhs: HUItemSelected) -> Bool {
     if lhs.itemID != rhs.itemID {return false}
-    if lhs.hasImageIndex_p != rhs.hasImageIndex_p {return false}
+    if lhs.imageSelected != rhs.imageSelected {return false}
     if lhs.imageIndex != rhs.imageIndex {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

@@ -774,12 +774,12 @@ public nonisolated struct HUGeneralItem: @unchecked Sendable {
   /// Clears the value of `accessoryImage`. Subsequent reads from it will return its default value.
   public mutating func clearAccessoryImage() {_uniqueStorage()._accessoryImage = nil}
 
-  public var hasProgress_p: Bool {
-    get {_storage._hasProgress_p}
-    set {_uniqueStorage()._hasProgress_p = newValue}
+  public var showsProgress: Bool {
+    get {_storage._showsProgress}
+    set {_uniqueStorage()._showsProgress = newValue}
   }
 
-  /// 0..1 when has_progress
+  /// 0..1 when shows_progress
   public var progress: Float {
     get {_storage._progress}
     set {_uniqueStorage()._progress = newValue}
@@ -2091,7 +2091,7 @@ nonisolated extension HUListItem: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUGeneralItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GeneralItem"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}text\0\u{3}detail_text\0\u{1}image\0\u{1}accessory\0\u{3}accessory_image\0\u{3}has_progress\0\u{1}progress\0\u{1}playing\0\u{3}playing_indicator_location\0\u{3}explicit_content\0\u{2}\u{2}disabled\0\u{1}read\0\u{3}show_read_status\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}text\0\u{3}detail_text\0\u{1}image\0\u{1}accessory\0\u{3}accessory_image\0\u{3}shows_progress\0\u{1}progress\0\u{1}playing\0\u{3}playing_indicator_location\0\u{3}explicit_content\0\u{2}\u{2}disabled\0\u{1}read\0\u{3}show_read_status\0")
 
   fileprivate class _StorageClass {
     var _text: String = String()
@@ -2099,7 +2099,7 @@ nonisolated extension HUGeneralItem: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _image: HUImage? = nil
     var _accessory: HUAccessoryType = .none
     var _accessoryImage: HUImage? = nil
-    var _hasProgress_p: Bool = false
+    var _showsProgress: Bool = false
     var _progress: Float = 0
     var _playing: Bool = false
     var _playingIndicatorLocation: HUPlayingIndicatorLocation = .leading
@@ -2122,7 +2122,7 @@ nonisolated extension HUGeneralItem: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _image = source._image
       _accessory = source._accessory
       _accessoryImage = source._accessoryImage
-      _hasProgress_p = source._hasProgress_p
+      _showsProgress = source._showsProgress
       _progress = source._progress
       _playing = source._playing
       _playingIndicatorLocation = source._playingIndicatorLocation
@@ -2153,7 +2153,7 @@ nonisolated extension HUGeneralItem: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 3: try { try decoder.decodeSingularMessageField(value: &_storage._image) }()
         case 4: try { try decoder.decodeSingularEnumField(value: &_storage._accessory) }()
         case 5: try { try decoder.decodeSingularMessageField(value: &_storage._accessoryImage) }()
-        case 6: try { try decoder.decodeSingularBoolField(value: &_storage._hasProgress_p) }()
+        case 6: try { try decoder.decodeSingularBoolField(value: &_storage._showsProgress) }()
         case 7: try { try decoder.decodeSingularFloatField(value: &_storage._progress) }()
         case 8: try { try decoder.decodeSingularBoolField(value: &_storage._playing) }()
         case 9: try { try decoder.decodeSingularEnumField(value: &_storage._playingIndicatorLocation) }()
@@ -2188,8 +2188,8 @@ nonisolated extension HUGeneralItem: SwiftProtobuf.Message, SwiftProtobuf._Messa
       try { if let v = _storage._accessoryImage {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
       } }()
-      if _storage._hasProgress_p != false {
-        try visitor.visitSingularBoolField(value: _storage._hasProgress_p, fieldNumber: 6)
+      if _storage._showsProgress != false {
+        try visitor.visitSingularBoolField(value: _storage._showsProgress, fieldNumber: 6)
       }
       if _storage._progress.bitPattern != 0 {
         try visitor.visitSingularFloatField(value: _storage._progress, fieldNumber: 7)
@@ -2226,7 +2226,7 @@ nonisolated extension HUGeneralItem: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._image != rhs_storage._image {return false}
         if _storage._accessory != rhs_storage._accessory {return false}
         if _storage._accessoryImage != rhs_storage._accessoryImage {return false}
-        if _storage._hasProgress_p != rhs_storage._hasProgress_p {return false}
+        if _storage._showsProgress != rhs_storage._showsProgress {return false}
         if _storage._progress != rhs_storage._progress {return false}
         if _storage._playing != rhs_storage._playing {return false}
         if _storage._playingIndicatorLocation != rhs_storage._playingIndicatorLocation {return false}
