@@ -3,38 +3,237 @@ import HeadUnitWire
 /// The whole car as one value: phones, apps, scenes, template stacks and the
 /// HMI. Inputs come in as method calls; what must happen comes out as effects.
 /// No I/O, no clocks: time arrives as `nowMilliseconds` (monotonic).
+///
+/// One phone at a time carries the apps; any number of HMI peers watch the
+/// screens and send input (the car's screen renderer, a debugging `watch`).
 public struct Car: Sendable {
     public private(set) var configuration: CarConfiguration
+    public internal(set) var vehicleState: HUVehicleState
+
+    var peers: [PeerID: PeerInfo] = [:]
+    /// HMI peers in join order.
+    var hmiPeers: [PeerID] = []
+    /// The phone whose apps are announced, and its device name.
+    var phonePeer: PeerID?
+    var deviceName = ""
+    /// Apps in announce order (the home screen's order).
+    var appOrder: [String] = []
+    var apps: [String: AppState] = [:]
+    /// Which app scene each screen shows; absent: the home screen.
+    var screenOwners: [HUScreen: SceneRef] = [:]
+    /// What each screen last showed the HMI, for diffs.
+    var rendered: [HUScreen: HURenderedScreen] = [:]
+    var screenSequence: [HUScreen: UInt64] = [:]
+    var lastHomeScreen: HUHomeScreen?
+    var nowPlayingAppID = ""
+    var pendingEvents: [UInt64: PendingEvent] = [:]
+    var nextEventID: UInt64 = 1
+    var nextSceneID: UInt32 = 1
+    var effects: [CarEffect] = []
+
+    struct SceneRef: Hashable, Sendable {
+        var appID: String
+        var kind: HUSceneKind
+    }
+
+    /// An event the car waits for the app to complete.
+    struct PendingEvent: Sendable {
+        var appID: String
+        var sceneKind: HUSceneKind
+        var templateID: String
+        var itemID: String
+        /// Selections show a spinner on the HMI until completed.
+        var showsSpinner: Bool
+        var isSearch: Bool
+    }
 
     public init(configuration: CarConfiguration) {
         self.configuration = configuration
+        var state = HUVehicleState()
+        state.contentStyle = configuration.vehicle.initialContentStyle == .unspecified ? .dark : configuration.vehicle.initialContentStyle
+        state.safeArea = configuration.vehicle.mainDisplay.safeArea
+        self.vehicleState = state
     }
+
+    // MARK: - inputs
 
     /// A peer completed the handshake (role already checked against transport).
     public mutating func peerJoined(_ peer: PeerID, info: PeerInfo) -> [CarEffect] {
-        []
+        peers[peer] = info
+        if info.role == .hmi {
+            hmiPeers.append(peer)
+            emit(peer, body: .homeScreen(homeScreen()))
+            for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
+                let full = render(screen)
+                if screen == .main || screenOwners[screen] != nil {
+                    emit(peer, body: .screenUpdate(screenUpdate(screen, .full(full), advance: false)))
+                }
+            }
+        }
+        return takeEffects()
     }
 
     /// An envelope from an established peer.
     public mutating func receive(_ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64) -> [CarEffect] {
-        []
+        guard let info = peers[peer] else { return [] }
+        let request = envelope.requestID
+        switch envelope.body {
+        case .announceApps(let announce):
+            answer(peer, request, announceApps(announce, from: peer))
+        case .templateRequest(let templateRequest):
+            answer(peer, request, handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds))
+        case .completeEvent(let complete):
+            answer(peer, request, completeEvent(complete, from: peer))
+        case .appClosed(let closed):
+            answer(peer, request, appClosed(closed.appID, from: peer))
+        case .launchApp(let launch):
+            answer(peer, request, launchApp(launch))
+        case .hmiInput(let input):
+            answer(peer, request, handleInput(input))
+        case .setVehicleState(let set):
+            answer(peer, request, setVehicleState(set.state))
+        case .closeApp(let close):
+            answer(peer, request, closeApp(close.appID))
+        case .getStatus:
+            var result = HUResult()
+            result.status = status()
+            emit(peer, body: .result(result), requestID: request)
+        case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
+            .sessionConfiguration, .homeScreen, .screenUpdate, nil:
+            // The connection layer filters these by role; reaching here is a bug there.
+            answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
+        }
+        publishScreens()
+        return takeEffects()
     }
 
     /// The peer's connection is gone (closed, timed out or cut off).
     public mutating func peerLeft(_ peer: PeerID) -> [CarEffect] {
-        []
+        guard peers.removeValue(forKey: peer) != nil else { return [] }
+        hmiPeers.removeAll { $0 == peer }
+        if peer == phonePeer {
+            // Everything of the phone ends: scenes, pending events, icons.
+            for appID in appOrder {
+                endScenes(of: appID, reason: .phoneGone, tellPhone: false)
+            }
+            apps = [:]
+            appOrder = []
+            phonePeer = nil
+            deviceName = ""
+            nowPlayingAppID = ""
+        }
+        publishScreens()
+        return takeEffects()
     }
 
     public mutating func timerFired(_ timer: CarTimer, nowMilliseconds: UInt64) -> [CarEffect] {
-        []
+        switch timer {
+        case .completion(let eventID):
+            guard let pending = pendingEvents.removeValue(forKey: eventID) else { return [] }
+            // The app never answered: stop the spinner so the screen is not wedged, and tell the app.
+            var event = HUAppEvent()
+            event.appID = pending.appID
+            event.sceneID = apps[pending.appID]?.scenes[pending.sceneKind]?.id ?? 0
+            event.templateID = pending.templateID
+            var timedOut = HUEventTimedOut()
+            timedOut.timedOutEventID = eventID
+            event.kind = .timedOut(timedOut)
+            sendToPhone(.appEvent(event))
+            if pending.showsSpinner {
+                sendSpinnerStopped(eventID: eventID, pending: pending)
+            }
+        }
+        return takeEffects()
     }
 
     /// The daemon is stopping: every scene ends, peers are told why.
     public mutating func shutdown(reason: String) -> [CarEffect] {
-        []
+        for appID in appOrder {
+            endScenes(of: appID, reason: .shuttingDown, tellPhone: true)
+        }
+        for peer in peers.keys.sorted() {
+            effects.append(.close(peer, .shuttingDown, reason))
+        }
+        peers = [:]
+        hmiPeers = []
+        phonePeer = nil
+        apps = [:]
+        appOrder = []
+        return takeEffects()
     }
 
     public func status() -> HUStatus {
-        HUStatus()
+        var status = HUStatus()
+        status.phones = phonePeer == nil ? 0 : 1
+        status.apps = UInt32(appOrder.count)
+        status.scenes = UInt32(apps.values.reduce(0) { $0 + $1.scenes.count })
+        status.peers = UInt32(peers.count)
+        status.peer = peers.keys.sorted().map { id in
+            var peer = HUPeerStatus()
+            peer.connectionID = id
+            peer.role = peers[id]!.role
+            peer.name = peers[id]!.name
+            peer.transport = peers[id]!.transport.rawValue
+            return peer
+        }
+        status.app = appOrder.compactMap { apps[$0] }.map { app in
+            var appStatus = HUAppStatus()
+            appStatus.appID = app.id
+            appStatus.displayName = app.info.displayName
+            appStatus.category = app.category ?? .unspecified
+            appStatus.accepted = app.category != nil
+            appStatus.scene = app.scenes.values.sorted { $0.id < $1.id }.map { scene in
+                var sceneStatus = HUSceneStatus()
+                sceneStatus.sceneID = scene.id
+                sceneStatus.kind = scene.kind
+                sceneStatus.stack = scene.stack.map(\.id)
+                sceneStatus.presented = scene.presented?.id ?? ""
+                return sceneStatus
+            }
+            return appStatus
+        }
+        status.vehicleState = vehicleState
+        return status
     }
+
+    /// A one-line summary for logs and systemd's STATUS=.
+    public var summary: String {
+        let sceneCount = apps.values.reduce(0) { $0 + $1.scenes.count }
+        let phones = phonePeer == nil ? 0 : 1
+        return "\(phones) phone\(phones == 1 ? "" : "s"), \(appOrder.count) app\(appOrder.count == 1 ? "" : "s"), \(sceneCount) scene\(sceneCount == 1 ? "" : "s"), \(hmiPeers.count) HMI"
+    }
+
+    // MARK: - effects plumbing
+
+    mutating func takeEffects() -> [CarEffect] {
+        defer { effects = [] }
+        return effects
+    }
+
+    mutating func emit(_ peer: PeerID, body: HUEnvelope.OneOf_Body, requestID: UInt32 = 0) {
+        var envelope = HUEnvelope()
+        envelope.requestID = requestID
+        envelope.body = body
+        effects.append(.send(peer, envelope))
+    }
+
+    /// Answers a request: OK (with detail) or the violation's typed error.
+    mutating func answer(_ peer: PeerID, _ requestID: UInt32, _ outcome: Result<HUResult, RuleViolation>) {
+        switch outcome {
+        case .success(let result): emit(peer, body: .result(result), requestID: requestID)
+        case .failure(let violation): emit(peer, body: .result(violation.result), requestID: requestID)
+        }
+    }
+
+    mutating func sendToPhone(_ body: HUEnvelope.OneOf_Body) {
+        if let phonePeer { emit(phonePeer, body: body) }
+    }
+
+    mutating func sendToHMIs(_ body: HUEnvelope.OneOf_Body) {
+        for peer in hmiPeers { emit(peer, body: body) }
+    }
+}
+
+extension Result where Success == HUResult, Failure == RuleViolation {
+    static var ok: Self { .success(HUResult()) }
 }

@@ -1,0 +1,508 @@
+import HeadUnitWire
+
+// What the car's own HMI asks, and what it is shown.
+extension Car {
+    func screen(for kind: HUSceneKind) -> HUScreen {
+        switch kind {
+        case .dashboard: return .dashboard
+        case .instrumentCluster: return .instrumentCluster
+        case .main, .unspecified, .UNRECOGNIZED: return .main
+        }
+    }
+
+    /// List cap in force (the car's maximumItemCount while lists are limited).
+    var listCap: Int? {
+        guard vehicleState.limitLists else { return nil }
+        let cap = Int(configuration.vehicle.maxListItemsWhileDriving)
+        return cap > 0 ? cap : 12
+    }
+
+    var sectionCap: Int? {
+        guard vehicleState.limitLists else { return nil }
+        let cap = Int(configuration.vehicle.maxListSectionsWhileDriving)
+        return cap > 0 ? cap : nil
+    }
+
+    // MARK: - launching and closing
+
+    mutating func launchApp(_ launch: HULaunchApp) -> Result<HUResult, RuleViolation> {
+        guard phonePeer != nil else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
+        guard let app = apps[launch.appID] else {
+            return .failure(RuleViolation(.unknownApp, "no app '\(launch.appID)' on the home screen"))
+        }
+        guard app.isLaunchable, let category = app.category else {
+            return .failure(RuleViolation(.appNotLaunchable, app.refusal?.message ?? "app '\(launch.appID)' cannot be launched on the car screen"))
+        }
+        let kind: HUSceneKind = launch.kind == .unspecified ? .main : launch.kind
+        switch kind {
+        case .dashboard, .instrumentCluster:
+            let present = kind == .dashboard ? configuration.vehicle.dashboardPresent : configuration.vehicle.instrumentClusterPresent
+            guard category == .navigation else {
+                return .failure(RuleViolation(.notAllowedForCategory, "only navigation apps have \(kind) scenes"))
+            }
+            guard present else {
+                return .failure(RuleViolation(.appNotLaunchable, "this vehicle has no \(kind == .dashboard ? "dashboard" : "instrument cluster")"))
+            }
+        case .main, .unspecified, .UNRECOGNIZED:
+            break
+        }
+        connectScene(appID: launch.appID, kind: kind, initialRoot: nil)
+        return .ok
+    }
+
+    /// Shows the app's scene of this kind on its screen, connecting it first when needed.
+    mutating func connectScene(appID: String, kind: HUSceneKind, initialRoot: HUTemplate?) {
+        let screen = screen(for: kind)
+        let ref = SceneRef(appID: appID, kind: kind)
+        if screenOwners[screen] != ref, let previous = screenOwners[screen], let scene = apps[previous.appID]?.scenes[previous.kind],
+            let top = scene.visibleTemplateID
+        {
+            sendLifecycle(SceneState.Transition(disappeared: [top]), appID: previous.appID, scene: scene, animated: false)
+        }
+        if var scene = apps[appID]!.scenes[kind] {
+            screenOwners[screen] = ref
+            if let root = initialRoot, scene.top?.id != root.id, case .success(let transition) =
+                scene.push(root, category: apps[appID]!.category!, scale: configuration.vehicle.mainDisplay.scale)
+            {
+                apps[appID]!.scenes[kind] = scene
+                sendLifecycle(transition, appID: appID, scene: scene, animated: true)
+            } else if let top = scene.visibleTemplateID {
+                sendLifecycle(SceneState.Transition(appeared: [top]), appID: appID, scene: scene, animated: false)
+            }
+            return
+        }
+        var scene = SceneState(id: nextSceneID, appID: appID, kind: kind)
+        nextSceneID &+= 1
+        var connected = HUSceneConnected()
+        connected.appID = appID
+        connected.sceneID = scene.id
+        connected.kind = kind
+        connected.window = kind == .instrumentCluster ? configuration.vehicle.clusterDisplay : configuration.vehicle.mainDisplay
+        if kind == .main { connected.window.safeArea = vehicleState.safeArea }
+        connected.contentStyle = vehicleState.contentStyle
+        connected.vehicleState = vehicleState
+        let category = apps[appID]!.category!
+        connected.maxStackDepth = UInt32(CategoryRules.maxStackDepth(for: category))
+        connected.maxListItems = UInt32(listCap ?? 0)
+        connected.maxTabs = UInt32(CategoryRules.maxTabs(for: category))
+        sendToPhone(.sceneConnected(connected))
+        if let root = initialRoot, case .success = scene.setRoot(root, category: category, scale: configuration.vehicle.mainDisplay.scale) {
+            sendLifecycle(SceneState.Transition(appeared: [root.id]), appID: appID, scene: scene, animated: false)
+        }
+        apps[appID]!.scenes[kind] = scene
+        screenOwners[screen] = ref
+    }
+
+    mutating func closeApp(_ appID: String) -> Result<HUResult, RuleViolation> {
+        guard let app = apps[appID] else { return .failure(RuleViolation(.unknownApp, "no app '\(appID)'")) }
+        guard !app.scenes.isEmpty else { return .failure(RuleViolation(.notConnected, "app '\(appID)' has no connected scene")) }
+        endScenes(of: appID, reason: .closedByCar, tellPhone: true)
+        return .ok
+    }
+
+    // MARK: - vehicle state
+
+    mutating func setVehicleState(_ state: HUVehicleState) -> Result<HUResult, RuleViolation> {
+        var state = state
+        if state.driving {
+            // Driving implies the limited UI unless the HMI says exactly what is limited.
+            if !state.limitKeyboard && !state.limitLists { state.limitKeyboard = true; state.limitLists = true }
+        }
+        if state.contentStyle == .unspecified { state.contentStyle = vehicleState.contentStyle }
+        if !state.hasSafeArea { state.safeArea = vehicleState.safeArea }
+        vehicleState = state
+        for appID in appOrder {
+            guard let app = apps[appID] else { continue }
+            for scene in app.scenes.values.sorted(by: { $0.id < $1.id }) {
+                var configuration = HUSessionConfiguration()
+                configuration.appID = appID
+                configuration.sceneID = scene.id
+                configuration.contentStyle = state.contentStyle
+                configuration.limitKeyboard = state.limitKeyboard
+                configuration.limitLists = state.limitLists
+                configuration.maxListItems = UInt32(listCap ?? 0)
+                configuration.safeArea = state.safeArea
+                sendToPhone(.sessionConfiguration(configuration))
+            }
+        }
+        return .ok
+    }
+
+    // MARK: - input
+
+    mutating func handleInput(_ input: HUHmiInput) -> Result<HUResult, RuleViolation> {
+        // Inputs that do not need an app on screen.
+        switch input.kind {
+        case .goHome:
+            if let owner = screenOwners[.main], let scene = apps[owner.appID]?.scenes[owner.kind], let top = scene.visibleTemplateID {
+                sendLifecycle(SceneState.Transition(disappeared: [top]), appID: owner.appID, scene: scene, animated: false)
+            }
+            screenOwners[.main] = nil
+            return .ok
+        case .openNowPlaying(let open):
+            return openNowPlaying(open.appID.isEmpty ? nowPlayingAppID : open.appID)
+        case nil:
+            return .failure(RuleViolation(.invalidArgument, "input names no action"))
+        default:
+            break
+        }
+        guard let owner = screenOwners[.main], var scene = apps[owner.appID]?.scenes[owner.kind] else {
+            return .failure(RuleViolation(.notConnected, "the main screen shows no app"))
+        }
+        if case .goBack = input.kind {
+            if scene.presented != nil {
+                return .failure(RuleViolation(.invalidPosition, "a modal template is presented; choose one of its actions"))
+            }
+            guard scene.stack.count > 1 else {
+                // Back at the root leaves the app for the home screen.
+                return handleInput(HUHmiInput.with { $0.goHome = HUGoHome() })
+            }
+            if case .success(let transition) = scene.pop() {
+                apps[owner.appID]!.scenes[owner.kind] = scene
+                sendLifecycle(transition, appID: owner.appID, scene: scene, animated: true)
+            }
+            return .ok
+        }
+        guard let visibleID = scene.visibleTemplateID, var visible = scene.presented ?? scene.top else {
+            return .failure(RuleViolation(.noRootTemplate, "the app has not set a root template"))
+        }
+        guard input.templateID == visibleID || (scene.presented == nil && visibleTab(of: scene)?.id == input.templateID) else {
+            return .failure(RuleViolation(.unknownTemplate, "template '\(input.templateID)' is not the one on screen ('\(visibleID)')"))
+        }
+        if let tab = visibleTab(of: scene), scene.presented == nil, input.templateID == tab.id || !isTabBarInput(input) {
+            visible = tab
+        }
+        var event = HUAppEvent()
+        event.appID = owner.appID
+        event.sceneID = scene.id
+        event.templateID = visible.id
+        switch input.kind {
+        case .selectItem(let selection):
+            guard let item = findItem(selection.itemID, in: visible) else {
+                return .failure(RuleViolation(.unknownItem, "no item '\(selection.itemID)' in '\(visible.id)'"))
+            }
+            switch item.kind {
+            case .message(let message):
+                // Message items start the car's voice flow; the app's handler is never called.
+                var started = HUVoiceFlowStarted()
+                started.itemID = item.id
+                started.conversationID = message.conversationID.isEmpty ? message.phoneOrEmail : message.conversationID
+                event.kind = .voiceFlowStarted(started)
+                sendToPhone(.appEvent(event))
+                return .ok
+            case .general(let general):
+                if general.disabled { return .failure(RuleViolation(.invalidArgument, "item '\(item.id)' is disabled")) }
+            case .imageRow(let row):
+                if selection.imageSelected && Int(selection.imageIndex) >= row.images.count {
+                    return .failure(RuleViolation(.invalidArgument, "image index \(selection.imageIndex) out of range (\(row.images.count) images)"))
+                }
+            case nil:
+                break
+            }
+            event.kind = .itemSelected(selection)
+            startPending(&event, itemID: item.id, sceneKind: owner.kind, spinner: true, search: false)
+        case .pressButton(let press):
+            guard buttonIDs(of: visible).contains(press.buttonID) else {
+                return .failure(RuleViolation(.unknownItem, "no button '\(press.buttonID)' in '\(visible.id)'"))
+            }
+            event.kind = .buttonPressed(press)
+            sendToPhone(.appEvent(event))
+        case .selectTab(let selection):
+            guard case .tabBar(let bar) = scene.top?.kind, scene.presented == nil,
+                let tab = bar.tabs.first(where: { $0.id == selection.tabID })
+            else {
+                return .failure(RuleViolation(.unknownItem, "no tab '\(selection.tabID)' on screen"))
+            }
+            let previous = visibleTab(of: scene)
+            scene.selectedTabs[scene.top!.id] = tab.id
+            apps[owner.appID]!.scenes[owner.kind] = scene
+            event.templateID = scene.top!.id
+            event.kind = .tabSelected(selection)
+            sendToPhone(.appEvent(event))
+            if let previous, previous.id != tab.template.id {
+                sendLifecycle(SceneState.Transition(disappeared: [previous.id], appeared: [tab.template.id]), appID: owner.appID, scene: scene, animated: false)
+            }
+        case .searchText(let text):
+            guard case .search = visible.kind else {
+                return .failure(RuleViolation(.invalidPosition, "search text goes to a search template"))
+            }
+            if vehicleState.limitKeyboard {
+                return .failure(RuleViolation(.invalidPosition, "the keyboard is limited while driving"))
+            }
+            event.kind = .searchTextChanged(text)
+            startPending(&event, itemID: "", sceneKind: owner.kind, spinner: false, search: true)
+        case .selectSearchResult(let selection):
+            guard case .search = visible.kind, scene.searchResults.contains(where: { $0.id == selection.itemID }) else {
+                return .failure(RuleViolation(.unknownItem, "no search result '\(selection.itemID)'"))
+            }
+            event.kind = .searchResultSelected(selection)
+            startPending(&event, itemID: selection.itemID, sceneKind: owner.kind, spinner: true, search: false)
+        case .searchButton(let press):
+            guard case .search = visible.kind else {
+                return .failure(RuleViolation(.invalidPosition, "the search button belongs to a search template"))
+            }
+            event.kind = .searchButtonPressed(press)
+            sendToPhone(.appEvent(event))
+        case .selectPoi(let selection):
+            guard case .pointOfInterest(let poi) = visible.kind, poi.points.contains(where: { $0.id == selection.poiID }) else {
+                return .failure(RuleViolation(.unknownItem, "no point '\(selection.poiID)' in '\(visible.id)'"))
+            }
+            event.kind = .poiSelected(selection)
+            sendToPhone(.appEvent(event))
+        case .poiRegion(let region):
+            guard case .pointOfInterest = visible.kind else {
+                return .failure(RuleViolation(.invalidPosition, "region changes go to a point-of-interest template"))
+            }
+            event.kind = .poiRegionChanged(region)
+            sendToPhone(.appEvent(event))
+        case .nowPlayingButton(let press):
+            guard case .nowPlaying = visible.kind else {
+                return .failure(RuleViolation(.invalidPosition, "now-playing buttons go to the now-playing template"))
+            }
+            let content = apps[owner.appID]!.nowPlaying
+            var known = Set(content.buttons.map(\.id))
+            if content.upNextEnabled { known.insert("up-next") }
+            if content.albumArtistButtonEnabled { known.insert("album-artist") }
+            guard known.contains(press.buttonID) else {
+                return .failure(RuleViolation(.unknownItem, "no now-playing button '\(press.buttonID)'"))
+            }
+            event.kind = .nowPlayingButton(press)
+            sendToPhone(.appEvent(event))
+        case .goBack, .goHome, .openNowPlaying, nil:
+            break  // handled above
+        }
+        return .ok
+    }
+
+    func isTabBarInput(_ input: HUHmiInput) -> Bool {
+        if case .selectTab = input.kind { return true }
+        return false
+    }
+
+    /// The template inside the selected tab when a tab bar is on top.
+    func visibleTab(of scene: SceneState) -> HUTemplate? {
+        guard let top = scene.top, case .tabBar(let bar) = top.kind, !bar.tabs.isEmpty else { return nil }
+        let selected = scene.selectedTabs[top.id] ?? (bar.selectedTabID.isEmpty ? bar.tabs[0].id : bar.selectedTabID)
+        return (bar.tabs.first { $0.id == selected } ?? bar.tabs[0]).template
+    }
+
+    mutating func startPending(_ event: inout HUAppEvent, itemID: String, sceneKind: HUSceneKind, spinner: Bool, search: Bool) {
+        let eventID = nextEventID
+        nextEventID &+= 1
+        event.eventID = eventID
+        let pending = PendingEvent(appID: event.appID, sceneKind: sceneKind, templateID: event.templateID, itemID: itemID, showsSpinner: spinner, isSearch: search)
+        // A new selection replaces one still spinning on the same screen.
+        for (id, old) in pendingEvents where old.appID == event.appID && old.showsSpinner && spinner {
+            pendingEvents[id] = nil
+            effects.append(.cancelTimer(.completion(eventID: id)))
+            sendSpinnerStopped(eventID: id, pending: old)
+        }
+        pendingEvents[eventID] = pending
+        sendToPhone(.appEvent(event))
+        effects.append(.startTimer(.completion(eventID: eventID), milliseconds: configuration.completionTimeoutMilliseconds))
+        if spinner {
+            var selection = HUPendingSelection()
+            selection.eventID = eventID
+            selection.templateID = event.templateID
+            selection.itemID = itemID
+            sendToHMIs(.screenUpdate(screenUpdate(.main, .spinnerStarted(selection))))
+        }
+    }
+
+    mutating func sendSpinnerStopped(eventID: UInt64, pending: PendingEvent) {
+        var selection = HUPendingSelection()
+        selection.eventID = eventID
+        selection.templateID = pending.templateID
+        selection.itemID = pending.itemID
+        sendToHMIs(.screenUpdate(screenUpdate(screen(for: pending.sceneKind), .spinnerStopped(selection))))
+    }
+
+    mutating func openNowPlaying(_ appID: String) -> Result<HUResult, RuleViolation> {
+        guard !appID.isEmpty, let app = apps[appID] else {
+            return .failure(RuleViolation(.unknownApp, "no app is playing"))
+        }
+        guard let category = app.category, CategoryRules.allows(.nowPlaying, for: category) else {
+            return .failure(RuleViolation(.notAllowedForCategory, "'\(appID)' has no now-playing template"))
+        }
+        var template = HUTemplate()
+        template.id = nowPlayingTemplateID
+        template.nowPlaying = app.nowPlaying
+        connectScene(appID: appID, kind: .main, initialRoot: template)
+        return .ok
+    }
+
+    func findItem(_ itemID: String, in template: HUTemplate) -> HUListItem? {
+        switch template.kind {
+        case .list(let list):
+            for section in list.sections {
+                if let item = section.items.first(where: { $0.id == itemID }) { return item }
+            }
+            return nil
+        case .search:
+            guard let owner = screenOwners[.main] else { return nil }
+            return apps[owner.appID]?.scenes[owner.kind]?.searchResults.first { $0.id == itemID }
+        default:
+            return nil
+        }
+    }
+
+    /// Every pressable button id of a template.
+    func buttonIDs(of template: HUTemplate) -> Set<String> {
+        func bar(_ buttons: [HUBarButton]) -> [String] { buttons.filter { !$0.disabled }.map(\.id) }
+        switch template.kind {
+        case .list(let list): return Set(bar(list.leadingButtons) + bar(list.trailingButtons))
+        case .grid(let grid): return Set(grid.buttons.filter { !$0.disabled }.map(\.id) + bar(grid.leadingButtons) + bar(grid.trailingButtons))
+        case .alert(let alert): return Set(alert.actions.map(\.id))
+        case .actionSheet(let sheet): return Set(sheet.actions.map(\.id))
+        case .information(let info): return Set(info.actions.map(\.id) + bar(info.leadingButtons) + bar(info.trailingButtons))
+        case .contact(let contact): return Set(contact.actions.map(\.id) + bar(contact.leadingButtons) + bar(contact.trailingButtons))
+        case .pointOfInterest(let poi):
+            return Set(poi.points.flatMap { point in
+                [point.primaryButton, point.secondaryButton].filter { !$0.id.isEmpty }.map(\.id)
+            })
+        case .map(let map):
+            return Set(bar(map.leadingButtons) + bar(map.trailingButtons) + map.mapButtons.filter { !$0.hidden && !$0.disabled }.map(\.id))
+        case .tabBar, .nowPlaying, .search, .voiceControl, nil:
+            return []
+        }
+    }
+
+    // MARK: - rendering
+
+    func homeScreen() -> HUHomeScreen {
+        var home = HUHomeScreen()
+        home.deviceName = deviceName
+        home.nowPlayingAppID = nowPlayingAppID
+        home.icons = appOrder.compactMap { apps[$0] }.filter(\.isLaunchable).map { app in
+            var icon = HUHomeScreenIcon()
+            icon.appID = app.id
+            icon.displayName = app.info.displayName
+            icon.category = app.category!
+            icon.icon = app.info.icon
+            icon.running = app.scenes[.main] != nil
+            return icon
+        }
+        return home
+    }
+
+    /// What a screen shows now, with the car's own adjustments applied
+    /// (shared now-playing content, the selected tab, list truncation).
+    func render(_ screen: HUScreen) -> HURenderedScreen {
+        var rendered = HURenderedScreen()
+        rendered.screen = screen
+        rendered.contentStyle = vehicleState.contentStyle
+        rendered.rightHandDrive = configuration.vehicle.rightHandDrive
+        guard let owner = screenOwners[screen], let app = apps[owner.appID], let scene = app.scenes[owner.kind] else {
+            return rendered
+        }
+        rendered.appID = owner.appID
+        rendered.sceneID = scene.id
+        rendered.stack = scene.stack.map(\.id)
+        if var top = scene.top {
+            switch top.kind {
+            case .nowPlaying:
+                top.nowPlaying = app.nowPlaying
+            case .tabBar(let bar):
+                rendered.selectedTabID = scene.selectedTabs[top.id] ?? (bar.selectedTabID.isEmpty ? bar.tabs.first?.id ?? "" : bar.selectedTabID)
+            case .search:
+                rendered.searchResults = scene.searchResults
+            default:
+                break
+            }
+            if let cap = listCap {
+                let truncated = truncateLists(top, maxItems: cap)
+                top = truncated.template
+                rendered.itemsShown = UInt32(truncated.shown)
+                rendered.itemsTotal = UInt32(truncated.total)
+            } else if case .list(let list) = top.kind {
+                let total = UInt32(list.sections.reduce(0) { $0 + $1.items.count })
+                rendered.itemsShown = total
+                rendered.itemsTotal = total
+            }
+            rendered.top = top
+        }
+        if let presented = scene.presented { rendered.presented = presented }
+        // The navigation bar's Now Playing button shows for the current now-playing app only.
+        rendered.showNowPlayingButton = !nowPlayingAppID.isEmpty && scene.top.map { TemplateKind($0) != .nowPlaying } ?? false
+        for (id, pending) in pendingEvents where pending.showsSpinner && pending.appID == owner.appID && pending.sceneKind == owner.kind {
+            var selection = HUPendingSelection()
+            selection.eventID = id
+            selection.templateID = pending.templateID
+            selection.itemID = pending.itemID
+            rendered.pending = selection
+        }
+        return rendered
+    }
+
+    /// Lists (on top or in a tab bar's tabs) cut to the driving cap.
+    func truncateLists(_ template: HUTemplate, maxItems: Int) -> (template: HUTemplate, shown: Int, total: Int) {
+        switch template.kind {
+        case .list:
+            return DrivingLimits.truncate(template, maxItems: maxItems, maxSections: sectionCap ?? Int.max)
+        case .tabBar(var bar):
+            var shown = 0, total = 0
+            for index in bar.tabs.indices {
+                let truncated = DrivingLimits.truncate(bar.tabs[index].template, maxItems: maxItems, maxSections: sectionCap ?? Int.max)
+                bar.tabs[index].template = truncated.template
+                shown += truncated.shown
+                total += truncated.total
+            }
+            var result = template
+            result.kind = .tabBar(bar)
+            return (result, shown, total)
+        default:
+            return (template, 0, 0)
+        }
+    }
+
+    mutating func screenUpdate(_ screen: HUScreen, _ change: HUScreenUpdate.OneOf_Change, advance: Bool = true) -> HUScreenUpdate {
+        if advance { screenSequence[screen, default: 0] += 1 }
+        var update = HUScreenUpdate()
+        update.screen = screen
+        update.sequence = screenSequence[screen, default: 0]
+        update.change = change
+        return update
+    }
+
+    /// Sends the HMI what changed on each screen since it last saw it:
+    /// element diffs when only the top template's content changed, else the
+    /// whole screen. Also refreshes the home screen when it changed.
+    mutating func publishScreens() {
+        let home = homeScreen()
+        if home != lastHomeScreen {
+            lastHomeScreen = home
+            sendToHMIs(.homeScreen(home))
+        }
+        for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
+            let new = render(screen)
+            let old = rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
+            guard new != old else { continue }
+            rendered[screen] = new
+            if hmiPeers.isEmpty { continue }
+            if let diff = contentDiff(from: old, to: new) {
+                if !diff.changes.isEmpty { sendToHMIs(.screenUpdate(screenUpdate(screen, .diff(diff)))) }
+            } else {
+                sendToHMIs(.screenUpdate(screenUpdate(screen, .full(new))))
+            }
+        }
+    }
+
+    /// A diff when the screens differ only in the top template's content (and
+    /// spinner state, which travels separately); nil when a full redraw is needed.
+    func contentDiff(from old: HURenderedScreen, to new: HURenderedScreen) -> HUTemplateDiff? {
+        guard old.hasTop, new.hasTop, old.top.id == new.top.id else { return nil }
+        var oldRest = old, newRest = new
+        oldRest.clearTop(); newRest.clearTop()
+        oldRest.clearPending(); newRest.clearPending()
+        (oldRest.itemsShown, oldRest.itemsTotal) = (0, 0)
+        (newRest.itemsShown, newRest.itemsTotal) = (0, 0)
+        guard oldRest == newRest, var changes = TemplateDiffer.diff(from: old.top, to: new.top) else { return nil }
+        if old.itemsShown != new.itemsShown {
+            changes.append(HUElementChange.with { $0.itemsShown = new.itemsShown })
+        }
+        var diff = HUTemplateDiff()
+        diff.templateID = new.top.id
+        diff.changes = changes
+        return diff
+    }
+}

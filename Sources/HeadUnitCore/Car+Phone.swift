@@ -1,0 +1,259 @@
+import HeadUnitWire
+
+// What the phone and its apps ask of the car.
+extension Car {
+    mutating func announceApps(_ announce: HUAnnounceApps, from peer: PeerID) -> Result<HUResult, RuleViolation> {
+        if let phonePeer, phonePeer != peer {
+            return .failure(RuleViolation(.phoneAlreadyConnected, "another phone ('\(deviceName)') is connected"))
+        }
+        phonePeer = peer
+        deviceName = announce.deviceName.isEmpty ? (peers[peer]?.name ?? "") : announce.deviceName
+        var decisions = HUAppDecisions()
+        var seen = Set<String>()
+        for info in announce.apps {
+            var decision = HUAppDecision()
+            decision.appID = info.appID
+            defer { decisions.decisions.append(decision) }
+            if info.appID.isEmpty {
+                decision.code = .invalidArgument
+                decision.reason = "app_id is empty"
+                continue
+            }
+            if apps[info.appID] != nil || !seen.insert(info.appID).inserted {
+                decision.code = .duplicateApp
+                decision.reason = "app '\(info.appID)' is already announced"
+                continue
+            }
+            var app = AppState(info: info)
+            switch Entitlements.category(for: info.entitlements, appID: info.appID, policy: configuration.entitlements) {
+            case .success(let category):
+                app.category = category
+                if category == .automaker {
+                    // Seed 003: an automaker app appears only if it shares a protocol with the vehicle.
+                    let vehicle = configuration.vehicle.accessoryProtocols
+                    app.matchedProtocols = vehicle.filter { info.accessoryProtocols.contains($0) }
+                    decision.vehicleProtocols = vehicle
+                    if app.matchedProtocols.isEmpty {
+                        app.category = nil
+                        app.refusal = RuleViolation(
+                            .entitlementRefused,
+                            "none of the app's accessory protocols (\(info.accessoryProtocols.joined(separator: ", "))) is declared by the vehicle")
+                    }
+                }
+            case .failure(let violation):
+                app.refusal = violation
+            }
+            decision.accepted = app.category != nil
+            decision.category = app.category ?? .unspecified
+            decision.matchedProtocols = app.matchedProtocols
+            if let refusal = app.refusal {
+                decision.code = refusal.code
+                decision.reason = refusal.message
+            }
+            apps[info.appID] = app
+            appOrder.append(info.appID)
+        }
+        var result = HUResult()
+        result.appDecisions = decisions
+        return .success(result)
+    }
+
+    /// Finds the scene a request names and checks it belongs to the asking phone and app.
+    func sceneKind(for appID: String, sceneID: UInt32, from peer: PeerID) -> Result<HUSceneKind, RuleViolation> {
+        guard peer == phonePeer, let app = apps[appID] else {
+            if let owner = sceneOwner(sceneID), owner.appID != appID || peer != phonePeer {
+                return .failure(RuleViolation(.notYourScene, "scene \(sceneID) belongs to another app"))
+            }
+            return .failure(RuleViolation(
+                phonePeer == nil ? .noPhone : .unknownApp,
+                phonePeer == nil ? "announce apps before using them" : "app '\(appID)' was not announced by this phone"))
+        }
+        guard app.category != nil else {
+            return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
+        }
+        if let kind = app.scenes.first(where: { $0.value.id == sceneID })?.key { return .success(kind) }
+        if let owner = sceneOwner(sceneID), owner.appID != appID {
+            return .failure(RuleViolation(.notYourScene, "scene \(sceneID) belongs to another app"))
+        }
+        return .failure(RuleViolation(.notConnected, "scene \(sceneID) of '\(appID)' is not connected"))
+    }
+
+    func sceneOwner(_ sceneID: UInt32) -> SceneRef? {
+        for (appID, app) in apps {
+            if let kind = app.scenes.first(where: { $0.value.id == sceneID })?.key {
+                return SceneRef(appID: appID, kind: kind)
+            }
+        }
+        return nil
+    }
+
+    mutating func handleTemplateRequest(_ request: HUTemplateRequest, from peer: PeerID, now: UInt64) -> Result<HUResult, RuleViolation> {
+        let kind: HUSceneKind
+        switch sceneKind(for: request.appID, sceneID: request.sceneID, from: peer) {
+        case .success(let found): kind = found
+        case .failure(let violation): return .failure(violation)
+        }
+        let appID = request.appID
+        let category = apps[appID]!.category!
+        let scale = configuration.vehicle.mainDisplay.scale
+        var scene = apps[appID]!.scenes[kind]!
+        let outcome: Result<SceneState.Transition, RuleViolation>
+        switch request.op {
+        case .setRoot(let template):
+            outcome = scene.setRoot(adoptNowPlaying(template, appID: appID), category: category, scale: scale)
+        case .push(let template):
+            outcome = scene.push(adoptNowPlaying(template, appID: appID), category: category, scale: scale)
+        case .showNowPlaying:
+            var template = HUTemplate()
+            template.id = nowPlayingTemplateID
+            template.nowPlaying = apps[appID]!.nowPlaying
+            if scene.top?.id == nowPlayingTemplateID {
+                outcome = .success(SceneState.Transition())
+            } else {
+                outcome = scene.push(template, category: category, scale: scale)
+            }
+        case .pop:
+            outcome = scene.pop()
+        case .popToRoot:
+            outcome = scene.popToRoot()
+        case .popTo(let templateID):
+            outcome = scene.popTo(templateID)
+        case .present(let template):
+            outcome = scene.present(template, category: category, scale: scale)
+        case .dismiss:
+            outcome = scene.dismiss()
+        case .update(let template):
+            outcome = scene.update(adoptNowPlaying(template, appID: appID), category: category, scale: scale, nowMilliseconds: now)
+                .map { SceneState.Transition() }
+        case .updateItem(let update):
+            outcome = scene.updateItem(update.item, inTemplate: update.templateID, category: category, scale: scale, nowMilliseconds: now)
+                .map { SceneState.Transition() }
+        case .updateNowPlaying(let nowPlaying):
+            outcome = updateNowPlaying(nowPlaying, appID: appID, category: category, scale: scale)
+        case nil:
+            outcome = .failure(RuleViolation(.invalidArgument, "template request names no operation"))
+        }
+        switch outcome {
+        case .failure(let violation):
+            return .failure(violation)
+        case .success(let transition):
+            apps[appID]!.scenes[kind] = scene
+            let onScreen = screenOwners[screen(for: kind)] == SceneRef(appID: appID, kind: kind)
+            if onScreen {
+                sendLifecycle(transition, appID: appID, scene: scene, animated: request.animated)
+            }
+            var shown = HUTemplateShown()
+            shown.templateID = scene.visibleTemplateID ?? ""
+            shown.depth = UInt32(scene.stack.count)
+            if let top = scene.stack.last, case .list = top.kind {
+                let cap = listCap
+                let truncated = DrivingLimits.truncate(top, maxItems: cap ?? Int.max, maxSections: sectionCap ?? Int.max)
+                shown.itemsShown = UInt32(truncated.shown)
+                shown.itemsTotal = UInt32(truncated.total)
+            }
+            var result = HUResult()
+            result.templateShown = shown
+            return .success(result)
+        }
+    }
+
+    /// A now-playing template the app sets or pushes becomes the app's shared instance.
+    mutating func adoptNowPlaying(_ template: HUTemplate, appID: String) -> HUTemplate {
+        guard case .nowPlaying(let content) = template.kind else { return template }
+        if content != HUNowPlayingTemplate() {
+            apps[appID]!.nowPlaying = content
+            apps[appID]!.nowPlayingSet = true
+            noteNowPlaying(appID, content: content)
+        }
+        return template
+    }
+
+    mutating func updateNowPlaying(_ content: HUNowPlayingTemplate, appID: String, category: HUCategory, scale: UInt32) -> Result<SceneState.Transition, RuleViolation> {
+        var probe = HUTemplate()
+        probe.id = nowPlayingTemplateID
+        probe.nowPlaying = content
+        // Validated as if pushed onto a list: only the content's own limits apply here.
+        if let violation = TemplateValidator.validate(probe, context: TemplateContext(category: category, placement: .push(onTopOf: .list), displayScale: scale)) {
+            return .failure(violation)
+        }
+        apps[appID]!.nowPlaying = content
+        apps[appID]!.nowPlayingSet = true
+        noteNowPlaying(appID, content: content)
+        return .success(SceneState.Transition())
+    }
+
+    /// The home screen's Now Playing button follows the app that last started playing.
+    mutating func noteNowPlaying(_ appID: String, content: HUNowPlayingTemplate) {
+        if content.playbackRate > 0 || nowPlayingAppID.isEmpty {
+            nowPlayingAppID = appID
+        }
+    }
+
+    mutating func completeEvent(_ complete: HUCompleteEvent, from peer: PeerID) -> Result<HUResult, RuleViolation> {
+        guard peer == phonePeer, let pending = pendingEvents[complete.eventID], pending.appID == complete.appID else {
+            return .failure(RuleViolation(.unknownEvent, "event \(complete.eventID) of '\(complete.appID)' is not pending (completed, timed out or never sent)"))
+        }
+        pendingEvents[complete.eventID] = nil
+        effects.append(.cancelTimer(.completion(eventID: complete.eventID)))
+        if pending.isSearch, var scene = apps[pending.appID]?.scenes[pending.sceneKind] {
+            scene.searchResults = complete.searchResults
+            apps[pending.appID]!.scenes[pending.sceneKind] = scene
+        }
+        if pending.showsSpinner {
+            sendSpinnerStopped(eventID: complete.eventID, pending: pending)
+        }
+        return .ok
+    }
+
+    mutating func appClosed(_ appID: String, from peer: PeerID) -> Result<HUResult, RuleViolation> {
+        guard peer == phonePeer, apps[appID] != nil else {
+            return .failure(RuleViolation(.unknownApp, "app '\(appID)' was not announced by this phone"))
+        }
+        endScenes(of: appID, reason: .appClosed, tellPhone: true)
+        return .ok
+    }
+
+    /// Ends every scene of an app and whatever hung on them; only that app is touched.
+    mutating func endScenes(of appID: String, reason: HUDisconnectReason, tellPhone: Bool) {
+        guard var app = apps[appID] else { return }
+        for (eventID, pending) in pendingEvents where pending.appID == appID {
+            pendingEvents[eventID] = nil
+            effects.append(.cancelTimer(.completion(eventID: eventID)))
+            if pending.showsSpinner { sendSpinnerStopped(eventID: eventID, pending: pending) }
+        }
+        for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let scene = app.scenes[kind]!
+            if tellPhone {
+                var disconnected = HUSceneDisconnected()
+                disconnected.appID = appID
+                disconnected.sceneID = scene.id
+                disconnected.reason = reason
+                sendToPhone(.sceneDisconnected(disconnected))
+            }
+            let screen = screen(for: kind)
+            if screenOwners[screen] == SceneRef(appID: appID, kind: kind) {
+                screenOwners[screen] = nil
+            }
+        }
+        app.scenes = [:]
+        apps[appID] = app
+    }
+
+    mutating func sendLifecycle(_ transition: SceneState.Transition, appID: String, scene: SceneState, animated: Bool) {
+        func event(_ templateID: String, _ phase: HULifecyclePhase) -> HUEnvelope.OneOf_Body {
+            var event = HUAppEvent()
+            event.appID = appID
+            event.sceneID = scene.id
+            event.templateID = templateID
+            var lifecycle = HUTemplateLifecycle()
+            lifecycle.phase = phase
+            lifecycle.animated = animated
+            event.kind = .lifecycle(lifecycle)
+            return .appEvent(event)
+        }
+        for id in transition.disappeared { sendToPhone(event(id, .willDisappear)) }
+        for id in transition.appeared { sendToPhone(event(id, .willAppear)) }
+        for id in transition.disappeared { sendToPhone(event(id, .didDisappear)) }
+        for id in transition.appeared { sendToPhone(event(id, .didAppear)) }
+    }
+}

@@ -1,0 +1,32 @@
+import HeadUnitWire
+
+/// An app the phone announced, with the car's decision about it.
+public struct AppState: Sendable, Equatable {
+    public var info: HUAppInfo
+    /// The accepted category, or nil when the car refused the app's claims.
+    public var category: HUCategory?
+    public var refusal: RuleViolation?
+    /// Automaker apps: the vehicle's protocols the app may use.
+    public var matchedProtocols: [String] = []
+    /// Connected scenes by kind (at most one of each).
+    public var scenes: [HUSceneKind: SceneState] = [:]
+    /// The one shared now-playing template of the app (DOMAIN.md §5).
+    public var nowPlaying = HUNowPlayingTemplate()
+    public var nowPlayingSet = false
+
+    public var id: String { info.appID }
+
+    /// Whether the app has an icon on the home screen and can be launched.
+    public var isLaunchable: Bool {
+        guard let category else { return false }
+        switch category {
+        case .legacyMessaging, .unspecified, .UNRECOGNIZED: return false
+        case .audio, .communication, .navigation, .evCharging, .fueling, .chargingAndFueling, .parking,
+            .quickOrdering, .drivingTask, .publicSafety, .automaker, .legacyAudio:
+            return true
+        }
+    }
+}
+
+/// The id of the now-playing template the car shows on an app's behalf.
+public let nowPlayingTemplateID = "now-playing"

@@ -1,0 +1,219 @@
+import HeadUnitWire
+
+/// One connected scene of an app: its template stack and modal template.
+/// The stack rules (what may go where, how deep) are checked here so every
+/// interface-controller operation is one pure function of (scene, request).
+public struct SceneState: Sendable, Equatable {
+    public let id: UInt32
+    public let appID: String
+    public let kind: HUSceneKind
+    /// Root first. Empty until the app sets a root template.
+    public private(set) var stack: [HUTemplate] = []
+    public private(set) var presented: HUTemplate?
+    /// The tab the car shows, per tab bar template id (the car owns tab selection).
+    public var selectedTabs: [String: String] = [:]
+    /// Results of the last search, shown under the search template.
+    public var searchResults: [HUListItem] = []
+    /// Last in-place update per template id, for the category's refresh limits.
+    var lastUpdateMilliseconds: [String: UInt64] = [:]
+
+    public init(id: UInt32, appID: String, kind: HUSceneKind) {
+        self.id = id
+        self.appID = appID
+        self.kind = kind
+    }
+
+    public var top: HUTemplate? { stack.last }
+
+    /// What a change to the stack did, so the car can send lifecycle events.
+    public struct Transition: Sendable, Equatable {
+        public var disappeared: [String] = []
+        public var appeared: [String] = []
+    }
+
+    func context(_ placement: TemplatePlacement, category: HUCategory, scale: UInt32) -> TemplateContext {
+        TemplateContext(category: category, placement: placement, displayScale: scale)
+    }
+
+    public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
+        if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale)) {
+            return .failure(violation)
+        }
+        let old = stack.reversed().map(\.id) + (presented.map { [$0.id] } ?? [])
+        stack = [template]
+        presented = nil
+        searchResults = []
+        return .success(Transition(disappeared: old, appeared: [template.id]))
+    }
+
+    public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
+        guard let top = stack.last, let topKind = TemplateKind(top) else {
+            return .failure(RuleViolation(.noRootTemplate, "set a root template before pushing"))
+        }
+        if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale)) {
+            return .failure(violation)
+        }
+        let maximum = CategoryRules.maxStackDepth(for: category)
+        if stack.count + 1 > maximum {
+            return .failure(RuleViolation(
+                .depthExceeded, "stack depth \(stack.count + 1) exceeds \(maximum) for \(category)",
+                limit: "stack.depth", limitValue: UInt32(maximum)))
+        }
+        if stack.contains(where: { $0.id == template.id }) {
+            return .failure(RuleViolation(.invalidTemplate, "template id '\(template.id)' is already on the stack"))
+        }
+        stack.append(template)
+        return .success(Transition(disappeared: [top.id], appeared: [template.id]))
+    }
+
+    public mutating func pop() -> Result<Transition, RuleViolation> {
+        guard stack.count > 1 else {
+            return .failure(stack.isEmpty
+                ? RuleViolation(.noRootTemplate, "no template to pop")
+                : RuleViolation(.invalidPosition, "the root template cannot be popped"))
+        }
+        let gone = stack.removeLast()
+        return .success(Transition(disappeared: [gone.id], appeared: [stack.last!.id]))
+    }
+
+    public mutating func popToRoot() -> Result<Transition, RuleViolation> {
+        guard let root = stack.first else { return .failure(RuleViolation(.noRootTemplate, "no root template")) }
+        return popTo(root.id)
+    }
+
+    public mutating func popTo(_ templateID: String) -> Result<Transition, RuleViolation> {
+        guard !stack.isEmpty else { return .failure(RuleViolation(.noRootTemplate, "no root template")) }
+        guard let index = stack.firstIndex(where: { $0.id == templateID }) else {
+            return .failure(RuleViolation(.unknownTemplate, "template '\(templateID)' is not on the stack"))
+        }
+        guard index < stack.count - 1 else { return .success(Transition()) }
+        let gone = stack[(index + 1)...].reversed().map(\.id)
+        stack.removeSubrange((index + 1)...)
+        return .success(Transition(disappeared: Array(gone), appeared: [templateID]))
+    }
+
+    public mutating func present(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
+        guard !stack.isEmpty else {
+            return .failure(RuleViolation(.noRootTemplate, "set a root template before presenting"))
+        }
+        if let presented {
+            return .failure(RuleViolation(.alreadyPresented, "'\(presented.id)' is already presented; dismiss it first"))
+        }
+        if let violation = TemplateValidator.validate(template, context: context(.present, category: category, scale: scale)) {
+            return .failure(violation)
+        }
+        presented = template
+        return .success(Transition(appeared: [template.id]))
+    }
+
+    public mutating func dismiss() -> Result<Transition, RuleViolation> {
+        guard let gone = presented else {
+            return .failure(RuleViolation(.nothingPresented, "no template is presented"))
+        }
+        presented = nil
+        return .success(Transition(disappeared: [gone.id]))
+    }
+
+    /// Replaces the template with the same id (on the stack, presented, or a
+    /// tab's content) in place, after validating it where it stands.
+    public mutating func update(_ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64) -> Result<Void, RuleViolation> {
+        guard let location = locate(template.id) else {
+            return .failure(RuleViolation(.unknownTemplate, "template '\(template.id)' is not on screen or on the stack"))
+        }
+        let current = self[location]
+        guard TemplateKind(current) == TemplateKind(template) else {
+            return .failure(RuleViolation(.invalidTemplate, "an update cannot change the kind of template '\(template.id)'"))
+        }
+        if let violation = TemplateValidator.validate(template, context: context(placement(of: location), category: category, scale: scale)) {
+            return .failure(violation)
+        }
+        if let kind = TemplateKind(template), let interval = RefreshRules.minimumUpdateInterval(kind, category: category),
+            let last = lastUpdateMilliseconds[template.id], nowMilliseconds &- last < interval
+        {
+            return .failure(RuleViolation(
+                .rateLimited, "\(kind) of \(category) may be updated once every \(interval / 1000) s",
+                limit: "refresh.interval_ms", limitValue: UInt32(clamping: interval)))
+        }
+        lastUpdateMilliseconds[template.id] = nowMilliseconds
+        self[location] = template
+        return .success(())
+    }
+
+    /// Replaces one list item (matched by id) inside the list with `templateID`.
+    public mutating func updateItem(_ item: HUListItem, inTemplate templateID: String, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64) -> Result<Void, RuleViolation> {
+        guard let location = locate(templateID) else {
+            return .failure(RuleViolation(.unknownTemplate, "template '\(templateID)' is not on the stack"))
+        }
+        var template = self[location]
+        guard case .list(var list) = template.kind else {
+            return .failure(RuleViolation(.invalidTemplate, "template '\(templateID)' is not a list"))
+        }
+        var found = false
+        for s in list.sections.indices {
+            if let i = list.sections[s].items.firstIndex(where: { $0.id == item.id }) {
+                list.sections[s].items[i] = item
+                found = true
+                break
+            }
+        }
+        guard found else {
+            return .failure(RuleViolation(.unknownItem, "no item '\(item.id)' in list '\(templateID)'"))
+        }
+        template.kind = .list(list)
+        return update(template, category: category, scale: scale, nowMilliseconds: nowMilliseconds)
+    }
+
+    /// Where a template with this id lives in the scene.
+    enum Location: Equatable {
+        case stack(Int)
+        case presented
+        case tab(stackIndex: Int, tabIndex: Int)
+    }
+
+    func locate(_ templateID: String) -> Location? {
+        if presented?.id == templateID { return .presented }
+        for (index, template) in stack.enumerated().reversed() {
+            if template.id == templateID { return .stack(index) }
+            if case .tabBar(let bar) = template.kind,
+                let tab = bar.tabs.firstIndex(where: { $0.template.id == templateID })
+            {
+                return .tab(stackIndex: index, tabIndex: tab)
+            }
+        }
+        return nil
+    }
+
+    func placement(of location: Location) -> TemplatePlacement {
+        switch location {
+        case .presented: return .present
+        case .tab: return .tab
+        case .stack(0): return .root
+        case .stack(let index): return TemplateKind(stack[index - 1]).map { .push(onTopOf: $0) } ?? .root
+        }
+    }
+
+    subscript(location: Location) -> HUTemplate {
+        get {
+            switch location {
+            case .presented: return presented!
+            case .stack(let index): return stack[index]
+            case .tab(let index, let tab):
+                guard case .tabBar(let bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
+                return bar.tabs[tab].template
+            }
+        }
+        set {
+            switch location {
+            case .presented: presented = newValue
+            case .stack(let index): stack[index] = newValue
+            case .tab(let index, let tab):
+                guard case .tabBar(var bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
+                bar.tabs[tab].template = newValue
+                stack[index].kind = .tabBar(bar)
+            }
+        }
+    }
+
+    /// The template the car shows on top: the presented one, else the stack's top.
+    public var visibleTemplateID: String? { presented?.id ?? stack.last?.id }
+}
