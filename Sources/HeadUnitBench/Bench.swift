@@ -1,0 +1,317 @@
+import ArgumentParser
+import HeadUnitClient
+import HeadUnitWire
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Measures headunitd as a phone sees it: request round trips, pipelined
+/// throughput and the daemon's memory. Not a test: prints a table.
+@main
+struct HeadUnitBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "HeadUnitBench",
+        abstract: "Benchmark headunitd over its Unix socket: RTT percentiles, pipelined requests/s, RSS."
+    )
+
+    @Option(name: .customLong("unix-socket"), help: "A running daemon's Unix socket.")
+    var unixSocket: String?
+
+    @Option(help: "Start this headunitd binary on a temporary socket, as a separate process.")
+    var spawn: String?
+
+    @Option(name: .customLong("daemon-arg"), help: "Arguments for the spawned daemon ({socket} is replaced by the socket path); default: --unix-socket {socket} --no-tcp.")
+    var daemonArgs: [String] = []
+
+    @Option(help: "Measured requests for the latency test (push and pop alternate).")
+    var requests = 20_000
+
+    @Option(help: "Warm-up requests before measuring.")
+    var warmup = 2_000
+
+    @Option(help: "Requests in flight for the throughput test.")
+    var inFlight = 64
+
+    @Option(help: "Duration of the throughput test, seconds.")
+    var seconds = 5.0
+
+    @Option(help: "Items in the pushed list.")
+    var items = 12
+
+    func validate() throws {
+        if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
+    }
+
+    func run() async throws {
+        var daemon: SpawnedDaemon?
+        let socketPath: String
+        if let spawn {
+            let spawned = try SpawnedDaemon.start(binary: spawn, arguments: daemonArgs)
+            daemon = spawned
+            socketPath = spawned.socketPath
+            print("spawned \(spawn) as pid \(spawned.pid) on \(socketPath) (log: \(spawned.logPath))")
+        } else {
+            socketPath = unixSocket!
+        }
+        defer { daemon?.stop() }
+
+        let endpoint = HeadUnitEndpoint.unix(path: socketPath)
+        try await waitForSocket(endpoint)
+        // Idle: listening, nobody connected (this probe connection closed).
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let idleRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
+
+        let hmi = try await HMISession.connect(to: endpoint, name: "bench-hmi")
+        let phone = try await PhoneSession.connect(to: endpoint, deviceName: "bench-phone")
+        var app = HUAppInfo()
+        app.appID = "com.example.bench"
+        app.displayName = "Bench"
+        app.entitlements = ["com.apple.developer.carplay-audio"]
+        let decisions = try await phone.announce([app])
+        guard decisions.first?.accepted == true else { throw Failure("the daemon refused the bench app: \(decisions)") }
+        try await hmi.launch(app.appID)
+        let controller = try await phone.waitForScene(appID: app.appID)
+        try await controller.setRootTemplate(listTemplate(id: "root", items: items, tag: 0))
+
+        // Run the client side of each request on the phone connection's event
+        // loop: no thread hop on the client, so the numbers are the daemon's.
+        let executor = phone.connection.taskExecutor
+        let latency = try await withTaskExecutorPreference(executor) {
+            try await measureLatency(controller)
+        }
+        let throughput = try await withTaskExecutorPreference(executor) {
+            try await measureThroughput(controller)
+        }
+        let afterRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
+
+        await phone.close()
+        await hmi.close()
+
+        print("")
+        print("headunitd benchmark (\(socketPath), client and daemon as separate processes)")
+        print(row("measure", "value"))
+        print(row(String(repeating: "-", count: 44), String(repeating: "-", count: 20)))
+        print(row("RTT p50 (push/pop of a \(items)-item list)", String(format1(latency.p50)) + " us"))
+        print(row("RTT p99", format1(latency.p99) + " us"))
+        print(row("RTT p999", format1(latency.p999) + " us"))
+        print(row("RTT max", format1(latency.max) + " us"))
+        print(row("requests measured", "\(latency.count)"))
+        print(row("pipelined updates/s (\(inFlight) in flight)", "\(Int(throughput.perSecond))"))
+        print(row("pipelined errors", "\(throughput.errors)"))
+        if let idleRSS { print(row("daemon RSS idle", formatMiB(idleRSS))) }
+        if let afterRSS { print(row("daemon RSS after the run", formatMiB(afterRSS))) }
+        if daemon == nil { print(row("daemon RSS", "n/a (use --spawn)")) }
+    }
+
+    struct Latency {
+        var count: Int
+        var p50: Double, p99: Double, p999: Double, max: Double
+    }
+
+    /// Alternates push and pop; every request's round trip is one sample.
+    func measureLatency(_ controller: InterfaceController) async throws -> Latency {
+        let list = listTemplate(id: "pushed", items: items, tag: 1)
+        for i in 0..<warmup {
+            if i % 2 == 0 { try await controller.pushTemplate(list, animated: false) } else { try await controller.popTemplate(animated: false) }
+        }
+        if warmup % 2 == 1 { try await controller.popTemplate(animated: false) }
+        var samples = [Int64](repeating: 0, count: requests)
+        let clock = ContinuousClock()
+        for i in 0..<requests {
+            let start = clock.now
+            if i % 2 == 0 { try await controller.pushTemplate(list, animated: false) } else { try await controller.popTemplate(animated: false) }
+            samples[i] = nanoseconds(clock.now - start)
+        }
+        if requests % 2 == 1 { try await controller.popTemplate(animated: false) }
+        samples.sort()
+        func percentile(_ p: Double) -> Double {
+            Double(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) / 1000
+        }
+        return Latency(count: samples.count, p50: percentile(0.50), p99: percentile(0.99), p999: percentile(0.999), max: Double(samples.last ?? 0) / 1000)
+    }
+
+    struct Throughput {
+        var perSecond: Double
+        var errors: Int
+    }
+
+    /// `inFlight` workers each keep one request outstanding: updates of the
+    /// root list in place (order-independent, unlike push/pop, which would
+    /// race into the depth limit).
+    func measureThroughput(_ controller: InterfaceController) async throws -> Throughput {
+        let variants = (0..<items).map { listTemplate(id: "root", items: items, tag: $0) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(Int64(seconds * 1000))
+        let start = clock.now
+        let (done, errors) = await withTaskGroup(of: (Int, Int).self) { group in
+            for worker in 0..<inFlight {
+                group.addTask {
+                    var done = 0, errors = 0, i = worker
+                    while clock.now < deadline {
+                        do {
+                            try await controller.updateTemplate(variants[i % variants.count])
+                        } catch {
+                            errors += 1
+                        }
+                        done += 1
+                        i += 1
+                    }
+                    return (done, errors)
+                }
+            }
+            var total = (0, 0)
+            for await (d, e) in group { total.0 += d; total.1 += e }
+            return total
+        }
+        let elapsed = Double(nanoseconds(clock.now - start)) / 1e9
+        return Throughput(perSecond: Double(done) / elapsed, errors: errors)
+    }
+
+    /// A list whose item `tag % items` says "now", so successive updates differ.
+    func listTemplate(id: String, items: Int, tag: Int) -> HUTemplate {
+        var section = HUListSection()
+        section.id = "\(id)-section"
+        section.items = (0..<items).map { index in
+            var general = HUGeneralItem()
+            general.text = index == tag % max(items, 1) ? "Station \(index) (now)" : "Station \(index)"
+            general.detailText = "Live radio, 128 kbit/s"
+            var item = HUListItem()
+            item.id = "\(id)-item-\(index)"
+            item.kind = .general(general)
+            return item
+        }
+        var list = HUListTemplate()
+        list.title = "Stations"
+        list.sections = [section]
+        var template = HUTemplate()
+        template.id = id
+        template.kind = .list(list)
+        return template
+    }
+
+    func waitForSocket(_ endpoint: HeadUnitEndpoint) async throws {
+        let clock = ContinuousClock()
+        let giveUp = clock.now + .seconds(15)
+        while true {
+            do {
+                let probe = try await HeadUnitConnection.connect(to: endpoint, configuration: .init(role: .phone, name: "bench-probe"))
+                await probe.close()
+                return
+            } catch {
+                if clock.now > giveUp { throw Failure("the daemon did not answer on \(endpoint): \(error)") }
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+        }
+    }
+}
+
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+}
+
+func row(_ name: String, _ value: String) -> String {
+    name + String(repeating: " ", count: max(1, 46 - name.count)) + value
+}
+
+func format1(_ value: Double) -> String {
+    let tenths = Int((value * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10)"
+}
+
+func formatMiB(_ kib: Int) -> String {
+    "\(format1(Double(kib) / 1024)) MiB"
+}
+
+/// VmRSS from /proc/PID/status, in KiB.
+func readRSSKiB(pid: pid_t) -> Int? {
+    guard let file = fopen("/proc/\(pid)/status", "r") else { return nil }
+    defer { fclose(file) }
+    var line = [CChar](repeating: 0, count: 512)
+    while fgets(&line, Int32(line.count), file) != nil {
+        let text = String(cString: line)
+        if text.hasPrefix("VmRSS:") {
+            return Int(text.dropFirst(6).filter { $0.isNumber })
+        }
+    }
+    return nil
+}
+
+/// headunitd started as a child process on a socket in a fresh temp directory.
+struct SpawnedDaemon {
+    var pid: pid_t
+    var socketPath: String
+    var logPath: String
+    var directory: String
+
+    static func start(binary: String, arguments: [String]) throws -> SpawnedDaemon {
+        var template = Array("/tmp/headunit-bench.XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw Failure("mkdtemp failed") }
+        let directory = String(cString: dir)
+        let socketPath = directory + "/headunitd.sock"
+        let logPath = directory + "/headunitd.log"
+        let args = (arguments.isEmpty ? ["--unix-socket", "{socket}", "--no-tcp"] : arguments).map {
+            $0.replacingAll("{socket}", with: socketPath)
+        }
+        // XDG_RUNTIME_DIR too, so a daemon that ignores the flag still lands in the temp dir.
+        var environment: [String] = []
+        var env = environ
+        while let entry = env.pointee {
+            let text = String(cString: entry)
+            if !text.hasPrefix("XDG_RUNTIME_DIR=") { environment.append(text) }
+            env += 1
+        }
+        environment.append("XDG_RUNTIME_DIR=\(directory)")
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([binary] + args).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, binary, &actions, nil, argv, envp)
+        guard rc == 0 else { throw Failure("cannot start \(binary): errno \(rc)") }
+        return SpawnedDaemon(pid: pid, socketPath: socketPath, logPath: logPath, directory: directory)
+    }
+
+    func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<50 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(100_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        var result = ""
+        var rest = self[...]
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound]
+            result += replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}

@@ -1,0 +1,224 @@
+import HeadUnitWire
+import NIOCore
+import NIOPosix
+
+/// What reaches the HMI: the home screen and screen updates, each with the
+/// screen as it now looks (diffs already applied).
+public enum HMIUpdate: Sendable {
+    case homeScreen(HUHomeScreen)
+    case screen(HUScreenUpdate, HURenderedScreen)
+    /// A non-fatal protocol error the car reported with request_id 0.
+    case notice(HUResult)
+    case goodbye(HUGoodbye)
+    case other(HUEnvelope)
+}
+
+/// The car's own screen renderer and input devices (Unix socket only). Keeps
+/// the latest rendered state of every screen, applying diffs as they come.
+public final class HMISession: @unchecked Sendable {
+    public let connection: HeadUnitConnection
+    /// Every update in order (bounded: the newest 4096 kept if nobody reads).
+    public let updates: AsyncStream<HMIUpdate>
+    private let updateContinuation: AsyncStream<HMIUpdate>.Continuation
+
+    // ---- loop-confined
+    private var screens: [HUScreen: HURenderedScreen] = [:]
+    private var sequences: [HUScreen: UInt64] = [:]
+    private var home: HUHomeScreen?
+    /// Updates that arrived out of sequence (a gap means the state may be stale until the next `full`).
+    public private(set) var sequenceGaps = 0
+    private var stateWaiters: [StateWaiter] = []
+    private var nextWaiterID = 0
+    private var finished = false
+
+    private struct StateWaiter {
+        var id: Int
+        var check: () -> Bool
+        var continuation: CheckedContinuation<Bool, Never>
+        var timer: Scheduled<Void>
+    }
+
+    private init(connection: HeadUnitConnection) {
+        self.connection = connection
+        (updates, updateContinuation) = AsyncStream.makeStream(of: HMIUpdate.self, bufferingPolicy: .bufferingNewest(4096))
+    }
+
+    public static func connect(
+        to endpoint: HeadUnitEndpoint,
+        name: String = "headunit-hmi",
+        configure: (inout HeadUnitConnection.Configuration) -> Void = { _ in },
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> HMISession {
+        var configuration = HeadUnitConnection.Configuration(role: .hmi, name: name)
+        configure(&configuration)
+        var session: HMISession?
+        _ = try await HeadUnitConnection.connect(to: endpoint, configuration: configuration, group: group) { connection in
+            let hmi = HMISession(connection: connection)
+            connection.eventHandler = { [weak hmi] envelope in hmi?.handle(envelope) }
+            connection.closeHandler = { [weak hmi] _ in hmi?.closed() }
+            session = hmi
+        }
+        return session!
+    }
+
+    // MARK: requests
+
+    /// Launches an app from the home screen: its scene connects on the phone.
+    public func launch(_ appID: String, kind: HUSceneKind = .main) async throws {
+        var launch = HULaunchApp()
+        launch.appID = appID
+        launch.kind = kind
+        try await connection.request(.launchApp(launch))
+    }
+
+    public func input(_ input: HUHmiInput) async throws {
+        try await connection.request(.hmiInput(input))
+    }
+
+    /// Touches a list item; the app gets item_selected and the car shows a spinner until it completes.
+    public func selectItem(_ itemID: String, on templateID: String) async throws {
+        var input = HUHmiInput()
+        input.templateID = templateID
+        var selected = HUItemSelected()
+        selected.itemID = itemID
+        input.kind = .selectItem(selected)
+        try await self.input(input)
+    }
+
+    /// Presses a bar, grid, alert, action-sheet, information, contact, POI or map button.
+    public func pressButton(_ buttonID: String, on templateID: String) async throws {
+        var input = HUHmiInput()
+        input.templateID = templateID
+        var pressed = HUButtonPressed()
+        pressed.buttonID = buttonID
+        input.kind = .pressButton(pressed)
+        try await self.input(input)
+    }
+
+    /// The car's back button, on the template shown on top (or presented).
+    public func goBack(on templateID: String) async throws {
+        var input = HUHmiInput()
+        input.templateID = templateID
+        input.kind = .goBack(HUGoBack())
+        try await self.input(input)
+    }
+
+    public func setVehicleState(_ state: HUVehicleState) async throws {
+        var message = HUSetVehicleState()
+        message.state = state
+        try await connection.request(.setVehicleState(message))
+    }
+
+    public func closeApp(_ appID: String) async throws {
+        var close = HUCloseApp()
+        close.appID = appID
+        try await connection.request(.closeApp(close))
+    }
+
+    public func status() async throws -> HUStatus {
+        let result = try await connection.request(.getStatus(HUGetStatus()))
+        if case .status(let status)? = result.detail { return status }
+        throw HeadUnitError(code: .unknownMessage, message: "GetStatus answered without a status", origin: .unexpectedAnswer)
+    }
+
+    public func close() async {
+        await connection.close()
+    }
+
+    // MARK: state
+
+    /// The screen as last rendered, nil before the car sent it.
+    public func screen(_ screen: HUScreen = .main) async -> HURenderedScreen? {
+        await connection.onLoopAsync { self.screens[screen] }
+    }
+
+    public func homeScreen() async -> HUHomeScreen? {
+        await connection.onLoopAsync { self.home }
+    }
+
+    /// Waits until the screen satisfies `condition` (checked now and after
+    /// every update); returns the screen, or nil after `timeout`.
+    public func waitForScreen(
+        _ screen: HUScreen = .main,
+        timeout: TimeAmount = .seconds(3),
+        where condition: @escaping (HURenderedScreen) -> Bool
+    ) async -> HURenderedScreen? {
+        let satisfied = await waitUntil(timeout: timeout) { self.screens[screen].map(condition) ?? false }
+        return satisfied ? await self.screen(screen) : nil
+    }
+
+    public func waitForHomeScreen(timeout: TimeAmount = .seconds(3)) async -> HUHomeScreen? {
+        let satisfied = await waitUntil(timeout: timeout) { self.home != nil }
+        return satisfied ? await homeScreen() : nil
+    }
+
+    private func waitUntil(timeout: TimeAmount, _ check: @escaping () -> Bool) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            connection.onLoop {
+                if check() { return continuation.resume(returning: true) }
+                if self.finished { return continuation.resume(returning: false) }
+                let id = self.nextWaiterID
+                self.nextWaiterID += 1
+                let timer = self.connection.eventLoop.scheduleTask(in: timeout) {
+                    if let index = self.stateWaiters.firstIndex(where: { $0.id == id }) {
+                        self.stateWaiters.remove(at: index).continuation.resume(returning: false)
+                    }
+                }
+                self.stateWaiters.append(StateWaiter(id: id, check: check, continuation: continuation, timer: timer))
+            }
+        }
+    }
+
+    // MARK: inbound (event loop)
+
+    private func handle(_ envelope: HUEnvelope) {
+        let update: HMIUpdate
+        switch envelope.body {
+        case .homeScreen(let homeScreen):
+            home = homeScreen
+            update = .homeScreen(homeScreen)
+        case .screenUpdate(let screenUpdate):
+            if let last = sequences[screenUpdate.screen], screenUpdate.sequence != last + 1, screenUpdate.sequence != 0 {
+                if case .full? = screenUpdate.change {} else { sequenceGaps += 1 }
+            }
+            sequences[screenUpdate.screen] = screenUpdate.sequence
+            var rendered = screens[screenUpdate.screen] ?? HURenderedScreen()
+            ScreenModel.apply(screenUpdate, to: &rendered)
+            screens[screenUpdate.screen] = rendered
+            update = .screen(screenUpdate, rendered)
+        case .result(let result):
+            update = .notice(result)
+        case .goodbye(let goodbye):
+            update = .goodbye(goodbye)
+        default:
+            update = .other(envelope)
+        }
+        updateContinuation.yield(update)
+        checkWaiters()
+    }
+
+    private func checkWaiters() {
+        guard !stateWaiters.isEmpty else { return }
+        var remaining: [StateWaiter] = []
+        for waiter in stateWaiters {
+            if waiter.check() {
+                waiter.timer.cancel()
+                waiter.continuation.resume(returning: true)
+            } else {
+                remaining.append(waiter)
+            }
+        }
+        stateWaiters = remaining
+    }
+
+    private func closed() {
+        finished = true
+        updateContinuation.finish()
+        let all = stateWaiters
+        stateWaiters.removeAll()
+        for waiter in all {
+            waiter.timer.cancel()
+            waiter.continuation.resume(returning: false)
+        }
+    }
+}

@@ -1,0 +1,376 @@
+import HeadUnitWire
+import NIOCore
+import NIOPosix
+
+/// One connection to headunitd: handshake, automatic PONG, requests matched to
+/// their answers by request_id, and everything else delivered as events.
+///
+/// Threading: all mutable state lives on the connection's event loop and is
+/// only touched there. Requests made from a task already running on that loop
+/// (see `taskExecutor`) go out without any thread hop; requests from elsewhere
+/// hop onto the loop once. Writes are coalesced and flushed once per loop tick,
+/// so many requests in flight cost one syscall per batch, not one each.
+public final class HeadUnitConnection: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var role: HURole
+        public var name: String
+        /// A request with no answer after this long fails with `.timedOut`.
+        public var requestTimeout: TimeAmount = .seconds(10)
+        public var connectTimeout: TimeAmount = .seconds(5)
+        /// Largest frame accepted from the daemon.
+        public var maxPayloadBytes: UInt32 = 16 << 20
+        public var minVersion: UInt32 = ProtocolVersion.minimum
+        public var maxVersion: UInt32 = ProtocolVersion.maximum
+
+        public init(role: HURole, name: String) {
+            self.role = role
+            self.name = name
+        }
+    }
+
+    public let eventLoop: EventLoop
+    public let configuration: Configuration
+    /// The daemon's Welcome (version, limits, vehicle profile).
+    public private(set) var welcome = HUWelcome()
+    /// Envelopes that are not answers to this client's requests (events,
+    /// notifications, non-fatal errors with request_id 0). Not used when a
+    /// session installed its own handler (PhoneSession, HMISession).
+    public let events: AsyncStream<HUEnvelope>
+
+    private let eventContinuation: AsyncStream<HUEnvelope>.Continuation
+
+    // ---- loop-confined state
+    private var channel: Channel?
+    private var pending: [UInt32: Pending] = [:]
+    private var nextRequestID: UInt32 = 1
+    private var outbound: ByteBuffer
+    private var flushScheduled = false
+    private var closeReason: HeadUnitError?
+    private var isClosed = false
+    private var sweepTask: RepeatedTask?
+    /// Called on the event loop for every incoming non-answer envelope.
+    var eventHandler: ((HUEnvelope) -> Void)?
+    /// Called on the event loop once, when the connection is gone.
+    var closeHandler: ((HeadUnitError) -> Void)?
+
+    private struct Pending {
+        var continuation: CheckedContinuation<HUEnvelope, Error>
+        var deadline: NIODeadline
+    }
+
+    init(eventLoop: EventLoop, configuration: Configuration) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.outbound = ByteBufferAllocator().buffer(capacity: 4096)
+        (self.events, self.eventContinuation) = AsyncStream.makeStream(of: HUEnvelope.self, bufferingPolicy: .bufferingNewest(4096))
+    }
+
+    // MARK: connecting
+
+    /// Connects, says Hello and waits for Welcome. Throws `HeadUnitError`
+    /// (origin `.goodbye` with the daemon's reason when it refuses).
+    public static func connect(
+        to endpoint: HeadUnitEndpoint,
+        configuration: Configuration,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> HeadUnitConnection {
+        try await connect(to: endpoint, configuration: configuration, group: group, beforeHandshake: { _ in })
+    }
+
+    public static func connect(unixPath: String, role: HURole, name: String) async throws -> HeadUnitConnection {
+        try await connect(to: .unix(path: unixPath), configuration: Configuration(role: role, name: name))
+    }
+
+    public static func connect(host: String, port: Int, role: HURole, name: String) async throws -> HeadUnitConnection {
+        try await connect(to: .tcp(host: host, port: port), configuration: Configuration(role: role, name: name))
+    }
+
+    /// `beforeHandshake` runs on the event loop once the socket is up, before
+    /// Hello: sessions install their handlers there so no event is missed.
+    static func connect(
+        to endpoint: HeadUnitEndpoint,
+        configuration: Configuration,
+        group: EventLoopGroup,
+        beforeHandshake: @escaping (HeadUnitConnection) -> Void
+    ) async throws -> HeadUnitConnection {
+        let loop = group.next()
+        let connection = HeadUnitConnection(eventLoop: loop, configuration: configuration)
+        let maxPayload = configuration.maxPayloadBytes
+        let bootstrap = ClientBootstrap(group: loop)
+            .connectTimeout(configuration.connectTimeout)
+            .channelInitializer { channel in
+                do {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(maxPayload: maxPayload)))
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(connection: connection))
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+        let channel: Channel
+        do {
+            switch endpoint {
+            case .unix(let path):
+                channel = try await bootstrap.connect(unixDomainSocketPath: path).get()
+            case .tcp(let host, let port):
+                channel = try await bootstrap.connect(host: host, port: port).get()
+            }
+        } catch {
+            throw HeadUnitError(code: .notConnected, message: "cannot connect to \(endpoint): \(error)", origin: .connectionClosed)
+        }
+        try await loop.submit {
+            connection.channel = channel
+            connection.startSweeping()
+            beforeHandshake(connection)
+        }.get()
+
+        var hello = HUHello()
+        hello.minVersion = configuration.minVersion
+        hello.maxVersion = configuration.maxVersion
+        hello.role = configuration.role
+        hello.name = configuration.name
+        let answer: HUEnvelope
+        do {
+            answer = try await connection.roundTrip(.hello(hello))
+        } catch {
+            await connection.close()
+            throw error
+        }
+        switch answer.body {
+        case .welcome(let welcome):
+            connection.welcome = welcome
+            return connection
+        case .goodbye(let goodbye):
+            await connection.close()
+            throw HeadUnitError(goodbye: goodbye)
+        default:
+            await connection.close()
+            throw HeadUnitError(code: .unknownMessage, message: "expected Welcome, got \(answer)", origin: .unexpectedAnswer)
+        }
+    }
+
+    // MARK: requests
+
+    /// Sends a request and returns its Result; a non-OK code throws
+    /// `HeadUnitError` with origin `.result`.
+    @discardableResult
+    public func request(_ body: HUEnvelope.OneOf_Body) async throws -> HUResult {
+        let result = try await resultOf(body)
+        guard result.code == .ok else { throw HeadUnitError(result: result) }
+        return result
+    }
+
+    /// Sends a request and returns its Result whatever the code; throws only
+    /// when the connection fails or the answer is not a Result.
+    public func resultOf(_ body: HUEnvelope.OneOf_Body) async throws -> HUResult {
+        let answer = try await roundTrip(body)
+        switch answer.body {
+        case .result(let result):
+            return result
+        case .goodbye(let goodbye):
+            throw HeadUnitError(goodbye: goodbye)
+        default:
+            throw HeadUnitError(code: .unknownMessage, message: "expected a Result, got \(answer)", origin: .unexpectedAnswer)
+        }
+    }
+
+    /// Sends a request and returns the whole answer envelope.
+    public func roundTrip(_ body: HUEnvelope.OneOf_Body) async throws -> HUEnvelope {
+        try await withCheckedThrowingContinuation { continuation in
+            if eventLoop.inEventLoop {
+                startRequest(body, continuation)
+            } else {
+                eventLoop.execute { self.startRequest(body, continuation) }
+            }
+        }
+    }
+
+    /// Sends an envelope that wants no answer (request_id 0).
+    public func send(_ body: HUEnvelope.OneOf_Body) {
+        onLoop {
+            var envelope = HUEnvelope()
+            envelope.body = body
+            self.enqueue(envelope)
+        }
+    }
+
+    private func startRequest(_ body: HUEnvelope.OneOf_Body, _ continuation: CheckedContinuation<HUEnvelope, Error>) {
+        if isClosed {
+            continuation.resume(throwing: closeReason ?? Self.closedError)
+            return
+        }
+        let id = nextRequestID
+        // Wraps after 4 billion requests, skipping 0 (reserved for events).
+        nextRequestID = nextRequestID == .max ? 1 : nextRequestID + 1
+        pending[id] = Pending(continuation: continuation, deadline: .now() + configuration.requestTimeout)
+        var envelope = HUEnvelope()
+        envelope.requestID = id
+        envelope.body = body
+        enqueue(envelope)
+    }
+
+    private func enqueue(_ envelope: HUEnvelope) {
+        EnvelopeCodec.writeFrame(envelope, into: &outbound)
+        scheduleFlush()
+    }
+
+    /// One flush per loop tick: everything written during the tick (a batch of
+    /// resumed requests, PONGs) leaves in one write.
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        eventLoop.execute { self.flushNow() }
+    }
+
+    private func flushNow() {
+        flushScheduled = false
+        guard outbound.readableBytes > 0, let channel, !isClosed else { return }
+        let bytes = outbound
+        outbound = channel.allocator.buffer(capacity: 4096)
+        channel.writeAndFlush(bytes, promise: nil)
+    }
+
+    // MARK: closing
+
+    /// Says Goodbye and closes. Pending requests fail with `.connectionClosed`.
+    public func close(reason: String = "client closing") async {
+        let future: EventLoopFuture<Void>? = try? await eventLoop.submit { () -> EventLoopFuture<Void>? in
+            guard let channel = self.channel, !self.isClosed else { return nil }
+            var goodbye = HUGoodbye()
+            goodbye.code = .ok
+            goodbye.reason = reason
+            var envelope = HUEnvelope()
+            envelope.body = .goodbye(goodbye)
+            self.enqueue(envelope)
+            self.flushNow()
+            return channel.close()
+        }.get()
+        _ = try? await future?.get()
+        _ = try? await channel?.closeFuture.get()
+    }
+
+    /// Completes when the connection is closed, by either side.
+    public var closeFuture: EventLoopFuture<Void> {
+        eventLoop.flatSubmit { self.channel?.closeFuture ?? self.eventLoop.makeSucceededVoidFuture() }
+    }
+
+    /// Why the connection closed, once it has (a Goodbye from the daemon, or nil).
+    public func closedReason() async -> HeadUnitError? {
+        await onLoopAsync { self.isClosed ? (self.closeReason ?? Self.closedError) : nil }
+    }
+
+    static let closedError = HeadUnitError(code: .notConnected, message: "connection closed", origin: .connectionClosed)
+
+    // MARK: inbound (event loop)
+
+    fileprivate func received(_ envelope: HUEnvelope) {
+        if envelope.requestID != 0, let entry = pending.removeValue(forKey: envelope.requestID) {
+            entry.continuation.resume(returning: envelope)
+            return
+        }
+        if case .goodbye(let goodbye) = envelope.body {
+            // The daemon is closing on us: every waiter learns why.
+            closeReason = HeadUnitError(goodbye: goodbye)
+            failAll(closeReason!)
+        }
+        deliver(envelope)
+    }
+
+    fileprivate func receivedPing(_ payload: ByteBuffer) {
+        outbound.writeFrame(kind: .pong, payload: payload)
+        scheduleFlush()
+    }
+
+    fileprivate func channelClosed() {
+        guard !isClosed else { return }
+        isClosed = true
+        sweepTask?.cancel()
+        sweepTask = nil
+        let reason = closeReason ?? Self.closedError
+        failAll(reason)
+        eventContinuation.finish()
+        closeHandler?(reason)
+        closeHandler = nil
+        eventHandler = nil
+    }
+
+    fileprivate func failed(_ error: Error) {
+        if closeReason == nil {
+            closeReason = HeadUnitError(code: .malformedPayload, message: "\(error)", origin: .connectionClosed)
+        }
+    }
+
+    private func deliver(_ envelope: HUEnvelope) {
+        if let eventHandler {
+            eventHandler(envelope)
+        } else {
+            eventContinuation.yield(envelope)
+        }
+    }
+
+    private func failAll(_ error: HeadUnitError) {
+        let waiting = pending
+        pending.removeAll()
+        for (_, entry) in waiting { entry.continuation.resume(throwing: error) }
+    }
+
+    /// One timer for all request timeouts rather than one per request.
+    private func startSweeping() {
+        sweepTask = eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { [weak self] _ in
+            guard let self else { return }
+            let now = NIODeadline.now()
+            let expired = self.pending.filter { $0.value.deadline <= now }
+            for (id, entry) in expired {
+                self.pending.removeValue(forKey: id)
+                entry.continuation.resume(throwing: HeadUnitError(code: .ok, message: "no answer to request \(id)", origin: .timedOut))
+            }
+        }
+    }
+
+    // MARK: loop helpers
+
+    func onLoop(_ body: @escaping () -> Void) {
+        if eventLoop.inEventLoop { body() } else { eventLoop.execute(body) }
+    }
+
+    func onLoopAsync<T>(_ body: @escaping () -> T) async -> T {
+        if eventLoop.inEventLoop { return body() }
+        return try! await eventLoop.submit(body).get()
+    }
+}
+
+/// The NIO side: frames in, calls into the connection; nothing else.
+private final class ClientHandler: ChannelInboundHandler {
+    typealias InboundIn = Frame
+    let connection: HeadUnitConnection
+
+    init(connection: HeadUnitConnection) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.header.kind {
+        case .message:
+            // An undecodable envelope from the daemon is dropped: it cannot be
+            // matched to a request, and the timeout covers the waiter.
+            if let envelope = try? EnvelopeCodec.decode(frame.payload) {
+                connection.received(envelope)
+            }
+        case .ping:
+            connection.receivedPing(frame.payload)
+        case .pong, .data, .none:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connection.channelClosed()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        connection.failed(error)
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,84 @@
+import NIOCore
+
+/// Events kept until someone takes them, with "wait for the first one that
+/// matches, up to a timeout". Lives on one event loop; no locks.
+///
+/// Unlike an AsyncStream, a waiter can give up (timeout) without ending the
+/// stream, and can pick a matching event out of order: a scenario waiting for
+/// `item_selected` leaves the lifecycle events before it in place.
+final class Mailbox<Element>: @unchecked Sendable {
+    private let eventLoop: EventLoop
+    private let capacity: Int
+    private var buffer: [Element] = []
+    private var waiters: [Waiter] = []
+    private var nextWaiterID = 0
+    private var finished = false
+
+    private struct Waiter {
+        var id: Int
+        var matches: (Element) -> Bool
+        var continuation: CheckedContinuation<Element?, Never>
+        var timeout: Scheduled<Void>?
+    }
+
+    init(eventLoop: EventLoop, capacity: Int = 4096) {
+        self.eventLoop = eventLoop
+        self.capacity = capacity
+    }
+
+    /// On the loop: hands the element to the first waiter that wants it, else keeps it.
+    func post(_ element: Element) {
+        eventLoop.preconditionInEventLoop()
+        if let index = waiters.firstIndex(where: { $0.matches(element) }) {
+            let waiter = waiters.remove(at: index)
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(returning: element)
+            return
+        }
+        buffer.append(element)
+        if buffer.count > capacity { buffer.removeFirst(buffer.count - capacity) }
+    }
+
+    /// On the loop: no more elements will come; waiters get nil.
+    func finish() {
+        eventLoop.preconditionInEventLoop()
+        finished = true
+        let all = waiters
+        waiters.removeAll()
+        for waiter in all {
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(returning: nil)
+        }
+    }
+
+    /// The first element (kept or future) that matches, or nil after `timeout`
+    /// or when the mailbox is finished.
+    func take(timeout: TimeAmount, where matches: @escaping (Element) -> Bool) async -> Element? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
+            let start = {
+                if let index = self.buffer.firstIndex(where: matches) {
+                    continuation.resume(returning: self.buffer.remove(at: index))
+                    return
+                }
+                if self.finished {
+                    continuation.resume(returning: nil)
+                    return
+                }
+                let id = self.nextWaiterID
+                self.nextWaiterID += 1
+                let timer = self.eventLoop.scheduleTask(in: timeout) {
+                    if let index = self.waiters.firstIndex(where: { $0.id == id }) {
+                        self.waiters.remove(at: index).continuation.resume(returning: nil)
+                    }
+                }
+                self.waiters.append(Waiter(id: id, matches: matches, continuation: continuation, timeout: timer))
+            }
+            if eventLoop.inEventLoop { start() } else { eventLoop.execute(start) }
+        }
+    }
+
+    /// Drops every kept element that matches (on the loop).
+    func discard(where matches: (Element) -> Bool) {
+        buffer.removeAll(where: matches)
+    }
+}

@@ -1,0 +1,328 @@
+import HeadUnitWire
+import NIOCore
+import NIOPosix
+
+/// What reaches a phone from the car, besides answers to its requests.
+public enum PhoneEvent: Sendable {
+    /// An app scene connected: it must set a root template.
+    case sceneConnected(InterfaceController)
+    case sceneDisconnected(HUSceneDisconnected)
+    /// User input or lifecycle for one app (`event.eventID != 0`: complete it).
+    case appEvent(HUAppEvent)
+    case sessionConfiguration(HUSessionConfiguration)
+    /// A non-fatal protocol error the car reported with request_id 0.
+    case notice(HUResult)
+    /// The car said Goodbye (the connection is closing).
+    case goodbye(HUGoodbye)
+    case other(HUEnvelope)
+
+    public var appID: String? {
+        switch self {
+        case .sceneConnected(let controller): return controller.appID
+        case .sceneDisconnected(let message): return message.appID
+        case .appEvent(let event): return event.appID
+        case .sessionConfiguration(let configuration): return configuration.appID
+        default: return nil
+        }
+    }
+}
+
+/// The phone: one connection carrying every CarPlay app on the device.
+///
+///     let phone = try await PhoneSession.connect(to: .default, deviceName: "Alice's iPhone")
+///     let decisions = try await phone.announce([musicApp])
+///     let controller = try await phone.waitForScene(appID: "com.example.music")
+///     try await controller.setRootTemplate(list)
+///     for await event in phone.events { ... }
+public final class PhoneSession: @unchecked Sendable {
+    public let connection: HeadUnitConnection
+    public let deviceName: String
+    /// Every event, in order (bounded: the newest 4096 are kept if nobody reads).
+    public let events: AsyncStream<PhoneEvent>
+    private let eventContinuation: AsyncStream<PhoneEvent>.Continuation
+    /// The same events for `nextEvent(where:)`; taken out of order on demand.
+    let mailbox: Mailbox<PhoneEvent>
+
+    // ---- loop-confined
+    private var apps: [String: CarApp] = [:]
+
+    private init(connection: HeadUnitConnection, deviceName: String) {
+        self.connection = connection
+        self.deviceName = deviceName
+        self.mailbox = Mailbox(eventLoop: connection.eventLoop)
+        (events, eventContinuation) = AsyncStream.makeStream(of: PhoneEvent.self, bufferingPolicy: .bufferingNewest(4096))
+    }
+
+    public static func connect(
+        to endpoint: HeadUnitEndpoint,
+        deviceName: String,
+        configure: (inout HeadUnitConnection.Configuration) -> Void = { _ in },
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> PhoneSession {
+        var configuration = HeadUnitConnection.Configuration(role: .phone, name: deviceName)
+        configure(&configuration)
+        var session: PhoneSession?
+        let connection = try await HeadUnitConnection.connect(to: endpoint, configuration: configuration, group: group) { connection in
+            let phone = PhoneSession(connection: connection, deviceName: deviceName)
+            connection.eventHandler = { [weak phone] envelope in phone?.handle(envelope) }
+            connection.closeHandler = { [weak phone] _ in phone?.closed() }
+            session = phone
+        }
+        _ = connection
+        return session!
+    }
+
+    // MARK: requests
+
+    /// Announces the device's apps; answers the car's decision for each.
+    /// Accepted apps become `CarApp`s (see `app(_:)`).
+    @discardableResult
+    public func announce(_ apps: [HUAppInfo]) async throws -> [HUAppDecision] {
+        var announce = HUAnnounceApps()
+        announce.deviceName = deviceName
+        announce.apps = apps
+        let result = try await connection.request(.announceApps(announce))
+        var decisions: [HUAppDecision] = []
+        if case .appDecisions(let list)? = result.detail { decisions = list.decisions }
+        await connection.onLoopAsync {
+            for info in apps {
+                let decision = decisions.first { $0.appID == info.appID } ?? HUAppDecision()
+                self.apps[info.appID] = CarApp(info: info, decision: decision, session: self)
+            }
+        }
+        return decisions
+    }
+
+    public func app(_ appID: String) async -> CarApp? {
+        await connection.onLoopAsync { self.apps[appID] }
+    }
+
+    /// The app's main-scene interface controller, once its scene is connected.
+    public func interfaceController(for appID: String) async -> InterfaceController? {
+        await connection.onLoopAsync { self.apps[appID]?.mainScene }
+    }
+
+    /// Waits for the app's main scene (launched from the car), returning at
+    /// once when it is already connected.
+    public func waitForScene(appID: String, timeout: TimeAmount = .seconds(5)) async throws -> InterfaceController {
+        if let controller = await interfaceController(for: appID) { return controller }
+        let event = await mailbox.take(timeout: timeout) {
+            if case .sceneConnected(let controller) = $0, controller.appID == appID, controller.kind == .main { return true }
+            return false
+        }
+        if case .sceneConnected(let controller)? = event { return controller }
+        if let controller = await interfaceController(for: appID) { return controller }
+        throw HeadUnitError(code: .notConnected, message: "no scene connected for \(appID)", origin: .timedOut)
+    }
+
+    /// The first event (received already or to come) that matches, taking it
+    /// out of the mailbox; nil after `timeout`.
+    public func nextEvent(timeout: TimeAmount, where matches: @escaping (PhoneEvent) -> Bool) async -> PhoneEvent? {
+        await mailbox.take(timeout: timeout, where: matches)
+    }
+
+    /// Answers an event that waits for completion (item selection...): the car
+    /// stops its spinner.
+    public func completeEvent(appID: String, eventID: UInt64, searchResults: [HUListItem] = []) async throws {
+        var complete = HUCompleteEvent()
+        complete.appID = appID
+        complete.eventID = eventID
+        complete.searchResults = searchResults
+        await connection.onLoopAsync { self.apps[appID]?.pendingEventIDs.removeAll { $0 == eventID } }
+        try await connection.request(.completeEvent(complete))
+    }
+
+    public func close() async {
+        await connection.close()
+    }
+
+    // MARK: inbound (event loop)
+
+    private func handle(_ envelope: HUEnvelope) {
+        let event: PhoneEvent
+        switch envelope.body {
+        case .sceneConnected(let scene):
+            let controller = InterfaceController(scene: scene, connection: connection)
+            if let app = apps[scene.appID] {
+                app.scenes[scene.sceneID] = controller
+            }
+            event = .sceneConnected(controller)
+        case .sceneDisconnected(let message):
+            apps[message.appID]?.scenes.removeValue(forKey: message.sceneID)
+            event = .sceneDisconnected(message)
+        case .appEvent(let appEvent):
+            if appEvent.eventID != 0 { apps[appEvent.appID]?.pendingEventIDs.append(appEvent.eventID) }
+            if case .timedOut(let timedOut)? = appEvent.kind {
+                apps[appEvent.appID]?.pendingEventIDs.removeAll { $0 == timedOut.timedOutEventID }
+            }
+            event = .appEvent(appEvent)
+        case .sessionConfiguration(let configuration):
+            event = .sessionConfiguration(configuration)
+        case .result(let result):
+            event = .notice(result)
+        case .goodbye(let goodbye):
+            event = .goodbye(goodbye)
+        default:
+            event = .other(envelope)
+        }
+        mailbox.post(event)
+        eventContinuation.yield(event)
+    }
+
+    private func closed() {
+        mailbox.finish()
+        eventContinuation.finish()
+    }
+
+    func pendingEvents(of appID: String) async -> [UInt64] {
+        await connection.onLoopAsync { self.apps[appID]?.pendingEventIDs ?? [] }
+    }
+}
+
+/// One CarPlay app on the phone, as the car decided it.
+public final class CarApp: @unchecked Sendable {
+    public let info: HUAppInfo
+    public let decision: HUAppDecision
+    public var appID: String { info.appID }
+    public var isAccepted: Bool { decision.accepted }
+    unowned let session: PhoneSession
+
+    // ---- loop-confined (the session's loop)
+    var scenes: [UInt32: InterfaceController] = [:]
+    /// Events waiting for CompleteEvent, oldest first.
+    var pendingEventIDs: [UInt64] = []
+    var mainScene: InterfaceController? { scenes.values.first { $0.kind == .main } }
+
+    init(info: HUAppInfo, decision: HUAppDecision, session: PhoneSession) {
+        self.info = info
+        self.decision = decision
+        self.session = session
+    }
+
+    /// The main scene's interface controller, if connected.
+    public func interfaceController() async -> InterfaceController? {
+        await session.connection.onLoopAsync { self.mainScene }
+    }
+
+    /// Completes the most recent event that waits for completion; returns its id.
+    @discardableResult
+    public func completeLastEvent(searchResults: [HUListItem] = []) async throws -> UInt64 {
+        guard let last = await session.pendingEvents(of: appID).last else {
+            throw HeadUnitError(code: .unknownEvent, message: "\(appID) has no event waiting for completion", origin: .usage)
+        }
+        try await session.completeEvent(appID: appID, eventID: last, searchResults: searchResults)
+        return last
+    }
+
+    public func completeEvent(_ eventID: UInt64, searchResults: [HUListItem] = []) async throws {
+        try await session.completeEvent(appID: appID, eventID: eventID, searchResults: searchResults)
+    }
+
+    /// Tells the car the app went away (crashed, quit): its scenes end.
+    public func close() async throws {
+        var closed = HUAppClosed()
+        closed.appID = appID
+        try await session.connection.request(.appClosed(closed))
+    }
+}
+
+/// Drives the template stack of one app scene, like CPInterfaceController.
+/// Every call answers the car's TemplateShown, or throws `HeadUnitError` with
+/// the typed code (depth exceeded, not allowed for category, limit exceeded...).
+public final class InterfaceController: Sendable {
+    public let scene: HUSceneConnected
+    public let connection: HeadUnitConnection
+    public var appID: String { scene.appID }
+    public var sceneID: UInt32 { scene.sceneID }
+    public var kind: HUSceneKind { scene.kind }
+
+    init(scene: HUSceneConnected, connection: HeadUnitConnection) {
+        self.scene = scene
+        self.connection = connection
+    }
+
+    @discardableResult
+    public func setRootTemplate(_ template: HUTemplate, animated: Bool = false) async throws -> HUTemplateShown {
+        try await perform(.setRoot(template), animated: animated)
+    }
+
+    @discardableResult
+    public func pushTemplate(_ template: HUTemplate, animated: Bool = true) async throws -> HUTemplateShown {
+        try await perform(.push(template), animated: animated)
+    }
+
+    @discardableResult
+    public func popTemplate(animated: Bool = true) async throws -> HUTemplateShown {
+        try await perform(.pop(HUPopTemplate()), animated: animated)
+    }
+
+    @discardableResult
+    public func popToRootTemplate(animated: Bool = true) async throws -> HUTemplateShown {
+        try await perform(.popToRoot(HUPopTemplate()), animated: animated)
+    }
+
+    @discardableResult
+    public func popToTemplate(_ templateID: String, animated: Bool = true) async throws -> HUTemplateShown {
+        try await perform(.popTo(templateID), animated: animated)
+    }
+
+    /// Alert, action sheet or voice control, modally; one at a time.
+    @discardableResult
+    public func presentTemplate(_ template: HUTemplate, animated: Bool = true) async throws -> HUTemplateShown {
+        try await perform(.present(template), animated: animated)
+    }
+
+    @discardableResult
+    public func dismissTemplate(animated: Bool = true) async throws -> HUTemplateShown {
+        try await perform(.dismiss(HUPopTemplate()), animated: animated)
+    }
+
+    /// Replaces a template on screen in place (same id); the car redraws what changed.
+    @discardableResult
+    public func updateTemplate(_ template: HUTemplate) async throws -> HUTemplateShown {
+        try await perform(.update(template), animated: false)
+    }
+
+    /// Replaces one list item (matched by id) in place.
+    @discardableResult
+    public func updateItem(_ item: HUListItem, in templateID: String) async throws -> HUTemplateShown {
+        var update = HUItemUpdate()
+        update.templateID = templateID
+        update.item = item
+        return try await perform(.updateItem(update), animated: false)
+    }
+
+    /// Updates the app's shared now-playing template.
+    @discardableResult
+    public func updateNowPlaying(_ nowPlaying: HUNowPlayingTemplate) async throws -> HUTemplateShown {
+        try await perform(.updateNowPlaying(nowPlaying), animated: false)
+    }
+
+    /// Pushes the shared now-playing template.
+    @discardableResult
+    public func showNowPlaying(animated: Bool = true) async throws -> HUTemplateShown {
+        try await perform(.showNowPlaying(HUShowNowPlaying()), animated: animated)
+    }
+
+    /// Any template operation; the others are shorthands.
+    @discardableResult
+    public func perform(_ op: HUTemplateRequest.OneOf_Op, animated: Bool) async throws -> HUTemplateShown {
+        let result = try await connection.request(.templateRequest(request(op, animated: animated)))
+        if case .templateShown(let shown)? = result.detail { return shown }
+        return HUTemplateShown()
+    }
+
+    /// The Result whatever its code (for tests and scenarios that expect errors).
+    public func resultOf(_ op: HUTemplateRequest.OneOf_Op, animated: Bool = false) async throws -> HUResult {
+        try await connection.resultOf(.templateRequest(request(op, animated: animated)))
+    }
+
+    public func request(_ op: HUTemplateRequest.OneOf_Op, animated: Bool) -> HUTemplateRequest {
+        var request = HUTemplateRequest()
+        request.appID = scene.appID
+        request.sceneID = scene.sceneID
+        request.animated = animated
+        request.op = op
+        return request
+    }
+}

@@ -1,0 +1,238 @@
+import ArgumentParser
+import HeadUnitClient
+import HeadUnitWire
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@main
+struct HeadUnitCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "headunitctl",
+        abstract: "Talk to headunitd: play a phone from a scenario, watch the car's screens, inject input.",
+        discussion: "Car commands (status, watch, launch, tap, press, back) connect as the car's HMI, over the Unix socket only. The daemon keeps one HMI: a new one replaces the one connected (a running `watch` is cut off with ERROR_CODE_REPLACED).",
+        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self]
+    )
+}
+
+/// --unix-socket / --tcp, shared by every command.
+struct ConnectionOptions: ParsableArguments {
+    @Option(name: .customLong("unix-socket"), help: "The daemon's Unix socket (default: \(HeadUnitEndpoint.defaultUnixSocketPath)).")
+    var unixSocket: String?
+
+    @Option(name: .customLong("tcp"), help: "Connect over TCP to HOST:PORT instead (phones only; e.g. 127.0.0.1:7420).")
+    var tcp: String?
+
+    func validate() throws {
+        if unixSocket != nil && tcp != nil { throw ValidationError("give --unix-socket or --tcp, not both") }
+        if let tcp, HeadUnitEndpoint.tcp(tcp) == nil { throw ValidationError("--tcp wants HOST:PORT, got '\(tcp)'") }
+    }
+
+    var endpoint: HeadUnitEndpoint {
+        if let tcp, let endpoint = HeadUnitEndpoint.tcp(tcp) { return endpoint }
+        return .unix(path: unixSocket ?? HeadUnitEndpoint.defaultUnixSocketPath)
+    }
+
+    /// The HMI role is refused over TCP: say so before the daemon does.
+    var hmiEndpoint: HeadUnitEndpoint {
+        get throws {
+            if tcp != nil { throw ValidationError("car commands connect as the HMI, which is allowed over the Unix socket only (drop --tcp)") }
+            return endpoint
+        }
+    }
+
+    func connectHMI() async throws -> HMISession {
+        let endpoint = try hmiEndpoint
+        do {
+            return try await HMISession.connect(to: endpoint, name: "headunitctl")
+        } catch {
+            throw Failure("cannot connect to headunitd at \(endpoint) as HMI: \(error)")
+        }
+    }
+}
+
+/// A failure printed as one clear line, exit status 1.
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func fail(_ message: String) -> ExitCode {
+    fputs("headunitctl: \(message)\n", stderr)
+    return ExitCode(1)
+}
+
+/// Runs an HMI action; prints OK or the car's typed error and exits non-zero on failure.
+func runHMI(_ options: ConnectionOptions, _ what: String, _ action: (HMISession) async throws -> Void) async throws {
+    let hmi: HMISession
+    do { hmi = try await options.connectHMI() } catch { throw fail("\(error)") }
+    do {
+        try await action(hmi)
+        print("\(what): OK")
+        await hmi.close()
+    } catch {
+        await hmi.close()
+        throw fail("\(what): \(error)")
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the daemon's peers, apps and scenes.")
+    @OptionGroup var connection: ConnectionOptions
+
+    func run() async throws {
+        let hmi: HMISession
+        do { hmi = try await connection.connectHMI() } catch { throw fail("\(error)") }
+        let welcome = hmi.connection.welcome
+        do {
+            let status = try await hmi.status()
+            print("daemon \(welcome.daemonName), protocol v\(welcome.version) (speaks \(welcome.daemonMinVersion)...\(welcome.daemonMaxVersion)), vehicle \(welcome.vehicle.manufacturer) \(welcome.vehicle.model)")
+            print("peers \(status.peers), phones \(status.phones), apps \(status.apps), scenes \(status.scenes)")
+            for peer in status.peer {
+                print("  peer #\(peer.connectionID) \(peer.role) \"\(peer.name)\" over \(peer.transport)")
+            }
+            for app in status.app {
+                print("  app \(app.appID) \"\(app.displayName)\" \(app.category)\(app.accepted ? "" : " (refused)")")
+                for scene in app.scene {
+                    var line = "    scene \(scene.sceneID) \(scene.kind): stack [\(scene.stack.joined(separator: ", "))]"
+                    if !scene.presented.isEmpty { line += ", presented \(scene.presented)" }
+                    print(line)
+                }
+            }
+            let state = status.vehicleState
+            print("vehicle: \(state.driving ? "driving" : "parked")\(state.limitLists ? ", lists limited" : "")\(state.limitKeyboard ? ", keyboard limited" : ""), \(state.contentStyle)\(state.nativeNavigationActive ? ", native navigation" : "")")
+            await hmi.close()
+        } catch {
+            await hmi.close()
+            throw fail("status: \(error)")
+        }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Connect as the car's HMI and print the home screen and every screen update.",
+        discussion: "Runs until interrupted or until the daemon closes the connection (another HMI replacing this one, for example)."
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "Print only one line per update (no full screen after each).")
+    var brief = false
+
+    func run() async throws {
+        let hmi: HMISession
+        do { hmi = try await connection.connectHMI() } catch { throw fail("\(error)") }
+        let welcome = hmi.connection.welcome
+        print("watching \(welcome.daemonName) (\(welcome.vehicle.manufacturer) \(welcome.vehicle.model), \(welcome.vehicle.mainDisplay.widthPt)x\(welcome.vehicle.mainDisplay.heightPt)@\(welcome.vehicle.mainDisplay.scale)x) as HMI #\(welcome.connectionID)")
+        for await update in hmi.updates {
+            switch update {
+            case .homeScreen(let home):
+                print(ScreenText.render(home))
+            case .screen(let screenUpdate, let rendered):
+                if case .full? = screenUpdate.change {
+                    print(ScreenText.render(rendered))
+                } else {
+                    print(ScreenText.render(screenUpdate))
+                    if !brief { print("  -> " + ScreenText.summary(rendered)) }
+                }
+            case .notice(let result):
+                print("notice: \(HeadUnitError(result: result))")
+            case .goodbye(let goodbye):
+                print("goodbye: \(HeadUnitError(goodbye: goodbye))")
+            case .other(let envelope):
+                print("other: \(envelope)")
+            }
+            fflush(stdout)
+        }
+        let reason = await hmi.connection.closedReason()
+        print("connection closed\(reason.map { ": \($0)" } ?? "")")
+    }
+}
+
+struct Launch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Launch an app from the car's home screen.")
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The app id (bundle id) as announced by the phone.")
+    var appID: String
+
+    func run() async throws {
+        try await runHMI(connection, "launch \(appID)") { try await $0.launch(appID) }
+    }
+}
+
+struct Tap: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Select a list item on the template on screen.")
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The template on top (or presented).") var templateID: String
+    @Argument(help: "The list item id.") var itemID: String
+
+    func run() async throws {
+        try await runHMI(connection, "tap \(itemID) on \(templateID)") { try await $0.selectItem(itemID, on: templateID) }
+    }
+}
+
+struct Press: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Press a button (bar, grid, alert, action sheet, information, contact, POI card, map).")
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The template on top (or presented).") var templateID: String
+    @Argument(help: "The button id.") var buttonID: String
+
+    func run() async throws {
+        try await runHMI(connection, "press \(buttonID) on \(templateID)") { try await $0.pressButton(buttonID, on: templateID) }
+    }
+}
+
+struct Back: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Press the car's back button.")
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The template on top (default: whatever the main screen shows).") var templateID: String?
+
+    func run() async throws {
+        try await runHMI(connection, "back") { hmi in
+            var target = templateID
+            if target == nil {
+                guard let screen = await hmi.waitForScreen(timeout: .seconds(2), where: { !$0.appID.isEmpty }) else {
+                    throw Failure("the main screen shows no app")
+                }
+                target = screen.hasPresented ? screen.presented.id : screen.top.id
+            }
+            try await hmi.goBack(on: target!)
+        }
+    }
+}
+
+struct Play: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play a phone and its apps from a scenario file (JSON, Protocol/scenario.proto).",
+        discussion: "The phone connects over --unix-socket or --tcp. Scenario steps for the car (launch, hmi_input, expect_screen...) run on an HMI connection over the Unix socket, which replaces any HMI already connected; --without-hmi keeps it (HMI steps are skipped, launch steps wait for the app to be launched from the car). Exits 1 when a step fails."
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The scenario file.") var scenario: String
+    @Flag(help: "Open no HMI connection; leave the car's HMI (e.g. `headunitctl watch`) connected.")
+    var withoutHMI = false
+    @Option(help: "The Unix socket for the HMI connection when the phone uses --tcp (default: the default socket).")
+    var hmiSocket: String?
+    @Flag(help: "Run every step even after a failure.")
+    var keepGoing = false
+
+    func run() async throws {
+        let scenarioFile: HUScenario
+        do { scenarioFile = try ScenarioPlayer.load(path: scenario) } catch { throw fail("\(error)") }
+        var options = ScenarioPlayer.Options(endpoint: connection.endpoint)
+        options.openHMI = !withoutHMI
+        options.stopOnFailure = !keepGoing
+        if let hmiSocket { options.hmiEndpoint = .unix(path: hmiSocket) }
+        options.log = { print($0); fflush(stdout) }
+        let report: ScenarioPlayer.Report
+        do {
+            report = try await ScenarioPlayer(options: options).play(scenarioFile)
+        } catch {
+            throw fail("cannot play \(scenario): \(error)")
+        }
+        if !report.succeeded {
+            throw fail("\(report.failures.count) step(s) failed; first: \(report.failures[0])")
+        }
+    }
+}

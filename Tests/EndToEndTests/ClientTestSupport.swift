@@ -1,0 +1,102 @@
+import Foundation
+import HeadUnitClient
+import HeadUnitWire
+import NIOCore
+import NIOPosix
+
+/// Starts the built headunitd as a separate process on a temporary Unix socket
+/// and a free TCP port; the scenario tests drive it through HeadUnitClient.
+/// (A minimal launcher; the server's own test support may replace it.)
+final class ClientTestDaemon {
+    let process: Process
+    let directory: URL
+    let socketPath: String
+    let tcpPort: Int
+
+    var unixEndpoint: HeadUnitEndpoint { .unix(path: socketPath) }
+    var tcpEndpoint: HeadUnitEndpoint { .tcp(host: "127.0.0.1", port: tcpPort) }
+
+    /// The headunitd next to the test bundle (same build folder), or $HEADUNITD_BINARY.
+    static var binaryPath: String? {
+        if let path = ProcessInfo.processInfo.environment["HEADUNITD_BINARY"] { return path }
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("headunitd").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        return nil
+    }
+
+    static var isAvailable: Bool { binaryPath != nil }
+
+    static func start() async throws -> ClientTestDaemon {
+        guard let binary = binaryPath else { throw HeadUnitError(code: .notConnected, message: "headunitd not built", origin: .usage) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("headunitd-client-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let socketPath = directory.appendingPathComponent("headunitd.sock").path
+        let port = try freeTCPPort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--unix-socket", socketPath, "--tcp", "127.0.0.1:\(port)"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = directory.path
+        process.environment = environment
+        let log = directory.appendingPathComponent("headunitd.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = process.standardOutput
+        try process.run()
+        let daemon = ClientTestDaemon(process: process, directory: directory, socketPath: socketPath, tcpPort: port)
+        try await daemon.waitUntilListening()
+        return daemon
+    }
+
+    private init(process: Process, directory: URL, socketPath: String, tcpPort: Int) {
+        self.process = process
+        self.directory = directory
+        self.socketPath = socketPath
+        self.tcpPort = tcpPort
+    }
+
+    func waitUntilListening() async throws {
+        for attempt in 0..<200 {
+            do {
+                let probe = try await HeadUnitConnection.connect(to: unixEndpoint, configuration: .init(role: .phone, name: "probe"))
+                await probe.close()
+                return
+            } catch {
+                if attempt == 199 || !process.isRunning { throw error }
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+        }
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("headunitd.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// A port nobody listens on right now (bound and released).
+    static func freeTCPPort() throws -> Int {
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).wait()
+        let port = channel.localAddress?.port ?? 0
+        try channel.close().wait()
+        return port
+    }
+}
+
+/// The repository's scenarios/ folder.
+func scenarioPath(_ name: String) -> String {
+    URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scenarios").appendingPathComponent(name).path
+}
