@@ -20,6 +20,13 @@ public struct RuleViolation: Error, Equatable, Sendable {
         RuleViolation(.limitExceeded, "\(limit): \(count) given, at most \(maximum) allowed", limit: limit, limitValue: UInt32(maximum))
     }
 
+    /// A minimum count: `limit` has `count` elements but at least `minimum` are required.
+    /// A missing element makes the template incomplete, hence INVALID_TEMPLATE
+    /// (not LIMIT_EXCEEDED); `limit` and `limitValue` still name the rule.
+    public static func tooFew(_ limit: String, count: Int, minimum: Int) -> RuleViolation {
+        RuleViolation(.invalidTemplate, "\(limit): \(count) given, at least \(minimum) required", limit: limit, limitValue: UInt32(minimum))
+    }
+
     public var result: HUResult {
         var result = HUResult()
         result.code = code

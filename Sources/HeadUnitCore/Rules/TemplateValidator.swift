@@ -1,19 +1,175 @@
 import HeadUnitWire
 
-// OWNER: rules helper. Minimal first version; to be completed (DOMAIN.md §4-§5).
+/// The car's template rules (DOMAIN.md §4-§5, Protocol/TEMPLATES.md).
 public enum TemplateValidator {
     /// The first rule `template` breaks in `context`, or nil when it may be shown.
+    ///
+    /// Checks run in this order, so a client sees the most basic problem first:
+    /// template id and kind, category table, placement, element ids, then the
+    /// template's own counts, fields and images.
     public static func validate(_ template: HUTemplate, context: TemplateContext) -> RuleViolation? {
+        if template.id.isEmpty {
+            return RuleViolation(.invalidTemplate, "template id is empty")
+        }
         guard let kind = TemplateKind(template) else {
-            return RuleViolation(.invalidTemplate, "template has no kind")
+            return RuleViolation(.invalidTemplate, "template \(template.id) has no kind")
         }
-        if template.id.isEmpty { return RuleViolation(.invalidTemplate, "template id is empty") }
         if !CategoryRules.allows(kind, for: context.category) {
-            return RuleViolation(.notAllowedForCategory, "\(kind) is not allowed for \(context.category)")
+            return RuleViolation(.notAllowedForCategory, "\(kind.rawValue) template \(template.id) is not allowed for the \(context.category) category")
         }
-        if case .grid(let grid) = template.kind, grid.buttons.count > 8 {
-            return .limitExceeded("grid.buttons", count: grid.buttons.count, maximum: 8)
+        if let violation = checkPlacement(kind, template.id, context.placement) {
+            return violation
+        }
+        if let violation = checkElementIDs(template) {
+            return violation
+        }
+        return TemplateContentRules(context: context).check(template)
+    }
+
+    /// Validates the items an app returns for a search (CompleteEvent.search_results)
+    /// as items of a list in the search template.
+    public static func validateSearchResults(_ items: [HUListItem], context: TemplateContext) -> RuleViolation? {
+        var seen = Set<String>()
+        for item in items {
+            if item.id.isEmpty {
+                return RuleViolation(.invalidTemplate, "search result id is empty")
+            }
+            if !seen.insert(item.id).inserted {
+                return RuleViolation(.invalidTemplate, "search result id \(item.id) is used twice")
+            }
+        }
+        let rules = TemplateContentRules(context: context)
+        for item in items {
+            if let violation = rules.check(item) { return violation }
         }
         return nil
+    }
+
+    // MARK: placement
+
+    /// Where each template may go. Modal templates only through presentTemplate;
+    /// tab bar and map only as the root; now playing never as the root (it sits
+    /// on top of the app's hierarchy: the car shows it from its Now Playing
+    /// buttons); only a list on top of now playing; tabs hold only
+    /// list, grid, information, point of interest or contact.
+    static func checkPlacement(_ kind: TemplateKind, _ id: String, _ placement: TemplatePlacement) -> RuleViolation? {
+        if placement == .present {
+            return kind.isModal ? nil : position("\(kind.rawValue) template \(id) cannot be presented; only alert, action sheet and voice control are presented")
+        }
+        if kind.isModal {
+            return position("\(kind.rawValue) template \(id) is modal: use presentTemplate")
+        }
+        switch placement {
+        case .present:
+            return nil  // handled above
+        case .root:
+            if kind == .nowPlaying {
+                return position("now playing template \(id) cannot be the root template; push it on the app's hierarchy")
+            }
+            return nil
+        case .push(let below):
+            if kind == .tabBar || kind == .map {
+                return position("\(kind.rawValue) template \(id) can only be the root template")
+            }
+            if below == .nowPlaying && kind != .list {
+                return position("only a list may be pushed on top of now playing, not \(kind.rawValue) template \(id)")
+            }
+            return nil
+        case .tab:
+            if kind == .tabBar {
+                return position("tab bar template \(id) cannot be nested in a tab")
+            }
+            if !CategoryRules.allowedInTab(kind) {
+                return position("\(kind.rawValue) template \(id) cannot be the content of a tab (list, grid, information, point of interest or contact only)")
+            }
+            return nil
+        }
+    }
+
+    private static func position(_ message: String) -> RuleViolation {
+        RuleViolation(.invalidPosition, message)
+    }
+
+    // MARK: element ids
+
+    /// Every element of one template (sections, items, buttons, tabs, points,
+    /// states, actions) has a non-empty id, unique within the template: events
+    /// name an element by template id and element id only.
+    /// A tab bar's scope holds its tabs and the ids of the templates in them;
+    /// those templates are checked on their own when validated as tab content.
+    static func checkElementIDs(_ template: HUTemplate) -> RuleViolation? {
+        var scope = IDScope(template.id)
+        switch template.kind {
+        case nil:
+            break
+        case .list(let list):
+            for section in list.sections {
+                scope.add(section.id, "section")
+                for item in section.items { scope.add(item.id, "list item") }
+            }
+            scope.add(list.leadingButtons, list.trailingButtons)
+        case .grid(let grid):
+            for button in grid.buttons { scope.add(button.id, "grid button") }
+            scope.add(grid.leadingButtons, grid.trailingButtons)
+        case .tabBar(let tabBar):
+            for tab in tabBar.tabs {
+                scope.add(tab.id, "tab")
+                if tab.hasTemplate { scope.add(tab.template.id, "template of a tab") }
+            }
+        case .nowPlaying(let nowPlaying):
+            for button in nowPlaying.buttons { scope.add(button.id, "now playing button") }
+        case .alert(let alert):
+            for action in alert.actions { scope.add(action.id, "alert action") }
+        case .actionSheet(let sheet):
+            for action in sheet.actions { scope.add(action.id, "action sheet action") }
+        case .information(let information):
+            for item in information.items { scope.add(item.id, "information item") }
+            for action in information.actions { scope.add(action.id, "information action") }
+            scope.add(information.leadingButtons, information.trailingButtons)
+        case .pointOfInterest(let poi):
+            for point in poi.points {
+                scope.add(point.id, "point of interest")
+                if point.hasPrimaryButton { scope.add(point.primaryButton.id, "primary button of a point") }
+                if point.hasSecondaryButton { scope.add(point.secondaryButton.id, "secondary button of a point") }
+            }
+        case .contact(let contact):
+            for action in contact.actions { scope.add(action.id, "contact action") }
+            scope.add(contact.leadingButtons, contact.trailingButtons)
+        case .map(let map):
+            scope.add(map.leadingButtons, map.trailingButtons)
+            for button in map.mapButtons { scope.add(button.id, "map button") }
+        case .search:
+            break
+        case .voiceControl(let voice):
+            for state in voice.states { scope.add(state.id, "voice control state") }
+        }
+        return scope.violation
+    }
+}
+
+/// The ids seen so far in one template; keeps the first violation.
+struct IDScope {
+    let templateID: String
+    var seen: Set<String>
+    private(set) var violation: RuleViolation?
+
+    init(_ templateID: String) {
+        self.templateID = templateID
+        seen = [templateID]
+        seen.reserveCapacity(16)
+    }
+
+    mutating func add(_ id: String, _ what: StaticString) {
+        guard violation == nil else { return }
+        if id.isEmpty {
+            violation = RuleViolation(.invalidTemplate, "\(what) in template \(templateID) has an empty id")
+        } else if !seen.insert(id).inserted {
+            violation = RuleViolation(.invalidTemplate, "id \(id) (\(what)) is used twice in template \(templateID)")
+        }
+    }
+
+    mutating func add(_ leading: [HUBarButton], _ trailing: [HUBarButton]) {
+        for button in leading { add(button.id, "bar button") }
+        for button in trailing { add(button.id, "bar button") }
     }
 }

@@ -1,0 +1,27 @@
+/// The count limits of the template catalogue (DOMAIN.md §5). The limit names
+/// used in `RuleViolation.limit` are listed in Protocol/TEMPLATES.md.
+public enum TemplateLimits {
+    public static let gridButtons = 8
+    public static let audioTabs = 4
+    public static let otherTabs = 5
+    public static let pointsOfInterest = 12
+    public static let contactInformativeTexts = 3
+    public static let contactActions = 4
+    public static let informationItems = 10
+    public static let quickOrderingInformationItems = 12
+    public static let informationActions = 3
+    /// Leading or trailing navigation-bar buttons of any template (guide: map; applied to all).
+    public static let barButtonsPerSide = 2
+    public static let mapButtons = 4
+    public static let nowPlayingButtons = 5
+    public static let quickOrderingListItems = 12
+    /// Images in one image-row list item (our choice; the API exposes a runtime maximum).
+    public static let imageRowImages = 8
+
+    // Minimum counts (reported as ERROR_CODE_INVALID_TEMPLATE with the limit name).
+    public static let actionSheetMinimumActions = 2
+    public static let alertMinimumActions = 1
+    public static let alertMinimumTitleVariants = 1
+    public static let voiceControlMinimumStates = 1
+    public static let tabBarMinimumTabs = 1
+}
