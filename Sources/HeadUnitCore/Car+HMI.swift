@@ -46,12 +46,13 @@ extension Car {
         case .main, .unspecified, .UNRECOGNIZED:
             break
         }
-        connectScene(appID: launch.appID, kind: kind, initialRoot: nil)
+        connectScene(appID: launch.appID, kind: kind, nowPlaying: nil)
         return .ok
     }
 
-    /// Shows the app's scene of this kind on its screen, connecting it first when needed.
-    mutating func connectScene(appID: String, kind: HUSceneKind, initialRoot: HUTemplate?) {
+    /// Shows the app's scene of this kind on its screen, connecting it first when
+    /// needed, with the app's now-playing template on top when asked for.
+    mutating func connectScene(appID: String, kind: HUSceneKind, nowPlaying: HUTemplate?) {
         let screen = screen(for: kind)
         let ref = SceneRef(appID: appID, kind: kind)
         if screenOwners[screen] != ref, let previous = screenOwners[screen], let scene = apps[previous.appID]?.scenes[previous.kind],
@@ -61,9 +62,8 @@ extension Car {
         }
         if var scene = apps[appID]!.scenes[kind] {
             screenOwners[screen] = ref
-            if let root = initialRoot, scene.top?.id != root.id, case .success(let transition) =
-                scene.push(root, category: apps[appID]!.category!, scale: configuration.vehicle.mainDisplay.scale)
-            {
+            if let nowPlaying {
+                let transition = scene.showNowPlaying(nowPlaying)
                 apps[appID]!.scenes[kind] = scene
                 sendLifecycle(transition, appID: appID, scene: scene, animated: true)
             } else if let top = scene.visibleTemplateID {
@@ -86,8 +86,8 @@ extension Car {
         connected.maxListItems = UInt32(listCap ?? 0)
         connected.maxTabs = UInt32(CategoryRules.maxTabs(for: category))
         sendToPhone(.sceneConnected(connected))
-        if let root = initialRoot, case .success = scene.setRoot(root, category: category, scale: configuration.vehicle.mainDisplay.scale) {
-            sendLifecycle(SceneState.Transition(appeared: [root.id]), appID: appID, scene: scene, animated: false)
+        if let nowPlaying {
+            sendLifecycle(scene.showNowPlaying(nowPlaying), appID: appID, scene: scene, animated: false)
         }
         apps[appID]!.scenes[kind] = scene
         screenOwners[screen] = ref
@@ -327,7 +327,7 @@ extension Car {
         var template = HUTemplate()
         template.id = nowPlayingTemplateID
         template.nowPlaying = app.nowPlaying
-        connectScene(appID: appID, kind: .main, initialRoot: template)
+        connectScene(appID: appID, kind: .main, nowPlaying: template)
         return .ok
     }
 

@@ -157,7 +157,7 @@ extension Car {
         }
     }
 
-    /// A now-playing template the app sets or pushes becomes the app's shared instance.
+    /// A now-playing template the app pushes (or updates) becomes the app's shared instance.
     mutating func adoptNowPlaying(_ template: HUTemplate, appID: String) -> HUTemplate {
         guard case .nowPlaying(let content) = template.kind else { return template }
         if content != HUNowPlayingTemplate() {
@@ -192,6 +192,12 @@ extension Car {
     mutating func completeEvent(_ complete: HUCompleteEvent, from peer: PeerID) -> Result<HUResult, RuleViolation> {
         guard peer == phonePeer, let pending = pendingEvents[complete.eventID], pending.appID == complete.appID else {
             return .failure(RuleViolation(.unknownEvent, "event \(complete.eventID) of '\(complete.appID)' is not pending (completed, timed out or never sent)"))
+        }
+        if pending.isSearch, let category = apps[pending.appID]?.category {
+            let context = TemplateContext(category: category, placement: .root, displayScale: configuration.vehicle.mainDisplay.scale)
+            if let violation = TemplateValidator.validateSearchResults(complete.searchResults, context: context) {
+                return .failure(violation)  // still pending: the app may answer again in time
+            }
         }
         pendingEvents[complete.eventID] = nil
         effects.append(.cancelTimer(.completion(eventID: complete.eventID)))

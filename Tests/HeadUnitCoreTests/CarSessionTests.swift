@@ -300,3 +300,38 @@ func alertTemplate(_ id: String) -> HUTemplate {
         #expect(decisions[2].code == .entitlementRefused)
     }
 }
+
+@Suite struct CarNowPlayingTests {
+    @Test func theHomeScreenNowPlayingButtonOpensTheAppsSharedNowPlaying() {
+        var h = CarHarness()
+        h.join(h.hmi, .hmi)
+        h.join(h.phone, .phone)
+        _ = h.announce([("radio", [EntitlementKey.audio])])
+        // The app has no scene yet; it populates its now playing anyway.
+        let content = HUNowPlayingTemplate.with { $0.title = "Jazz FM"; $0.playbackRate = 1 }
+        let scene = h.launch("radio")
+        _ = h.template("radio", scene, .updateNowPlaying(content))
+        _ = h.request(h.hmi, .hmiInput(HUHmiInput.with { $0.goHome = HUGoHome() }))
+        _ = h.drain(h.hmi)
+        let open = h.request(h.hmi, .hmiInput(HUHmiInput.with { $0.openNowPlaying = HUOpenNowPlaying() }))
+        #expect(open.code == .ok)
+        let screens = h.drain(h.hmi).compactMap { envelope -> HURenderedScreen? in
+            if case .screenUpdate(let update) = envelope.body, case .full(let full) = update.change { return full }
+            return nil
+        }
+        #expect(screens.last?.top.nowPlaying.title == "Jazz FM")
+        #expect(screens.last?.showNowPlayingButton == false)
+        // The app may now push a list on top of it, and nothing else.
+        #expect(h.template("radio", scene, .push(listTemplate("queue", items: 2))).code == .ok)
+    }
+
+    @Test func nowPlayingCannotBeTheAppsRoot() {
+        var h = CarHarness()
+        h.join(h.hmi, .hmi)
+        h.join(h.phone, .phone)
+        _ = h.announce([("radio", [EntitlementKey.audio])])
+        let scene = h.launch("radio")
+        let template = HUTemplate.with { $0.id = "np"; $0.nowPlaying = HUNowPlayingTemplate.with { $0.title = "x" } }
+        #expect(h.template("radio", scene, .setRoot(template)).code == .invalidPosition)
+    }
+}

@@ -66,6 +66,19 @@ public struct SceneState: Sendable, Equatable {
         return .success(Transition(disappeared: [top.id], appeared: [template.id]))
     }
 
+    /// The car shows the app's now-playing template on its behalf (home screen or
+    /// navigation bar button). The car is not bound by the app's placement rules:
+    /// with no root yet, now playing stands alone until the app sets its root.
+    public mutating func showNowPlaying(_ template: HUTemplate) -> Transition {
+        if let top = stack.last {
+            if top.id == template.id { return Transition() }
+            stack.append(template)
+            return Transition(disappeared: [top.id], appeared: [template.id])
+        }
+        stack = [template]
+        return Transition(appeared: [template.id])
+    }
+
     public mutating func pop() -> Result<Transition, RuleViolation> {
         guard stack.count > 1 else {
             return .failure(stack.isEmpty
