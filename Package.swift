@@ -31,7 +31,7 @@ let package = Package(
         // The car as pure state machines. No I/O.
         .target(
             name: "HeadUnitCore",
-            dependencies: ["HeadUnitWire"]
+            dependencies: ["HeadUnitWire", .product(name: "NIOCore", package: "swift-nio")]
         ),
         // SwiftNIO listeners and connection pipelines around the Core.
         .target(
@@ -68,8 +68,9 @@ let package = Package(
         .executableTarget(
             name: "headunitd",
             dependencies: [
-                "HeadUnitServer", "HeadUnitCore", "Systemd",
+                "HeadUnitServer", "HeadUnitCore", "HeadUnitWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -97,17 +98,30 @@ let package = Package(
         .target(name: "CFuzzMain"),
         .executableTarget(
             name: "HeadUnitFuzz",
-            dependencies: ["HeadUnitWire", "HeadUnitCore", "CFuzzMain"],
+            dependencies: [
+                "HeadUnitWire", "HeadUnitCore", "CFuzzMain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .testTarget(
             name: "HeadUnitWireTests",
-            dependencies: ["HeadUnitWire"],
-            resources: [.copy("vectors")]
+            // The vectors are read from Protocol/vectors (their one copy) via #filePath.
+            dependencies: [
+                "HeadUnitWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
         ),
         .testTarget(
             name: "HeadUnitCoreTests",
-            dependencies: ["HeadUnitCore", "HeadUnitWire"]
+            dependencies: ["HeadUnitCore", "HeadUnitWire", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "SystemdTests",
+            dependencies: ["Systemd"]
         ),
         .testTarget(
             name: "EndToEndTests",

@@ -1,0 +1,291 @@
+import HeadUnitWire
+import NIOCore
+
+/// What the connection handler must do after feeding an input to the
+/// connection state machine. Exactly one action per input.
+public enum ConnectionAction: Sendable, Equatable {
+    /// Nothing to do (a PONG, a frame after closing began...).
+    case none
+    /// An envelope the peer's role may send: hand it to the Car.
+    case deliver(HUEnvelope)
+    /// Handshake done: send `welcome`, then tell the Car the peer joined.
+    case join(PeerInfo, welcome: HUEnvelope)
+    /// A non-fatal error: send this Result envelope; the connection stays open.
+    case reply(HUEnvelope)
+    /// Answer a PING with a PONG carrying this payload.
+    case pong(ByteBuffer)
+    /// The heartbeat: send a PING with this payload.
+    case ping(ByteBuffer)
+    /// A fatal error: send Goodbye(code, reason), then close.
+    case close(HUErrorCode, String)
+    /// The peer said Goodbye: close without answering.
+    case peerLeaving(HUGoodbye)
+}
+
+/// One connection's protocol rules, as a value: handshake, frame checks,
+/// role table, error budget, handshake and heartbeat timeouts. No channel,
+/// no clock: the handler passes monotonic milliseconds in and performs the
+/// returned action.
+public struct ConnectionStateMachine: Sendable {
+    public enum State: Sendable, Equatable {
+        case awaitingHello(since: UInt64)
+        case established(PeerInfo, version: UInt32)
+        case closing
+    }
+
+    public private(set) var state: State
+    public let connectionID: UInt64
+    public let transport: Transport
+    private let configuration: ConnectionConfiguration
+    private var limits: ConnectionLimits { configuration.limits }
+    private var errors: ErrorBudget
+    /// When the peer last sent any frame.
+    private var lastHeard: UInt64
+    /// When the next heartbeat PING is due (established only).
+    private var nextPing: UInt64 = 0
+
+    public init(connectionID: UInt64, transport: Transport, configuration: ConnectionConfiguration, now: UInt64) {
+        self.connectionID = connectionID
+        self.transport = transport
+        self.configuration = configuration
+        self.state = .awaitingHello(since: now)
+        self.errors = ErrorBudget(maxPerSecond: configuration.limits.maxErrorsPerSecond)
+        self.lastHeard = now
+    }
+
+    public var peer: PeerInfo? {
+        if case .established(let info, _) = state { return info }
+        return nil
+    }
+
+    // MARK: - Inputs
+
+    /// A whole frame arrived.
+    public mutating func receive(_ frame: Frame, now: UInt64) -> ConnectionAction {
+        // Any frame, even a bad one, proves the peer is alive.
+        lastHeard = now
+        switch state {
+        case .closing:
+            return .none
+        case .awaitingHello:
+            return receiveBeforeHandshake(frame, now: now)
+        case .established(let info, _):
+            return receiveEstablished(frame, peer: info, now: now)
+        }
+    }
+
+    /// The frame decoder gave up on the byte stream (bad magic, frame too large).
+    public mutating func framingFailed(_ error: FramingError) -> ConnectionAction {
+        if case .closing = state { return .none }
+        return close(error.code, error.reason)
+    }
+
+    /// The server is stopping. Normally the Car says Goodbye(SHUTTING_DOWN)
+    /// to established peers; this covers connections that never joined it.
+    public mutating func shutdown(reason: String) -> ConnectionAction {
+        if case .closing = state { return .none }
+        return close(.shuttingDown, reason)
+    }
+
+    /// The connection is being closed for a reason decided elsewhere (the Car, backpressure).
+    public mutating func closed() {
+        state = .closing
+    }
+
+    /// Timers: call at (or after) `nextDeadline`. Returns a PING to send, a
+    /// timeout, or nothing.
+    public mutating func tick(now: UInt64) -> ConnectionAction {
+        switch state {
+        case .closing:
+            return .none
+        case .awaitingHello(let since):
+            guard now >= since + limits.handshakeTimeoutMilliseconds else { return .none }
+            return close(.handshakeTimeout, "no Hello within \(limits.handshakeTimeoutMilliseconds) ms of connecting")
+        case .established:
+            if limits.heartbeatTimeoutMilliseconds > 0, now >= lastHeard + limits.heartbeatTimeoutMilliseconds {
+                return close(.heartbeatTimeout, "nothing received for \(now - lastHeard) ms (limit \(limits.heartbeatTimeoutMilliseconds) ms)")
+            }
+            if limits.heartbeatIntervalMilliseconds > 0, now >= nextPing {
+                nextPing = now + limits.heartbeatIntervalMilliseconds
+                var payload = ByteBuffer()
+                payload.writeInteger(now)
+                return .ping(payload)
+            }
+            return .none
+        }
+    }
+
+    /// When `tick` next has something to do, or nil when never.
+    public var nextDeadline: UInt64? {
+        switch state {
+        case .closing:
+            return nil
+        case .awaitingHello(let since):
+            return since + limits.handshakeTimeoutMilliseconds
+        case .established:
+            var deadline: UInt64? = nil
+            if limits.heartbeatTimeoutMilliseconds > 0 { deadline = lastHeard + limits.heartbeatTimeoutMilliseconds }
+            if limits.heartbeatIntervalMilliseconds > 0 { deadline = min(deadline ?? .max, nextPing) }
+            return deadline
+        }
+    }
+
+    // MARK: - Before the handshake
+
+    private mutating func receiveBeforeHandshake(_ frame: Frame, now: UInt64) -> ConnectionAction {
+        // Strict: until Hello, the only acceptable frame is a clean MESSAGE
+        // frame carrying Hello. Anything else means the peer does not speak
+        // this protocol (or not yet), so there is nothing to keep the line open for.
+        guard frame.header.kind == .message, frame.header.flags == 0, frame.header.channel == 0 else {
+            return close(.handshakeRequired, "the first frame must be a MESSAGE frame carrying Hello (got kind 0x\(String(frame.header.kindByte, radix: 16)))")
+        }
+        let envelope: HUEnvelope
+        do {
+            envelope = try EnvelopeCodec.decode(frame.payload)
+        } catch {
+            return close(.handshakeRequired, "the first frame must carry Hello; its payload is not a valid Envelope")
+        }
+        guard case .hello(let hello) = envelope.body else {
+            let what = envelope.body.map(RolePolicy.name(of:)) ?? "an empty Envelope"
+            return close(.handshakeRequired, "Hello required before anything else, got \(what)")
+        }
+        guard let version = ProtocolVersion.negotiate(clientMin: hello.minVersion, clientMax: hello.maxVersion) else {
+            return close(
+                .noCommonVersion,
+                "this daemon speaks protocol versions \(ProtocolVersion.minimum)...\(ProtocolVersion.maximum), the client offered \(hello.minVersion)...\(hello.maxVersion)"
+            )
+        }
+        guard RolePolicy.isAllowed(hello.role, over: transport) else {
+            let reason: String
+            switch hello.role {
+            case .unspecified, .UNRECOGNIZED:
+                reason = "role \(RolePolicy.name(of: hello.role)) is not one of phone, hmi, cluster, accessory"
+            case .phone, .hmi, .cluster, .accessory:
+                reason = "role \(RolePolicy.name(of: hello.role)) may only connect over the Unix socket, not \(transport.rawValue)"
+            }
+            return close(.roleNotAllowed, reason)
+        }
+        let info = PeerInfo(role: hello.role, name: hello.name, transport: transport)
+        state = .established(info, version: version)
+        lastHeard = now
+        nextPing = now + limits.heartbeatIntervalMilliseconds
+
+        var welcome = HUWelcome()
+        welcome.version = version
+        welcome.daemonMinVersion = ProtocolVersion.minimum
+        welcome.daemonMaxVersion = ProtocolVersion.maximum
+        welcome.limits = limits.wire
+        welcome.vehicle = configuration.vehicle
+        welcome.daemonName = configuration.daemonName
+        welcome.connectionID = connectionID
+        var envelope2 = HUEnvelope()
+        envelope2.requestID = envelope.requestID
+        envelope2.body = .welcome(welcome)
+        return .join(info, welcome: envelope2)
+    }
+
+    // MARK: - Established
+
+    private mutating func receiveEstablished(_ frame: Frame, peer: PeerInfo, now: UInt64) -> ConnectionAction {
+        guard let kind = frame.header.kind else {
+            return protocolError(.unknownFrameKind, "unknown frame kind 0x\(String(frame.header.kindByte, radix: 16)); frame skipped", requestID: 0, now: now)
+        }
+        guard frame.header.flags == 0 else {
+            return protocolError(.reservedFlags, "header flags must be 0, got 0x\(String(frame.header.flags, radix: 16)); frame skipped", requestID: 0, now: now)
+        }
+        switch kind {
+        case .message, .ping, .pong:
+            guard frame.header.channel == 0 else {
+                return protocolError(.reservedFlags, "channel must be 0 on a \(kind) frame, got \(frame.header.channel); frame skipped", requestID: 0, now: now)
+            }
+        case .data:
+            break
+        }
+
+        switch kind {
+        case .ping:
+            guard frame.payload.readableBytes <= FrameHeader.maxPingPayload else {
+                return protocolError(.malformedPayload, "PING payload of \(frame.payload.readableBytes) bytes exceeds \(FrameHeader.maxPingPayload)", requestID: 0, now: now)
+            }
+            return .pong(frame.payload)
+        case .pong:
+            return .none
+        case .data:
+            // External Accessory sessions are not served yet, so no channel is
+            // open: NOT_CONNECTED ("the session is not connected") stays right
+            // once they are, for a channel without a session. Roles that may
+            // never send DATA get NOT_FOR_ROLE.
+            guard RolePolicy.maySendData(role: peer.role) else {
+                return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send DATA frames", requestID: 0, now: now)
+            }
+            return protocolError(.notConnected, "no External Accessory session is open on channel \(frame.header.channel)", requestID: 0, now: now)
+        case .message:
+            return receiveMessage(frame.payload, peer: peer, now: now)
+        }
+    }
+
+    private mutating func receiveMessage(_ payload: ByteBuffer, peer: PeerInfo, now: UInt64) -> ConnectionAction {
+        let envelope: HUEnvelope
+        do {
+            envelope = try EnvelopeCodec.decode(payload)
+        } catch {
+            return protocolError(.malformedPayload, "payload is not a valid Envelope", requestID: 0, now: now)
+        }
+        guard let body = envelope.body else {
+            return protocolError(.unknownMessage, "Envelope has no body this daemon knows (empty, or from a newer protocol version)", requestID: envelope.requestID, now: now)
+        }
+        switch body {
+        case .hello:
+            return protocolError(.alreadyHandshaken, "Hello was already accepted on this connection", requestID: envelope.requestID, now: now)
+        case .goodbye(let goodbye):
+            state = .closing
+            return .peerLeaving(goodbye)
+        case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed,
+            .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
+            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate:
+            guard RolePolicy.maySend(body, role: peer.role) else {
+                return protocolError(
+                    .notForRole,
+                    "a \(RolePolicy.name(of: peer.role)) may not send \(RolePolicy.name(of: body))",
+                    requestID: envelope.requestID, now: now
+                )
+            }
+            return .deliver(envelope)
+        }
+    }
+
+    // MARK: - Errors
+
+    /// A non-fatal error: answered with a Result, unless the peer has used up
+    /// its error budget, in which case it is cut off.
+    private mutating func protocolError(_ code: HUErrorCode, _ message: String, requestID: UInt32, now: UInt64) -> ConnectionAction {
+        guard errors.record(now: now) else {
+            return close(.tooManyErrors, "more than \(errors.maxPerSecond) protocol errors in one second (last: \(message))")
+        }
+        return .reply(Self.result(code, message, requestID: requestID))
+    }
+
+    private mutating func close(_ code: HUErrorCode, _ reason: String) -> ConnectionAction {
+        state = .closing
+        return .close(code, reason)
+    }
+
+    public static func result(_ code: HUErrorCode, _ message: String, requestID: UInt32) -> HUEnvelope {
+        var result = HUResult()
+        result.code = code
+        result.message = message
+        var envelope = HUEnvelope()
+        envelope.requestID = requestID
+        envelope.body = .result(result)
+        return envelope
+    }
+
+    public static func goodbye(_ code: HUErrorCode, _ reason: String) -> HUEnvelope {
+        var goodbye = HUGoodbye()
+        goodbye.code = code
+        goodbye.reason = reason
+        var envelope = HUEnvelope()
+        envelope.body = .goodbye(goodbye)
+        return envelope
+    }
+}

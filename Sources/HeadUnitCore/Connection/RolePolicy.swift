@@ -1,0 +1,83 @@
+import HeadUnitWire
+
+/// Who may connect how, and who may send what. The connection layer applies
+/// this table so the Car only ever sees messages a peer's role may send.
+public enum RolePolicy {
+    /// Car roles are local components and must use the Unix socket; a phone may use either.
+    public static func isAllowed(_ role: HURole, over transport: Transport) -> Bool {
+        switch role {
+        case .phone: return true
+        case .hmi, .cluster, .accessory: return transport == .unix
+        case .unspecified, .UNRECOGNIZED: return false
+        }
+    }
+
+    /// Whether a peer of `role` may send an envelope with this body to the car.
+    /// Hello and Goodbye are handled by the connection itself and never reach this table.
+    public static func maySend(_ body: HUEnvelope.OneOf_Body, role: HURole) -> Bool {
+        switch body {
+        // Connection control: Hello is the handshake, Goodbye a farewell any peer may say.
+        case .hello, .goodbye: return true
+        // Only the car sends these.
+        case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
+            .sessionConfiguration, .homeScreen, .screenUpdate:
+            return false
+        // Phone -> car.
+        case .announceApps, .templateRequest, .completeEvent, .appClosed:
+            return role == .phone
+        // HMI -> car.
+        case .launchApp, .hmiInput, .setVehicleState, .closeApp:
+            return role == .hmi
+        // Status shows every peer and app: for the car's own components, not for phones.
+        case .getStatus:
+            switch role {
+            case .hmi, .cluster, .accessory: return true
+            case .phone, .unspecified, .UNRECOGNIZED: return false
+            }
+        }
+    }
+
+    /// DATA frames carry External Accessory session bytes: phones and accessories only.
+    public static func maySendData(role: HURole) -> Bool {
+        switch role {
+        case .phone, .accessory: return true
+        case .hmi, .cluster, .unspecified, .UNRECOGNIZED: return false
+        }
+    }
+
+    /// A short name for logs and reasons.
+    public static func name(of body: HUEnvelope.OneOf_Body) -> String {
+        switch body {
+        case .hello: return "Hello"
+        case .welcome: return "Welcome"
+        case .goodbye: return "Goodbye"
+        case .result: return "Result"
+        case .announceApps: return "AnnounceApps"
+        case .templateRequest: return "TemplateRequest"
+        case .completeEvent: return "CompleteEvent"
+        case .appClosed: return "AppClosed"
+        case .sceneConnected: return "SceneConnected"
+        case .sceneDisconnected: return "SceneDisconnected"
+        case .appEvent: return "AppEvent"
+        case .sessionConfiguration: return "SessionConfiguration"
+        case .launchApp: return "LaunchApp"
+        case .hmiInput: return "HmiInput"
+        case .setVehicleState: return "SetVehicleState"
+        case .getStatus: return "GetStatus"
+        case .closeApp: return "CloseApp"
+        case .homeScreen: return "HomeScreen"
+        case .screenUpdate: return "ScreenUpdate"
+        }
+    }
+
+    public static func name(of role: HURole) -> String {
+        switch role {
+        case .unspecified: return "unspecified"
+        case .phone: return "phone"
+        case .hmi: return "hmi"
+        case .cluster: return "cluster"
+        case .accessory: return "accessory"
+        case .UNRECOGNIZED(let raw): return "unknown(\(raw))"
+        }
+    }
+}

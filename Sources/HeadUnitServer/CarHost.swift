@@ -1,0 +1,162 @@
+import HeadUnitCore
+import HeadUnitWire
+import Logging
+import NIOCore
+
+/// Owns the `Car` and every connection's handler, on the one event loop that
+/// serves them all: no locks, no hops. Performs the Car's effects: sends are
+/// written at once and flushed once per read batch; closes say Goodbye first;
+/// timers go on the loop.
+// @unchecked: confined to `eventLoop`; every entry point runs there.
+final class CarHost: @unchecked Sendable {
+    let eventLoop: EventLoop
+    let logger: Logger
+    let configuration: ServerConfiguration
+    private var car: Car
+    private var connections: [PeerID: ConnectionHandler] = [:]
+    private var nextPeerID: PeerID = 1
+    /// Connections written to since the last flush.
+    private var dirty: [ConnectionHandler] = []
+    private var timers: [CarTimer: Scheduled<Void>] = [:]
+    private var lastSummary = StatusSummary(phones: 0, apps: 0, scenes: 0)
+    var onStatusChange: ((StatusSummary) -> Void)?
+    /// Set once a graceful stop began: new connections are turned away.
+    private(set) var stopping = false
+    private var allClosedPromise: EventLoopPromise<Void>?
+
+    init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.logger = logger
+        self.car = Car(configuration: configuration.car)
+    }
+
+    var connectionCount: Int { connections.count }
+
+    // MARK: - Connections
+
+    func register(_ handler: ConnectionHandler) -> PeerID {
+        eventLoop.preconditionInEventLoop()
+        let id = nextPeerID
+        nextPeerID += 1
+        connections[id] = handler
+        return id
+    }
+
+    func peerJoined(_ peer: PeerID, info: PeerInfo) {
+        perform(car.peerJoined(peer, info: info))
+        checkStatus()
+    }
+
+    func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64) {
+        let effects = car.receive(envelope, from: peer, nowMilliseconds: now)
+        perform(effects)
+        if Self.mayChangeCounts(envelope, effects) { checkStatus() }
+    }
+
+    /// The connection is gone; `joined` says whether the Car knew it.
+    func connectionClosed(_ peer: PeerID, joined: Bool) {
+        connections[peer] = nil
+        if joined {
+            perform(car.peerLeft(peer))
+            checkStatus()
+            // Not inside a read batch: what the Car told the others goes out now.
+            flush()
+        }
+        if connections.isEmpty, let promise = allClosedPromise {
+            allClosedPromise = nil
+            promise.succeed(())
+        }
+    }
+
+    // MARK: - Effects
+
+    func perform(_ effects: [CarEffect]) {
+        for effect in effects {
+            switch effect {
+            case .send(let peer, let envelope):
+                connections[peer]?.send(envelope)
+            case .close(let peer, let code, let reason):
+                connections[peer]?.closeWithGoodbye(code, reason)
+            case .startTimer(let timer, let milliseconds):
+                timers[timer]?.cancel()
+                timers[timer] = eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: milliseconds))) { [weak self] in
+                    self?.timerFired(timer)
+                }
+            case .cancelTimer(let timer):
+                timers.removeValue(forKey: timer)?.cancel()
+            }
+        }
+    }
+
+    private func timerFired(_ timer: CarTimer) {
+        timers[timer] = nil
+        perform(car.timerFired(timer, nowMilliseconds: monotonicMilliseconds()))
+        checkStatus()
+        flush()
+    }
+
+    // MARK: - Flushing
+
+    func markDirty(_ handler: ConnectionHandler) {
+        dirty.append(handler)
+    }
+
+    /// One flush per written connection, at the end of a read batch (or a timer).
+    func flush() {
+        guard !dirty.isEmpty else { return }
+        let batch = dirty
+        dirty.removeAll(keepingCapacity: true)
+        for handler in batch { handler.flushIfNeeded() }
+    }
+
+    // MARK: - Status
+
+    private static func mayChangeCounts(_ envelope: HUEnvelope, _ effects: [CarEffect]) -> Bool {
+        switch envelope.body {
+        case .announceApps, .appClosed, .launchApp, .closeApp: return true
+        default: break
+        }
+        // Scenes come and go on other paths too (HMI input launching an app...).
+        for case .send(_, let sent) in effects {
+            switch sent.body {
+            case .sceneConnected, .sceneDisconnected: return true
+            default: continue
+            }
+        }
+        return false
+    }
+
+    private func checkStatus() {
+        let status = car.status()
+        let summary = StatusSummary(phones: status.phones, apps: status.apps, scenes: status.scenes)
+        guard summary != lastSummary else { return }
+        lastSummary = summary
+        onStatusChange?(summary)
+    }
+
+    var summary: StatusSummary { lastSummary }
+
+    // MARK: - Shutdown
+
+    /// Tells the Car, which says Goodbye(SHUTTING_DOWN) to its peers; whoever
+    /// is still open afterwards (not handshaken, or not closed by the Car)
+    /// gets the same Goodbye from here. Succeeds when every connection is gone.
+    func beginShutdown(reason: String) -> EventLoopFuture<Void> {
+        stopping = true
+        perform(car.shutdown(reason: reason))
+        for timer in timers.values { timer.cancel() }
+        timers.removeAll()
+        for handler in connections.values { handler.shutdown(reason: reason) }
+        flush()
+        if connections.isEmpty { return eventLoop.makeSucceededVoidFuture() }
+        let promise = allClosedPromise ?? eventLoop.makePromise(of: Void.self)
+        allClosedPromise = promise
+        return promise.futureResult
+    }
+
+    /// After the grace period: drop whoever did not go.
+    func forceCloseAll() {
+        for handler in connections.values { handler.forceClose() }
+    }
+}

@@ -1,0 +1,251 @@
+import HeadUnitCore
+import HeadUnitWire
+import Logging
+import NIOCore
+
+/// The thin per-connection handler: feeds frames and timer ticks to the
+/// `ConnectionStateMachine` and performs the action it returns. Established
+/// envelopes go to the `CarHost`. Lives on the host's event loop.
+final class ConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = Frame
+    typealias OutboundOut = ByteBuffer
+
+    private let host: CarHost
+    private let transport: Transport
+    private var logger: Logger
+    private var machine: ConnectionStateMachine!
+    private var context: ChannelHandlerContext?
+    private(set) var peerID: PeerID = 0
+    private var joined = false
+    private var open = false
+    private var needsFlush = false
+    private var tick: Scheduled<Void>?
+    private var tickDeadline: UInt64 = .max
+    private var slowConsumerTimer: Scheduled<Void>?
+
+    init(host: CarHost, transport: Transport) {
+        self.host = host
+        self.transport = transport
+        self.logger = host.logger
+    }
+
+    // MARK: - Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        peerID = host.register(self)
+        logger[metadataKey: "peer"] = "\(peerID)"
+        machine = ConnectionStateMachine(
+            connectionID: peerID, transport: transport, configuration: host.configuration.connection, now: monotonicMilliseconds())
+        open = context.channel.isActive
+        if open { connected(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if !open {
+            open = true
+            connected(context: context)
+        }
+        context.fireChannelActive()
+    }
+
+    private func connected(context: ChannelHandlerContext) {
+        logger.debug("connected", metadata: ["transport": "\(transport.rawValue)", "remote": "\(context.remoteAddress.map { "\($0)" } ?? "-")"])
+        if host.stopping {
+            perform(machine.shutdown(reason: "the daemon is stopping"))
+            return
+        }
+        scheduleTick()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let now = monotonicMilliseconds()
+        perform(machine.receive(frame, now: now), now: now)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // One flush per read batch, for this peer and every peer the batch wrote to.
+        host.flush()
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        switch error {
+        case let framing as FramingError:
+            logger.debug("framing error", metadata: ["reason": "\(framing.reason)"])
+            perform(machine.framingFailed(framing))
+        case let truncated as TruncatedFrame:
+            // The peer closed mid-frame: nothing to answer, just clean up.
+            logger.debug("connection ended inside a frame", metadata: ["bytes": "\(truncated.bytes)"])
+            forceClose()
+        case is ByteToMessageDecoderError:
+            // Bytes after a framing error: the Goodbye is already on its way.
+            break
+        default:
+            logger.debug("connection error", metadata: ["error": "\(error)"])
+            forceClose()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            slowConsumerTimer?.cancel()
+            slowConsumerTimer = nil
+        } else if slowConsumerTimer == nil, open {
+            // Not reading for a while is tolerated; not reading for long is cut off.
+            let timeout = host.configuration.slowConsumerTimeoutMilliseconds
+            slowConsumerTimer = context.eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
+                self?.slowConsumerTimer = nil
+                self?.cutOffSlowConsumer("the peer took no data for \(timeout) ms")
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        open = false
+        tick?.cancel()
+        tick = nil
+        slowConsumerTimer?.cancel()
+        slowConsumerTimer = nil
+        machine.closed()
+        logger.debug("disconnected", metadata: joined ? ["role": "\(machine.peer.map { RolePolicy.name(of: $0.role) } ?? "-")"] : [:])
+        let wasJoined = joined
+        joined = false
+        host.connectionClosed(peerID, joined: wasJoined)
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: - Actions
+
+    private func perform(_ action: ConnectionAction, now: UInt64? = nil) {
+        switch action {
+        case .none:
+            break
+        case .deliver(let envelope):
+            host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds())
+        case .join(let info, let welcome):
+            joined = true
+            logger.debug("peer joined", metadata: ["role": "\(RolePolicy.name(of: info.role))", "name": "\(info.name)", "transport": "\(info.transport.rawValue)"])
+            send(welcome)
+            rescheduleTickIfSooner()
+            host.peerJoined(peerID, info: info)
+        case .reply(let envelope):
+            send(envelope)
+        case .pong(let payload):
+            sendFrame(kind: .pong, payload: payload)
+        case .ping(let payload):
+            sendFrame(kind: .ping, payload: payload)
+        case .close(let code, let reason):
+            closeWithGoodbye(code, reason)
+        case .peerLeaving(let goodbye):
+            logger.debug("peer said goodbye", metadata: ["code": "\(goodbye.code)", "reason": "\(goodbye.reason)"])
+            forceClose()
+        }
+    }
+
+    // MARK: - Output (called by the host too)
+
+    func send(_ envelope: HUEnvelope) {
+        guard open, let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 128)
+        EnvelopeCodec.writeFrame(envelope, into: &buffer)
+        write(buffer, context: context)
+    }
+
+    private func sendFrame(kind: FrameKind, payload: ByteBuffer) {
+        guard open, let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: FrameHeader.size + payload.readableBytes)
+        buffer.writeFrame(kind: kind, payload: payload)
+        write(buffer, context: context)
+    }
+
+    private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        if !needsFlush {
+            needsFlush = true
+            host.markDirty(self)
+        }
+        // Bound what a peer that does not read can make us hold.
+        if !context.channel.isWritable,
+            let pending = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
+            pending > host.configuration.maxOutboundBytes
+        {
+            cutOffSlowConsumer("\(pending) bytes waiting for the peer (limit \(host.configuration.maxOutboundBytes))")
+        }
+    }
+
+    func flushIfNeeded() {
+        guard needsFlush else { return }
+        needsFlush = false
+        context?.flush()
+    }
+
+    /// Goodbye(code, reason), then close once it is written.
+    func closeWithGoodbye(_ code: HUErrorCode, _ reason: String) {
+        guard open, let context else { return }
+        open = false
+        machine.closed()
+        tick?.cancel()
+        logger.debug("closing", metadata: ["code": "\(code)", "reason": "\(reason)"])
+        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(code, reason), allocator: context.channel.allocator)
+        needsFlush = false
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(goodbye)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+        // A peer that reads nothing would keep the Goodbye (and us) waiting.
+        channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+    }
+
+    /// The peer cannot keep up: its queue is dropped, so the Goodbye is best effort.
+    private func cutOffSlowConsumer(_ reason: String) {
+        guard open, let context else { return }
+        logger.notice("cutting off slow consumer", metadata: ["reason": "\(reason)"])
+        open = false
+        machine.closed()
+        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.slowConsumer, reason), allocator: context.channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(goodbye), promise: nil)
+        context.close(promise: nil)
+    }
+
+    func shutdown(reason: String) {
+        guard open else { return }
+        perform(machine.shutdown(reason: reason))
+    }
+
+    func forceClose() {
+        open = false
+        machine.closed()
+        context?.close(promise: nil)
+    }
+
+    // MARK: - Timers
+
+    private func scheduleTick() {
+        guard let context, let deadline = machine.nextDeadline else { return }
+        tick?.cancel()
+        tickDeadline = deadline
+        tick = context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(deadline * 1_000_000)) { [weak self] in
+            self?.tickFired()
+        }
+    }
+
+    private func rescheduleTickIfSooner() {
+        if let deadline = machine.nextDeadline, deadline < tickDeadline { scheduleTick() }
+    }
+
+    private func tickFired() {
+        tick = nil
+        tickDeadline = .max
+        let now = monotonicMilliseconds()
+        perform(machine.tick(now: now), now: now)
+        host.flush()
+        if open { scheduleTick() }
+    }
+}

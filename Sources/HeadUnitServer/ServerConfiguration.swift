@@ -1,0 +1,76 @@
+import HeadUnitCore
+import HeadUnitWire
+import NIOCore
+
+/// Where the server accepts connections.
+public enum ListenerSpec: Sendable, Equatable {
+    /// Bind a Unix socket here (mode 0600). A stale socket file is removed;
+    /// if another process listens on it, the server refuses to start.
+    case unix(path: String)
+    /// Bind TCP; port 0 picks an ephemeral port (reported by `start()`).
+    case tcp(host: String, port: Int)
+    /// Serve an already bound, listening socket (systemd socket activation).
+    /// `path` is informational: an adopted socket file is never unlinked.
+    case adopted(fd: CInt, name: String, transport: Transport, path: String?)
+}
+
+/// A listener the server is accepting on.
+public struct BoundListener: Sendable, Equatable {
+    public var transport: Transport
+    /// The Unix socket path, or "host:port" with the real port for TCP.
+    public var address: String
+    /// The TCP port (0 for Unix sockets).
+    public var port: Int
+    public var adopted: Bool
+}
+
+public struct ServerConfiguration: Sendable {
+    public var listeners: [ListenerSpec]
+    public var connection: ConnectionConfiguration
+    public var car: CarConfiguration
+    /// A peer whose unsent output exceeds this is cut off with SLOW_CONSUMER.
+    public var maxOutboundBytes: Int
+    /// A peer that cannot take writes for this long is cut off with SLOW_CONSUMER.
+    public var slowConsumerTimeoutMilliseconds: UInt64
+    /// A graceful stop closes whatever is still open after this long.
+    public var shutdownGraceMilliseconds: UInt64
+
+    public init(
+        listeners: [ListenerSpec],
+        connection: ConnectionConfiguration = ConnectionConfiguration(),
+        car: CarConfiguration = CarConfiguration(vehicle: .standard, entitlements: .acceptAll),
+        maxOutboundBytes: Int = 4 << 20,
+        slowConsumerTimeoutMilliseconds: UInt64 = 10_000,
+        shutdownGraceMilliseconds: UInt64 = 2_000
+    ) {
+        self.listeners = listeners
+        self.connection = connection
+        self.car = car
+        self.maxOutboundBytes = maxOutboundBytes
+        self.slowConsumerTimeoutMilliseconds = slowConsumerTimeoutMilliseconds
+        self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
+    }
+}
+
+/// The counts a supervisor shows (systemd STATUS=).
+public struct StatusSummary: Sendable, Equatable {
+    public var phones: UInt32
+    public var apps: UInt32
+    public var scenes: UInt32
+
+    public init(phones: UInt32, apps: UInt32, scenes: UInt32) {
+        self.phones = phones
+        self.apps = apps
+        self.scenes = scenes
+    }
+
+    public var text: String {
+        "\(phones) phone\(phones == 1 ? "" : "s"), \(apps) app\(apps == 1 ? "" : "s"), \(scenes) scene\(scenes == 1 ? "" : "s")"
+    }
+}
+
+/// Monotonic milliseconds, the clock every state machine is fed with.
+@inline(__always)
+func monotonicMilliseconds() -> UInt64 {
+    UInt64(NIODeadline.now().uptimeNanoseconds / 1_000_000)
+}

@@ -1,0 +1,135 @@
+import HeadUnitCore
+import HeadUnitServer
+import HeadUnitWire
+import SwiftProtobuf
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+struct ConfigError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The daemon's configuration: built-in defaults, then the --config file,
+/// then command-line flags. Plain POSIX file I/O: no Foundation in the daemon.
+enum DaemonConfig {
+    static let defaultTCP = "127.0.0.1:7420"
+
+    /// $XDG_RUNTIME_DIR/headunitd/headunitd.sock, else /run/headunitd/... as root,
+    /// else /tmp/headunitd-$UID/headunitd.sock.
+    static func defaultUnixSocketPath() -> String {
+        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
+            return "\(runtime)/headunitd/headunitd.sock"
+        }
+        if getuid() == 0 { return "/run/headunitd/headunitd.sock" }
+        return "/tmp/headunitd-\(getuid())/headunitd.sock"
+    }
+
+    /// Every field at its default, for --print-default-config.
+    static func defaults() -> HUDaemonConfig {
+        var config = HUDaemonConfig()
+        config.unixSocketPath = defaultUnixSocketPath()
+        config.tcpListen = defaultTCP
+        config.tcpDisabled = false
+        let limits = ConnectionLimits()
+        config.limits.maxPayloadBytes = limits.maxPayloadBytes
+        config.limits.heartbeatIntervalMs = UInt32(limits.heartbeatIntervalMilliseconds)
+        config.limits.heartbeatTimeoutMs = UInt32(limits.heartbeatTimeoutMilliseconds)
+        config.limits.handshakeTimeoutMs = UInt32(limits.handshakeTimeoutMilliseconds)
+        config.limits.completionTimeoutMs = UInt32(limits.completionTimeoutMilliseconds)
+        config.limits.maxErrorsPerSecond = limits.maxErrorsPerSecond
+        let server = ServerConfiguration(listeners: [])
+        config.limits.maxOutboundBytes = UInt32(server.maxOutboundBytes)
+        config.limits.slowConsumerTimeoutMs = UInt32(server.slowConsumerTimeoutMilliseconds)
+        config.limits.shutdownGraceMs = UInt32(server.shutdownGraceMilliseconds)
+        config.vehicle = .standard
+        config.entitlements.allowed = EntitlementKey.all.sorted()
+        config.logLevel = "info"
+        config.daemonName = "headunitd"
+        return config
+    }
+
+    static func load(path: String) throws -> HUDaemonConfig {
+        let text = try readFile(path)
+        do {
+            var options = JSONDecodingOptions()
+            options.ignoreUnknownFields = false  // a typo in a key must not pass silently
+            return try HUDaemonConfig(jsonString: text, options: options)
+        } catch {
+            throw ConfigError(description: "\(path): not a valid headunitd configuration: \(error)")
+        }
+    }
+
+    static func printJSON(_ config: HUDaemonConfig) throws -> String {
+        var options = JSONEncodingOptions()
+        options.alwaysPrintEnumsAsInts = false
+        return try config.jsonString(options: options)
+    }
+
+    static func readFile(_ path: String) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ConfigError(description: "\(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ConfigError(description: "\(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > 16 << 20 { throw ConfigError(description: "\(path): larger than 16 MiB") }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// "host:port", "[v6]:port" or ":port" (all interfaces is not implied: host defaults to 127.0.0.1).
+    static func parseHostPort(_ text: String) throws -> (host: String, port: Int) {
+        var host: Substring
+        var portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw ConfigError(description: "bad TCP address \(text)") }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw ConfigError(description: "bad TCP address \(text): missing :port") }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw ConfigError(description: "bad TCP address \(text): expected HOST:PORT") }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        if host.isEmpty { host = "127.0.0.1" }
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            throw ConfigError(description: "bad TCP port in \(text)")
+        }
+        return (String(host), port)
+    }
+
+    /// Creates the socket's directory (0700) when missing.
+    static func makeSocketDirectory(for path: String) throws {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let directory = String(path[..<slash])
+        var current = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            current += "/" + component
+            // Only what we create gets 0700; existing parents (/run, /tmp) stay as they are.
+            if mkdir(current, 0o700) != 0, errno != EEXIST {
+                throw ConfigError(description: "creating \(current): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    static func entitlementPolicy(_ config: HUDaemonConfig) -> EntitlementPolicy {
+        guard config.hasEntitlements else { return .acceptAll }
+        var perApp: [String: Set<String>] = [:]
+        for grant in config.entitlements.appGrants {
+            perApp[grant.appID, default: []].formUnion(grant.entitlements)
+        }
+        return EntitlementPolicy(allowed: Set(config.entitlements.allowed), perApp: perApp)
+    }
+}

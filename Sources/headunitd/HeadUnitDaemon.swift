@@ -1,0 +1,189 @@
+import ArgumentParser
+import HeadUnitCore
+import HeadUnitServer
+import HeadUnitWire
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+@main
+struct HeadUnitDaemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "headunitd",
+        abstract: "The head unit (car) side of a CarPlay-style phone projection system.",
+        discussion: """
+            Listens on a Unix socket (phones over a USB bridge, and the car's HMI, \
+            cluster and accessories) and on TCP (phones over Wi-Fi). Under systemd \
+            socket activation it serves the sockets it is handed instead. \
+            On start it prints one "listening <unix|tcp> <address>" line per \
+            listener and then "ready" on standard output.
+            """
+    )
+
+    @Option(name: .customLong("unix-socket"), help: "Unix socket path (default: $XDG_RUNTIME_DIR/headunitd/headunitd.sock, /run/headunitd/headunitd.sock as root, else /tmp/headunitd-$UID/headunitd.sock).")
+    var unixSocket: String?
+
+    @Option(name: .customLong("tcp"), help: "TCP listen address HOST:PORT (default 127.0.0.1:7420; port 0 picks one).")
+    var tcp: String?
+
+    @Flag(name: .customLong("no-tcp"), help: "Do not listen on TCP.")
+    var noTCP = false
+
+    @Option(name: .customLong("config"), help: "JSON configuration file (schema: Protocol/config.proto, HUDaemonConfig).")
+    var configFile: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
+    var logLevel: String?
+
+    @Option(name: .customLong("max-payload"), help: "Largest frame payload accepted, in bytes.")
+    var maxPayload: UInt32?
+
+    @Flag(name: .customLong("print-default-config"), help: "Print the default configuration as JSON and exit.")
+    var printDefaultConfig = false
+
+    func run() async throws {
+        if printDefaultConfig {
+            print(try DaemonConfig.printJSON(DaemonConfig.defaults()))
+            return
+        }
+        var file = HUDaemonConfig()
+        if let configFile {
+            do {
+                file = try DaemonConfig.load(path: configFile)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
+
+        // Flags override the file; the file overrides the defaults.
+        let levelText = logLevel ?? (file.logLevel.isEmpty ? "info" : file.logLevel)
+        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+            throw ValidationError("unknown log level \(levelText)")
+        }
+        SystemdSupport.bootstrapLogging(level: level)
+        var logger = Logger(label: "headunitd")
+        logger.logLevel = level
+
+        var limits = ConnectionLimits()
+        let fileLimits = file.limits
+        if let maxPayload { limits.maxPayloadBytes = maxPayload } else if fileLimits.maxPayloadBytes > 0 { limits.maxPayloadBytes = fileLimits.maxPayloadBytes }
+        if fileLimits.heartbeatIntervalMs > 0 { limits.heartbeatIntervalMilliseconds = UInt64(fileLimits.heartbeatIntervalMs) }
+        if fileLimits.heartbeatTimeoutMs > 0 { limits.heartbeatTimeoutMilliseconds = UInt64(fileLimits.heartbeatTimeoutMs) }
+        if fileLimits.handshakeTimeoutMs > 0 { limits.handshakeTimeoutMilliseconds = UInt64(fileLimits.handshakeTimeoutMs) }
+        if fileLimits.completionTimeoutMs > 0 { limits.completionTimeoutMilliseconds = UInt64(fileLimits.completionTimeoutMs) }
+        if fileLimits.maxErrorsPerSecond > 0 { limits.maxErrorsPerSecond = fileLimits.maxErrorsPerSecond }
+
+        let vehicle = file.hasVehicle ? file.vehicle : .standard
+        let car = CarConfiguration(
+            vehicle: vehicle,
+            entitlements: DaemonConfig.entitlementPolicy(file),
+            completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds
+        )
+        let connection = ConnectionConfiguration(
+            limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)
+
+        // Listeners: systemd's when socket-activated, else our own.
+        var listeners: [ListenerSpec] = []
+        let activated = SystemdSupport.activatedListeners(logger: logger)
+        if !activated.isEmpty {
+            for listener in activated {
+                switch listener.kind {
+                case .unix(let path):
+                    listeners.append(.adopted(fd: listener.fd, name: listener.name, transport: .unix, path: path))
+                case .tcp:
+                    listeners.append(.adopted(fd: listener.fd, name: listener.name, transport: .tcp, path: nil))
+                }
+            }
+        } else {
+            let path = unixSocket ?? (file.unixSocketPath.isEmpty ? DaemonConfig.defaultUnixSocketPath() : file.unixSocketPath)
+            do {
+                try DaemonConfig.makeSocketDirectory(for: path)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            listeners.append(.unix(path: path))
+            let tcpDisabled = noTCP || (tcp == nil && file.tcpDisabled)
+            if !tcpDisabled {
+                let address = tcp ?? (file.tcpListen.isEmpty ? DaemonConfig.defaultTCP : file.tcpListen)
+                do {
+                    let (host, port) = try DaemonConfig.parseHostPort(address)
+                    listeners.append(.tcp(host: host, port: port))
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
+        }
+
+        var serverConfiguration = ServerConfiguration(listeners: listeners, connection: connection, car: car)
+        if fileLimits.maxOutboundBytes > 0 { serverConfiguration.maxOutboundBytes = Int(fileLimits.maxOutboundBytes) }
+        if fileLimits.slowConsumerTimeoutMs > 0 { serverConfiguration.slowConsumerTimeoutMilliseconds = UInt64(fileLimits.slowConsumerTimeoutMs) }
+        if fileLimits.shutdownGraceMs > 0 { serverConfiguration.shutdownGraceMilliseconds = UInt64(fileLimits.shutdownGraceMs) }
+
+        let server = HeadUnitServer(configuration: serverConfiguration, logger: logger)
+        server.onStatusChange { [logger] summary in
+            logger.debug("status", metadata: ["status": "\(summary.text)"])
+            SystemdSupport.notifyStatus(summary.text)
+        }
+        let bound: [BoundListener]
+        do {
+            bound = try await server.start()
+        } catch {
+            logger.critical("cannot start", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+        if let interval = SystemdSupport.watchdogPingIntervalNanoseconds() {
+            // From the serving loop: a wedged loop stops the pings and systemd restarts us.
+            server.runPeriodically(every: .nanoseconds(interval)) { SystemdSupport.watchdogPing() }
+        }
+        // Ready is announced from inside the service group, once SIGTERM and
+        // SIGINT are trapped: a supervisor that stops us right after READY=1
+        // gets a graceful stop, not the default signal death.
+        let service = DaemonService(server: server, logger: logger) {
+            for listener in bound {
+                print("listening \(listener.transport.rawValue) \(listener.address)")
+            }
+            print("ready")
+            fflush(stdout)
+            SystemdSupport.notifyStatus(StatusSummary(phones: 0, apps: 0, scenes: 0).text)
+            SystemdSupport.notifyReady()
+            logger.info(
+                "started",
+                metadata: [
+                    "listeners": "\(bound.map { "\($0.transport.rawValue) \($0.address)" }.joined(separator: ", "))",
+                    "protocol": "\(ProtocolVersion.minimum)...\(ProtocolVersion.maximum)",
+                ])
+        }
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: service)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
+    }
+}
+
+/// Keeps the daemon up until a graceful shutdown (SIGTERM, SIGINT), then
+/// stops the server: Goodbye(SHUTTING_DOWN) to every peer, bounded wait.
+struct DaemonService: Service {
+    let server: HeadUnitServer
+    let logger: Logger
+    /// Runs once the group traps the shutdown signals.
+    let ready: @Sendable () -> Void
+
+    func run() async throws {
+        ready()
+        // Returns when graceful shutdown is requested (or throws on cancellation).
+        try? await gracefulShutdown()
+        logger.debug("stopping")
+        SystemdSupport.notifyStopping()
+        await server.shutdown(reason: "the daemon is stopping")
+    }
+}
