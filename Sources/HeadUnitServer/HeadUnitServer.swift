@@ -126,7 +126,7 @@ public final class HeadUnitServer: @unchecked Sendable {
             return done
         }
         try? await allClosed.get()
-        logger.info("stopped")
+        logger.notice("stopped")
         try? await group.shutdownGracefully()
     }
 

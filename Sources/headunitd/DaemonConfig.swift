@@ -47,7 +47,7 @@ enum DaemonConfig {
         config.limits.shutdownGraceMs = UInt32(server.shutdownGraceMilliseconds)
         config.vehicle = .standard
         config.entitlements.allowed = EntitlementKey.all.sorted()
-        config.logLevel = "info"
+        config.logLevel = "notice"
         config.daemonName = "headunitd"
         return config
     }

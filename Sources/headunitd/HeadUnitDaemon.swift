@@ -38,7 +38,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
     @Option(name: .customLong("config"), help: "JSON configuration file (schema: Protocol/config.proto, HUDaemonConfig).")
     var configFile: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default notice: start, stop and problems only).")
     var logLevel: String?
 
     @Option(name: .customLong("max-payload"), help: "Largest frame payload accepted, in bytes.")
@@ -62,7 +62,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         }
 
         // Flags override the file; the file overrides the defaults.
-        let levelText = logLevel ?? (file.logLevel.isEmpty ? "info" : file.logLevel)
+        let levelText = logLevel ?? (file.logLevel.isEmpty ? "notice" : file.logLevel)
         guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
             throw ValidationError("unknown log level \(levelText)")
         }
@@ -152,7 +152,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
             fflush(stdout)
             SystemdSupport.notifyStatus(StatusSummary(phones: 0, apps: 0, scenes: 0).text)
             SystemdSupport.notifyReady()
-            logger.info(
+            logger.notice(
                 "started",
                 metadata: [
                     "listeners": "\(bound.map { "\($0.transport.rawValue) \($0.address)" }.joined(separator: ", "))",
@@ -182,7 +182,7 @@ struct DaemonService: Service {
         ready()
         // Returns when graceful shutdown is requested (or throws on cancellation).
         try? await gracefulShutdown()
-        logger.debug("stopping")
+        logger.notice("stopping", metadata: ["reason": "signal"])
         SystemdSupport.notifyStopping()
         await server.shutdown(reason: "the daemon is stopping")
     }

@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""Regenerates Protocol/vectors/vectors.json, the protocol's test vectors.
+
+The payload bytes come from protoc (`protoc --encode`), not from the Swift
+code under test, so the vectors are an independent check of the Swift codec.
+Needs python3 and protoc (Debian protobuf-compiler). CI does not run this: the
+generated vectors.json is committed, and the Swift tests read it.
+
+    python3 Protocol/vectors/generate.py          # rewrite vectors.json
+    python3 Protocol/vectors/generate.py --check  # fail if it is out of date
+
+Format of vectors.json: see Protocol/vectors/README.md.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTOCOL = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "vectors.json")
+MAX = 1048576
+
+KINDS = {0x01: "MESSAGE", 0x02: "PING", 0x03: "PONG", 0x04: "DATA"}
+
+
+def encode(text):
+    """Binary protobuf of a headunit.v1.Envelope given in text format."""
+    return subprocess.run(
+        ["protoc", "--encode=headunit.v1.Envelope", "-I", PROTOCOL, os.path.join(PROTOCOL, "headunit.proto")],
+        input=text.encode(), capture_output=True, check=True,
+    ).stdout
+
+
+def header(kind, length, flags=0, channel=0):
+    return bytes([0x48, 0x55, kind, flags]) + channel.to_bytes(4, "big") + length.to_bytes(4, "big")
+
+
+def spaced(header_bytes, payload=b""):
+    """Hex with the header fields apart: magic kind flags channel length payload."""
+    h = header_bytes.hex()
+    parts = [h[0:4], h[4:6], h[6:8], h[8:16], h[16:24]] if len(header_bytes) == 12 else [h]
+    if payload:
+        parts.append(payload.hex())
+    return " ".join(p for p in parts if p)
+
+
+class Frame:
+    """One frame the parser is expected to yield."""
+
+    def __init__(self, kind, payload=b"", flags=0, channel=0, envelope=None, malformed=False, unknown_fields=False):
+        self.kind, self.payload, self.flags, self.channel = kind, payload, flags, channel
+        self.envelope, self.malformed, self.unknown_fields = envelope, malformed, unknown_fields
+
+    def wire(self):
+        return header(self.kind, len(self.payload), self.flags, self.channel) + self.payload
+
+    def hex(self):
+        return spaced(header(self.kind, len(self.payload), self.flags, self.channel), self.payload)
+
+    def json(self):
+        out = {
+            "kind": KINDS.get(self.kind, "0x%02x" % self.kind),
+            "kind_byte": self.kind,
+            "flags": self.flags,
+            "channel": self.channel,
+            "length": len(self.payload),
+            "payload_hex": self.payload.hex(),
+        }
+        if self.envelope is not None:
+            out["envelope"] = self.envelope
+        if self.malformed:
+            out["malformed"] = True
+        if self.unknown_fields:
+            out["unknown_fields"] = True
+        return out
+
+
+def message(text, **kw):
+    text = " ".join(text.split())
+    return Frame(0x01, encode(text), envelope=text, **kw)
+
+
+VECTORS = []
+
+
+def vector(name, description, frames, expect, sender="client", state="established", transport="any",
+           framing_error=None, trailing=b"", raw=None, max_payload=MAX):
+    """frames: what the parser yields, in order. trailing: bytes after them
+    (a framing error's trigger, or an incomplete frame). raw: the whole input
+    when it is not just frames + trailing."""
+    data = raw if raw is not None else b"".join(f.wire() for f in frames) + trailing
+    if raw is None:
+        pieces = [f.hex() for f in frames]
+        if trailing:
+            looks_like_header = len(trailing) >= 12 and trailing[:2] == b"HU"
+            pieces.append(spaced(trailing[:12], trailing[12:]) if looks_like_header else trailing.hex())
+        hexs = " | ".join(pieces)
+    else:
+        hexs = data.hex()
+    assert bytes.fromhex(hexs.replace(" ", "").replace("|", "")) == data, name
+    v = {
+        "name": name,
+        "description": description,
+        "from": sender,
+        "state": state,
+        "transport": transport,
+        "max_payload_bytes": max_payload,
+        "hex": hexs,
+        "frames": [f.json() for f in frames],
+    }
+    if framing_error:
+        v["framing_error"] = framing_error
+    # Bytes left in the buffer when the input ends: a frame cut short.
+    v["incomplete"] = framing_error is None and len(data) > sum(len(f.wire()) for f in frames)
+    v["expect"] = expect
+    VECTORS.append(v)
+
+
+def ok(reply):
+    return {"code": "ERROR_CODE_OK", "fatal": False, "reply": reply}
+
+
+def err(code, fatal, request_id=0):
+    e = {"code": "ERROR_CODE_" + code, "fatal": fatal, "reply": "Goodbye" if fatal else "Result"}
+    if not fatal:
+        e["request_id"] = request_id
+    return e
+
+
+# ------------------------------------------------------------------ valid: handshake
+
+vector("hello-phone-v1",
+       "A phone's Hello speaking exactly version 1; answered by Welcome{version 1} with request_id 1.",
+       [message('request_id: 1 hello { min_version: 1 max_version: 1 role: ROLE_PHONE name: "Alice\'s iPhone" }')],
+       ok("Welcome"), state="handshake")
+
+vector("hello-phone-range-1-3",
+       "A newer phone offering versions 1..3: the range includes 1, so the daemon answers Welcome{version 1}.",
+       [message('request_id: 1 hello { min_version: 1 max_version: 3 role: ROLE_PHONE name: "future phone" }')],
+       ok("Welcome"), state="handshake")
+
+vector("hello-hmi-unix",
+       "The car's HMI on the Unix socket.",
+       [message('request_id: 1 hello { min_version: 1 max_version: 1 role: ROLE_HMI name: "hmi" }')],
+       ok("Welcome"), state="handshake", transport="unix")
+
+vector("welcome",
+       "The daemon's answer to hello-phone-v1: version, its own range, limits, vehicle, connection id.",
+       [message('''request_id: 1 welcome {
+           version: 1 daemon_min_version: 1 daemon_max_version: 1
+           limits { max_payload_bytes: 1048576 heartbeat_interval_ms: 5000 heartbeat_timeout_ms: 15000
+                    completion_timeout_ms: 10000 max_errors_per_second: 10 }
+           vehicle { manufacturer: "Example" model: "Roadster"
+                     main_display { width_pt: 800 height_pt: 480 scale: 2 }
+                     inputs: INPUT_KIND_TOUCH_HIGH_LATENCY inputs: INPUT_KIND_ROTARY_KNOB
+                     max_list_items_while_driving: 12 }
+           daemon_name: "headunitd" connection_id: 7 }''')],
+       ok("nothing"), sender="daemon")
+
+# Built by hand: protoc cannot encode a field the schema lacks.
+_hello = encode('request_id: 1 hello { min_version: 1 max_version: 1 role: ROLE_PHONE name: "Alice\'s iPhone" }')
+assert _hello[2] == 0x12 and _hello[3] == len(_hello) - 4
+_inner = _hello[4:] + bytes([15 << 3 | 0, 7])
+_payload = _hello[:3] + bytes([len(_inner)]) + _inner
+vector("hello-with-unknown-field",
+       "A Hello from a newer client carrying a field this version does not know (Hello field 15, varint 7: "
+       "bytes 78 07 at the end). Unknown fields are ignored: it is answered as hello-phone-v1. Decoders that "
+       "keep unknown fields re-encode the same bytes.",
+       [Frame(0x01, _payload, envelope='request_id: 1 hello { min_version: 1 max_version: 1 role: ROLE_PHONE name: "Alice\'s iPhone" }',
+              unknown_fields=True)],
+       ok("Welcome"), state="handshake")
+
+# ------------------------------------------------------------------ valid: control
+
+vector("result-ok",
+       "Success for request 2. Result{code OK} has every field at its default, so the Result is empty (2a 00).",
+       [message('request_id: 2 result { }')], ok("nothing"), sender="daemon")
+
+vector("result-limit-exceeded",
+       "A refused request: which limit was hit and its value for this car.",
+       [message('request_id: 3 result { code: ERROR_CODE_LIMIT_EXCEEDED message: "list has 20 items, the car shows at most 12 while driving" '
+                'limit: "list.items" limit_value: 12 }')],
+       ok("nothing"), sender="daemon")
+
+vector("result-non-fatal-error-event",
+       "A non-fatal protocol error about a frame that had no request id (request_id 0).",
+       [message('result { code: ERROR_CODE_UNKNOWN_FRAME_KIND message: "unknown frame kind 0x7; frame skipped" }')],
+       ok("nothing"), sender="daemon")
+
+vector("goodbye-heartbeat-timeout",
+       "The daemon's last frame before it closes a silent connection.",
+       [message('goodbye { code: ERROR_CODE_HEARTBEAT_TIMEOUT reason: "nothing received for 15000 ms (limit 15000 ms)" }')],
+       ok("nothing"), sender="daemon")
+
+vector("goodbye-from-client",
+       "A client leaving in order: the daemon closes without answering.",
+       [message('goodbye { reason: "user disconnected" }')], ok("nothing"))
+
+vector("ping",
+       "A PING with an 8-byte payload (the daemon sends its monotonic clock); answered by a PONG with the same payload.",
+       [Frame(0x02, bytes.fromhex("0000000000001388"))], ok("PONG"))
+
+vector("pong",
+       "The answer to the PING above.",
+       [Frame(0x03, bytes.fromhex("0000000000001388"))], ok("nothing"))
+
+vector("ping-empty",
+       "A PING without payload; answered by an empty PONG.",
+       [Frame(0x02, b"")], ok("PONG"))
+
+vector("ping-64-bytes",
+       "A PING with the largest allowed payload (64 bytes).",
+       [Frame(0x02, bytes(range(64)))], ok("PONG"))
+
+vector("ping-then-message",
+       "Two frames in one read: both are parsed, in order.",
+       [Frame(0x02, b"\x01\x02"), message('request_id: 9 get_status { }')], ok("PONG"))
+
+# ------------------------------------------------------------------ valid: phone session
+
+vector("announce-apps-one-audio-app",
+       "A phone announces one audio app.",
+       [message('''request_id: 2 announce_apps { device_name: "Alice's iPhone"
+           apps { app_id: "com.example.radio" display_name: "Radio" entitlements: "com.apple.developer.carplay-audio" } }''')],
+       ok("Result"))
+
+vector("result-app-decisions",
+       "The answer to announce-apps-one-audio-app: the app is accepted as an audio app.",
+       [message('request_id: 2 result { app_decisions { decisions { app_id: "com.example.radio" accepted: true category: CATEGORY_AUDIO } } }')],
+       ok("nothing"), sender="daemon")
+
+vector("launch-app",
+       "The HMI launches the app's main scene.",
+       [message('request_id: 4 launch_app { app_id: "com.example.radio" kind: SCENE_KIND_MAIN }')],
+       ok("Result"), transport="unix")
+
+vector("scene-connected",
+       "Event to the phone: the app's main scene is connected (request_id 0).",
+       [message('''scene_connected { app_id: "com.example.radio" scene_id: 1 kind: SCENE_KIND_MAIN
+           window { width_pt: 800 height_pt: 480 scale: 2 } content_style: CONTENT_STYLE_DARK
+           vehicle_state { content_style: CONTENT_STYLE_DARK }
+           max_stack_depth: 5 max_list_items: 0 max_tabs: 4 }''')],
+       ok("nothing"), sender="daemon")
+
+vector("template-set-root-list-2-items",
+       "The app sets its root template: a list with one section of two items.",
+       [message('''request_id: 5 template_request { app_id: "com.example.radio" scene_id: 1
+           set_root { id: "root" list { title: "Radio" sections { id: "s1"
+               items { id: "jazz" general { text: "Jazz FM" detail_text: "Smooth" } }
+               items { id: "news" general { text: "News 24" accessory: ACCESSORY_TYPE_DISCLOSURE_INDICATOR } } } } } }''')],
+       ok("Result"))
+
+vector("result-template-shown",
+       "The answer to the set_root above.",
+       [message('request_id: 5 result { template_shown { template_id: "root" depth: 1 items_shown: 2 items_total: 2 } }')],
+       ok("nothing"), sender="daemon")
+
+vector("hmi-input-select-item",
+       "The driver taps the first item of the list on screen.",
+       [message('request_id: 6 hmi_input { template_id: "root" select_item { item_id: "jazz" } }')],
+       ok("Result"), transport="unix")
+
+vector("app-event-item-selected",
+       "Event to the phone: the item was selected; event_id 42 is non-zero, so the car shows a spinner "
+       "and waits for CompleteEvent.",
+       [message('app_event { app_id: "com.example.radio" scene_id: 1 event_id: 42 template_id: "root" item_selected { item_id: "jazz" } }')],
+       ok("nothing"), sender="daemon")
+
+vector("complete-event",
+       "The app completes event 42 (the spinner stops).",
+       [message('request_id: 7 complete_event { app_id: "com.example.radio" event_id: 42 }')],
+       ok("Result"))
+
+vector("template-pop",
+       "Pop the top template.",
+       [message('request_id: 8 template_request { app_id: "com.example.radio" scene_id: 1 animated: true pop { } }')],
+       ok("Result"))
+
+vector("template-present-alert",
+       "Present an alert over the stack.",
+       [message('''request_id: 10 template_request { app_id: "com.example.radio" scene_id: 1
+           present { id: "alert" alert { title_variants: "Station offline" actions { id: "ok" title: "OK" } } } }''')],
+       ok("Result"))
+
+vector("template-dismiss",
+       "Dismiss the presented alert.",
+       [message('request_id: 11 template_request { app_id: "com.example.radio" scene_id: 1 dismiss { } }')],
+       ok("Result"))
+
+vector("app-closed",
+       "The phone says the app went away; its scenes end.",
+       [message('app_closed { app_id: "com.example.radio" }')], ok("nothing"))
+
+# ------------------------------------------------------------------ valid: HMI
+
+vector("home-screen",
+       "Event to the HMI: the icons to show.",
+       [message('''home_screen { icons { app_id: "com.example.radio" display_name: "Radio" category: CATEGORY_AUDIO running: true }
+           now_playing_app_id: "com.example.radio" device_name: "Alice's iPhone" }''')],
+       ok("nothing"), sender="daemon")
+
+vector("screen-update-spinner-started",
+       "Event to the HMI: a spinner on the selected item, sequence 3 of the main screen.",
+       [message('screen_update { screen: SCREEN_MAIN sequence: 3 spinner_started { event_id: 42 template_id: "root" item_id: "jazz" } }')],
+       ok("nothing"), sender="daemon")
+
+vector("screen-update-full",
+       "Event to the HMI: the whole main screen.",
+       [message('''screen_update { screen: SCREEN_MAIN sequence: 1 full { screen: SCREEN_MAIN app_id: "com.example.radio" scene_id: 1
+           stack: "root" top { id: "root" list { title: "Radio" sections { id: "s1" items { id: "jazz" general { text: "Jazz FM" } } } } }
+           items_shown: 1 items_total: 1 content_style: CONTENT_STYLE_DARK } }''')],
+       ok("nothing"), sender="daemon")
+
+vector("get-status",
+       "A car component asks for the daemon's status.",
+       [message('request_id: 12 get_status { }')], ok("Result"), transport="unix")
+
+# ------------------------------------------------------------------ invalid: framing (fatal)
+
+vector("bad-magic-http",
+       "Someone speaks HTTP at the socket: the first two bytes are not \"HU\".",
+       [], err("BAD_MAGIC", True), framing_error="ERROR_CODE_BAD_MAGIC", trailing=b"GET / HTTP/1.1\r\n")
+
+vector("bad-magic-after-a-frame",
+       "A good PING then a header with swapped magic (55 48): the PING is served, then the connection is closed.",
+       [Frame(0x02, b"")], err("BAD_MAGIC", True), framing_error="ERROR_CODE_BAD_MAGIC",
+       trailing=bytes.fromhex("5548 02 00 00000000 00000000".replace(" ", "")))
+
+vector("length-over-max",
+       "A header announcing 1048577 bytes, one over the default maximum: refused from the header alone, "
+       "before any payload arrives.",
+       [], err("FRAME_TOO_LARGE", True), framing_error="ERROR_CODE_FRAME_TOO_LARGE",
+       trailing=header(0x01, MAX + 1))
+
+vector("length-max-u32",
+       "A header announcing 0xffffffff bytes.",
+       [], err("FRAME_TOO_LARGE", True), framing_error="ERROR_CODE_FRAME_TOO_LARGE",
+       trailing=header(0x01, 0xFFFFFFFF))
+
+vector("length-over-small-max",
+       "With max_payload_bytes 16, a 17-byte frame is too large (the 16-byte one before it is fine).",
+       [Frame(0x02, bytes(16))], err("FRAME_TOO_LARGE", True), framing_error="ERROR_CODE_FRAME_TOO_LARGE",
+       trailing=header(0x02, 17) + bytes(17), max_payload=16)
+
+vector("bad-magic-before-length",
+       "Bad magic and an oversized length: magic is checked first.",
+       [], err("BAD_MAGIC", True), framing_error="ERROR_CODE_BAD_MAGIC",
+       trailing=bytes.fromhex("0000 01 00 00000000 ffffffff".replace(" ", "")))
+
+# ------------------------------------------------------------------ invalid: incomplete input
+
+vector("truncated-header",
+       "The stream ends 7 bytes into a header. The parser waits for more; at end of stream there is no frame "
+       "and nothing to answer (the peer is gone).",
+       [], {"code": "ERROR_CODE_OK", "fatal": False, "reply": "nothing"}, trailing=header(0x01, 26)[:7])
+
+vector("truncated-payload",
+       "A header announcing 26 payload bytes followed by only 4.",
+       [], {"code": "ERROR_CODE_OK", "fatal": False, "reply": "nothing"},
+       trailing=header(0x01, 26) + bytes.fromhex("08011216"))
+
+# ------------------------------------------------------------------ invalid: non-fatal
+
+vector("unknown-kind-then-ping",
+       "A frame of unknown kind 0x07 (3-byte payload) is skipped with a Result UNKNOWN_FRAME_KIND; "
+       "the PING after it is still served.",
+       [Frame(0x07, b"abc"), Frame(0x02, b"")], err("UNKNOWN_FRAME_KIND", False))
+
+vector("unknown-kind-zero",
+       "Kind 0x00 is not a kind.",
+       [Frame(0x00, b"")], err("UNKNOWN_FRAME_KIND", False))
+
+vector("nonzero-flags",
+       "A MESSAGE frame with flags 0x80: skipped with RESERVED_FLAGS.",
+       [Frame(0x01, encode("request_id: 9 get_status { }"), flags=0x80, envelope="request_id: 9 get_status { }")],
+       err("RESERVED_FLAGS", False))
+
+vector("nonzero-channel-on-message",
+       "A MESSAGE frame with channel 5 (only DATA frames have a channel): skipped with RESERVED_FLAGS.",
+       [Frame(0x01, encode("request_id: 9 get_status { }"), channel=5, envelope="request_id: 9 get_status { }")],
+       err("RESERVED_FLAGS", False))
+
+vector("ping-65-bytes",
+       "A PING payload over 64 bytes: not echoed, MALFORMED_PAYLOAD.",
+       [Frame(0x02, bytes(65))], err("MALFORMED_PAYLOAD", False))
+
+vector("data-frame-channel-3",
+       "A DATA frame from a phone on channel 3: well framed, but External Accessory sessions are not served in "
+       "v1, so no channel is open: NOT_CONNECTED. (From the HMI or cluster it would be NOT_FOR_ROLE.)",
+       [Frame(0x04, b"\x00\x01\x02\x03", channel=3)], err("NOT_CONNECTED", False))
+
+vector("undecodable-payload-bad-wire-type",
+       "A MESSAGE payload that is not protobuf: 0xff is field 31 with wire type 7, which does not exist.",
+       [Frame(0x01, bytes.fromhex("ffffff"), malformed=True)], err("MALFORMED_PAYLOAD", False))
+
+vector("undecodable-payload-truncated-field",
+       "A MESSAGE payload whose Hello field announces 5 bytes but only 2 follow.",
+       [Frame(0x01, bytes.fromhex("12050801"), malformed=True)], err("MALFORMED_PAYLOAD", False))
+
+vector("undecodable-payload-bad-utf8",
+       "A Hello whose name is not UTF-8 (proto3 strings must be).",
+       [Frame(0x01, bytes.fromhex("12042202c328"), malformed=True)], err("MALFORMED_PAYLOAD", False))
+
+vector("empty-envelope",
+       "A MESSAGE frame with a zero-length payload: a valid, empty Envelope with no body: UNKNOWN_MESSAGE.",
+       [Frame(0x01, b"", envelope="")], err("UNKNOWN_MESSAGE", False))
+
+vector("envelope-without-body",
+       "An Envelope with request_id 5 and no body: UNKNOWN_MESSAGE, answered with request_id 5.",
+       [message("request_id: 5")], err("UNKNOWN_MESSAGE", False, request_id=5))
+
+vector("envelope-unknown-body",
+       "An Envelope whose body is field 99, unknown to version 1 (from a newer client): its body decodes as "
+       "absent, so UNKNOWN_MESSAGE, answered with the request id 6. Not fatal.",
+       [Frame(0x01, bytes.fromhex("0806" "9a0600"), envelope="request_id: 6", unknown_fields=True)],
+       err("UNKNOWN_MESSAGE", False, request_id=6))
+
+vector("second-hello",
+       "A Hello on a connection that already has a Welcome: ALREADY_HANDSHAKEN, not fatal.",
+       [message('request_id: 3 hello { min_version: 1 max_version: 1 role: ROLE_PHONE name: "again" }')],
+       err("ALREADY_HANDSHAKEN", False, request_id=3))
+
+# ------------------------------------------------------------------ invalid: handshake (fatal)
+
+vector("handshake-no-common-version",
+       "A client that speaks only versions 2..3: NO_COMMON_VERSION.",
+       [message('request_id: 1 hello { min_version: 2 max_version: 3 role: ROLE_PHONE name: "too new" }')],
+       err("NO_COMMON_VERSION", True), state="handshake")
+
+vector("handshake-inverted-range",
+       "A Hello with min_version 3 above max_version 1: the range is empty, NO_COMMON_VERSION.",
+       [message('request_id: 1 hello { min_version: 3 max_version: 1 role: ROLE_PHONE name: "confused" }')],
+       err("NO_COMMON_VERSION", True), state="handshake")
+
+vector("handshake-version-zero",
+       "A Hello without versions (0..0): NO_COMMON_VERSION.",
+       [message('request_id: 1 hello { role: ROLE_PHONE name: "no versions" }')],
+       err("NO_COMMON_VERSION", True), state="handshake")
+
+vector("handshake-hmi-over-tcp",
+       "A car role (HMI) over TCP: ROLE_NOT_ALLOWED.",
+       [message('request_id: 1 hello { min_version: 1 max_version: 1 role: ROLE_HMI name: "hmi" }')],
+       err("ROLE_NOT_ALLOWED", True), state="handshake", transport="tcp")
+
+vector("handshake-role-unspecified",
+       "A Hello without a role: ROLE_NOT_ALLOWED.",
+       [message('request_id: 1 hello { min_version: 1 max_version: 1 name: "nobody" }')],
+       err("ROLE_NOT_ALLOWED", True), state="handshake")
+
+vector("handshake-ping-first",
+       "A PING before Hello: HANDSHAKE_REQUIRED (the first frame must be a MESSAGE carrying Hello).",
+       [Frame(0x02, b"")], err("HANDSHAKE_REQUIRED", True), state="handshake")
+
+vector("handshake-request-first",
+       "A request before Hello: HANDSHAKE_REQUIRED.",
+       [message('request_id: 1 get_status { }')], err("HANDSHAKE_REQUIRED", True), state="handshake")
+
+
+def render():
+    doc = {
+        "about": "headunitd protocol test vectors; format in Protocol/vectors/README.md; "
+                 "regenerate with python3 Protocol/vectors/generate.py",
+        "protocol_version": 1,
+        "default_max_payload_bytes": MAX,
+        "vectors": VECTORS,
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    names = [v["name"] for v in VECTORS]
+    assert len(names) == len(set(names)), "duplicate vector names"
+    text = render()
+    if "--check" in sys.argv:
+        with open(OUT, encoding="utf-8") as f:
+            if f.read() != text:
+                sys.exit("vectors.json is out of date: run python3 Protocol/vectors/generate.py")
+        print("vectors.json is up to date (%d vectors)" % len(VECTORS))
+    else:
+        with open(OUT, "w", encoding="utf-8") as f:
+            f.write(text)
+        print("wrote %s (%d vectors)" % (OUT, len(VECTORS)))

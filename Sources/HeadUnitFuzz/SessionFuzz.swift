@@ -1,0 +1,122 @@
+import HeadUnitCore
+import HeadUnitWire
+import NIOCore
+
+/// The input's frames as one car session: a phone (TCP) and an HMI (Unix)
+/// already past the handshake, each behind its own ConnectionStateMachine,
+/// both talking to one Car. HMI-only messages go to the HMI's connection,
+/// everything else to the phone's, so the fuzzer reaches the car's rules
+/// (scenes, template stacks, inputs, completions) and the role table.
+/// Checked: nothing crashes; every request delivered to the car is answered
+/// by exactly one Result with its request id, to the peer that asked; the car
+/// only ever addresses peers that are connected.
+struct SessionFuzz {
+    static let phoneID: PeerID = 1
+    static let hmiID: PeerID = 2
+
+    var car = Car(configuration: CarConfiguration(vehicle: .standard, entitlements: .acceptAll))
+    var connections: [PeerID: ConnectionStateMachine] = [:]
+    var timers: [CarTimer: UInt64] = [:]
+    var now: UInt64 = 1_000
+
+    static func run(_ frames: [Frame]) {
+        var session = SessionFuzz()
+        session.join(phoneID, role: .phone, transport: .tcp)
+        session.join(hmiID, role: .hmi, transport: .unix)
+        for frame in frames {
+            session.now += 250
+            session.fireTimers(upTo: session.now)
+            session.receive(frame)
+        }
+        // Let every pending completion time out, then stop the car.
+        session.fireTimers(upTo: .max)
+        session.apply(session.car.shutdown(reason: "fuzz input done"))
+    }
+
+    mutating func join(_ id: PeerID, role: HURole, transport: Transport) {
+        var connection = ConnectionStateMachine(
+            connectionID: id, transport: transport, configuration: ConnectionConfiguration(), now: now)
+        var hello = HUEnvelope()
+        hello.requestID = 1
+        hello.hello = .with {
+            $0.minVersion = 1
+            $0.maxVersion = 1
+            $0.role = role
+            $0.name = "fuzz"
+        }
+        var bytes = EnvelopeCodec.frame(hello, allocator: ByteBufferAllocator())
+        guard let frame = try? FrameParser.parse(&bytes, maxPayload: 1 << 20),
+            case .join(let info, _) = connection.receive(frame, now: now)
+        else {
+            FuzzChecks.fail("a valid Hello must join")
+        }
+        connections[id] = connection
+        apply(car.peerJoined(id, info: info))
+    }
+
+    mutating func receive(_ frame: Frame) {
+        let target = Self.target(of: frame)
+        guard var connection = connections[target] else { return }
+        let action = connection.receive(frame, now: now)
+        connections[target] = connection
+        switch action {
+        case .deliver(let envelope):
+            let effects = car.receive(envelope, from: target, nowMilliseconds: now)
+            if envelope.requestID != 0 {
+                let answers = effects.filter {
+                    if case .send(let peer, let sent) = $0, peer == target, sent.requestID == envelope.requestID, case .result = sent.body {
+                        return true
+                    }
+                    return false
+                }
+                FuzzChecks.check(answers.count == 1, "request \(envelope.requestID) answered once, got \(answers.count)")
+            }
+            apply(effects)
+        case .close, .peerLeaving:
+            connections[target] = nil
+            apply(car.peerLeft(target))
+        case .reply(let envelope):
+            guard case .result(let result) = envelope.body, result.code != .ok else {
+                FuzzChecks.fail("a connection-level reply is an error Result")
+            }
+        case .none, .pong, .ping, .join:
+            break
+        }
+    }
+
+    /// HMI-only messages go to the HMI's connection; the rest (phone
+    /// messages, control frames, garbage) to the phone's.
+    static func target(of frame: Frame) -> PeerID {
+        guard frame.header.kind == .message, let envelope = try? EnvelopeCodec.decode(frame.payload) else { return phoneID }
+        switch envelope.body {
+        case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getStatus:
+            return hmiID
+        default:
+            return phoneID
+        }
+    }
+
+    mutating func fireTimers(upTo time: UInt64) {
+        while let (timer, due) = timers.min(by: { $0.value < $1.value }), due <= time {
+            timers[timer] = nil
+            now = max(now, due)
+            apply(car.timerFired(timer, nowMilliseconds: now))
+        }
+    }
+
+    mutating func apply(_ effects: [CarEffect]) {
+        for effect in effects {
+            switch effect {
+            case .send(let peer, _):
+                FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
+            case .close(let peer, _, _):
+                FuzzChecks.check(connections[peer] != nil, "the car closes only connected peers (peer \(peer))")
+                connections[peer] = nil
+            case .startTimer(let timer, let milliseconds):
+                timers[timer] = now + milliseconds
+            case .cancelTimer(let timer):
+                timers[timer] = nil
+            }
+        }
+    }
+}

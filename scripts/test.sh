@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, runs every test, then replays
+# the fuzz seeds and regressions through the fuzz entry point (a plain build,
+# no libFuzzer; scripts/fuzz.sh does the fuzzing).
+# Arguments go to `swift test`, e.g. `scripts/test.sh --filter HeadUnitWireTests`.
+# HEADUNIT_SCRATCH=.build-x uses that build folder instead of .build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scratch=()
+if [ -n "${HEADUNIT_SCRATCH:-}" ]; then scratch=(--scratch-path "$HEADUNIT_SCRATCH"); fi
+
+echo "==> test: dependencies"
+scripts/setup.sh
+
+echo "==> test: swift test $*"
+# Swift Testing runs the tests of one process in parallel already.
+swift test "${scratch[@]}" "$@"
+
+echo "==> test: fuzz corpus replay"
+swift build "${scratch[@]}" --product HeadUnitFuzz
+seeds="$(mktemp -d)"
+trap 'rm -rf "$seeds"' EXIT
+scripts/fuzz-seeds.sh "$seeds" >/dev/null
+find "$seeds" Tests/FuzzCorpus/regressions -type f ! -name '.*' ! -name '*.md' -print0 \
+  | xargs -0 "$(swift build "${scratch[@]}" --show-bin-path)/HeadUnitFuzz"
