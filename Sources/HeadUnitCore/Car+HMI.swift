@@ -475,6 +475,8 @@ extension Car {
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             let new = render(screen)
+            // The dashboard and cluster appear to the HMI once an app first owns them.
+            if screen != .main, rendered[screen] == nil, new.appID.isEmpty { continue }
             let old = rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
             guard new != old else { continue }
             rendered[screen] = new

@@ -190,6 +190,11 @@ extension Car {
     }
 
     mutating func completeEvent(_ complete: HUCompleteEvent, from peer: PeerID) -> Result<HUResult, RuleViolation> {
+        if peer == phonePeer, timedOutEvents.contains(complete.eventID) {
+            return .failure(RuleViolation(
+                .completionTimeout, "event \(complete.eventID) timed out after \(configuration.completionTimeoutMilliseconds) ms before it was completed",
+                limit: "completion.timeout_ms", limitValue: UInt32(clamping: configuration.completionTimeoutMilliseconds)))
+        }
         guard peer == phonePeer, let pending = pendingEvents[complete.eventID], pending.appID == complete.appID else {
             return .failure(RuleViolation(.unknownEvent, "event \(complete.eventID) of '\(complete.appID)' is not pending (completed, timed out or never sent)"))
         }

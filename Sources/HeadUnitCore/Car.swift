@@ -27,6 +27,9 @@ public struct Car: Sendable {
     var lastHomeScreen: HUHomeScreen?
     var nowPlayingAppID = ""
     var pendingEvents: [UInt64: PendingEvent] = [:]
+    /// Recently timed-out events (bounded), so a late completion is told so.
+    var timedOutEvents: [UInt64] = []
+    static let timedOutMemory = 64
     var nextEventID: UInt64 = 1
     var nextSceneID: UInt32 = 1
     var effects: [CarEffect] = []
@@ -130,6 +133,8 @@ public struct Car: Sendable {
         switch timer {
         case .completion(let eventID):
             guard let pending = pendingEvents.removeValue(forKey: eventID) else { return [] }
+            timedOutEvents.append(eventID)
+            if timedOutEvents.count > Self.timedOutMemory { timedOutEvents.removeFirst() }
             // The app never answered: stop the spinner so the screen is not wedged, and tell the app.
             var event = HUAppEvent()
             event.appID = pending.appID

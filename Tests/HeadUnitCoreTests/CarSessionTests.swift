@@ -181,7 +181,9 @@ func alertTemplate(_ id: String) -> HUTemplate {
         #expect(h.drain(h.phone).contains { if case .appEvent(let e) = $0.body, case .timedOut = e.kind { return true } else { return false } })
         guard case .completion(let eventID) = timer else { return }
         let late = h.request(h.phone, .completeEvent(HUCompleteEvent.with { $0.appID = "app"; $0.eventID = eventID }))
-        #expect(late.code == .unknownEvent)
+        #expect(late.code == .completionTimeout)
+        let never = h.request(h.phone, .completeEvent(HUCompleteEvent.with { $0.appID = "app"; $0.eventID = 999 }))
+        #expect(never.code == .unknownEvent)
     }
 
     @Test func requestsForAnotherAppsSceneAreRefused() {

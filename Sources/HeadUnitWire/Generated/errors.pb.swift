@@ -73,9 +73,6 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   /// non-fatal: header flags or channel not zero where they must be
   case reservedFlags // = 15
 
-  /// fatal: another peer took this role (a second HMI)
-  case replaced // = 16
-
   /// fatal: the peer did not read; its queue overflowed
   case slowConsumer // = 17
 
@@ -130,7 +127,7 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   /// template not allowed where it was put (tab bar not root...)
   case invalidPosition // = 116
 
-  /// the app did not complete an event in time
+  /// a completion arrived after the event timed out
   case completionTimeout // = 117
 
   /// completion for an event that is not pending
@@ -171,7 +168,6 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 13: self = .notForRole
     case 14: self = .shuttingDown
     case 15: self = .reservedFlags
-    case 16: self = .replaced
     case 17: self = .slowConsumer
     case 100: self = .notAllowedForCategory
     case 101: self = .depthExceeded
@@ -218,7 +214,6 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .notForRole: return 13
     case .shuttingDown: return 14
     case .reservedFlags: return 15
-    case .replaced: return 16
     case .slowConsumer: return 17
     case .notAllowedForCategory: return 100
     case .depthExceeded: return 101
@@ -265,7 +260,6 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     .notForRole,
     .shuttingDown,
     .reservedFlags,
-    .replaced,
     .slowConsumer,
     .notAllowedForCategory,
     .depthExceeded,
@@ -297,5 +291,5 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 nonisolated extension HUErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{1}ERROR_CODE_REPLACED\0\u{1}ERROR_CODE_SLOW_CONSUMER\0\u{2}S\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{2}S\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0")
 }

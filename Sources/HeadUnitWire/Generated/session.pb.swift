@@ -249,9 +249,6 @@ public nonisolated enum HUDisconnectReason: SwiftProtobuf.Enum, Swift.CaseIterab
   case closedByCar // = 2
   case phoneGone // = 3
   case shuttingDown // = 4
-
-  /// relaunch replaced the scene
-  case replaced // = 5
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -265,7 +262,6 @@ public nonisolated enum HUDisconnectReason: SwiftProtobuf.Enum, Swift.CaseIterab
     case 2: self = .closedByCar
     case 3: self = .phoneGone
     case 4: self = .shuttingDown
-    case 5: self = .replaced
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -277,7 +273,6 @@ public nonisolated enum HUDisconnectReason: SwiftProtobuf.Enum, Swift.CaseIterab
     case .closedByCar: return 2
     case .phoneGone: return 3
     case .shuttingDown: return 4
-    case .replaced: return 5
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -289,7 +284,6 @@ public nonisolated enum HUDisconnectReason: SwiftProtobuf.Enum, Swift.CaseIterab
     .closedByCar,
     .phoneGone,
     .shuttingDown,
-    .replaced,
   ]
 
 }
@@ -1936,7 +1930,7 @@ nonisolated extension HUSceneKind: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension HUDisconnectReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DISCONNECT_REASON_UNSPECIFIED\0\u{1}DISCONNECT_REASON_APP_CLOSED\0\u{1}DISCONNECT_REASON_CLOSED_BY_CAR\0\u{1}DISCONNECT_REASON_PHONE_GONE\0\u{1}DISCONNECT_REASON_SHUTTING_DOWN\0\u{1}DISCONNECT_REASON_REPLACED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DISCONNECT_REASON_UNSPECIFIED\0\u{1}DISCONNECT_REASON_APP_CLOSED\0\u{1}DISCONNECT_REASON_CLOSED_BY_CAR\0\u{1}DISCONNECT_REASON_PHONE_GONE\0\u{1}DISCONNECT_REASON_SHUTTING_DOWN\0")
 }
 
 nonisolated extension HULifecyclePhase: SwiftProtobuf._ProtoNameProviding {
