@@ -4,7 +4,7 @@ import Testing
 
 /// DOMAIN.md §3: entitlement keys, categories and combinations.
 @Suite struct RulesEntitlementsTests {
-    typealias E = Entitlements
+    typealias E = EntitlementKey
 
     /// A policy that accepts every key the car knows.
     static let acceptAll = EntitlementPolicy(allowed: Set(Entitlements.singleKeyCategories.keys))

@@ -1,36 +1,22 @@
 import HeadUnitWire
 
-/// The entitlement keys of DOMAIN.md §3 and the category an app's claims give it.
+/// The category an app's claims give it (DOMAIN.md §3; the keys are `EntitlementKey`).
 public enum Entitlements {
-    public static let audio = "com.apple.developer.carplay-audio"
-    public static let playableContent = "com.apple.developer.playable-content"
-    public static let communication = "com.apple.developer.carplay-communication"
-    public static let messaging = "com.apple.developer.carplay-messaging"
-    public static let calling = "com.apple.developer.carplay-calling"
-    public static let maps = "com.apple.developer.carplay-maps"
-    public static let charging = "com.apple.developer.carplay-charging"
-    public static let fueling = "com.apple.developer.carplay-fueling"
-    public static let parking = "com.apple.developer.carplay-parking"
-    public static let quickOrdering = "com.apple.developer.carplay-quick-ordering"
-    public static let drivingTask = "com.apple.developer.carplay-driving-task"
-    public static let protocols = "com.apple.developer.carplay-protocols"
-    public static let publicSafety = "com.apple.developer.carplay-public-safety"
-
     /// Every key the car knows, each with the category it gives on its own.
     public static let singleKeyCategories: [String: HUCategory] = [
-        audio: .audio,
-        playableContent: .legacyAudio,
-        communication: .communication,
-        messaging: .legacyMessaging,
-        calling: .legacyMessaging,
-        maps: .navigation,
-        charging: .evCharging,
-        fueling: .fueling,
-        parking: .parking,
-        quickOrdering: .quickOrdering,
-        drivingTask: .drivingTask,
-        protocols: .automaker,
-        publicSafety: .publicSafety,
+        EntitlementKey.audio: .audio,
+        EntitlementKey.playableContent: .legacyAudio,
+        EntitlementKey.communication: .communication,
+        EntitlementKey.messaging: .legacyMessaging,
+        EntitlementKey.calling: .legacyMessaging,
+        EntitlementKey.maps: .navigation,
+        EntitlementKey.charging: .evCharging,
+        EntitlementKey.fueling: .fueling,
+        EntitlementKey.parking: .parking,
+        EntitlementKey.quickOrdering: .quickOrdering,
+        EntitlementKey.drivingTask: .drivingTask,
+        EntitlementKey.protocols: .automaker,
+        EntitlementKey.publicSafety: .publicSafety,
     ]
 
     /// Decides an app's category from its claims, or why it is refused.
@@ -62,23 +48,23 @@ public enum Entitlements {
         }
         // Navigation apps "cannot combine other CarPlay features such as audio,
         // messaging, or VoIP calling into a single app" (guide): say so explicitly.
-        if keys.contains(maps) {
-            let conflicting = keys.intersection([audio, playableContent, communication, messaging, calling])
+        if keys.contains(EntitlementKey.maps) {
+            let conflicting = keys.intersection([EntitlementKey.audio, EntitlementKey.playableContent, EntitlementKey.communication, EntitlementKey.messaging, EntitlementKey.calling])
             if !conflicting.isEmpty {
-                return .failure(refused("navigation (\(maps)) cannot be combined with audio, messaging or calling (\(list(conflicting))) in \(appID)"))
+                return .failure(refused("navigation (\(EntitlementKey.maps)) cannot be combined with audio, messaging or calling (\(list(conflicting))) in \(appID)"))
             }
         }
-        if keys == [charging, fueling] {
+        if keys == [EntitlementKey.charging, EntitlementKey.fueling] {
             return .success(.chargingAndFueling)
         }
-        if keys == [audio, playableContent] {
+        if keys == [EntitlementKey.audio, EntitlementKey.playableContent] {
             // The CarPlay framework wins over the deprecated Media Player tree.
             return .success(.audio)
         }
-        if keys.contains(communication), keys.isSubset(of: [communication, messaging, calling]) {
+        if keys.contains(EntitlementKey.communication), keys.isSubset(of: [EntitlementKey.communication, EntitlementKey.messaging, EntitlementKey.calling]) {
             return .success(.communication)
         }
-        if keys == [messaging, calling] {
+        if keys == [EntitlementKey.messaging, EntitlementKey.calling] {
             // Both deprecated Siri-only keys: still a Siri-only app.
             return .success(.legacyMessaging)
         }
