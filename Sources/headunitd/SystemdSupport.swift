@@ -1,4 +1,4 @@
-// OWNER: systemd helper. Signatures the daemon's main calls; bodies written with libsystemd (Systemd module).
+// The daemon's systemd integration: what main calls, written with libsystemd (Systemd module).
 import Logging
 import Systemd
 

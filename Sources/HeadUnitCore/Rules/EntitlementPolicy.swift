@@ -1,8 +1,5 @@
 import HeadUnitWire
 
-// The rule functions the Car state machine calls. Their bodies live in the
-// files named beside each; this file only pins the signatures.
-
 /// Which entitlements the car accepts (in real cars Apple signs them; here a
 /// paired device's allow-list stands in).
 public struct EntitlementPolicy: Sendable, Equatable {
