@@ -146,8 +146,8 @@ extension Car {
             shown.templateID = scene.visibleTemplateID ?? ""
             shown.depth = UInt32(scene.stack.count)
             if let top = scene.stack.last, case .list = top.kind {
-                let cap = listCap
-                let truncated = DrivingLimits.truncate(top, maxItems: cap ?? Int.max, maxSections: sectionCap ?? Int.max)
+                // Counted as the HMI is shown it (render applies the same cut).
+                let truncated = truncateLists(top, maxItems: listCap ?? Int.max)
                 shown.itemsShown = UInt32(truncated.shown)
                 shown.itemsTotal = UInt32(truncated.total)
             }

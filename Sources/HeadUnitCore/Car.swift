@@ -167,11 +167,14 @@ public struct Car: Sendable {
         return takeEffects()
     }
 
+    /// Phones, announced apps and connected scenes: cheap enough to check after every input.
+    public var counts: (phones: UInt32, apps: UInt32, scenes: UInt32) {
+        (phonePeer == nil ? 0 : 1, UInt32(appOrder.count), UInt32(apps.values.reduce(0) { $0 + $1.scenes.count }))
+    }
+
     public func status() -> HUStatus {
         var status = HUStatus()
-        status.phones = phonePeer == nil ? 0 : 1
-        status.apps = UInt32(appOrder.count)
-        status.scenes = UInt32(apps.values.reduce(0) { $0 + $1.scenes.count })
+        (status.phones, status.apps, status.scenes) = counts
         status.peers = UInt32(peers.count)
         status.peer = peers.keys.sorted().map { id in
             var peer = HUPeerStatus()
@@ -199,13 +202,6 @@ public struct Car: Sendable {
         }
         status.vehicleState = vehicleState
         return status
-    }
-
-    /// A one-line summary for logs and systemd's STATUS=.
-    public var summary: String {
-        let sceneCount = apps.values.reduce(0) { $0 + $1.scenes.count }
-        let phones = phonePeer == nil ? 0 : 1
-        return "\(phones) phone\(phones == 1 ? "" : "s"), \(appOrder.count) app\(appOrder.count == 1 ? "" : "s"), \(sceneCount) scene\(sceneCount == 1 ? "" : "s"), \(hmiPeers.count) HMI"
     }
 
     // MARK: - effects plumbing

@@ -51,7 +51,7 @@ final class CarHost: @unchecked Sendable {
     func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64) {
         let effects = car.receive(envelope, from: peer, nowMilliseconds: now)
         perform(effects)
-        if Self.mayChangeCounts(envelope, effects) { checkStatus() }
+        checkStatus()
     }
 
     /// The connection is gone; `joined` says whether the Car knew it.
@@ -112,24 +112,9 @@ final class CarHost: @unchecked Sendable {
 
     // MARK: - Status
 
-    private static func mayChangeCounts(_ envelope: HUEnvelope, _ effects: [CarEffect]) -> Bool {
-        switch envelope.body {
-        case .announceApps, .appClosed, .launchApp, .closeApp: return true
-        default: break
-        }
-        // Scenes come and go on other paths too (HMI input launching an app...).
-        for case .send(_, let sent) in effects {
-            switch sent.body {
-            case .sceneConnected, .sceneDisconnected: return true
-            default: continue
-            }
-        }
-        return false
-    }
-
     private func checkStatus() {
-        let status = car.status()
-        let summary = StatusSummary(phones: status.phones, apps: status.apps, scenes: status.scenes)
+        let counts = car.counts
+        let summary = StatusSummary(phones: counts.phones, apps: counts.apps, scenes: counts.scenes)
         guard summary != lastSummary else { return }
         lastSummary = summary
         onStatusChange?(summary)
