@@ -301,20 +301,12 @@ extension Car {
         sendToPhone(.appEvent(event))
         effects.append(.startTimer(.completion(eventID: eventID), milliseconds: configuration.completionTimeoutMilliseconds))
         if spinner {
-            var selection = HUPendingSelection()
-            selection.eventID = eventID
-            selection.templateID = event.templateID
-            selection.itemID = itemID
-            sendToHMIs(.screenUpdate(screenUpdate(.main, .spinnerStarted(selection))))
+            sendToHMIs(.screenUpdate(screenUpdate(screen(for: sceneKind), .spinnerStarted(pending.selection(eventID)))))
         }
     }
 
     mutating func sendSpinnerStopped(eventID: UInt64, pending: PendingEvent) {
-        var selection = HUPendingSelection()
-        selection.eventID = eventID
-        selection.templateID = pending.templateID
-        selection.itemID = pending.itemID
-        sendToHMIs(.screenUpdate(screenUpdate(screen(for: pending.sceneKind), .spinnerStopped(selection))))
+        sendToHMIs(.screenUpdate(screenUpdate(screen(for: pending.sceneKind), .spinnerStopped(pending.selection(eventID)))))
     }
 
     mutating func openNowPlaying(_ appID: String) -> Result<HUResult, RuleViolation> {
@@ -425,11 +417,7 @@ extension Car {
         // The navigation bar's Now Playing button shows for the current now-playing app only.
         rendered.showNowPlayingButton = !nowPlayingAppID.isEmpty && scene.top.map { TemplateKind($0) != .nowPlaying } ?? false
         for (id, pending) in pendingEvents where pending.showsSpinner && pending.appID == owner.appID && pending.sceneKind == owner.kind {
-            var selection = HUPendingSelection()
-            selection.eventID = id
-            selection.templateID = pending.templateID
-            selection.itemID = pending.itemID
-            rendered.pending = selection
+            rendered.pending = pending.selection(id)
         }
         return rendered
     }

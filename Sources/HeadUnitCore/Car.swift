@@ -48,6 +48,15 @@ public struct Car: Sendable {
         /// Selections show a spinner on the HMI until completed.
         var showsSpinner: Bool
         var isSearch: Bool
+
+        /// The spinner as the HMI sees it.
+        func selection(_ eventID: UInt64) -> HUPendingSelection {
+            var selection = HUPendingSelection()
+            selection.eventID = eventID
+            selection.templateID = templateID
+            selection.itemID = itemID
+            return selection
+        }
     }
 
     public init(configuration: CarConfiguration) {
