@@ -289,8 +289,9 @@ vector("template-dismiss",
        ok("Result"))
 
 vector("app-closed",
-       "The phone says the app went away; its scenes end.",
-       [message('app_closed { app_id: "com.example.radio" }')], ok("nothing"))
+       "The phone says the app went away; its scenes end. Sent with request_id 0: still a request, "
+       "so it is answered with a Result carrying request_id 0 (PROTOCOL.md section 4).",
+       [message('app_closed { app_id: "com.example.radio" }')], ok("Result"))
 
 # ------------------------------------------------------------------ valid: HMI
 
@@ -447,6 +448,18 @@ vector("handshake-role-unspecified",
        "A Hello without a role: ROLE_NOT_ALLOWED.",
        [message('request_id: 1 hello { min_version: 1 max_version: 1 name: "nobody" }')],
        err("ROLE_NOT_ALLOWED", True), state="handshake")
+
+vector("handshake-bad-magic",
+       "Garbage as the very first bytes: the header check comes before the handshake check, so "
+       "BAD_MAGIC (fatal), not HANDSHAKE_REQUIRED (PROTOCOL.md section 2, steps 2 and 5).",
+       [], err("BAD_MAGIC", True), state="handshake", framing_error="ERROR_CODE_BAD_MAGIC",
+       trailing=b"SSH-2.0-OpenSSH_9.2\r\n")
+
+vector("handshake-length-over-max",
+       "A MESSAGE header announcing more than the maximum as the first frame: FRAME_TOO_LARGE "
+       "(fatal), decided from the header before the handshake check.",
+       [], err("FRAME_TOO_LARGE", True), state="handshake", framing_error="ERROR_CODE_FRAME_TOO_LARGE",
+       trailing=header(0x01, MAX + 1))
 
 vector("handshake-ping-first",
        "A PING before Hello: HANDSHAKE_REQUIRED (the first frame must be a MESSAGE carrying Hello).",

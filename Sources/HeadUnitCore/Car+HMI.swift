@@ -30,10 +30,18 @@ extension Car {
         guard let app = apps[launch.appID] else {
             return .failure(RuleViolation(.unknownApp, "no app '\(launch.appID)' on the home screen"))
         }
-        guard app.isLaunchable, let category = app.category else {
-            return .failure(RuleViolation(.appNotLaunchable, app.refusal?.message ?? "app '\(launch.appID)' cannot be launched on the car screen"))
+        let kind: HUSceneKind
+        switch launch.kind {
+        case .unspecified, .main: kind = .main
+        case .dashboard, .instrumentCluster: kind = launch.kind
+        case .UNRECOGNIZED(let value):
+            return .failure(RuleViolation(.invalidArgument, "unknown scene kind \(value)"))
         }
-        let kind: HUSceneKind = launch.kind == .unspecified ? .main : launch.kind
+        guard app.isLaunchable, let category = app.category else {
+            let reason = app.refusal?.message
+                ?? "app '\(launch.appID)' has a legacy category (\(app.category ?? .unspecified)) with no template UI on the car screen"
+            return .failure(RuleViolation(.appNotLaunchable, reason))
+        }
         switch kind {
         case .dashboard, .instrumentCluster:
             let present = kind == .dashboard ? configuration.vehicle.dashboardPresent : configuration.vehicle.instrumentClusterPresent
@@ -55,19 +63,19 @@ extension Car {
     mutating func connectScene(appID: String, kind: HUSceneKind, nowPlaying: HUTemplate?) {
         let screen = screen(for: kind)
         let ref = SceneRef(appID: appID, kind: kind)
-        if screenOwners[screen] != ref, let previous = screenOwners[screen], let scene = apps[previous.appID]?.scenes[previous.kind],
-            let top = scene.visibleTemplateID
-        {
-            sendLifecycle(SceneState.Transition(disappeared: [top]), appID: previous.appID, scene: scene, animated: false)
+        if screenOwners[screen] != ref, let previous = screenOwners[screen], let scene = apps[previous.appID]?.scenes[previous.kind] {
+            sendLifecycle(SceneState.Transition(disappeared: scene.visibleIDs), appID: previous.appID, scene: scene, animated: false)
         }
         if var scene = apps[appID]!.scenes[kind] {
+            let wasShown = screenOwners[screen] == ref
             screenOwners[screen] = ref
-            if let nowPlaying {
-                let transition = scene.showNowPlaying(nowPlaying)
-                apps[appID]!.scenes[kind] = scene
+            let transition = nowPlaying.map { scene.showNowPlaying($0) } ?? SceneState.Transition()
+            apps[appID]!.scenes[kind] = scene
+            if wasShown {
                 sendLifecycle(transition, appID: appID, scene: scene, animated: true)
-            } else if let top = scene.visibleTemplateID {
-                sendLifecycle(SceneState.Transition(appeared: [top]), appID: appID, scene: scene, animated: false)
+            } else {
+                // Coming back on screen: only what is visible now appears.
+                sendLifecycle(SceneState.Transition(appeared: scene.visibleIDs.reversed()), appID: appID, scene: scene, animated: false)
             }
             return
         }
@@ -84,6 +92,7 @@ extension Car {
         let category = apps[appID]!.category!
         connected.maxStackDepth = UInt32(CategoryRules.maxStackDepth(for: category))
         connected.maxListItems = UInt32(listCap ?? 0)
+        connected.maxListSections = UInt32(sectionCap ?? 0)
         connected.maxTabs = UInt32(CategoryRules.maxTabs(for: category))
         sendToPhone(.sceneConnected(connected))
         if let nowPlaying {
@@ -103,6 +112,21 @@ extension Car {
     // MARK: - vehicle state
 
     mutating func setVehicleState(_ state: HUVehicleState) -> Result<HUResult, RuleViolation> {
+        // Checked before anything reaches an app: a bad value is refused whole.
+        if case .UNRECOGNIZED(let value) = state.contentStyle {
+            return .failure(RuleViolation(.invalidArgument, "unknown content style \(value)"))
+        }
+        if state.hasSafeArea {
+            let display = configuration.vehicle.mainDisplay
+            let insets = state.safeArea
+            // 64-bit sums: four u32 insets cannot overflow.
+            if UInt64(insets.left) + UInt64(insets.right) >= UInt64(display.widthPt)
+                || UInt64(insets.top) + UInt64(insets.bottom) >= UInt64(display.heightPt)
+            {
+                return .failure(RuleViolation(
+                    .invalidArgument, "safe area insets leave no room on the \(display.widthPt)x\(display.heightPt) pt main display"))
+            }
+        }
         var state = state
         if state.driving {
             // Driving implies the limited UI unless the HMI says exactly what is limited.
@@ -121,6 +145,7 @@ extension Car {
                 configuration.limitKeyboard = state.limitKeyboard
                 configuration.limitLists = state.limitLists
                 configuration.maxListItems = UInt32(listCap ?? 0)
+                configuration.maxListSections = UInt32(sectionCap ?? 0)
                 configuration.safeArea = state.safeArea
                 sendToPhone(.sessionConfiguration(configuration))
             }
@@ -134,8 +159,8 @@ extension Car {
         // Inputs that do not need an app on screen.
         switch input.kind {
         case .goHome:
-            if let owner = screenOwners[.main], let scene = apps[owner.appID]?.scenes[owner.kind], let top = scene.visibleTemplateID {
-                sendLifecycle(SceneState.Transition(disappeared: [top]), appID: owner.appID, scene: scene, animated: false)
+            if let owner = screenOwners[.main], let scene = apps[owner.appID]?.scenes[owner.kind] {
+                sendLifecycle(SceneState.Transition(disappeared: scene.visibleIDs), appID: owner.appID, scene: scene, animated: false)
             }
             screenOwners[.main] = nil
             return .ok

@@ -25,7 +25,10 @@ extension Car {
                 continue
             }
             var app = AppState(info: info)
-            switch Entitlements.category(for: info.entitlements, appID: info.appID, policy: configuration.entitlements) {
+            // An icon the car cannot show refuses the app: no icon-less or clipped home-screen entries.
+            let iconViolation = info.hasIcon
+                ? ImageRules.check(info.icon, use: .appIcon, scale: configuration.vehicle.mainDisplay.scale, what: "app icon") : nil
+            switch iconViolation.map(Result.failure) ?? Entitlements.category(for: info.entitlements, appID: info.appID, policy: configuration.entitlements) {
             case .success(let category):
                 app.category = category
                 if category == .automaker {
@@ -58,21 +61,29 @@ extension Car {
         return .success(result)
     }
 
-    /// Finds the scene a request names and checks it belongs to the asking phone and app.
-    func sceneKind(for appID: String, sceneID: UInt32, from peer: PeerID) -> Result<HUSceneKind, RuleViolation> {
+    /// The first two checks of every request a phone makes about one of its apps
+    /// (PROTOCOL.md section 11.13): a phone has announced apps, and this phone announced this app.
+    func announcedApp(_ appID: String, from peer: PeerID) -> Result<AppState, RuleViolation> {
+        guard let phonePeer else { return .failure(RuleViolation(.noPhone, "announce apps before using them")) }
         guard peer == phonePeer, let app = apps[appID] else {
-            if let owner = sceneOwner(sceneID), owner.appID != appID || peer != phonePeer {
-                return .failure(RuleViolation(.notYourScene, "scene \(sceneID) belongs to another app"))
-            }
-            return .failure(RuleViolation(
-                phonePeer == nil ? .noPhone : .unknownApp,
-                phonePeer == nil ? "announce apps before using them" : "app '\(appID)' was not announced by this phone"))
+            return .failure(RuleViolation(.unknownApp, "app '\(appID)' was not announced by this phone"))
+        }
+        return .success(app)
+    }
+
+    /// Finds the scene a template request names: NO_PHONE, UNKNOWN_APP,
+    /// ENTITLEMENT_REFUSED, NOT_YOUR_SCENE, NOT_CONNECTED, in that order.
+    func sceneKind(for appID: String, sceneID: UInt32, from peer: PeerID) -> Result<HUSceneKind, RuleViolation> {
+        let app: AppState
+        switch announcedApp(appID, from: peer) {
+        case .success(let found): app = found
+        case .failure(let violation): return .failure(violation)
         }
         guard app.category != nil else {
             return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
         }
         if let kind = app.scenes.first(where: { $0.value.id == sceneID })?.key { return .success(kind) }
-        if let owner = sceneOwner(sceneID), owner.appID != appID {
+        if sceneOwner(sceneID) != nil {
             return .failure(RuleViolation(.notYourScene, "scene \(sceneID) belongs to another app"))
         }
         return .failure(RuleViolation(.notConnected, "scene \(sceneID) of '\(appID)' is not connected"))
@@ -190,12 +201,13 @@ extension Car {
     }
 
     mutating func completeEvent(_ complete: HUCompleteEvent, from peer: PeerID) -> Result<HUResult, RuleViolation> {
-        if peer == phonePeer, timedOutEvents.contains(complete.eventID) {
+        if case .failure(let violation) = announcedApp(complete.appID, from: peer) { return .failure(violation) }
+        if timedOutEvents.contains(TimedOutEvent(id: complete.eventID, appID: complete.appID)) {
             return .failure(RuleViolation(
                 .completionTimeout, "event \(complete.eventID) timed out after \(configuration.completionTimeoutMilliseconds) ms before it was completed",
                 limit: "completion.timeout_ms", limitValue: UInt32(clamping: configuration.completionTimeoutMilliseconds)))
         }
-        guard peer == phonePeer, let pending = pendingEvents[complete.eventID], pending.appID == complete.appID else {
+        guard let pending = pendingEvents[complete.eventID], pending.appID == complete.appID else {
             return .failure(RuleViolation(.unknownEvent, "event \(complete.eventID) of '\(complete.appID)' is not pending (completed, timed out or never sent)"))
         }
         if pending.isSearch, let category = apps[pending.appID]?.category {
@@ -217,9 +229,7 @@ extension Car {
     }
 
     mutating func appClosed(_ appID: String, from peer: PeerID) -> Result<HUResult, RuleViolation> {
-        guard peer == phonePeer, apps[appID] != nil else {
-            return .failure(RuleViolation(.unknownApp, "app '\(appID)' was not announced by this phone"))
-        }
+        if case .failure(let violation) = announcedApp(appID, from: peer) { return .failure(violation) }
         endScenes(of: appID, reason: .appClosed, tellPhone: true)
         return .ok
     }

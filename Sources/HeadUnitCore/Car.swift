@@ -28,11 +28,16 @@ public struct Car: Sendable {
     var nowPlayingAppID = ""
     var pendingEvents: [UInt64: PendingEvent] = [:]
     /// Recently timed-out events (bounded), so a late completion is told so.
-    var timedOutEvents: [UInt64] = []
+    var timedOutEvents: [TimedOutEvent] = []
     static let timedOutMemory = 64
     var nextEventID: UInt64 = 1
     var nextSceneID: UInt32 = 1
     var effects: [CarEffect] = []
+
+    struct TimedOutEvent: Equatable, Sendable {
+        var id: UInt64
+        var appID: String
+    }
 
     struct SceneRef: Hashable, Sendable {
         var appID: String
@@ -142,7 +147,7 @@ public struct Car: Sendable {
         switch timer {
         case .completion(let eventID):
             guard let pending = pendingEvents.removeValue(forKey: eventID) else { return [] }
-            timedOutEvents.append(eventID)
+            timedOutEvents.append(TimedOutEvent(id: eventID, appID: pending.appID))
             if timedOutEvents.count > Self.timedOutMemory { timedOutEvents.removeFirst() }
             // The app never answered: stop the spinner so the screen is not wedged, and tell the app.
             var event = HUAppEvent()

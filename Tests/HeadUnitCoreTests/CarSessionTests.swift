@@ -333,7 +333,7 @@ func alertTemplate(_ id: String) -> HUTemplate {
         h.join(h.phone, .phone)
         _ = h.announce([("radio", [EntitlementKey.audio])])
         let scene = h.launch("radio")
-        let template = HUTemplate.with { $0.id = "np"; $0.nowPlaying = HUNowPlayingTemplate.with { $0.title = "x" } }
+        let template = HUTemplate.with { $0.id = "now-playing"; $0.nowPlaying = HUNowPlayingTemplate.with { $0.title = "x" } }
         #expect(h.template("radio", scene, .setRoot(template)).code == .invalidPosition)
     }
 }

@@ -93,7 +93,7 @@ enum Fixture {
         return template(id, .tabBar(tabBar))
     }
 
-    static func nowPlaying(_ id: String = "np", buttons count: Int = 2) -> HUTemplate {
+    static func nowPlaying(_ id: String = "now-playing", buttons count: Int = 2) -> HUTemplate {
         var nowPlaying = HUNowPlayingTemplate()
         nowPlaying.title = "Song"
         nowPlaying.artist = "Artist"

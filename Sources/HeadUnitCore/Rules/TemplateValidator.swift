@@ -14,6 +14,12 @@ public enum TemplateValidator {
         guard let kind = TemplateKind(template) else {
             return RuleViolation(.invalidTemplate, "template \(template.id) has no kind")
         }
+        // The shared now-playing template has one id, so HMI input and lifecycle events can name it.
+        if (kind == .nowPlaying) != (template.id == nowPlayingTemplateID) {
+            return RuleViolation(.invalidTemplate, kind == .nowPlaying
+                ? "a now-playing template has the id '\(nowPlayingTemplateID)' (it is the app's one shared instance), not '\(template.id)'"
+                : "the id '\(nowPlayingTemplateID)' is reserved for the now-playing template")
+        }
         if !CategoryRules.allows(kind, for: context.category) {
             return RuleViolation(.notAllowedForCategory, "\(kind.rawValue) template \(template.id) is not allowed for the \(context.category) category")
         }

@@ -20,9 +20,11 @@ public struct AppState: Sendable, Equatable {
     public var isLaunchable: Bool {
         guard let category else { return false }
         switch category {
-        case .legacyMessaging, .unspecified, .UNRECOGNIZED: return false
+        // Legacy categories (playable content, Siri-only messaging and calling) are
+        // accepted but have no template UI here: no icon, not launchable.
+        case .legacyAudio, .legacyMessaging, .unspecified, .UNRECOGNIZED: return false
         case .audio, .communication, .navigation, .evCharging, .fueling, .chargingAndFueling, .parking,
-            .quickOrdering, .drivingTask, .publicSafety, .automaker, .legacyAudio:
+            .quickOrdering, .drivingTask, .publicSafety, .automaker:
             return true
         }
     }

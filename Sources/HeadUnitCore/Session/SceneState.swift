@@ -26,9 +26,21 @@ public struct SceneState: Sendable, Equatable {
     public var top: HUTemplate? { stack.last }
 
     /// What a change to the stack did, so the car can send lifecycle events.
+    /// As in UIKit, only what was visible disappears and only what becomes
+    /// visible appears: templates covered by a push got their disappear events
+    /// when they were covered, so removing them later sends nothing.
     public struct Transition: Sendable, Equatable {
         public var disappeared: [String] = []
         public var appeared: [String] = []
+    }
+
+    /// What the driver sees of this scene, front to back: the presented modal
+    /// (it covers part of the screen), then the stack's top.
+    public var visibleIDs: [String] { [presented?.id, stack.last?.id].compactMap { $0 } }
+
+    /// Every operation but `set_root` (and the app-wide now-playing content) needs a root first.
+    func requireRoot(_ operation: String) -> RuleViolation? {
+        stack.isEmpty ? RuleViolation(.noRootTemplate, "set a root template before \(operation)") : nil
     }
 
     func context(_ placement: TemplatePlacement, category: HUCategory, scale: UInt32) -> TemplateContext {
@@ -39,7 +51,7 @@ public struct SceneState: Sendable, Equatable {
         if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale)) {
             return .failure(violation)
         }
-        let old = stack.reversed().map(\.id) + (presented.map { [$0.id] } ?? [])
+        let old = visibleIDs
         stack = [template]
         presented = nil
         searchResults = []
@@ -47,8 +59,10 @@ public struct SceneState: Sendable, Equatable {
     }
 
     public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
-        guard let top = stack.last, let topKind = TemplateKind(top) else {
-            return .failure(RuleViolation(.noRootTemplate, "set a root template before pushing"))
+        if let violation = requireRoot("pushing") { return .failure(violation) }
+        let top = stack.last!
+        guard let topKind = TemplateKind(top) else {
+            return .failure(RuleViolation(.invalidTemplate, "the template on top has no kind"))
         }
         if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale)) {
             return .failure(violation)
@@ -80,35 +94,33 @@ public struct SceneState: Sendable, Equatable {
     }
 
     public mutating func pop() -> Result<Transition, RuleViolation> {
+        if let violation = requireRoot("popping") { return .failure(violation) }
         guard stack.count > 1 else {
-            return .failure(stack.isEmpty
-                ? RuleViolation(.noRootTemplate, "no template to pop")
-                : RuleViolation(.invalidPosition, "the root template cannot be popped"))
+            return .failure(RuleViolation(.invalidPosition, "the root template cannot be popped"))
         }
         let gone = stack.removeLast()
         return .success(Transition(disappeared: [gone.id], appeared: [stack.last!.id]))
     }
 
     public mutating func popToRoot() -> Result<Transition, RuleViolation> {
-        guard let root = stack.first else { return .failure(RuleViolation(.noRootTemplate, "no root template")) }
-        return popTo(root.id)
+        if let violation = requireRoot("popping") { return .failure(violation) }
+        return popTo(stack[0].id)
     }
 
+    /// Pops down to `templateID`; at the top already, nothing changes (OK, no events).
     public mutating func popTo(_ templateID: String) -> Result<Transition, RuleViolation> {
-        guard !stack.isEmpty else { return .failure(RuleViolation(.noRootTemplate, "no root template")) }
+        if let violation = requireRoot("popping") { return .failure(violation) }
         guard let index = stack.firstIndex(where: { $0.id == templateID }) else {
             return .failure(RuleViolation(.unknownTemplate, "template '\(templateID)' is not on the stack"))
         }
         guard index < stack.count - 1 else { return .success(Transition()) }
-        let gone = stack[(index + 1)...].reversed().map(\.id)
+        let top = stack.last!.id
         stack.removeSubrange((index + 1)...)
-        return .success(Transition(disappeared: Array(gone), appeared: [templateID]))
+        return .success(Transition(disappeared: [top], appeared: [templateID]))
     }
 
     public mutating func present(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
-        guard !stack.isEmpty else {
-            return .failure(RuleViolation(.noRootTemplate, "set a root template before presenting"))
-        }
+        if let violation = requireRoot("presenting") { return .failure(violation) }
         if let presented {
             return .failure(RuleViolation(.alreadyPresented, "'\(presented.id)' is already presented; dismiss it first"))
         }
@@ -120,6 +132,7 @@ public struct SceneState: Sendable, Equatable {
     }
 
     public mutating func dismiss() -> Result<Transition, RuleViolation> {
+        if let violation = requireRoot("dismissing") { return .failure(violation) }
         guard let gone = presented else {
             return .failure(RuleViolation(.nothingPresented, "no template is presented"))
         }
@@ -130,6 +143,7 @@ public struct SceneState: Sendable, Equatable {
     /// Replaces the template with the same id (on the stack, presented, or a
     /// tab's content) in place, after validating it where it stands.
     public mutating func update(_ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64) -> Result<Void, RuleViolation> {
+        if let violation = requireRoot("updating") { return .failure(violation) }
         guard let location = locate(template.id) else {
             return .failure(RuleViolation(.unknownTemplate, "template '\(template.id)' is not on screen or on the stack"))
         }
@@ -154,6 +168,7 @@ public struct SceneState: Sendable, Equatable {
 
     /// Replaces one list item (matched by id) inside the list with `templateID`.
     public mutating func updateItem(_ item: HUListItem, inTemplate templateID: String, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64) -> Result<Void, RuleViolation> {
+        if let violation = requireRoot("updating") { return .failure(violation) }
         guard let location = locate(templateID) else {
             return .failure(RuleViolation(.unknownTemplate, "template '\(templateID)' is not on the stack"))
         }

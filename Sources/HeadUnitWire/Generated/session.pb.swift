@@ -701,6 +701,12 @@ public nonisolated struct HUSceneConnected: @unchecked Sendable {
     set {_uniqueStorage()._maxTabs = newValue}
   }
 
+  /// sections shown per list now; 0 = no cap (PROTOCOL.md 11.10)
+  public var maxListSections: UInt32 {
+    get {_storage._maxListSections}
+    set {_uniqueStorage()._maxListSections = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -753,6 +759,9 @@ public nonisolated struct HUSessionConfiguration: Sendable {
   public var hasSafeArea: Bool {self._safeArea != nil}
   /// Clears the value of `safeArea`. Subsequent reads from it will return its default value.
   public mutating func clearSafeArea() {self._safeArea = nil}
+
+  /// 0 = no cap
+  public var maxListSections: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1117,7 +1126,9 @@ public nonisolated struct HUItemSelected: Sendable {
 
   public var itemID: String = String()
 
-  /// Image row items: which image; -1 (image_selected false) for the row.
+  /// Image row items: image_selected is true when one image of the row was
+  /// chosen, and image_index (0-based) says which; image_selected false means
+  /// the row itself (image_index is then 0 and means nothing). Other items: both unset.
   public var imageSelected: Bool = false
 
   public var imageIndex: UInt32 = 0
@@ -2452,7 +2463,7 @@ nonisolated extension HUAppClosed: SwiftProtobuf.Message, SwiftProtobuf._Message
 
 nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SceneConnected"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{1}kind\0\u{1}window\0\u{3}content_style\0\u{3}vehicle_state\0\u{3}max_stack_depth\0\u{3}max_list_items\0\u{3}max_tabs\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{1}kind\0\u{1}window\0\u{3}content_style\0\u{3}vehicle_state\0\u{3}max_stack_depth\0\u{3}max_list_items\0\u{3}max_tabs\0\u{3}max_list_sections\0")
 
   fileprivate class _StorageClass {
     var _appID: String = String()
@@ -2464,6 +2475,7 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
     var _maxStackDepth: UInt32 = 0
     var _maxListItems: UInt32 = 0
     var _maxTabs: UInt32 = 0
+    var _maxListSections: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2483,6 +2495,7 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
       _maxStackDepth = source._maxStackDepth
       _maxListItems = source._maxListItems
       _maxTabs = source._maxTabs
+      _maxListSections = source._maxListSections
     }
   }
 
@@ -2510,6 +2523,7 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
         case 7: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxStackDepth) }()
         case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListItems) }()
         case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTabs) }()
+        case 10: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListSections) }()
         default: break
         }
       }
@@ -2549,6 +2563,9 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
       if _storage._maxTabs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxTabs, fieldNumber: 9)
       }
+      if _storage._maxListSections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxListSections, fieldNumber: 10)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2567,6 +2584,7 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
         if _storage._maxStackDepth != rhs_storage._maxStackDepth {return false}
         if _storage._maxListItems != rhs_storage._maxListItems {return false}
         if _storage._maxTabs != rhs_storage._maxTabs {return false}
+        if _storage._maxListSections != rhs_storage._maxListSections {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -2623,7 +2641,7 @@ nonisolated extension HUSceneDisconnected: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension HUSessionConfiguration: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SessionConfiguration"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{3}content_style\0\u{3}limit_keyboard\0\u{3}limit_lists\0\u{3}max_list_items\0\u{3}safe_area\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{3}content_style\0\u{3}limit_keyboard\0\u{3}limit_lists\0\u{3}max_list_items\0\u{3}safe_area\0\u{3}max_list_sections\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2638,6 +2656,7 @@ nonisolated extension HUSessionConfiguration: SwiftProtobuf.Message, SwiftProtob
       case 5: try { try decoder.decodeSingularBoolField(value: &self.limitLists) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxListItems) }()
       case 7: try { try decoder.decodeSingularMessageField(value: &self._safeArea) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.maxListSections) }()
       default: break
       }
     }
@@ -2669,6 +2688,9 @@ nonisolated extension HUSessionConfiguration: SwiftProtobuf.Message, SwiftProtob
     try { if let v = self._safeArea {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
     } }()
+    if self.maxListSections != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxListSections, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2680,6 +2702,7 @@ nonisolated extension HUSessionConfiguration: SwiftProtobuf.Message, SwiftProtob
     if lhs.limitLists != rhs.limitLists {return false}
     if lhs.maxListItems != rhs.maxListItems {return false}
     if lhs._safeArea != rhs._safeArea {return false}
+    if lhs.maxListSections != rhs.maxListSections {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
