@@ -317,6 +317,68 @@ vector("get-status",
        "A car component asks for the daemon's status.",
        [message('request_id: 12 get_status { }')], ok("Result"), transport="unix")
 
+# ------------------------------------------------------------------ valid: External Accessory sessions
+
+vector("accessory-serve-protocols",
+       "An accessory peer serves the vehicle's performance protocol.",
+       [message('request_id: 30 serve_protocols { protocols: "com.openmotors.performance" }')],
+       ok("Result"), transport="unix")
+
+vector("announce-automaker-app",
+       "An automaker app (carplay-protocols) speaking the performance protocol.",
+       [message('''request_id: 31 announce_apps { device_name: "Alice's iPhone" apps { app_id: "com.openmotors.tracklaps"
+           display_name: "Track Laps" entitlements: "com.apple.developer.carplay-protocols"
+           accessory_protocols: "com.openmotors.performance" } }''')],
+       ok("Result"))
+
+vector("accessory-availability",
+       "Event to the phone: the app's matched protocols and whether a peer serves each now.",
+       [message('accessory_availability { app_id: "com.openmotors.tracklaps" protocols { protocol: "com.openmotors.performance" available: true } }')],
+       ok("nothing"), sender="daemon")
+
+vector("open-session",
+       "The app asks for a session; answered with Result{accessory_session{channel}}.",
+       [message('request_id: 32 open_session { app_id: "com.openmotors.tracklaps" protocol: "com.openmotors.performance" }')],
+       ok("Result"))
+
+vector("result-accessory-session",
+       "The answer to open-session: the channel the car chose.",
+       [message('request_id: 32 result { accessory_session { channel: 1 protocol: "com.openmotors.performance" } }')],
+       ok("nothing"), sender="daemon")
+
+vector("session-requested",
+       "Event to the accessory: which app wants which protocol, on which channel, and its initial credit.",
+       [message('session_requested { channel: 1 app_id: "com.openmotors.tracklaps" protocol: "com.openmotors.performance" initial_credit: 65536 }')],
+       ok("nothing"), sender="daemon")
+
+vector("answer-session",
+       "The accessory accepts the session on channel 1.",
+       [message('request_id: 33 answer_session { channel: 1 accept: true }')],
+       ok("Result"), transport="unix")
+
+vector("session-opened",
+       "Event to the phone: the session is open; the app may send 65536 bytes.",
+       [message('session_opened { app_id: "com.openmotors.tracklaps" channel: 1 protocol: "com.openmotors.performance" initial_credit: 65536 }')],
+       ok("nothing"), sender="daemon")
+
+vector("data-frame-to-phone",
+       "Session bytes from the car on channel 1 (an accessory's 4 bytes passed on unchanged).",
+       [Frame(0x04, b"\x01\x02\x03\x04", channel=1)], ok("nothing"), sender="daemon")
+
+vector("session-credit",
+       "The receiver grants 65536 more bytes on channel 1: one-way, not answered when accepted.",
+       [message('session_credit { channel: 1 bytes: 65536 }')], ok("nothing"))
+
+vector("close-session",
+       "The app ends its session.",
+       [message('request_id: 34 close_session { channel: 1 detail: "lap done" }')], ok("Result"))
+
+vector("session-closed",
+       "Event to the other side: the session on channel 1 ended, and why.",
+       [message('''session_closed { app_id: "com.openmotors.tracklaps" channel: 1 protocol: "com.openmotors.performance"
+           reason: SESSION_CLOSE_REASON_CLOSED_BY_APP detail: "lap done" }''')],
+       ok("nothing"), sender="daemon")
+
 # ------------------------------------------------------------------ invalid: framing (fatal)
 
 vector("bad-magic-http",
@@ -387,8 +449,8 @@ vector("ping-65-bytes",
        [Frame(0x02, bytes(65))], err("MALFORMED_PAYLOAD", False))
 
 vector("data-frame-channel-3",
-       "A DATA frame from a phone on channel 3: well framed, but External Accessory sessions are not served in "
-       "v1, so no channel is open: NOT_CONNECTED. (From the HMI or cluster it would be NOT_FOR_ROLE.)",
+       "A DATA frame from a phone on channel 3 with no External Accessory session open on it (a vector's state "
+       "has none): NOT_CONNECTED, counted by the flood limit. (From the HMI or cluster it would be NOT_FOR_ROLE.)",
        [Frame(0x04, b"\x00\x01\x02\x03", channel=3)], err("NOT_CONNECTED", False))
 
 vector("undecodable-payload-bad-wire-type",

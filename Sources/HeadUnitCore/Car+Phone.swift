@@ -34,7 +34,7 @@ extension Car {
                 if category == .automaker {
                     // Seed 003: an automaker app appears only if it shares a protocol with the vehicle.
                     let vehicle = configuration.vehicle.accessoryProtocols
-                    app.matchedProtocols = vehicle.filter { info.accessoryProtocols.contains($0) }
+                    app.matchedProtocols = AccessoryProtocols.match(app: info.accessoryProtocols, vehicle: vehicle)
                     decision.vehicleProtocols = vehicle
                     if app.matchedProtocols.isEmpty {
                         app.category = nil
@@ -56,6 +56,9 @@ extension Car {
             apps[info.appID] = app
             appOrder.append(info.appID)
         }
+        // Each accepted automaker app learns which of its protocols are served now.
+        let newAutomakerApps = decisions.decisions.filter { $0.accepted && $0.category == .automaker }.map(\.appID)
+        for appID in newAutomakerApps { sendAvailability(of: appID) }
         var result = HUResult()
         result.appDecisions = decisions
         return .success(result)
@@ -231,6 +234,9 @@ extension Car {
     mutating func appClosed(_ appID: String, from peer: PeerID) -> Result<HUResult, RuleViolation> {
         if case .failure(let violation) = announcedApp(appID, from: peer) { return .failure(violation) }
         endScenes(of: appID, reason: .appClosed, tellPhone: true)
+        var outputs: [AccessoryHub.Output] = []
+        accessories.appEnded(appID, reason: .appClosed, tellPhone: true, outputs: &outputs)
+        perform(outputs)
         return .ok
     }
 

@@ -32,6 +32,8 @@ public struct Car: Sendable {
     static let timedOutMemory = 64
     var nextEventID: UInt64 = 1
     var nextSceneID: UInt32 = 1
+    /// External Accessory protocols served and the sessions on them.
+    var accessories: AccessoryHub
     var effects: [CarEffect] = []
 
     struct TimedOutEvent: Equatable, Sendable {
@@ -70,6 +72,7 @@ public struct Car: Sendable {
         state.contentStyle = configuration.vehicle.initialContentStyle == .unspecified ? .dark : configuration.vehicle.initialContentStyle
         state.safeArea = configuration.vehicle.mainDisplay.safeArea
         self.vehicleState = state
+        self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols)
     }
 
     // MARK: - inputs
@@ -94,6 +97,10 @@ public struct Car: Sendable {
     public mutating func receive(_ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64) -> [CarEffect] {
         guard let info = peers[peer] else { return [] }
         let request = envelope.requestID
+        // Accessory-session traffic changes no screen: no re-render after it.
+        if let body = envelope.body, receiveAccessoryMessage(body, requestID: request, from: peer) {
+            return takeEffects()
+        }
         switch envelope.body {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
@@ -115,8 +122,11 @@ public struct Car: Sendable {
             var result = HUResult()
             result.status = status()
             emit(peer, body: .result(result), requestID: request)
+        case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit:
+            break  // handled above
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
-            .sessionConfiguration, .homeScreen, .screenUpdate, nil:
+            .sessionConfiguration, .homeScreen, .screenUpdate, .accessoryAvailability, .sessionRequested,
+            .sessionOpened, .sessionClosed, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -128,7 +138,12 @@ public struct Car: Sendable {
     public mutating func peerLeft(_ peer: PeerID) -> [CarEffect] {
         guard peers.removeValue(forKey: peer) != nil else { return [] }
         hmiPeers.removeAll { $0 == peer }
+        var outputs: [AccessoryHub.Output] = []
+        accessories.accessoryLeft(peer, outputs: &outputs)
         if peer == phonePeer {
+            for appID in appOrder {
+                accessories.appEnded(appID, reason: .phoneGone, tellPhone: false, outputs: &outputs)
+            }
             // Everything of the phone ends: scenes, pending events, icons.
             for appID in appOrder {
                 endScenes(of: appID, reason: .phoneGone, tellPhone: false)
@@ -139,6 +154,7 @@ public struct Car: Sendable {
             deviceName = ""
             nowPlayingAppID = ""
         }
+        perform(outputs)
         publishScreens()
         return takeEffects()
     }
@@ -167,6 +183,9 @@ public struct Car: Sendable {
 
     /// The daemon is stopping: every scene ends, peers are told why.
     public mutating func shutdown(reason: String) -> [CarEffect] {
+        var outputs: [AccessoryHub.Output] = []
+        accessories.shutdown(outputs: &outputs)
+        perform(outputs)
         for appID in appOrder {
             endScenes(of: appID, reason: .shuttingDown, tellPhone: true)
         }
@@ -215,6 +234,7 @@ public struct Car: Sendable {
             return appStatus
         }
         status.vehicleState = vehicleState
+        status.accessoryProtocols = accessoryStatus()
         return status
     }
 

@@ -1,4 +1,5 @@
 import HeadUnitWire
+import NIOCore
 
 /// Identifies one connection for as long as it is open. Assigned by the server.
 public typealias PeerID = UInt64
@@ -29,6 +30,11 @@ public enum CarEffect: Sendable, Equatable {
     /// Call `Car.timerFired(timer)` after the given milliseconds (replacing a timer of the same identity).
     case startTimer(CarTimer, milliseconds: UInt64)
     case cancelTimer(CarTimer)
+    /// Send External Accessory session bytes in a DATA frame on `channel`.
+    case sendData(PeerID, channel: UInt32, ByteBuffer)
+    /// A DATA frame from the peer was refused: a non-fatal protocol error that
+    /// counts against its error budget (PROTOCOL.md section 10).
+    case refuseData(PeerID, HUErrorCode, String)
 }
 
 /// Timers the car asks for.

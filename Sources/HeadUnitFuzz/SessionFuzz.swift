@@ -2,17 +2,21 @@ import HeadUnitCore
 import HeadUnitWire
 import NIOCore
 
-/// The input's frames as one car session: a phone (TCP) and an HMI (Unix)
-/// already past the handshake, each behind its own ConnectionStateMachine,
-/// both talking to one Car. HMI-only messages go to the HMI's connection,
+/// The input's frames as one car session: a phone (TCP), an HMI (Unix) and an
+/// accessory (Unix) already past the handshake, each behind its own
+/// ConnectionStateMachine, all talking to one Car. HMI-only messages go to the
+/// HMI's connection, accessory-only ones to the accessory's, the two-sided
+/// session messages and DATA frames to the phone or the accessory by parity,
 /// everything else to the phone's, so the fuzzer reaches the car's rules
-/// (scenes, template stacks, inputs, completions) and the role table.
+/// (scenes, template stacks, inputs, completions, accessory sessions and
+/// their credit) and the role table.
 /// Checked: nothing crashes; every request delivered to the car is answered
 /// by exactly one Result with its request id, to the peer that asked; the car
 /// only ever addresses peers that are connected.
 struct SessionFuzz {
     static let phoneID: PeerID = 1
     static let hmiID: PeerID = 2
+    static let accessoryID: PeerID = 3
 
     var car = Car(configuration: CarConfiguration(vehicle: .standard, entitlements: .acceptAll))
     var connections: [PeerID: ConnectionStateMachine] = [:]
@@ -23,6 +27,7 @@ struct SessionFuzz {
         var session = SessionFuzz()
         session.join(phoneID, role: .phone, transport: .tcp)
         session.join(hmiID, role: .hmi, transport: .unix)
+        session.join(accessoryID, role: .accessory, transport: .unix)
         for frame in frames {
             session.now += 250
             session.fireTimers(upTo: session.now)
@@ -69,9 +74,16 @@ struct SessionFuzz {
                     }
                     return false
                 }
-                FuzzChecks.check(answers.count == 1, "request \(envelope.requestID) answered once, got \(answers.count)")
+                // A SessionCredit is one-way: answered only when refused.
+                if case .sessionCredit = envelope.body {
+                    FuzzChecks.check(answers.count <= 1, "credit \(envelope.requestID) answered at most once, got \(answers.count)")
+                } else {
+                    FuzzChecks.check(answers.count == 1, "request \(envelope.requestID) answered once, got \(answers.count)")
+                }
             }
             apply(effects)
+        case .deliverData(let channel, let payload):
+            apply(car.receiveData(channel: channel, payload, from: target))
         case .close, .peerLeaving:
             connections[target] = nil
             apply(car.peerLeft(target))
@@ -87,10 +99,15 @@ struct SessionFuzz {
     /// HMI-only messages go to the HMI's connection; the rest (phone
     /// messages, control frames, garbage) to the phone's.
     static func target(of frame: Frame) -> PeerID {
+        if frame.header.kind == .data { return frame.payload.readableBytes % 2 == 0 ? accessoryID : phoneID }
         guard frame.header.kind == .message, let envelope = try? EnvelopeCodec.decode(frame.payload) else { return phoneID }
         switch envelope.body {
         case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getStatus:
             return hmiID
+        case .serveProtocols, .answerSession:
+            return accessoryID
+        case .closeSession, .sessionCredit:
+            return envelope.requestID % 2 == 0 ? accessoryID : phoneID
         default:
             return phoneID
         }
@@ -116,6 +133,16 @@ struct SessionFuzz {
                 timers[timer] = now + milliseconds
             case .cancelTimer(let timer):
                 timers[timer] = nil
+            case .sendData(let peer, let channel, _):
+                FuzzChecks.check(connections[peer] != nil && channel != 0, "session bytes go to a connected peer on a channel (peer \(peer))")
+            case .refuseData(let peer, let code, let message):
+                guard var connection = connections[peer] else { FuzzChecks.fail("a refused DATA frame came from a connected peer") }
+                let action = connection.refuse(code, message, now: now)
+                connections[peer] = connection
+                if case .close = action {
+                    connections[peer] = nil
+                    apply(car.peerLeft(peer))
+                }
             }
         }
     }

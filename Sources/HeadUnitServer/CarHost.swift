@@ -54,6 +54,10 @@ final class CarHost: @unchecked Sendable {
         checkStatus()
     }
 
+    func deliverData(channel: UInt32, _ payload: ByteBuffer, from peer: PeerID) {
+        perform(car.receiveData(channel: channel, payload, from: peer))
+    }
+
     /// The connection is gone; `joined` says whether the Car knew it.
     func connectionClosed(_ peer: PeerID, joined: Bool) {
         connections[peer] = nil
@@ -85,6 +89,10 @@ final class CarHost: @unchecked Sendable {
                 }
             case .cancelTimer(let timer):
                 timers.removeValue(forKey: timer)?.cancel()
+            case .sendData(let peer, let channel, let payload):
+                connections[peer]?.sendData(channel: channel, payload)
+            case .refuseData(let peer, let code, let message):
+                connections[peer]?.refuseData(code, message)
             }
         }
     }

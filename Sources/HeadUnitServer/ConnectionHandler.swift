@@ -129,6 +129,8 @@ final class ConnectionHandler: ChannelInboundHandler {
             break
         case .deliver(let envelope):
             host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds())
+        case .deliverData(let channel, let payload):
+            host.deliverData(channel: channel, payload, from: peerID)
         case .join(let info, let welcome):
             joined = true
             logger.debug("peer joined", metadata: ["role": "\(RolePolicy.name(of: info.role))", "name": "\(info.name)", "transport": "\(info.transport.rawValue)"])
@@ -163,6 +165,20 @@ final class ConnectionHandler: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: FrameHeader.size + payload.readableBytes)
         buffer.writeFrame(kind: kind, payload: payload)
         write(buffer, context: context)
+    }
+
+    /// Session bytes: the header alone is new, the payload is written as it came.
+    func sendData(channel: UInt32, _ payload: ByteBuffer) {
+        guard open, let context else { return }
+        var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
+        header.writeFrameHeader(FrameHeader(kind: .data, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
+        write(header, context: context)
+        write(payload, context: context)
+    }
+
+    /// The Car refused a DATA frame of this peer.
+    func refuseData(_ code: HUErrorCode, _ message: String) {
+        perform(machine.refuse(code, message, now: monotonicMilliseconds()))
     }
 
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {

@@ -14,6 +14,9 @@ struct CarHarness {
     var sent: [PeerID: [HUEnvelope]] = [:]
     var timers: Set<CarTimer> = []
     var closed: [PeerID: HUErrorCode] = [:]
+    /// Session bytes sent, and DATA frames refused, per peer.
+    var data: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
+    var refusedData: [PeerID: [HUErrorCode]] = [:]
 
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
@@ -22,6 +25,8 @@ struct CarHarness {
             case .close(let peer, let code, _): closed[peer] = code
             case .startTimer(let timer, _): timers.insert(timer)
             case .cancelTimer(let timer): timers.remove(timer)
+            case .sendData(let peer, let channel, let payload): data[peer, default: []].append((channel, Array(payload.readableBytesView)))
+            case .refuseData(let peer, let code, _): refusedData[peer, default: []].append(code)
             }
         }
     }

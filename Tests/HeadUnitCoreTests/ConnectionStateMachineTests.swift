@@ -166,11 +166,15 @@ import Testing
         #expect(Self.resultCode(machine.receive(newer, now: 1_101)) == .unknownMessage)
     }
 
-    @Test func dataFramesAreNotServedYet() {
+    @Test func dataFramesGoToTheCarFromPhonesAndAccessoriesOnly() {
         var phone = Self.established(.phone)
-        #expect(Self.resultCode(phone.receive(Self.raw(kind: FrameKind.data.rawValue, channel: 2, [1]), now: 1_100)) == .notConnected)
+        #expect(phone.receive(Self.raw(kind: FrameKind.data.rawValue, channel: 2, [1]), now: 1_100) == .deliverData(channel: 2, ByteBuffer(bytes: [1])))
+        var accessory = Self.established(.accessory)
+        #expect(accessory.receive(Self.raw(kind: FrameKind.data.rawValue, channel: 7, [1, 2]), now: 1_100) == .deliverData(channel: 7, ByteBuffer(bytes: [1, 2])))
         var hmi = Self.established(.hmi)
         #expect(Self.resultCode(hmi.receive(Self.raw(kind: FrameKind.data.rawValue, channel: 2, [1]), now: 1_100)) == .notForRole)
+        // The Car's refusal counts against the same error budget.
+        #expect(Self.resultCode(phone.refuse(.notConnected, "no session on channel 2", now: 1_100)) == .notConnected)
     }
 
     @Test func allowedMessagesAreDelivered() {

@@ -8,6 +8,8 @@ public enum ConnectionAction: Sendable, Equatable {
     case none
     /// An envelope the peer's role may send: hand it to the Car.
     case deliver(HUEnvelope)
+    /// External Accessory session bytes on a channel: hand them to the Car.
+    case deliverData(channel: UInt32, ByteBuffer)
     /// Handshake done: send `welcome`, then tell the Car the peer joined.
     case join(PeerInfo, welcome: HUEnvelope)
     /// A non-fatal error: send this Result envelope; the connection stays open.
@@ -211,14 +213,13 @@ public struct ConnectionStateMachine: Sendable {
         case .pong:
             return .none
         case .data:
-            // External Accessory sessions are not served yet, so no channel is
-            // open: NOT_CONNECTED ("the session is not connected") stays right
-            // once they are, for a channel without a session. Roles that may
-            // never send DATA get NOT_FOR_ROLE.
+            // Session bytes go to the Car, which knows the sessions (and refuses
+            // a channel without one through `refuse`). Roles that may never
+            // send DATA get NOT_FOR_ROLE here.
             guard RolePolicy.maySendData(role: peer.role) else {
                 return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send DATA frames", requestID: 0, now: now)
             }
-            return protocolError(.notConnected, "no External Accessory session is open on channel \(frame.header.channel)", requestID: 0, now: now)
+            return .deliverData(channel: frame.header.channel, frame.payload)
         case .message:
             return receiveMessage(frame.payload, peer: peer, now: now)
         }
@@ -242,7 +243,9 @@ public struct ConnectionStateMachine: Sendable {
             return .peerLeaving(goodbye)
         case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed,
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
-            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate:
+            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
+            .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
+            .sessionOpened, .closeSession, .sessionClosed, .sessionCredit:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,
@@ -255,6 +258,13 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     // MARK: - Errors
+
+    /// A non-fatal error found above the connection layer (a DATA frame the Car
+    /// refused): answered like the connection's own, within the same budget.
+    public mutating func refuse(_ code: HUErrorCode, _ message: String, now: UInt64) -> ConnectionAction {
+        guard case .established = state else { return .none }
+        return protocolError(code, message, requestID: 0, now: now)
+    }
 
     /// A non-fatal error: answered with a Result, unless the peer has used up
     /// its error budget, in which case it is cut off.

@@ -20,11 +20,18 @@ public enum RolePolicy {
         case .hello, .goodbye: return true
         // Only the car sends these.
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
-            .sessionConfiguration, .homeScreen, .screenUpdate:
+            .sessionConfiguration, .homeScreen, .screenUpdate,
+            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed:
             return false
         // Phone -> car.
-        case .announceApps, .templateRequest, .completeEvent, .appClosed:
+        case .announceApps, .templateRequest, .completeEvent, .appClosed, .openSession:
             return role == .phone
+        // Accessory -> car.
+        case .serveProtocols, .answerSession:
+            return role == .accessory
+        // Either end of an External Accessory session.
+        case .closeSession, .sessionCredit:
+            return role == .phone || role == .accessory
         // HMI -> car.
         case .launchApp, .hmiInput, .setVehicleState, .closeApp:
             return role == .hmi
@@ -67,6 +74,15 @@ public enum RolePolicy {
         case .closeApp: return "CloseApp"
         case .homeScreen: return "HomeScreen"
         case .screenUpdate: return "ScreenUpdate"
+        case .serveProtocols: return "ServeProtocols"
+        case .accessoryAvailability: return "AccessoryAvailability"
+        case .openSession: return "OpenSession"
+        case .sessionRequested: return "SessionRequested"
+        case .answerSession: return "AnswerSession"
+        case .sessionOpened: return "SessionOpened"
+        case .closeSession: return "CloseSession"
+        case .sessionClosed: return "SessionClosed"
+        case .sessionCredit: return "SessionCredit"
         }
     }
 

@@ -250,6 +250,87 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .screenUpdate(newValue)}
   }
 
+  /// External Accessory sessions (accessory.proto, PROTOCOL.md section 18).
+  public var serveProtocols: HUServeProtocols {
+    get {
+      if case .serveProtocols(let v)? = body {return v}
+      return HUServeProtocols()
+    }
+    set {body = .serveProtocols(newValue)}
+  }
+
+  /// car -> phone
+  public var accessoryAvailability: HUAccessoryAvailability {
+    get {
+      if case .accessoryAvailability(let v)? = body {return v}
+      return HUAccessoryAvailability()
+    }
+    set {body = .accessoryAvailability(newValue)}
+  }
+
+  /// phone -> car
+  public var openSession: HUOpenSession {
+    get {
+      if case .openSession(let v)? = body {return v}
+      return HUOpenSession()
+    }
+    set {body = .openSession(newValue)}
+  }
+
+  /// car -> accessory
+  public var sessionRequested: HUSessionRequested {
+    get {
+      if case .sessionRequested(let v)? = body {return v}
+      return HUSessionRequested()
+    }
+    set {body = .sessionRequested(newValue)}
+  }
+
+  /// accessory -> car
+  public var answerSession: HUAnswerSession {
+    get {
+      if case .answerSession(let v)? = body {return v}
+      return HUAnswerSession()
+    }
+    set {body = .answerSession(newValue)}
+  }
+
+  /// car -> phone
+  public var sessionOpened: HUSessionOpened {
+    get {
+      if case .sessionOpened(let v)? = body {return v}
+      return HUSessionOpened()
+    }
+    set {body = .sessionOpened(newValue)}
+  }
+
+  /// phone or accessory -> car
+  public var closeSession: HUCloseSession {
+    get {
+      if case .closeSession(let v)? = body {return v}
+      return HUCloseSession()
+    }
+    set {body = .closeSession(newValue)}
+  }
+
+  /// car -> phone and accessory
+  public var sessionClosed: HUSessionClosed {
+    get {
+      if case .sessionClosed(let v)? = body {return v}
+      return HUSessionClosed()
+    }
+    set {body = .sessionClosed(newValue)}
+  }
+
+  /// phone or accessory -> car (one-way)
+  public var sessionCredit: HUSessionCredit {
+    get {
+      if case .sessionCredit(let v)? = body {return v}
+      return HUSessionCredit()
+    }
+    set {body = .sessionCredit(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -277,6 +358,24 @@ public nonisolated struct HUEnvelope: Sendable {
     /// Car -> HMI.
     case homeScreen(HUHomeScreen)
     case screenUpdate(HUScreenUpdate)
+    /// External Accessory sessions (accessory.proto, PROTOCOL.md section 18).
+    case serveProtocols(HUServeProtocols)
+    /// car -> phone
+    case accessoryAvailability(HUAccessoryAvailability)
+    /// phone -> car
+    case openSession(HUOpenSession)
+    /// car -> accessory
+    case sessionRequested(HUSessionRequested)
+    /// accessory -> car
+    case answerSession(HUAnswerSession)
+    /// car -> phone
+    case sessionOpened(HUSessionOpened)
+    /// phone or accessory -> car
+    case closeSession(HUCloseSession)
+    /// car -> phone and accessory
+    case sessionClosed(HUSessionClosed)
+    /// phone or accessory -> car (one-way)
+    case sessionCredit(HUSessionCredit)
 
   }
 
@@ -450,6 +549,15 @@ public nonisolated struct HUResult: @unchecked Sendable {
     set {_uniqueStorage()._detail = .templateShown(newValue)}
   }
 
+  /// OpenSession
+  public var accessorySession: HUAccessorySession {
+    get {
+      if case .accessorySession(let v)? = _storage._detail {return v}
+      return HUAccessorySession()
+    }
+    set {_uniqueStorage()._detail = .accessorySession(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Request-specific answers.
@@ -457,6 +565,8 @@ public nonisolated struct HUResult: @unchecked Sendable {
     case appDecisions(HUAppDecisions)
     case status(HUStatus)
     case templateShown(HUTemplateShown)
+    /// OpenSession
+    case accessorySession(HUAccessorySession)
 
   }
 
@@ -492,11 +602,36 @@ public nonisolated struct HUStatus: Sendable {
   /// Clears the value of `vehicleState`. Subsequent reads from it will return its default value.
   public mutating func clearVehicleState() {self._vehicleState = nil}
 
+  /// The vehicle's External Accessory protocols: served now or "declared, unavailable".
+  public var accessoryProtocols: [HUAccessoryProtocolStatus] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _vehicleState: HUVehicleState? = nil
+}
+
+public nonisolated struct HUAccessoryProtocolStatus: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the vehicle's spelling
+  public var `protocol`: String = String()
+
+  /// an accessory peer serves it
+  public var available: Bool = false
+
+  /// that peer's connection id (0 when unavailable)
+  public var servedBy: UInt64 = 0
+
+  /// sessions open or opening on it
+  public var sessions: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct HUPeerStatus: Sendable {
@@ -568,7 +703,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}'serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -824,6 +959,123 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .screenUpdate(v)
         }
       }()
+      case 80: try {
+        var v: HUServeProtocols?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .serveProtocols(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .serveProtocols(v)
+        }
+      }()
+      case 81: try {
+        var v: HUAccessoryAvailability?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .accessoryAvailability(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .accessoryAvailability(v)
+        }
+      }()
+      case 82: try {
+        var v: HUOpenSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .openSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .openSession(v)
+        }
+      }()
+      case 83: try {
+        var v: HUSessionRequested?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionRequested(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionRequested(v)
+        }
+      }()
+      case 84: try {
+        var v: HUAnswerSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .answerSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .answerSession(v)
+        }
+      }()
+      case 85: try {
+        var v: HUSessionOpened?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionOpened(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionOpened(v)
+        }
+      }()
+      case 86: try {
+        var v: HUCloseSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .closeSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .closeSession(v)
+        }
+      }()
+      case 87: try {
+        var v: HUSessionClosed?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionClosed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionClosed(v)
+        }
+      }()
+      case 88: try {
+        var v: HUSessionCredit?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionCredit(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionCredit(v)
+        }
+      }()
       default: break
       }
     }
@@ -913,6 +1165,42 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .screenUpdate?: try {
       guard case .screenUpdate(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .serveProtocols?: try {
+      guard case .serveProtocols(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
+    }()
+    case .accessoryAvailability?: try {
+      guard case .accessoryAvailability(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
+    }()
+    case .openSession?: try {
+      guard case .openSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
+    }()
+    case .sessionRequested?: try {
+      guard case .sessionRequested(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
+    }()
+    case .answerSession?: try {
+      guard case .answerSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
+    }()
+    case .sessionOpened?: try {
+      guard case .sessionOpened(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 85)
+    }()
+    case .closeSession?: try {
+      guard case .closeSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 86)
+    }()
+    case .sessionClosed?: try {
+      guard case .sessionClosed(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 87)
+    }()
+    case .sessionCredit?: try {
+      guard case .sessionCredit(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
     }()
     case nil: break
     }
@@ -1128,7 +1416,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{4}\u{8}accessory_session\0")
 
   fileprivate class _StorageClass {
     var _code: HUErrorCode = .ok
@@ -1212,6 +1500,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
             _storage._detail = .templateShown(v)
           }
         }()
+        case 20: try {
+          var v: HUAccessorySession?
+          var hadOneofValue = false
+          if let current = _storage._detail {
+            hadOneofValue = true
+            if case .accessorySession(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._detail = .accessorySession(v)
+          }
+        }()
         default: break
         }
       }
@@ -1249,6 +1550,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         guard case .templateShown(let v)? = _storage._detail else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
       }()
+      case .accessorySession?: try {
+        guard case .accessorySession(let v)? = _storage._detail else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      }()
       case nil: break
       }
     }
@@ -1276,7 +1581,7 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
 
 nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Status"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{4}\u{d}accessory_protocols\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1291,6 +1596,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.peer) }()
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.app) }()
       case 7: try { try decoder.decodeSingularMessageField(value: &self._vehicleState) }()
+      case 20: try { try decoder.decodeRepeatedMessageField(value: &self.accessoryProtocols) }()
       default: break
       }
     }
@@ -1322,6 +1628,9 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     try { if let v = self._vehicleState {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
     } }()
+    if !self.accessoryProtocols.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.accessoryProtocols, fieldNumber: 20)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1333,6 +1642,52 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     if lhs.peer != rhs.peer {return false}
     if lhs.app != rhs.app {return false}
     if lhs._vehicleState != rhs._vehicleState {return false}
+    if lhs.accessoryProtocols != rhs.accessoryProtocols {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUAccessoryProtocolStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AccessoryProtocolStatus"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}protocol\0\u{1}available\0\u{3}served_by\0\u{1}sessions\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.`protocol`) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.available) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.servedBy) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.sessions) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.`protocol`.isEmpty {
+      try visitor.visitSingularStringField(value: self.`protocol`, fieldNumber: 1)
+    }
+    if self.available != false {
+      try visitor.visitSingularBoolField(value: self.available, fieldNumber: 2)
+    }
+    if self.servedBy != 0 {
+      try visitor.visitSingularUInt64Field(value: self.servedBy, fieldNumber: 3)
+    }
+    if self.sessions != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sessions, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUAccessoryProtocolStatus, rhs: HUAccessoryProtocolStatus) -> Bool {
+    if lhs.`protocol` != rhs.`protocol` {return false}
+    if lhs.available != rhs.available {return false}
+    if lhs.servedBy != rhs.servedBy {return false}
+    if lhs.sessions != rhs.sessions {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

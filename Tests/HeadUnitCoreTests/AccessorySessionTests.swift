@@ -1,0 +1,273 @@
+import HeadUnitWire
+import NIOCore
+import Testing
+
+@testable import HeadUnitCore
+
+/// External Accessory matching and sessions (DOMAIN.md section 10, seed 003,
+/// PROTOCOL.md section 18), each rule a test named after it.
+@Suite("Accessory sessions")
+struct AccessorySessionTests {
+    static let performance = "com.openmotors.performance"
+    static let climate = "com.openmotors.climate"
+    let accessory: PeerID = 3
+    let accessory2: PeerID = 4
+
+    /// A car whose vehicle declares {performance, climate}, a phone, an HMI and one accessory peer.
+    func harness() -> CarHarness {
+        var h = CarHarness()
+        h.join(h.hmi, .hmi)
+        h.join(h.phone, .phone)
+        h.join(accessory, .accessory)
+        h.join(accessory2, .accessory)
+        return h
+    }
+
+    func announce(_ h: inout CarHarness, _ apps: [(String, [String])]) -> [HUAppDecision] {
+        h.request(h.phone, .announceApps(HUAnnounceApps.with {
+            $0.apps = apps.map { app in
+                HUAppInfo.with { $0.appID = app.0; $0.displayName = app.0; $0.entitlements = [EntitlementKey.protocols]; $0.accessoryProtocols = app.1 }
+            }
+        })).appDecisions.decisions
+    }
+
+    func serve(_ h: inout CarHarness, _ peer: PeerID, _ protocols: [String]) -> HUResult {
+        h.request(peer, .serveProtocols(HUServeProtocols.with { $0.protocols = protocols }))
+    }
+
+    /// Opens a session and has the accessory accept it; returns the channel.
+    func openAccepted(_ h: inout CarHarness, app: String, _ name: String) -> UInt32 {
+        let result = h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = app; $0.protocol = name }))
+        #expect(result.code == .ok, "\(result.message)")
+        let channel = result.accessorySession.channel
+        #expect(h.request(accessory, .answerSession(HUAnswerSession.with { $0.channel = channel; $0.accept = true })).code == .ok)
+        return channel
+    }
+
+    static func closedReasons(_ envelopes: [HUEnvelope]) -> [HUSessionCloseReason] {
+        envelopes.compactMap { if case .sessionClosed(let closed) = $0.body { return closed.reason } else { return nil } }
+    }
+
+    // Seed 003: vehicle {performance, climate}; Track Laps {performance}; Comfort Cruise {climate, radio}; Charge Up {electric}.
+    @Test func seed003TrackLapsAndComfortCruiseAppearChargeUpDoesNot() {
+        var h = harness()
+        let decisions = announce(&h, [
+            ("track-laps", [Self.performance]),
+            ("comfort-cruise", [Self.climate, "com.openmotors.radio"]),
+            ("charge-up", ["com.openmotors.electric"]),
+        ])
+        #expect(decisions.map(\.accepted) == [true, true, false])
+        #expect(decisions[0].matchedProtocols == [Self.performance])
+        #expect(decisions[1].matchedProtocols == [Self.climate])
+        #expect(decisions[2].code == .entitlementRefused)
+        #expect(decisions[1].vehicleProtocols == [Self.performance, Self.climate])
+        #expect(h.car.homeScreen().icons.map(\.appID) == ["track-laps", "comfort-cruise"])
+    }
+
+    @Test func protocolStringsDifferingOnlyInCaseAreTheSameProtocolInTheVehiclesSpelling() {
+        var h = harness()
+        let decisions = announce(&h, [("app", ["COM.OpenMotors.Climate"])])
+        #expect(decisions[0].matchedProtocols == [Self.climate])
+        #expect(serve(&h, accessory, ["com.openmotors.CLIMATE"]).code == .ok)
+        #expect(h.car.accessories.isAvailable(Self.climate))
+    }
+
+    @Test func stringsThatAreNotReverseDNSNeverMatchAndCannotBeServed() {
+        #expect(AccessoryProtocols.isValid("com.acme.climate"))
+        #expect(!AccessoryProtocols.isValid("climate"))
+        #expect(!AccessoryProtocols.isValid("com..climate"))
+        #expect(!AccessoryProtocols.isValid("com.-acme.climate"))
+        #expect(!AccessoryProtocols.isValid("com.acme climate"))
+        #expect(!AccessoryProtocols.isValid(String(repeating: "a.", count: 128) + "b"))
+        #expect(AccessoryProtocols.match(app: ["climate", "com.openmotors.climate "], vehicle: [Self.climate]).isEmpty)
+        var h = harness()
+        #expect(serve(&h, accessory, ["climate"]).code == .invalidArgument)
+    }
+
+    @Test func aDeclaredProtocolWithNoServingPeerIsDeclaredUnavailable() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        let availability = h.drain(h.phone).compactMap { envelope -> HUAccessoryAvailability? in
+            if case .accessoryAvailability(let a) = envelope.body { return a } else { return nil }
+        }
+        #expect(availability.map(\.protocols) == [[HUProtocolAvailability.with { $0.protocol = Self.performance; $0.available = false }]])
+        let status = h.car.status().accessoryProtocols
+        #expect(status.map(\.protocol) == [Self.performance, Self.climate] && status.map(\.available) == [false, false])
+        #expect(h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = "track-laps"; $0.protocol = Self.performance })).code == .protocolUnavailable)
+    }
+
+    @Test func appsAreToldWhenTheirProtocolBecomesAvailableOrGoesAway() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance]), ("comfort-cruise", [Self.climate])])
+        _ = h.drain(h.phone)
+        #expect(serve(&h, accessory, [Self.performance]).code == .ok)
+        let told = h.drain(h.phone).compactMap { envelope -> HUAccessoryAvailability? in
+            if case .accessoryAvailability(let a) = envelope.body { return a } else { return nil }
+        }
+        #expect(told.map(\.appID) == ["track-laps"] && told.first?.protocols.first?.available == true)
+        _ = h.car.peerLeft(accessory)
+        h.apply(h.car.peerLeft(accessory))
+        #expect(!h.car.accessories.isAvailable(Self.performance))
+    }
+
+    @Test func aSecondPeerServingAServedProtocolIsRefusedTheFirstKeepsIt() {
+        var h = harness()
+        #expect(serve(&h, accessory, [Self.performance]).code == .ok)
+        #expect(serve(&h, accessory2, [Self.performance, Self.climate]).code == .protocolAlreadyServed)
+        #expect(h.car.accessories.server(of: Self.climate) == nil, "a refused request changes nothing")
+        #expect(serve(&h, accessory, ["com.openmotors.radio"]).code == .unknownProtocol)
+        // Once the first withdraws it, the second may serve it.
+        #expect(serve(&h, accessory, []).code == .ok)
+        #expect(serve(&h, accessory2, [Self.performance]).code == .ok)
+    }
+
+    @Test func onlyAutomakerAppsOpenSessionsAndOnlyOnTheirMatchedProtocols() {
+        var h = harness()
+        _ = h.announce([("radio", [EntitlementKey.audio])])
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance, Self.climate])
+        #expect(h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = "radio"; $0.protocol = Self.performance })).code == .notAllowedForCategory)
+        #expect(h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = "track-laps"; $0.protocol = Self.climate })).code == .unknownProtocol)
+        #expect(h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = "nope"; $0.protocol = Self.climate })).code == .unknownApp)
+    }
+
+    @Test func theServingPeerIsToldWhichAppProtocolAndChannelAndMayRefuse() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        _ = h.drain(accessory)
+        let result = h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = "track-laps"; $0.protocol = Self.performance }))
+        let channel = result.accessorySession.channel
+        #expect(channel != 0)
+        guard case .sessionRequested(let requested) = h.drain(accessory).first?.body else { Issue.record("no SessionRequested"); return }
+        #expect(requested.appID == "track-laps" && requested.protocol == Self.performance && requested.channel == channel)
+        #expect(requested.initialCredit == AccessoryHub.initialCredit)
+        _ = h.drain(h.phone)
+        #expect(h.request(accessory, .answerSession(HUAnswerSession.with { $0.channel = channel; $0.accept = false; $0.reason = "track mode needs the car parked" })).code == .ok)
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.refused])
+        // A session not awaiting an answer cannot be answered.
+        #expect(h.request(accessory, .answerSession(HUAnswerSession.with { $0.channel = channel; $0.accept = true })).code == .unknownSession)
+    }
+
+    @Test func bytesFlowBothWaysInOrderUnchangedWithinCredit() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let channel = openAccepted(&h, app: "track-laps", Self.performance)
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(bytes: [1, 2, 3]), from: h.phone))
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(bytes: [4, 5]), from: h.phone))
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(bytes: [9]), from: accessory))
+        #expect(h.data[accessory]?.map(\.bytes) == [[1, 2, 3], [4, 5]])
+        #expect(h.data[accessory]?.map(\.channel) == [channel, channel])
+        #expect(h.data[h.phone]?.map(\.bytes) == [[9]])
+    }
+
+    @Test func dataBeyondTheCreditClosesTheSessionWithFlowControl() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let channel = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(h.phone); _ = h.drain(accessory)
+        let window = Int(AccessoryHub.initialCredit)
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(repeating: 7, count: window), from: h.phone))
+        #expect(h.data[accessory]?.count == 1)
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(bytes: [1]), from: h.phone))
+        #expect(h.refusedData[h.phone] == [.flowControl])
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.flowControl])
+        #expect(Self.closedReasons(h.drain(accessory)) == [.flowControl])
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(bytes: [1]), from: h.phone))
+        #expect(h.refusedData[h.phone] == [.flowControl, .notConnected])
+    }
+
+    @Test func creditGrantsArePassedOnAndBounded() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let channel = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(h.phone)
+        let window = Int(AccessoryHub.initialCredit)
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(repeating: 1, count: window), from: h.phone))
+        // The accessory read it and grants more: the grant reaches the app, unanswered.
+        let before = h.sent[accessory]?.count ?? 0
+        h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(window) } }, from: accessory, nowMilliseconds: h.now))
+        #expect((h.sent[accessory]?.count ?? 0) == before, "an accepted credit is not answered")
+        #expect(h.drain(h.phone).contains { if case .sessionCredit(let c) = $0.body { return c.bytes == UInt32(window) } else { return false } })
+        h.apply(h.car.receiveData(channel: channel, ByteBuffer(repeating: 2, count: window), from: h.phone))
+        #expect(h.refusedData[h.phone] == nil)
+        // Granting past the bound is refused.
+        let tooMuch = h.request(accessory, .sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(AccessoryHub.maxCredit) + 1 }))
+        #expect(tooMuch.code == .invalidArgument && tooMuch.limit == "session.credit_bytes")
+    }
+
+    @Test func oneOpenSessionPerAppAndProtocolTheSecondReplacesTheFirst() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let first = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(h.phone); _ = h.drain(accessory)
+        let second = openAccepted(&h, app: "track-laps", Self.performance)
+        #expect(first != second)
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.replaced])
+        #expect(Self.closedReasons(h.drain(accessory)) == [.replaced])
+        #expect(h.car.accessories.sessions.keys.sorted() == [second])
+    }
+
+    @Test func twoAppsMayUseTheSameProtocolAtOnce() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance]), ("lap-timer", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let a = openAccepted(&h, app: "track-laps", Self.performance)
+        let b = openAccepted(&h, app: "lap-timer", Self.performance)
+        #expect(a != b && h.car.accessories.sessions.count == 2)
+    }
+
+    @Test func eitherSideClosesWithAReasonTheOtherIsTold() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let channel = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(accessory)
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel; $0.detail = "done" })).code == .ok)
+        #expect(Self.closedReasons(h.drain(accessory)) == [.closedByApp])
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel })).code == .unknownSession)
+        let again = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(h.phone)
+        #expect(h.request(accessory, .closeSession(HUCloseSession.with { $0.channel = again })).code == .ok)
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.closedByAccessory])
+    }
+
+    @Test func sessionsEndWhenTheAccessoryThePhoneOrTheAppGoes() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance]), ("comfort-cruise", [Self.climate])])
+        _ = serve(&h, accessory, [Self.performance])
+        _ = serve(&h, accessory2, [Self.climate])
+        _ = openAccepted(&h, app: "track-laps", Self.performance)
+        // The accessory goes: the app is told why.
+        _ = h.drain(h.phone)
+        h.apply(h.car.peerLeft(accessory))
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.accessoryGone])
+        // The app closes: the accessory is told.
+        let climate = h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = "comfort-cruise"; $0.protocol = Self.climate })).accessorySession.channel
+        #expect(h.request(accessory2, .answerSession(HUAnswerSession.with { $0.channel = climate; $0.accept = true })).code == .ok)
+        _ = h.drain(accessory2)
+        #expect(h.request(h.phone, .appClosed(HUAppClosed.with { $0.appID = "comfort-cruise" })).code == .ok)
+        #expect(Self.closedReasons(h.drain(accessory2)) == [.appClosed])
+        // The phone goes: the accessory is told.
+        let reopened = h.request(h.phone, .openSession(HUOpenSession.with { $0.appID = "comfort-cruise"; $0.protocol = Self.climate })).accessorySession.channel
+        #expect(reopened != 0)
+        _ = h.drain(accessory2)
+        h.apply(h.car.peerLeft(h.phone))
+        #expect(Self.closedReasons(h.drain(accessory2)) == [.phoneGone])
+        #expect(h.car.accessories.sessions.isEmpty)
+    }
+
+    @Test func withdrawingAProtocolEndsItsSessions() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        _ = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(h.phone)
+        #expect(serve(&h, accessory, []).code == .ok)
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.protocolWithdrawn])
+    }
+}
