@@ -52,6 +52,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
     var eventHandler: ((HUEnvelope) -> Void)?
     /// Called on the event loop once, when the connection is gone.
     var closeHandler: ((HeadUnitError) -> Void)?
+    /// Called on the event loop for every DATA frame (External Accessory session bytes).
+    var dataHandler: ((UInt32, ByteBuffer) -> Void)?
 
     private struct Pending {
         var continuation: CheckedContinuation<HUEnvelope, Error>
@@ -276,6 +278,28 @@ public final class HeadUnitConnection: @unchecked Sendable {
         deliver(envelope)
     }
 
+    fileprivate func receivedData(channel: UInt32, _ payload: ByteBuffer) {
+        dataHandler?(channel, payload)
+    }
+
+    /// On the loop: session bytes in one DATA frame (the caller keeps within its credit).
+    func sendData(channel: UInt32, _ payload: ByteBuffer) {
+        eventLoop.preconditionInEventLoop()
+        guard !isClosed else { return }
+        outbound.writeFrameHeader(FrameHeader(kind: .data, channel: channel, length: UInt32(payload.readableBytes)))
+        outbound.writeImmutableBuffer(payload)
+        scheduleFlush()
+    }
+
+    /// On the loop: an envelope with request_id 0 (a one-way message such as SessionCredit).
+    func sendOneWay(_ body: HUEnvelope.OneOf_Body) {
+        eventLoop.preconditionInEventLoop()
+        guard !isClosed else { return }
+        var envelope = HUEnvelope()
+        envelope.body = body
+        enqueue(envelope)
+    }
+
     fileprivate func receivedPing(_ payload: ByteBuffer) {
         outbound.writeFrame(kind: .pong, payload: payload)
         scheduleFlush()
@@ -292,6 +316,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
         closeHandler?(reason)
         closeHandler = nil
         eventHandler = nil
+        dataHandler = nil
     }
 
     fileprivate func failed(_ error: Error) {
@@ -359,7 +384,9 @@ private final class ClientHandler: ChannelInboundHandler {
             }
         case .ping:
             connection.receivedPing(frame.payload)
-        case .pong, .data, .none:
+        case .data:
+            connection.receivedData(channel: frame.header.channel, frame.payload)
+        case .pong, .none:
             break
         }
     }

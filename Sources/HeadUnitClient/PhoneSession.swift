@@ -42,6 +42,8 @@ public final class PhoneSession: @unchecked Sendable {
     private let eventContinuation: AsyncStream<PhoneEvent>.Continuation
     /// The same events for `nextEvent(where:)`; taken out of order on demand.
     let mailbox: Mailbox<PhoneEvent>
+    /// External Accessory sessions of this phone's apps.
+    let sessionRouter: SessionRouter
 
     // ---- loop-confined
     private var apps: [String: CarApp] = [:]
@@ -50,6 +52,7 @@ public final class PhoneSession: @unchecked Sendable {
         self.connection = connection
         self.deviceName = deviceName
         self.mailbox = Mailbox(eventLoop: connection.eventLoop)
+        self.sessionRouter = SessionRouter(connection: connection)
         (events, eventContinuation) = AsyncStream.makeStream(of: PhoneEvent.self, bufferingPolicy: .bufferingNewest(4096))
     }
 
@@ -66,6 +69,7 @@ public final class PhoneSession: @unchecked Sendable {
             let phone = PhoneSession(connection: connection, deviceName: deviceName)
             connection.eventHandler = { [weak phone] envelope in phone?.handle(envelope) }
             connection.closeHandler = { [weak phone] _ in phone?.closed() }
+            connection.dataHandler = { [weak phone] channel, payload in phone?.sessionRouter.data(channel: channel, payload) }
             session = phone
         }
         _ = connection
@@ -139,6 +143,7 @@ public final class PhoneSession: @unchecked Sendable {
     // MARK: inbound (event loop)
 
     private func handle(_ envelope: HUEnvelope) {
+        if let body = envelope.body, sessionRouter.handle(body) { return }
         let event: PhoneEvent
         switch envelope.body {
         case .sceneConnected(let scene):
@@ -170,6 +175,7 @@ public final class PhoneSession: @unchecked Sendable {
     }
 
     private func closed() {
+        sessionRouter.closeAll(.phoneGone)
         mailbox.finish()
         eventContinuation.finish()
     }

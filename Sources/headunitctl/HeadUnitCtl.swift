@@ -13,8 +13,8 @@ struct HeadUnitCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "headunitctl",
         abstract: "Talk to headunitd: play a phone from a scenario, watch the car's screens, inject input.",
-        discussion: "Car commands (status, watch, launch, tap, press, back) connect as the car's HMI, over the Unix socket only. The daemon keeps one HMI: a new one replaces the one connected (a running `watch` is cut off with ERROR_CODE_REPLACED).",
-        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self]
+        discussion: "Car commands (status, watch, launch, tap, press, back) connect as an HMI, over the Unix socket only. Any number of HMIs may be connected at once: a running `watch` stays connected and shows what the other commands change. `accessory` serves External Accessory protocols as a car feature (Unix socket only); `session` opens one as an automaker app on the phone side.",
+        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self, Accessory.self, Session.self]
     )
 }
 
@@ -104,6 +104,10 @@ struct Status: AsyncParsableCommand {
             }
             let state = status.vehicleState
             print("vehicle: \(state.driving ? "driving" : "parked")\(state.limitLists ? ", lists limited" : "")\(state.limitKeyboard ? ", keyboard limited" : ""), \(state.contentStyle)\(state.nativeNavigationActive ? ", native navigation" : "")")
+            for accessory in status.accessoryProtocols {
+                print("accessory protocol \(accessory.protocol): " + (accessory.available
+                    ? "served by peer #\(accessory.servedBy), \(accessory.sessions) session(s)" : "declared, unavailable"))
+            }
             await hmi.close()
         } catch {
             await hmi.close()

@@ -1,0 +1,361 @@
+import HeadUnitWire
+import NIOCore
+import NIOPosix
+
+/// One External Accessory session, as `EASession` is on iOS: bytes in (an
+/// `AsyncSequence` of buffers) and bytes out (`write`, which waits for the
+/// other side's credit: backpressure). PROTOCOL.md section 18.
+///
+///     let stream = try await phone.openAccessorySession(appID: "com.acme.laps", protocol: "com.acme.performance")
+///     try await stream.write(ByteBuffer(string: "hello"))
+///     for try await bytes in stream { ... }
+///
+/// Reading grants credit back as buffers are taken, so a reader that stops
+/// stops the writer at the other end; nothing queues without bound.
+public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
+    public typealias Element = ByteBuffer
+
+    public let channel: UInt32
+    public let appID: String
+    /// The protocol in the vehicle's spelling.
+    public let protocolName: String
+    let connection: HeadUnitConnection
+    private var loop: EventLoop { connection.eventLoop }
+
+    // ---- loop-confined
+    private var inbox: [ByteBuffer] = []
+    private var reader: CheckedContinuation<ByteBuffer?, Error>?
+    private var sendCredit: Int
+    private var writers: [CheckedContinuation<Void, Error>] = []
+    private var consumedSinceGrant = 0
+    private let grantStep: Int
+    /// Why the session ended (nil while open).
+    private var ended: HUSessionClosed?
+
+    init(channel: UInt32, appID: String, protocolName: String, initialCredit: UInt32, connection: HeadUnitConnection) {
+        self.channel = channel
+        self.appID = appID
+        self.protocolName = protocolName
+        self.sendCredit = Int(initialCredit)
+        // Grant what was read once a quarter of the window is consumed: few messages, no stall.
+        self.grantStep = Swift.max(1, Int(initialCredit) / 4)
+        self.connection = connection
+    }
+
+    /// Why the session ended, once it has.
+    public func closeReason() async -> HUSessionClosed? {
+        await connection.onLoopAsync { self.ended }
+    }
+
+    // MARK: reading
+
+    /// The next bytes the other side sent, or nil when the session ended.
+    /// Throws `HeadUnitError` when it ended abnormally (not closed by either side).
+    public func read() async throws -> ByteBuffer? {
+        try await withCheckedThrowingContinuation { continuation in
+            connection.onLoop {
+                if !self.inbox.isEmpty {
+                    continuation.resume(returning: self.take())
+                } else if let ended = self.ended {
+                    Self.finish(continuation, ended)
+                } else {
+                    self.reader = continuation
+                }
+            }
+        }
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let stream: AccessoryStream
+        public mutating func next() async throws -> ByteBuffer? { try await stream.read() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
+
+    private func take() -> ByteBuffer {
+        let buffer = inbox.removeFirst()
+        consumedSinceGrant += buffer.readableBytes
+        if consumedSinceGrant >= grantStep, ended == nil {
+            connection.sendOneWay(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(consumedSinceGrant) }))
+            consumedSinceGrant = 0
+        }
+        return buffer
+    }
+
+    private static func finish(_ continuation: CheckedContinuation<ByteBuffer?, Error>, _ ended: HUSessionClosed) {
+        switch ended.reason {
+        case .closedByApp, .closedByAccessory, .appClosed:
+            continuation.resume(returning: nil)
+        default:
+            continuation.resume(throwing: HeadUnitError(code: .notConnected, message: "accessory session ended: \(ended.reason) \(ended.detail)", origin: .connectionClosed))
+        }
+    }
+
+    // MARK: writing
+
+    /// Sends all of `bytes`, in DATA frames within the credit the other side
+    /// granted, waiting for more credit when it runs out.
+    public func write(_ bytes: ByteBuffer) async throws {
+        var rest = bytes
+        let maxFrame = Int(Swift.max(1024, connection.welcome.limits.maxPayloadBytes))
+        while rest.readableBytes > 0 {
+            let credit = try await waitForCredit()
+            let count = Swift.min(credit, maxFrame, rest.readableBytes)
+            let slice = rest.readSlice(length: count)!
+            try await connection.onLoopAsyncThrowing {
+                if let ended = self.ended {
+                    throw HeadUnitError(code: .notConnected, message: "accessory session ended: \(ended.reason)", origin: .connectionClosed)
+                }
+                self.sendCredit -= count
+                self.connection.sendData(channel: self.channel, slice)
+            }
+        }
+    }
+
+    public func write(_ bytes: [UInt8]) async throws {
+        try await write(ByteBuffer(bytes: bytes))
+    }
+
+    private func waitForCredit() async throws -> Int {
+        while true {
+            let credit = try await connection.onLoopAsyncThrowing { () -> Int in
+                if let ended = self.ended {
+                    throw HeadUnitError(code: .notConnected, message: "accessory session ended: \(ended.reason)", origin: .connectionClosed)
+                }
+                return self.sendCredit
+            }
+            if credit > 0 { return credit }
+            // Out of credit: wait until a grant (or the end) arrives, then look again.
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                connection.onLoop {
+                    if self.ended != nil || self.sendCredit > 0 {
+                        continuation.resume()
+                    } else {
+                        self.writers.append(continuation)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the session; the other side gets SessionClosed.
+    public func close(detail: String = "") async throws {
+        try await connection.request(.closeSession(HUCloseSession.with { $0.channel = channel; $0.detail = detail }))
+        await connection.onLoopAsync {
+            self.end(HUSessionClosed.with { $0.channel = self.channel; $0.appID = self.appID; $0.protocol = self.protocolName; $0.reason = .closedByApp })
+        }
+    }
+
+    // MARK: from the router (event loop)
+
+    func received(_ payload: ByteBuffer) {
+        if let reader {
+            self.reader = nil
+            inbox.append(payload)
+            reader.resume(returning: take())
+        } else {
+            inbox.append(payload)
+        }
+    }
+
+    func granted(_ bytes: UInt32) {
+        sendCredit += Int(bytes)
+        let waiting = writers
+        writers.removeAll()
+        for writer in waiting { writer.resume(returning: ()) }
+    }
+
+    func end(_ closed: HUSessionClosed) {
+        guard ended == nil else { return }
+        ended = closed
+        if let reader, inbox.isEmpty {
+            self.reader = nil
+            Self.finish(reader, closed)
+        }
+        let waiting = writers
+        writers.removeAll()
+        let error = HeadUnitError(code: .notConnected, message: "accessory session ended: \(closed.reason)", origin: .connectionClosed)
+        for writer in waiting { writer.resume(throwing: error) }
+    }
+}
+
+/// Routes one connection's session traffic (DATA frames, credits, endings)
+/// to its `AccessoryStream`s. Loop-confined, owned by the phone or accessory session.
+final class SessionRouter: @unchecked Sendable {
+    let connection: HeadUnitConnection
+    private var streams: [UInt32: AccessoryStream] = [:]
+    /// Openings the daemon answered but nobody claimed yet, by channel.
+    private var outcomes: [UInt32: HUEnvelope.OneOf_Body] = [:]
+    private var claims: [UInt32: CheckedContinuation<HUEnvelope.OneOf_Body, Never>] = [:]
+
+    init(connection: HeadUnitConnection) {
+        self.connection = connection
+    }
+
+    func add(_ stream: AccessoryStream) {
+        streams[stream.channel] = stream
+    }
+
+    func data(channel: UInt32, _ payload: ByteBuffer) {
+        streams[channel]?.received(payload)
+    }
+
+    /// True when the envelope was session traffic.
+    func handle(_ body: HUEnvelope.OneOf_Body) -> Bool {
+        switch body {
+        case .sessionCredit(let credit):
+            streams[credit.channel]?.granted(credit.bytes)
+        case .sessionClosed(let closed):
+            if let stream = streams.removeValue(forKey: closed.channel) {
+                stream.end(closed)
+            } else {
+                settle(closed.channel, body)
+            }
+        case .sessionOpened(let opened):
+            settle(opened.channel, body)
+        default:
+            return false
+        }
+        return true
+    }
+
+    private func settle(_ channel: UInt32, _ body: HUEnvelope.OneOf_Body) {
+        if let claim = claims.removeValue(forKey: channel) {
+            claim.resume(returning: body)
+        } else {
+            outcomes[channel] = body
+        }
+    }
+
+    /// Waits for the daemon's SessionOpened or SessionClosed on `channel`.
+    func outcome(of channel: UInt32) async -> HUEnvelope.OneOf_Body {
+        await withCheckedContinuation { continuation in
+            connection.onLoop {
+                if let body = self.outcomes.removeValue(forKey: channel) {
+                    continuation.resume(returning: body)
+                } else {
+                    self.claims[channel] = continuation
+                }
+            }
+        }
+    }
+
+    func closeAll(_ reason: HUSessionCloseReason) {
+        for stream in streams.values {
+            stream.end(HUSessionClosed.with { $0.channel = stream.channel; $0.appID = stream.appID; $0.reason = reason })
+        }
+        streams.removeAll()
+        for claim in claims.values {
+            claim.resume(returning: .sessionClosed(HUSessionClosed.with { $0.reason = reason; $0.detail = "connection closed" }))
+        }
+        claims.removeAll()
+    }
+}
+
+extension HeadUnitConnection {
+    func onLoopAsyncThrowing<T>(_ body: @escaping () throws -> T) async throws -> T {
+        if eventLoop.inEventLoop { return try body() }
+        return try await eventLoop.submit(body).get()
+    }
+}
+
+// MARK: - The phone side
+
+extension PhoneSession {
+    /// Opens a session for an automaker app on one of its matched protocols
+    /// (`EASession(accessory:forProtocol:)`); returns once the accessory accepted.
+    /// Throws `HeadUnitError` with the car's code, or `.notConnected` when the
+    /// accessory refused (its reason in the message).
+    public func openAccessorySession(appID: String, protocol name: String) async throws -> AccessoryStream {
+        let result = try await connection.request(.openSession(HUOpenSession.with { $0.appID = appID; $0.protocol = name }))
+        let session = result.accessorySession
+        switch await sessionRouter.outcome(of: session.channel) {
+        case .sessionOpened(let opened):
+            let stream = AccessoryStream(
+                channel: opened.channel, appID: appID, protocolName: opened.protocol, initialCredit: opened.initialCredit, connection: connection)
+            await connection.onLoopAsync { self.sessionRouter.add(stream) }
+            return stream
+        case .sessionClosed(let closed):
+            throw HeadUnitError(code: .notConnected, message: "accessory session refused: \(closed.reason) \(closed.detail)", origin: .result)
+        default:
+            throw HeadUnitError(code: .unknownMessage, message: "unexpected answer to OpenSession", origin: .unexpectedAnswer)
+        }
+    }
+}
+
+// MARK: - The accessory side
+
+/// A car accessory feature (role ACCESSORY, Unix socket only): serves protocol
+/// strings and accepts sessions from automaker apps.
+///
+///     let climate = try await AccessoryPeer.connect(to: .default, name: "climate ECU")
+///     try await climate.serve(["com.acme.climate"])
+///     for await stream in climate.sessions { Task { for try await bytes in stream { try await stream.write(bytes) } } }
+public final class AccessoryPeer: @unchecked Sendable {
+    public let connection: HeadUnitConnection
+    /// Sessions accepted, in order.
+    public let sessions: AsyncStream<AccessoryStream>
+    private let sessionContinuation: AsyncStream<AccessoryStream>.Continuation
+    let router: SessionRouter
+    /// Decides on each request (on the event loop); accepting by default.
+    private let shouldAccept: @Sendable (HUSessionRequested) -> String?
+
+    private init(connection: HeadUnitConnection, shouldAccept: @escaping @Sendable (HUSessionRequested) -> String?) {
+        self.connection = connection
+        self.router = SessionRouter(connection: connection)
+        self.shouldAccept = shouldAccept
+        (sessions, sessionContinuation) = AsyncStream.makeStream(of: AccessoryStream.self)
+    }
+
+    /// `refusal` returns nil to accept a requested session, or the reason to refuse it.
+    public static func connect(
+        to endpoint: HeadUnitEndpoint, name: String,
+        refusal: @escaping @Sendable (HUSessionRequested) -> String? = { _ in nil },
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> AccessoryPeer {
+        var peer: AccessoryPeer?
+        _ = try await HeadUnitConnection.connect(
+            to: endpoint, configuration: HeadUnitConnection.Configuration(role: .accessory, name: name), group: group
+        ) { connection in
+            let accessory = AccessoryPeer(connection: connection, shouldAccept: refusal)
+            connection.eventHandler = { [weak accessory] envelope in accessory?.handle(envelope) }
+            connection.dataHandler = { [weak accessory] channel, payload in accessory?.router.data(channel: channel, payload) }
+            connection.closeHandler = { [weak accessory] _ in
+                accessory?.router.closeAll(.shuttingDown)
+                accessory?.sessionContinuation.finish()
+            }
+            peer = accessory
+        }
+        return peer!
+    }
+
+    /// Serves exactly these protocols from now on.
+    public func serve(_ protocols: [String]) async throws {
+        try await connection.request(.serveProtocols(HUServeProtocols.with { $0.protocols = protocols }))
+    }
+
+    public func close() async {
+        await connection.close()
+    }
+
+    private func handle(_ envelope: HUEnvelope) {
+        guard let body = envelope.body else { return }
+        if router.handle(body) { return }
+        guard case .sessionRequested(let requested) = body else { return }
+        let refusal = shouldAccept(requested)
+        // Queued now, before the stream is handed out, so DATA written to it
+        // reaches the daemon after the answer and finds the session open. The
+        // daemon's Result (request_id 0) arrives as a notice nobody needs.
+        connection.sendOneWay(.answerSession(HUAnswerSession.with {
+            $0.channel = requested.channel
+            $0.accept = refusal == nil
+            $0.reason = refusal ?? ""
+        }))
+        guard refusal == nil else { return }
+        let stream = AccessoryStream(
+            channel: requested.channel, appID: requested.appID, protocolName: requested.protocol,
+            initialCredit: requested.initialCredit, connection: connection)
+        router.add(stream)
+        sessionContinuation.yield(stream)
+    }
+}
