@@ -49,6 +49,10 @@ public final class ScenarioPlayer {
     public let options: Options
     private var phone: PhoneSession?
     private var hmi: HMISession?
+    /// The car feature serving protocols for `serve` steps (echoes every session).
+    private var accessory: AccessoryPeer?
+    /// Where car-side connections (HMI, accessory) go.
+    private var carEndpoint: HeadUnitEndpoint?
     private var timeout: TimeAmount = .seconds(3)
 
     public init(options: Options) {
@@ -103,6 +107,7 @@ public final class ScenarioPlayer {
             } else {
                 endpoint = .default
             }
+            carEndpoint = endpoint
             do {
                 hmi = try await HMISession.connect(to: endpoint, name: "headunitctl play")
             } catch {
@@ -123,6 +128,8 @@ public final class ScenarioPlayer {
         }
 
         await self.hmi?.close()
+        await accessory?.close()
+        accessory = nil
         await phone.close()
         let verdict = report.succeeded ? "PASSED" : "FAILED"
         options.log("scenario \(verdict): \(report.passed) passed, \(report.skipped) skipped, \(report.failures.count) failed")
@@ -175,7 +182,7 @@ public final class ScenarioPlayer {
 
     static func isHMIStep(_ step: HUScenarioStep) -> Bool {
         switch step.action {
-        case .launch, .hmiInput, .setVehicleState, .expectScreen: return true
+        case .launch, .hmiInput, .setVehicleState, .expectScreen, .serve, .expectHome: return true
         case .closeApp(let close): return !close.byPhone
         case .disconnect(let disconnect): return disconnect.hmi
         default: return false
@@ -205,6 +212,12 @@ public final class ScenarioPlayer {
             return (Self.describe(expect), await self.expectScreen(expect))
         case .disconnect(let disconnect):
             return ("disconnect \(disconnect.hmi ? (disconnect.phone ? "phone and HMI" : "HMI") : "phone")", await self.disconnect(disconnect))
+        case .serve(let serve):
+            return ("serve \(serve.protocols.joined(separator: ", "))", await self.serve(serve))
+        case .openSession(let open):
+            return ("open_session \(open.protocol) (\(open.appID))", await self.openSession(open))
+        case .expectHome(let expect):
+            return ("expect_home [\(expect.appIds.joined(separator: ", "))]", await self.expectHome(expect))
         case .none:
             return ("(empty step)", .failed("the step has no action"))
         }
@@ -378,6 +391,64 @@ public final class ScenarioPlayer {
         }
         let current = await hmi.screen(screen)
         return .failed("screen is \(current.map(ScreenText.summary) ?? "not rendered yet")")
+    }
+
+    private func serve(_ step: HUScenarioServe) async -> Outcome {
+        guard let endpoint = carEndpoint else { return .skipped("no car-side connection (--without-hmi)") }
+        do {
+            if accessory == nil {
+                let peer = try await AccessoryPeer.connect(to: endpoint, name: "scenario accessory")
+                accessory = peer
+                Task {
+                    for await stream in peer.sessions {
+                        Task { for try await bytes in stream { try await stream.write(bytes) } }
+                    }
+                }
+            }
+            let result = try await accessory!.connection.resultOf(.serveProtocols(HUServeProtocols.with { $0.protocols = step.protocols }))
+            return check(result, expect: step.expect)
+        } catch {
+            return failure(error)
+        }
+    }
+
+    private func openSession(_ step: HUScenarioOpenSession) async -> Outcome {
+        guard let phone else { return .failed("phone disconnected") }
+        let stream: AccessoryStream
+        do {
+            stream = try await phone.openAccessorySession(appID: step.appID, protocol: step.protocol)
+        } catch let error as HeadUnitError where error.origin == .result {
+            return error.code == step.expect && step.expect != .ok ? .expectedError(step.expect) : .failed("\(error)")
+        } catch {
+            return failure(error)
+        }
+        if step.expect != .ok { return .failed("expected \(ErrorCodeNames.name(step.expect)), the session opened") }
+        guard !step.send.isEmpty else { return .ok("channel \(stream.channel)") }
+        do {
+            let sent = Array(step.send.utf8)
+            try await stream.write(sent)
+            var echoed: [UInt8] = []
+            for try await bytes in stream {
+                echoed += Array(bytes.readableBytesView)
+                if echoed.count >= sent.count { break }
+            }
+            try await stream.close()
+            return echoed == sent ? .ok("channel \(stream.channel), \(sent.count) bytes echoed") : .failed("sent \(sent), got back \(echoed)")
+        } catch {
+            return failure(error)
+        }
+    }
+
+    private func expectHome(_ step: HUScenarioExpectHome) async -> Outcome {
+        guard let hmi else { return .skipped("no HMI") }
+        let wait = step.timeoutMs == 0 ? timeout : .milliseconds(Int64(step.timeoutMs))
+        let deadline = NIODeadline.now() + wait
+        while NIODeadline.now() < deadline {
+            if let home = await hmi.homeScreen(), home.icons.map(\.appID) == step.appIds { return .ok("") }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let shown = await hmi.homeScreen()?.icons.map(\.appID) ?? []
+        return .failed("home screen shows [\(shown.joined(separator: ", "))]")
     }
 
     private func disconnect(_ step: HUScenarioDisconnect) async -> Outcome {

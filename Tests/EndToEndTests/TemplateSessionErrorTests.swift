@@ -178,6 +178,19 @@ struct CategoryScenarioTests {
         #expect(report.passed == report.steps)
         #expect(report.steps > 20)
     }
+
+    /// Seed 003's three automaker apps, their home screen and their sessions.
+    @Test func automakerAppsOfSeed003() async throws {
+        let daemon = try await ClientTestDaemon.start()
+        defer { daemon.stop() }
+        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
+        options.hmiEndpoint = daemon.unixEndpoint
+        var lines: [String] = []
+        options.log = { lines.append($0) }
+        let report = try await ScenarioPlayer(options: options).play(try ScenarioPlayer.load(path: scenarioPath("automaker.json")))
+        #expect(report.succeeded, "\(lines.joined(separator: "\n"))")
+        #expect(report.passed == report.steps && report.steps == 9)
+    }
 }
 
 /// Every error code in errors.proto is provoked by some test in this target.

@@ -143,6 +143,30 @@ public nonisolated struct HUScenarioStep: Sendable {
     set {action = .disconnect(newValue)}
   }
 
+  public var serve: HUScenarioServe {
+    get {
+      if case .serve(let v)? = action {return v}
+      return HUScenarioServe()
+    }
+    set {action = .serve(newValue)}
+  }
+
+  public var openSession: HUScenarioOpenSession {
+    get {
+      if case .openSession(let v)? = action {return v}
+      return HUScenarioOpenSession()
+    }
+    set {action = .openSession(newValue)}
+  }
+
+  public var expectHome: HUScenarioExpectHome {
+    get {
+      if case .expectHome(let v)? = action {return v}
+      return HUScenarioExpectHome()
+    }
+    set {action = .expectHome(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -156,6 +180,9 @@ public nonisolated struct HUScenarioStep: Sendable {
     case waitMs(UInt32)
     case expectScreen(HUScenarioExpectScreen)
     case disconnect(HUScenarioDisconnect)
+    case serve(HUScenarioServe)
+    case openSession(HUScenarioOpenSession)
+    case expectHome(HUScenarioExpectHome)
 
   }
 
@@ -647,6 +674,57 @@ public nonisolated struct HUScenarioDisconnect: Sendable {
   public init() {}
 }
 
+/// Car: an accessory peer (Unix socket) serving these protocols; it accepts
+/// every session and echoes its bytes. A later serve step replaces the list.
+public nonisolated struct HUScenarioServe: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var protocols: [String] = []
+
+  public var expect: HUErrorCode = .ok
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Phone: OpenSession for an app; when it opens and `send` is set, writes
+/// those bytes and expects the same bytes back (the scenario's accessory echoes).
+public nonisolated struct HUScenarioOpenSession: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var `protocol`: String = String()
+
+  public var expect: HUErrorCode = .ok
+
+  public var send: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// HMI: waits until the home screen shows exactly these apps, in order.
+public nonisolated struct HUScenarioExpectHome: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appIds: [String] = []
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
@@ -713,7 +791,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScenarioStep"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{2}\u{9}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{2}\u{9}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -847,6 +925,45 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
           self.action = .disconnect(v)
         }
       }()
+      case 20: try {
+        var v: HUScenarioServe?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .serve(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .serve(v)
+        }
+      }()
+      case 21: try {
+        var v: HUScenarioOpenSession?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .openSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .openSession(v)
+        }
+      }()
+      case 22: try {
+        var v: HUScenarioExpectHome?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .expectHome(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .expectHome(v)
+        }
+      }()
       default: break
       }
     }
@@ -900,6 +1017,18 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
     case .disconnect?: try {
       guard case .disconnect(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+    }()
+    case .serve?: try {
+      guard case .serve(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+    }()
+    case .openSession?: try {
+      guard case .openSession(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+    }()
+    case .expectHome?: try {
+      guard case .expectHome(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
     }()
     case nil: break
     }
@@ -1786,6 +1915,121 @@ nonisolated extension HUScenarioDisconnect: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: HUScenarioDisconnect, rhs: HUScenarioDisconnect) -> Bool {
     if lhs.hmi != rhs.hmi {return false}
     if lhs.phone != rhs.phone {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioServe: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioServe"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}protocols\0\u{1}expect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.protocols) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.protocols.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.protocols, fieldNumber: 1)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioServe, rhs: HUScenarioServe) -> Bool {
+    if lhs.protocols != rhs.protocols {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioOpenSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioOpenSession"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}protocol\0\u{1}expect\0\u{1}send\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.`protocol`) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.send) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.`protocol`.isEmpty {
+      try visitor.visitSingularStringField(value: self.`protocol`, fieldNumber: 2)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 3)
+    }
+    if !self.send.isEmpty {
+      try visitor.visitSingularStringField(value: self.send, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioOpenSession, rhs: HUScenarioOpenSession) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.`protocol` != rhs.`protocol` {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.send != rhs.send {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioExpectHome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectHome"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_ids\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.appIds) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.appIds, fieldNumber: 1)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioExpectHome, rhs: HUScenarioExpectHome) -> Bool {
+    if lhs.appIds != rhs.appIds {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
