@@ -43,6 +43,9 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Items in the pushed list.")
     var items = 12
 
+    @Option(name: .customLong("accessory-mib"), help: "Also send this many MiB each way through one External Accessory session (0: skip).")
+    var accessoryMiB = 0
+
     func validate() throws {
         if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
     }
@@ -106,6 +109,23 @@ struct HeadUnitBench: AsyncParsableCommand {
         if let idleRSS { print(row("daemon RSS idle", formatMiB(idleRSS))) }
         if let afterRSS { print(row("daemon RSS after the run", formatMiB(afterRSS))) }
         if daemon == nil { print(row("daemon RSS", "n/a (use --spawn)")) }
+
+        if accessoryMiB > 0 {
+            let beforeRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
+            let report = try await AccessoryBench(endpoint: endpoint, megabytes: accessoryMiB).run()
+            let peakRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
+            let bytes = Double(accessoryMiB) * 2
+            let rtts = report.echoRTTs.sorted()
+            func percentile(_ p: Double) -> Double { rtts.isEmpty ? 0 : rtts[min(rtts.count - 1, Int(Double(rtts.count) * p))] }
+            print("")
+            print("External Accessory session: \(accessoryMiB) MiB each way at once through one session")
+            print(row("bytes intact (FNV-1a both ends)", report.intact ? "yes" : "NO"))
+            print(row("session throughput (both ways)", format1(bytes / report.sessionSeconds) + " MiB/s"))
+            print(row("bare AF_UNIX socket pair (same bytes)", format1(bytes / report.rawSeconds) + " MiB/s"))
+            print(row("second session RTT p50 during it", format1(percentile(0.5)) + " us (\(rtts.count) round trips)"))
+            print(row("second session RTT p99 during it", format1(percentile(0.99)) + " us"))
+            if let beforeRSS, let peakRSS { print(row("daemon RSS before / after", formatMiB(beforeRSS) + " / " + formatMiB(peakRSS))) }
+        }
     }
 
     struct Latency {
