@@ -452,6 +452,7 @@ func errnoText() -> String { String(cString: strerror(errno)) }
 func systemClose(_ fd: CInt) -> CInt { Glibc.close(fd) }
 
 func hex(_ bytes: [UInt8]) -> String {
+    if bytes.isEmpty { return "(empty)" }
     let shown = bytes.prefix(48).map { byte -> String in
         let text = String(byte, radix: 16)
         return text.count == 1 ? "0" + text : text

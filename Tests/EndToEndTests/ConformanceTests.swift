@@ -6,8 +6,8 @@ import Testing
 /// real daemon on both transports, and against a deliberately broken endpoint.
 @Suite("Conformance kit", .serialized)
 struct ConformanceTests {
-    /// Short heartbeat and handshake time-outs so the slow checks run too.
-    static let limits: [String: UInt64] = ["heartbeatIntervalMs": 400, "heartbeatTimeoutMs": 1600, "handshakeTimeoutMs": 1000]
+    /// Short heartbeat, handshake and completion time-outs so the slow checks run too.
+    static let limits: [String: UInt64] = ["heartbeatIntervalMs": 400, "heartbeatTimeoutMs": 1600, "handshakeTimeoutMs": 1000, "completionTimeoutMs": 800]
 
     static func run(_ options: ConformanceOptions, checks: [ConformanceCheck] = ConformanceKit.allChecks) -> (ConformanceReport, String) {
         var lines: [String] = []

@@ -181,6 +181,57 @@ enum PhoneSessionChecks {
                 return nil
             }
         },
+        ConformanceCheck("session.completion-timeout", .p("11.6"), "no CompleteEvent within completion_timeout_ms: spinner_stopped, AppEvent timed_out; a late CompleteEvent gets COMPLETION_TIMEOUT", needsCarRole: true) { ctx in
+            let timeout = Int(ctx.limits.completionTimeoutMs)
+            guard timeout <= 3000 || ctx.options.slow else {
+                throw CheckSkipped("completion_timeout_ms is \(timeout); use --slow to wait for it")
+            }
+            let app = try ctx.launchedApp([Entitlement.audio])
+            try app.ok(.setRoot(Make.list("root")), "set_root")
+            try requireCode(try app.hmi.request(hmiInput("root", selectItem("root.i0")), "select_item root.i0"), .ok, "HMI select_item")
+            let start = WireConnection.nowMs()
+            let eventID = try app.phone.take("AppEvent{item_selected}") { envelope -> UInt64? in
+                if case .appEvent(let event) = envelope.body, case .itemSelected? = event.kind { return event.eventID }
+                return nil
+            }
+            let wait = timeout + ctx.timeoutMs
+            let timedOut = try app.phone.take("AppEvent{timed_out{\(eventID)}} within \(timeout) ms", timeoutMs: wait) { envelope -> UInt64? in
+                if case .appEvent(let event) = envelope.body, case .timedOut(let out)? = event.kind { return out.timedOutEventID }
+                return nil
+            }
+            let waited = Int(WireConnection.nowMs() - start)
+            try require(timedOut == eventID, "timed_out_event_id \(eventID)", got: "\(timedOut)")
+            try require(waited >= timeout * 8 / 10, "no time-out before about completion_timeout_ms (\(timeout))", got: "timed_out after \(waited) ms")
+            _ = try app.hmi.take("ScreenUpdate{spinner_stopped{\(eventID)}}", timeoutMs: wait) { envelope -> Bool? in
+                if case .screenUpdate(let update) = envelope.body, case .spinnerStopped(let pending)? = update.change, pending.eventID == eventID { return true }
+                return nil
+            }
+            try requireCode(try complete(app, eventID), .completionTimeout, "CompleteEvent after the event timed out")
+        },
+        ConformanceCheck("session.update-in-place", .p("11.9"), "update (same id) and update_item: Result OK, the HMI gets ScreenUpdate{diff} with exactly the changed list_item (TEMPLATES §7)", needsCarRole: true) { ctx in
+            let app = try ctx.launchedApp([Entitlement.audio])
+            var template = Make.list("root", items: 12)
+            try app.ok(.setRoot(template), "set_root with 12 items")
+            _ = try fullScreen(app.hmi, "ScreenUpdate{full} with root") { $0.stack == ["root"] }
+            template.list.sections[0].items[4].general.text = "Changed by update"
+            try app.ok(.update(template), "update root with item 4 changed")
+            let diff = try screenUpdate(app.hmi, "ScreenUpdate{diff} for the update") { update -> HUTemplateDiff? in
+                if case .diff(let diff)? = update.change { return diff }
+                return nil
+            }
+            try require(diff.templateID == "root" && diff.changes.count == 1 && diff.changes[0].listItem.id == "root.i4" && diff.changes[0].listItem.general.text == "Changed by update",
+                        "diff{root: one list_item root.i4}", got: "diff{\(diff.templateID): \(diff.changes.count) change(s)\(diff.changes.first.map { ", first " + String(describing: $0.element).prefix(60) } ?? "")}")
+            var update = HUItemUpdate()
+            update.templateID = "root"
+            update.item = Make.item("root.i7")
+            update.item.general.text = "Changed by update_item"
+            try app.ok(.updateItem(update), "update_item root.i7")
+            let second = try screenUpdate(app.hmi, "ScreenUpdate{diff} for update_item") { update -> HUTemplateDiff? in
+                if case .diff(let diff)? = update.change { return diff }
+                return nil
+            }
+            try require(second.changes.count == 1 && second.changes[0].listItem.id == "root.i7", "diff with one list_item root.i7", got: "\(second.changes.count) change(s)")
+        },
         ConformanceCheck("session.go-back", .p("11.7"), "the car's back button pops with lifecycle events; at the root it leaves for the home screen, scene kept", needsCarRole: true) { ctx in
             let app = try ctx.launchedApp([Entitlement.audio])
             try app.ok(.setRoot(Make.list("root")), "set_root")
