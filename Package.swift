@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "HeadUnitFuzz", targets: ["HeadUnitFuzz"]),
         .library(name: "HeadUnitClient", targets: ["HeadUnitClient"]),
         .library(name: "HeadUnitWire", targets: ["HeadUnitWire"]),
+        .library(name: "HeadUnitConformance", targets: ["HeadUnitConformance"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -65,6 +66,15 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The black-box conformance kit: checks any endpoint over the wire only
+        // (raw sockets and the frame codec; no HeadUnitClient logic).
+        .target(
+            name: "HeadUnitConformance",
+            dependencies: [
+                "HeadUnitWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "headunitd",
             dependencies: [
@@ -80,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "headunitctl",
             dependencies: [
-                "HeadUnitClient", "HeadUnitWire",
+                "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -126,7 +136,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "HeadUnitClient", "HeadUnitWire",
+                "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

@@ -1,0 +1,91 @@
+import HeadUnitWire
+
+/// PROTOCOL.md §12 The HMI session.
+enum HMIChecks {
+    static let all: [ConformanceCheck] = [
+        ConformanceCheck("hmi.initial-state", .p("12.1"), "right after Welcome an HMI gets a HomeScreen, then ScreenUpdate{SCREEN_MAIN, full}", needsCarRole: true) { ctx in
+            let hmi = try ctx.hmi()
+            let first = try hmi.readEnvelope("HomeScreen")
+            guard case .homeScreen = first.body else { throw CheckFailure(expected: "HomeScreen first after Welcome", got: describe(first)) }
+            try require(first.requestID == 0, "request_id 0 on an event (§4)", got: "\(first.requestID)")
+            let second = try hmi.readEnvelope("ScreenUpdate{full}")
+            guard case .screenUpdate(let update) = second.body, case .full? = update.change else {
+                throw CheckFailure(expected: "ScreenUpdate{full} second", got: describe(second))
+            }
+            try require(update.screen == .main, "the main screen's full first", got: "\(update.screen)")
+        },
+        ConformanceCheck("hmi.many-hmis", .p("12"), "any number of HMIs may be connected: a second one does not cut off the first; both get HomeScreens", needsCarRole: true) { ctx in
+            let first = try ctx.hmi("hmi-1")
+            let second = try ctx.hmi("hmi-2")
+            try first.requireAlive("a second HMI connecting")
+            let phone = try ctx.phone()
+            _ = try ctx.announce(phone, [appInfo("com.example.audio", [Entitlement.audio])], device: "Shared Phone")
+            for hmi in [first, second] {
+                _ = try hmi.take("HomeScreen for \"Shared Phone\" on \(hmi.label)") { envelope -> Bool? in
+                    if case .homeScreen(let home) = envelope.body, home.deviceName == "Shared Phone" { return true }
+                    return nil
+                }
+            }
+        },
+        ConformanceCheck("hmi.sequence", .p("12.3"), "ScreenUpdate.sequence +1 per update without gaps; a new HMI's first full carries the current number", needsCarRole: true) { ctx in
+            let app = try ctx.launchedApp([Entitlement.audio])
+            try app.ok(.setRoot(Make.list("root")), "set_root")
+            try app.ok(.push(Make.list("second")), "push")
+            try app.ok(.pop(HUPopTemplate()), "pop")
+            // In arrival order: set_root's full, push's, then pop's.
+            _ = try PhoneSessionChecks.fullScreen(app.hmi, "the full after set_root") { $0.stack == ["root"] && $0.appID == app.appID }
+            _ = try PhoneSessionChecks.fullScreen(app.hmi, "the full after push") { $0.stack == ["root", "second"] }
+            _ = try PhoneSessionChecks.fullScreen(app.hmi, "the full after pop") { $0.stack == ["root"] && $0.appID == app.appID }
+            let sequences = app.hmi.received.compactMap { envelope -> UInt64? in
+                if case .screenUpdate(let update) = envelope.body, update.screen == .main { return update.sequence }
+                return nil
+            }
+            try require(sequences.count >= 4, "at least 4 main-screen updates (initial, launch, set_root, push, pop)", got: "\(sequences.count)")
+            for (a, b) in zip(sequences, sequences.dropFirst()) where b != a &+ 1 {
+                throw CheckFailure(expected: "sequence +1 per update", got: "\(b) after \(a) in \(sequences)")
+            }
+            let late = try ctx.hmi("hmi-late")
+            let full = try late.take("the new HMI's first ScreenUpdate{full}") { envelope -> HUScreenUpdate? in
+                if case .screenUpdate(let update) = envelope.body, update.screen == .main { return update }
+                return nil
+            }
+            try require(full.sequence == sequences.last!, "the screen's current number \(sequences.last!) in the new HMI's full", got: "\(full.sequence)")
+        },
+        ConformanceCheck("hmi.get-status", .p("12.5"), "GetStatus is answered with Result{OK, status}", needsCarRole: true) { ctx in
+            let hmi = try ctx.hmi()
+            let result = try hmi.request(.getStatus(HUGetStatus()), "GetStatus")
+            try requireCode(result, .ok, "GetStatus")
+            guard case .status(let status)? = result.detail else { throw CheckFailure(expected: "Result.status", got: describe(result)) }
+            try require(status.peers >= 1, "at least this HMI among the peers", got: "peers \(status.peers)")
+        },
+        ConformanceCheck("hmi.launch-no-phone", .p("9"), "LaunchApp with no phone connected: NO_PHONE", needsCarRole: true) { ctx in
+            let hmi = try ctx.hmi()
+            var launch = HULaunchApp()
+            launch.appID = "com.example.audio"
+            let result = try hmi.request(.launchApp(launch), "LaunchApp with no phone")
+            try requireCode(result, .noPhone, "LaunchApp with no phone (is another phone connected to this endpoint?)")
+        },
+        ConformanceCheck("hmi.launch-unknown-app", .p("9"), "LaunchApp for an app never announced: UNKNOWN_APP; for a refused app: APP_NOT_LAUNCHABLE", needsCarRole: true) { ctx in
+            let hmi = try ctx.hmi()
+            let phone = try ctx.phone()
+            _ = try ctx.announce(phone, [appInfo("com.example.audio", [Entitlement.audio]), appInfo("com.example.nokeys", [])])
+            var launch = HULaunchApp()
+            launch.appID = "com.example.nope"
+            try requireCode(try hmi.request(.launchApp(launch), "LaunchApp com.example.nope"), .unknownApp, "LaunchApp for an unknown app")
+            launch.appID = "com.example.nokeys"
+            try requireCode(try hmi.request(.launchApp(launch), "LaunchApp com.example.nokeys"), .appNotLaunchable, "LaunchApp for a refused app")
+        },
+        ConformanceCheck("hmi.input-no-app", .p("12.4"), "with no app on the main screen, select_item gets NOT_CONNECTED", needsCarRole: true) { ctx in
+            let hmi = try ctx.hmi()
+            let result = try hmi.request(PhoneSessionChecks.hmiInput("root", PhoneSessionChecks.selectItem("x")), "select_item on the home screen")
+            try requireCode(result, .notConnected, "input with no app on the main screen")
+        },
+        ConformanceCheck("hmi.input-unknown-ids", .p("12.4"), "input naming a template not on top: UNKNOWN_TEMPLATE; an item that does not exist: UNKNOWN_ITEM", needsCarRole: true) { ctx in
+            let app = try ctx.launchedApp([Entitlement.audio])
+            try app.ok(.setRoot(Make.list("root")), "set_root")
+            try app.ok(.push(Make.list("second")), "push")
+            try requireCode(try app.hmi.request(PhoneSessionChecks.hmiInput("root", PhoneSessionChecks.selectItem("root.i0")), "select on root under second"), .unknownTemplate, "input on a template not on top")
+            try requireCode(try app.hmi.request(PhoneSessionChecks.hmiInput("second", PhoneSessionChecks.selectItem("nope")), "select nope"), .unknownItem, "input naming an unknown item")
+        },
+    ]
+}
