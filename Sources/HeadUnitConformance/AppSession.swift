@@ -229,7 +229,8 @@ enum Make {
             return button
         }
         var template = HUTemplate()
-        template.id = id
+        // The shared now-playing template always has this id (PROTOCOL.md 11.9); `id` only prefixes its buttons.
+        template.id = "now-playing"
         template.nowPlaying = playing
         return template
     }

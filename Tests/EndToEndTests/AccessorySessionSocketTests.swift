@@ -1,3 +1,4 @@
+import HeadUnitClient
 import HeadUnitWire
 import NIOCore
 import Testing
@@ -205,4 +206,90 @@ struct ByteSource {
             return UInt8(truncatingIfNeeded: state)
         }
     }
+}
+
+/// The same, through the SDK on both ends (AccessoryStream, AccessoryPeer).
+@Suite("Accessory sessions through the SDK", .serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+struct AccessorySDKTests {
+    func start() async throws -> (ClientTestDaemon, PhoneSession, AccessoryPeer) {
+        let daemon = try await ClientTestDaemon.start()
+        let ecu = try await AccessoryPeer.connect(to: daemon.unixEndpoint, name: "ecu")
+        try await ecu.serve([AccessorySessionSocketTests.performance])
+        let phone = try await PhoneSession.connect(to: daemon.unixEndpoint, deviceName: "sdk phone")
+        let app = HUAppInfo.with {
+            $0.appID = "laps"; $0.displayName = "Laps"; $0.entitlements = ["com.apple.developer.carplay-protocols"]
+            $0.accessoryProtocols = [AccessorySessionSocketTests.performance]
+        }
+        _ = try await phone.announce([app])
+        return (daemon, phone, ecu)
+    }
+
+    /// A reader that stops makes the writer wait (credit), not the daemon queue.
+    @Test func aReaderThatStopsMakesTheWriterWait() async throws {
+        let (daemon, phone, ecu) = try await start()
+        defer { daemon.stop() }
+        let stream = try await phone.openAccessorySession(appID: "laps", protocol: AccessorySessionSocketTests.performance)
+        var sessions = ecu.sessions.makeAsyncIterator()
+        let accessorySide = try #require(await sessions.next())
+        let written = ManagedFlag()
+        let writer = Task {
+            try await stream.write(ByteBuffer(repeating: 9, count: 1 << 20))
+            await written.set()
+        }
+        // Nobody reads on the accessory side: at most the initial credit leaves the phone.
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let early = await written.value
+        #expect(early == false, "the write must wait for credit")
+        // Reading grants credit: the whole MiB arrives, in order.
+        var received = 0
+        while received < 1 << 20, let bytes = try await accessorySide.read() {
+            #expect(bytes.readableBytesView.allSatisfy { $0 == 9 })
+            received += bytes.readableBytes
+        }
+        try await writer.value
+        let done = await written.value
+        #expect(received == 1 << 20 && done)
+    }
+
+    /// Killing the accessory mid-transfer ends the app's session with a reason;
+    /// what arrived before is an in-order prefix, nothing twice.
+    @Test func killingTheAccessoryMidTransferEndsTheSessionWithAReason() async throws {
+        let (daemon, phone, ecu) = try await start()
+        defer { daemon.stop() }
+        let stream = try await phone.openAccessorySession(appID: "laps", protocol: AccessorySessionSocketTests.performance)
+        var sessions = ecu.sessions.makeAsyncIterator()
+        let accessorySide = try #require(await sessions.next())
+        let sender = Task {
+            var index: UInt32 = 0
+            while true {
+                var block = ByteBuffer()
+                for _ in 0..<1024 { block.writeInteger(index); index &+= 1 }
+                try await accessorySide.write(block)
+            }
+        }
+        var expected: UInt32 = 0
+        var failure: Error?
+        do {
+            while let bytes = try await stream.read() {
+                var bytes = bytes
+                while let value = bytes.readInteger(as: UInt32.self) {
+                    #expect(value == expected, "in order, nothing twice")
+                    expected &+= 1
+                }
+                if expected > 50_000 { await ecu.close() }
+            }
+        } catch {
+            failure = error
+        }
+        sender.cancel()
+        #expect(expected > 50_000)
+        #expect(failure != nil, "an accessory that vanishes is not a normal end")
+        let reason = await stream.closeReason()?.reason
+        #expect(reason == .accessoryGone)
+    }
+}
+
+actor ManagedFlag {
+    var value = false
+    func set() { value = true }
 }

@@ -120,6 +120,36 @@ enum PhoneSessionChecks {
             try require(toRoot.templateShown.templateID == "root" && toRoot.templateShown.depth == 1, "template_shown{root, depth 1}", got: "{\(toRoot.templateShown.templateID), depth \(toRoot.templateShown.depth)}")
             try app.refused(.popTo("nowhere"), .unknownTemplate, "pop_to a template not on the stack")
         },
+        ConformanceCheck("session.multi-level-pop-lifecycle", .p("11.7"), "popping a,b,c,d to the root: only d disappears and a appears; hidden b and c get nothing", needsCarRole: true) { ctx in
+            let app = try ctx.launchedApp([Entitlement.audio])
+            try app.ok(.setRoot(Make.list("a")), "set_root a")
+            for id in ["b", "c", "d"] { try app.ok(.push(Make.list(id)), "push \(id)") }
+            try app.ok(.popToRoot(HUPopTemplate()), "pop_to_root")
+            try app.lifecycle("a", [.willAppear, .didAppear, .willDisappear, .didDisappear, .willAppear, .didAppear], "set_root, push b, pop_to_root")
+            for id in ["b", "c"] { try app.lifecycle(id, [.willAppear, .didAppear, .willDisappear, .didDisappear], "pushed, then covered") }
+            try app.lifecycle("d", [.willAppear, .didAppear, .willDisappear, .didDisappear], "pushed, then popped")
+            try app.ok(.popToRoot(HUPopTemplate()), "pop_to_root at the root (a no-op)")
+            if let extra = app.phone.backlog.first(where: { if case .appEvent(let e) = $0.body, case .lifecycle = e.kind { return true } else { return false } }) {
+                throw CheckFailure(expected: "no lifecycle event for hidden templates or a no-op pop", got: describe(extra))
+            }
+        },
+        ConformanceCheck("session.pop-edges", .p("11.7"), "pop/pop_to_root/dismiss before set_root: NO_ROOT_TEMPLATE; pop at the root: INVALID_POSITION; pop_to the top: OK", needsCarRole: true) { ctx in
+            let app = try ctx.launchedApp([Entitlement.audio])
+            try app.refused(.pop(HUPopTemplate()), .noRootTemplate, "pop before set_root")
+            try app.refused(.popToRoot(HUPopTemplate()), .noRootTemplate, "pop_to_root before set_root")
+            try app.refused(.dismiss(HUPopTemplate()), .noRootTemplate, "dismiss before set_root")
+            try app.ok(.setRoot(Make.list("root")), "set_root")
+            try app.refused(.pop(HUPopTemplate()), .invalidPosition, "pop at the root")
+            let top = try app.ok(.popTo("root"), "pop_to the template on top")
+            try require(top.templateShown.templateID == "root" && top.templateShown.depth == 1, "template_shown{root, depth 1}", got: "{\(top.templateShown.templateID), depth \(top.templateShown.depth)}")
+        },
+        ConformanceCheck("session.now-playing-content-needs-no-root", .p("11.9"), "update_now_playing before set_root: OK; show_now_playing before set_root: NO_ROOT_TEMPLATE", needsCarRole: true) { ctx in
+            let app = try ctx.launchedApp([Entitlement.audio])
+            var content = HUNowPlayingTemplate()
+            content.title = "Song"
+            try app.ok(.updateNowPlaying(content), "update_now_playing before set_root")
+            try app.refused(.showNowPlaying(HUShowNowPlaying()), .noRootTemplate, "show_now_playing before set_root")
+        },
         ConformanceCheck("session.no-root", .p("9"), "push or present before set_root: NO_ROOT_TEMPLATE", needsCarRole: true) { ctx in
             let app = try ctx.launchedApp([Entitlement.audio])
             try app.refused(.push(Make.list("early")), .noRootTemplate, "push before set_root")

@@ -188,6 +188,13 @@ enum TemplateChecks {
         rule("tab-bar-pushed", "3", "a tab bar pushed: INVALID_POSITION (root only)", [Entitlement.audio], expect: .invalidPosition) { .push(Make.tabBar("tb")) },
         rule("map-pushed", "3", "a map pushed: INVALID_POSITION (root only)", [Entitlement.maps], expect: .invalidPosition) { .push(Make.map("mp")) },
         rule("now-playing-root", "3", "now playing as root: INVALID_POSITION (ours)", [Entitlement.audio], root: nil, expect: .invalidPosition) { .setRoot(Make.nowPlaying("np")) },
+        // §4 ids: now-playing is the shared template's id and nobody else's.
+        rule("now-playing-other-id", "4", "a now-playing template with an id other than 'now-playing': INVALID_TEMPLATE", [Entitlement.audio], expect: .invalidTemplate) {
+            var template = Make.nowPlaying("np")
+            template.id = "my-player"
+            return .push(template)
+        },
+        rule("now-playing-id-reserved", "4", "a list with the id 'now-playing': INVALID_TEMPLATE", [Entitlement.audio], expect: .invalidTemplate) { .push(Make.list("now-playing")) },
         rule("tab-bar-in-tab", "3", "a tab bar inside a tab: INVALID_POSITION", [Entitlement.audio], root: nil, expect: .invalidPosition) {
             var outer = Make.tabBar("tb", tabs: 1)
             outer.tabBar.tabs[0].template = Make.tabBar("inner", tabs: 1)
