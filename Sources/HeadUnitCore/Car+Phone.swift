@@ -248,6 +248,7 @@ extension Car {
         }
         app.scenes = [:]
         apps[appID] = app
+        endNavigation(of: appID, reason: reason)
     }
 
     mutating func sendLifecycle(_ transition: SceneState.Transition, appID: String, scene: SceneState, animated: Bool) {

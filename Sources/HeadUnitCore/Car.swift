@@ -33,6 +33,9 @@ public struct Car: Sendable {
     var nextEventID: UInt64 = 1
     var nextSceneID: UInt32 = 1
     var effects: [CarEffect] = []
+    /// Navigation sessions, previews, alerts (Navigation/), and the metadata stream (Cluster/).
+    public internal(set) var navigation = NavigationCenter()
+    public internal(set) var clusterFeed = ClusterFeed()
 
     struct SceneRef: Hashable, Sendable {
         var appID: String
@@ -110,8 +113,16 @@ public struct Car: Sendable {
             var result = HUResult()
             result.status = status()
             emit(peer, body: .result(result), requestID: request)
+        case .navigationRequest(let navigationRequest):
+            answer(peer, request, handleNavigationRequest(navigationRequest, from: peer))
+        case .navigationInput(let input):
+            answer(peer, request, handleNavigationInput(input))
+        case .clusterInput(let input):
+            answer(peer, request, handleClusterInput(input))
+        case .subscribeMetadata:
+            answer(peer, request, subscribeMetadata(peer))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
-            .sessionConfiguration, .homeScreen, .screenUpdate, nil:
+            .sessionConfiguration, .homeScreen, .screenUpdate, .navigationEvent, .metadataUpdate, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -123,6 +134,7 @@ public struct Car: Sendable {
     public mutating func peerLeft(_ peer: PeerID) -> [CarEffect] {
         guard peers.removeValue(forKey: peer) != nil else { return [] }
         hmiPeers.removeAll { $0 == peer }
+        clusterFeed.unsubscribe(peer)
         if peer == phonePeer {
             // Everything of the phone ends: scenes, pending events, icons.
             for appID in appOrder {
@@ -156,6 +168,8 @@ public struct Car: Sendable {
             if pending.showsSpinner {
                 sendSpinnerStopped(eventID: eventID, pending: pending)
             }
+        case .navigationAlert(let serial):
+            navigationAlertExpired(serial: serial)
         }
         return takeEffects()
     }

@@ -35,6 +35,8 @@ public enum CarEffect: Sendable, Equatable {
 public enum CarTimer: Hashable, Sendable {
     /// An app did not complete an event (item selection, search) in time.
     case completion(eventID: UInt64)
+    /// A navigation alert's duration ran out (the car dismisses it).
+    case navigationAlert(serial: UInt64)
 }
 
 /// Everything the car is configured with.

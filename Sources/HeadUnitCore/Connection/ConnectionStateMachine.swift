@@ -242,7 +242,8 @@ public struct ConnectionStateMachine: Sendable {
             return .peerLeaving(goodbye)
         case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed,
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
-            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate:
+            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
+            .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

@@ -250,6 +250,60 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .screenUpdate(newValue)}
   }
 
+  /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 16).
+  public var navigationRequest: HUNavigationRequest {
+    get {
+      if case .navigationRequest(let v)? = body {return v}
+      return HUNavigationRequest()
+    }
+    set {body = .navigationRequest(newValue)}
+  }
+
+  /// car -> phone
+  public var navigationEvent: HUNavigationEvent {
+    get {
+      if case .navigationEvent(let v)? = body {return v}
+      return HUNavigationEvent()
+    }
+    set {body = .navigationEvent(newValue)}
+  }
+
+  /// HMI -> car
+  public var navigationInput: HUNavigationInput {
+    get {
+      if case .navigationInput(let v)? = body {return v}
+      return HUNavigationInput()
+    }
+    set {body = .navigationInput(newValue)}
+  }
+
+  /// cluster, HMI -> car
+  public var subscribeMetadata: HUSubscribeMetadata {
+    get {
+      if case .subscribeMetadata(let v)? = body {return v}
+      return HUSubscribeMetadata()
+    }
+    set {body = .subscribeMetadata(newValue)}
+  }
+
+  /// car -> subscribers
+  public var metadataUpdate: HUMetadataUpdate {
+    get {
+      if case .metadataUpdate(let v)? = body {return v}
+      return HUMetadataUpdate()
+    }
+    set {body = .metadataUpdate(newValue)}
+  }
+
+  /// cluster -> car
+  public var clusterInput: HUClusterInput {
+    get {
+      if case .clusterInput(let v)? = body {return v}
+      return HUClusterInput()
+    }
+    set {body = .clusterInput(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -277,6 +331,18 @@ public nonisolated struct HUEnvelope: Sendable {
     /// Car -> HMI.
     case homeScreen(HUHomeScreen)
     case screenUpdate(HUScreenUpdate)
+    /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 16).
+    case navigationRequest(HUNavigationRequest)
+    /// car -> phone
+    case navigationEvent(HUNavigationEvent)
+    /// HMI -> car
+    case navigationInput(HUNavigationInput)
+    /// cluster, HMI -> car
+    case subscribeMetadata(HUSubscribeMetadata)
+    /// car -> subscribers
+    case metadataUpdate(HUMetadataUpdate)
+    /// cluster -> car
+    case clusterInput(HUClusterInput)
 
   }
 
@@ -568,7 +634,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -824,6 +890,84 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .screenUpdate(v)
         }
       }()
+      case 60: try {
+        var v: HUNavigationRequest?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationRequest(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationRequest(v)
+        }
+      }()
+      case 61: try {
+        var v: HUNavigationEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationEvent(v)
+        }
+      }()
+      case 62: try {
+        var v: HUNavigationInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationInput(v)
+        }
+      }()
+      case 63: try {
+        var v: HUSubscribeMetadata?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .subscribeMetadata(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .subscribeMetadata(v)
+        }
+      }()
+      case 64: try {
+        var v: HUMetadataUpdate?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .metadataUpdate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .metadataUpdate(v)
+        }
+      }()
+      case 65: try {
+        var v: HUClusterInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .clusterInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .clusterInput(v)
+        }
+      }()
       default: break
       }
     }
@@ -913,6 +1057,30 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .screenUpdate?: try {
       guard case .screenUpdate(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .navigationRequest?: try {
+      guard case .navigationRequest(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+    }()
+    case .navigationEvent?: try {
+      guard case .navigationEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+    }()
+    case .navigationInput?: try {
+      guard case .navigationInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+    }()
+    case .subscribeMetadata?: try {
+      guard case .subscribeMetadata(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+    }()
+    case .metadataUpdate?: try {
+      guard case .metadataUpdate(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+    }()
+    case .clusterInput?: try {
+      guard case .clusterInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
     }()
     case nil: break
     }

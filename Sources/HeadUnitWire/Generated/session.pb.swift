@@ -498,6 +498,16 @@ public nonisolated struct HUVehicleProfile: @unchecked Sendable {
     set {_uniqueStorage()._maxListSectionsWhileDriving = newValue}
   }
 
+  /// The dashboard's map area (its window), when dashboard_present.
+  public var dashboardDisplay: HUDisplay {
+    get {_storage._dashboardDisplay ?? HUDisplay()}
+    set {_uniqueStorage()._dashboardDisplay = newValue}
+  }
+  /// Returns true if `dashboardDisplay` has been explicitly set.
+  public var hasDashboardDisplay: Bool {_storage._dashboardDisplay != nil}
+  /// Clears the value of `dashboardDisplay`. Subsequent reads from it will return its default value.
+  public mutating func clearDashboardDisplay() {_uniqueStorage()._dashboardDisplay = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2037,7 +2047,7 @@ nonisolated extension HUDisplay: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".VehicleProfile"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}manufacturer\0\u{1}model\0\u{3}main_display\0\u{3}dashboard_present\0\u{3}instrument_cluster_present\0\u{3}cluster_display\0\u{3}right_hand_drive\0\u{1}inputs\0\u{3}initial_content_style\0\u{3}accessory_protocols\0\u{3}max_list_items_while_driving\0\u{3}max_list_sections_while_driving\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}manufacturer\0\u{1}model\0\u{3}main_display\0\u{3}dashboard_present\0\u{3}instrument_cluster_present\0\u{3}cluster_display\0\u{3}right_hand_drive\0\u{1}inputs\0\u{3}initial_content_style\0\u{3}accessory_protocols\0\u{3}max_list_items_while_driving\0\u{3}max_list_sections_while_driving\0\u{3}dashboard_display\0")
 
   fileprivate class _StorageClass {
     var _manufacturer: String = String()
@@ -2052,6 +2062,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
     var _accessoryProtocols: [String] = []
     var _maxListItemsWhileDriving: UInt32 = 0
     var _maxListSectionsWhileDriving: UInt32 = 0
+    var _dashboardDisplay: HUDisplay? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2074,6 +2085,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
       _accessoryProtocols = source._accessoryProtocols
       _maxListItemsWhileDriving = source._maxListItemsWhileDriving
       _maxListSectionsWhileDriving = source._maxListSectionsWhileDriving
+      _dashboardDisplay = source._dashboardDisplay
     }
   }
 
@@ -2104,6 +2116,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
         case 10: try { try decoder.decodeRepeatedStringField(value: &_storage._accessoryProtocols) }()
         case 11: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListItemsWhileDriving) }()
         case 12: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListSectionsWhileDriving) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._dashboardDisplay) }()
         default: break
         }
       }
@@ -2152,6 +2165,9 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
       if _storage._maxListSectionsWhileDriving != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxListSectionsWhileDriving, fieldNumber: 12)
       }
+      try { if let v = _storage._dashboardDisplay {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2173,6 +2189,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
         if _storage._accessoryProtocols != rhs_storage._accessoryProtocols {return false}
         if _storage._maxListItemsWhileDriving != rhs_storage._maxListItemsWhileDriving {return false}
         if _storage._maxListSectionsWhileDriving != rhs_storage._maxListSectionsWhileDriving {return false}
+        if _storage._dashboardDisplay != rhs_storage._dashboardDisplay {return false}
         return true
       }
       if !storagesAreEqual {return false}
