@@ -14,7 +14,7 @@ struct HeadUnitCtl: AsyncParsableCommand {
         commandName: "headunitctl",
         abstract: "Talk to headunitd: play a phone from a scenario, watch the car's screens, inject input.",
         discussion: "Car commands (status, watch, launch, tap, press, back) connect as the car's HMI, over the Unix socket only. The daemon keeps one HMI: a new one replaces the one connected (a running `watch` is cut off with ERROR_CODE_REPLACED).",
-        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self]
+        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self, Cluster.self]
     )
 }
 
