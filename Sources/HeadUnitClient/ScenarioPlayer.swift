@@ -47,9 +47,11 @@ public final class ScenarioPlayer {
     }
 
     public let options: Options
-    private var phone: PhoneSession?
-    private var hmi: HMISession?
-    private var timeout: TimeAmount = .seconds(3)
+    var phone: PhoneSession?
+    var hmi: HMISession?
+    /// A cluster subscribed to the metadata stream, for expect_metadata steps.
+    var cluster: ScenarioCluster?
+    var timeout: TimeAmount = .seconds(3)
 
     public init(options: Options) {
         self.options = options
@@ -111,6 +113,13 @@ public final class ScenarioPlayer {
             }
         }
 
+        if scenario.steps.contains(where: Self.needsCluster) && options.openHMI {
+            // The cluster role is Unix-socket only, like the HMI.
+            let endpoint: HeadUnitEndpoint
+            if let hmiEndpoint = options.hmiEndpoint { endpoint = hmiEndpoint } else if case .unix = options.endpoint { endpoint = options.endpoint } else { endpoint = .default }
+            cluster = try? await ScenarioCluster.open(endpoint)
+        }
+
         // Step 0: announce, always.
         let announceOutcome = await announce(scenario)
         record(0, "announce \(scenario.apps.count) apps as '\(deviceName)'", announceOutcome, into: &report)
@@ -123,6 +132,8 @@ public final class ScenarioPlayer {
         }
 
         await self.hmi?.close()
+        await self.cluster?.close()
+        self.cluster = nil
         await phone.close()
         let verdict = report.succeeded ? "PASSED" : "FAILED"
         options.log("scenario \(verdict): \(report.passed) passed, \(report.skipped) skipped, \(report.failures.count) failed")
@@ -175,7 +186,7 @@ public final class ScenarioPlayer {
 
     static func isHMIStep(_ step: HUScenarioStep) -> Bool {
         switch step.action {
-        case .launch, .hmiInput, .setVehicleState, .expectScreen: return true
+        case .launch, .hmiInput, .setVehicleState, .expectScreen, .navigationInput: return true
         case .closeApp(let close): return !close.byPhone
         case .disconnect(let disconnect): return disconnect.hmi
         default: return false
@@ -203,6 +214,14 @@ public final class ScenarioPlayer {
             return ("wait \(ms) ms", .ok(""))
         case .expectScreen(let expect):
             return (Self.describe(expect), await self.expectScreen(expect))
+        case .navigate(let navigate):
+            return (Self.describe(navigate.request), await self.navigate(navigate))
+        case .navigationInput(let input):
+            return (Self.describe(input.input), await self.navigationInput(input))
+        case .expectNavigationEvent(let expect):
+            return ("expect_navigation_event \(expect.kind)", await self.expectNavigationEvent(expect))
+        case .expectMetadata(let expect):
+            return (Self.describe(expect), await self.expectMetadata(expect))
         case .disconnect(let disconnect):
             return ("disconnect \(disconnect.hmi ? (disconnect.phone ? "phone and HMI" : "HMI") : "phone")", await self.disconnect(disconnect))
         case .none:
@@ -211,7 +230,7 @@ public final class ScenarioPlayer {
     }
 
     /// Compares a Result with the expected code.
-    private func check(_ result: HUResult, expect: HUErrorCode, okDetail: String = "") -> Outcome {
+    func check(_ result: HUResult, expect: HUErrorCode, okDetail: String = "") -> Outcome {
         if result.code == expect {
             return expect == .ok ? .ok(okDetail) : .expectedError(expect)
         }
@@ -220,7 +239,7 @@ public final class ScenarioPlayer {
         return .failed("expected \(ErrorCodeNames.name(expect)), got \(got)")
     }
 
-    private func failure(_ error: Error) -> Outcome {
+    func failure(_ error: Error) -> Outcome {
         .failed("\(error)")
     }
 
