@@ -27,6 +27,7 @@ public struct MetadataModel: Sendable, Equatable {
         if s.hasDisplay { state.display = s.display; changed.append("display") }
         if s.hasPreviews { state.previews = s.previews; changed.append("previews") }
         if s.hasCluster { state.cluster = s.cluster; changed.append("cluster") }
+        if s.hasAudio { state.audio = s.audio; changed.append("audio") }
         return changed
     }
 }
@@ -167,6 +168,21 @@ public enum MetadataText {
             if let text = c.inactiveDescriptionVariants.first { line += " \"\(text)\"" }
             if c.panning { line += " [panning]" }
             if !c.dashboardButtons.isEmpty { line += "; dashboard buttons " + c.dashboardButtons.map(\.id).joined(separator: ", ") }
+            lines.append(line)
+        }
+        if wants("audio") {
+            let a = state.audio
+            var line: String
+            switch a.mainOwner {
+            case .car: line = "audio: car source \(a.carSource)"
+            case .phone: line = "audio: \(a.appID)\(a.mainSpoken ? " (spoken)" : "")"
+            case .none, .UNRECOGNIZED: line = "audio: nothing"
+            }
+            if !a.promptAppID.isEmpty { line += "; prompt from \(a.promptAppID)" + (a.mainPaused ? ", main paused" : a.mainDucked ? ", main ducked" : "") }
+            line += "; prompt style \(a.promptStyle)"
+            if a.callActive { line += "; call" }
+            if a.voiceSessionActive { line += "; voice session" }
+            if !a.voiceAppID.isEmpty { line += "; voice control by \(a.voiceAppID)" }
             lines.append(line)
         }
         return lines

@@ -95,6 +95,7 @@ extension ScenarioPlayer {
         case .panning: kind = "panning"
         case .dashboardButtonPressed(let button): (kind, id) = ("dashboard_button_pressed", button)
         case .clusterInput: kind = "cluster_input"
+        case .promptStyle: kind = "prompt_style"
         case nil: return false
         }
         if !expect.kind.isEmpty && normalize(expect.kind) != normalize(kind) { return false }
@@ -171,6 +172,9 @@ extension ScenarioPlayer {
         case .showPanning: op = "show_panning"
         case .dismissPanning: op = "dismiss_panning"
         case .setClusterDescriptions: op = "set_cluster_descriptions"
+        case .startPrompt(let p): op = "start_prompt \(p.durationMs) ms"
+        case .endPrompt: op = "end_prompt"
+        case .setVoiceSession(let v): op = "set_voice_session \(v.active)"
         case nil: op = "(no op)"
         }
         return "navigate \(op) (\(request.appID))"

@@ -110,7 +110,7 @@ extension Car {
         if state.contentStyle == .unspecified { state.contentStyle = vehicleState.contentStyle }
         if !state.hasSafeArea { state.safeArea = vehicleState.safeArea }
         vehicleState = state
-        noteNativeNavigation(state.nativeNavigationActive)
+        vehicleStateChanged(state)
         for appID in appOrder {
             guard let app = apps[appID] else { continue }
             for scene in app.scenes.values.sorted(by: { $0.id < $1.id }) {

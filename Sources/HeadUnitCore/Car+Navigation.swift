@@ -92,6 +92,25 @@ extension Car {
             navigation.panningAppID = ""
             sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.ended = true }))
             return .ok
+        case .startPrompt(let prompt):
+            switch audio.startPrompt(appID: appID, durationMilliseconds: prompt.durationMs) {
+            case .failure(let violation): return .failure(violation)
+            case .success(let serial):
+                effects.append(.startTimer(.navigationPrompt(serial: serial), milliseconds: UInt64(prompt.durationMs)))
+                return .ok
+            }
+        case .endPrompt:
+            audio.endPrompt(appID: appID)
+            return .ok
+        case .setVoiceSession(let voice):
+            if voice.active {
+                guard case .voiceControl? = app.scenes[.main]?.presented?.kind else {
+                    return .failure(RuleViolation(.invalidPosition, "present the voice-control template before starting a voice session"))
+                }
+            }
+            audio.setVoiceSession(appID: appID, active: voice.active)
+            announcePromptStyle()
+            return .ok
         case .setClusterDescriptions(let descriptions):
             if let violation = NavigationRules.longestFirst(descriptions.inactiveDescriptionVariants, "inactive description") {
                 return .failure(violation)
@@ -279,11 +298,30 @@ extension Car {
         navigation.sessions[appID]?.end(endReason)
         if navigation.alert?.appID == appID { dismissNavigationAlert(.system, actionID: "", tell: false) }
         navigation.forget(appID)
+        audio.appGone(appID)
+        announcePromptStyle()
         // The session is kept only while the app is: a relaunched scene starts afresh.
         if navigation.guidanceAppID != appID { navigation.sessions[appID] = nil }
     }
 
-    /// The HMI set the vehicle state: the car's own guidance cancels the app's.
+    /// The HMI set the vehicle state: native navigation, the car's audio source, calls, voice sessions.
+    mutating func vehicleStateChanged(_ state: HUVehicleState) {
+        noteNativeNavigation(state.nativeNavigationActive)
+        audio.vehicleChanged(carSource: state.carAudioSource, callActive: state.callActive, voiceSessionActive: state.voiceSessionActive)
+        announcePromptStyle()
+    }
+
+    /// Navigation apps learn the prompt style when it changes.
+    mutating func announcePromptStyle() {
+        let style = audio.promptStyle
+        guard style != navigation.announcedPromptStyle else { return }
+        navigation.announcedPromptStyle = style
+        for appID in appOrder where apps[appID]?.category == .navigation && apps[appID]?.scenes[.main] != nil {
+            sendNavigationEvent(appID, .main, .promptStyle(style))
+        }
+    }
+
+    /// The car's own guidance cancels the app's.
     mutating func noteNativeNavigation(_ active: Bool) {
         let started = active && !navigation.nativeNavigationActive
         navigation.nativeNavigationActive = active
@@ -371,6 +409,7 @@ extension Car {
             cluster.dashboardButtons = navigation.dashboardButtons[owner.appID] ?? []
         }
         state.cluster = cluster
+        state.audio = audio.section
         return state
     }
 

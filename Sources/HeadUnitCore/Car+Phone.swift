@@ -184,6 +184,7 @@ extension Car {
 
     /// The home screen's Now Playing button follows the app that last started playing.
     mutating func noteNowPlaying(_ appID: String, content: HUNowPlayingTemplate) {
+        audio.nowPlaying(appID: appID, playing: content.playbackRate > 0, spoken: content.spokenAudio)
         if content.playbackRate > 0 || nowPlayingAppID.isEmpty {
             nowPlayingAppID = appID
         }

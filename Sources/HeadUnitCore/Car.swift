@@ -36,6 +36,7 @@ public struct Car: Sendable {
     /// Navigation sessions, previews, alerts (Navigation/), and the metadata stream (Cluster/).
     public internal(set) var navigation = NavigationCenter()
     public internal(set) var clusterFeed = ClusterFeed()
+    public internal(set) var audio = AudioFocus()
 
     struct SceneRef: Hashable, Sendable {
         var appID: String
@@ -170,6 +171,8 @@ public struct Car: Sendable {
             }
         case .navigationAlert(let serial):
             navigationAlertExpired(serial: serial)
+        case .navigationPrompt(let serial):
+            audio.endPrompt(serial: serial)
         }
         return takeEffects()
     }

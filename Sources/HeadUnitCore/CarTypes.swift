@@ -37,6 +37,8 @@ public enum CarTimer: Hashable, Sendable {
     case completion(eventID: UInt64)
     /// A navigation alert's duration ran out (the car dismisses it).
     case navigationAlert(serial: UInt64)
+    /// A navigation prompt's duration ran out (the main audio comes back up).
+    case navigationPrompt(serial: UInt64)
 }
 
 /// Everything the car is configured with.

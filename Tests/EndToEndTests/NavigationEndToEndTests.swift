@@ -90,6 +90,7 @@ struct MetadataModel {
         if s.hasDisplay { state.display = s.display }
         if s.hasPreviews { state.previews = s.previews }
         if s.hasCluster { state.cluster = s.cluster }
+        if s.hasAudio { state.audio = s.audio }
         if s.hasGuidance || update.full {
             let step = "\(state.guidance.state)" + (state.guidance.state == .paused ? "(\(state.guidance.pauseReason))" : "")
                 + (state.guidance.state == .ended ? "(\(state.guidance.endReason))" : "")
@@ -354,6 +355,28 @@ struct NavigationEndToEndTests {
         // A phone may not subscribe; a cluster may not send navigation requests.
         #expect(try rig.phone.request(.subscribeMetadata(HUSubscribeMetadata())).code == .notForRole)
         #expect(try rig.cluster.request(NavWire.maneuvers([])).code == .notForRole)
+    }
+
+    @Test func audioFocusIsVisibleToTheClusterAndPromptStyleReachesTheApp() throws {
+        var rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.carAudioSource = "FM 101.1" } }), on: rig.hmi)
+        try rig.ok(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 1500 })), on: rig.phone)
+        rig.settle()
+        var audio = rig.clusterModel.state.audio
+        #expect(audio.mainOwner == .car && audio.carSource == "FM 101.1" && audio.mainDucked && audio.promptAppID == NavWire.appID, "\(audio)")
+        // The car ends the prompt after its duration.
+        let deadline = RawSocketClient.now() + 5
+        while rig.clusterModel.state.audio.mainDucked && RawSocketClient.now() < deadline { rig.settle(0.1) }
+        audio = rig.clusterModel.state.audio
+        #expect(!audio.mainDucked && audio.promptAppID.isEmpty)
+        #expect(rig.hmiModel.state.audio == audio)
+        // A call: prompts become a short tone, and the app is told.
+        try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.callActive = true } }), on: rig.hmi)
+        #expect(try rig.phone.navigationEvent().promptStyle == .short)
+        // A voice session needs the voice-control template presented.
+        #expect(try rig.phone.request(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = true }))).code == .invalidPosition)
+        #expect(try rig.phone.request(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 60_000 }))).code == .invalidArgument)
     }
 
     @Test func aStalledSubscriberNeitherSlowsOthersNorGrowsAQueue() throws {

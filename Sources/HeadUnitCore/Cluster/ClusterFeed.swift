@@ -13,7 +13,8 @@ public struct MetadataSections: OptionSet, Sendable, Hashable {
     public static let display = MetadataSections(rawValue: 1 << 5)
     public static let previews = MetadataSections(rawValue: 1 << 6)
     public static let cluster = MetadataSections(rawValue: 1 << 7)
-    public static let all: MetadataSections = [.guidance, .maneuvers, .tripEstimates, .alert, .nowPlaying, .display, .previews, .cluster]
+    public static let audio = MetadataSections(rawValue: 1 << 8)
+    public static let all: MetadataSections = [.guidance, .maneuvers, .tripEstimates, .alert, .nowPlaying, .display, .previews, .cluster, .audio]
 }
 
 /// The latest metadata state for the instrument cluster, HUDs and HMIs
@@ -40,6 +41,7 @@ public struct ClusterFeed: Sendable {
         state.display = HUDisplaySection()
         state.previews = HUPreviewsSection()
         state.cluster = HUClusterSection()
+        state.audio = AudioFocus().section
         self.state = state
     }
 
@@ -65,6 +67,7 @@ public struct ClusterFeed: Sendable {
         if new.display != state.display { changed.insert(.display) }
         if new.previews != state.previews { changed.insert(.previews) }
         if new.cluster != state.cluster { changed.insert(.cluster) }
+        if new.audio != state.audio { changed.insert(.audio) }
         if !changed.isEmpty {
             state = new
             version &+= 1
@@ -87,6 +90,7 @@ public struct ClusterFeed: Sendable {
         if sections.contains(.display) { partial.display = state.display }
         if sections.contains(.previews) { partial.previews = state.previews }
         if sections.contains(.cluster) { partial.cluster = state.cluster }
+        if sections.contains(.audio) { partial.audio = state.audio }
         update.state = partial
         return update
     }

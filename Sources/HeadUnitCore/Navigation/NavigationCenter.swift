@@ -34,6 +34,8 @@ public struct NavigationCenter: Sendable {
     public internal(set) var panningAppID = ""
     public internal(set) var dashboardButtons: [String: [HUDashboardButton]] = [:]
     public internal(set) var clusterDescriptions: [String: [String]] = [:]
+    /// The prompt style navigation apps were last told (NORMAL until told otherwise).
+    var announcedPromptStyle: HUPromptStyle = .normal
 
     public init() {}
 

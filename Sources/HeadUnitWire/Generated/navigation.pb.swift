@@ -126,6 +126,54 @@ public nonisolated enum HUManeuverDisplayStyle: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+public nonisolated enum HUPromptStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// no prompts: a voice session is active
+  case none // = 1
+
+  /// a short tone only: a call is active
+  case short // = 2
+
+  /// full spoken prompts
+  case normal // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .none
+    case 2: self = .short
+    case 3: self = .normal
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .none: return 1
+    case .short: return 2
+    case .normal: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUPromptStyle] = [
+    .unspecified,
+    .none,
+    .short,
+    .normal,
+  ]
+
+}
+
 public nonisolated enum HUNavigationEndReason: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -384,6 +432,48 @@ public nonisolated enum HUGuidanceState: SwiftProtobuf.Enum, Swift.CaseIterable 
     .active,
     .paused,
     .ended,
+  ]
+
+}
+
+public nonisolated enum HUAudioOwner: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case none // = 0
+
+  /// the car's own source (FM radio ...)
+  case car // = 1
+
+  /// the phone's now-playing app
+  case phone // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .none
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .none
+    case 1: self = .car
+    case 2: self = .phone
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .none: return 0
+    case .car: return 1
+    case .phone: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUAudioOwner] = [
+    .none,
+    .car,
+    .phone,
   ]
 
 }
@@ -765,6 +855,33 @@ public nonisolated struct HUNavigationRequest: Sendable {
     set {op = .setClusterDescriptions(newValue)}
   }
 
+  /// a voice prompt is about to play
+  public var startPrompt: HUAudioPrompt {
+    get {
+      if case .startPrompt(let v)? = op {return v}
+      return HUAudioPrompt()
+    }
+    set {op = .startPrompt(newValue)}
+  }
+
+  /// it finished early
+  public var endPrompt: HUEndPrompt {
+    get {
+      if case .endPrompt(let v)? = op {return v}
+      return HUEndPrompt()
+    }
+    set {op = .endPrompt(newValue)}
+  }
+
+  /// the app's voice-control audio session
+  public var setVoiceSession: HUVoiceSession {
+    get {
+      if case .setVoiceSession(let v)? = op {return v}
+      return HUVoiceSession()
+    }
+    set {op = .setVoiceSession(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Op: Equatable, Sendable {
@@ -782,8 +899,53 @@ public nonisolated struct HUNavigationRequest: Sendable {
     case showPanning(HUShowPanning)
     case dismissPanning(HUDismissPanning)
     case setClusterDescriptions(HUClusterDescriptions)
+    /// a voice prompt is about to play
+    case startPrompt(HUAudioPrompt)
+    /// it finished early
+    case endPrompt(HUEndPrompt)
+    /// the app's voice-control audio session
+    case setVoiceSession(HUVoiceSession)
 
   }
+
+  public init() {}
+}
+
+/// A navigation voice prompt: it mixes with the main audio and ducks it, or
+/// pauses it when the main audio is spoken (podcast, audiobook).
+public nonisolated struct HUAudioPrompt: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1 to 10000: prompts are held a few seconds at most
+  public var durationMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct HUEndPrompt: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The app starts (or ends) a voice-control audio session. While it is active
+/// the app's voice-control template must be presented.
+public nonisolated struct HUVoiceSession: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var active: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -1119,6 +1281,15 @@ public nonisolated struct HUNavigationEvent: Sendable {
     set {kind = .clusterInput(newValue)}
   }
 
+  /// the prompt style changed (also sent when the main scene connects)
+  public var promptStyle: HUPromptStyle {
+    get {
+      if case .promptStyle(let v)? = kind {return v}
+      return .unspecified
+    }
+    set {kind = .promptStyle(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -1134,6 +1305,8 @@ public nonisolated struct HUNavigationEvent: Sendable {
     case dashboardButtonPressed(String)
     /// from the instrument cluster
     case clusterInput(HUClusterInput)
+    /// the prompt style changed (also sent when the main scene connects)
+    case promptStyle(HUPromptStyle)
 
   }
 
@@ -1679,11 +1852,61 @@ public nonisolated struct HUMetadataState: @unchecked Sendable {
   /// Clears the value of `cluster`. Subsequent reads from it will return its default value.
   public mutating func clearCluster() {_uniqueStorage()._cluster = nil}
 
+  public var audio: HUAudioSection {
+    get {_storage._audio ?? HUAudioSection()}
+    set {_uniqueStorage()._audio = newValue}
+  }
+  /// Returns true if `audio` has been explicitly set.
+  public var hasAudio: Bool {_storage._audio != nil}
+  /// Clears the value of `audio`. Subsequent reads from it will return its default value.
+  public mutating func clearAudio() {_uniqueStorage()._audio = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Audio focus: who owns the main audio and what navigation prompts do to it.
+public nonisolated struct HUAudioSection: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var mainOwner: HUAudioOwner = .none
+
+  /// AUDIO_OWNER_CAR: the source's name
+  public var carSource: String = String()
+
+  /// AUDIO_OWNER_PHONE: the app
+  public var appID: String = String()
+
+  /// the main audio is spoken (prompts pause it)
+  public var mainSpoken: Bool = false
+
+  /// the app whose prompt plays now; empty: none
+  public var promptAppID: String = String()
+
+  /// lowered under a prompt
+  public var mainDucked: Bool = false
+
+  /// paused under a prompt (spoken audio)
+  public var mainPaused: Bool = false
+
+  public var promptStyle: HUPromptStyle = .unspecified
+
+  public var callActive: Bool = false
+
+  /// the car's voice session (Siri, the car's own)
+  public var voiceSessionActive: Bool = false
+
+  /// the app whose voice-control session is active
+  public var voiceAppID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct HUMetadataUpdate: Sendable {
@@ -1726,6 +1949,10 @@ nonisolated extension HUManeuverDisplayStyle: SwiftProtobuf._ProtoNameProviding 
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MANEUVER_DISPLAY_STYLE_DEFAULT\0\u{1}MANEUVER_DISPLAY_STYLE_LEADING_SYMBOL\0\u{1}MANEUVER_DISPLAY_STYLE_TRAILING_SYMBOL\0\u{1}MANEUVER_DISPLAY_STYLE_INSTRUCTION_ONLY\0\u{1}MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY\0")
 }
 
+nonisolated extension HUPromptStyle: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PROMPT_STYLE_UNSPECIFIED\0\u{1}PROMPT_STYLE_NONE\0\u{1}PROMPT_STYLE_SHORT\0\u{1}PROMPT_STYLE_NORMAL\0")
+}
+
 nonisolated extension HUNavigationEndReason: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NAVIGATION_END_REASON_UNSPECIFIED\0\u{1}NAVIGATION_END_REASON_FINISHED\0\u{1}NAVIGATION_END_REASON_CANCELLED_BY_APP\0\u{1}NAVIGATION_END_REASON_NATIVE_NAVIGATION\0\u{1}NAVIGATION_END_REASON_APP_CLOSED\0\u{1}NAVIGATION_END_REASON_CLOSED_BY_CAR\0\u{1}NAVIGATION_END_REASON_PHONE_GONE\0\u{1}NAVIGATION_END_REASON_SHUTTING_DOWN\0\u{1}NAVIGATION_END_REASON_OTHER_APP\0")
 }
@@ -1744,6 +1971,10 @@ nonisolated extension HUClusterSetting: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUGuidanceState: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0GUIDANCE_STATE_IDLE\0\u{1}GUIDANCE_STATE_ACTIVE\0\u{1}GUIDANCE_STATE_PAUSED\0\u{1}GUIDANCE_STATE_ENDED\0")
+}
+
+nonisolated extension HUAudioOwner: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_OWNER_NONE\0\u{1}AUDIO_OWNER_CAR\0\u{1}AUDIO_OWNER_PHONE\0")
 }
 
 nonisolated extension HUTravelEstimates: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2181,7 +2412,7 @@ nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUNavigationRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NavigationRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{4}\u{9}show_trip_previews\0\u{3}hide_trip_previews\0\u{1}start\0\u{1}pause\0\u{3}update_maneuvers\0\u{3}update_estimates\0\u{1}finish\0\u{1}cancel\0\u{3}show_alert\0\u{3}dismiss_alert\0\u{3}set_dashboard_buttons\0\u{3}show_panning\0\u{3}dismiss_panning\0\u{3}set_cluster_descriptions\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{4}\u{9}show_trip_previews\0\u{3}hide_trip_previews\0\u{1}start\0\u{1}pause\0\u{3}update_maneuvers\0\u{3}update_estimates\0\u{1}finish\0\u{1}cancel\0\u{3}show_alert\0\u{3}dismiss_alert\0\u{3}set_dashboard_buttons\0\u{3}show_panning\0\u{3}dismiss_panning\0\u{3}set_cluster_descriptions\0\u{3}start_prompt\0\u{3}end_prompt\0\u{3}set_voice_session\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2372,6 +2603,45 @@ nonisolated extension HUNavigationRequest: SwiftProtobuf.Message, SwiftProtobuf.
           self.op = .setClusterDescriptions(v)
         }
       }()
+      case 24: try {
+        var v: HUAudioPrompt?
+        var hadOneofValue = false
+        if let current = self.op {
+          hadOneofValue = true
+          if case .startPrompt(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.op = .startPrompt(v)
+        }
+      }()
+      case 25: try {
+        var v: HUEndPrompt?
+        var hadOneofValue = false
+        if let current = self.op {
+          hadOneofValue = true
+          if case .endPrompt(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.op = .endPrompt(v)
+        }
+      }()
+      case 26: try {
+        var v: HUVoiceSession?
+        var hadOneofValue = false
+        if let current = self.op {
+          hadOneofValue = true
+          if case .setVoiceSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.op = .setVoiceSession(v)
+        }
+      }()
       default: break
       }
     }
@@ -2442,6 +2712,18 @@ nonisolated extension HUNavigationRequest: SwiftProtobuf.Message, SwiftProtobuf.
       guard case .setClusterDescriptions(let v)? = self.op else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
     }()
+    case .startPrompt?: try {
+      guard case .startPrompt(let v)? = self.op else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
+    }()
+    case .endPrompt?: try {
+      guard case .endPrompt(let v)? = self.op else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
+    }()
+    case .setVoiceSession?: try {
+      guard case .setVoiceSession(let v)? = self.op else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -2450,6 +2732,85 @@ nonisolated extension HUNavigationRequest: SwiftProtobuf.Message, SwiftProtobuf.
   public static func ==(lhs: HUNavigationRequest, rhs: HUNavigationRequest) -> Bool {
     if lhs.appID != rhs.appID {return false}
     if lhs.op != rhs.op {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUAudioPrompt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioPrompt"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}duration_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.durationMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.durationMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.durationMs, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUAudioPrompt, rhs: HUAudioPrompt) -> Bool {
+    if lhs.durationMs != rhs.durationMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUEndPrompt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EndPrompt"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUEndPrompt, rhs: HUEndPrompt) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUVoiceSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".VoiceSession"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}active\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.active) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.active != false {
+      try visitor.visitSingularBoolField(value: self.active, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUVoiceSession, rhs: HUVoiceSession) -> Bool {
+    if lhs.active != rhs.active {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2926,7 +3287,7 @@ nonisolated extension HUClusterDescriptions: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension HUNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NavigationEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{4}\u{8}trip_previewed\0\u{3}trip_started\0\u{3}navigation_cancelled\0\u{3}alert_dismissed\0\u{1}panning\0\u{3}dashboard_button_pressed\0\u{3}cluster_input\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{4}\u{8}trip_previewed\0\u{3}trip_started\0\u{3}navigation_cancelled\0\u{3}alert_dismissed\0\u{1}panning\0\u{3}dashboard_button_pressed\0\u{3}cluster_input\0\u{3}prompt_style\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3022,6 +3383,14 @@ nonisolated extension HUNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._M
           self.kind = .clusterInput(v)
         }
       }()
+      case 17: try {
+        var v: HUPromptStyle?
+        try decoder.decodeSingularEnumField(value: &v)
+        if let v = v {
+          if self.kind != nil {try decoder.handleConflictingOneOf()}
+          self.kind = .promptStyle(v)
+        }
+      }()
       default: break
       }
     }
@@ -3066,6 +3435,10 @@ nonisolated extension HUNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._M
     case .clusterInput?: try {
       guard case .clusterInput(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
+    case .promptStyle?: try {
+      guard case .promptStyle(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularEnumField(value: v, fieldNumber: 17)
     }()
     case nil: break
     }
@@ -3927,7 +4300,7 @@ nonisolated extension HUClusterSection: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MetadataState"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{1}maneuvers\0\u{3}trip_estimates\0\u{1}alert\0\u{3}now_playing\0\u{1}display\0\u{1}previews\0\u{1}cluster\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{1}maneuvers\0\u{3}trip_estimates\0\u{1}alert\0\u{3}now_playing\0\u{1}display\0\u{1}previews\0\u{1}cluster\0\u{1}audio\0")
 
   fileprivate class _StorageClass {
     var _guidance: HUGuidanceSection? = nil
@@ -3938,6 +4311,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
     var _display: HUDisplaySection? = nil
     var _previews: HUPreviewsSection? = nil
     var _cluster: HUClusterSection? = nil
+    var _audio: HUAudioSection? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3956,6 +4330,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
       _display = source._display
       _previews = source._previews
       _cluster = source._cluster
+      _audio = source._audio
     }
   }
 
@@ -3982,6 +4357,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
         case 6: try { try decoder.decodeSingularMessageField(value: &_storage._display) }()
         case 7: try { try decoder.decodeSingularMessageField(value: &_storage._previews) }()
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._cluster) }()
+        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         default: break
         }
       }
@@ -4018,6 +4394,9 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
       try { if let v = _storage._cluster {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
       } }()
+      try { if let v = _storage._audio {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4035,10 +4414,91 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
         if _storage._display != rhs_storage._display {return false}
         if _storage._previews != rhs_storage._previews {return false}
         if _storage._cluster != rhs_storage._cluster {return false}
+        if _storage._audio != rhs_storage._audio {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUAudioSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioSection"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}main_owner\0\u{3}car_source\0\u{3}app_id\0\u{3}main_spoken\0\u{3}prompt_app_id\0\u{3}main_ducked\0\u{3}main_paused\0\u{3}prompt_style\0\u{3}call_active\0\u{3}voice_session_active\0\u{3}voice_app_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.mainOwner) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.carSource) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.mainSpoken) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.promptAppID) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.mainDucked) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.mainPaused) }()
+      case 8: try { try decoder.decodeSingularEnumField(value: &self.promptStyle) }()
+      case 9: try { try decoder.decodeSingularBoolField(value: &self.callActive) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.voiceSessionActive) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.voiceAppID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.mainOwner != .none {
+      try visitor.visitSingularEnumField(value: self.mainOwner, fieldNumber: 1)
+    }
+    if !self.carSource.isEmpty {
+      try visitor.visitSingularStringField(value: self.carSource, fieldNumber: 2)
+    }
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 3)
+    }
+    if self.mainSpoken != false {
+      try visitor.visitSingularBoolField(value: self.mainSpoken, fieldNumber: 4)
+    }
+    if !self.promptAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.promptAppID, fieldNumber: 5)
+    }
+    if self.mainDucked != false {
+      try visitor.visitSingularBoolField(value: self.mainDucked, fieldNumber: 6)
+    }
+    if self.mainPaused != false {
+      try visitor.visitSingularBoolField(value: self.mainPaused, fieldNumber: 7)
+    }
+    if self.promptStyle != .unspecified {
+      try visitor.visitSingularEnumField(value: self.promptStyle, fieldNumber: 8)
+    }
+    if self.callActive != false {
+      try visitor.visitSingularBoolField(value: self.callActive, fieldNumber: 9)
+    }
+    if self.voiceSessionActive != false {
+      try visitor.visitSingularBoolField(value: self.voiceSessionActive, fieldNumber: 10)
+    }
+    if !self.voiceAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.voiceAppID, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUAudioSection, rhs: HUAudioSection) -> Bool {
+    if lhs.mainOwner != rhs.mainOwner {return false}
+    if lhs.carSource != rhs.carSource {return false}
+    if lhs.appID != rhs.appID {return false}
+    if lhs.mainSpoken != rhs.mainSpoken {return false}
+    if lhs.promptAppID != rhs.promptAppID {return false}
+    if lhs.mainDucked != rhs.mainDucked {return false}
+    if lhs.mainPaused != rhs.mainPaused {return false}
+    if lhs.promptStyle != rhs.promptStyle {return false}
+    if lhs.callActive != rhs.callActive {return false}
+    if lhs.voiceSessionActive != rhs.voiceSessionActive {return false}
+    if lhs.voiceAppID != rhs.voiceAppID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
