@@ -531,6 +531,105 @@ vector("handshake-request-first",
        "A request before Hello: HANDSHAKE_REQUIRED.",
        [message('request_id: 1 get_status { }')], err("HANDSHAKE_REQUIRED", True), state="handshake")
 
+# ------------------------------------------------------------------ navigation and the metadata stream (PROTOCOL.md section 16)
+
+vector("navigation-show-trip-previews",
+       "A navigation app shows one trip with two route choices (variants longest first) and a custom start title.",
+       [message('''request_id: 20 navigation_request { app_id: "com.example.maps" show_trip_previews {
+           trips { id: "home" destination { name: "Home" }
+               route_choices { id: "fast" summary_variants: "Via the ring road" summary_variants: "Ring road"
+                               estimates { distance_remaining_m: 12000 time_remaining_s: 1200 } }
+               route_choices { id: "scenic" summary_variants: "Along the river" } }
+           texts { start_button_title: "Drive" } } }''')],
+       ok("Result"))
+
+vector("navigation-input-start-trip",
+       "The HMI starts the previewed route (the app is told with NavigationEvent.trip_started).",
+       [message('request_id: 21 navigation_input { app_id: "com.example.maps" start_trip { trip_id: "home" route_choice_id: "fast" } }')],
+       ok("Result"), transport="unix")
+
+vector("navigation-event-trip-started",
+       "Event to the phone: the driver pressed start on trip home, route fast.",
+       [message('navigation_event { app_id: "com.example.maps" scene_id: 1 trip_started { trip_id: "home" route_choice_id: "fast" } }')],
+       ok("nothing"), sender="daemon")
+
+vector("navigation-start",
+       "The app starts guidance for the trip, on route fast.",
+       [message('''request_id: 22 navigation_request { app_id: "com.example.maps" start {
+           trip { id: "home" route_choices { id: "fast" summary_variants: "Ring road" } } route_choice_id: "fast" } }''')],
+       ok("Result"))
+
+vector("navigation-pause-loading",
+       "The app pauses guidance while it computes the route.",
+       [message('request_id: 23 navigation_request { app_id: "com.example.maps" pause { reason: PAUSE_REASON_LOADING description: "Loading route" } }')],
+       ok("Result"))
+
+vector("navigation-update-maneuvers-lane-guidance",
+       "The next maneuver (symbol, light and dark, a junction image, estimates) and lane guidance as a symbol-only "
+       "second maneuver with no instructions.",
+       [message('''request_id: 24 navigation_request { app_id: "com.example.maps" update_maneuvers {
+           maneuvers { id: "m1" symbol { asset: "turn-right" width_px: 100 height_px: 100 }
+               dark_symbol { asset: "turn-right-dark" width_px: 100 height_px: 100 }
+               instruction_variants: "Turn right onto Main Street" instruction_variants: "Turn right"
+               junction_image { asset: "junction-12" width_px: 280 height_px: 200 }
+               estimates { distance_remaining_m: 800 time_remaining_s: 90 } }
+           maneuvers { id: "lanes" symbol { asset: "lanes-2-of-3" width_px: 240 height_px: 36 }
+               display_style: MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY } } }''')],
+       ok("Result"))
+
+vector("navigation-update-estimates",
+       "New estimates for maneuver m1 (shown only when significant: another minute or another 10 m below 1 km).",
+       [message('request_id: 25 navigation_request { app_id: "com.example.maps" update_estimates { maneuver_id: "m1" estimates { distance_remaining_m: 300 time_remaining_s: 30 } } }')],
+       ok("Result"))
+
+vector("navigation-show-alert",
+       "A navigation alert with one action that the car dismisses after 10 s.",
+       [message('''request_id: 26 navigation_request { app_id: "com.example.maps" show_alert { id: "closure"
+           title_variants: "Road closed ahead" subtitle_variants: "Main Street"
+           actions { id: "avoid" title: "Avoid" } duration_ms: 10000 } }''')],
+       ok("Result"))
+
+vector("navigation-event-alert-dismissed-timeout",
+       "Event to the phone: the alert's duration ran out.",
+       [message('navigation_event { app_id: "com.example.maps" scene_id: 1 alert_dismissed { alert_id: "closure" reason: ALERT_DISMISS_REASON_TIMEOUT } }')],
+       ok("nothing"), sender="daemon")
+
+vector("navigation-event-cancelled-native",
+       "Event to the phone: the car's own navigation started guidance, so the app's session was cancelled.",
+       [message('''navigation_event { app_id: "com.example.maps" scene_id: 1 navigation_cancelled {
+           reason: NAVIGATION_END_REASON_NATIVE_NAVIGATION detail: "the car's navigation started guidance" } }''')],
+       ok("nothing"), sender="daemon")
+
+vector("result-navigation-cancelled-by-car",
+       "The answer to a maneuver update after the car cancelled guidance.",
+       [message('''request_id: 27 result { code: ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR
+           message: "the car cancelled guidance; start a new session to guide again" }''')],
+       ok("nothing"), sender="daemon")
+
+vector("subscribe-metadata",
+       "A cluster subscribes to the metadata stream: Result, then MetadataUpdate{full}, then changes.",
+       [message('request_id: 2 subscribe_metadata { }')], ok("Result"), transport="unix")
+
+vector("metadata-update-full",
+       "The first update a subscriber gets: every section, full set. Empty sections are present and empty.",
+       [message('''metadata_update { version: 7 full: true state {
+           guidance { state: GUIDANCE_STATE_ACTIVE app_id: "com.example.maps" trip { id: "home" } route_choice_id: "fast" session: 1 }
+           maneuvers { maneuvers { id: "m1" instruction_variants: "Turn right" estimates { distance_remaining_m: 800 time_remaining_s: 90 } } }
+           trip_estimates { estimates { distance_remaining_m: 12000 time_remaining_s: 1200 } present: true }
+           alert { } now_playing { app_id: "com.example.radio" title: "Song" artist: "Artist" elapsed_seconds: 12 duration_seconds: 200 playback_rate: 1 }
+           display { content_style: CONTENT_STYLE_DARK } previews { } cluster { app_id: "com.example.maps" } } }''')],
+       ok("nothing"), sender="daemon")
+
+vector("metadata-update-change",
+       "A change: only the sections present changed (here guidance is paused for rerouting); the others stay.",
+       [message('''metadata_update { version: 8 state { guidance { state: GUIDANCE_STATE_PAUSED app_id: "com.example.maps"
+           trip { id: "home" } route_choice_id: "fast" pause_reason: PAUSE_REASON_REROUTING pause_description: "Rerouting" session: 1 } } }''')],
+       ok("nothing"), sender="daemon")
+
+vector("cluster-input-zoom-in",
+       "The cluster asks the navigation app to zoom in (NavigationEvent.cluster_input to its cluster scene).",
+       [message('request_id: 3 cluster_input { zoom_in: true }')], ok("Result"), transport="unix")
+
 
 def render():
     doc = {

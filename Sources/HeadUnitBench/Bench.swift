@@ -46,6 +46,12 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(name: .customLong("accessory-mib"), help: "Also send this many MiB each way through one External Accessory session (0: skip).")
     var accessoryMiB = 0
 
+    @Option(help: "Instead of the RTT run: the metadata stream with this many cluster subscribers (one stalled), e.g. 100.")
+    var clusterSubscribers = 0
+
+    @Option(help: "Duration of the metadata-stream run, seconds.")
+    var clusterSeconds = 60.0
+
     func validate() throws {
         if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
     }
@@ -68,6 +74,13 @@ struct HeadUnitBench: AsyncParsableCommand {
         // Idle: listening, nobody connected (this probe connection closed).
         try await Task.sleep(nanoseconds: 200_000_000)
         let idleRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
+        if clusterSubscribers > 0 {
+            try await ClusterBench(
+                endpoint: endpoint, socketPath: socketPath, daemonPID: daemon?.pid, subscribers: clusterSubscribers,
+                seconds: clusterSeconds, inFlight: inFlight
+            ).run()
+            return
+        }
 
         let hmi = try await HMISession.connect(to: endpoint, name: "bench-hmi")
         let phone = try await PhoneSession.connect(to: endpoint, deviceName: "bench-phone")

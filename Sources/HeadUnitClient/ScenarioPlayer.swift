@@ -47,13 +47,15 @@ public final class ScenarioPlayer {
     }
 
     public let options: Options
-    private var phone: PhoneSession?
-    private var hmi: HMISession?
+    var phone: PhoneSession?
+    var hmi: HMISession?
+    /// A cluster subscribed to the metadata stream, for expect_metadata steps.
+    var cluster: ScenarioCluster?
     /// The car feature serving protocols for `serve` steps (echoes every session).
     private var accessory: AccessoryPeer?
     /// Where car-side connections (HMI, accessory) go.
     private var carEndpoint: HeadUnitEndpoint?
-    private var timeout: TimeAmount = .seconds(3)
+    var timeout: TimeAmount = .seconds(3)
 
     public init(options: Options) {
         self.options = options
@@ -116,6 +118,13 @@ public final class ScenarioPlayer {
             }
         }
 
+        if scenario.steps.contains(where: Self.needsCluster) && options.openHMI {
+            // The cluster role is Unix-socket only, like the HMI.
+            let endpoint: HeadUnitEndpoint
+            if let hmiEndpoint = options.hmiEndpoint { endpoint = hmiEndpoint } else if case .unix = options.endpoint { endpoint = options.endpoint } else { endpoint = .default }
+            cluster = try? await ScenarioCluster.open(endpoint)
+        }
+
         // Step 0: announce, always.
         let announceOutcome = await announce(scenario)
         record(0, "announce \(scenario.apps.count) apps as '\(deviceName)'", announceOutcome, into: &report)
@@ -130,6 +139,8 @@ public final class ScenarioPlayer {
         await self.hmi?.close()
         await accessory?.close()
         accessory = nil
+        await self.cluster?.close()
+        self.cluster = nil
         await phone.close()
         let verdict = report.succeeded ? "PASSED" : "FAILED"
         options.log("scenario \(verdict): \(report.passed) passed, \(report.skipped) skipped, \(report.failures.count) failed")
@@ -182,7 +193,7 @@ public final class ScenarioPlayer {
 
     static func isHMIStep(_ step: HUScenarioStep) -> Bool {
         switch step.action {
-        case .launch, .hmiInput, .setVehicleState, .expectScreen, .serve, .expectHome: return true
+        case .launch, .hmiInput, .setVehicleState, .expectScreen, .serve, .expectHome, .navigationInput: return true
         case .closeApp(let close): return !close.byPhone
         case .disconnect(let disconnect): return disconnect.hmi
         default: return false
@@ -210,6 +221,14 @@ public final class ScenarioPlayer {
             return ("wait \(ms) ms", .ok(""))
         case .expectScreen(let expect):
             return (Self.describe(expect), await self.expectScreen(expect))
+        case .navigate(let navigate):
+            return (Self.describe(navigate.request), await self.navigate(navigate))
+        case .navigationInput(let input):
+            return (Self.describe(input.input), await self.navigationInput(input))
+        case .expectNavigationEvent(let expect):
+            return ("expect_navigation_event \(expect.kind)", await self.expectNavigationEvent(expect))
+        case .expectMetadata(let expect):
+            return (Self.describe(expect), await self.expectMetadata(expect))
         case .disconnect(let disconnect):
             return ("disconnect \(disconnect.hmi ? (disconnect.phone ? "phone and HMI" : "HMI") : "phone")", await self.disconnect(disconnect))
         case .serve(let serve):
@@ -224,7 +243,7 @@ public final class ScenarioPlayer {
     }
 
     /// Compares a Result with the expected code.
-    private func check(_ result: HUResult, expect: HUErrorCode, okDetail: String = "") -> Outcome {
+    func check(_ result: HUResult, expect: HUErrorCode, okDetail: String = "") -> Outcome {
         if result.code == expect {
             return expect == .ok ? .ok(okDetail) : .expectedError(expect)
         }
@@ -233,7 +252,7 @@ public final class ScenarioPlayer {
         return .failed("expected \(ErrorCodeNames.name(expect)), got \(got)")
     }
 
-    private func failure(_ error: Error) -> Outcome {
+    func failure(_ error: Error) -> Outcome {
         .failed("\(error)")
     }
 

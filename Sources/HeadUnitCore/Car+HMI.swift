@@ -85,8 +85,7 @@ extension Car {
         connected.appID = appID
         connected.sceneID = scene.id
         connected.kind = kind
-        connected.window = kind == .instrumentCluster ? configuration.vehicle.clusterDisplay : configuration.vehicle.mainDisplay
-        if kind == .main { connected.window.safeArea = vehicleState.safeArea }
+        connected.window = SceneWindows.window(for: kind, vehicle: configuration.vehicle, safeArea: vehicleState.safeArea)
         connected.contentStyle = vehicleState.contentStyle
         connected.vehicleState = vehicleState
         let category = apps[appID]!.category!
@@ -135,6 +134,7 @@ extension Car {
         if state.contentStyle == .unspecified { state.contentStyle = vehicleState.contentStyle }
         if !state.hasSafeArea { state.safeArea = vehicleState.safeArea }
         vehicleState = state
+        vehicleStateChanged(state)
         for appID in appOrder {
             guard let app = apps[appID] else { continue }
             for scene in app.scenes.values.sorted(by: { $0.id < $1.id }) {

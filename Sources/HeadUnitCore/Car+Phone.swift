@@ -65,7 +65,7 @@ extension Car {
     }
 
     /// The first two checks of every request a phone makes about one of its apps
-    /// (PROTOCOL.md section 11.13): a phone has announced apps, and this phone announced this app.
+    /// (PROTOCOL.md section 16.2): a phone has announced apps, and this phone announced this app.
     func announcedApp(_ appID: String, from peer: PeerID) -> Result<AppState, RuleViolation> {
         guard let phonePeer else { return .failure(RuleViolation(.noPhone, "announce apps before using them")) }
         guard peer == phonePeer, let app = apps[appID] else {
@@ -198,6 +198,7 @@ extension Car {
 
     /// The home screen's Now Playing button follows the app that last started playing.
     mutating func noteNowPlaying(_ appID: String, content: HUNowPlayingTemplate) {
+        audio.nowPlaying(appID: appID, playing: content.playbackRate > 0, spoken: content.spokenAudio)
         if content.playbackRate > 0 || nowPlayingAppID.isEmpty {
             nowPlayingAppID = appID
         }
@@ -264,6 +265,7 @@ extension Car {
         }
         app.scenes = [:]
         apps[appID] = app
+        endNavigation(of: appID, reason: reason)
     }
 
     mutating func sendLifecycle(_ transition: SceneState.Transition, appID: String, scene: SceneState, animated: Bool) {

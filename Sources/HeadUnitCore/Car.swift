@@ -35,6 +35,10 @@ public struct Car: Sendable {
     /// External Accessory protocols served and the sessions on them.
     var accessories: AccessoryHub
     var effects: [CarEffect] = []
+    /// Navigation sessions, previews, alerts (Navigation/), and the metadata stream (Cluster/).
+    public internal(set) var navigation = NavigationCenter()
+    public internal(set) var clusterFeed = ClusterFeed()
+    public internal(set) var audio = AudioFocus()
 
     struct TimedOutEvent: Equatable, Sendable {
         var id: UInt64
@@ -122,11 +126,19 @@ public struct Car: Sendable {
             var result = HUResult()
             result.status = status()
             emit(peer, body: .result(result), requestID: request)
+        case .navigationRequest(let navigationRequest):
+            answer(peer, request, handleNavigationRequest(navigationRequest, from: peer))
+        case .navigationInput(let input):
+            answer(peer, request, handleNavigationInput(input))
+        case .clusterInput(let input):
+            answer(peer, request, handleClusterInput(input))
+        case .subscribeMetadata:
+            answer(peer, request, subscribeMetadata(peer))
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit:
             break  // handled above
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, nil:
+            .sessionOpened, .sessionClosed, .navigationEvent, .metadataUpdate, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -140,6 +152,7 @@ public struct Car: Sendable {
         hmiPeers.removeAll { $0 == peer }
         var outputs: [AccessoryHub.Output] = []
         accessories.accessoryLeft(peer, outputs: &outputs)
+        clusterFeed.unsubscribe(peer)
         if peer == phonePeer {
             for appID in appOrder {
                 accessories.appEnded(appID, reason: .phoneGone, tellPhone: false, outputs: &outputs)
@@ -177,6 +190,10 @@ public struct Car: Sendable {
             if pending.showsSpinner {
                 sendSpinnerStopped(eventID: eventID, pending: pending)
             }
+        case .navigationAlert(let serial):
+            navigationAlertExpired(serial: serial)
+        case .navigationPrompt(let serial):
+            audio.endPrompt(serial: serial)
         }
         return takeEffects()
     }

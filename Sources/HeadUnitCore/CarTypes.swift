@@ -41,6 +41,10 @@ public enum CarEffect: Sendable, Equatable {
 public enum CarTimer: Hashable, Sendable {
     /// An app did not complete an event (item selection, search) in time.
     case completion(eventID: UInt64)
+    /// A navigation alert's duration ran out (the car dismisses it).
+    case navigationAlert(serial: UInt64)
+    /// A navigation prompt's duration ran out (the main audio comes back up).
+    case navigationPrompt(serial: UInt64)
 }
 
 /// Everything the car is configured with.

@@ -58,6 +58,10 @@ extension HUVehicleProfile {
         var cluster = HUDisplay()
         (cluster.widthPt, cluster.heightPt, cluster.scale) = (480, 240, 2)
         profile.clusterDisplay = cluster
+        // The dashboard's map card beside the two stacked cards on an 800 pt wide screen.
+        var dashboard = HUDisplay()
+        (dashboard.widthPt, dashboard.heightPt, dashboard.scale) = (520, 480, 2)
+        profile.dashboardDisplay = dashboard
         profile.rightHandDrive = false
         profile.inputs = [.touchHighLatency, .rotaryKnob]
         profile.initialContentStyle = .dark

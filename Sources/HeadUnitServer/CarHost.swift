@@ -23,6 +23,7 @@ final class CarHost: @unchecked Sendable {
     /// Set once a graceful stop began: new connections are turned away.
     private(set) var stopping = false
     private var allClosedPromise: EventLoopPromise<Void>?
+    private let clusterHub = ClusterHub()
 
     init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
@@ -61,6 +62,7 @@ final class CarHost: @unchecked Sendable {
     /// The connection is gone; `joined` says whether the Car knew it.
     func connectionClosed(_ peer: PeerID, joined: Bool) {
         connections[peer] = nil
+        clusterHub.remove(peer)
         if joined {
             perform(car.peerLeft(peer))
             checkStatus()
@@ -120,7 +122,14 @@ final class CarHost: @unchecked Sendable {
 
     // MARK: - Status
 
+    /// After every input: the metadata stream's snapshots and changes (ClusterHub).
+    private func publishMetadata() {
+        let taken = car.takeMetadata()
+        clusterHub.publish(snapshots: taken.snapshots, changed: taken.changed, feed: car.clusterFeed, connections: connections)
+    }
+
     private func checkStatus() {
+        publishMetadata()
         let counts = car.counts
         let summary = StatusSummary(phones: counts.phones, apps: counts.apps, scenes: counts.scenes)
         guard summary != lastSummary else { return }

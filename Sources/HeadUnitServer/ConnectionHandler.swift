@@ -160,6 +160,24 @@ final class ConnectionHandler: ChannelInboundHandler {
         write(buffer, context: context)
     }
 
+    /// Writes a frame shared with other peers (the bytes are not copied);
+    /// `written` runs on the loop once the frame has gone to the socket, or
+    /// was dropped because the connection closed.
+    func sendShared(_ frame: ByteBuffer, flushNow: Bool, written: @escaping () -> Void) {
+        guard open, let context else { return }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        // Not inside the write's completion: the catch-up it may cause is written on the next tick.
+        let loop = context.eventLoop
+        promise.futureResult.whenComplete { _ in loop.execute(written) }
+        context.write(wrapOutboundOut(frame), promise: promise)
+        if flushNow {
+            context.flush()
+        } else if !needsFlush {
+            needsFlush = true
+            host.markDirty(self)
+        }
+    }
+
     private func sendFrame(kind: FrameKind, payload: ByteBuffer) {
         guard open, let context else { return }
         var buffer = context.channel.allocator.buffer(capacity: FrameHeader.size + payload.readableBytes)

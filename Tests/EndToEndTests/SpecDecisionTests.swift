@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 
 /// The rules PROTOCOL.md and TEMPLATES.md state since the independent-client
-/// review (PROTOCOL.md section 16, changelog), each provoked over a real
+/// review (PROTOCOL.md sections 16 and 17), each provoked over a real
 /// socket with raw frames, as a client written from the spec alone would.
 @Suite("Spec decisions over real sockets")
 struct SpecDecisionTests {

@@ -245,7 +245,8 @@ public struct ConnectionStateMachine: Sendable {
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
             .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
-            .sessionOpened, .closeSession, .sessionClosed, .sessionCredit:
+            .sessionOpened, .closeSession, .sessionClosed, .sessionCredit,
+            .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

@@ -20,9 +20,14 @@ public enum RolePolicy {
         case .hello, .goodbye: return true
         // Only the car sends these.
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
-            .sessionConfiguration, .homeScreen, .screenUpdate,
+            .sessionConfiguration, .homeScreen, .screenUpdate, .navigationEvent, .metadataUpdate,
             .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed:
             return false
+        case .navigationRequest: return role == .phone
+        case .navigationInput: return role == .hmi
+        case .clusterInput: return role == .cluster
+        // The metadata stream is for the car's components that draw it.
+        case .subscribeMetadata: return role == .cluster || role == .hmi
         // Phone -> car.
         case .announceApps, .templateRequest, .completeEvent, .appClosed, .openSession:
             return role == .phone
@@ -83,6 +88,12 @@ public enum RolePolicy {
         case .closeSession: return "CloseSession"
         case .sessionClosed: return "SessionClosed"
         case .sessionCredit: return "SessionCredit"
+        case .navigationRequest: return "NavigationRequest"
+        case .navigationEvent: return "NavigationEvent"
+        case .navigationInput: return "NavigationInput"
+        case .subscribeMetadata: return "SubscribeMetadata"
+        case .metadataUpdate: return "MetadataUpdate"
+        case .clusterInput: return "ClusterInput"
         }
     }
 

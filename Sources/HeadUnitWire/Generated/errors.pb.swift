@@ -159,6 +159,21 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
 
   /// DATA beyond the credit granted; the session is closed
   case flowControl // = 154
+
+  /// --- navigation (PROTOCOL.md section 19) ---
+  case navigationNotActive // = 130
+
+  /// the car ended the app's guidance; start a new session
+  case navigationCancelledByCar // = 131
+
+  /// the app's session is running; finish or cancel it first
+  case navigationAlreadyActive // = 132
+
+  /// the app's main scene has no map template as its root
+  case noMapTemplate // = 133
+
+  /// the car's own navigation is guiding
+  case nativeNavigationActive // = 134
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -207,6 +222,11 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 120: self = .appNotLaunchable
     case 121: self = .duplicateApp
     case 122: self = .phoneAlreadyConnected
+    case 130: self = .navigationNotActive
+    case 131: self = .navigationCancelledByCar
+    case 132: self = .navigationAlreadyActive
+    case 133: self = .noMapTemplate
+    case 134: self = .nativeNavigationActive
     case 150: self = .unknownProtocol
     case 151: self = .protocolUnavailable
     case 152: self = .protocolAlreadyServed
@@ -258,6 +278,11 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .appNotLaunchable: return 120
     case .duplicateApp: return 121
     case .phoneAlreadyConnected: return 122
+    case .navigationNotActive: return 130
+    case .navigationCancelledByCar: return 131
+    case .navigationAlreadyActive: return 132
+    case .noMapTemplate: return 133
+    case .nativeNavigationActive: return 134
     case .unknownProtocol: return 150
     case .protocolUnavailable: return 151
     case .protocolAlreadyServed: return 152
@@ -314,6 +339,11 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     .protocolAlreadyServed,
     .unknownSession,
     .flowControl,
+    .navigationNotActive,
+    .navigationCancelledByCar,
+    .navigationAlreadyActive,
+    .noMapTemplate,
+    .nativeNavigationActive,
   ]
 
 }
@@ -321,5 +351,5 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 nonisolated extension HUErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{2}S\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{2}\u{1c}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{2}S\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{2}\u{8}ERROR_CODE_NAVIGATION_NOT_ACTIVE\0\u{1}ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR\0\u{1}ERROR_CODE_NAVIGATION_ALREADY_ACTIVE\0\u{1}ERROR_CODE_NO_MAP_TEMPLATE\0\u{1}ERROR_CODE_NATIVE_NAVIGATION_ACTIVE\0\u{2}\u{10}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0")
 }

@@ -331,6 +331,60 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .sessionCredit(newValue)}
   }
 
+  /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 19).
+  public var navigationRequest: HUNavigationRequest {
+    get {
+      if case .navigationRequest(let v)? = body {return v}
+      return HUNavigationRequest()
+    }
+    set {body = .navigationRequest(newValue)}
+  }
+
+  /// car -> phone
+  public var navigationEvent: HUNavigationEvent {
+    get {
+      if case .navigationEvent(let v)? = body {return v}
+      return HUNavigationEvent()
+    }
+    set {body = .navigationEvent(newValue)}
+  }
+
+  /// HMI -> car
+  public var navigationInput: HUNavigationInput {
+    get {
+      if case .navigationInput(let v)? = body {return v}
+      return HUNavigationInput()
+    }
+    set {body = .navigationInput(newValue)}
+  }
+
+  /// cluster, HMI -> car
+  public var subscribeMetadata: HUSubscribeMetadata {
+    get {
+      if case .subscribeMetadata(let v)? = body {return v}
+      return HUSubscribeMetadata()
+    }
+    set {body = .subscribeMetadata(newValue)}
+  }
+
+  /// car -> subscribers
+  public var metadataUpdate: HUMetadataUpdate {
+    get {
+      if case .metadataUpdate(let v)? = body {return v}
+      return HUMetadataUpdate()
+    }
+    set {body = .metadataUpdate(newValue)}
+  }
+
+  /// cluster -> car
+  public var clusterInput: HUClusterInput {
+    get {
+      if case .clusterInput(let v)? = body {return v}
+      return HUClusterInput()
+    }
+    set {body = .clusterInput(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -376,6 +430,18 @@ public nonisolated struct HUEnvelope: Sendable {
     case sessionClosed(HUSessionClosed)
     /// phone or accessory -> car (one-way)
     case sessionCredit(HUSessionCredit)
+    /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 19).
+    case navigationRequest(HUNavigationRequest)
+    /// car -> phone
+    case navigationEvent(HUNavigationEvent)
+    /// HMI -> car
+    case navigationInput(HUNavigationInput)
+    /// cluster, HMI -> car
+    case subscribeMetadata(HUSubscribeMetadata)
+    /// car -> subscribers
+    case metadataUpdate(HUMetadataUpdate)
+    /// cluster -> car
+    case clusterInput(HUClusterInput)
 
   }
 
@@ -490,72 +556,57 @@ public nonisolated struct HUGoodbye: Sendable {
 
 /// The answer to every request (request_id echoed), and the carrier of
 /// non-fatal protocol errors (request_id 0 when the offending frame had none).
-public nonisolated struct HUResult: @unchecked Sendable {
+public nonisolated struct HUResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// ERROR_CODE_OK on success
-  public var code: HUErrorCode {
-    get {_storage._code}
-    set {_uniqueStorage()._code = newValue}
-  }
+  public var code: HUErrorCode = .ok
 
   /// human-readable detail
-  public var message: String {
-    get {_storage._message}
-    set {_uniqueStorage()._message = newValue}
-  }
+  public var message: String = String()
 
   /// the limit that was hit, e.g. "grid.buttons"
-  public var limit: String {
-    get {_storage._limit}
-    set {_uniqueStorage()._limit = newValue}
-  }
+  public var limit: String = String()
 
   /// its value for this car, app and state
-  public var limitValue: UInt32 {
-    get {_storage._limitValue}
-    set {_uniqueStorage()._limitValue = newValue}
-  }
+  public var limitValue: UInt32 = 0
 
   /// Request-specific answers.
-  public var detail: OneOf_Detail? {
-    get {return _storage._detail}
-    set {_uniqueStorage()._detail = newValue}
-  }
+  public var detail: HUResult.OneOf_Detail? = nil
 
   public var appDecisions: HUAppDecisions {
     get {
-      if case .appDecisions(let v)? = _storage._detail {return v}
+      if case .appDecisions(let v)? = detail {return v}
       return HUAppDecisions()
     }
-    set {_uniqueStorage()._detail = .appDecisions(newValue)}
+    set {detail = .appDecisions(newValue)}
   }
 
   public var status: HUStatus {
     get {
-      if case .status(let v)? = _storage._detail {return v}
+      if case .status(let v)? = detail {return v}
       return HUStatus()
     }
-    set {_uniqueStorage()._detail = .status(newValue)}
+    set {detail = .status(newValue)}
   }
 
   public var templateShown: HUTemplateShown {
     get {
-      if case .templateShown(let v)? = _storage._detail {return v}
+      if case .templateShown(let v)? = detail {return v}
       return HUTemplateShown()
     }
-    set {_uniqueStorage()._detail = .templateShown(newValue)}
+    set {detail = .templateShown(newValue)}
   }
 
   /// OpenSession
   public var accessorySession: HUAccessorySession {
     get {
-      if case .accessorySession(let v)? = _storage._detail {return v}
+      if case .accessorySession(let v)? = detail {return v}
       return HUAccessorySession()
     }
-    set {_uniqueStorage()._detail = .accessorySession(newValue)}
+    set {detail = .accessorySession(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -571,45 +622,64 @@ public nonisolated struct HUResult: @unchecked Sendable {
   }
 
   public init() {}
-
-  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// Daemon status for `headunitctl status` and STATUS= lines.
-public nonisolated struct HUStatus: Sendable {
+public nonisolated struct HUStatus: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var phones: UInt32 = 0
+  public var phones: UInt32 {
+    get {_storage._phones}
+    set {_uniqueStorage()._phones = newValue}
+  }
 
-  public var apps: UInt32 = 0
+  public var apps: UInt32 {
+    get {_storage._apps}
+    set {_uniqueStorage()._apps = newValue}
+  }
 
-  public var scenes: UInt32 = 0
+  public var scenes: UInt32 {
+    get {_storage._scenes}
+    set {_uniqueStorage()._scenes = newValue}
+  }
 
-  public var peers: UInt32 = 0
+  public var peers: UInt32 {
+    get {_storage._peers}
+    set {_uniqueStorage()._peers = newValue}
+  }
 
-  public var peer: [HUPeerStatus] = []
+  public var peer: [HUPeerStatus] {
+    get {_storage._peer}
+    set {_uniqueStorage()._peer = newValue}
+  }
 
-  public var app: [HUAppStatus] = []
+  public var app: [HUAppStatus] {
+    get {_storage._app}
+    set {_uniqueStorage()._app = newValue}
+  }
 
   public var vehicleState: HUVehicleState {
-    get {_vehicleState ?? HUVehicleState()}
-    set {_vehicleState = newValue}
+    get {_storage._vehicleState ?? HUVehicleState()}
+    set {_uniqueStorage()._vehicleState = newValue}
   }
   /// Returns true if `vehicleState` has been explicitly set.
-  public var hasVehicleState: Bool {self._vehicleState != nil}
+  public var hasVehicleState: Bool {_storage._vehicleState != nil}
   /// Clears the value of `vehicleState`. Subsequent reads from it will return its default value.
-  public mutating func clearVehicleState() {self._vehicleState = nil}
+  public mutating func clearVehicleState() {_uniqueStorage()._vehicleState = nil}
 
   /// The vehicle's External Accessory protocols: served now or "declared, unavailable".
-  public var accessoryProtocols: [HUAccessoryProtocolStatus] = []
+  public var accessoryProtocols: [HUAccessoryProtocolStatus] {
+    get {_storage._accessoryProtocols}
+    set {_uniqueStorage()._accessoryProtocols = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _vehicleState: HUVehicleState? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HUAccessoryProtocolStatus: Sendable {
@@ -703,7 +773,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}'serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -959,6 +1029,84 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .screenUpdate(v)
         }
       }()
+      case 60: try {
+        var v: HUNavigationRequest?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationRequest(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationRequest(v)
+        }
+      }()
+      case 61: try {
+        var v: HUNavigationEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationEvent(v)
+        }
+      }()
+      case 62: try {
+        var v: HUNavigationInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationInput(v)
+        }
+      }()
+      case 63: try {
+        var v: HUSubscribeMetadata?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .subscribeMetadata(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .subscribeMetadata(v)
+        }
+      }()
+      case 64: try {
+        var v: HUMetadataUpdate?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .metadataUpdate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .metadataUpdate(v)
+        }
+      }()
+      case 65: try {
+        var v: HUClusterInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .clusterInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .clusterInput(v)
+        }
+      }()
       case 80: try {
         var v: HUServeProtocols?
         var hadOneofValue = false
@@ -1165,6 +1313,30 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .screenUpdate?: try {
       guard case .screenUpdate(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .navigationRequest?: try {
+      guard case .navigationRequest(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+    }()
+    case .navigationEvent?: try {
+      guard case .navigationEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+    }()
+    case .navigationInput?: try {
+      guard case .navigationInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+    }()
+    case .subscribeMetadata?: try {
+      guard case .subscribeMetadata(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+    }()
+    case .metadataUpdate?: try {
+      guard case .metadataUpdate(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+    }()
+    case .clusterInput?: try {
+      guard case .clusterInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
     }()
     case .serveProtocols?: try {
       guard case .serveProtocols(let v)? = self.body else { preconditionFailure() }
@@ -1418,12 +1590,136 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
   public static let protoMessageName: String = _protobuf_package + ".Result"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{4}\u{8}accessory_session\0")
 
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.code) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.limit) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.limitValue) }()
+      case 10: try {
+        var v: HUAppDecisions?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .appDecisions(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .appDecisions(v)
+        }
+      }()
+      case 11: try {
+        var v: HUStatus?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .status(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .status(v)
+        }
+      }()
+      case 12: try {
+        var v: HUTemplateShown?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .templateShown(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .templateShown(v)
+        }
+      }()
+      case 20: try {
+        var v: HUAccessorySession?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .accessorySession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .accessorySession(v)
+        }
+      }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.code != .ok {
+      try visitor.visitSingularEnumField(value: self.code, fieldNumber: 1)
+    }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
+    }
+    if !self.limit.isEmpty {
+      try visitor.visitSingularStringField(value: self.limit, fieldNumber: 3)
+    }
+    if self.limitValue != 0 {
+      try visitor.visitSingularUInt32Field(value: self.limitValue, fieldNumber: 4)
+    }
+    switch self.detail {
+    case .appDecisions?: try {
+      guard case .appDecisions(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    }()
+    case .status?: try {
+      guard case .status(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+    }()
+    case .templateShown?: try {
+      guard case .templateShown(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
+    case .accessorySession?: try {
+      guard case .accessorySession(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+    }()
+    case nil: break
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUResult, rhs: HUResult) -> Bool {
+    if lhs.code != rhs.code {return false}
+    if lhs.message != rhs.message {return false}
+    if lhs.limit != rhs.limit {return false}
+    if lhs.limitValue != rhs.limitValue {return false}
+    if lhs.detail != rhs.detail {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Status"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{4}\u{d}accessory_protocols\0")
+
   fileprivate class _StorageClass {
-    var _code: HUErrorCode = .ok
-    var _message: String = String()
-    var _limit: String = String()
-    var _limitValue: UInt32 = 0
-    var _detail: HUResult.OneOf_Detail?
+    var _phones: UInt32 = 0
+    var _apps: UInt32 = 0
+    var _scenes: UInt32 = 0
+    var _peers: UInt32 = 0
+    var _peer: [HUPeerStatus] = []
+    var _app: [HUAppStatus] = []
+    var _vehicleState: HUVehicleState? = nil
+    var _accessoryProtocols: [HUAccessoryProtocolStatus] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1434,11 +1730,14 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     private init() {}
 
     init(copying source: _StorageClass) {
-      _code = source._code
-      _message = source._message
-      _limit = source._limit
-      _limitValue = source._limitValue
-      _detail = source._detail
+      _phones = source._phones
+      _apps = source._apps
+      _scenes = source._scenes
+      _peers = source._peers
+      _peer = source._peer
+      _app = source._app
+      _vehicleState = source._vehicleState
+      _accessoryProtocols = source._accessoryProtocols
     }
   }
 
@@ -1457,62 +1756,14 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         // allocates stack space for every case branch when no optimizations are
         // enabled. https://github.com/apple/swift-protobuf/issues/1034
         switch fieldNumber {
-        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._code) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._message) }()
-        case 3: try { try decoder.decodeSingularStringField(value: &_storage._limit) }()
-        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._limitValue) }()
-        case 10: try {
-          var v: HUAppDecisions?
-          var hadOneofValue = false
-          if let current = _storage._detail {
-            hadOneofValue = true
-            if case .appDecisions(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._detail = .appDecisions(v)
-          }
-        }()
-        case 11: try {
-          var v: HUStatus?
-          var hadOneofValue = false
-          if let current = _storage._detail {
-            hadOneofValue = true
-            if case .status(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._detail = .status(v)
-          }
-        }()
-        case 12: try {
-          var v: HUTemplateShown?
-          var hadOneofValue = false
-          if let current = _storage._detail {
-            hadOneofValue = true
-            if case .templateShown(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._detail = .templateShown(v)
-          }
-        }()
-        case 20: try {
-          var v: HUAccessorySession?
-          var hadOneofValue = false
-          if let current = _storage._detail {
-            hadOneofValue = true
-            if case .accessorySession(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._detail = .accessorySession(v)
-          }
-        }()
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._phones) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._apps) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._scenes) }()
+        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._peers) }()
+        case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._peer) }()
+        case 6: try { try decoder.decodeRepeatedMessageField(value: &_storage._app) }()
+        case 7: try { try decoder.decodeSingularMessageField(value: &_storage._vehicleState) }()
+        case 20: try { try decoder.decodeRepeatedMessageField(value: &_storage._accessoryProtocols) }()
         default: break
         }
       }
@@ -1525,124 +1776,51 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       // allocates stack space for every if/case branch local when no optimizations
       // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
       // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._code != .ok {
-        try visitor.visitSingularEnumField(value: _storage._code, fieldNumber: 1)
+      if _storage._phones != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._phones, fieldNumber: 1)
       }
-      if !_storage._message.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._message, fieldNumber: 2)
+      if _storage._apps != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._apps, fieldNumber: 2)
       }
-      if !_storage._limit.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._limit, fieldNumber: 3)
+      if _storage._scenes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._scenes, fieldNumber: 3)
       }
-      if _storage._limitValue != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._limitValue, fieldNumber: 4)
+      if _storage._peers != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._peers, fieldNumber: 4)
       }
-      switch _storage._detail {
-      case .appDecisions?: try {
-        guard case .appDecisions(let v)? = _storage._detail else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-      }()
-      case .status?: try {
-        guard case .status(let v)? = _storage._detail else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-      }()
-      case .templateShown?: try {
-        guard case .templateShown(let v)? = _storage._detail else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-      }()
-      case .accessorySession?: try {
-        guard case .accessorySession(let v)? = _storage._detail else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
-      }()
-      case nil: break
+      if !_storage._peer.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._peer, fieldNumber: 5)
       }
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  public static func ==(lhs: HUResult, rhs: HUResult) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._code != rhs_storage._code {return false}
-        if _storage._message != rhs_storage._message {return false}
-        if _storage._limit != rhs_storage._limit {return false}
-        if _storage._limitValue != rhs_storage._limitValue {return false}
-        if _storage._detail != rhs_storage._detail {return false}
-        return true
+      if !_storage._app.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._app, fieldNumber: 6)
       }
-      if !storagesAreEqual {return false}
-    }
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".Status"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{4}\u{d}accessory_protocols\0")
-
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.phones) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.apps) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.scenes) }()
-      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.peers) }()
-      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.peer) }()
-      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.app) }()
-      case 7: try { try decoder.decodeSingularMessageField(value: &self._vehicleState) }()
-      case 20: try { try decoder.decodeRepeatedMessageField(value: &self.accessoryProtocols) }()
-      default: break
+      try { if let v = _storage._vehicleState {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+      } }()
+      if !_storage._accessoryProtocols.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._accessoryProtocols, fieldNumber: 20)
       }
-    }
-  }
-
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.phones != 0 {
-      try visitor.visitSingularUInt32Field(value: self.phones, fieldNumber: 1)
-    }
-    if self.apps != 0 {
-      try visitor.visitSingularUInt32Field(value: self.apps, fieldNumber: 2)
-    }
-    if self.scenes != 0 {
-      try visitor.visitSingularUInt32Field(value: self.scenes, fieldNumber: 3)
-    }
-    if self.peers != 0 {
-      try visitor.visitSingularUInt32Field(value: self.peers, fieldNumber: 4)
-    }
-    if !self.peer.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.peer, fieldNumber: 5)
-    }
-    if !self.app.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.app, fieldNumber: 6)
-    }
-    try { if let v = self._vehicleState {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
-    } }()
-    if !self.accessoryProtocols.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.accessoryProtocols, fieldNumber: 20)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUStatus, rhs: HUStatus) -> Bool {
-    if lhs.phones != rhs.phones {return false}
-    if lhs.apps != rhs.apps {return false}
-    if lhs.scenes != rhs.scenes {return false}
-    if lhs.peers != rhs.peers {return false}
-    if lhs.peer != rhs.peer {return false}
-    if lhs.app != rhs.app {return false}
-    if lhs._vehicleState != rhs._vehicleState {return false}
-    if lhs.accessoryProtocols != rhs.accessoryProtocols {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._phones != rhs_storage._phones {return false}
+        if _storage._apps != rhs_storage._apps {return false}
+        if _storage._scenes != rhs_storage._scenes {return false}
+        if _storage._peers != rhs_storage._peers {return false}
+        if _storage._peer != rhs_storage._peer {return false}
+        if _storage._app != rhs_storage._app {return false}
+        if _storage._vehicleState != rhs_storage._vehicleState {return false}
+        if _storage._accessoryProtocols != rhs_storage._accessoryProtocols {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -167,6 +167,39 @@ public nonisolated struct HUScenarioStep: Sendable {
     set {action = .expectHome(newValue)}
   }
 
+  /// Navigation (PROTOCOL.md section 19).
+  public var navigate: HUScenarioNavigate {
+    get {
+      if case .navigate(let v)? = action {return v}
+      return HUScenarioNavigate()
+    }
+    set {action = .navigate(newValue)}
+  }
+
+  public var navigationInput: HUScenarioNavigationInput {
+    get {
+      if case .navigationInput(let v)? = action {return v}
+      return HUScenarioNavigationInput()
+    }
+    set {action = .navigationInput(newValue)}
+  }
+
+  public var expectNavigationEvent: HUScenarioExpectNavigationEvent {
+    get {
+      if case .expectNavigationEvent(let v)? = action {return v}
+      return HUScenarioExpectNavigationEvent()
+    }
+    set {action = .expectNavigationEvent(newValue)}
+  }
+
+  public var expectMetadata: HUScenarioExpectMetadata {
+    get {
+      if case .expectMetadata(let v)? = action {return v}
+      return HUScenarioExpectMetadata()
+    }
+    set {action = .expectMetadata(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -183,6 +216,11 @@ public nonisolated struct HUScenarioStep: Sendable {
     case serve(HUScenarioServe)
     case openSession(HUScenarioOpenSession)
     case expectHome(HUScenarioExpectHome)
+    /// Navigation (PROTOCOL.md section 19).
+    case navigate(HUScenarioNavigate)
+    case navigationInput(HUScenarioNavigationInput)
+    case expectNavigationEvent(HUScenarioExpectNavigationEvent)
+    case expectMetadata(HUScenarioExpectMetadata)
 
   }
 
@@ -725,6 +763,183 @@ public nonisolated struct HUScenarioExpectHome: Sendable {
   public init() {}
 }
 
+/// Phone: one NavigationRequest (its app_id names the app).
+public nonisolated struct HUScenarioNavigate: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var request: HUNavigationRequest {
+    get {_request ?? HUNavigationRequest()}
+    set {_request = newValue}
+  }
+  /// Returns true if `request` has been explicitly set.
+  public var hasRequest: Bool {self._request != nil}
+  /// Clears the value of `request`. Subsequent reads from it will return its default value.
+  public mutating func clearRequest() {self._request = nil}
+
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _request: HUNavigationRequest? = nil
+}
+
+/// HMI: one NavigationInput.
+public nonisolated struct HUScenarioNavigationInput: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var input: HUNavigationInput {
+    get {_input ?? HUNavigationInput()}
+    set {_input = newValue}
+  }
+  /// Returns true if `input` has been explicitly set.
+  public var hasInput: Bool {self._input != nil}
+  /// Clears the value of `input`. Subsequent reads from it will return its default value.
+  public mutating func clearInput() {self._input = nil}
+
+  public var expect: HUErrorCode = .ok
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _input: HUNavigationInput? = nil
+}
+
+/// Phone: waits for a NavigationEvent matching every set field (earlier ones count).
+public nonisolated struct HUScenarioExpectNavigationEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  /// The NavigationEvent kind field name: trip_previewed, trip_started,
+  /// navigation_cancelled, alert_dismissed, panning, dashboard_button_pressed, cluster_input.
+  public var kind: String = String()
+
+  public var tripID: String = String()
+
+  public var routeChoiceID: String = String()
+
+  /// Alert id (alert_dismissed) or dashboard button id.
+  public var id: String = String()
+
+  /// navigation_cancelled
+  public var endReason: HUNavigationEndReason = .unspecified
+
+  /// alert_dismissed
+  public var dismissReason: HUAlertDismissReason = .unspecified
+
+  /// alert_dismissed
+  public var actionID: String = String()
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Cluster: the player subscribes to the metadata stream as a cluster (Unix
+/// socket) when a scenario has these steps; waits until the state matches.
+public nonisolated struct HUScenarioExpectMetadata: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var guidance: HUGuidanceState {
+    get {_guidance ?? .idle}
+    set {_guidance = newValue}
+  }
+  /// Returns true if `guidance` has been explicitly set.
+  public var hasGuidance: Bool {self._guidance != nil}
+  /// Clears the value of `guidance`. Subsequent reads from it will return its default value.
+  public mutating func clearGuidance() {self._guidance = nil}
+
+  public var pauseReason: HUPauseReason {
+    get {_pauseReason ?? .unspecified}
+    set {_pauseReason = newValue}
+  }
+  /// Returns true if `pauseReason` has been explicitly set.
+  public var hasPauseReason: Bool {self._pauseReason != nil}
+  /// Clears the value of `pauseReason`. Subsequent reads from it will return its default value.
+  public mutating func clearPauseReason() {self._pauseReason = nil}
+
+  public var endReason: HUNavigationEndReason {
+    get {_endReason ?? .unspecified}
+    set {_endReason = newValue}
+  }
+  /// Returns true if `endReason` has been explicitly set.
+  public var hasEndReason: Bool {self._endReason != nil}
+  /// Clears the value of `endReason`. Subsequent reads from it will return its default value.
+  public mutating func clearEndReason() {self._endReason = nil}
+
+  /// The upcoming maneuver ids, in order, when set (use [] for "none").
+  public var maneuverIds: [String] = []
+
+  public var checkManeuvers: Bool = false
+
+  /// "" = no alert
+  public var alertID: String {
+    get {_alertID ?? String()}
+    set {_alertID = newValue}
+  }
+  /// Returns true if `alertID` has been explicitly set.
+  public var hasAlertID: Bool {self._alertID != nil}
+  /// Clears the value of `alertID`. Subsequent reads from it will return its default value.
+  public mutating func clearAlertID() {self._alertID = nil}
+
+  public var guidanceAppID: String {
+    get {_guidanceAppID ?? String()}
+    set {_guidanceAppID = newValue}
+  }
+  /// Returns true if `guidanceAppID` has been explicitly set.
+  public var hasGuidanceAppID: Bool {self._guidanceAppID != nil}
+  /// Clears the value of `guidanceAppID`. Subsequent reads from it will return its default value.
+  public mutating func clearGuidanceAppID() {self._guidanceAppID = nil}
+
+  public var previewedTripID: String {
+    get {_previewedTripID ?? String()}
+    set {_previewedTripID = newValue}
+  }
+  /// Returns true if `previewedTripID` has been explicitly set.
+  public var hasPreviewedTripID: Bool {self._previewedTripID != nil}
+  /// Clears the value of `previewedTripID`. Subsequent reads from it will return its default value.
+  public mutating func clearPreviewedTripID() {self._previewedTripID = nil}
+
+  /// trip previews shown (0 = none)
+  public var tripsShown: UInt32 {
+    get {_tripsShown ?? 0}
+    set {_tripsShown = newValue}
+  }
+  /// Returns true if `tripsShown` has been explicitly set.
+  public var hasTripsShown: Bool {self._tripsShown != nil}
+  /// Clears the value of `tripsShown`. Subsequent reads from it will return its default value.
+  public mutating func clearTripsShown() {self._tripsShown = nil}
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _guidance: HUGuidanceState? = nil
+  fileprivate var _pauseReason: HUPauseReason? = nil
+  fileprivate var _endReason: HUNavigationEndReason? = nil
+  fileprivate var _alertID: String? = nil
+  fileprivate var _guidanceAppID: String? = nil
+  fileprivate var _previewedTripID: String? = nil
+  fileprivate var _tripsShown: UInt32? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
@@ -791,7 +1006,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScenarioStep"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{2}\u{9}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{2}\u{9}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{2}&navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -964,6 +1179,58 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
           self.action = .expectHome(v)
         }
       }()
+      case 60: try {
+        var v: HUScenarioNavigate?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .navigate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .navigate(v)
+        }
+      }()
+      case 61: try {
+        var v: HUScenarioNavigationInput?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .navigationInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .navigationInput(v)
+        }
+      }()
+      case 62: try {
+        var v: HUScenarioExpectNavigationEvent?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .expectNavigationEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .expectNavigationEvent(v)
+        }
+      }()
+      case 63: try {
+        var v: HUScenarioExpectMetadata?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .expectMetadata(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .expectMetadata(v)
+        }
+      }()
       default: break
       }
     }
@@ -1029,6 +1296,22 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
     case .expectHome?: try {
       guard case .expectHome(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .navigate?: try {
+      guard case .navigate(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+    }()
+    case .navigationInput?: try {
+      guard case .navigationInput(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+    }()
+    case .expectNavigationEvent?: try {
+      guard case .expectNavigationEvent(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+    }()
+    case .expectMetadata?: try {
+      guard case .expectMetadata(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
     }()
     case nil: break
     }
@@ -2029,6 +2312,238 @@ nonisolated extension HUScenarioExpectHome: SwiftProtobuf.Message, SwiftProtobuf
 
   public static func ==(lhs: HUScenarioExpectHome, rhs: HUScenarioExpectHome) -> Bool {
     if lhs.appIds != rhs.appIds {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioNavigate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioNavigate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}request\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._request) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._request {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 2)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioNavigate, rhs: HUScenarioNavigate) -> Bool {
+    if lhs._request != rhs._request {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioNavigationInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioNavigationInput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}input\0\u{1}expect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._input) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._input {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioNavigationInput, rhs: HUScenarioNavigationInput) -> Bool {
+    if lhs._input != rhs._input {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioExpectNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectNavigationEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}kind\0\u{3}trip_id\0\u{3}route_choice_id\0\u{1}id\0\u{3}end_reason\0\u{3}dismiss_reason\0\u{3}action_id\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.kind) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.tripID) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.routeChoiceID) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.endReason) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.dismissReason) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.actionID) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.kind.isEmpty {
+      try visitor.visitSingularStringField(value: self.kind, fieldNumber: 2)
+    }
+    if !self.tripID.isEmpty {
+      try visitor.visitSingularStringField(value: self.tripID, fieldNumber: 3)
+    }
+    if !self.routeChoiceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.routeChoiceID, fieldNumber: 4)
+    }
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 5)
+    }
+    if self.endReason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.endReason, fieldNumber: 6)
+    }
+    if self.dismissReason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.dismissReason, fieldNumber: 7)
+    }
+    if !self.actionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.actionID, fieldNumber: 8)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioExpectNavigationEvent, rhs: HUScenarioExpectNavigationEvent) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.kind != rhs.kind {return false}
+    if lhs.tripID != rhs.tripID {return false}
+    if lhs.routeChoiceID != rhs.routeChoiceID {return false}
+    if lhs.id != rhs.id {return false}
+    if lhs.endReason != rhs.endReason {return false}
+    if lhs.dismissReason != rhs.dismissReason {return false}
+    if lhs.actionID != rhs.actionID {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioExpectMetadata: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectMetadata"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{3}pause_reason\0\u{3}end_reason\0\u{3}maneuver_ids\0\u{3}check_maneuvers\0\u{3}alert_id\0\u{3}guidance_app_id\0\u{3}previewed_trip_id\0\u{3}trips_shown\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self._guidance) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self._pauseReason) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self._endReason) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.maneuverIds) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.checkManeuvers) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self._alertID) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self._guidanceAppID) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self._previewedTripID) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self._tripsShown) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._guidance {
+      try visitor.visitSingularEnumField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._pauseReason {
+      try visitor.visitSingularEnumField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._endReason {
+      try visitor.visitSingularEnumField(value: v, fieldNumber: 3)
+    } }()
+    if !self.maneuverIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.maneuverIds, fieldNumber: 4)
+    }
+    if self.checkManeuvers != false {
+      try visitor.visitSingularBoolField(value: self.checkManeuvers, fieldNumber: 5)
+    }
+    try { if let v = self._alertID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 6)
+    } }()
+    try { if let v = self._guidanceAppID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 7)
+    } }()
+    try { if let v = self._previewedTripID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 8)
+    } }()
+    try { if let v = self._tripsShown {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 9)
+    } }()
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 10)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioExpectMetadata, rhs: HUScenarioExpectMetadata) -> Bool {
+    if lhs._guidance != rhs._guidance {return false}
+    if lhs._pauseReason != rhs._pauseReason {return false}
+    if lhs._endReason != rhs._endReason {return false}
+    if lhs.maneuverIds != rhs.maneuverIds {return false}
+    if lhs.checkManeuvers != rhs.checkManeuvers {return false}
+    if lhs._alertID != rhs._alertID {return false}
+    if lhs._guidanceAppID != rhs._guidanceAppID {return false}
+    if lhs._previewedTripID != rhs._previewedTripID {return false}
+    if lhs._tripsShown != rhs._tripsShown {return false}
     if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

@@ -498,6 +498,16 @@ public nonisolated struct HUVehicleProfile: @unchecked Sendable {
     set {_uniqueStorage()._maxListSectionsWhileDriving = newValue}
   }
 
+  /// The dashboard's map area (its window), when dashboard_present.
+  public var dashboardDisplay: HUDisplay {
+    get {_storage._dashboardDisplay ?? HUDisplay()}
+    set {_uniqueStorage()._dashboardDisplay = newValue}
+  }
+  /// Returns true if `dashboardDisplay` has been explicitly set.
+  public var hasDashboardDisplay: Bool {_storage._dashboardDisplay != nil}
+  /// Clears the value of `dashboardDisplay`. Subsequent reads from it will return its default value.
+  public mutating func clearDashboardDisplay() {_uniqueStorage()._dashboardDisplay = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -533,6 +543,14 @@ public nonisolated struct HUVehicleState: Sendable {
   public mutating func clearSafeArea() {self._safeArea = nil}
 
   public var nativeNavigationActive: Bool = false
+
+  /// Audio (PROTOCOL.md section 19.8).
+  public var carAudioSource: String = String()
+
+  public var callActive: Bool = false
+
+  /// Siri or the car's voice recognition
+  public var voiceSessionActive: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1595,104 +1613,73 @@ public nonisolated struct HUOpenNowPlaying: Sendable {
 }
 
 /// The whole state of one screen as rendered: what to draw.
-public nonisolated struct HURenderedScreen: @unchecked Sendable {
+public nonisolated struct HURenderedScreen: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var screen: HUScreen {
-    get {_storage._screen}
-    set {_uniqueStorage()._screen = newValue}
-  }
+  public var screen: HUScreen = .unspecified
 
   /// empty: the home screen
-  public var appID: String {
-    get {_storage._appID}
-    set {_uniqueStorage()._appID = newValue}
-  }
+  public var appID: String = String()
 
-  public var sceneID: UInt32 {
-    get {_storage._sceneID}
-    set {_uniqueStorage()._sceneID = newValue}
-  }
+  public var sceneID: UInt32 = 0
 
   /// template ids, root first
-  public var stack: [String] {
-    get {_storage._stack}
-    set {_uniqueStorage()._stack = newValue}
-  }
+  public var stack: [String] = []
 
   /// the template on top, with the car's truncation applied
   public var top: HUTemplate {
-    get {_storage._top ?? HUTemplate()}
-    set {_uniqueStorage()._top = newValue}
+    get {_top ?? HUTemplate()}
+    set {_top = newValue}
   }
   /// Returns true if `top` has been explicitly set.
-  public var hasTop: Bool {_storage._top != nil}
+  public var hasTop: Bool {self._top != nil}
   /// Clears the value of `top`. Subsequent reads from it will return its default value.
-  public mutating func clearTop() {_uniqueStorage()._top = nil}
+  public mutating func clearTop() {self._top = nil}
 
   /// modal over it, if any
   public var presented: HUTemplate {
-    get {_storage._presented ?? HUTemplate()}
-    set {_uniqueStorage()._presented = newValue}
+    get {_presented ?? HUTemplate()}
+    set {_presented = newValue}
   }
   /// Returns true if `presented` has been explicitly set.
-  public var hasPresented: Bool {_storage._presented != nil}
+  public var hasPresented: Bool {self._presented != nil}
   /// Clears the value of `presented`. Subsequent reads from it will return its default value.
-  public mutating func clearPresented() {_uniqueStorage()._presented = nil}
+  public mutating func clearPresented() {self._presented = nil}
 
   public var pending: HUPendingSelection {
-    get {_storage._pending ?? HUPendingSelection()}
-    set {_uniqueStorage()._pending = newValue}
+    get {_pending ?? HUPendingSelection()}
+    set {_pending = newValue}
   }
   /// Returns true if `pending` has been explicitly set.
-  public var hasPending: Bool {_storage._pending != nil}
+  public var hasPending: Bool {self._pending != nil}
   /// Clears the value of `pending`. Subsequent reads from it will return its default value.
-  public mutating func clearPending() {_uniqueStorage()._pending = nil}
+  public mutating func clearPending() {self._pending = nil}
 
   /// list truncation of `top` while driving
-  public var itemsShown: UInt32 {
-    get {_storage._itemsShown}
-    set {_uniqueStorage()._itemsShown = newValue}
-  }
+  public var itemsShown: UInt32 = 0
 
-  public var itemsTotal: UInt32 {
-    get {_storage._itemsTotal}
-    set {_uniqueStorage()._itemsTotal = newValue}
-  }
+  public var itemsTotal: UInt32 = 0
 
-  public var contentStyle: HUContentStyle {
-    get {_storage._contentStyle}
-    set {_uniqueStorage()._contentStyle = newValue}
-  }
+  public var contentStyle: HUContentStyle = .unspecified
 
-  public var rightHandDrive: Bool {
-    get {_storage._rightHandDrive}
-    set {_uniqueStorage()._rightHandDrive = newValue}
-  }
+  public var rightHandDrive: Bool = false
 
   /// navigation bar's Now Playing button
-  public var showNowPlayingButton: Bool {
-    get {_storage._showNowPlayingButton}
-    set {_uniqueStorage()._showNowPlayingButton = newValue}
-  }
+  public var showNowPlayingButton: Bool = false
 
-  public var searchResults: [HUListItem] {
-    get {_storage._searchResults}
-    set {_uniqueStorage()._searchResults = newValue}
-  }
+  public var searchResults: [HUListItem] = []
 
-  public var selectedTabID: String {
-    get {_storage._selectedTabID}
-    set {_uniqueStorage()._selectedTabID = newValue}
-  }
+  public var selectedTabID: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _top: HUTemplate? = nil
+  fileprivate var _presented: HUTemplate? = nil
+  fileprivate var _pending: HUPendingSelection? = nil
 }
 
 /// The spinner: shown while the app completes a selection.
@@ -1714,48 +1701,57 @@ public nonisolated struct HUPendingSelection: Sendable {
 
 /// One change to what is on a screen. `full` replaces everything; the other
 /// kinds patch the template already shown by id.
-public nonisolated struct HUScreenUpdate: Sendable {
+public nonisolated struct HUScreenUpdate: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var screen: HUScreen = .unspecified
+  public var screen: HUScreen {
+    get {_storage._screen}
+    set {_uniqueStorage()._screen = newValue}
+  }
 
   /// per screen, +1 per update; a gap means redraw from `full`
-  public var sequence: UInt64 = 0
+  public var sequence: UInt64 {
+    get {_storage._sequence}
+    set {_uniqueStorage()._sequence = newValue}
+  }
 
-  public var change: HUScreenUpdate.OneOf_Change? = nil
+  public var change: OneOf_Change? {
+    get {return _storage._change}
+    set {_uniqueStorage()._change = newValue}
+  }
 
   public var full: HURenderedScreen {
     get {
-      if case .full(let v)? = change {return v}
+      if case .full(let v)? = _storage._change {return v}
       return HURenderedScreen()
     }
-    set {change = .full(newValue)}
+    set {_uniqueStorage()._change = .full(newValue)}
   }
 
   public var diff: HUTemplateDiff {
     get {
-      if case .diff(let v)? = change {return v}
+      if case .diff(let v)? = _storage._change {return v}
       return HUTemplateDiff()
     }
-    set {change = .diff(newValue)}
+    set {_uniqueStorage()._change = .diff(newValue)}
   }
 
   public var spinnerStarted: HUPendingSelection {
     get {
-      if case .spinnerStarted(let v)? = change {return v}
+      if case .spinnerStarted(let v)? = _storage._change {return v}
       return HUPendingSelection()
     }
-    set {change = .spinnerStarted(newValue)}
+    set {_uniqueStorage()._change = .spinnerStarted(newValue)}
   }
 
   public var spinnerStopped: HUPendingSelection {
     get {
-      if case .spinnerStopped(let v)? = change {return v}
+      if case .spinnerStopped(let v)? = _storage._change {return v}
       return HUPendingSelection()
     }
-    set {change = .spinnerStopped(newValue)}
+    set {_uniqueStorage()._change = .spinnerStopped(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1769,6 +1765,8 @@ public nonisolated struct HUScreenUpdate: Sendable {
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// In-place changes to the template on screen, element by element.
@@ -2048,7 +2046,7 @@ nonisolated extension HUDisplay: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".VehicleProfile"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}manufacturer\0\u{1}model\0\u{3}main_display\0\u{3}dashboard_present\0\u{3}instrument_cluster_present\0\u{3}cluster_display\0\u{3}right_hand_drive\0\u{1}inputs\0\u{3}initial_content_style\0\u{3}accessory_protocols\0\u{3}max_list_items_while_driving\0\u{3}max_list_sections_while_driving\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}manufacturer\0\u{1}model\0\u{3}main_display\0\u{3}dashboard_present\0\u{3}instrument_cluster_present\0\u{3}cluster_display\0\u{3}right_hand_drive\0\u{1}inputs\0\u{3}initial_content_style\0\u{3}accessory_protocols\0\u{3}max_list_items_while_driving\0\u{3}max_list_sections_while_driving\0\u{3}dashboard_display\0")
 
   fileprivate class _StorageClass {
     var _manufacturer: String = String()
@@ -2063,6 +2061,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
     var _accessoryProtocols: [String] = []
     var _maxListItemsWhileDriving: UInt32 = 0
     var _maxListSectionsWhileDriving: UInt32 = 0
+    var _dashboardDisplay: HUDisplay? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2085,6 +2084,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
       _accessoryProtocols = source._accessoryProtocols
       _maxListItemsWhileDriving = source._maxListItemsWhileDriving
       _maxListSectionsWhileDriving = source._maxListSectionsWhileDriving
+      _dashboardDisplay = source._dashboardDisplay
     }
   }
 
@@ -2115,6 +2115,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
         case 10: try { try decoder.decodeRepeatedStringField(value: &_storage._accessoryProtocols) }()
         case 11: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListItemsWhileDriving) }()
         case 12: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListSectionsWhileDriving) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._dashboardDisplay) }()
         default: break
         }
       }
@@ -2163,6 +2164,9 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
       if _storage._maxListSectionsWhileDriving != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxListSectionsWhileDriving, fieldNumber: 12)
       }
+      try { if let v = _storage._dashboardDisplay {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2184,6 +2188,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
         if _storage._accessoryProtocols != rhs_storage._accessoryProtocols {return false}
         if _storage._maxListItemsWhileDriving != rhs_storage._maxListItemsWhileDriving {return false}
         if _storage._maxListSectionsWhileDriving != rhs_storage._maxListSectionsWhileDriving {return false}
+        if _storage._dashboardDisplay != rhs_storage._dashboardDisplay {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -2195,7 +2200,7 @@ nonisolated extension HUVehicleProfile: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUVehicleState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".VehicleState"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}driving\0\u{3}limit_keyboard\0\u{3}limit_lists\0\u{3}content_style\0\u{3}safe_area\0\u{3}native_navigation_active\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}driving\0\u{3}limit_keyboard\0\u{3}limit_lists\0\u{3}content_style\0\u{3}safe_area\0\u{3}native_navigation_active\0\u{4}\u{e}car_audio_source\0\u{3}call_active\0\u{3}voice_session_active\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2209,6 +2214,9 @@ nonisolated extension HUVehicleState: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 4: try { try decoder.decodeSingularEnumField(value: &self.contentStyle) }()
       case 5: try { try decoder.decodeSingularMessageField(value: &self._safeArea) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self.nativeNavigationActive) }()
+      case 20: try { try decoder.decodeSingularStringField(value: &self.carAudioSource) }()
+      case 21: try { try decoder.decodeSingularBoolField(value: &self.callActive) }()
+      case 22: try { try decoder.decodeSingularBoolField(value: &self.voiceSessionActive) }()
       default: break
       }
     }
@@ -2237,6 +2245,15 @@ nonisolated extension HUVehicleState: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if self.nativeNavigationActive != false {
       try visitor.visitSingularBoolField(value: self.nativeNavigationActive, fieldNumber: 6)
     }
+    if !self.carAudioSource.isEmpty {
+      try visitor.visitSingularStringField(value: self.carAudioSource, fieldNumber: 20)
+    }
+    if self.callActive != false {
+      try visitor.visitSingularBoolField(value: self.callActive, fieldNumber: 21)
+    }
+    if self.voiceSessionActive != false {
+      try visitor.visitSingularBoolField(value: self.voiceSessionActive, fieldNumber: 22)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2247,6 +2264,9 @@ nonisolated extension HUVehicleState: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.contentStyle != rhs.contentStyle {return false}
     if lhs._safeArea != rhs._safeArea {return false}
     if lhs.nativeNavigationActive != rhs.nativeNavigationActive {return false}
+    if lhs.carAudioSource != rhs.carAudioSource {return false}
+    if lhs.callActive != rhs.callActive {return false}
+    if lhs.voiceSessionActive != rhs.voiceSessionActive {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4381,158 +4401,96 @@ nonisolated extension HURenderedScreen: SwiftProtobuf.Message, SwiftProtobuf._Me
   public static let protoMessageName: String = _protobuf_package + ".RenderedScreen"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}app_id\0\u{3}scene_id\0\u{1}stack\0\u{1}top\0\u{1}presented\0\u{1}pending\0\u{3}items_shown\0\u{3}items_total\0\u{3}content_style\0\u{3}right_hand_drive\0\u{3}show_now_playing_button\0\u{3}search_results\0\u{3}selected_tab_id\0")
 
-  fileprivate class _StorageClass {
-    var _screen: HUScreen = .unspecified
-    var _appID: String = String()
-    var _sceneID: UInt32 = 0
-    var _stack: [String] = []
-    var _top: HUTemplate? = nil
-    var _presented: HUTemplate? = nil
-    var _pending: HUPendingSelection? = nil
-    var _itemsShown: UInt32 = 0
-    var _itemsTotal: UInt32 = 0
-    var _contentStyle: HUContentStyle = .unspecified
-    var _rightHandDrive: Bool = false
-    var _showNowPlayingButton: Bool = false
-    var _searchResults: [HUListItem] = []
-    var _selectedTabID: String = String()
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _screen = source._screen
-      _appID = source._appID
-      _sceneID = source._sceneID
-      _stack = source._stack
-      _top = source._top
-      _presented = source._presented
-      _pending = source._pending
-      _itemsShown = source._itemsShown
-      _itemsTotal = source._itemsTotal
-      _contentStyle = source._contentStyle
-      _rightHandDrive = source._rightHandDrive
-      _showNowPlayingButton = source._showNowPlayingButton
-      _searchResults = source._searchResults
-      _selectedTabID = source._selectedTabID
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._screen) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._appID) }()
-        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._sceneID) }()
-        case 4: try { try decoder.decodeRepeatedStringField(value: &_storage._stack) }()
-        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._top) }()
-        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._presented) }()
-        case 7: try { try decoder.decodeSingularMessageField(value: &_storage._pending) }()
-        case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._itemsShown) }()
-        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._itemsTotal) }()
-        case 10: try { try decoder.decodeSingularEnumField(value: &_storage._contentStyle) }()
-        case 11: try { try decoder.decodeSingularBoolField(value: &_storage._rightHandDrive) }()
-        case 12: try { try decoder.decodeSingularBoolField(value: &_storage._showNowPlayingButton) }()
-        case 13: try { try decoder.decodeRepeatedMessageField(value: &_storage._searchResults) }()
-        case 14: try { try decoder.decodeSingularStringField(value: &_storage._selectedTabID) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.sceneID) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.stack) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._top) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._presented) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._pending) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.itemsShown) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.itemsTotal) }()
+      case 10: try { try decoder.decodeSingularEnumField(value: &self.contentStyle) }()
+      case 11: try { try decoder.decodeSingularBoolField(value: &self.rightHandDrive) }()
+      case 12: try { try decoder.decodeSingularBoolField(value: &self.showNowPlayingButton) }()
+      case 13: try { try decoder.decodeRepeatedMessageField(value: &self.searchResults) }()
+      case 14: try { try decoder.decodeSingularStringField(value: &self.selectedTabID) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._screen != .unspecified {
-        try visitor.visitSingularEnumField(value: _storage._screen, fieldNumber: 1)
-      }
-      if !_storage._appID.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._appID, fieldNumber: 2)
-      }
-      if _storage._sceneID != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._sceneID, fieldNumber: 3)
-      }
-      if !_storage._stack.isEmpty {
-        try visitor.visitRepeatedStringField(value: _storage._stack, fieldNumber: 4)
-      }
-      try { if let v = _storage._top {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      } }()
-      try { if let v = _storage._presented {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-      } }()
-      try { if let v = _storage._pending {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
-      } }()
-      if _storage._itemsShown != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._itemsShown, fieldNumber: 8)
-      }
-      if _storage._itemsTotal != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._itemsTotal, fieldNumber: 9)
-      }
-      if _storage._contentStyle != .unspecified {
-        try visitor.visitSingularEnumField(value: _storage._contentStyle, fieldNumber: 10)
-      }
-      if _storage._rightHandDrive != false {
-        try visitor.visitSingularBoolField(value: _storage._rightHandDrive, fieldNumber: 11)
-      }
-      if _storage._showNowPlayingButton != false {
-        try visitor.visitSingularBoolField(value: _storage._showNowPlayingButton, fieldNumber: 12)
-      }
-      if !_storage._searchResults.isEmpty {
-        try visitor.visitRepeatedMessageField(value: _storage._searchResults, fieldNumber: 13)
-      }
-      if !_storage._selectedTabID.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._selectedTabID, fieldNumber: 14)
-      }
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.screen != .unspecified {
+      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
+    }
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2)
+    }
+    if self.sceneID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sceneID, fieldNumber: 3)
+    }
+    if !self.stack.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.stack, fieldNumber: 4)
+    }
+    try { if let v = self._top {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    try { if let v = self._presented {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
+    try { if let v = self._pending {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
+    if self.itemsShown != 0 {
+      try visitor.visitSingularUInt32Field(value: self.itemsShown, fieldNumber: 8)
+    }
+    if self.itemsTotal != 0 {
+      try visitor.visitSingularUInt32Field(value: self.itemsTotal, fieldNumber: 9)
+    }
+    if self.contentStyle != .unspecified {
+      try visitor.visitSingularEnumField(value: self.contentStyle, fieldNumber: 10)
+    }
+    if self.rightHandDrive != false {
+      try visitor.visitSingularBoolField(value: self.rightHandDrive, fieldNumber: 11)
+    }
+    if self.showNowPlayingButton != false {
+      try visitor.visitSingularBoolField(value: self.showNowPlayingButton, fieldNumber: 12)
+    }
+    if !self.searchResults.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.searchResults, fieldNumber: 13)
+    }
+    if !self.selectedTabID.isEmpty {
+      try visitor.visitSingularStringField(value: self.selectedTabID, fieldNumber: 14)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HURenderedScreen, rhs: HURenderedScreen) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._screen != rhs_storage._screen {return false}
-        if _storage._appID != rhs_storage._appID {return false}
-        if _storage._sceneID != rhs_storage._sceneID {return false}
-        if _storage._stack != rhs_storage._stack {return false}
-        if _storage._top != rhs_storage._top {return false}
-        if _storage._presented != rhs_storage._presented {return false}
-        if _storage._pending != rhs_storage._pending {return false}
-        if _storage._itemsShown != rhs_storage._itemsShown {return false}
-        if _storage._itemsTotal != rhs_storage._itemsTotal {return false}
-        if _storage._contentStyle != rhs_storage._contentStyle {return false}
-        if _storage._rightHandDrive != rhs_storage._rightHandDrive {return false}
-        if _storage._showNowPlayingButton != rhs_storage._showNowPlayingButton {return false}
-        if _storage._searchResults != rhs_storage._searchResults {return false}
-        if _storage._selectedTabID != rhs_storage._selectedTabID {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.screen != rhs.screen {return false}
+    if lhs.appID != rhs.appID {return false}
+    if lhs.sceneID != rhs.sceneID {return false}
+    if lhs.stack != rhs.stack {return false}
+    if lhs._top != rhs._top {return false}
+    if lhs._presented != rhs._presented {return false}
+    if lhs._pending != rhs._pending {return false}
+    if lhs.itemsShown != rhs.itemsShown {return false}
+    if lhs.itemsTotal != rhs.itemsTotal {return false}
+    if lhs.contentStyle != rhs.contentStyle {return false}
+    if lhs.rightHandDrive != rhs.rightHandDrive {return false}
+    if lhs.showNowPlayingButton != rhs.showNowPlayingButton {return false}
+    if lhs.searchResults != rhs.searchResults {return false}
+    if lhs.selectedTabID != rhs.selectedTabID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4582,108 +4540,148 @@ nonisolated extension HUScreenUpdate: SwiftProtobuf.Message, SwiftProtobuf._Mess
   public static let protoMessageName: String = _protobuf_package + ".ScreenUpdate"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{1}sequence\0\u{2}\u{8}full\0\u{1}diff\0\u{3}spinner_started\0\u{3}spinner_stopped\0")
 
+  fileprivate class _StorageClass {
+    var _screen: HUScreen = .unspecified
+    var _sequence: UInt64 = 0
+    var _change: HUScreenUpdate.OneOf_Change?
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _screen = source._screen
+      _sequence = source._sequence
+      _change = source._change
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
-      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
-      case 10: try {
-        var v: HURenderedScreen?
-        var hadOneofValue = false
-        if let current = self.change {
-          hadOneofValue = true
-          if case .full(let m) = current {v = m}
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._screen) }()
+        case 2: try { try decoder.decodeSingularUInt64Field(value: &_storage._sequence) }()
+        case 10: try {
+          var v: HURenderedScreen?
+          var hadOneofValue = false
+          if let current = _storage._change {
+            hadOneofValue = true
+            if case .full(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._change = .full(v)
+          }
+        }()
+        case 11: try {
+          var v: HUTemplateDiff?
+          var hadOneofValue = false
+          if let current = _storage._change {
+            hadOneofValue = true
+            if case .diff(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._change = .diff(v)
+          }
+        }()
+        case 12: try {
+          var v: HUPendingSelection?
+          var hadOneofValue = false
+          if let current = _storage._change {
+            hadOneofValue = true
+            if case .spinnerStarted(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._change = .spinnerStarted(v)
+          }
+        }()
+        case 13: try {
+          var v: HUPendingSelection?
+          var hadOneofValue = false
+          if let current = _storage._change {
+            hadOneofValue = true
+            if case .spinnerStopped(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._change = .spinnerStopped(v)
+          }
+        }()
+        default: break
         }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.change = .full(v)
-        }
-      }()
-      case 11: try {
-        var v: HUTemplateDiff?
-        var hadOneofValue = false
-        if let current = self.change {
-          hadOneofValue = true
-          if case .diff(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.change = .diff(v)
-        }
-      }()
-      case 12: try {
-        var v: HUPendingSelection?
-        var hadOneofValue = false
-        if let current = self.change {
-          hadOneofValue = true
-          if case .spinnerStarted(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.change = .spinnerStarted(v)
-        }
-      }()
-      case 13: try {
-        var v: HUPendingSelection?
-        var hadOneofValue = false
-        if let current = self.change {
-          hadOneofValue = true
-          if case .spinnerStopped(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.change = .spinnerStopped(v)
-        }
-      }()
-      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.screen != .unspecified {
-      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
-    }
-    if self.sequence != 0 {
-      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 2)
-    }
-    switch self.change {
-    case .full?: try {
-      guard case .full(let v)? = self.change else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    }()
-    case .diff?: try {
-      guard case .diff(let v)? = self.change else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-    }()
-    case .spinnerStarted?: try {
-      guard case .spinnerStarted(let v)? = self.change else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-    }()
-    case .spinnerStopped?: try {
-      guard case .spinnerStopped(let v)? = self.change else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-    }()
-    case nil: break
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._screen != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._screen, fieldNumber: 1)
+      }
+      if _storage._sequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sequence, fieldNumber: 2)
+      }
+      switch _storage._change {
+      case .full?: try {
+        guard case .full(let v)? = _storage._change else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      }()
+      case .diff?: try {
+        guard case .diff(let v)? = _storage._change else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      }()
+      case .spinnerStarted?: try {
+        guard case .spinnerStarted(let v)? = _storage._change else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      }()
+      case .spinnerStopped?: try {
+        guard case .spinnerStopped(let v)? = _storage._change else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      }()
+      case nil: break
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUScreenUpdate, rhs: HUScreenUpdate) -> Bool {
-    if lhs.screen != rhs.screen {return false}
-    if lhs.sequence != rhs.sequence {return false}
-    if lhs.change != rhs.change {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._screen != rhs_storage._screen {return false}
+        if _storage._sequence != rhs_storage._sequence {return false}
+        if _storage._change != rhs_storage._change {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -527,109 +527,115 @@ public nonisolated struct HUTextButton: Sendable {
   public init() {}
 }
 
-public nonisolated struct HUTemplate: Sendable {
+public nonisolated struct HUTemplate: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var id: String = String()
+  public var id: String {
+    get {_storage._id}
+    set {_uniqueStorage()._id = newValue}
+  }
 
-  public var kind: HUTemplate.OneOf_Kind? = nil
+  public var kind: OneOf_Kind? {
+    get {return _storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
 
   public var list: HUListTemplate {
     get {
-      if case .list(let v)? = kind {return v}
+      if case .list(let v)? = _storage._kind {return v}
       return HUListTemplate()
     }
-    set {kind = .list(newValue)}
+    set {_uniqueStorage()._kind = .list(newValue)}
   }
 
   public var grid: HUGridTemplate {
     get {
-      if case .grid(let v)? = kind {return v}
+      if case .grid(let v)? = _storage._kind {return v}
       return HUGridTemplate()
     }
-    set {kind = .grid(newValue)}
+    set {_uniqueStorage()._kind = .grid(newValue)}
   }
 
   public var tabBar: HUTabBarTemplate {
     get {
-      if case .tabBar(let v)? = kind {return v}
+      if case .tabBar(let v)? = _storage._kind {return v}
       return HUTabBarTemplate()
     }
-    set {kind = .tabBar(newValue)}
+    set {_uniqueStorage()._kind = .tabBar(newValue)}
   }
 
   public var nowPlaying: HUNowPlayingTemplate {
     get {
-      if case .nowPlaying(let v)? = kind {return v}
+      if case .nowPlaying(let v)? = _storage._kind {return v}
       return HUNowPlayingTemplate()
     }
-    set {kind = .nowPlaying(newValue)}
+    set {_uniqueStorage()._kind = .nowPlaying(newValue)}
   }
 
   public var alert: HUAlertTemplate {
     get {
-      if case .alert(let v)? = kind {return v}
+      if case .alert(let v)? = _storage._kind {return v}
       return HUAlertTemplate()
     }
-    set {kind = .alert(newValue)}
+    set {_uniqueStorage()._kind = .alert(newValue)}
   }
 
   public var actionSheet: HUActionSheetTemplate {
     get {
-      if case .actionSheet(let v)? = kind {return v}
+      if case .actionSheet(let v)? = _storage._kind {return v}
       return HUActionSheetTemplate()
     }
-    set {kind = .actionSheet(newValue)}
+    set {_uniqueStorage()._kind = .actionSheet(newValue)}
   }
 
   public var information: HUInformationTemplate {
     get {
-      if case .information(let v)? = kind {return v}
+      if case .information(let v)? = _storage._kind {return v}
       return HUInformationTemplate()
     }
-    set {kind = .information(newValue)}
+    set {_uniqueStorage()._kind = .information(newValue)}
   }
 
   public var pointOfInterest: HUPointOfInterestTemplate {
     get {
-      if case .pointOfInterest(let v)? = kind {return v}
+      if case .pointOfInterest(let v)? = _storage._kind {return v}
       return HUPointOfInterestTemplate()
     }
-    set {kind = .pointOfInterest(newValue)}
+    set {_uniqueStorage()._kind = .pointOfInterest(newValue)}
   }
 
   public var contact: HUContactTemplate {
     get {
-      if case .contact(let v)? = kind {return v}
+      if case .contact(let v)? = _storage._kind {return v}
       return HUContactTemplate()
     }
-    set {kind = .contact(newValue)}
+    set {_uniqueStorage()._kind = .contact(newValue)}
   }
 
   public var map: HUMapTemplate {
     get {
-      if case .map(let v)? = kind {return v}
+      if case .map(let v)? = _storage._kind {return v}
       return HUMapTemplate()
     }
-    set {kind = .map(newValue)}
+    set {_uniqueStorage()._kind = .map(newValue)}
   }
 
   public var search: HUSearchTemplate {
     get {
-      if case .search(let v)? = kind {return v}
+      if case .search(let v)? = _storage._kind {return v}
       return HUSearchTemplate()
     }
-    set {kind = .search(newValue)}
+    set {_uniqueStorage()._kind = .search(newValue)}
   }
 
   public var voiceControl: HUVoiceControlTemplate {
     get {
-      if case .voiceControl(let v)? = kind {return v}
+      if case .voiceControl(let v)? = _storage._kind {return v}
       return HUVoiceControlTemplate()
     }
-    set {kind = .voiceControl(newValue)}
+    set {_uniqueStorage()._kind = .voiceControl(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -651,6 +657,8 @@ public nonisolated struct HUTemplate: Sendable {
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HUListTemplate: Sendable {
@@ -933,61 +941,47 @@ public nonisolated struct HUGridButton: Sendable {
   fileprivate var _image: HUImage? = nil
 }
 
-public nonisolated struct HUTab: @unchecked Sendable {
+public nonisolated struct HUTab: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var id: String {
-    get {_storage._id}
-    set {_uniqueStorage()._id = newValue}
-  }
+  public var id: String = String()
 
-  public var title: String {
-    get {_storage._title}
-    set {_uniqueStorage()._title = newValue}
-  }
+  public var title: String = String()
 
   public var image: HUImage {
-    get {_storage._image ?? HUImage()}
-    set {_uniqueStorage()._image = newValue}
+    get {_image ?? HUImage()}
+    set {_image = newValue}
   }
   /// Returns true if `image` has been explicitly set.
-  public var hasImage: Bool {_storage._image != nil}
+  public var hasImage: Bool {self._image != nil}
   /// Clears the value of `image`. Subsequent reads from it will return its default value.
-  public mutating func clearImage() {_uniqueStorage()._image = nil}
+  public mutating func clearImage() {self._image = nil}
 
-  public var systemItem: HUSystemTabItem {
-    get {_storage._systemItem}
-    set {_uniqueStorage()._systemItem = newValue}
-  }
+  public var systemItem: HUSystemTabItem = .none
 
   /// empty: none; "1", "new" ...
-  public var badge: String {
-    get {_storage._badge}
-    set {_uniqueStorage()._badge = newValue}
-  }
+  public var badge: String = String()
 
-  public var showUnreadDot: Bool {
-    get {_storage._showUnreadDot}
-    set {_uniqueStorage()._showUnreadDot = newValue}
-  }
+  public var showUnreadDot: Bool = false
 
   /// list, grid, information, point of interest or contact
   public var template: HUTemplate {
-    get {_storage._template ?? HUTemplate()}
-    set {_uniqueStorage()._template = newValue}
+    get {_template ?? HUTemplate()}
+    set {_template = newValue}
   }
   /// Returns true if `template` has been explicitly set.
-  public var hasTemplate: Bool {_storage._template != nil}
+  public var hasTemplate: Bool {self._template != nil}
   /// Clears the value of `template`. Subsequent reads from it will return its default value.
-  public mutating func clearTemplate() {_uniqueStorage()._template = nil}
+  public mutating func clearTemplate() {self._template = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _image: HUImage? = nil
+  fileprivate var _template: HUTemplate? = nil
 }
 
 public nonisolated struct HUTabBarTemplate: Sendable {
@@ -1073,6 +1067,9 @@ public nonisolated struct HUNowPlayingTemplate: Sendable {
   public var upNextTitle: String = String()
 
   public var albumArtistButtonEnabled: Bool = false
+
+  /// Podcast or audiobook: navigation prompts pause it instead of ducking it.
+  public var spokenAudio: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1667,239 +1664,277 @@ nonisolated extension HUTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageI
   public static let protoMessageName: String = _protobuf_package + ".Template"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{2}\u{9}list\0\u{1}grid\0\u{3}tab_bar\0\u{3}now_playing\0\u{1}alert\0\u{3}action_sheet\0\u{1}information\0\u{3}point_of_interest\0\u{1}contact\0\u{1}map\0\u{1}search\0\u{3}voice_control\0")
 
+  fileprivate class _StorageClass {
+    var _id: String = String()
+    var _kind: HUTemplate.OneOf_Kind?
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _id = source._id
+      _kind = source._kind
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
-      case 10: try {
-        var v: HUListTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .list(let m) = current {v = m}
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._id) }()
+        case 10: try {
+          var v: HUListTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .list(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .list(v)
+          }
+        }()
+        case 11: try {
+          var v: HUGridTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .grid(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .grid(v)
+          }
+        }()
+        case 12: try {
+          var v: HUTabBarTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .tabBar(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .tabBar(v)
+          }
+        }()
+        case 13: try {
+          var v: HUNowPlayingTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .nowPlaying(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .nowPlaying(v)
+          }
+        }()
+        case 14: try {
+          var v: HUAlertTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .alert(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .alert(v)
+          }
+        }()
+        case 15: try {
+          var v: HUActionSheetTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .actionSheet(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .actionSheet(v)
+          }
+        }()
+        case 16: try {
+          var v: HUInformationTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .information(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .information(v)
+          }
+        }()
+        case 17: try {
+          var v: HUPointOfInterestTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .pointOfInterest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .pointOfInterest(v)
+          }
+        }()
+        case 18: try {
+          var v: HUContactTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .contact(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .contact(v)
+          }
+        }()
+        case 19: try {
+          var v: HUMapTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .map(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .map(v)
+          }
+        }()
+        case 20: try {
+          var v: HUSearchTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .search(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .search(v)
+          }
+        }()
+        case 21: try {
+          var v: HUVoiceControlTemplate?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .voiceControl(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .voiceControl(v)
+          }
+        }()
+        default: break
         }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .list(v)
-        }
-      }()
-      case 11: try {
-        var v: HUGridTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .grid(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .grid(v)
-        }
-      }()
-      case 12: try {
-        var v: HUTabBarTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .tabBar(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .tabBar(v)
-        }
-      }()
-      case 13: try {
-        var v: HUNowPlayingTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .nowPlaying(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .nowPlaying(v)
-        }
-      }()
-      case 14: try {
-        var v: HUAlertTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .alert(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .alert(v)
-        }
-      }()
-      case 15: try {
-        var v: HUActionSheetTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .actionSheet(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .actionSheet(v)
-        }
-      }()
-      case 16: try {
-        var v: HUInformationTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .information(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .information(v)
-        }
-      }()
-      case 17: try {
-        var v: HUPointOfInterestTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .pointOfInterest(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .pointOfInterest(v)
-        }
-      }()
-      case 18: try {
-        var v: HUContactTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .contact(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .contact(v)
-        }
-      }()
-      case 19: try {
-        var v: HUMapTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .map(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .map(v)
-        }
-      }()
-      case 20: try {
-        var v: HUSearchTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .search(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .search(v)
-        }
-      }()
-      case 21: try {
-        var v: HUVoiceControlTemplate?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .voiceControl(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .voiceControl(v)
-        }
-      }()
-      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.id.isEmpty {
-      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
-    }
-    switch self.kind {
-    case .list?: try {
-      guard case .list(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    }()
-    case .grid?: try {
-      guard case .grid(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-    }()
-    case .tabBar?: try {
-      guard case .tabBar(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-    }()
-    case .nowPlaying?: try {
-      guard case .nowPlaying(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-    }()
-    case .alert?: try {
-      guard case .alert(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
-    }()
-    case .actionSheet?: try {
-      guard case .actionSheet(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
-    }()
-    case .information?: try {
-      guard case .information(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
-    }()
-    case .pointOfInterest?: try {
-      guard case .pointOfInterest(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
-    }()
-    case .contact?: try {
-      guard case .contact(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
-    }()
-    case .map?: try {
-      guard case .map(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
-    }()
-    case .search?: try {
-      guard case .search(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
-    }()
-    case .voiceControl?: try {
-      guard case .voiceControl(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
-    }()
-    case nil: break
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._id.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._id, fieldNumber: 1)
+      }
+      switch _storage._kind {
+      case .list?: try {
+        guard case .list(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      }()
+      case .grid?: try {
+        guard case .grid(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      }()
+      case .tabBar?: try {
+        guard case .tabBar(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      }()
+      case .nowPlaying?: try {
+        guard case .nowPlaying(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      }()
+      case .alert?: try {
+        guard case .alert(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      }()
+      case .actionSheet?: try {
+        guard case .actionSheet(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      }()
+      case .information?: try {
+        guard case .information(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+      }()
+      case .pointOfInterest?: try {
+        guard case .pointOfInterest(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      }()
+      case .contact?: try {
+        guard case .contact(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      }()
+      case .map?: try {
+        guard case .map(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      }()
+      case .search?: try {
+        guard case .search(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      }()
+      case .voiceControl?: try {
+        guard case .voiceControl(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      }()
+      case nil: break
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUTemplate, rhs: HUTemplate) -> Bool {
-    if lhs.id != rhs.id {return false}
-    if lhs.kind != rhs.kind {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._id != rhs_storage._id {return false}
+        if _storage._kind != rhs_storage._kind {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2455,109 +2490,61 @@ nonisolated extension HUTab: SwiftProtobuf.Message, SwiftProtobuf._MessageImplem
   public static let protoMessageName: String = _protobuf_package + ".Tab"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}title\0\u{1}image\0\u{3}system_item\0\u{1}badge\0\u{3}show_unread_dot\0\u{1}template\0")
 
-  fileprivate class _StorageClass {
-    var _id: String = String()
-    var _title: String = String()
-    var _image: HUImage? = nil
-    var _systemItem: HUSystemTabItem = .none
-    var _badge: String = String()
-    var _showUnreadDot: Bool = false
-    var _template: HUTemplate? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _id = source._id
-      _title = source._title
-      _image = source._image
-      _systemItem = source._systemItem
-      _badge = source._badge
-      _showUnreadDot = source._showUnreadDot
-      _template = source._template
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularStringField(value: &_storage._id) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._title) }()
-        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._image) }()
-        case 4: try { try decoder.decodeSingularEnumField(value: &_storage._systemItem) }()
-        case 5: try { try decoder.decodeSingularStringField(value: &_storage._badge) }()
-        case 6: try { try decoder.decodeSingularBoolField(value: &_storage._showUnreadDot) }()
-        case 7: try { try decoder.decodeSingularMessageField(value: &_storage._template) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.title) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._image) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.systemItem) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.badge) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.showUnreadDot) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._template) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if !_storage._id.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._id, fieldNumber: 1)
-      }
-      if !_storage._title.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._title, fieldNumber: 2)
-      }
-      try { if let v = _storage._image {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-      } }()
-      if _storage._systemItem != .none {
-        try visitor.visitSingularEnumField(value: _storage._systemItem, fieldNumber: 4)
-      }
-      if !_storage._badge.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._badge, fieldNumber: 5)
-      }
-      if _storage._showUnreadDot != false {
-        try visitor.visitSingularBoolField(value: _storage._showUnreadDot, fieldNumber: 6)
-      }
-      try { if let v = _storage._template {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
-      } }()
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
     }
+    if !self.title.isEmpty {
+      try visitor.visitSingularStringField(value: self.title, fieldNumber: 2)
+    }
+    try { if let v = self._image {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    if self.systemItem != .none {
+      try visitor.visitSingularEnumField(value: self.systemItem, fieldNumber: 4)
+    }
+    if !self.badge.isEmpty {
+      try visitor.visitSingularStringField(value: self.badge, fieldNumber: 5)
+    }
+    if self.showUnreadDot != false {
+      try visitor.visitSingularBoolField(value: self.showUnreadDot, fieldNumber: 6)
+    }
+    try { if let v = self._template {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUTab, rhs: HUTab) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._id != rhs_storage._id {return false}
-        if _storage._title != rhs_storage._title {return false}
-        if _storage._image != rhs_storage._image {return false}
-        if _storage._systemItem != rhs_storage._systemItem {return false}
-        if _storage._badge != rhs_storage._badge {return false}
-        if _storage._showUnreadDot != rhs_storage._showUnreadDot {return false}
-        if _storage._template != rhs_storage._template {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.id != rhs.id {return false}
+    if lhs.title != rhs.title {return false}
+    if lhs._image != rhs._image {return false}
+    if lhs.systemItem != rhs.systemItem {return false}
+    if lhs.badge != rhs.badge {return false}
+    if lhs.showUnreadDot != rhs.showUnreadDot {return false}
+    if lhs._template != rhs._template {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2654,7 +2641,7 @@ nonisolated extension HUNowPlayingButton: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension HUNowPlayingTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NowPlayingTemplate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{1}artist\0\u{1}album\0\u{1}artwork\0\u{3}elapsed_seconds\0\u{3}duration_seconds\0\u{1}live\0\u{3}playback_rate\0\u{1}buttons\0\u{3}up_next_enabled\0\u{3}up_next_title\0\u{3}album_artist_button_enabled\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{1}artist\0\u{1}album\0\u{1}artwork\0\u{3}elapsed_seconds\0\u{3}duration_seconds\0\u{1}live\0\u{3}playback_rate\0\u{1}buttons\0\u{3}up_next_enabled\0\u{3}up_next_title\0\u{3}album_artist_button_enabled\0\u{4}\u{8}spoken_audio\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2674,6 +2661,7 @@ nonisolated extension HUNowPlayingTemplate: SwiftProtobuf.Message, SwiftProtobuf
       case 10: try { try decoder.decodeSingularBoolField(value: &self.upNextEnabled) }()
       case 11: try { try decoder.decodeSingularStringField(value: &self.upNextTitle) }()
       case 12: try { try decoder.decodeSingularBoolField(value: &self.albumArtistButtonEnabled) }()
+      case 20: try { try decoder.decodeSingularBoolField(value: &self.spokenAudio) }()
       default: break
       }
     }
@@ -2720,6 +2708,9 @@ nonisolated extension HUNowPlayingTemplate: SwiftProtobuf.Message, SwiftProtobuf
     if self.albumArtistButtonEnabled != false {
       try visitor.visitSingularBoolField(value: self.albumArtistButtonEnabled, fieldNumber: 12)
     }
+    if self.spokenAudio != false {
+      try visitor.visitSingularBoolField(value: self.spokenAudio, fieldNumber: 20)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2736,6 +2727,7 @@ nonisolated extension HUNowPlayingTemplate: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.upNextEnabled != rhs.upNextEnabled {return false}
     if lhs.upNextTitle != rhs.upNextTitle {return false}
     if lhs.albumArtistButtonEnabled != rhs.albumArtistButtonEnabled {return false}
+    if lhs.spokenAudio != rhs.spokenAudio {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,126 @@
+import HeadUnitWire
+
+/// Who owns the car's main audio, and what a navigation prompt does to it
+/// (DOMAIN.md §9, seed 004): activating the app's audio stops the car's own
+/// source; a navigation voice prompt mixes with the main audio and ducks it,
+/// or pauses it when it is spoken; the prompt style tells navigation apps
+/// whether to speak at all while a call or a voice session is active.
+public struct AudioFocus: Sendable, Equatable {
+    public enum Main: Sendable, Equatable {
+        case none
+        case car(source: String)
+        case phone(appID: String)
+    }
+
+    public private(set) var main: Main = .none
+    /// The main audio is spoken (a podcast): prompts pause it.
+    public private(set) var mainSpoken = false
+    public private(set) var prompt: (appID: String, serial: UInt64)?
+    var promptSerial: UInt64 = 0
+    public private(set) var callActive = false
+    public private(set) var voiceSessionActive = false
+    /// The app whose voice-control audio session is active.
+    public private(set) var voiceAppID = ""
+
+    /// Prompts are held a few seconds at most (DOMAIN.md §11).
+    public static let maximumPromptMilliseconds: UInt32 = 10_000
+
+    public init() {}
+
+    public static func == (lhs: AudioFocus, rhs: AudioFocus) -> Bool {
+        lhs.main == rhs.main && lhs.mainSpoken == rhs.mainSpoken && lhs.prompt?.appID == rhs.prompt?.appID
+            && lhs.prompt?.serial == rhs.prompt?.serial && lhs.callActive == rhs.callActive
+            && lhs.voiceSessionActive == rhs.voiceSessionActive && lhs.voiceAppID == rhs.voiceAppID
+    }
+
+    /// None while any voice session is active, a short tone during a call, else normal.
+    public var promptStyle: HUPromptStyle {
+        if voiceSessionActive || !voiceAppID.isEmpty { return .none }
+        if callActive { return .short }
+        return .normal
+    }
+
+    /// The HMI's view of the car: its own source, a call, a voice session.
+    /// Selecting the car's source takes the main audio from the phone.
+    public mutating func vehicleChanged(carSource: String, callActive: Bool, voiceSessionActive: Bool) {
+        self.callActive = callActive
+        self.voiceSessionActive = voiceSessionActive
+        if !carSource.isEmpty {
+            if main != .car(source: carSource) { (main, mainSpoken) = (.car(source: carSource), false) }
+        } else if case .car = main {
+            main = .none
+        }
+    }
+
+    /// The app's now-playing content: playing takes the main audio (the car's source stops).
+    public mutating func nowPlaying(appID: String, playing: Bool, spoken: Bool) {
+        if playing {
+            main = .phone(appID: appID)
+            mainSpoken = spoken
+        } else if main == .phone(appID: appID) {
+            mainSpoken = spoken
+        }
+    }
+
+    public mutating func startPrompt(appID: String, durationMilliseconds: UInt32) -> Result<UInt64, RuleViolation> {
+        guard durationMilliseconds >= 1, durationMilliseconds <= Self.maximumPromptMilliseconds else {
+            return .failure(RuleViolation(
+                .invalidArgument, "a prompt lasts 1 to \(Self.maximumPromptMilliseconds) ms, not \(durationMilliseconds)",
+                limit: "navigation.prompt.durationMs", limitValue: Self.maximumPromptMilliseconds))
+        }
+        if promptStyle == .none {
+            return .failure(RuleViolation(.invalidPosition, "prompt style is none: a voice session is active"))
+        }
+        promptSerial += 1
+        prompt = (appID, promptSerial)
+        return .success(promptSerial)
+    }
+
+    /// Ends the app's prompt (or the prompt with `serial`); false when it was not playing.
+    @discardableResult
+    public mutating func endPrompt(appID: String? = nil, serial: UInt64? = nil) -> Bool {
+        guard let current = prompt else { return false }
+        if let appID, current.appID != appID { return false }
+        if let serial, current.serial != serial { return false }
+        prompt = nil
+        return true
+    }
+
+    public mutating func setVoiceSession(appID: String, active: Bool) {
+        if active {
+            voiceAppID = appID
+            endPrompt()
+        } else if voiceAppID == appID {
+            voiceAppID = ""
+        }
+    }
+
+    /// Everything of an app ends (its scenes went away).
+    public mutating func appGone(_ appID: String) {
+        if main == .phone(appID: appID) { (main, mainSpoken) = (.none, false) }
+        endPrompt(appID: appID)
+        if voiceAppID == appID { voiceAppID = "" }
+    }
+
+    public var section: HUAudioSection {
+        var section = HUAudioSection()
+        switch main {
+        case .none: section.mainOwner = .none
+        case .car(let source): (section.mainOwner, section.carSource) = (.car, source)
+        case .phone(let appID): (section.mainOwner, section.appID) = (.phone, appID)
+        }
+        section.mainSpoken = mainSpoken
+        if let prompt, main != .none {
+            section.promptAppID = prompt.appID
+            section.mainPaused = mainSpoken
+            section.mainDucked = !mainSpoken
+        } else if let prompt {
+            section.promptAppID = prompt.appID
+        }
+        section.promptStyle = promptStyle
+        section.callActive = callActive
+        section.voiceSessionActive = voiceSessionActive
+        section.voiceAppID = voiceAppID
+        return section
+    }
+}

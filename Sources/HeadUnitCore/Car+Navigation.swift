@@ -1,0 +1,422 @@
+import HeadUnitWire
+
+// Navigation apps, the dashboard, the instrument cluster and the metadata
+// stream (PROTOCOL.md section 19). The rules live in NavigationSession,
+// NavigationRules and ClusterFeed; this file routes requests to them.
+extension Car {
+    // MARK: - the phone's navigation requests
+
+    mutating func handleNavigationRequest(_ request: HUNavigationRequest, from peer: PeerID) -> Result<HUResult, RuleViolation> {
+        let appID = request.appID
+        guard peer == phonePeer, let app = apps[appID] else {
+            return .failure(RuleViolation(
+                phonePeer == nil ? .noPhone : .unknownApp,
+                phonePeer == nil ? "announce apps before using them" : "app '\(appID)' was not announced by this phone"))
+        }
+        guard let category = app.category else {
+            return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
+        }
+        guard category == .navigation else {
+            return .failure(RuleViolation(.notAllowedForCategory, "navigation requests are for navigation apps, not \(category)"))
+        }
+        guard app.scenes[.main] != nil else {
+            return .failure(RuleViolation(.notConnected, "the main scene of '\(appID)' is not connected"))
+        }
+        let scale = configuration.vehicle.mainDisplay.scale
+        var session = navigation.sessions[appID] ?? NavigationSession()
+        let outcome: Result<Void, RuleViolation>
+        switch request.op {
+        case .showTripPreviews(let previews):
+            if let violation = requireMapRoot(appID) ?? NavigationRules.check(previews: previews) { return .failure(violation) }
+            let trip = previews.trips.first { $0.id == previews.selectedTripID } ?? previews.trips[0]
+            navigation.previews = NavigationCenter.Previews(
+                appID: appID, previews: previews, previewedTripID: trip.id, previewedRouteChoiceID: trip.routeChoices[0].id)
+            return .ok
+        case .hideTripPreviews:
+            if navigation.previews?.appID == appID { navigation.previews = nil }
+            return .ok
+        case .start(let start):
+            if let violation = requireMapRoot(appID) { return .failure(violation) }
+            if navigation.nativeNavigationActive {
+                return .failure(RuleViolation(.nativeNavigationActive, "the car's own navigation is guiding; the app may not start guidance now"))
+            }
+            outcome = session.start(trip: start.trip, routeChoiceID: start.routeChoiceID)
+            if case .success = outcome {
+                // One app guides at a time: another app's guidance is cancelled by the car.
+                if navigation.guidanceAppID != appID, navigation.guidance?.isRunning == true {
+                    cancelGuidance(reason: .otherApp, detail: "'\(appID)' started guidance")
+                }
+                navigation.sessionCount += 1
+                navigation.guidanceAppID = appID
+                // Starting guidance hides the app's previews.
+                if navigation.previews?.appID == appID { navigation.previews = nil }
+            }
+        case .pause(let pause):
+            outcome = session.pause(pause.reason, description: pause.description_p)
+        case .updateManeuvers(let update):
+            outcome = session.updateManeuvers(update.maneuvers, scale: scale)
+        case .updateEstimates(let update):
+            outcome = session.updateEstimates(maneuverID: update.maneuverID, update.estimates).map { _ in () }
+        case .finish:
+            outcome = session.finish()
+        case .cancel:
+            outcome = session.cancel()
+        case .showAlert(let alert):
+            return showNavigationAlert(alert, appID: appID, scale: scale)
+        case .dismissAlert:
+            guard navigation.alert?.appID == appID else {
+                return .failure(RuleViolation(.nothingPresented, "'\(appID)' shows no navigation alert"))
+            }
+            dismissNavigationAlert(.app, actionID: "", tell: true)
+            return .ok
+        case .setDashboardButtons(let buttons):
+            if let violation = NavigationRules.check(dashboardButtons: buttons.buttons, scale: scale) { return .failure(violation) }
+            navigation.dashboardButtons[appID] = buttons.buttons
+            return .ok
+        case .showPanning:
+            guard case .map(let map)? = app.scenes[.main]?.stack.first?.kind else {
+                return .failure(RuleViolation(.noMapTemplate, "panning needs a map template as the root of the main scene"))
+            }
+            guard map.panningSupported else {
+                return .failure(RuleViolation(.invalidPosition, "the map template does not support panning (panning_supported)"))
+            }
+            if navigation.panningAppID != appID {
+                navigation.panningAppID = appID
+                sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.began = true }))
+            }
+            return .ok
+        case .dismissPanning:
+            guard navigation.panningAppID == appID else {
+                return .failure(RuleViolation(.invalidPosition, "the map of '\(appID)' is not in panning mode"))
+            }
+            navigation.panningAppID = ""
+            sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.ended = true }))
+            return .ok
+        case .startPrompt(let prompt):
+            switch audio.startPrompt(appID: appID, durationMilliseconds: prompt.durationMs) {
+            case .failure(let violation): return .failure(violation)
+            case .success(let serial):
+                effects.append(.startTimer(.navigationPrompt(serial: serial), milliseconds: UInt64(prompt.durationMs)))
+                return .ok
+            }
+        case .endPrompt:
+            audio.endPrompt(appID: appID)
+            return .ok
+        case .setVoiceSession(let voice):
+            if voice.active {
+                guard case .voiceControl? = app.scenes[.main]?.presented?.kind else {
+                    return .failure(RuleViolation(.invalidPosition, "present the voice-control template before starting a voice session"))
+                }
+            }
+            audio.setVoiceSession(appID: appID, active: voice.active)
+            announcePromptStyle()
+            return .ok
+        case .setClusterDescriptions(let descriptions):
+            if let violation = NavigationRules.longestFirst(descriptions.inactiveDescriptionVariants, "inactive description") {
+                return .failure(violation)
+            }
+            navigation.clusterDescriptions[appID] = descriptions.inactiveDescriptionVariants
+            return .ok
+        case nil:
+            return .failure(RuleViolation(.invalidArgument, "navigation request names no operation"))
+        }
+        switch outcome {
+        case .failure(let violation):
+            return .failure(violation)
+        case .success:
+            navigation.sessions[appID] = session
+            return .ok
+        }
+    }
+
+    /// Previews, guidance and panning draw on the app's map: its main scene's root must be one.
+    func requireMapRoot(_ appID: String) -> RuleViolation? {
+        guard case .map? = apps[appID]?.scenes[.main]?.stack.first?.kind else {
+            return RuleViolation(.noMapTemplate, "set a map template as the root of the main scene first")
+        }
+        return nil
+    }
+
+    mutating func sendNavigationEvent(_ appID: String, _ kind: HUSceneKind, _ body: HUNavigationEvent.OneOf_Kind) {
+        var event = HUNavigationEvent()
+        event.appID = appID
+        event.sceneID = apps[appID]?.scenes[kind]?.id ?? 0
+        event.kind = body
+        sendToPhone(.navigationEvent(event))
+    }
+
+    /// The car ends the guiding app's session and tells the app.
+    mutating func cancelGuidance(reason: HUNavigationEndReason, detail: String) {
+        let appID = navigation.guidanceAppID
+        guard navigation.sessions[appID]?.end(reason) == true else { return }
+        var ended = HUNavigationEnded()
+        ended.reason = reason
+        ended.detail = detail
+        sendNavigationEvent(appID, .main, .navigationCancelled(ended))
+        if navigation.alert?.appID == appID { dismissNavigationAlert(.system, actionID: "", tell: true) }
+    }
+
+    // MARK: - alerts
+
+    mutating func showNavigationAlert(_ alert: HUNavigationAlert, appID: String, scale: UInt32) -> Result<HUResult, RuleViolation> {
+        if let violation = NavigationRules.check(alert: alert, scale: scale) { return .failure(violation) }
+        // A new alert replaces the one shown; its app is told.
+        if navigation.alert != nil {
+            dismissNavigationAlert(navigation.alert?.appID == appID ? .app : .system, actionID: "", tell: true)
+        }
+        navigation.alertSerial += 1
+        navigation.alert = NavigationCenter.Alert(appID: appID, alert: alert, serial: navigation.alertSerial)
+        if alert.durationMs > 0 {
+            effects.append(.startTimer(.navigationAlert(serial: navigation.alertSerial), milliseconds: UInt64(alert.durationMs)))
+        }
+        return .ok
+    }
+
+    mutating func dismissNavigationAlert(_ reason: HUAlertDismissReason, actionID: String, tell: Bool) {
+        guard let shown = navigation.alert else { return }
+        navigation.alert = nil
+        effects.append(.cancelTimer(.navigationAlert(serial: shown.serial)))
+        if tell {
+            var dismissed = HUAlertDismissed()
+            dismissed.alertID = shown.alert.id
+            dismissed.reason = reason
+            dismissed.actionID = actionID
+            sendNavigationEvent(shown.appID, .main, .alertDismissed(dismissed))
+        }
+    }
+
+    mutating func navigationAlertExpired(serial: UInt64) {
+        guard navigation.alert?.serial == serial else { return }
+        dismissNavigationAlert(.timeout, actionID: "", tell: true)
+    }
+
+    // MARK: - the HMI's navigation input
+
+    mutating func handleNavigationInput(_ input: HUNavigationInput) -> Result<HUResult, RuleViolation> {
+        guard phonePeer != nil else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
+        let appID = input.appID.isEmpty ? (screenOwners[.main]?.appID ?? "") : input.appID
+        guard let app = apps[appID], !app.scenes.isEmpty else {
+            return .failure(RuleViolation(.notConnected, appID.isEmpty ? "the main screen shows no app" : "'\(appID)' has no connected scene"))
+        }
+        switch input.kind {
+        case .previewTrip(let choice), .startTrip(let choice):
+            guard let shown = navigation.previews, shown.appID == appID else {
+                return .failure(RuleViolation(.invalidPosition, "'\(appID)' shows no trip previews"))
+            }
+            guard let trip = shown.previews.trips.first(where: { $0.id == choice.tripID }) else {
+                return .failure(RuleViolation(.unknownItem, "no trip '\(choice.tripID)' in the previews"))
+            }
+            let routeID = choice.routeChoiceID.isEmpty ? trip.routeChoices[0].id : choice.routeChoiceID
+            guard trip.routeChoices.contains(where: { $0.id == routeID }) else {
+                return .failure(RuleViolation(.unknownItem, "trip '\(trip.id)' has no route choice '\(routeID)'"))
+            }
+            navigation.previews?.previewedTripID = trip.id
+            navigation.previews?.previewedRouteChoiceID = routeID
+            let chosen = HUTripChosen.with { $0.tripID = trip.id; $0.routeChoiceID = routeID }
+            if case .startTrip = input.kind {
+                sendNavigationEvent(appID, .main, .tripStarted(chosen))
+            } else {
+                sendNavigationEvent(appID, .main, .tripPreviewed(chosen))
+            }
+        case .alertAction(let actionID):
+            guard let shown = navigation.alert, shown.appID == appID else {
+                return .failure(RuleViolation(.nothingPresented, "'\(appID)' shows no navigation alert"))
+            }
+            guard shown.alert.actions.contains(where: { $0.id == actionID }) else {
+                return .failure(RuleViolation(.unknownItem, "navigation alert '\(shown.alert.id)' has no action '\(actionID)'"))
+            }
+            dismissNavigationAlert(.userAction, actionID: actionID, tell: true)
+        case .dismissAlert:
+            guard navigation.alert?.appID == appID else {
+                return .failure(RuleViolation(.nothingPresented, "'\(appID)' shows no navigation alert"))
+            }
+            dismissNavigationAlert(.userAction, actionID: "", tell: true)
+        case .pan(let direction):
+            guard navigation.panningAppID == appID else {
+                return .failure(RuleViolation(.invalidPosition, "the map is not in panning mode (the app enters it from its pan button)"))
+            }
+            switch direction {
+            case .up, .down, .left, .right:
+                sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.direction = direction }))
+            case .unspecified, .UNRECOGNIZED:
+                return .failure(RuleViolation(.invalidArgument, "pan needs a direction (up, down, left, right)"))
+            }
+        case .exitPanning:
+            guard navigation.panningAppID == appID else {
+                return .failure(RuleViolation(.invalidPosition, "the map is not in panning mode"))
+            }
+            navigation.panningAppID = ""
+            sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.ended = true }))
+        case .dashboardButton(let buttonID):
+            guard app.scenes[.dashboard] != nil else {
+                return .failure(RuleViolation(.notConnected, "the dashboard scene of '\(appID)' is not connected"))
+            }
+            // Dashboard buttons show only while not navigating; then guidance takes their place.
+            if navigation.guidanceAppID == appID, navigation.guidance?.isRunning == true {
+                return .failure(RuleViolation(.invalidPosition, "the dashboard shows guidance, not buttons, while navigating"))
+            }
+            guard navigation.dashboardButtons[appID]?.contains(where: { $0.id == buttonID }) == true else {
+                return .failure(RuleViolation(.unknownItem, "no dashboard button '\(buttonID)'"))
+            }
+            sendNavigationEvent(appID, .dashboard, .dashboardButtonPressed(buttonID))
+        case nil:
+            return .failure(RuleViolation(.invalidArgument, "navigation input names no action"))
+        }
+        return .ok
+    }
+
+    // MARK: - the cluster
+
+    mutating func handleClusterInput(_ input: HUClusterInput) -> Result<HUResult, RuleViolation> {
+        guard let owner = screenOwners[.instrumentCluster], apps[owner.appID]?.scenes[.instrumentCluster] != nil else {
+            return .failure(RuleViolation(.notConnected, "no navigation app's instrument-cluster scene is connected"))
+        }
+        switch input.kind {
+        case .compass(let setting), .speedLimit(let setting):
+            if case .UNRECOGNIZED = setting { return .failure(RuleViolation(.invalidArgument, "unknown cluster setting \(setting.rawValue)")) }
+        case .zoomIn, .zoomOut:
+            break
+        case nil:
+            return .failure(RuleViolation(.invalidArgument, "cluster input names no action"))
+        }
+        sendNavigationEvent(owner.appID, .instrumentCluster, .clusterInput(input))
+        return .ok
+    }
+
+    // MARK: - hooks from the rest of the car
+
+    /// An app's scenes ended: its guidance ends with a reason the cluster sees; nothing of other apps changes.
+    mutating func endNavigation(of appID: String, reason: HUDisconnectReason) {
+        let endReason: HUNavigationEndReason
+        switch reason {
+        case .appClosed: endReason = .appClosed
+        case .closedByCar: endReason = .closedByCar
+        case .phoneGone: endReason = .phoneGone
+        case .shuttingDown: endReason = .shuttingDown
+        case .unspecified, .UNRECOGNIZED: endReason = .unspecified
+        }
+        navigation.sessions[appID]?.end(endReason)
+        if navigation.alert?.appID == appID { dismissNavigationAlert(.system, actionID: "", tell: false) }
+        navigation.forget(appID)
+        audio.appGone(appID)
+        announcePromptStyle()
+        // The session is kept only while the app is: a relaunched scene starts afresh.
+        if navigation.guidanceAppID != appID { navigation.sessions[appID] = nil }
+    }
+
+    /// The HMI set the vehicle state: native navigation, the car's audio source, calls, voice sessions.
+    mutating func vehicleStateChanged(_ state: HUVehicleState) {
+        noteNativeNavigation(state.nativeNavigationActive)
+        audio.vehicleChanged(carSource: state.carAudioSource, callActive: state.callActive, voiceSessionActive: state.voiceSessionActive)
+        announcePromptStyle()
+    }
+
+    /// Navigation apps learn the prompt style when it changes.
+    mutating func announcePromptStyle() {
+        let style = audio.promptStyle
+        guard style != navigation.announcedPromptStyle else { return }
+        navigation.announcedPromptStyle = style
+        for appID in appOrder where apps[appID]?.category == .navigation && apps[appID]?.scenes[.main] != nil {
+            sendNavigationEvent(appID, .main, .promptStyle(style))
+        }
+    }
+
+    /// The car's own guidance cancels the app's.
+    mutating func noteNativeNavigation(_ active: Bool) {
+        let started = active && !navigation.nativeNavigationActive
+        navigation.nativeNavigationActive = active
+        if started {
+            cancelGuidance(reason: .nativeNavigation, detail: "the car's navigation started guidance")
+        }
+    }
+
+    // MARK: - the metadata stream
+
+    mutating func subscribeMetadata(_ peer: PeerID) -> Result<HUResult, RuleViolation> {
+        clusterFeed.subscribe(peer)
+        return .ok
+    }
+
+    /// The metadata state as the car's components should see it now.
+    func metadataState() -> HUMetadataState {
+        var state = HUMetadataState()
+        var guidance = HUGuidanceSection()
+        guidance.nativeNavigationActive = navigation.nativeNavigationActive
+        guidance.session = navigation.sessionCount
+        var maneuvers = HUManeuversSection()
+        var tripEstimates = HUTripEstimatesSection()
+        if let session = navigation.guidance {
+            guidance.appID = navigation.guidanceAppID
+            switch session.state {
+            case .idle: guidance.state = .idle
+            case .active: guidance.state = .active
+            case .paused(let reason, let description):
+                guidance.state = .paused
+                guidance.pauseReason = reason
+                guidance.pauseDescription = description
+            case .ended(let reason):
+                guidance.state = .ended
+                guidance.endReason = reason
+            }
+            if session.isRunning {
+                guidance.trip = session.trip
+                guidance.routeChoiceID = session.routeChoiceID
+                maneuvers.maneuvers = session.maneuvers
+                if let estimates = session.tripEstimates {
+                    tripEstimates.estimates = estimates
+                    tripEstimates.present = true
+                }
+            }
+        }
+        state.guidance = guidance
+        state.maneuvers = maneuvers
+        state.tripEstimates = tripEstimates
+        var alert = HUAlertSection()
+        if let shown = navigation.alert {
+            alert.alert = shown.alert
+            alert.appID = shown.appID
+        }
+        state.alert = alert
+        var nowPlaying = HUNowPlayingSection()
+        if let app = apps[nowPlayingAppID], app.nowPlayingSet {
+            let content = app.nowPlaying
+            nowPlaying.appID = nowPlayingAppID
+            nowPlaying.title = content.title
+            nowPlaying.artist = content.artist
+            nowPlaying.album = content.album
+            nowPlaying.elapsedSeconds = content.elapsedSeconds
+            nowPlaying.durationSeconds = content.live ? 0 : content.durationSeconds
+            nowPlaying.playbackRate = content.playbackRate
+            nowPlaying.live = content.live
+        }
+        state.nowPlaying = nowPlaying
+        state.display = HUDisplaySection.with { $0.contentStyle = vehicleState.contentStyle }
+        var previews = HUPreviewsSection()
+        if let shown = navigation.previews {
+            previews.appID = shown.appID
+            previews.previews = shown.previews
+            previews.previewedTripID = shown.previewedTripID
+            previews.previewedRouteChoiceID = shown.previewedRouteChoiceID
+        }
+        state.previews = previews
+        var cluster = HUClusterSection()
+        if let owner = screenOwners[.instrumentCluster] {
+            cluster.appID = owner.appID
+            cluster.inactiveDescriptionVariants = navigation.clusterDescriptions[owner.appID] ?? []
+        }
+        cluster.panning = !navigation.panningAppID.isEmpty
+        if let owner = screenOwners[.dashboard] {
+            cluster.dashboardButtons = navigation.dashboardButtons[owner.appID] ?? []
+        }
+        state.cluster = cluster
+        state.audio = audio.section
+        return state
+    }
+
+    /// Called by the server after each input: rebuilds the metadata state and
+    /// returns which subscribers need a snapshot and which sections changed.
+    public mutating func takeMetadata() -> (snapshots: [PeerID], changed: MetadataSections) {
+        clusterFeed.update(to: metadataState())
+        return clusterFeed.take()
+    }
+}

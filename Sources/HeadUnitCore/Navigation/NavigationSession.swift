@@ -1,0 +1,127 @@
+import HeadUnitWire
+
+/// One navigation app's guidance (DOMAIN.md §8) as a state machine:
+///
+///     idle --start--> active <--maneuvers-- paused
+///                       |  \--pause--------^  |
+///          finish/cancel/car ends it          |
+///                       v                     v
+///                     ended(reason) --start--> active
+///
+/// Every operation is a pure function of (session, request); the Car routes
+/// requests here and publishes what changed.
+public struct NavigationSession: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
+        case idle
+        case active
+        case paused(HUPauseReason, description: String)
+        case ended(HUNavigationEndReason)
+    }
+
+    public private(set) var state: State = .idle
+    public private(set) var trip = HUTrip()
+    public private(set) var routeChoiceID = ""
+    /// The upcoming maneuvers, each carrying the estimates last shown for it.
+    public private(set) var maneuvers: [HUManeuver] = []
+    /// The trip's estimates last shown; nil before the first.
+    public private(set) var tripEstimates: HUTravelEstimates?
+
+    public init() {}
+
+    public var isRunning: Bool {
+        switch state {
+        case .active, .paused: return true
+        case .idle, .ended: return false
+        }
+    }
+
+    /// Why the session cannot take guidance updates, or nil when it can.
+    func requireRunning() -> RuleViolation? {
+        switch state {
+        case .active, .paused: return nil
+        case .idle: return RuleViolation(.navigationNotActive, "no navigation session: start one for a trip first")
+        case .ended(let reason):
+            switch reason {
+            case .nativeNavigation, .otherApp:
+                return RuleViolation(.navigationCancelledByCar, "the car cancelled guidance (\(reason)); start a new session to guide again")
+            case .unspecified, .finished, .cancelledByApp, .appClosed, .closedByCar, .phoneGone, .shuttingDown, .UNRECOGNIZED:
+                return RuleViolation(.navigationNotActive, "the navigation session ended (\(reason)); start a new one")
+            }
+        }
+    }
+
+    public mutating func start(trip: HUTrip, routeChoiceID: String) -> Result<Void, RuleViolation> {
+        if isRunning {
+            return .failure(RuleViolation(.navigationAlreadyActive, "guidance for trip '\(self.trip.id)' is running: finish or cancel it first"))
+        }
+        if let violation = NavigationRules.check(trip: trip) { return .failure(violation) }
+        let route = routeChoiceID.isEmpty ? trip.routeChoices[0].id : routeChoiceID
+        guard trip.routeChoices.contains(where: { $0.id == route }) else {
+            return .failure(RuleViolation(.unknownItem, "trip '\(trip.id)' has no route choice '\(route)'"))
+        }
+        self.trip = trip
+        self.routeChoiceID = route
+        maneuvers = []
+        tripEstimates = trip.routeChoices.first { $0.id == route }.flatMap { $0.hasEstimates ? $0.estimates : nil }
+        state = .active
+        return .success(())
+    }
+
+    public mutating func pause(_ reason: HUPauseReason, description: String) -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() { return .failure(violation) }
+        if reason == .unspecified {
+            return .failure(RuleViolation(.invalidArgument, "a pause needs a reason (arrived, loading, locating, rerouting, proceed to route)"))
+        }
+        state = .paused(reason, description: description)
+        return .success(())
+    }
+
+    /// Replaces the upcoming maneuvers; resumes guidance when paused.
+    public mutating func updateManeuvers(_ new: [HUManeuver], scale: UInt32) -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() ?? NavigationRules.check(maneuvers: new, scale: scale) { return .failure(violation) }
+        maneuvers = new
+        state = .active
+        return .success(())
+    }
+
+    /// New estimates for a current maneuver (or the trip, `maneuverID` empty).
+    /// Returns whether they were shown: an update that is not a significant
+    /// change is accepted and dropped (the previous estimates stay shown).
+    public mutating func updateEstimates(maneuverID: String, _ estimates: HUTravelEstimates) -> Result<Bool, RuleViolation> {
+        if let violation = requireRunning() ?? NavigationRules.estimates(estimates, "estimates") { return .failure(violation) }
+        if maneuverID.isEmpty {
+            guard NavigationRules.isSignificant(estimates, comparedTo: tripEstimates) else { return .success(false) }
+            tripEstimates = estimates
+            return .success(true)
+        }
+        guard let index = maneuvers.firstIndex(where: { $0.id == maneuverID }) else {
+            return .failure(RuleViolation(.unknownItem, "maneuver '\(maneuverID)' is not one of the upcoming maneuvers"))
+        }
+        let shown = maneuvers[index].hasEstimates ? maneuvers[index].estimates : nil
+        guard NavigationRules.isSignificant(estimates, comparedTo: shown) else { return .success(false) }
+        maneuvers[index].estimates = estimates
+        return .success(true)
+    }
+
+    public mutating func finish() -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() { return .failure(violation) }
+        end(.finished)
+        return .success(())
+    }
+
+    public mutating func cancel() -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() { return .failure(violation) }
+        end(.cancelledByApp)
+        return .success(())
+    }
+
+    /// Ends a running session for `reason`; false when nothing was running.
+    @discardableResult
+    public mutating func end(_ reason: HUNavigationEndReason) -> Bool {
+        guard isRunning else { return false }
+        state = .ended(reason)
+        maneuvers = []
+        tripEstimates = nil
+        return true
+    }
+}
