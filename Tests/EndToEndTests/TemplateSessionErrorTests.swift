@@ -167,6 +167,18 @@ struct TemplateSessionErrorTests {
 struct CategoryScenarioTests {
     @Test(arguments: ["audio", "communication", "navigation", "parking", "quick-ordering", "driving-task"])
     func category(_ name: String) async throws {
+        let report = try await Self.play(name)
+        #expect(report.steps > 20)
+    }
+
+    /// Seed 003's three automaker apps, their home screen and their sessions.
+    @Test func automakerAppsOfSeed003() async throws {
+        let report = try await Self.play("automaker")
+        #expect(report.steps == 9)
+    }
+
+    /// Plays scenarios/NAME.json against a fresh daemon; every step must pass.
+    static func play(_ name: String) async throws -> ScenarioPlayer.Report {
         let daemon = try await ClientTestDaemon.start()
         defer { daemon.stop() }
         var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
@@ -176,20 +188,7 @@ struct CategoryScenarioTests {
         let report = try await ScenarioPlayer(options: options).play(try ScenarioPlayer.load(path: scenarioPath("\(name).json")))
         #expect(report.succeeded, "\(lines.joined(separator: "\n"))")
         #expect(report.passed == report.steps)
-        #expect(report.steps > 20)
-    }
-
-    /// Seed 003's three automaker apps, their home screen and their sessions.
-    @Test func automakerAppsOfSeed003() async throws {
-        let daemon = try await ClientTestDaemon.start()
-        defer { daemon.stop() }
-        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
-        options.hmiEndpoint = daemon.unixEndpoint
-        var lines: [String] = []
-        options.log = { lines.append($0) }
-        let report = try await ScenarioPlayer(options: options).play(try ScenarioPlayer.load(path: scenarioPath("automaker.json")))
-        #expect(report.succeeded, "\(lines.joined(separator: "\n"))")
-        #expect(report.passed == report.steps && report.steps == 9)
+        return report
     }
 }
 
