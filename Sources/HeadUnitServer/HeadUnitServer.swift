@@ -63,7 +63,9 @@ public final class HeadUnitServer: @unchecked Sendable {
         // long before its queue reaches the hard limit.
         let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
         return ServerBootstrap(group: eventLoop)
-            .serverChannelOption(.backlog, value: 256)
+            // The kernel caps this at net.core.somaxconn (4096 on current kernels): a
+            // burst of connects waits in the queue instead of failing with EAGAIN.
+            .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
             .childChannelInitializer { channel in

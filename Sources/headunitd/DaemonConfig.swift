@@ -122,6 +122,26 @@ enum DaemonConfig {
                 throw ConfigError(description: "creating \(current): \(String(cString: strerror(errno)))")
             }
         }
+        try checkSocketDirectory(directory)
+    }
+
+    /// Whoever can write the socket's directory can swap in a socket of their
+    /// own (a `/tmp/headunitd-$UID` made by another user, mode 0777): the
+    /// directory must belong to us or root, and not be writable by others
+    /// unless it is sticky (like /tmp, where others cannot remove our socket).
+    static func checkSocketDirectory(_ directory: String) throws {
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw ConfigError(description: "\(directory): \(String(cString: strerror(errno)))")
+        }
+        if info.st_uid != getuid() && info.st_uid != 0 {
+            throw ConfigError(description: "\(directory) belongs to uid \(info.st_uid), not to this daemon (uid \(getuid())): refusing to put the socket there")
+        }
+        let writableByOthers = info.st_mode & 0o022 != 0
+        let sticky = info.st_mode & 0o1000 != 0
+        if writableByOthers && !sticky {
+            throw ConfigError(description: String(format: "%@ is writable by other users (mode %o): refusing to put the socket there", directory, Int(info.st_mode & 0o7777)))
+        }
     }
 
     static func entitlementPolicy(_ config: HUDaemonConfig) -> EntitlementPolicy {

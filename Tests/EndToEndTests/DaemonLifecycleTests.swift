@@ -59,6 +59,22 @@ struct DaemonLifecycleTests {
         #expect((try? String(contentsOfFile: path, encoding: .utf8)) == "keep me")
     }
 
+    /// Someone else's world-writable directory could hold a socket of theirs in place of ours.
+    @Test func refusesASocketDirectoryOthersCanWrite() throws {
+        let directory = try TestDaemon.makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let open = directory + "/open"
+        #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
+        let result = try TestDaemon.run(["--unix-socket", open + "/hu.sock", "--no-tcp"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("writable by other users"), "\(result.stderr)")
+        #expect(access(open + "/hu.sock", F_OK) != 0)
+        // A sticky directory (like /tmp) is fine: others cannot remove or replace our socket there.
+        #expect(chmod(open, 0o1777) == 0)
+        let daemon = try TestDaemon.launch(tcp: false, unixSocketPath: open + "/hu.sock")
+        try daemon.connectUnix().handshake(role: .phone)
+    }
+
     @Test func printedDefaultConfigIsAValidConfig() throws {
         let printed = try TestDaemon.run(["--print-default-config"])
         #expect(printed.status == 0)
