@@ -31,8 +31,10 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     private let grantStep: Int
     /// Why the session ended (nil while open).
     private var ended: HUSessionClosed?
+    /// How this side's own `close` is recorded: by the app (phone side) or the accessory.
+    private let closedHere: HUSessionCloseReason
 
-    init(channel: UInt32, appID: String, protocolName: String, initialCredit: UInt32, connection: HeadUnitConnection) {
+    init(channel: UInt32, appID: String, protocolName: String, initialCredit: UInt32, connection: HeadUnitConnection, closedHere: HUSessionCloseReason) {
         self.channel = channel
         self.appID = appID
         self.protocolName = protocolName
@@ -40,6 +42,7 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
         // Grant what was read once a quarter of the window is consumed: few messages, no stall.
         self.grantStep = Swift.max(1, Int(initialCredit) / 4)
         self.connection = connection
+        self.closedHere = closedHere
     }
 
     /// Why the session ended, once it has.
@@ -142,7 +145,7 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     public func close(detail: String = "") async throws {
         try await connection.request(.closeSession(HUCloseSession.with { $0.channel = channel; $0.detail = detail }))
         await connection.onLoopAsync {
-            self.end(HUSessionClosed.with { $0.channel = self.channel; $0.appID = self.appID; $0.protocol = self.protocolName; $0.reason = .closedByApp })
+            self.end(HUSessionClosed.with { $0.channel = self.channel; $0.appID = self.appID; $0.protocol = self.protocolName; $0.reason = self.closedHere })
         }
     }
 
@@ -272,7 +275,8 @@ extension PhoneSession {
         switch await sessionRouter.outcome(of: session.channel) {
         case .sessionOpened(let opened):
             let stream = AccessoryStream(
-                channel: opened.channel, appID: appID, protocolName: opened.protocol, initialCredit: opened.initialCredit, connection: connection)
+                channel: opened.channel, appID: appID, protocolName: opened.protocol, initialCredit: opened.initialCredit, connection: connection,
+                closedHere: .closedByApp)
             await connection.onLoopAsync { self.sessionRouter.add(stream) }
             return stream
         case .sessionClosed(let closed):
@@ -354,7 +358,7 @@ public final class AccessoryPeer: @unchecked Sendable {
         guard refusal == nil else { return }
         let stream = AccessoryStream(
             channel: requested.channel, appID: requested.appID, protocolName: requested.protocol,
-            initialCredit: requested.initialCredit, connection: connection)
+            initialCredit: requested.initialCredit, connection: connection, closedHere: .closedByAccessory)
         router.add(stream)
         sessionContinuation.yield(stream)
     }
