@@ -38,7 +38,10 @@ final class ClientTestDaemon {
         let port = try freeTCPPort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--unix-socket", socketPath, "--tcp", "127.0.0.1:\(port)"]
+        // A long handshake timeout, for the reason TestDaemon.launch gives.
+        let config = directory.appendingPathComponent("config.json").path
+        try #"{"limits": {"handshakeTimeoutMs": 30000}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        process.arguments = ["--unix-socket", socketPath, "--tcp", "127.0.0.1:\(port)", "--config", config]
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = directory.path
         process.environment = environment
