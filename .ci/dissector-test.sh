@@ -1,78 +1,141 @@
 #!/usr/bin/env bash
 # The Wireshark dissector (Protocol/headunit.lua) against real captures:
-#   1. a session over TCP on loopback, captured with dumpcap (heuristic: not port 7420);
-#   2. a Hello split across two TCP segments, and several frames in one segment;
-#   3. the same session over the Unix socket, recorded by Tests/Dissector/unix_capture.py.
-# Each capture is read back with `tshark -X lua_script:Protocol/headunit.lua -r FILE`.
-#   .ci/dissector-test.sh BIN_DIR   (holding headunitd and headunitctl)
+#   1. a scripted session on loopback TCP, captured with dumpcap on a random
+#      port (so the heuristic, not port 7420, finds it): the phone says Hello
+#      and announces an audio app over TCP, an HMI on the Unix socket launches
+#      it, the phone sets a list root, pushes, pops, and pops at the root,
+#      which the daemon refuses with ERROR_CODE_INVALID_POSITION;
+#   2. hand-made traffic (Tests/Dissector/wire_cases.py): a frame across two
+#      segments, several frames in one segment, and one bad header per kind
+#      of header error (each must show as an expert info);
+#   3. the same session over the Unix socket, recorded through the proxy
+#      Tests/Dissector/unix_capture.py as a synthetic TCP stream.
+# Each capture is read back with the command docs/WIRESHARK.md gives:
+#   tshark -X lua_script:Protocol/headunit.lua -r FILE
+#
+#   .ci/dissector-test.sh PATH/TO/headunitd   (or the folder holding it;
+#                                             headunitctl must sit beside it)
+# The last line reads "N passed, N failed"; the exit status is 1 on a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bin="${1:?usage: .ci/dissector-test.sh BIN_DIR}"
-command -v tshark >/dev/null && command -v dumpcap >/dev/null || { echo "dissector: tshark and dumpcap are needed (apt-get install tshark)"; exit 1; }
+arg="${1:?usage: .ci/dissector-test.sh PATH/TO/headunitd (or its folder)}"
+if [ -d "$arg" ]; then bin="$arg"; else bin="$(dirname "$arg")"; fi
+for tool in tshark dumpcap python3; do
+  command -v "$tool" >/dev/null || { echo "dissector: $tool is needed (apt-get install tshark python3)"; echo "0 passed, 1 failed"; exit 1; }
+done
+for exe in headunitd headunitctl; do
+  [ -x "$bin/$exe" ] || { echo "dissector: no $bin/$exe"; echo "0 passed, 1 failed"; exit 1; }
+done
+
 work="$(mktemp -d)"
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-passed=0 failed=0
-check() {  # check NAME FILE PATTERN: the decoded capture contains PATTERN
-  if grep -qF -- "$3" "$2"; then passed=$((passed + 1)); echo "ok    $1"
-  else failed=$((failed + 1)); echo "FAIL  $1: no '$3' in the decoded capture"; fi
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ -n "${KEEP:-}" ]; then echo "captures kept in $work"; else rm -rf "$work"; fi
 }
-decode() { tshark -X lua_script:Protocol/headunit.lua -r "$1" -Y headunit 2>/dev/null > "$2"; }
+trap cleanup EXIT
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "ok    $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL  $1"; }
+check() {  # check NAME FILE TEXT: the decoded capture contains TEXT
+  if grep -qF -- "$3" "$2"; then pass "$1"; else fail "$1: no '$3' in $(basename "$2")"; fi
+}
+check_re() {  # check_re NAME FILE REGEX
+  if grep -qE -- "$3" "$2"; then pass "$1"; else fail "$1: nothing matches '$3' in $(basename "$2")"; fi
+}
+# The documented command, nothing added (stderr holds tshark's root warning).
+decode() { tshark -X lua_script:Protocol/headunit.lua -r "$1" > "$2" 2> "$2.err"; }
+decode_tree() { tshark -X lua_script:Protocol/headunit.lua -r "$1" -V "${@:3}" > "$2" 2> "$2.err"; }
+
+# dumpcap writes the pcap header as it opens the interface, a moment before
+# packets flow: wait for the header, then a little longer.
+start_capture() {  # start_capture FILE FILTER
+  dumpcap -q -i lo -f "$2" -w "$1" > "$1.log" 2>&1 &
+  capture=$!
+  pids+=("$capture")
+  for _ in $(seq 100); do [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -ge 24 ] && break; sleep 0.1; done
+  sleep 1
+}
+stop_capture() {
+  sleep 0.5  # the last packets reach dumpcap
+  kill -INT "$capture" 2>/dev/null
+  wait "$capture" 2>/dev/null
+}
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$bin/headunitd" --unix-socket "$work/hu.sock" --tcp "127.0.0.1:$port" > "$work/daemon.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 50); do [ -S "$work/hu.sock" ] && break; sleep 0.1; done
+for _ in $(seq 100); do grep -q '^ready' "$work/daemon.log" 2>/dev/null && break; sleep 0.1; done
+grep -q '^ready' "$work/daemon.log" || { echo "dissector: the daemon did not start:"; cat "$work/daemon.log"; echo "0 passed, 1 failed"; exit 1; }
 
-# 1 and 2: TCP on loopback.
-dumpcap -q -i lo -f "tcp port $port" -w "$work/tcp.pcap" > "$work/dumpcap.log" 2>&1 &
-capture=$!
-pids+=($capture)
-for _ in $(seq 100); do [ -s "$work/tcp.pcap" ] && break; sleep 0.1; done
-sleep 1  # dumpcap writes the file header before the capture is live
-"$bin/headunitctl" play --tcp "127.0.0.1:$port" --hmi-socket "$work/hu.sock" Tests/Dissector/session.json > "$work/play.log" 2>&1 \
-  || { echo "FAIL  the scripted session did not pass:"; cat "$work/play.log"; }
-python3 - "$port" <<'PY'
-import socket, struct, sys, time
-# A Hello as PROTOCOL.md section 15 spells it, sent in two pieces (the header
-# split in the middle), then two PINGs in one write.
-hello = bytes.fromhex("48550100000000000000001a" "0801" "1216" "0801" "1001" "1801" "220e" + "Alice's iPhone".encode().hex())
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(hello[:5]); time.sleep(0.3); s.sendall(hello[5:]); time.sleep(0.3)
-ping = lambda p: b"HU\x02\x00" + struct.pack(">II", 0, len(p)) + p
-s.sendall(ping(b"\x01\x02") + ping(b"\x03\x04")); time.sleep(0.3)
-s.close()
-PY
-sleep 1
-kill -INT "$capture"; wait "$capture" 2>/dev/null
+# ---- 1 and 2: loopback TCP
+start_capture "$work/tcp.pcap" "tcp port $port"
+if "$bin/headunitctl" play --tcp "127.0.0.1:$port" --hmi-socket "$work/hu.sock" Tests/Dissector/session.json > "$work/play.log" 2>&1; then
+  pass "the scripted session over TCP ran"
+else
+  fail "the scripted session over TCP ran:"; cat "$work/play.log"
+fi
+python3 Tests/Dissector/wire_cases.py "$port" > "$work/cases.log" 2>&1 || { fail "wire_cases.py ran:"; cat "$work/cases.log"; }
+stop_capture
+
 decode "$work/tcp.pcap" "$work/tcp.txt"
-check "TCP: the handshake by name" "$work/tcp.txt" "Hello{ROLE_PHONE 'Capture iPhone'}"
-check "TCP: Welcome" "$work/tcp.txt" "Welcome{version 1}"
-check "TCP: a push by name" "$work/tcp.txt" "TemplateRequest{push: list 'genres'}"
-check "TCP: an error result by name" "$work/tcp.txt" "Result ERROR_CODE_INVALID_POSITION"
-check "TCP: a lifecycle event" "$work/tcp.txt" "AppEvent{LIFECYCLE_PHASE_DID_APPEAR 'library'}"
-check "TCP: a Hello split across segments, reassembled" "$work/tcp.txt" "Hello{ROLE_PHONE 'Alice's iPhone'}"
-check "TCP: two frames in one segment" "$work/tcp.txt" "PING 0102 | PING 0304"
-tshark -X lua_script:Protocol/headunit.lua -o 'uat:protobuf_search_paths:"'"$PWD"'/Protocol","TRUE"' -r "$work/tcp.pcap" -V -Y headunit 2>/dev/null > "$work/tcp-full.txt"
-check "TCP: the Envelope field by field (protobuf search path)" "$work/tcp-full.txt" "Message: headunit.v1.TemplateRequest"
+check "TCP: the phone's Hello by name (heuristic, port $port)" "$work/tcp.txt" "Hello{ROLE_PHONE 'Capture iPhone'} [req 1]"
+check "TCP: Welcome" "$work/tcp.txt" "Welcome{version 1} [req 1]"
+check "TCP: kind, channel and length in the Info column" "$work/tcp.txt" "MESSAGE ch=0 len=26 Hello{"
+check "TCP: AnnounceApps" "$work/tcp.txt" "AnnounceApps{1 apps} [req 2]"
+check "TCP: the set root" "$work/tcp.txt" "TemplateRequest{set_root: list 'library'} [req 3]"
+check "TCP: the push" "$work/tcp.txt" "TemplateRequest{push: list 'genres'} [req 4]"
+check "TCP: a lifecycle event" "$work/tcp.txt" "AppEvent{LIFECYCLE_PHASE_DID_APPEAR 'genres'}"
+check "TCP: the error Result by code name" "$work/tcp.txt" "Result ERROR_CODE_INVALID_POSITION: the root template cannot be popped [req 6]"
+check "TCP: Goodbye" "$work/tcp.txt" "Goodbye ERROR_CODE_OK"
+# The split Hello: a 5-byte segment held for reassembly, then the whole frame.
+check_re "TCP: a 5-byte piece of a frame is held for reassembly" "$work/tcp.txt" "Len=5 .*\\[TCP segment of a reassembled PDU\\]"
+check "TCP: the frame split across segments, reassembled" "$work/tcp.txt" "Hello{ROLE_PHONE 'Alice's iPhone'} [req 1]"
+check "TCP: two frames in one segment" "$work/tcp.txt" "PING ch=0 len=2 0102 | PING ch=0 len=2 0304"
+check "TCP: a reassembled frame and a whole one in one segment" "$work/tcp.txt" "PING ch=0 len=2 0506 | PING ch=0 len=2 0708"
+check "TCP: the daemon's PONGs" "$work/tcp.txt" "PONG ch=0 len=2 0102"
 
-# 3: the Unix socket, through the recording proxy.
+decode_tree "$work/tcp.pcap" "$work/tcp-tree.txt"
+check "tree: the header fields" "$work/tcp-tree.txt" "Kind: MESSAGE (0x01)"
+check "tree: the error code field" "$work/tcp-tree.txt" "Error code: ERROR_CODE_INVALID_POSITION"
+check "expert: flags set (RESERVED_FLAGS)" "$work/tcp-tree.txt" "Flags must be 0: RESERVED_FLAGS"
+check "expert: a channel on a MESSAGE" "$work/tcp-tree.txt" "Channel must be 0 except on DATA"
+check "expert: an unknown kind" "$work/tcp-tree.txt" "Unknown frame kind: UNKNOWN_FRAME_KIND"
+check "expert: a length over 1 MiB" "$work/tcp-tree.txt" "Length over the 1 MiB maximum: FRAME_TOO_LARGE"
+check "expert: a PING payload over 64 bytes" "$work/tcp-tree.txt" "PING payload over 64 bytes"
+check "expert: bad magic in a recognised stream" "$work/tcp-tree.txt" "Not \"HU\": BAD_MAGIC"
+# Wireshark's own protobuf dissector, pointed at Protocol/, adds every field.
+decode_tree "$work/tcp.pcap" "$work/tcp-pb.txt" -o "uat:protobuf_search_paths:\"$PWD/Protocol\",\"TRUE\""
+check "protobuf search path: the Envelope field by field" "$work/tcp-pb.txt" "Message: headunit.v1.TemplateRequest"
+
+# ---- 3: the Unix socket, through the recording proxy
 python3 Tests/Dissector/unix_capture.py --listen "$work/proxy.sock" --daemon "$work/hu.sock" --out "$work/unix.pcap" > "$work/proxy.log" 2>&1 &
 proxy=$!
-pids+=($proxy)
-for _ in $(seq 50); do [ -S "$work/proxy.sock" ] && break; sleep 0.1; done
-"$bin/headunitctl" play --unix-socket "$work/proxy.sock" Tests/Dissector/session.json > "$work/play-unix.log" 2>&1 \
-  || { echo "FAIL  the scripted session over the proxy did not pass:"; cat "$work/play-unix.log"; }
+pids+=("$proxy")
+for _ in $(seq 100); do [ -S "$work/proxy.sock" ] && break; sleep 0.1; done
+# The phone and the HMI both go through the proxy (--unix-socket alone).
+if "$bin/headunitctl" play --unix-socket "$work/proxy.sock" Tests/Dissector/session.json > "$work/play-unix.log" 2>&1; then
+  pass "the scripted session over the Unix socket (proxy) ran"
+else
+  fail "the scripted session over the Unix socket (proxy) ran:"; cat "$work/play-unix.log"
+fi
 sleep 0.5
-kill "$proxy"; wait "$proxy" 2>/dev/null
+if kill -0 "$proxy" 2>/dev/null; then pass "the proxy outlived the session"; else fail "the proxy outlived the session:"; cat "$work/proxy.log"; fi
+kill -TERM "$proxy" 2>/dev/null; wait "$proxy" 2>/dev/null
 decode "$work/unix.pcap" "$work/unix.txt"
-check "Unix: the HMI's handshake" "$work/unix.txt" "Hello{ROLE_HMI 'headunitctl play'}"
-check "Unix: a push by name" "$work/unix.txt" "TemplateRequest{push: list 'genres'}"
-check "Unix: an error result by name" "$work/unix.txt" "Result ERROR_CODE_INVALID_POSITION"
+check "Unix: the phone's Hello" "$work/unix.txt" "Hello{ROLE_PHONE 'Capture iPhone'} [req 1]"
+check "Unix: the HMI's Hello" "$work/unix.txt" "Hello{ROLE_HMI 'headunitctl play'} [req 1]"
+check "Unix: the HMI launches the app" "$work/unix.txt" "LaunchApp{app_id 'com.example.radio'}"
+check "Unix: the push" "$work/unix.txt" "TemplateRequest{push: list 'genres'} [req 4]"
+check "Unix: the error Result by code name" "$work/unix.txt" "Result ERROR_CODE_INVALID_POSITION"
 
 if [ "$failed" -gt 0 ]; then
-  echo "--- decoded TCP capture:"; cat "$work/tcp.txt"
+  for f in tcp unix; do echo "--- $f capture, decoded:"; grep HEADUNIT "$work/$f.txt" | cut -c1-220; done
+else
+  echo "--- the TCP session as tshark shows it:"
+  grep HEADUNIT "$work/tcp.txt" | head -20 | cut -c1-200
 fi
-echo "dissector: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

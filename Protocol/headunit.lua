@@ -77,9 +77,20 @@ local function load_proto(path)
   end
 end
 
+-- Every .proto file beside this script (Dir is Wireshark's directory lister),
+-- so a message added to the schema is named without touching this file.
 local dir = proto_dir()
-for _, name in ipairs({ "errors", "session", "templates", "headunit", "accessory", "navigation" }) do
-  load_proto(dir .. "/" .. name .. ".proto")
+local loaded = false
+if Dir and Dir.exists and Dir.exists(dir) then
+  local ok = pcall(function()
+    for name in Dir.open(dir, ".proto") do load_proto(dir .. "/" .. name); loaded = true end
+  end)
+  loaded = ok and loaded
+end
+if not loaded then
+  for _, name in ipairs({ "errors", "session", "templates", "headunit", "accessory", "navigation" }) do
+    load_proto(dir .. "/" .. name .. ".proto")
+  end
 end
 
 -- ---------------------------------------------------------------- a small protobuf reader
@@ -235,6 +246,15 @@ local function summarize(bytes, first, last)
     local count = 0
     for _, g in ipairs(inner) do if g.number == 2 then count = count + 1 end end
     detail = string.format("{%d apps}", count)
+  else
+    -- Any other body: its first string field, e.g. LaunchApp{app_id 'com.example.radio'}.
+    for _, g in ipairs(inner) do
+      local gi = field_named(name, g.number)
+      if gi and gi.type == "string" and g.wire == 2 then
+        detail = string.format("{%s '%s'}", gi.name, text_of(bytes, g))
+        break
+      end
+    end
   end
   return request_id, name .. detail, code
 end
@@ -261,7 +281,8 @@ local function dissect_frame(tvb, pinfo, tree)
   local len = subtree:add(f_length, tvb(8, 4))
   if length > MAX_PAYLOAD then len:add_proto_expert_info(e_length) end
 
-  local info = kind_name
+  local head = string.format("%s ch=%d len=%d", kind_name, channel, length)
+  local info = head
   if length > 0 and tvb:len() >= HEADER + length then
     local payload = tvb(HEADER, length)
     subtree:add(f_payload, payload)
@@ -276,10 +297,10 @@ local function dissect_frame(tvb, pinfo, tree)
           local c = subtree:add(f_code, code)
           if code ~= "ERROR_CODE_OK" then c:add_proto_expert_info(e_error, code) end
         end
-        info = summary .. (request_id ~= 0 and string.format(" [req %d]", request_id) or "")
+        info = head .. " " .. summary .. (request_id ~= 0 and string.format(" [req %d]", request_id) or "")
       else
         subtree:add_proto_expert_info(e_proto)
-        info = "MESSAGE (not a valid Envelope)"
+        info = head .. " (not a valid Envelope)"
       end
       if protobuf then
         -- The field-by-field tree under ours; our columns stay as they are.
@@ -291,28 +312,32 @@ local function dissect_frame(tvb, pinfo, tree)
       end
     elseif kind == 2 or kind == 3 then
       if kind == 2 and length > 64 then subtree:add_proto_expert_info(e_ping) end
-      info = string.format("%s %s", kind_name, tostring(payload:bytes():tohex()))
-    elseif kind == 4 then
-      info = string.format("DATA channel %d, %d bytes", channel, length)
+      -- At most 16 bytes of a ping's token in the Info column.
+      local token = tostring(payload(0, math.min(length, 16)):bytes():tohex())
+      info = head .. " " .. token .. (length > 16 and "..." or "")
     end
-  elseif kind == 1 then
-    info = "(empty Envelope)"
+  elseif kind == 1 and length == 0 then
+    info = head .. " (empty Envelope)"
   end
   return info
 end
 
--- Several frames in one packet share its Info column: "Hello{...} | Welcome{...}".
-local last_packet = nil
-
-local function dissect_pdu(tvb, pinfo, tree)
-  pinfo.cols.protocol = "HEADUNIT"
-  local info = dissect_frame(tvb, pinfo, tree)
-  if last_packet == pinfo.number then
+-- Several frames in one packet share its Info column: "... Hello{...} | ...".
+-- TCP may call this dissector more than once for one packet (a reassembled
+-- frame, then the frames after it in the same segment): the protocol column
+-- already reading HEADUNIT means an earlier call of this pass wrote the Info.
+local function show_info(pinfo, info)
+  if tostring(pinfo.cols.protocol) == "HEADUNIT" then
     pinfo.cols.info:append(" | " .. info)
   else
+    pinfo.cols.protocol = "HEADUNIT"
     pinfo.cols.info:set(info)
-    last_packet = pinfo.number
   end
+end
+
+local function dissect_pdu(tvb, pinfo, tree)
+  local info = dissect_frame(tvb, pinfo, tree)
+  show_info(pinfo, info)
   return tvb:len()
 end
 
@@ -324,10 +349,9 @@ function headunit.dissector(tvb, pinfo, tree)
     local left = total - offset
     if left >= 2 and tvb(offset, 2):string() ~= "HU" then
       -- Not at a frame boundary with our magic: BAD_MAGIC, as the daemon would say.
-      pinfo.cols.protocol = "HEADUNIT"
       local item = tree:add(headunit, tvb(offset), "headunitd: not a frame header")
       item:add_proto_expert_info(e_magic)
-      pinfo.cols.info = "BAD_MAGIC (bytes that are not a headunitd frame)"
+      show_info(pinfo, "BAD_MAGIC (bytes that are not a headunitd frame)")
       return total
     end
     if left < HEADER then

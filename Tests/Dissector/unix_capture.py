@@ -61,6 +61,7 @@ class Stream:
     def __init__(self, pcap, number):
         self.pcap, self.port = pcap, 40000 + number
         self.seq = {True: 1000, False: 5000}  # from client, from daemon
+        self.closed = False
         pcap.packet(self.CLIENT, self.DAEMON, self.port, DAEMON_PORT, 999, 0, 0x02)
         pcap.packet(self.DAEMON, self.CLIENT, DAEMON_PORT, self.port, 4999, 1000, 0x12)
         pcap.packet(self.CLIENT, self.DAEMON, self.port, DAEMON_PORT, 1000, 5000, 0x10)
@@ -75,6 +76,9 @@ class Stream:
             self.seq[from_client] += len(chunk)
 
     def close(self):
+        if self.closed:  # both sides may report the end in one select() round
+            return
+        self.closed = True
         self.pcap.packet(self.CLIENT, self.DAEMON, self.port, DAEMON_PORT, self.seq[True], self.seq[False], 0x11)
 
 
@@ -101,25 +105,36 @@ def main():
                 if key.data is None:
                     client, _ = listener.accept()
                     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    upstream.connect(args.daemon)
+                    try:
+                        upstream.connect(args.daemon)
+                    except OSError as error:
+                        print(f"unix_capture: cannot reach {args.daemon}: {error}", file=sys.stderr)
+                        upstream.close()
+                        client.close()
+                        continue
                     count += 1
                     stream = Stream(pcap, count)
                     selector.register(client, selectors.EVENT_READ, (upstream, stream, True))
                     selector.register(upstream, selectors.EVENT_READ, (client, stream, False))
                     continue
                 peer, stream, from_client = key.data
-                data = key.fileobj.recv(65536)
-                if not data:
-                    for s in (key.fileobj, peer):
-                        try:
-                            selector.unregister(s)
-                        except (KeyError, ValueError):
-                            pass
-                        s.close()
-                    stream.close()
-                    continue
-                stream.data(from_client, data)
-                peer.sendall(data)
+                try:
+                    data = key.fileobj.recv(65536)
+                    if data:
+                        stream.data(from_client, data)
+                        peer.sendall(data)
+                        continue
+                except OSError:
+                    # A side that reset or vanished ends this connection only,
+                    # not the proxy (a peer may close while data is in flight).
+                    pass
+                for s in (key.fileobj, peer):
+                    try:
+                        selector.unregister(s)
+                    except (KeyError, ValueError):
+                        pass
+                    s.close()
+                stream.close()
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
