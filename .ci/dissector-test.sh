@@ -100,14 +100,17 @@ check "TCP: the daemon's PONGs" "$work/tcp.txt" "PONG ch=0 len=2 0102"
 decode_tree "$work/tcp.pcap" "$work/tcp-tree.txt"
 check "tree: the header fields" "$work/tcp-tree.txt" "Kind: MESSAGE (0x01)"
 check "tree: the error code field" "$work/tcp-tree.txt" "Error code: ERROR_CODE_INVALID_POSITION"
+check "tree: the Envelope's fields by name" "$work/tcp-tree.txt" "template_request: TemplateRequest"
+check "tree: a nested message" "$work/tcp-tree.txt" "push: Template"
+check "tree: an enum field by name" "$work/tcp-tree.txt" "code: ERROR_CODE_INVALID_POSITION ("
 check "expert: flags set (RESERVED_FLAGS)" "$work/tcp-tree.txt" "Flags must be 0: RESERVED_FLAGS"
 check "expert: a channel on a MESSAGE" "$work/tcp-tree.txt" "Channel must be 0 except on DATA"
 check "expert: an unknown kind" "$work/tcp-tree.txt" "Unknown frame kind: UNKNOWN_FRAME_KIND"
 check "expert: a length over 1 MiB" "$work/tcp-tree.txt" "Length over the 1 MiB maximum: FRAME_TOO_LARGE"
 check "expert: a PING payload over 64 bytes" "$work/tcp-tree.txt" "PING payload over 64 bytes"
 check "expert: bad magic in a recognised stream" "$work/tcp-tree.txt" "Not \"HU\": BAD_MAGIC"
-# Wireshark's own protobuf dissector, pointed at Protocol/, adds every field.
-decode_tree "$work/tcp.pcap" "$work/tcp-pb.txt" -o "uat:protobuf_search_paths:\"$PWD/Protocol\",\"TRUE\""
+# Wireshark's own protobuf dissector as well, when asked, pointed at Protocol/.
+decode_tree "$work/tcp.pcap" "$work/tcp-pb.txt" -o headunit.protobuf:TRUE -o "uat:protobuf_search_paths:\"$PWD/Protocol\",\"TRUE\""
 check "protobuf search path: the Envelope field by field" "$work/tcp-pb.txt" "Message: headunit.v1.TemplateRequest"
 
 # ---- 3: the Unix socket, through the recording proxy

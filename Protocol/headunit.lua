@@ -113,6 +113,7 @@ local function fields_of(bytes, first, last)
   local out, pos = {}, first
   while pos <= last do
     local key
+    local start = pos
     key, pos = read_varint(bytes, pos, last)
     if not key then return nil end
     local number, wire = math.floor(key / 8), key % 8
@@ -120,22 +121,22 @@ local function fields_of(bytes, first, last)
       local v
       v, pos = read_varint(bytes, pos, last)
       if not v then return nil end
-      out[#out + 1] = { number = number, wire = 0, value = v }
+      out[#out + 1] = { number = number, wire = 0, value = v, start = start }
     elseif wire == 2 then
       local len
       len, pos = read_varint(bytes, pos, last)
       if not len or pos + len - 1 > last then return nil end
-      out[#out + 1] = { number = number, wire = 2, first = pos, last = pos + len - 1 }
+      out[#out + 1] = { number = number, wire = 2, first = pos, last = pos + len - 1, start = start }
       pos = pos + len
-    elseif wire == 5 then
-      if pos + 3 > last then return nil end
-      pos = pos + 4
-    elseif wire == 1 then
-      if pos + 7 > last then return nil end
-      pos = pos + 8
+    elseif wire == 5 or wire == 1 then
+      local size = wire == 5 and 4 or 8
+      if pos + size - 1 > last then return nil end
+      out[#out + 1] = { number = number, wire = wire, first = pos, last = pos + size - 1, start = start }
+      pos = pos + size
     else
       return nil
     end
+    out[#out].stop = pos - 1
   end
   return out
 end
@@ -259,9 +260,86 @@ local function summarize(bytes, first, last)
   return request_id, name .. detail, code
 end
 
+-- ---------------------------------------------------------------- the Envelope, field by field
+
+local SIGNED = { int32 = true, int64 = true }
+local ZIGZAG = { sint32 = true, sint64 = true }
+local VARINT = { int32 = true, int64 = true, uint32 = true, uint64 = true, sint32 = true, sint64 = true, bool = true }
+
+local function short_type(t) return t:match("([%w_]+)$") end
+
+local function fixed_value(bytes, f, ftype)
+  local range = ByteArray.tvb(bytes:subset(f.first, f.last - f.first + 1), "field")(0)
+  if ftype == "float" then return string.format("%g", range:le_float())
+  elseif ftype == "double" then return string.format("%g", range:le_float())
+  elseif ftype == "sfixed32" then return tostring(range:le_int())
+  elseif ftype == "fixed64" or ftype == "sfixed64" then return tostring(range:le_uint64())
+  end
+  return tostring(range:le_uint())
+end
+
+local scalar_text
+function scalar_text(bytes, f, ftype)
+  if f.wire == 0 then
+    local v = f.value
+    if schema.enums[ftype] then return string.format("%s (%d)", enum_name(ftype, v), v) end
+    if ftype == "bool" then return v ~= 0 and "true" or "false" end
+    if ZIGZAG[ftype] then return tostring((v % 2 == 0) and v / 2 or -(v + 1) / 2) end
+    if SIGNED[ftype] and v >= 2 ^ 63 then return string.format("%.0f", v - 2 ^ 64) end
+    return string.format("%.0f", v)
+  elseif f.wire == 2 then
+    local len = f.last - f.first + 1
+    if ftype == "string" then
+      local t = {}
+      for i = f.first, math.min(f.last, f.first + 199) do t[#t + 1] = string.char(bytes:get_index(i)) end
+      return "'" .. table.concat(t) .. "'" .. (len > 200 and "..." or "")
+    end
+    if len == 0 then return "(empty)" end
+    if VARINT[ftype] or schema.enums[ftype] then
+      -- A packed repeated scalar (proto3's default): varints one after another.
+      local values, pos = {}, f.first
+      while pos <= f.last and #values < 64 do
+        local v
+        v, pos = read_varint(bytes, pos, f.last)
+        if not v then break end
+        values[#values + 1] = scalar_text(bytes, { wire = 0, value = v }, ftype)
+      end
+      if pos > f.last then return "[" .. table.concat(values, ", ") .. "]" end
+    end
+    local hex = tostring(bytes:subset(f.first, math.min(len, 32)):tohex())
+    return string.format("%s%s (%d bytes)", hex, len > 32 and "..." or "", len)
+  end
+  return fixed_value(bytes, f, ftype)
+end
+
+-- Adds the fields of message type `message` (bytes first..last of `payload`)
+-- under `parent`, named from the .proto files; nested messages as subtrees.
+local function add_message_tree(parent, payload, bytes, first, last, message, depth)
+  local fields = fields_of(bytes, first, last)
+  if not fields then parent:add(payload(first, last - first + 1), "(not a valid " .. message .. ")"); return end
+  for _, f in ipairs(fields) do
+    local info = field_named(message, f.number)
+    local range = payload(f.start, f.stop - f.start + 1)
+    if not info then
+      parent:add(range, string.format("field %d (wire type %d, not in %s)", f.number, f.wire, message))
+    else
+      local ftype = short_type(info.type)
+      if f.wire == 2 and schema.messages[ftype] then
+        local item = parent:add(range, string.format("%s: %s", info.name, ftype))
+        if depth < 16 then add_message_tree(item, payload, bytes, f.first, f.last, ftype, depth + 1) end
+      else
+        parent:add(range, string.format("%s: %s", info.name, scalar_text(bytes, f, ftype)))
+      end
+    end
+  end
+end
+
 -- ---------------------------------------------------------------- frames
 
 local protobuf = Dissector.get("protobuf")
+headunit.prefs.protobuf = Pref.bool("Also show Wireshark's protobuf tree", false,
+  "Call Wireshark's protobuf dissector on each Envelope as well. It names the fields only when "
+  .. "Preferences > Protocols > ProtoBuf > Protobuf search paths holds this Protocol/ folder.")
 
 local function dissect_frame(tvb, pinfo, tree)
   local length = tvb(8, 4):uint()
@@ -302,8 +380,13 @@ local function dissect_frame(tvb, pinfo, tree)
         subtree:add_proto_expert_info(e_proto)
         info = head .. " (not a valid Envelope)"
       end
-      if protobuf then
-        -- The field-by-field tree under ours; our columns stay as they are.
+      if summary and schema.messages["Envelope"] then
+        local envelope = subtree:add(payload, "Envelope")
+        add_message_tree(envelope, payload, bytes, 0, bytes:len() - 1, "Envelope", 0)
+      end
+      if protobuf and headunit.prefs.protobuf then
+        -- Wireshark's own protobuf tree as well (it needs the .proto search
+        -- path, see docs/WIRESHARK.md); our columns stay as they are.
         local protocol, text = tostring(pinfo.cols.protocol), tostring(pinfo.cols.info)
         pinfo.private["pb_msg_type"] = "message,headunit.v1.Envelope"
         pcall(function() protobuf:call(payload:tvb(), pinfo, subtree) end)
