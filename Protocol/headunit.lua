@@ -10,11 +10,11 @@
 -- split across TCP segments are reassembled; several in a segment are split.
 --
 -- The Envelope is decoded here, with the message, field and enum names read
--- from the .proto files next to this script, so the Info column reads
--- `TemplateRequest{push: list 'library'}` or `Result ERROR_CODE_DEPTH_EXCEEDED`.
--- When Wireshark's own protobuf dissector is told where the .proto files are
--- (preference protobuf.search_paths, see docs/WIRESHARK.md) the whole
--- Envelope is also shown field by field under it.
+-- from the .proto files next to this script: the Info column reads
+-- `MESSAGE ch=0 len=66 TemplateRequest{push: list 'genres'} [req 4]` or
+-- `... Result ERROR_CODE_INVALID_POSITION: ... [req 6]`, and the tree holds
+-- every field of the Envelope by name. Wireshark's own protobuf tree can be
+-- added with the preference headunit.protobuf (see docs/WIRESHARK.md).
 
 local headunit = Proto("headunit", "headunitd protocol")
 
