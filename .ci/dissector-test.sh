@@ -58,10 +58,12 @@ start_capture() {  # start_capture FILE FILTER
   for _ in $(seq 100); do [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -ge 24 ] && break; sleep 0.1; done
   sleep 1
 }
-stop_capture() {
+stop_capture() {  # stop_capture FILE
   sleep 0.5  # the last packets reach dumpcap
   kill -INT "$capture" 2>/dev/null
   wait "$capture" 2>/dev/null
+  # Say why when nothing was captured (dumpcap needs root or CAP_NET_RAW).
+  [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -gt 24 ] || { echo "dissector: nothing captured in $1:"; cat "$1.log"; }
 }
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -78,7 +80,7 @@ else
   fail "the scripted session over TCP ran:"; cat "$work/play.log"
 fi
 python3 Tests/Dissector/wire_cases.py "$port" > "$work/cases.log" 2>&1 || { fail "wire_cases.py ran:"; cat "$work/cases.log"; }
-stop_capture
+stop_capture "$work/tcp.pcap"
 
 decode "$work/tcp.pcap" "$work/tcp.txt"
 check "TCP: the phone's Hello by name (heuristic, port $port)" "$work/tcp.txt" "Hello{ROLE_PHONE 'Capture iPhone'} [req 1]"

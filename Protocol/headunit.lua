@@ -92,6 +92,10 @@ if not loaded then
     load_proto(dir .. "/" .. name .. ".proto")
   end
 end
+if not schema.messages["Envelope"] then
+  -- Frames still decode; messages show as "(unknown body N)".
+  report_failure("headunit.lua: no Envelope in the .proto files of " .. dir .. "; put them beside this script")
+end
 
 -- ---------------------------------------------------------------- a small protobuf reader
 
