@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"4.0.0"),
     ],
     targets: [
         // bytes <-> frames <-> protobuf messages; no sockets, no clocks.
@@ -42,6 +43,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // Ed25519 for phone authentication (pairing keys, challenge signatures).
+                .product(name: "Crypto", package: "swift-crypto"),
+                // The paired-device file is PairingInfo's JSON mapping.
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         .systemLibrary(
@@ -64,6 +69,8 @@ let package = Package(
                 "HeadUnitWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // The phone's Ed25519 identity (PhoneIdentity) for TCP authentication.
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The black-box conformance kit: checks any endpoint over the wire only

@@ -115,6 +115,21 @@ public final class HMISession: @unchecked Sendable {
         try await connection.request(.closeApp(close))
     }
 
+    /// Opens a pairing window; show `code` to the driver (PROTOCOL.md section 20).
+    public func startPairing() async throws -> HUPairingInfo {
+        try await connection.request(.startPairing(HUStartPairing())).pairing
+    }
+
+    public func pairedDevices() async throws -> [HUPairedDevice] {
+        try await connection.request(.listPairedDevices(HUListPairedDevices())).pairing.devices
+    }
+
+    public func removePairedDevice(_ deviceID: String) async throws {
+        var remove = HURemovePairedDevice()
+        remove.deviceID = deviceID
+        try await connection.request(.removePairedDevice(remove))
+    }
+
     public func status() async throws -> HUStatus {
         let result = try await connection.request(.getStatus(HUGetStatus()))
         if case .status(let status)? = result.detail { return status }

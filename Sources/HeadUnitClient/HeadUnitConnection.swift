@@ -1,4 +1,10 @@
 import HeadUnitWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import NIOCore
 import NIOPosix
 
@@ -21,6 +27,11 @@ public final class HeadUnitConnection: @unchecked Sendable {
         public var maxPayloadBytes: UInt32 = 16 << 20
         public var minVersion: UInt32 = ProtocolVersion.minimum
         public var maxVersion: UInt32 = ProtocolVersion.maximum
+        /// A phone's key: used when the Welcome says authentication is required
+        /// (TCP, PROTOCOL.md section 20).
+        public var identity: PhoneIdentity?
+        /// Pair the identity with this code (shown by the car) before authenticating.
+        public var pairingCode: String?
 
         public init(role: HURole, name: String) {
             self.role = role
@@ -141,6 +152,14 @@ public final class HeadUnitConnection: @unchecked Sendable {
         switch answer.body {
         case .welcome(let welcome):
             connection.welcome = welcome
+            if welcome.authRequired {
+                do {
+                    try await connection.authenticate(configuration: configuration)
+                } catch {
+                    await connection.close()
+                    throw error
+                }
+            }
             return connection
         case .goodbye(let goodbye):
             await connection.close()
@@ -149,6 +168,26 @@ public final class HeadUnitConnection: @unchecked Sendable {
             await connection.close()
             throw HeadUnitError(code: .unknownMessage, message: "expected Welcome, got \(answer)", origin: .unexpectedAnswer)
         }
+    }
+
+    /// After a Welcome that requires it: Pair (when a code is given), then
+    /// sign the challenge. Refusals throw the daemon's typed error.
+    private func authenticate(configuration: Configuration) async throws {
+        guard let identity = configuration.identity else {
+            throw HeadUnitError(
+                code: .authRequired,
+                message: "the car requires phones on TCP to be paired and to authenticate; give the connection a PhoneIdentity (headunitctl pair-phone)",
+                origin: .usage)
+        }
+        if let code = configuration.pairingCode {
+            var pair = HUPair()
+            pair.code = code
+            pair.publicKey = .init(identity.publicKey)
+            pair.deviceName = configuration.name
+            try await request(.pair(pair))
+        }
+        let authenticate = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
+        try await request(.authenticate(authenticate))
     }
 
     // MARK: requests

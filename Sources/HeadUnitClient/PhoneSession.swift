@@ -64,6 +64,11 @@ public final class PhoneSession: @unchecked Sendable {
     ) async throws -> PhoneSession {
         var configuration = HeadUnitConnection.Configuration(role: .phone, name: deviceName)
         configure(&configuration)
+        // On TCP the car asks for the paired key (PROTOCOL.md section 20): the
+        // one `headunitctl pair-phone` stored, unless the caller gave one.
+        if case .tcp = endpoint, configuration.identity == nil {
+            configuration.identity = try PhoneIdentity.load(path: PhoneIdentity.defaultPath)
+        }
         var session: PhoneSession?
         let connection = try await HeadUnitConnection.connect(to: endpoint, configuration: configuration, group: group) { connection in
             let phone = PhoneSession(connection: connection, deviceName: deviceName)

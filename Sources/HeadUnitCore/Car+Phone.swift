@@ -2,6 +2,11 @@ import HeadUnitWire
 
 // What the phone and its apps ask of the car.
 extension Car {
+    /// A paired device's own allow-list, else the car's global policy.
+    func entitlementPolicy(for peer: PeerID) -> EntitlementPolicy {
+        peers[peer]?.device?.entitlements ?? configuration.entitlements
+    }
+
     mutating func announceApps(_ announce: HUAnnounceApps, from peer: PeerID) -> Result<HUResult, RuleViolation> {
         if let phonePeer, phonePeer != peer {
             return .failure(RuleViolation(.phoneAlreadyConnected, "another phone ('\(deviceName)') is connected"))
@@ -28,7 +33,7 @@ extension Car {
             // An icon the car cannot show refuses the app: no icon-less or clipped home-screen entries.
             let iconViolation = info.hasIcon
                 ? ImageRules.check(info.icon, use: .appIcon, scale: configuration.vehicle.mainDisplay.scale, what: "app icon") : nil
-            switch iconViolation.map(Result.failure) ?? Entitlements.category(for: info.entitlements, appID: info.appID, policy: configuration.entitlements) {
+            switch iconViolation.map(Result.failure) ?? Entitlements.category(for: info.entitlements, appID: info.appID, policy: entitlementPolicy(for: peer)) {
             case .success(let category):
                 app.category = category
                 if category == .automaker {

@@ -136,6 +136,10 @@ public struct Car: Sendable {
             answer(peer, request, subscribeMetadata(peer))
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit:
             break  // handled above
+        case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .authenticate:
+            // Pairing needs keys, randomness and files: the server's PairingRegistry
+            // answers these before the Car (CarHost); a bare Car has no registry.
+            answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .accessoryAvailability, .sessionRequested,
             .sessionOpened, .sessionClosed, .navigationEvent, .metadataUpdate, nil:
@@ -252,6 +256,7 @@ public struct Car: Sendable {
         }
         status.vehicleState = vehicleState
         status.accessoryProtocols = accessoryStatus()
+        status.authenticatedPhones = UInt32(peers.values.filter { $0.device != nil }.count)
         return status
     }
 

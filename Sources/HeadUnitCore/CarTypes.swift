@@ -13,11 +13,15 @@ public struct PeerInfo: Sendable, Equatable {
     public var role: HURole
     public var name: String
     public var transport: Transport
+    /// A phone that authenticated on TCP (PROTOCOL.md section 20): its paired
+    /// device, whose allow-list judges its apps' entitlements.
+    public var device: AuthenticatedDevice?
 
-    public init(role: HURole, name: String, transport: Transport) {
+    public init(role: HURole, name: String, transport: Transport, device: AuthenticatedDevice? = nil) {
         self.role = role
         self.name = name
         self.transport = transport
+        self.device = device
     }
 }
 

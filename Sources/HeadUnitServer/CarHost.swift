@@ -3,6 +3,12 @@ import HeadUnitWire
 import Logging
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Owns the `Car` and every connection's handler, on the one event loop that
 /// serves them all: no locks, no hops. Performs the Car's effects: sends are
 /// written at once and flushed once per read batch; closes say Goodbye first;
@@ -24,12 +30,16 @@ final class CarHost: @unchecked Sendable {
     private(set) var stopping = false
     private var allClosedPromise: EventLoopPromise<Void>?
     private let clusterHub = ClusterHub()
+    /// Paired phones and the pairing window (PROTOCOL.md section 20).
+    private var pairing: PairingRegistry
 
     init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
         self.configuration = configuration
         self.logger = logger
         self.car = Car(configuration: configuration.car)
+        self.pairing = PairingRegistry(
+            devices: configuration.pairedDevices, codeValidMilliseconds: configuration.pairingCodeValidMilliseconds)
     }
 
     var connectionCount: Int { connections.count }
@@ -50,6 +60,7 @@ final class CarHost: @unchecked Sendable {
     }
 
     func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64) {
+        if answerPairingRequest(envelope, from: peer, now: now) { return }
         let effects = car.receive(envelope, from: peer, nowMilliseconds: now)
         perform(effects)
         checkStatus()
@@ -73,6 +84,98 @@ final class CarHost: @unchecked Sendable {
             allClosedPromise = nil
             promise.succeed(())
         }
+    }
+
+    // MARK: - Pairing and authentication (PROTOCOL.md section 20)
+
+    /// The HMI's pairing requests (role already checked): answered from the
+    /// registry, never seen by the Car.
+    private func answerPairingRequest(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64) -> Bool {
+        var result = HUResult()
+        switch envelope.body {
+        case .startPairing:
+            result.pairing = pairing.open(code: PhoneKeys.pairingCode(), now: now)
+            logger.notice("pairing window opened", metadata: ["valid_ms": "\(result.pairing.validMs)", "by": "\(peer)"])
+        case .listPairedDevices:
+            result.pairing = pairing.wire
+        case .removePairedDevice(let remove):
+            if pairing.remove(remove.deviceID) {
+                save()
+                logger.notice("paired device removed", metadata: ["device": "\(remove.deviceID)"])
+            } else {
+                result.code = .unknownDevice
+                result.message = "no paired device has the id '\(remove.deviceID)'"
+            }
+        default:
+            return false
+        }
+        var answer = HUEnvelope()
+        answer.requestID = envelope.requestID
+        answer.body = .result(result)
+        connections[peer]?.send(answer)
+        return true
+    }
+
+    /// A phone's Pair, between Welcome and Authenticate.
+    func pair(_ request: HUPair, requestID: UInt32, from peer: PeerID, now: UInt64) -> HUEnvelope {
+        let key = Array(request.publicKey)
+        let id = PhoneKeys.deviceID(publicKey: key)
+        var result = HUResult()
+        switch pairing.pair(
+            code: request.code, publicKey: key, deviceID: id, name: request.deviceName, now: now, unixMilliseconds: unixMilliseconds())
+        {
+        case .paired(let record):
+            logger.notice("phone paired", metadata: ["device": "\(record.id)", "name": "\(record.name)", "peer": "\(peer)"])
+            result.pairing.deviceID = record.id
+            if let failure = save() {
+                // Paired for as long as the daemon runs; the phone is told it will not survive a restart.
+                result.message = "paired, but the device list could not be saved (\(failure)); it is lost on restart"
+            }
+        case .refused(let code, let message):
+            logger.notice("pairing refused", metadata: ["code": "\(code)", "reason": "\(message)", "peer": "\(peer)"])
+            result.code = code
+            result.message = message
+        }
+        var envelope = HUEnvelope()
+        envelope.requestID = requestID
+        envelope.body = .result(result)
+        return envelope
+    }
+
+    /// A phone's Authenticate: the device must be paired and the signature
+    /// over this connection's challenge valid.
+    func verify(_ request: HUAuthenticate, message: [UInt8]) -> Result<AuthenticatedDevice, AuthenticationFailure> {
+        guard let device = pairing.device(request.deviceID) else {
+            return .failure(AuthenticationFailure(reason: "device '\(request.deviceID)' is not paired with this car: pair it first (`headunitctl pair` on the car)"))
+        }
+        guard PhoneKeys.isValidSignature(Array(request.signature), publicKey: device.publicKey, message: message) else {
+            return .failure(AuthenticationFailure(reason: "the signature does not verify with device '\(device.id)''s key"))
+        }
+        return .success(
+            AuthenticatedDevice(deviceID: device.id, name: device.name, entitlements: device.entitlementPolicy(global: configuration.car.entitlements)))
+    }
+
+    struct AuthenticationFailure: Error {
+        var reason: String
+    }
+
+    /// Persists the devices; returns why it failed, if it did (logged).
+    @discardableResult
+    private func save() -> String? {
+        guard let store = configuration.pairingStore else { return nil }
+        do {
+            try store.save(pairing.devices)
+            return nil
+        } catch {
+            logger.error("cannot save paired devices", metadata: ["error": "\(error)"])
+            return "\(error)"
+        }
+    }
+
+    private func unixMilliseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
     }
 
     // MARK: - Effects

@@ -37,6 +37,15 @@ final class ConnectionHandler: ChannelInboundHandler {
         logger[metadataKey: "peer"] = "\(peerID)"
         machine = ConnectionStateMachine(
             connectionID: peerID, transport: transport, configuration: host.configuration.connection, now: monotonicMilliseconds())
+        switch transport {
+        case .tcp:
+            // Fresh per connection: a signature can only ever prove this one.
+            machine.authChallenge = PhoneKeys.challenge()
+        case .unix:
+            // Who is on the other end, by the kernel's word (checked against
+            // the car roles' uids/gids at Hello).
+            machine.peerCredentials = PeerCredentialsReader.read(context.channel)
+        }
         open = context.channel.isActive
         if open { connected(context: context) }
     }
@@ -50,7 +59,13 @@ final class ConnectionHandler: ChannelInboundHandler {
     }
 
     private func connected(context: ChannelHandlerContext) {
-        logger.debug("connected", metadata: ["transport": "\(transport.rawValue)", "remote": "\(context.remoteAddress.map { "\($0)" } ?? "-")"])
+        logger.debug(
+            "connected",
+            metadata: [
+                "transport": "\(transport.rawValue)",
+                "remote": "\(context.remoteAddress.map { "\($0)" } ?? "-")",
+                "credentials": "\(machine.peerCredentials.map { "\($0)" } ?? "-")",
+            ])
         if host.stopping {
             perform(machine.shutdown(reason: "the daemon is stopping"))
             return
@@ -148,6 +163,21 @@ final class ConnectionHandler: ChannelInboundHandler {
         case .peerLeaving(let goodbye):
             logger.debug("peer said goodbye", metadata: ["code": "\(goodbye.code)", "reason": "\(goodbye.reason)"])
             forceClose()
+        case .challenge(let welcome):
+            logger.debug("phone must authenticate")
+            send(welcome)
+            rescheduleTickIfSooner()
+        case .pair(let request, let requestID):
+            send(host.pair(request, requestID: requestID, from: peerID, now: now ?? monotonicMilliseconds()))
+        case .authenticate(let request, let requestID, let message):
+            switch host.verify(request, message: message) {
+            case .success(let device):
+                logger.notice("phone authenticated", metadata: ["device": "\(device.deviceID)", "name": "\(device.name)"])
+                perform(machine.authenticated(device, requestID: requestID, now: now ?? monotonicMilliseconds()))
+            case .failure(let failure):
+                logger.notice("phone authentication failed", metadata: ["reason": "\(failure.reason)"])
+                perform(machine.authenticationFailed(failure.reason))
+            }
         }
     }
 

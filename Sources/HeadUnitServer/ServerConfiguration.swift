@@ -34,6 +34,12 @@ public struct ServerConfiguration: Sendable {
     public var slowConsumerTimeoutMilliseconds: UInt64
     /// A graceful stop closes whatever is still open after this long.
     public var shutdownGraceMilliseconds: UInt64
+    /// Where paired devices are saved (nil: kept in memory only), and the
+    /// devices loaded from there at start (PROTOCOL.md section 20).
+    public var pairingStore: PairingStore?
+    public var pairedDevices: [PairedDeviceRecord] = []
+    /// How long a pairing code stays valid.
+    public var pairingCodeValidMilliseconds: UInt64 = 120_000
 
     public init(
         listeners: [ListenerSpec],

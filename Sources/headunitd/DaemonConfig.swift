@@ -1,6 +1,7 @@
 import HeadUnitCore
 import HeadUnitServer
 import HeadUnitWire
+import Logging
 import SwiftProtobuf
 
 #if canImport(Glibc)
@@ -49,6 +50,8 @@ enum DaemonConfig {
         config.entitlements.allowed = EntitlementKey.all.sorted()
         config.logLevel = "notice"
         config.daemonName = "headunitd"
+        config.stateDirectory = stateDirectory(HUDaemonConfig()) ?? ""
+        config.pairingCodeValidMs = 120_000
         return config
     }
 
@@ -151,5 +154,56 @@ enum DaemonConfig {
             perApp[grant.appID, default: []].formUnion(grant.entitlements)
         }
         return EntitlementPolicy(allowed: Set(config.entitlements.allowed), perApp: perApp)
+    }
+
+    // MARK: - Pairing and peer credentials (PROTOCOL.md section 20)
+
+    static func security(_ config: HUDaemonConfig) -> ConnectionSecurity {
+        func access(_ access: HUPeerAccess) -> PeerAccess {
+            PeerAccess(uids: Set(access.uids), gids: Set(access.gids))
+        }
+        return ConnectionSecurity(
+            authenticatePhonesOverTCP: !config.allowUnpairedTcp,
+            access: PeerAccessPolicy(hmi: access(config.hmiAccess), cluster: access(config.clusterAccess), accessory: access(config.accessoryAccess)))
+    }
+
+    /// `state_directory`, else systemd's $STATE_DIRECTORY (its first entry),
+    /// else /var/lib/headunitd as root, else $XDG_STATE_HOME/headunitd, else
+    /// ~/.local/state/headunitd.
+    static func stateDirectory(_ config: HUDaemonConfig) -> String? {
+        if !config.stateDirectory.isEmpty { return config.stateDirectory }
+        func environment(_ name: String) -> String? {
+            guard let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty else { return nil }
+            return value
+        }
+        if let systemd = environment("STATE_DIRECTORY") {
+            return String(systemd.split(separator: ":").first ?? Substring(systemd))
+        }
+        if geteuid() == 0 { return "/var/lib/headunitd" }
+        if let xdg = environment("XDG_STATE_HOME") { return xdg + "/headunitd" }
+        if let home = environment("HOME") { return home + "/.local/state/headunitd" }
+        return nil
+    }
+
+    /// Loads the paired devices when phones on TCP must authenticate; a bench
+    /// without TCP or with `allow_unpaired_tcp` keeps them in memory only.
+    static func applyPairing(_ config: HUDaemonConfig, to server: inout ServerConfiguration, logger: Logger) throws {
+        if config.pairingCodeValidMs > 0 { server.pairingCodeValidMilliseconds = UInt64(config.pairingCodeValidMs) }
+        let servesTCP = server.listeners.contains { listener in
+            switch listener {
+            case .tcp: return true
+            case .adopted(_, _, let transport, _): return transport == .tcp
+            case .unix: return false
+            }
+        }
+        guard servesTCP, server.connection.security.authenticatePhonesOverTCP else { return }
+        guard let directory = stateDirectory(config) else {
+            throw ConfigError(description: "no state directory for paired devices: set state_directory, STATE_DIRECTORY or HOME")
+        }
+        let store = PairingStore(directory: directory)
+        try store.prepare()
+        server.pairedDevices = try store.load()
+        server.pairingStore = store
+        logger.info("paired devices", metadata: ["file": "\(store.path)", "devices": "\(server.pairedDevices.count)"])
     }
 }

@@ -85,8 +85,9 @@ struct HeadUnitDaemon: AsyncParsableCommand {
             entitlements: DaemonConfig.entitlementPolicy(file),
             completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds
         )
-        let connection = ConnectionConfiguration(
+        var connection = ConnectionConfiguration(
             limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)
+        connection.security = DaemonConfig.security(file)
 
         // Listeners: systemd's when socket-activated, else our own.
         var listeners: [ListenerSpec] = []
@@ -124,6 +125,11 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxOutboundBytes > 0 { serverConfiguration.maxOutboundBytes = Int(fileLimits.maxOutboundBytes) }
         if fileLimits.slowConsumerTimeoutMs > 0 { serverConfiguration.slowConsumerTimeoutMilliseconds = UInt64(fileLimits.slowConsumerTimeoutMs) }
         if fileLimits.shutdownGraceMs > 0 { serverConfiguration.shutdownGraceMilliseconds = UInt64(fileLimits.shutdownGraceMs) }
+        do {
+            try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)
+        } catch {
+            throw ValidationError("\(error)")
+        }
 
         let server = HeadUnitServer(configuration: serverConfiguration, logger: logger)
         server.onStatusChange { [logger] summary in

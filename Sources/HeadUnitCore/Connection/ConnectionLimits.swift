@@ -51,6 +51,8 @@ public struct ConnectionConfiguration: Sendable {
     public var limits: ConnectionLimits
     public var vehicle: HUVehicleProfile
     public var daemonName: String
+    /// Phone authentication on TCP and SO_PEERCRED rules (PROTOCOL.md section 20).
+    public var security = ConnectionSecurity()
 
     public init(limits: ConnectionLimits = ConnectionLimits(), vehicle: HUVehicleProfile = .standard, daemonName: String = "headunitd") {
         self.limits = limits

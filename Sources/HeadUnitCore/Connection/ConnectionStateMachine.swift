@@ -22,6 +22,14 @@ public enum ConnectionAction: Sendable, Equatable {
     case close(HUErrorCode, String)
     /// The peer said Goodbye: close without answering.
     case peerLeaving(HUGoodbye)
+    /// A phone on TCP: send `welcome` (it carries the challenge) but do not
+    /// join the Car until it authenticates (PROTOCOL.md section 20).
+    case challenge(welcome: HUEnvelope)
+    /// Verify `authenticate.signature` over `message` with the device's key,
+    /// then call `authenticated` or `authenticationFailed`.
+    case authenticate(HUAuthenticate, requestID: UInt32, message: [UInt8])
+    /// Pair a new key (the registry answers; the peer stays unauthenticated).
+    case pair(HUPair, requestID: UInt32)
 }
 
 /// One connection's protocol rules, as a value: handshake, frame checks,
@@ -32,6 +40,8 @@ public struct ConnectionStateMachine: Sendable {
     public enum State: Sendable, Equatable {
         case awaitingHello(since: UInt64)
         case established(PeerInfo, version: UInt32)
+        /// Welcome sent to a TCP phone that must still authenticate (section 20).
+        case authenticating(PeerInfo, version: UInt32, since: UInt64)
         case closing
     }
 
@@ -45,6 +55,10 @@ public struct ConnectionStateMachine: Sendable {
     private var lastHeard: UInt64
     /// When the next heartbeat PING is due (established only).
     private var nextPing: UInt64 = 0
+    /// Set by the server before the first frame: the Unix peer's SO_PEERCRED
+    /// credentials, and the random bytes a TCP phone must sign.
+    public var peerCredentials: PeerCredentials?
+    public var authChallenge: [UInt8] = []
 
     public init(connectionID: UInt64, transport: Transport, configuration: ConnectionConfiguration, now: UInt64) {
         self.connectionID = connectionID
@@ -73,6 +87,8 @@ public struct ConnectionStateMachine: Sendable {
             return receiveBeforeHandshake(frame, now: now)
         case .established(let info, _):
             return receiveEstablished(frame, peer: info, now: now)
+        case .authenticating:
+            return receiveWhileAuthenticating(frame, now: now)
         }
     }
 
@@ -103,6 +119,9 @@ public struct ConnectionStateMachine: Sendable {
         case .awaitingHello(let since):
             guard now >= since + limits.handshakeTimeoutMilliseconds else { return .none }
             return close(.handshakeTimeout, "no Hello within \(limits.handshakeTimeoutMilliseconds) ms of connecting")
+        case .authenticating(_, _, let since):
+            guard now >= since + limits.handshakeTimeoutMilliseconds else { return .none }
+            return close(.authRequired, "not authenticated within \(limits.handshakeTimeoutMilliseconds) ms of Welcome")
         case .established:
             if limits.heartbeatTimeoutMilliseconds > 0, now >= lastHeard + limits.heartbeatTimeoutMilliseconds {
                 return close(.heartbeatTimeout, "nothing received for \(now - lastHeard) ms (limit \(limits.heartbeatTimeoutMilliseconds) ms)")
@@ -122,7 +141,7 @@ public struct ConnectionStateMachine: Sendable {
         switch state {
         case .closing:
             return nil
-        case .awaitingHello(let since):
+        case .awaitingHello(let since), .authenticating(_, _, let since):
             return since + limits.handshakeTimeoutMilliseconds
         case .established:
             var deadline: UInt64? = nil
@@ -167,11 +186,21 @@ public struct ConnectionStateMachine: Sendable {
             }
             return close(.roleNotAllowed, reason)
         }
+        if let refusal = configuration.security.access.refusal(role: hello.role, credentials: peerCredentials) {
+            return close(.peerNotAllowed, refusal)
+        }
         let info = PeerInfo(role: hello.role, name: hello.name, transport: transport)
+        if configuration.security.requiresAuthentication(role: hello.role, transport: transport) {
+            state = .authenticating(info, version: version, since: now)
+            return .challenge(welcome: welcome(version: version, requestID: envelope.requestID, challenge: authChallenge))
+        }
         state = .established(info, version: version)
         lastHeard = now
         nextPing = now + limits.heartbeatIntervalMilliseconds
+        return .join(info, welcome: welcome(version: version, requestID: envelope.requestID, challenge: nil))
+    }
 
+    private func welcome(version: UInt32, requestID: UInt32, challenge: [UInt8]?) -> HUEnvelope {
         var welcome = HUWelcome()
         welcome.version = version
         welcome.daemonMinVersion = ProtocolVersion.minimum
@@ -180,10 +209,75 @@ public struct ConnectionStateMachine: Sendable {
         welcome.vehicle = configuration.vehicle
         welcome.daemonName = configuration.daemonName
         welcome.connectionID = connectionID
-        var envelope2 = HUEnvelope()
-        envelope2.requestID = envelope.requestID
-        envelope2.body = .welcome(welcome)
-        return .join(info, welcome: envelope2)
+        if let challenge {
+            welcome.authRequired = true
+            welcome.authChallenge = .init(challenge)
+        }
+        var envelope = HUEnvelope()
+        envelope.requestID = requestID
+        envelope.body = .welcome(welcome)
+        return envelope
+    }
+
+    // MARK: - Authenticating (a phone on TCP, PROTOCOL.md section 20)
+
+    /// Strict, like before Hello: only Pair, Authenticate, Goodbye and the
+    /// heartbeat frames; anything else means the peer will not authenticate.
+    private mutating func receiveWhileAuthenticating(_ frame: Frame, now: UInt64) -> ConnectionAction {
+        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind else {
+            return close(.authRequired, "authenticate first: only MESSAGE, PING and PONG frames are accepted before authentication")
+        }
+        switch kind {
+        case .ping:
+            guard frame.payload.readableBytes <= FrameHeader.maxPingPayload else {
+                return close(.authRequired, "authenticate first: PING payload over \(FrameHeader.maxPingPayload) bytes")
+            }
+            return .pong(frame.payload)
+        case .pong:
+            return .none
+        case .data:
+            return close(.authRequired, "authenticate first: DATA before authentication")
+        case .message:
+            break
+        }
+        guard let envelope = try? EnvelopeCodec.decode(frame.payload), let body = envelope.body else {
+            return close(.authRequired, "authenticate first: the frame does not carry an Envelope with a known body")
+        }
+        switch body {
+        case .authenticate(let authenticate):
+            return .authenticate(
+                authenticate, requestID: envelope.requestID,
+                message: AuthenticationChallenge.signedMessage(challenge: authChallenge, connectionID: connectionID))
+        case .pair(let pair):
+            return .pair(pair, requestID: envelope.requestID)
+        case .goodbye(let goodbye):
+            state = .closing
+            return .peerLeaving(goodbye)
+        default:
+            return close(.authRequired, "a phone on TCP must send Authenticate (or Pair) after Welcome; got \(RolePolicy.name(of: body))")
+        }
+    }
+
+    /// The signature checked out: the phone joins the Car with its device's
+    /// entitlements; `Result{OK, pairing.device_id}` answers the Authenticate.
+    public mutating func authenticated(_ device: AuthenticatedDevice, requestID: UInt32, now: UInt64) -> ConnectionAction {
+        guard case .authenticating(var info, let version, _) = state else { return .none }
+        info.device = device
+        state = .established(info, version: version)
+        lastHeard = now
+        nextPing = now + limits.heartbeatIntervalMilliseconds
+        var result = HUResult()
+        result.pairing.deviceID = device.deviceID
+        var envelope = HUEnvelope()
+        envelope.requestID = requestID
+        envelope.body = .result(result)
+        return .join(info, welcome: envelope)
+    }
+
+    /// Unknown device or bad signature: fatal.
+    public mutating func authenticationFailed(_ reason: String) -> ConnectionAction {
+        guard case .authenticating = state else { return .none }
+        return close(.authFailed, reason)
     }
 
     // MARK: - Established
@@ -238,6 +332,10 @@ public struct ConnectionStateMachine: Sendable {
         switch body {
         case .hello:
             return protocolError(.alreadyHandshaken, "Hello was already accepted on this connection", requestID: envelope.requestID, now: now)
+        case .pair, .authenticate:
+            return protocolError(
+                .notForRole, "\(RolePolicy.name(of: body)) is only accepted from a phone on TCP between Welcome and authentication",
+                requestID: envelope.requestID, now: now)
         case .goodbye(let goodbye):
             state = .closing
             return .peerLeaving(goodbye)
@@ -246,7 +344,8 @@ public struct ConnectionStateMachine: Sendable {
             .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
             .sessionOpened, .closeSession, .sessionClosed, .sessionCredit,
-            .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput:
+            .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
+            .startPairing, .listPairedDevices, .removePairedDevice:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

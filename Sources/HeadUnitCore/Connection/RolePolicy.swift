@@ -40,6 +40,12 @@ public enum RolePolicy {
         // HMI -> car.
         case .launchApp, .hmiInput, .setVehicleState, .closeApp:
             return role == .hmi
+        // Pairing is the car's business: its HMI shows the code and manages the list.
+        case .startPairing, .listPairedDevices, .removePairedDevice:
+            return role == .hmi
+        // Only between Welcome and authentication (ConnectionStateMachine), never after.
+        case .pair, .authenticate:
+            return false
         // Status shows every peer and app: for the car's own components, not for phones.
         case .getStatus:
             switch role {
@@ -94,6 +100,11 @@ public enum RolePolicy {
         case .subscribeMetadata: return "SubscribeMetadata"
         case .metadataUpdate: return "MetadataUpdate"
         case .clusterInput: return "ClusterInput"
+        case .startPairing: return "StartPairing"
+        case .pair: return "Pair"
+        case .authenticate: return "Authenticate"
+        case .listPairedDevices: return "ListPairedDevices"
+        case .removePairedDevice: return "RemovePairedDevice"
         }
     }
 

@@ -91,11 +91,78 @@ public nonisolated struct HUDaemonConfig: @unchecked Sendable {
     set {_uniqueStorage()._daemonName = newValue}
   }
 
+  /// --- pairing and peer credentials (PROTOCOL.md section 20) ---
+  /// Phones on TCP need not authenticate (a test bench only). Default false:
+  /// every TCP phone must be paired and sign the Welcome's challenge.
+  public var allowUnpairedTcp: Bool {
+    get {_storage._allowUnpairedTcp}
+    set {_uniqueStorage()._allowUnpairedTcp = newValue}
+  }
+
+  /// Where paired devices are kept (paired-devices.json, mode 0600; the
+  /// directory 0700). Empty: $STATE_DIRECTORY (systemd's StateDirectory=), else
+  /// /var/lib/headunitd as root, else $XDG_STATE_HOME/headunitd, else
+  /// ~/.local/state/headunitd.
+  public var stateDirectory: String {
+    get {_storage._stateDirectory}
+    set {_uniqueStorage()._stateDirectory = newValue}
+  }
+
+  /// Who may take each car role on the Unix socket, by SO_PEERCRED. Absent or
+  /// both lists empty: anyone who can open the socket (its file mode decides).
+  public var hmiAccess: HUPeerAccess {
+    get {_storage._hmiAccess ?? HUPeerAccess()}
+    set {_uniqueStorage()._hmiAccess = newValue}
+  }
+  /// Returns true if `hmiAccess` has been explicitly set.
+  public var hasHmiAccess: Bool {_storage._hmiAccess != nil}
+  /// Clears the value of `hmiAccess`. Subsequent reads from it will return its default value.
+  public mutating func clearHmiAccess() {_uniqueStorage()._hmiAccess = nil}
+
+  public var clusterAccess: HUPeerAccess {
+    get {_storage._clusterAccess ?? HUPeerAccess()}
+    set {_uniqueStorage()._clusterAccess = newValue}
+  }
+  /// Returns true if `clusterAccess` has been explicitly set.
+  public var hasClusterAccess: Bool {_storage._clusterAccess != nil}
+  /// Clears the value of `clusterAccess`. Subsequent reads from it will return its default value.
+  public mutating func clearClusterAccess() {_uniqueStorage()._clusterAccess = nil}
+
+  public var accessoryAccess: HUPeerAccess {
+    get {_storage._accessoryAccess ?? HUPeerAccess()}
+    set {_uniqueStorage()._accessoryAccess = newValue}
+  }
+  /// Returns true if `accessoryAccess` has been explicitly set.
+  public var hasAccessoryAccess: Bool {_storage._accessoryAccess != nil}
+  /// Clears the value of `accessoryAccess`. Subsequent reads from it will return its default value.
+  public mutating func clearAccessoryAccess() {_uniqueStorage()._accessoryAccess = nil}
+
+  /// How long a pairing code stays valid. Default 120000.
+  public var pairingCodeValidMs: UInt32 {
+    get {_storage._pairingCodeValidMs}
+    set {_uniqueStorage()._pairingCodeValidMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A peer is allowed when its uid is in `uids` or its gid in `gids`.
+public nonisolated struct HUPeerAccess: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var uids: [UInt32] = []
+
+  public var gids: [UInt32] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct HUDaemonLimits: Sendable {
@@ -171,7 +238,7 @@ fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonConfig"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0\u{4}\u{c}allow_unpaired_tcp\0\u{3}state_directory\0\u{3}hmi_access\0\u{3}cluster_access\0\u{3}accessory_access\0\u{3}pairing_code_valid_ms\0")
 
   fileprivate class _StorageClass {
     var _unixSocketPath: String = String()
@@ -182,6 +249,12 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _entitlements: HUEntitlementPolicyConfig? = nil
     var _logLevel: String = String()
     var _daemonName: String = String()
+    var _allowUnpairedTcp: Bool = false
+    var _stateDirectory: String = String()
+    var _hmiAccess: HUPeerAccess? = nil
+    var _clusterAccess: HUPeerAccess? = nil
+    var _accessoryAccess: HUPeerAccess? = nil
+    var _pairingCodeValidMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -200,6 +273,12 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _entitlements = source._entitlements
       _logLevel = source._logLevel
       _daemonName = source._daemonName
+      _allowUnpairedTcp = source._allowUnpairedTcp
+      _stateDirectory = source._stateDirectory
+      _hmiAccess = source._hmiAccess
+      _clusterAccess = source._clusterAccess
+      _accessoryAccess = source._accessoryAccess
+      _pairingCodeValidMs = source._pairingCodeValidMs
     }
   }
 
@@ -226,6 +305,12 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 6: try { try decoder.decodeSingularMessageField(value: &_storage._entitlements) }()
         case 7: try { try decoder.decodeSingularStringField(value: &_storage._logLevel) }()
         case 8: try { try decoder.decodeSingularStringField(value: &_storage._daemonName) }()
+        case 20: try { try decoder.decodeSingularBoolField(value: &_storage._allowUnpairedTcp) }()
+        case 21: try { try decoder.decodeSingularStringField(value: &_storage._stateDirectory) }()
+        case 22: try { try decoder.decodeSingularMessageField(value: &_storage._hmiAccess) }()
+        case 23: try { try decoder.decodeSingularMessageField(value: &_storage._clusterAccess) }()
+        case 24: try { try decoder.decodeSingularMessageField(value: &_storage._accessoryAccess) }()
+        case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._pairingCodeValidMs) }()
         default: break
         }
       }
@@ -262,6 +347,24 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if !_storage._daemonName.isEmpty {
         try visitor.visitSingularStringField(value: _storage._daemonName, fieldNumber: 8)
       }
+      if _storage._allowUnpairedTcp != false {
+        try visitor.visitSingularBoolField(value: _storage._allowUnpairedTcp, fieldNumber: 20)
+      }
+      if !_storage._stateDirectory.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._stateDirectory, fieldNumber: 21)
+      }
+      try { if let v = _storage._hmiAccess {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+      } }()
+      try { if let v = _storage._clusterAccess {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+      } }()
+      try { if let v = _storage._accessoryAccess {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
+      } }()
+      if _storage._pairingCodeValidMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._pairingCodeValidMs, fieldNumber: 25)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -279,10 +382,51 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._entitlements != rhs_storage._entitlements {return false}
         if _storage._logLevel != rhs_storage._logLevel {return false}
         if _storage._daemonName != rhs_storage._daemonName {return false}
+        if _storage._allowUnpairedTcp != rhs_storage._allowUnpairedTcp {return false}
+        if _storage._stateDirectory != rhs_storage._stateDirectory {return false}
+        if _storage._hmiAccess != rhs_storage._hmiAccess {return false}
+        if _storage._clusterAccess != rhs_storage._clusterAccess {return false}
+        if _storage._accessoryAccess != rhs_storage._accessoryAccess {return false}
+        if _storage._pairingCodeValidMs != rhs_storage._pairingCodeValidMs {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PeerAccess"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uids\0\u{1}gids\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt32Field(value: &self.uids) }()
+      case 2: try { try decoder.decodeRepeatedUInt32Field(value: &self.gids) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.uids.isEmpty {
+      try visitor.visitPackedUInt32Field(value: self.uids, fieldNumber: 1)
+    }
+    if !self.gids.isEmpty {
+      try visitor.visitPackedUInt32Field(value: self.gids, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUPeerAccess, rhs: HUPeerAccess) -> Bool {
+    if lhs.uids != rhs.uids {return false}
+    if lhs.gids != rhs.gids {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

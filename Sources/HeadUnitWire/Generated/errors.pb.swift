@@ -76,6 +76,15 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   /// fatal: the peer did not read; its queue overflowed
   case slowConsumer // = 17
 
+  /// fatal: a TCP phone sent something else before authenticating
+  case authRequired // = 24
+
+  /// fatal: unknown device or bad signature
+  case authFailed // = 25
+
+  /// fatal: a Unix peer's uid/gid may not take this car role
+  case peerNotAllowed // = 26
+
   /// --- request level ---
   case notAllowedForCategory // = 100
 
@@ -174,6 +183,15 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
 
   /// the car's own navigation is guiding
   case nativeNavigationActive // = 134
+
+  /// --- pairing (PROTOCOL.md section 20) ---
+  case pairingNotOpen // = 160
+
+  /// Pair with the wrong code (or a malformed key)
+  case badPairingCode // = 161
+
+  /// RemovePairedDevice for a device that is not paired
+  case unknownDevice // = 162
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -199,6 +217,9 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 14: self = .shuttingDown
     case 15: self = .reservedFlags
     case 17: self = .slowConsumer
+    case 24: self = .authRequired
+    case 25: self = .authFailed
+    case 26: self = .peerNotAllowed
     case 100: self = .notAllowedForCategory
     case 101: self = .depthExceeded
     case 102: self = .limitExceeded
@@ -232,6 +253,9 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 152: self = .protocolAlreadyServed
     case 153: self = .unknownSession
     case 154: self = .flowControl
+    case 160: self = .pairingNotOpen
+    case 161: self = .badPairingCode
+    case 162: self = .unknownDevice
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -255,6 +279,9 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .shuttingDown: return 14
     case .reservedFlags: return 15
     case .slowConsumer: return 17
+    case .authRequired: return 24
+    case .authFailed: return 25
+    case .peerNotAllowed: return 26
     case .notAllowedForCategory: return 100
     case .depthExceeded: return 101
     case .limitExceeded: return 102
@@ -288,6 +315,9 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .protocolAlreadyServed: return 152
     case .unknownSession: return 153
     case .flowControl: return 154
+    case .pairingNotOpen: return 160
+    case .badPairingCode: return 161
+    case .unknownDevice: return 162
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -311,6 +341,9 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     .shuttingDown,
     .reservedFlags,
     .slowConsumer,
+    .authRequired,
+    .authFailed,
+    .peerNotAllowed,
     .notAllowedForCategory,
     .depthExceeded,
     .limitExceeded,
@@ -344,6 +377,9 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     .navigationAlreadyActive,
     .noMapTemplate,
     .nativeNavigationActive,
+    .pairingNotOpen,
+    .badPairingCode,
+    .unknownDevice,
   ]
 
 }
@@ -351,5 +387,5 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 nonisolated extension HUErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{2}S\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{2}\u{8}ERROR_CODE_NAVIGATION_NOT_ACTIVE\0\u{1}ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR\0\u{1}ERROR_CODE_NAVIGATION_ALREADY_ACTIVE\0\u{1}ERROR_CODE_NO_MAP_TEMPLATE\0\u{1}ERROR_CODE_NATIVE_NAVIGATION_ACTIVE\0\u{2}\u{10}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{2}\u{7}ERROR_CODE_AUTH_REQUIRED\0\u{1}ERROR_CODE_AUTH_FAILED\0\u{1}ERROR_CODE_PEER_NOT_ALLOWED\0\u{2}J\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{2}\u{8}ERROR_CODE_NAVIGATION_NOT_ACTIVE\0\u{1}ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR\0\u{1}ERROR_CODE_NAVIGATION_ALREADY_ACTIVE\0\u{1}ERROR_CODE_NO_MAP_TEMPLATE\0\u{1}ERROR_CODE_NATIVE_NAVIGATION_ACTIVE\0\u{2}\u{10}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0\u{2}\u{6}ERROR_CODE_PAIRING_NOT_OPEN\0\u{1}ERROR_CODE_BAD_PAIRING_CODE\0\u{1}ERROR_CODE_UNKNOWN_DEVICE\0")
 }

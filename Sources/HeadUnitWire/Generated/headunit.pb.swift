@@ -385,6 +385,51 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .clusterInput(newValue)}
   }
 
+  /// Pairing and authentication (security.proto, PROTOCOL.md section 20).
+  public var startPairing: HUStartPairing {
+    get {
+      if case .startPairing(let v)? = body {return v}
+      return HUStartPairing()
+    }
+    set {body = .startPairing(newValue)}
+  }
+
+  /// phone -> car (TCP, before Authenticate)
+  public var pair: HUPair {
+    get {
+      if case .pair(let v)? = body {return v}
+      return HUPair()
+    }
+    set {body = .pair(newValue)}
+  }
+
+  /// phone -> car (TCP, right after Welcome)
+  public var authenticate: HUAuthenticate {
+    get {
+      if case .authenticate(let v)? = body {return v}
+      return HUAuthenticate()
+    }
+    set {body = .authenticate(newValue)}
+  }
+
+  /// HMI -> car
+  public var listPairedDevices: HUListPairedDevices {
+    get {
+      if case .listPairedDevices(let v)? = body {return v}
+      return HUListPairedDevices()
+    }
+    set {body = .listPairedDevices(newValue)}
+  }
+
+  /// HMI -> car
+  public var removePairedDevice: HURemovePairedDevice {
+    get {
+      if case .removePairedDevice(let v)? = body {return v}
+      return HURemovePairedDevice()
+    }
+    set {body = .removePairedDevice(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -442,6 +487,16 @@ public nonisolated struct HUEnvelope: Sendable {
     case metadataUpdate(HUMetadataUpdate)
     /// cluster -> car
     case clusterInput(HUClusterInput)
+    /// Pairing and authentication (security.proto, PROTOCOL.md section 20).
+    case startPairing(HUStartPairing)
+    /// phone -> car (TCP, before Authenticate)
+    case pair(HUPair)
+    /// phone -> car (TCP, right after Welcome)
+    case authenticate(HUAuthenticate)
+    /// HMI -> car
+    case listPairedDevices(HUListPairedDevices)
+    /// HMI -> car
+    case removePairedDevice(HURemovePairedDevice)
 
   }
 
@@ -463,7 +518,8 @@ public nonisolated struct HUHello: Sendable {
   /// Free text for logs and status: "Alice's iPhone", "cluster-hud".
   public var name: String = String()
 
-  /// Reserved for the paired-device challenge on TCP (a later version).
+  /// Unused and ignored: a phone on TCP authenticates after Welcome, by
+  /// signing Welcome.auth_challenge (Authenticate, PROTOCOL.md section 20).
   public var auth: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -506,6 +562,13 @@ public nonisolated struct HUWelcome: Sendable {
 
   /// Identifies this connection in logs and status.
   public var connectionID: UInt64 = 0
+
+  /// Set for a phone on TCP: it must Authenticate (or Pair, then Authenticate)
+  /// before anything else (PROTOCOL.md section 20).
+  public var authRequired: Bool = false
+
+  /// 32 random bytes, fresh per connection, to sign in Authenticate.
+  public var authChallenge: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -609,6 +672,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .accessorySession(newValue)}
   }
 
+  /// StartPairing, Pair, Authenticate, ListPairedDevices
+  public var pairing: HUPairingInfo {
+    get {
+      if case .pairing(let v)? = detail {return v}
+      return HUPairingInfo()
+    }
+    set {detail = .pairing(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Request-specific answers.
@@ -618,6 +690,8 @@ public nonisolated struct HUResult: Sendable {
     case templateShown(HUTemplateShown)
     /// OpenSession
     case accessorySession(HUAccessorySession)
+    /// StartPairing, Pair, Authenticate, ListPairedDevices
+    case pairing(HUPairingInfo)
 
   }
 
@@ -673,6 +747,12 @@ public nonisolated struct HUStatus: @unchecked Sendable {
   public var accessoryProtocols: [HUAccessoryProtocolStatus] {
     get {_storage._accessoryProtocols}
     set {_uniqueStorage()._accessoryProtocols = newValue}
+  }
+
+  /// Phones on TCP that authenticated (PROTOCOL.md section 20).
+  public var authenticatedPhones: UInt32 {
+    get {_storage._authenticatedPhones}
+    set {_uniqueStorage()._authenticatedPhones = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -773,7 +853,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{4}\u{2}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1224,6 +1304,71 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .sessionCredit(v)
         }
       }()
+      case 90: try {
+        var v: HUStartPairing?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .startPairing(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .startPairing(v)
+        }
+      }()
+      case 91: try {
+        var v: HUPair?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .pair(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .pair(v)
+        }
+      }()
+      case 92: try {
+        var v: HUAuthenticate?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .authenticate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .authenticate(v)
+        }
+      }()
+      case 93: try {
+        var v: HUListPairedDevices?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .listPairedDevices(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .listPairedDevices(v)
+        }
+      }()
+      case 94: try {
+        var v: HURemovePairedDevice?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .removePairedDevice(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .removePairedDevice(v)
+        }
+      }()
       default: break
       }
     }
@@ -1374,6 +1519,26 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
       guard case .sessionCredit(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
     }()
+    case .startPairing?: try {
+      guard case .startPairing(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 90)
+    }()
+    case .pair?: try {
+      guard case .pair(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 91)
+    }()
+    case .authenticate?: try {
+      guard case .authenticate(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 92)
+    }()
+    case .listPairedDevices?: try {
+      guard case .listPairedDevices(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 93)
+    }()
+    case .removePairedDevice?: try {
+      guard case .removePairedDevice(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 94)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1439,7 +1604,7 @@ nonisolated extension HUHello: SwiftProtobuf.Message, SwiftProtobuf._MessageImpl
 
 nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Welcome"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}daemon_min_version\0\u{3}daemon_max_version\0\u{1}limits\0\u{1}vehicle\0\u{3}daemon_name\0\u{3}connection_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}daemon_min_version\0\u{3}daemon_max_version\0\u{1}limits\0\u{1}vehicle\0\u{3}daemon_name\0\u{3}connection_id\0\u{4}\u{3}auth_required\0\u{3}auth_challenge\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1454,6 +1619,8 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
       case 5: try { try decoder.decodeSingularMessageField(value: &self._vehicle) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.daemonName) }()
       case 7: try { try decoder.decodeSingularUInt64Field(value: &self.connectionID) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.authRequired) }()
+      case 11: try { try decoder.decodeSingularBytesField(value: &self.authChallenge) }()
       default: break
       }
     }
@@ -1485,6 +1652,12 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
     if self.connectionID != 0 {
       try visitor.visitSingularUInt64Field(value: self.connectionID, fieldNumber: 7)
     }
+    if self.authRequired != false {
+      try visitor.visitSingularBoolField(value: self.authRequired, fieldNumber: 10)
+    }
+    if !self.authChallenge.isEmpty {
+      try visitor.visitSingularBytesField(value: self.authChallenge, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1496,6 +1669,8 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
     if lhs._vehicle != rhs._vehicle {return false}
     if lhs.daemonName != rhs.daemonName {return false}
     if lhs.connectionID != rhs.connectionID {return false}
+    if lhs.authRequired != rhs.authRequired {return false}
+    if lhs.authChallenge != rhs.authChallenge {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1588,7 +1763,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{4}\u{8}accessory_session\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{4}\u{8}accessory_session\0\u{1}pairing\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1652,6 +1827,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
           self.detail = .accessorySession(v)
         }
       }()
+      case 21: try {
+        var v: HUPairingInfo?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .pairing(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .pairing(v)
+        }
+      }()
       default: break
       }
     }
@@ -1691,6 +1879,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       guard case .accessorySession(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
     }()
+    case .pairing?: try {
+      guard case .pairing(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1709,7 +1901,7 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
 
 nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Status"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{4}\u{d}accessory_protocols\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{4}\u{d}accessory_protocols\0\u{4}\u{a}authenticated_phones\0")
 
   fileprivate class _StorageClass {
     var _phones: UInt32 = 0
@@ -1720,6 +1912,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     var _app: [HUAppStatus] = []
     var _vehicleState: HUVehicleState? = nil
     var _accessoryProtocols: [HUAccessoryProtocolStatus] = []
+    var _authenticatedPhones: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1738,6 +1931,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       _app = source._app
       _vehicleState = source._vehicleState
       _accessoryProtocols = source._accessoryProtocols
+      _authenticatedPhones = source._authenticatedPhones
     }
   }
 
@@ -1764,6 +1958,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         case 6: try { try decoder.decodeRepeatedMessageField(value: &_storage._app) }()
         case 7: try { try decoder.decodeSingularMessageField(value: &_storage._vehicleState) }()
         case 20: try { try decoder.decodeRepeatedMessageField(value: &_storage._accessoryProtocols) }()
+        case 30: try { try decoder.decodeSingularUInt32Field(value: &_storage._authenticatedPhones) }()
         default: break
         }
       }
@@ -1800,6 +1995,9 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       if !_storage._accessoryProtocols.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._accessoryProtocols, fieldNumber: 20)
       }
+      if _storage._authenticatedPhones != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._authenticatedPhones, fieldNumber: 30)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1817,6 +2015,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         if _storage._app != rhs_storage._app {return false}
         if _storage._vehicleState != rhs_storage._vehicleState {return false}
         if _storage._accessoryProtocols != rhs_storage._accessoryProtocols {return false}
+        if _storage._authenticatedPhones != rhs_storage._authenticatedPhones {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -1,0 +1,161 @@
+import Crypto
+import HeadUnitWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The phone's Ed25519 key for TCP authentication (PROTOCOL.md section 20).
+/// Paired once with a code the car shows; afterwards the connection signs the
+/// daemon's challenge with it after every Welcome on TCP.
+///
+///     let identity = try PhoneIdentity.loadOrCreate()            // ~/.local/state/headunitctl/phone-key
+///     let phone = try await PhoneSession.connect(to: .tcp(host: "127.0.0.1", port: 7420), deviceName: "Alice's iPhone") {
+///         $0.identity = identity
+///         $0.pairingCode = "123456"                                // first time only
+///     }
+public struct PhoneIdentity: Sendable {
+    public let privateKey: Curve25519.Signing.PrivateKey
+
+    public init(privateKey: Curve25519.Signing.PrivateKey = .init()) {
+        self.privateKey = privateKey
+    }
+
+    public var publicKey: [UInt8] { Array(privateKey.publicKey.rawRepresentation) }
+
+    /// The id the car knows this phone by: lowercase hex of the first 16 bytes
+    /// of SHA-256(public key), as the daemon derives it.
+    public var deviceID: String {
+        SHA256.hash(data: publicKey).prefix(16).map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }.joined()
+    }
+
+    /// The Authenticate message for this connection's challenge.
+    public func authenticate(challenge: [UInt8], connectionID: UInt64) throws -> HUAuthenticate {
+        var message = Array("headunitd-auth-v1".utf8)
+        message += challenge
+        withUnsafeBytes(of: connectionID.bigEndian) { message += $0 }
+        var authenticate = HUAuthenticate()
+        authenticate.deviceID = deviceID
+        authenticate.signature = .init(try privateKey.signature(for: message))
+        return authenticate
+    }
+
+    // MARK: - The key file
+
+    /// $HEADUNIT_PHONE_KEY, else $XDG_STATE_HOME/headunitctl/phone-key, else ~/.local/state/headunitctl/phone-key.
+    public static var defaultPath: String {
+        func environment(_ name: String) -> String? {
+            guard let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty else { return nil }
+            return value
+        }
+        if let path = environment("HEADUNIT_PHONE_KEY") { return path }
+        let state = environment("XDG_STATE_HOME") ?? ((environment("HOME") ?? "/tmp") + "/.local/state")
+        return state + "/headunitctl/phone-key"
+    }
+
+    /// Reads the key at `path` (32 raw private-key bytes as hex), or creates one
+    /// there (directory 0700, file 0600) when there is none.
+    public static func loadOrCreate(path: String = defaultPath) throws -> PhoneIdentity {
+        if let identity = try load(path: path) { return identity }
+        let identity = PhoneIdentity()
+        try identity.save(path: path)
+        return identity
+    }
+
+    /// nil when the file does not exist.
+    public static func load(path: String) throws -> PhoneIdentity? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw IdentityError("\(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw IdentityError("\(path): \(String(cString: strerror(errno)))") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw IdentityError("\(path) is readable by other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it")
+        }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { throw IdentityError("\(path): empty or unreadable") }
+        let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace
+        guard let bytes = Self.bytes(hex: text), bytes.count == 32,
+            let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: bytes)
+        else {
+            throw IdentityError("\(path): not a phone key (64 hex digits)")
+        }
+        return PhoneIdentity(privateKey: key)
+    }
+
+    public func save(path: String) throws {
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            var current = path.hasPrefix("/") ? "" : "."
+            for component in path[..<slash].split(separator: "/") {
+                current += "/" + component
+                if mkdir(current, 0o700) != 0, errno != EEXIST {
+                    throw IdentityError("creating \(current): \(String(cString: strerror(errno)))")
+                }
+            }
+        }
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw IdentityError("\(temporary): \(String(cString: strerror(errno)))") }
+        let text = Array((Array(privateKey.rawRepresentation).map { byte in
+            let digit = String(byte, radix: 16)
+            return byte < 16 ? "0" + digit : digit
+        }.joined() + "\n").utf8)
+        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == text.count, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw IdentityError("saving \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case 0x30...0x39: return digit - 0x30
+            case 0x61...0x66: return digit - 0x61 + 10
+            case 0x41...0x46: return digit - 0x41 + 10
+            default: return nil
+            }
+        }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < digits.count {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    public struct IdentityError: Error, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+extension String {
+    fileprivate var trimmingWhitespace: String {
+        String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}

@@ -1,0 +1,151 @@
+import Crypto
+import HeadUnitCore
+import HeadUnitWire
+import SwiftProtobuf
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+struct PairingStoreError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The paired devices on disk: `paired-devices.json` (PairingInfo's JSON
+/// mapping, `devices` only) in the daemon's state directory. The directory
+/// is 0700 and the file 0600, both owned by the daemon (or root); every save
+/// writes a new file and renames it over the old one, so a crash or a full
+/// disk leaves the previous list intact.
+public struct PairingStore: Sendable {
+    public static let fileName = "paired-devices.json"
+    public let directory: String
+    public var path: String { directory + "/" + Self.fileName }
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// Creates the directory (0700) when missing and checks it: ours or
+    /// root's, not readable or writable by anyone else.
+    public func prepare() throws {
+        var current = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o700) != 0, errno != EEXIST {
+                throw PairingStoreError(description: "creating \(current): \(Self.errorText())")
+            }
+        }
+        var info = stat()
+        guard stat(directory, &info) == 0 else { throw PairingStoreError(description: "\(directory): \(Self.errorText())") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw PairingStoreError(description: "\(directory) is not a directory") }
+        guard info.st_uid == geteuid() || info.st_uid == 0 else {
+            throw PairingStoreError(description: "\(directory) belongs to uid \(info.st_uid), not to this daemon (uid \(geteuid())): refusing to keep keys there")
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            throw PairingStoreError(description: "\(directory) is open to other users (mode \(String(info.st_mode & 0o7777, radix: 8))): it must be 0700")
+        }
+    }
+
+    /// The saved devices; none when the file does not exist yet.
+    public func load() throws -> [PairedDeviceRecord] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT { return [] }
+            throw PairingStoreError(description: "\(path): \(Self.errorText())")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw PairingStoreError(description: "\(path): \(Self.errorText())") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw PairingStoreError(description: "\(path) is open to other users (mode \(String(info.st_mode & 0o7777, radix: 8))): it must be 0600")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw PairingStoreError(description: "\(path): \(Self.errorText())")
+            }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            if bytes.count > 4 << 20 { throw PairingStoreError(description: "\(path): larger than 4 MiB") }
+        }
+        do {
+            var options = JSONDecodingOptions()
+            options.ignoreUnknownFields = false
+            let info = try HUPairingInfo(jsonUTF8Bytes: bytes, options: options)
+            return info.devices.map(PairedDeviceRecord.init(wire:))
+        } catch {
+            throw PairingStoreError(description: "\(path): not a valid paired-device list: \(error)")
+        }
+    }
+
+    /// Writes `devices` to a temporary file (0600), syncs it and renames it into place.
+    public func save(_ devices: [PairedDeviceRecord]) throws {
+        var info = HUPairingInfo()
+        info.devices = devices.map(\.wire)
+        let text = try info.jsonString() + "\n"
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw PairingStoreError(description: "\(temporary): \(Self.errorText())") }
+        var failure: String?
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty, failure == nil {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno != EINTR { failure = Self.errorText() }
+            } else {
+                bytes = bytes.dropFirst(written)
+            }
+        }
+        if failure == nil, fsync(fd) != 0 { failure = Self.errorText() }
+        close(fd)
+        if failure == nil, rename(temporary, path) != 0 { failure = Self.errorText() }
+        if let failure {
+            unlink(temporary)
+            throw PairingStoreError(description: "saving \(path): \(failure)")
+        }
+        // The rename itself must survive a power cut.
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            fsync(directoryFD)
+            close(directoryFD)
+        }
+    }
+
+    private static func errorText() -> String { String(cString: strerror(errno)) }
+}
+
+/// The Ed25519 half of pairing and authentication (swift-crypto).
+enum PhoneKeys {
+    /// Lowercase hex of the first 16 bytes of SHA-256(raw public key).
+    static func deviceID(publicKey: [UInt8]) -> String {
+        let digest = SHA256.hash(data: publicKey)
+        return digest.prefix(16).map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }.joined()
+    }
+
+    static func isValidSignature(_ signature: [UInt8], publicKey: [UInt8], message: [UInt8]) -> Bool {
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey) else { return false }
+        return key.isValidSignature(signature, for: message)
+    }
+
+    /// Six decimal digits from the system's CSPRNG (getrandom on Linux).
+    static func pairingCode() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let number = UInt32.random(in: 0..<1_000_000, using: &generator)
+        let text = String(number)
+        return String(repeating: "0", count: 6 - text.count) + text
+    }
+
+    static func challenge() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<AuthenticationChallenge.challengeBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import HeadUnitClient
+import HeadUnitWire
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The car side of pairing (an HMI request over the Unix socket): show a
+/// one-time code, list or forget paired phones.
+struct Pair: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Car side: open a pairing window and print its one-time code (or --list / --remove ID).",
+        discussion: "A phone on TCP must be paired once: run this on the car, then `headunitctl pair-phone --code CODE --tcp HOST:PORT` on the phone side within the code's validity (2 minutes by default; 5 wrong codes void it)."
+    )
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(name: .customLong("list"), help: "List the paired phones.")
+    var list = false
+
+    @Option(name: .customLong("remove"), help: "Forget the paired phone with this device id.")
+    var remove: String?
+
+    func validate() throws {
+        if list && remove != nil { throw ValidationError("give --list or --remove, not both") }
+    }
+
+    func run() async throws {
+        if list {
+            try await runHMI(connection, "paired devices") { hmi in
+                let devices = try await hmi.pairedDevices()
+                if devices.isEmpty { print("no paired phones") }
+                for device in devices {
+                    let policy = device.defaultPolicy ? "the car's entitlement policy" : "entitlements [\(device.allowedEntitlements.joined(separator: ", "))]"
+                    print("\(device.deviceID) \"\(device.name)\" paired at \(device.pairedAtUnixMs / 1000) (unix s), \(policy)")
+                }
+            }
+        } else if let remove {
+            try await runHMI(connection, "remove \(remove)") { hmi in try await hmi.removePairedDevice(remove) }
+        } else {
+            try await runHMI(connection, "pairing") { hmi in
+                let info = try await hmi.startPairing()
+                print("pairing code \(info.code) (valid \(info.validMs / 1000) s, \(info.attempts) attempts)")
+            }
+        }
+    }
+}
+
+/// The phone side: pair this machine's phone key with the car using the code
+/// it shows, then authenticate once to prove it works.
+struct PairPhone: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pair-phone",
+        abstract: "Phone side: pair the phone key (created if missing) with the car's code over TCP.",
+        discussion: "The key is kept in --key (default \(PhoneIdentity.defaultPath), mode 0600) and used by every phone command over TCP afterwards (play, session)."
+    )
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(name: .customLong("code"), help: "The six-digit code `headunitctl pair` printed on the car.")
+    var code: String
+
+    @Option(name: .customLong("key"), help: "The phone key file.")
+    var key: String = PhoneIdentity.defaultPath
+
+    @Option(name: .customLong("name"), help: "The name the car lists this phone under.")
+    var name: String = "headunitctl phone"
+
+    func run() async throws {
+        guard case .tcp = connection.endpoint else {
+            throw fail("pairing is for phones on TCP (give --tcp HOST:PORT); the Unix socket needs none")
+        }
+        let identity: PhoneIdentity
+        do { identity = try PhoneIdentity.loadOrCreate(path: key) } catch { throw fail("\(error)") }
+        do {
+            let phone = try await PhoneSession.connect(to: connection.endpoint, deviceName: name) {
+                $0.identity = identity
+                $0.pairingCode = code
+            }
+            print("paired: device id \(identity.deviceID), key \(key)")
+            await phone.close()
+        } catch {
+            throw fail("pairing with \(connection.endpoint): \(error)")
+        }
+    }
+}
