@@ -25,10 +25,16 @@ import Darwin
 ///         $0.pairingCode = "123456"                                // first time only
 ///     }
 public struct PhoneIdentity: Sendable {
-    public let privateKey: Curve25519.Signing.PrivateKey
+    /// Kept as raw bytes: the key type itself is not Sendable.
+    private let rawPrivateKey: [UInt8]
 
     public init(privateKey: Curve25519.Signing.PrivateKey = .init()) {
-        self.privateKey = privateKey
+        self.rawPrivateKey = Array(privateKey.rawRepresentation)
+    }
+
+    public var privateKey: Curve25519.Signing.PrivateKey {
+        // 32 bytes that came from a valid key: cannot fail.
+        try! Curve25519.Signing.PrivateKey(rawRepresentation: rawPrivateKey)
     }
 
     public var publicKey: [UInt8] { Array(privateKey.publicKey.rawRepresentation) }

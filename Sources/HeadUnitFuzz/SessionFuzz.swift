@@ -93,6 +93,9 @@ struct SessionFuzz {
             }
         case .none, .pong, .ping, .join:
             break
+        case .challenge, .authenticate, .pair:
+            // ConnectionConfiguration() leaves TCP authentication off, and no peer here is a TCP phone.
+            FuzzChecks.fail("authentication actions without authentication configured")
         }
     }
 

@@ -15,7 +15,7 @@ enum PeerCredentialsReader {
         #if os(Linux)
         guard let provider = channel as? SocketOptionProvider else { return nil }
         // On the channel's own loop the future is already complete.
-        let future: EventLoopFuture<ucred> = provider.unsafeGetSocketOption(
+        let future: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
         var credentials: PeerCredentials?
         future.whenSuccess { value in
@@ -25,5 +25,12 @@ enum PeerCredentialsReader {
         #else
         return nil
         #endif
+    }
+
+    /// Linux's `struct ucred` (Glibc hides it without _GNU_SOURCE): same layout.
+    private struct UCred: Sendable {
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        var gid: UInt32 = 0
     }
 }

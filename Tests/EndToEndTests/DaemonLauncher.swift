@@ -26,11 +26,17 @@ final class TestDaemon: @unchecked Sendable {
     ///   - limits: `DaemonLimits` JSON fields (Protocol/config.proto), e.g. ["heartbeatTimeoutMs": 600].
     ///   - configJSON: extra top-level config fields as raw JSON members, e.g. `"daemonName": "x"`.
     ///   - arguments: extra command-line arguments.
+    ///   - pairing: TCP phones must pair and authenticate (the daemon's default,
+    ///     PROTOCOL.md section 20). Off, the daemon runs with `allowUnpairedTcp`,
+    ///     as the tests that are not about pairing expect.
+    ///   - stateDirectory: where paired devices are kept (default: `state` in the temp directory).
     static func launch(
         limits: [String: UInt64] = [:],
         configJSON: String? = nil,
         arguments: [String] = [],
         tcp: Bool = true,
+        pairing: Bool = false,
+        stateDirectory: String? = nil,
         unixSocketPath: String? = nil,
         timeout: Double = 20
     ) throws -> TestDaemon {
@@ -50,6 +56,8 @@ final class TestDaemon: @unchecked Sendable {
             members.append("\"limits\": {" + limits.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}")
         }
         if let configJSON { members.append(configJSON) }
+        if !pairing { members.append("\"allowUnpairedTcp\": true") }
+        members.append("\"stateDirectory\": \"\(stateDirectory ?? directory + "/state")\"")
         let configPath = directory + "/config.json"
         try ("{" + members.joined(separator: ", ") + "}").write(toFile: configPath, atomically: true, encoding: .utf8)
 

@@ -1,0 +1,327 @@
+import Foundation
+import HeadUnitClient
+import HeadUnitWire
+import Testing
+
+/// Pairing and authentication of phones on TCP, and SO_PEERCRED checks of the
+/// car roles (PROTOCOL.md section 20), over real sockets against the real daemon.
+@Suite("Pairing, authentication and peer credentials")
+struct AuthenticationTests {
+    static let audio = "com.apple.developer.carplay-audio"
+    static let maps = "com.apple.developer.carplay-maps"
+
+    static func announce(_ phone: RawSocketClient, entitlements: [[String]] = [[audio]], requestID: UInt32 = 10) throws {
+        var announce = HUAnnounceApps()
+        announce.deviceName = "Test Phone"
+        announce.apps = entitlements.enumerated().map { index, keys in
+            var app = HUAppInfo()
+            app.appID = "com.example.app\(index)"
+            app.displayName = "App \(index)"
+            app.entitlements = keys
+            return app
+        }
+        try phone.send(.announceApps(announce), requestID: requestID)
+    }
+
+    /// The HMI opens a pairing window; returns its code.
+    static func startPairing(_ daemon: TestDaemon) throws -> String {
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        try hmi.send(.startPairing(HUStartPairing()), requestID: 7)
+        let result = try readResult(hmi, requestID: 7)
+        #expect(result.code == .ok)
+        #expect(result.pairing.code.count == 6 && result.pairing.code.allSatisfy(\.isNumber))
+        #expect(result.pairing.validMs == 120_000)
+        hmi.close()
+        return result.pairing.code
+    }
+
+    /// Skips events (the HMI's HomeScreen...) until the Result for `requestID`.
+    static func readResult(_ client: RawSocketClient, requestID: UInt32) throws -> HUResult {
+        while true {
+            let envelope = try client.readEnvelope()
+            if envelope.requestID == requestID, case .result(let result) = envelope.body { return result }
+            if case .goodbye(let goodbye) = envelope.body { throw RawClientError.unexpected("goodbye \(goodbye)") }
+        }
+    }
+
+    static func pair(_ phone: RawSocketClient, code: String, identity: PhoneIdentity, requestID: UInt32 = 2) throws -> HUResult {
+        var pair = HUPair()
+        pair.code = code
+        pair.publicKey = Data(identity.publicKey)
+        pair.deviceName = "Alice's phone"
+        try phone.send(.pair(pair), requestID: requestID)
+        return try readResult(phone, requestID: requestID)
+    }
+
+    static func authenticate(_ phone: RawSocketClient, welcome: HUWelcome, identity: PhoneIdentity, as deviceID: String? = nil, requestID: UInt32 = 3) throws {
+        var authenticate = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
+        if let deviceID { authenticate.deviceID = deviceID }
+        try phone.send(.authenticate(authenticate), requestID: requestID)
+    }
+
+    // MARK: - Unpaired phones
+
+    @Test func unpairedTCPPhoneCannotAnnounce() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let phone = try daemon.connectTCP()
+        let welcome = try phone.handshake(role: .phone)
+        #expect(welcome.authRequired)
+        #expect(welcome.authChallenge.count == 32)
+        try Self.announce(phone)
+        let goodbye = try phone.readGoodbye()
+        #expect(goodbye.code == .authRequired)
+        #expect(goodbye.reason.contains("AnnounceApps"))
+        #expect(phone.waitForClose())
+
+        // Nothing reached the car: no phone, no app.
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        try hmi.send(.getStatus(HUGetStatus()), requestID: 9)
+        let status = try Self.readResult(hmi, requestID: 9).status
+        #expect(status.phones == 0 && status.apps == 0 && status.authenticatedPhones == 0)
+    }
+
+    @Test func unixPhoneNeedsNoAuthentication() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let phone = try daemon.connectUnix()
+        let welcome = try phone.handshake(role: .phone)
+        #expect(!welcome.authRequired)
+        #expect(welcome.authChallenge.isEmpty)
+        try Self.announce(phone)
+        #expect(try Self.readResult(phone, requestID: 10).code == .ok)
+    }
+
+    @Test func notAuthenticatedInTimeIsClosed() throws {
+        let daemon = try TestDaemon.launch(limits: ["handshakeTimeoutMs": 400], pairing: true)
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        let goodbye = try phone.readGoodbye(timeout: 5)
+        #expect(goodbye.code == .authRequired)
+        #expect(goodbye.reason.contains("not authenticated within 400 ms"))
+    }
+
+    // MARK: - Pairing and authenticating
+
+    @Test func pairedPhoneAuthenticatesAndAnnounces() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let identity = PhoneIdentity()
+        let code = try Self.startPairing(daemon)
+
+        let phone = try daemon.connectTCP()
+        let welcome = try phone.handshake(role: .phone)
+        let paired = try Self.pair(phone, code: code, identity: identity)
+        #expect(paired.code == .ok)
+        #expect(paired.pairing.deviceID == identity.deviceID)
+        try Self.authenticate(phone, welcome: welcome, identity: identity)
+        let authenticated = try Self.readResult(phone, requestID: 3)
+        #expect(authenticated.code == .ok)
+        #expect(authenticated.pairing.deviceID == identity.deviceID)
+        try Self.announce(phone)
+        let announced = try Self.readResult(phone, requestID: 10)
+        #expect(announced.code == .ok)
+        #expect(announced.appDecisions.decisions.map(\.accepted) == [true])
+        phone.close()
+
+        // A later connection authenticates without a code; the HMI sees the device.
+        let again = try daemon.connectTCP()
+        let second = try again.handshake(role: .phone)
+        #expect(second.authChallenge != welcome.authChallenge)
+        try Self.authenticate(again, welcome: second, identity: identity)
+        #expect(try Self.readResult(again, requestID: 3).code == .ok)
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        try hmi.send(.getStatus(HUGetStatus()), requestID: 9)
+        #expect(try Self.readResult(hmi, requestID: 9).status.authenticatedPhones == 1)
+        try hmi.send(.listPairedDevices(HUListPairedDevices()), requestID: 11)
+        let devices = try Self.readResult(hmi, requestID: 11).pairing.devices
+        #expect(devices.map(\.deviceID) == [identity.deviceID])
+        #expect(devices.first?.name == "Alice's phone")
+        #expect(devices.first?.defaultPolicy == true)
+
+        // The key file: 0600 in a 0700 directory.
+        let state = daemon.directory + "/state"
+        let file = try FileManager.default.attributesOfItem(atPath: state + "/paired-devices.json")
+        #expect((file[.posixPermissions] as? Int) == 0o600)
+        let directory = try FileManager.default.attributesOfItem(atPath: state)
+        #expect((directory[.posixPermissions] as? Int) == 0o700)
+    }
+
+    @Test func aSignatureFromAnotherKeyFails() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let identity = PhoneIdentity()
+        let code = try Self.startPairing(daemon)
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
+        phone.close()
+
+        // The paired device's id, signed by someone else's key.
+        let thief = try daemon.connectTCP()
+        let welcome = try thief.handshake(role: .phone)
+        try Self.authenticate(thief, welcome: welcome, identity: PhoneIdentity(), as: identity.deviceID)
+        let goodbye = try thief.readGoodbye()
+        #expect(goodbye.code == .authFailed)
+        #expect(goodbye.reason.contains("signature"))
+        #expect(thief.waitForClose())
+
+        // A replayed signature (another connection's challenge) fails too.
+        let replay = try daemon.connectTCP()
+        let replayWelcome = try replay.handshake(role: .phone)
+        var stale = replayWelcome
+        stale.authChallenge = Data(repeating: 7, count: 32)
+        try Self.authenticate(replay, welcome: stale, identity: identity)
+        #expect(try replay.readGoodbye().code == .authFailed)
+    }
+
+    @Test func anUnknownDeviceFails() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let phone = try daemon.connectTCP()
+        let welcome = try phone.handshake(role: .phone)
+        try Self.authenticate(phone, welcome: welcome, identity: PhoneIdentity())
+        let goodbye = try phone.readGoodbye()
+        #expect(goodbye.code == .authFailed)
+        #expect(goodbye.reason.contains("not paired"))
+    }
+
+    @Test func pairWithoutAWindowIsRefused() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        let result = try Self.pair(phone, code: "123456", identity: PhoneIdentity())
+        #expect(result.code == .pairingNotOpen)
+        // Not fatal: the phone may still authenticate (or pair once a window opens).
+        #expect(try phone.pingRoundTrip())
+    }
+
+    @Test func wrongCodesUseUpTheWindow() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let code = try Self.startPairing(daemon)
+        let wrong = code == "000000" ? "000001" : "000000"
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        let identity = PhoneIdentity()
+        for attempt in 1...5 {
+            let result = try Self.pair(phone, code: wrong, identity: identity, requestID: UInt32(attempt))
+            #expect(result.code == .badPairingCode)
+        }
+        // The window is void: even the right code is refused now.
+        #expect(try Self.pair(phone, code: code, identity: identity, requestID: 6).code == .pairingNotOpen)
+    }
+
+    @Test func removingAnUnknownDeviceIsRefused() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        var remove = HURemovePairedDevice()
+        remove.deviceID = "0123456789abcdef0123456789abcdef"
+        try hmi.send(.removePairedDevice(remove), requestID: 4)
+        let result = try Self.readResult(hmi, requestID: 4)
+        #expect(result.code == .unknownDevice)
+        #expect(try hmi.pingRoundTrip())
+    }
+
+    @Test func aPhoneMayNotOpenPairing() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let phone = try daemon.connectUnix()
+        try phone.handshake(role: .phone)
+        try phone.send(.startPairing(HUStartPairing()), requestID: 4)
+        #expect(try Self.readResult(phone, requestID: 4).code == .notForRole)
+    }
+
+    /// The allow-list is the paired device's own: written in the state file
+    /// before start, it refuses what the global policy would accept.
+    @Test func entitlementsArePerPairedDevice() throws {
+        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let identity = PhoneIdentity()
+        var device = HUPairedDevice()
+        device.deviceID = identity.deviceID
+        device.name = "audio only"
+        device.publicKey = Data(identity.publicKey)
+        device.allowedEntitlements = [Self.audio]
+        var list = HUPairingInfo()
+        list.devices = [device]
+        let path = state + "/paired-devices.json"
+        try list.jsonString().write(toFile: path, atomically: false, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+
+        let daemon = try TestDaemon.launch(pairing: true, stateDirectory: state)
+        let phone = try daemon.connectTCP()
+        let welcome = try phone.handshake(role: .phone)
+        try Self.authenticate(phone, welcome: welcome, identity: identity)
+        #expect(try Self.readResult(phone, requestID: 3).code == .ok)
+        try Self.announce(phone, entitlements: [[Self.audio], [Self.maps]])
+        let decisions = try Self.readResult(phone, requestID: 10).appDecisions.decisions
+        #expect(decisions.map(\.accepted) == [true, false])
+        #expect(decisions.last?.code == .entitlementRefused)
+    }
+
+    @Test func aStateFileOpenToOthersStopsTheDaemon() throws {
+        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        #expect(throws: TestDaemon.LaunchError.self) {
+            _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+        }
+    }
+
+    // MARK: - The SDK and headunitctl's path
+
+    @Test func phoneSessionPairsAndAuthenticates() async throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let code = try Self.startPairing(daemon)
+        let identity = PhoneIdentity()
+        let endpoint = HeadUnitEndpoint.tcp(host: "127.0.0.1", port: daemon.tcpPort!)
+        let first = try await PhoneSession.connect(to: endpoint, deviceName: "sdk phone") {
+            $0.identity = identity
+            $0.pairingCode = code
+        }
+        await first.close()
+        let phone = try await PhoneSession.connect(to: endpoint, deviceName: "sdk phone") { $0.identity = identity }
+        var app = HUAppInfo()
+        app.appID = "com.example.sdk"
+        app.displayName = "SDK"
+        app.entitlements = [Self.audio]
+        let decisions = try await phone.announce([app])
+        #expect(decisions.map(\.accepted) == [true])
+        await phone.close()
+
+        // Without a key the SDK says what is missing instead of being cut off.
+        do {
+            _ = try await PhoneSession.connect(to: endpoint, deviceName: "no key") {
+                $0.identity = nil
+                $0.pairingCode = nil
+            }
+            Issue.record("connected without a key")
+        } catch let error as HeadUnitError {
+            #expect(error.code == .authRequired)
+        }
+    }
+
+    // MARK: - SO_PEERCRED
+
+    @Test func aCarRoleFromAUidNotAllowedIsRefused() throws {
+        let other = getuid() == 4242 ? 4343 : 4242
+        let daemon = try TestDaemon.launch(configJSON: "\"hmiAccess\": {\"uids\": [\(other)]}")
+        let hmi = try daemon.connectUnix()
+        try hmi.send(RawSocketClient.hello(role: .hmi))
+        let goodbye = try hmi.readGoodbye()
+        #expect(goodbye.code == .peerNotAllowed)
+        #expect(goodbye.reason.contains("uid \(getuid())"))
+        #expect(hmi.waitForClose())
+        // Other roles keep their own (here unrestricted) rules.
+        let cluster = try daemon.connectUnix()
+        _ = try cluster.handshake(role: .cluster)
+        #expect(daemon.log.contains("uid \(getuid())"))
+    }
+
+    @Test func aCarRoleFromAnAllowedUidOrGidIsWelcomed() throws {
+        let daemon = try TestDaemon.launch(configJSON: "\"hmiAccess\": {\"uids\": [4242], \"gids\": [\(getgid())]}, \"clusterAccess\": {\"uids\": [\(getuid())]}")
+        let hmi = try daemon.connectUnix()
+        _ = try hmi.handshake(role: .hmi)
+        let cluster = try daemon.connectUnix()
+        _ = try cluster.handshake(role: .cluster)
+    }
+}
