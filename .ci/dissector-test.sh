@@ -67,7 +67,9 @@ stop_capture() {  # stop_capture FILE
 }
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$bin/headunitd" --unix-socket "$work/hu.sock" --tcp "127.0.0.1:$port" > "$work/daemon.log" 2>&1 &
+# allowUnpairedTcp: the captured TCP phone does not pair (PROTOCOL.md section 20).
+echo '{"allowUnpairedTcp": true}' > "$work/config.json"
+"$bin/headunitd" --unix-socket "$work/hu.sock" --tcp "127.0.0.1:$port" --config "$work/config.json" > "$work/daemon.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^ready' "$work/daemon.log" 2>/dev/null && break; sleep 0.1; done
 grep -q '^ready' "$work/daemon.log" || { echo "dissector: the daemon did not start:"; cat "$work/daemon.log"; echo "0 passed, 1 failed"; exit 1; }

@@ -116,8 +116,12 @@ public final class HMISession: @unchecked Sendable {
     }
 
     /// Opens a pairing window; show `code` to the driver (PROTOCOL.md section 20).
-    public func startPairing() async throws -> HUPairingInfo {
-        try await connection.request(.startPairing(HUStartPairing())).pairing
+    /// `allowedEntitlements`: what the apps of the phone that pairs may claim
+    /// (empty: the car's global policy).
+    public func startPairing(allowedEntitlements: [String] = []) async throws -> HUPairingInfo {
+        var start = HUStartPairing()
+        start.allowedEntitlements = allowedEntitlements
+        return try await connection.request(.startPairing(start)).pairing
     }
 
     public func pairedDevices() async throws -> [HUPairedDevice] {

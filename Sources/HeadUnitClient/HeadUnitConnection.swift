@@ -159,6 +159,14 @@ public final class HeadUnitConnection: @unchecked Sendable {
                     await connection.close()
                     throw error
                 }
+            } else if configuration.pairingCode != nil {
+                // Pair is only accepted while authentication is pending: say so
+                // rather than report a pairing that never happened.
+                await connection.close()
+                throw HeadUnitError(
+                    code: .notForRole,
+                    message: "this connection needs no pairing (Welcome.auth_required is false: a Unix socket, or a car with allowUnpairedTcp)",
+                    origin: .usage)
             }
             return connection
         case .goodbye(let goodbye):

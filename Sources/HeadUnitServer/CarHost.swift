@@ -93,9 +93,17 @@ final class CarHost: @unchecked Sendable {
     private func answerPairingRequest(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64) -> Bool {
         var result = HUResult()
         switch envelope.body {
-        case .startPairing:
-            result.pairing = pairing.open(code: PhoneKeys.pairingCode(), now: now)
-            logger.notice("pairing window opened", metadata: ["valid_ms": "\(result.pairing.validMs)", "by": "\(peer)"])
+        case .startPairing(let start):
+            switch pairing.open(code: PhoneKeys.pairingCode(), allowedEntitlements: start.allowedEntitlements, now: now) {
+            case .success(let info):
+                result.pairing = info
+                logger.notice(
+                    "pairing window opened",
+                    metadata: ["valid_ms": "\(info.validMs)", "by": "\(peer)", "entitlements": "\(start.allowedEntitlements)"])
+            case .failure(let violation):
+                result.code = violation.code
+                result.message = violation.message
+            }
         case .listPairedDevices:
             result.pairing = pairing.wire
         case .removePairedDevice(let remove):

@@ -58,6 +58,10 @@ public struct PairingStore: Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw PairingStoreError(description: "\(path): \(Self.errorText())") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw PairingStoreError(description: "\(path) is not a regular file") }
+        guard info.st_uid == geteuid() || info.st_uid == 0 else {
+            throw PairingStoreError(description: "\(path) belongs to uid \(info.st_uid), not to this daemon (uid \(geteuid()))")
+        }
         guard info.st_mode & 0o077 == 0 else {
             throw PairingStoreError(description: "\(path) is open to other users (mode \(String(info.st_mode & 0o7777, radix: 8))): it must be 0600")
         }

@@ -23,8 +23,14 @@ struct Pair: AsyncParsableCommand {
     @Option(name: .customLong("remove"), help: "Forget the paired phone with this device id.")
     var remove: String?
 
+    @Option(
+        name: .customLong("allow"), parsing: .singleValue,
+        help: "An entitlement key the paired phone's apps may claim (repeat it); none: the car's global policy.")
+    var allow: [String] = []
+
     func validate() throws {
         if list && remove != nil { throw ValidationError("give --list or --remove, not both") }
+        if !allow.isEmpty && (list || remove != nil) { throw ValidationError("--allow is for opening a pairing window") }
     }
 
     func run() async throws {
@@ -41,7 +47,7 @@ struct Pair: AsyncParsableCommand {
             try await runHMI(connection, "remove \(remove)") { hmi in try await hmi.removePairedDevice(remove) }
         } else {
             try await runHMI(connection, "pairing") { hmi in
-                let info = try await hmi.startPairing()
+                let info = try await hmi.startPairing(allowedEntitlements: allow)
                 print("pairing code \(info.code) (valid \(info.validMs / 1000) s, \(info.attempts) attempts)")
             }
         }

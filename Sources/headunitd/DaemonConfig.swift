@@ -50,7 +50,6 @@ enum DaemonConfig {
         config.entitlements.allowed = EntitlementKey.all.sorted()
         config.logLevel = "notice"
         config.daemonName = "headunitd"
-        config.stateDirectory = stateDirectory(HUDaemonConfig()) ?? ""
         config.pairingCodeValidMs = 120_000
         return config
     }

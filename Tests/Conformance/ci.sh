@@ -24,8 +24,11 @@ wait_ready() {
 }
 
 # Short time-outs, so the heartbeat and handshake time-out checks run too.
+# allowUnpairedTcp: the kit's TCP phone does not pair (PROTOCOL.md section 20;
+# pairing is tested in Tests/EndToEndTests/AuthenticationTests.swift).
 cat >"$work/config.json" <<'EOF'
-{"limits": {"heartbeatIntervalMs": 1000, "heartbeatTimeoutMs": 3000, "handshakeTimeoutMs": 1000, "completionTimeoutMs": 1000}}
+{"limits": {"heartbeatIntervalMs": 1000, "heartbeatTimeoutMs": 3000, "handshakeTimeoutMs": 1000, "completionTimeoutMs": 1000},
+ "allowUnpairedTcp": true}
 EOF
 "$bin/headunitd" --unix-socket "$work/hu.sock" --tcp 127.0.0.1:0 --config "$work/config.json" \
   >"$work/daemon.out" 2>"$work/daemon.log" &

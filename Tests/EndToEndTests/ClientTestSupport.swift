@@ -40,7 +40,8 @@ final class ClientTestDaemon {
         process.executableURL = URL(fileURLWithPath: binary)
         // A long handshake timeout, for the reason TestDaemon.launch gives.
         let config = directory.appendingPathComponent("config.json").path
-        try #"{"limits": {"handshakeTimeoutMs": 30000}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        // TCP phones without pairing: these tests are about the SDK, not authentication.
+        try #"{"limits": {"handshakeTimeoutMs": 30000}, "allowUnpairedTcp": true}"#.write(toFile: config, atomically: true, encoding: .utf8)
         process.arguments = ["--unix-socket", socketPath, "--tcp", "127.0.0.1:\(port)", "--config", config]
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = directory.path

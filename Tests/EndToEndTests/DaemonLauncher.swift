@@ -67,6 +67,8 @@ final class TestDaemon: @unchecked Sendable {
             + (tcp ? ["--tcp", "127.0.0.1:0"] : ["--no-tcp"]) + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = directory
+        // A config given in `arguments` without a state directory must not put keys in /var/lib.
+        environment["STATE_DIRECTORY"] = directory + "/state"
         // Not under systemd here, whatever the test runner inherited.
         for key in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
             environment[key] = nil

@@ -65,6 +65,8 @@ public struct PairingRegistry: Sendable, Equatable {
         public var code: String
         public var expiresAt: UInt64
         public var attemptsLeft: Int
+        /// The allow-list the device that pairs with this code gets; nil: the global policy.
+        public var allowedEntitlements: Set<String>?
     }
 
     public private(set) var devices: [PairedDeviceRecord]
@@ -83,14 +85,22 @@ public struct PairingRegistry: Sendable, Equatable {
     }
 
     /// Opens a window with `code` (six decimal digits drawn by the caller).
-    public mutating func open(code: String, now: UInt64) -> HUPairingInfo {
+    /// `allowedEntitlements` (StartPairing's): the device that pairs may claim
+    /// only these; empty: the car's global policy. An unknown key refuses the
+    /// request and leaves any open window as it was.
+    public mutating func open(code: String, allowedEntitlements: [String] = [], now: UInt64) -> Result<HUPairingInfo, RuleViolation> {
         precondition(code.utf8.count == Self.codeDigits && code.utf8.allSatisfy { (0x30...0x39).contains($0) }, "a pairing code is six digits")
-        window = Window(code: code, expiresAt: now + codeValidMilliseconds, attemptsLeft: maxAttempts)
+        if let unknown = allowedEntitlements.first(where: { !EntitlementKey.all.contains($0) }) {
+            return .failure(RuleViolation(.invalidArgument, "allowed_entitlements: '\(unknown)' is not an entitlement key this car knows"))
+        }
+        window = Window(
+            code: code, expiresAt: now + codeValidMilliseconds, attemptsLeft: maxAttempts,
+            allowedEntitlements: allowedEntitlements.isEmpty ? nil : Set(allowedEntitlements))
         var info = HUPairingInfo()
         info.code = code
         info.validMs = UInt32(clamping: codeValidMilliseconds)
         info.attempts = UInt32(clamping: maxAttempts)
-        return info
+        return .success(info)
     }
 
     public enum PairOutcome: Sendable, Equatable {
@@ -130,10 +140,11 @@ public struct PairingRegistry: Sendable, Equatable {
         }
         // One code pairs one device.
         window = nil
-        var record = PairedDeviceRecord(id: deviceID, name: name, publicKey: publicKey, pairedAtUnixMilliseconds: unixMilliseconds)
+        let record = PairedDeviceRecord(
+            id: deviceID, name: name, publicKey: publicKey, pairedAtUnixMilliseconds: unixMilliseconds,
+            allowedEntitlements: open.allowedEntitlements)
         if let index = devices.firstIndex(where: { $0.id == deviceID }) {
-            // Re-pairing the same key keeps the allow-list the car gave it.
-            record.allowedEntitlements = devices[index].allowedEntitlements
+            // Re-pairing the same key: the new window's allow-list and name replace the old.
             devices[index] = record
         } else {
             devices.append(record)

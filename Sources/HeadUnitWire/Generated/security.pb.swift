@@ -39,6 +39,11 @@ public nonisolated struct HUStartPairing: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// The entitlement keys the apps of the phone that pairs with this code may
+  /// claim (its own allow-list, PairedDevice.allowed_entitlements). Empty: the
+  /// car's global policy. A key the car does not know is INVALID_ARGUMENT.
+  public var allowedEntitlements: [String] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -163,18 +168,29 @@ fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUStartPairing: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartPairing"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}allowed_entitlements\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    // Load everything into unknown fields
-    while try decoder.nextFieldNumber() != nil {}
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.allowedEntitlements) }()
+      default: break
+      }
+    }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.allowedEntitlements.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.allowedEntitlements, fieldNumber: 1)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUStartPairing, rhs: HUStartPairing) -> Bool {
+    if lhs.allowedEntitlements != rhs.allowedEntitlements {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,346 @@
+import HeadUnitWire
+import NIOCore
+import Testing
+
+@testable import HeadUnitCore
+
+/// PROTOCOL.md section 20 without a socket: the pairing window, the peer
+/// credential rules, and the connection's authenticating state.
+@Suite struct PairingRegistryTests {
+    static let key = [UInt8](repeating: 1, count: 32)
+
+    static func opened(now: UInt64 = 1_000, allowed: [String] = []) -> (PairingRegistry, String) {
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000, maxAttempts: 3)
+        guard case .success(let info) = registry.open(code: "042917", allowedEntitlements: allowed, now: now) else {
+            fatalError("open failed")
+        }
+        return (registry, info.code)
+    }
+
+    @Test func pairingNeedsAnOpenWindow() {
+        var registry = PairingRegistry()
+        let outcome = registry.pair(code: "123456", publicKey: Self.key, deviceID: "d1", name: "p", now: 0, unixMilliseconds: 0)
+        guard case .refused(.pairingNotOpen, _) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(registry.devices.isEmpty)
+    }
+
+    @Test func openingAnswersTheCodeItsValidityAndAttempts() {
+        var registry = PairingRegistry(codeValidMilliseconds: 60_000, maxAttempts: 4)
+        let info = try? registry.open(code: "000123", now: 5).get()
+        #expect(info?.code == "000123")
+        #expect(info?.validMs == 60_000)
+        #expect(info?.attempts == 4)
+        #expect(registry.window?.expiresAt == 60_005)
+    }
+
+    @Test func theRightCodePairsOnceAndClosesTheWindow() {
+        var (registry, code) = Self.opened()
+        let outcome = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "Alice", now: 2_000, unixMilliseconds: 77)
+        guard case .paired(let record) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(record == PairedDeviceRecord(id: "d1", name: "Alice", publicKey: Self.key, pairedAtUnixMilliseconds: 77))
+        #expect(registry.devices == [record])
+        #expect(registry.window == nil)
+        // One code pairs one device.
+        let second = registry.pair(code: code, publicKey: Self.key, deviceID: "d2", name: "Bob", now: 2_001, unixMilliseconds: 78)
+        guard case .refused(.pairingNotOpen, _) = second else { Issue.record("\(second)"); return }
+    }
+
+    @Test func anExpiredCodeIsNotOpen() {
+        var (registry, code) = Self.opened(now: 1_000)
+        let outcome = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 121_000, unixMilliseconds: 0)
+        guard case .refused(.pairingNotOpen, let message) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(message.contains("expired"))
+        #expect(registry.window == nil)
+    }
+
+    @Test func wrongCodesUseUpTheAttemptsThenVoidTheWindow() {
+        var (registry, code) = Self.opened()
+        for left in [2, 1] {
+            let outcome = registry.pair(code: "999999", publicKey: Self.key, deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
+            guard case .refused(.badPairingCode, let message) = outcome else { Issue.record("\(outcome)"); return }
+            #expect(message.contains("\(left) attempt"))
+        }
+        let last = registry.pair(code: "999999", publicKey: Self.key, deviceID: "d1", name: "", now: 1_002, unixMilliseconds: 0)
+        guard case .refused(.badPairingCode, let message) = last else { Issue.record("\(last)"); return }
+        #expect(message.contains("void"))
+        let right = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 1_003, unixMilliseconds: 0)
+        guard case .refused(.pairingNotOpen, _) = right else { Issue.record("\(right)"); return }
+    }
+
+    @Test func aMalformedKeyOrNameIsRefusedWithoutUsingAnAttempt() {
+        var (registry, _) = Self.opened()
+        let short = registry.pair(code: "999999", publicKey: [1, 2, 3], deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
+        guard case .refused(.invalidArgument, _) = short else { Issue.record("\(short)"); return }
+        let long = String(repeating: "x", count: PairingRegistry.maxDeviceNameBytes + 1)
+        let named = registry.pair(code: "999999", publicKey: Self.key, deviceID: "d1", name: long, now: 1_001, unixMilliseconds: 0)
+        guard case .refused(.invalidArgument, _) = named else { Issue.record("\(named)"); return }
+        #expect(registry.window?.attemptsLeft == 3)
+    }
+
+    @Test func theWindowsAllowListGoesToTheDeviceThatPairs() {
+        var (registry, code) = Self.opened(allowed: [EntitlementKey.audio])
+        guard case .paired(let record) = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
+        else { Issue.record("not paired"); return }
+        #expect(record.allowedEntitlements == [EntitlementKey.audio])
+        let policy = record.entitlementPolicy(global: EntitlementPolicy(allowed: EntitlementKey.all, perApp: ["com.x": ["k"]]))
+        #expect(policy == EntitlementPolicy(allowed: [EntitlementKey.audio], perApp: ["com.x": ["k"]]))
+        // Re-pairing the same key replaces the record, not duplicates it.
+        _ = registry.open(code: "111111", now: 2_000)
+        guard case .paired(let again) = registry.pair(code: "111111", publicKey: Self.key, deviceID: "d1", name: "new", now: 2_001, unixMilliseconds: 1)
+        else { Issue.record("not re-paired"); return }
+        #expect(registry.devices == [again])
+        #expect(again.allowedEntitlements == nil)
+        #expect(again.entitlementPolicy(global: .acceptAll) == nil)
+    }
+
+    @Test func anUnknownEntitlementKeyDoesNotOpenAWindow() {
+        var (registry, code) = Self.opened()
+        let refused = registry.open(code: "222222", allowedEntitlements: ["com.example.made-up"], now: 1_500)
+        guard case .failure(let violation) = refused else { Issue.record("\(refused)"); return }
+        #expect(violation.code == .invalidArgument)
+        #expect(registry.window?.code == code)  // the earlier window stands
+    }
+
+    @Test func removingForgetsOnlyAPairedDevice() {
+        var (registry, code) = Self.opened()
+        _ = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
+        let removedUnknown = registry.remove("nope")
+        let removedPaired = registry.remove("d1")
+        #expect(!removedUnknown)
+        #expect(removedPaired)
+        #expect(registry.devices.isEmpty)
+    }
+
+    @Test func recordsRoundTripThroughTheWire() {
+        let record = PairedDeviceRecord(id: "d1", name: "n", publicKey: Self.key, pairedAtUnixMilliseconds: 9, allowedEntitlements: ["a", "b"])
+        #expect(PairedDeviceRecord(wire: record.wire) == record)
+        #expect(record.wire.allowedEntitlements == ["a", "b"])
+        let global = PairedDeviceRecord(id: "d2", name: "n", publicKey: Self.key, pairedAtUnixMilliseconds: 9)
+        #expect(global.wire.defaultPolicy)
+        #expect(PairedDeviceRecord(wire: global.wire) == global)
+    }
+
+    @Test func constantTimeEqualCompares() {
+        #expect(PairingRegistry.constantTimeEqual([1, 2, 3], [1, 2, 3]))
+        #expect(!PairingRegistry.constantTimeEqual([1, 2, 3], [1, 2, 4]))
+        #expect(!PairingRegistry.constantTimeEqual([1, 2], [1, 2, 3]))
+    }
+}
+
+@Suite struct PeerAccessTests {
+    static let root = PeerCredentials(pid: 10, uid: 0, gid: 0)
+    static let hmiUser = PeerCredentials(pid: 11, uid: 1000, gid: 1000)
+
+    @Test func noListsMeansWhatWorksToday() {
+        let policy = PeerAccessPolicy()
+        for role in [HURole.hmi, .cluster, .accessory, .phone] {
+            #expect(policy.refusal(role: role, credentials: Self.root) == nil)
+            #expect(policy.refusal(role: role, credentials: nil) == nil)
+        }
+    }
+
+    @Test func aUidOrAGidInTheListIsAllowed() {
+        let policy = PeerAccessPolicy(hmi: PeerAccess(uids: [1000]), cluster: PeerAccess(gids: [1000]))
+        #expect(policy.refusal(role: .hmi, credentials: Self.hmiUser) == nil)
+        #expect(policy.refusal(role: .cluster, credentials: Self.hmiUser) == nil)
+        let refusal = policy.refusal(role: .hmi, credentials: Self.root)
+        #expect(refusal?.contains("uid 0") == true)
+        #expect(refusal?.contains("allowed uids [1000]") == true)
+        // The accessory role has no list: unrestricted.
+        #expect(policy.refusal(role: .accessory, credentials: Self.root) == nil)
+    }
+
+    @Test func unreadableCredentialsPassOnlyAnUnrestrictedRole() {
+        let policy = PeerAccessPolicy(hmi: PeerAccess(uids: [1000]))
+        #expect(policy.refusal(role: .hmi, credentials: nil)?.contains("could not be read") == true)
+        #expect(policy.refusal(role: .cluster, credentials: nil) == nil)
+    }
+
+    @Test func phonesAreNeverCheckedByCredentials() {
+        let policy = PeerAccessPolicy(hmi: PeerAccess(uids: [1]), cluster: PeerAccess(uids: [1]), accessory: PeerAccess(uids: [1]))
+        #expect(policy.refusal(role: .phone, credentials: Self.root) == nil)
+    }
+
+    @Test func onlyPhonesOnTCPAuthenticate() {
+        let on = ConnectionSecurity(authenticatePhonesOverTCP: true)
+        #expect(on.requiresAuthentication(role: .phone, transport: .tcp))
+        #expect(!on.requiresAuthentication(role: .phone, transport: .unix))
+        #expect(!on.requiresAuthentication(role: .hmi, transport: .unix))
+        #expect(!ConnectionSecurity().requiresAuthentication(role: .phone, transport: .tcp))
+    }
+
+    @Test func theSignedMessageBindsTheChallengeAndTheConnection() {
+        let challenge = [UInt8](repeating: 0xAB, count: 32)
+        let message = AuthenticationChallenge.signedMessage(challenge: challenge, connectionID: 0x0102_0304_0506_0708)
+        #expect(message == Array("headunitd-auth-v1".utf8) + challenge + [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(message != AuthenticationChallenge.signedMessage(challenge: challenge, connectionID: 9))
+    }
+}
+
+@Suite struct AuthenticatingConnectionTests {
+    typealias Fixtures = ConnectionStateMachineTests
+    static let challenge = [UInt8](repeating: 0x5A, count: 32)
+
+    static func machine(_ transport: Transport = .tcp, security: ConnectionSecurity = ConnectionSecurity(authenticatePhonesOverTCP: true))
+        -> ConnectionStateMachine
+    {
+        var configuration = ConnectionConfiguration(limits: Fixtures.limits)
+        configuration.security = security
+        var machine = ConnectionStateMachine(connectionID: 7, transport: transport, configuration: configuration, now: 1_000)
+        machine.authChallenge = challenge
+        return machine
+    }
+
+    /// A TCP phone past Hello, waiting to authenticate.
+    static func challenged() -> ConnectionStateMachine {
+        var machine = machine()
+        guard case .challenge = machine.receive(Fixtures.hello(.phone), now: 1_000) else { fatalError("no challenge") }
+        return machine
+    }
+
+    @Test func aTCPPhoneGetsAChallengeNotAJoin() {
+        var machine = Self.machine()
+        let action = machine.receive(Fixtures.hello(.phone), now: 1_000)
+        guard case .challenge(let envelope) = action, case .welcome(let welcome) = envelope.body else {
+            Issue.record("expected challenge, got \(action)")
+            return
+        }
+        #expect(envelope.requestID == 1)
+        #expect(welcome.authRequired)
+        #expect(Array(welcome.authChallenge) == Self.challenge)
+        #expect(welcome.connectionID == 7)
+        guard case .authenticating(let info, 1, 1_000) = machine.state else { Issue.record("\(machine.state)"); return }
+        #expect(info.role == .phone && info.device == nil)
+    }
+
+    @Test func aUnixPhoneOrABenchJoinsAtOnce() {
+        var unix = Self.machine(.unix)
+        guard case .join(_, let welcome) = unix.receive(Fixtures.hello(.phone), now: 1_000), case .welcome(let body) = welcome.body else {
+            Issue.record("no join")
+            return
+        }
+        #expect(!body.authRequired && body.authChallenge.isEmpty)
+        var bench = Self.machine(.tcp, security: ConnectionSecurity(authenticatePhonesOverTCP: false))
+        guard case .join = bench.receive(Fixtures.hello(.phone), now: 1_000) else { Issue.record("bench did not join"); return }
+    }
+
+    @Test func anythingButPairAuthenticateGoodbyeOrHeartbeatIsAuthRequired() {
+        let frames: [Frame] = [
+            Fixtures.message(.announceApps(HUAnnounceApps()), requestID: 2),
+            Fixtures.message(.getStatus(HUGetStatus()), requestID: 2),
+            Fixtures.message(.hello(HUHello()), requestID: 2),
+            Fixtures.message(nil),
+            Fixtures.raw(kind: FrameKind.data.rawValue, channel: 3, [1]),
+            Fixtures.raw(kind: FrameKind.ping.rawValue, flags: 1),
+            Fixtures.raw(kind: 0x7F),
+            Fixtures.raw(kind: FrameKind.ping.rawValue, [UInt8](repeating: 0, count: 65)),
+        ]
+        for frame in frames {
+            var machine = Self.challenged()
+            let action = machine.receive(frame, now: 1_100)
+            #expect(Fixtures.closeCode(action) == .authRequired, "\(frame.header): \(action)")
+        }
+    }
+
+    @Test func heartbeatFramesAreServedWhileAuthenticating() {
+        var machine = Self.challenged()
+        guard case .pong = machine.receive(Fixtures.raw(kind: FrameKind.ping.rawValue, [1, 2]), now: 1_100) else {
+            Issue.record("no pong")
+            return
+        }
+        #expect(machine.receive(Fixtures.raw(kind: FrameKind.pong.rawValue, [1]), now: 1_100) == .none)
+    }
+
+    @Test func authenticateAsksTheServerToVerifyTheBoundMessage() {
+        var machine = Self.challenged()
+        var authenticate = HUAuthenticate()
+        authenticate.deviceID = "d1"
+        authenticate.signature = .init([1, 2, 3])
+        let action = machine.receive(Fixtures.message(.authenticate(authenticate), requestID: 3), now: 1_100)
+        #expect(action == .authenticate(authenticate, requestID: 3, message: AuthenticationChallenge.signedMessage(challenge: Self.challenge, connectionID: 7)))
+    }
+
+    @Test func pairIsHandedToTheServerAndTheStateStays() {
+        var machine = Self.challenged()
+        var pair = HUPair()
+        pair.code = "123456"
+        let action = machine.receive(Fixtures.message(.pair(pair), requestID: 2), now: 1_100)
+        #expect(action == .pair(pair, requestID: 2))
+        guard case .authenticating = machine.state else { Issue.record("\(machine.state)"); return }
+    }
+
+    @Test func aVerifiedSignatureJoinsWithTheDevice() {
+        var machine = Self.challenged()
+        let device = AuthenticatedDevice(deviceID: "d1", name: "Alice", entitlements: EntitlementPolicy(allowed: [EntitlementKey.audio]))
+        let action = machine.authenticated(device, requestID: 3, now: 1_200)
+        guard case .join(let info, let answer) = action, case .result(let result) = answer.body else {
+            Issue.record("expected join, got \(action)")
+            return
+        }
+        #expect(info.device == device)
+        #expect(answer.requestID == 3)
+        #expect(result.code == .ok && result.pairing.deviceID == "d1")
+        #expect(machine.state == .established(info, version: 1))
+        // After authenticating, Pair and Authenticate are not for this peer any more.
+        let again = machine.receive(Fixtures.message(.pair(HUPair()), requestID: 4), now: 1_300)
+        #expect(Fixtures.resultCode(again) == .notForRole)
+    }
+
+    @Test func aFailedVerificationIsAuthFailed() {
+        var machine = Self.challenged()
+        let action = machine.authenticationFailed("bad signature")
+        #expect(action == .close(.authFailed, "bad signature"))
+        #expect(machine.state == .closing)
+    }
+
+    @Test func notAuthenticatingInTimeIsAuthRequired() {
+        var machine = Self.challenged()
+        #expect(machine.nextDeadline == 1_000 + Fixtures.limits.handshakeTimeoutMilliseconds)
+        #expect(machine.tick(now: 1_000 + Fixtures.limits.handshakeTimeoutMilliseconds - 1) == .none)
+        let action = machine.tick(now: 1_000 + Fixtures.limits.handshakeTimeoutMilliseconds)
+        #expect(Fixtures.closeCode(action) == .authRequired)
+    }
+
+    @Test func aCarRoleFromADisallowedUidIsPeerNotAllowed() {
+        var machine = Self.machine(.unix, security: ConnectionSecurity(access: PeerAccessPolicy(hmi: PeerAccess(uids: [1000]))))
+        machine.peerCredentials = PeerCredentials(pid: 1, uid: 0, gid: 0)
+        let action = machine.receive(Fixtures.hello(.hmi), now: 1_000)
+        #expect(Fixtures.closeCode(action) == .peerNotAllowed)
+        var allowed = Self.machine(.unix, security: ConnectionSecurity(access: PeerAccessPolicy(hmi: PeerAccess(uids: [1000]))))
+        allowed.peerCredentials = PeerCredentials(pid: 1, uid: 1000, gid: 5)
+        guard case .join = allowed.receive(Fixtures.hello(.hmi), now: 1_000) else { Issue.record("allowed HMI not joined"); return }
+    }
+
+    @Test func roleIsCheckedBeforeCredentials() {
+        // A car role over TCP is ROLE_NOT_ALLOWED whatever its credentials (none on TCP).
+        var machine = Self.machine(.tcp, security: ConnectionSecurity(access: PeerAccessPolicy(hmi: PeerAccess(uids: [1000]))))
+        #expect(Fixtures.closeCode(machine.receive(Fixtures.hello(.hmi), now: 1_000)) == .roleNotAllowed)
+    }
+}
+
+/// The Car judges an authenticated phone's apps by its device's allow-list.
+@Suite struct PerDeviceEntitlementTests {
+    @Test func aPairedDevicesAllowListReplacesTheGlobalPolicy() {
+        var harness = CarHarness()
+        let device = AuthenticatedDevice(deviceID: "d1", name: "audio only", entitlements: EntitlementPolicy(allowed: [EntitlementKey.audio]))
+        harness.apply(harness.car.peerJoined(harness.phone, info: PeerInfo(role: .phone, name: "p", transport: .tcp, device: device)))
+        let result = harness.announce([("com.a", [EntitlementKey.audio]), ("com.m", [EntitlementKey.maps])])
+        #expect(result.appDecisions.decisions.map(\.accepted) == [true, false])
+        #expect(result.appDecisions.decisions.last?.code == .entitlementRefused)
+    }
+
+    @Test func aDeviceWithoutItsOwnListUsesTheGlobalPolicy() {
+        var harness = CarHarness()
+        let device = AuthenticatedDevice(deviceID: "d1", name: "global", entitlements: nil)
+        harness.apply(harness.car.peerJoined(harness.phone, info: PeerInfo(role: .phone, name: "p", transport: .tcp, device: device)))
+        let result = harness.announce([("com.a", [EntitlementKey.audio]), ("com.m", [EntitlementKey.maps])])
+        #expect(result.appDecisions.decisions.map(\.accepted) == [true, true])
+    }
+
+    @Test func statusCountsAuthenticatedPhones() {
+        var harness = CarHarness()
+        harness.apply(harness.car.peerJoined(harness.phone, info: PeerInfo(role: .phone, name: "p", transport: .tcp, device: AuthenticatedDevice(deviceID: "d", name: "", entitlements: nil))))
+        harness.join(harness.hmi, .hmi)
+        #expect(harness.request(harness.hmi, .getStatus(HUGetStatus())).status.authenticatedPhones == 1)
+    }
+}
