@@ -174,6 +174,55 @@ struct AuthenticationTests {
         #expect(try replay.readGoodbye().code == .authFailed)
     }
 
+    /// A captured, valid Authenticate sent again on another connection: the
+    /// challenge and connection id differ, so the signature does not verify.
+    @Test func aReplayedAuthenticateFails() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let identity = PhoneIdentity()
+        let code = try Self.startPairing(daemon)
+        let phone = try daemon.connectTCP()
+        let welcome = try phone.handshake(role: .phone)
+        #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
+        let captured = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
+        try phone.send(.authenticate(captured), requestID: 3)
+        #expect(try Self.readResult(phone, requestID: 3).code == .ok)
+
+        let attacker = try daemon.connectTCP()
+        let other = try attacker.handshake(role: .phone)
+        #expect(other.connectionID != welcome.connectionID)
+        try attacker.send(.authenticate(captured), requestID: 3)
+        let goodbye = try attacker.readGoodbye()
+        #expect(goodbye.code == .authFailed)
+        #expect(goodbye.reason.contains("signature"))
+        // The genuine phone is untouched.
+        #expect(try phone.pingRoundTrip())
+    }
+
+    /// A removed device is unknown again: its next connection fails.
+    @Test func aRemovedDeviceCannotAuthenticate() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let identity = PhoneIdentity()
+        let code = try Self.startPairing(daemon)
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
+        phone.close()
+
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        var remove = HURemovePairedDevice()
+        remove.deviceID = identity.deviceID
+        try hmi.send(.removePairedDevice(remove), requestID: 4)
+        #expect(try Self.readResult(hmi, requestID: 4).code == .ok)
+
+        let again = try daemon.connectTCP()
+        let welcome = try again.handshake(role: .phone)
+        try Self.authenticate(again, welcome: welcome, identity: identity)
+        let goodbye = try again.readGoodbye()
+        #expect(goodbye.code == .authFailed)
+        #expect(goodbye.reason.contains("not paired"))
+    }
+
     @Test func anUnknownDeviceFails() throws {
         let daemon = try TestDaemon.launch(pairing: true)
         let phone = try daemon.connectTCP()
@@ -298,6 +347,81 @@ struct AuthenticationTests {
         } catch let error as HeadUnitError {
             #expect(error.code == .authRequired)
         }
+    }
+
+    /// The command-line path end to end: `headunitctl pair --allow` on the car
+    /// (HMI, Unix socket) prints a code; `headunitctl pair-phone` stores a key
+    /// and pairs over TCP; the phone's apps are judged by that allow-list;
+    /// `pair --list` and `pair --remove` manage the device.
+    @Test func headunitctlPairsAPhone() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let socket = daemon.unixSocketPath
+        let opened = try Self.ctl(["pair", "--unix-socket", socket, "--allow", Self.audio])
+        #expect(opened.status == 0, "\(opened)")
+        let code = try #require(opened.stdout.split(separator: " ").dropFirst(2).first.map(String.init))
+        #expect(opened.stdout.hasPrefix("pairing code ") && code.count == 6, "\(opened.stdout)")
+
+        let key = daemon.directory + "/phone/phone-key"
+        let paired = try Self.ctl(["pair-phone", "--tcp", "127.0.0.1:\(daemon.tcpPort!)", "--code", code, "--key", key, "--name", "ctl phone"])
+        #expect(paired.status == 0, "\(paired)")
+        let identity = try #require(try PhoneIdentity.load(path: key))
+        #expect(paired.stdout.contains(identity.deviceID))
+        let file = try FileManager.default.attributesOfItem(atPath: key)
+        #expect((file[.posixPermissions] as? Int) == 0o600)
+        let folder = try FileManager.default.attributesOfItem(atPath: daemon.directory + "/phone")
+        #expect((folder[.posixPermissions] as? Int) == 0o700)
+
+        let listed = try Self.ctl(["pair", "--unix-socket", socket, "--list"])
+        #expect(listed.stdout.contains(identity.deviceID) && listed.stdout.contains("\"ctl phone\"") && listed.stdout.contains(Self.audio), "\(listed)")
+
+        // The stored key authenticates; the allow-list given at pairing applies.
+        let phone = try daemon.connectTCP()
+        let welcome = try phone.handshake(role: .phone)
+        try Self.authenticate(phone, welcome: welcome, identity: identity)
+        #expect(try Self.readResult(phone, requestID: 3).code == .ok)
+        try Self.announce(phone, entitlements: [[Self.audio], [Self.maps]])
+        let decisions = try Self.readResult(phone, requestID: 10).appDecisions.decisions
+        #expect(decisions.map(\.accepted) == [true, false])
+        phone.close()
+
+        let removed = try Self.ctl(["pair", "--unix-socket", socket, "--remove", identity.deviceID])
+        #expect(removed.status == 0, "\(removed)")
+        let again = try Self.ctl(["pair", "--unix-socket", socket, "--remove", identity.deviceID])
+        #expect(again.status != 0)
+        #expect((again.stdout + again.stderr).contains("UNKNOWN_DEVICE") || (again.stdout + again.stderr).contains("no paired device"), "\(again)")
+    }
+
+    @Test func pairingWithAnUnknownEntitlementIsRefused() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        var start = HUStartPairing()
+        start.allowedEntitlements = ["com.example.not-an-entitlement"]
+        try hmi.send(.startPairing(start), requestID: 5)
+        let result = try Self.readResult(hmi, requestID: 5)
+        #expect(result.code == .invalidArgument)
+        #expect(result.message.contains("com.example.not-an-entitlement"))
+    }
+
+    /// Runs headunitctl (beside headunitd) to completion.
+    static func ctl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let binary = URL(fileURLWithPath: try TestDaemon.binaryPath()).deletingLastPathComponent().appendingPathComponent("headunitctl").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let watchdog = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 20, execute: watchdog)
+        defer { watchdog.cancel() }
+        // Small outputs: reading one pipe to the end, then the other, cannot block the child.
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
     }
 
     // MARK: - SO_PEERCRED
