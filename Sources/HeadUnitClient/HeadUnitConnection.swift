@@ -32,6 +32,10 @@ public final class HeadUnitConnection: @unchecked Sendable {
         public var identity: PhoneIdentity?
         /// Pair the identity with this code (shown by the car) before authenticating.
         public var pairingCode: String?
+        /// Without `identity`: when the car asks, use the key `headunitctl
+        /// pair-phone` stored (PhoneIdentity.defaultPath). Read only then, so
+        /// a car that asks for nothing never touches the file.
+        public var useStoredIdentity = false
 
         public init(role: HURole, name: String) {
             self.role = role
@@ -181,7 +185,15 @@ public final class HeadUnitConnection: @unchecked Sendable {
     /// After a Welcome that requires it: Pair (when a code is given), then
     /// sign the challenge. Refusals throw the daemon's typed error.
     private func authenticate(configuration: Configuration) async throws {
-        guard let identity = configuration.identity else {
+        var identity = configuration.identity
+        if identity == nil, configuration.useStoredIdentity {
+            do {
+                identity = try PhoneIdentity.load(path: PhoneIdentity.defaultPath)
+            } catch {
+                throw HeadUnitError(code: .authRequired, message: "the car requires authentication and the stored phone key is unusable: \(error)", origin: .usage)
+            }
+        }
+        guard let identity else {
             throw HeadUnitError(
                 code: .authRequired,
                 message: "the car requires phones on TCP to be paired and to authenticate; give the connection a PhoneIdentity (headunitctl pair-phone)",

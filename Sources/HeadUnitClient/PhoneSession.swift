@@ -67,7 +67,7 @@ public final class PhoneSession: @unchecked Sendable {
         // On TCP the car asks for the paired key (PROTOCOL.md section 20): the
         // one `headunitctl pair-phone` stored, unless the caller gave one.
         if case .tcp = endpoint, configuration.identity == nil {
-            configuration.identity = try PhoneIdentity.load(path: PhoneIdentity.defaultPath)
+            configuration.useStoredIdentity = true
         }
         var session: PhoneSession?
         let connection = try await HeadUnitConnection.connect(to: endpoint, configuration: configuration, group: group) { connection in

@@ -316,6 +316,24 @@ struct AuthenticationTests {
         }
     }
 
+    @Test func aPairedDeviceFileOpenToOthersStopsTheDaemon() throws {
+        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let path = state + "/paired-devices.json"
+        try "{}".write(toFile: path, atomically: false, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        do {
+            _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+            Issue.record("the daemon started with a 0644 key file")
+        } catch let error as TestDaemon.LaunchError {
+            #expect(error.message.contains("open to other users"), "\(error.message)")
+        }
+        // 0600 and the same content: it starts.
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+    }
+
     // MARK: - The SDK and headunitctl's path
 
     @Test func phoneSessionPairsAndAuthenticates() async throws {
@@ -342,6 +360,7 @@ struct AuthenticationTests {
             _ = try await PhoneSession.connect(to: endpoint, deviceName: "no key") {
                 $0.identity = nil
                 $0.pairingCode = nil
+                $0.useStoredIdentity = false  // whatever this machine's home holds
             }
             Issue.record("connected without a key")
         } catch let error as HeadUnitError {
