@@ -55,6 +55,17 @@ struct ConformanceTests {
         #expect(skipped.count == ConformanceKit.allChecks.filter(\.needsCarRole).count)
     }
 
+    /// The kit's phone does not pair: against a car that requires it, the kit
+    /// says so once (exit 2 in headunitctl) instead of failing every check.
+    @Test func tcpRequiringAuthenticationStopsWithTheReason() throws {
+        let daemon = try TestDaemon.launch(limits: Self.limits, pairing: true)
+        let port = try #require(daemon.tcpPort)
+        let (report, log) = Self.run(ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000))
+        #expect(report.results.isEmpty)
+        #expect(report.unreachable?.contains("§20") == true, "\(log)")
+        #expect(!report.succeeded)
+    }
+
     @Test(arguments: ["wrong-version", "no-echo"])
     func brokenEndpointFailsSection5(mode: String) throws {
         let directory = try TestDaemon.makeScratchDirectory()
