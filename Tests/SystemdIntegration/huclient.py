@@ -150,6 +150,7 @@ class Connection:
         if ENVELOPE_WELCOME not in envelope:
             raise ValueError("expected Welcome, got fields %s" % sorted(envelope))
         welcome = dict(parse_fields(envelope[ENVELOPE_WELCOME]))
+        self.auth_required = welcome.get(10, 0)  # Welcome.auth_required (PROTOCOL.md section 20)
         return welcome.get(1, 0)
 
     def announce_apps(self, device_name):
@@ -184,7 +185,7 @@ def cmd_hello(args):
     conn = Connection(args.address, args.timeout)
     version = conn.handshake("systemd-test-hello")
     conn.close()
-    print("welcome version=%d" % version)
+    print("welcome version=%d auth_required=%d" % (version, conn.auth_required))
     return 0
 
 

@@ -71,6 +71,9 @@ set -e
 # Runs as PID 1 of the new pid namespace, before exec'ing systemd.
 mount --make-rprivate /
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run
+# StateDirectory= (DynamicUser: /var/lib/private/NAME and a /var/lib/NAME
+# link) must not land on the host's disk.
+mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /var/lib
 mount -t sysfs -o ro,nosuid,nodev,noexec sysfs /sys
 mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 /sys/fs/cgroup
 # In a container PID 1 logs to /dev/console (it must be a tty): give it a pty

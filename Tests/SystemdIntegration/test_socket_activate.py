@@ -106,6 +106,12 @@ class Daemon:
                  "-E", "JOURNAL_STREAM=%d:%d" % (st.st_dev, st.st_ino),
                  "-E", "SWIFT_BACKTRACE=enable=no",
                  binary]
+        # Its TCP phones do not pair (PROTOCOL.md section 20): this test is about
+        # systemd, and with pairing on they would be closed with AUTH_REQUIRED.
+        config = os.path.join(workdir, "config.json")
+        with open(config, "w") as f:
+            f.write('{"allowUnpairedTcp": true}\n')
+        args += ["--config", config]
         if log_level:
             args += ["--log-level", log_level]
         env = dict(os.environ, NOTIFY_SOCKET=self.notify.sock.getsockname())

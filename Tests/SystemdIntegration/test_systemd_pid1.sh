@@ -119,6 +119,8 @@ check "the first connection starts the service and is served" $? "$out"
 check "service active (Type=notify: READY=1 received)" $? "$(show headunitd.service ActiveState)/$(show headunitd.service SubState)"
 out=$(client hello "tcp:$TCP" 2>&1)
 check "TCP listener served" $? "$out"
+echo "$out" | grep -q 'auth_required=1'
+check "the shipped config requires TCP phones to pair (PROTOCOL.md section 20; its StateDirectory= works)" $? "$out"
 
 backlog_daemon=$(backlogs)
 [ "$backlog_daemon" = "$backlog_systemd" ] && ! echo "$backlog_daemon" | grep -qE '=(128|256)?( |$)'
