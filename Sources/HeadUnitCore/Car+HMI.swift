@@ -326,12 +326,12 @@ extension Car {
         sendToPhone(.appEvent(event))
         effects.append(.startTimer(.completion(eventID: eventID), milliseconds: configuration.completionTimeoutMilliseconds))
         if spinner {
-            sendToHMIs(.screenUpdate(screenUpdate(screen(for: sceneKind), .spinnerStarted(pending.selection(eventID)))))
+            sendToHMIs(.screen(screen(for: sceneKind)), .screenUpdate(screenUpdate(screen(for: sceneKind), .spinnerStarted(pending.selection(eventID)))))
         }
     }
 
     mutating func sendSpinnerStopped(eventID: UInt64, pending: PendingEvent) {
-        sendToHMIs(.screenUpdate(screenUpdate(screen(for: pending.sceneKind), .spinnerStopped(pending.selection(eventID)))))
+        sendToHMIs(.screen(screen(for: pending.sceneKind)), .screenUpdate(screenUpdate(screen(for: pending.sceneKind), .spinnerStopped(pending.selection(eventID)))))
     }
 
     mutating func openNowPlaying(_ appID: String) -> Result<HUResult, RuleViolation> {
@@ -484,7 +484,7 @@ extension Car {
         let home = homeScreen()
         if home != lastHomeScreen {
             lastHomeScreen = home
-            sendToHMIs(.homeScreen(home))
+            sendToHMIs(.home, .homeScreen(home))
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             let new = render(screen)
@@ -495,9 +495,9 @@ extension Car {
             rendered[screen] = new
             if hmiPeers.isEmpty { continue }
             if let diff = contentDiff(from: old, to: new) {
-                if !diff.changes.isEmpty { sendToHMIs(.screenUpdate(screenUpdate(screen, .diff(diff)))) }
+                if !diff.changes.isEmpty { sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .diff(diff)))) }
             } else {
-                sendToHMIs(.screenUpdate(screenUpdate(screen, .full(new))))
+                sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))))
             }
         }
     }

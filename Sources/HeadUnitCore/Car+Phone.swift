@@ -6,6 +6,17 @@ extension Car {
         if let phonePeer, phonePeer != peer {
             return .failure(RuleViolation(.phoneAlreadyConnected, "another phone ('\(deviceName)') is connected"))
         }
+        let newApps = announce.apps.count
+        guard appOrder.count + newApps <= configuration.maxApps else {
+            var violation = RuleViolation(
+                .limitExceeded, "\(appOrder.count) apps announced already and \(newApps) more is over the car's maximum of \(configuration.maxApps); nothing was announced")
+            violation.limit = "announce.apps"
+            violation.limitValue = UInt32(configuration.maxApps)
+            return .failure(violation)
+        }
+        if phonePeer != peer, configuration.announceTimeoutMilliseconds > 0 {
+            effects.append(.cancelTimer(.announce(peer: peer)))
+        }
         phonePeer = peer
         deviceName = announce.deviceName.isEmpty ? (peers[peer]?.name ?? "") : announce.deviceName
         var decisions = HUAppDecisions()

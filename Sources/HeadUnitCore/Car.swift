@@ -84,6 +84,9 @@ public struct Car: Sendable {
     /// A peer completed the handshake (role already checked against transport).
     public mutating func peerJoined(_ peer: PeerID, info: PeerInfo) -> [CarEffect] {
         peers[peer] = info
+        if info.role == .phone, configuration.announceTimeoutMilliseconds > 0 {
+            effects.append(.startTimer(.announce(peer: peer), milliseconds: configuration.announceTimeoutMilliseconds))
+        }
         if info.role == .hmi {
             hmiPeers.append(peer)
             emit(peer, body: .homeScreen(homeScreen()))
@@ -148,7 +151,10 @@ public struct Car: Sendable {
 
     /// The peer's connection is gone (closed, timed out or cut off).
     public mutating func peerLeft(_ peer: PeerID) -> [CarEffect] {
-        guard peers.removeValue(forKey: peer) != nil else { return [] }
+        guard let info = peers.removeValue(forKey: peer) else { return [] }
+        if info.role == .phone, configuration.announceTimeoutMilliseconds > 0 {
+            effects.append(.cancelTimer(.announce(peer: peer)))
+        }
         hmiPeers.removeAll { $0 == peer }
         var outputs: [AccessoryHub.Output] = []
         accessories.accessoryLeft(peer, outputs: &outputs)
@@ -194,6 +200,12 @@ public struct Car: Sendable {
             navigationAlertExpired(serial: serial)
         case .navigationPrompt(let serial):
             audio.endPrompt(serial: serial)
+        case .announce(let peer):
+            // A phone holding a connection without carrying apps (a second phone, or one that never announced).
+            if peers[peer] != nil, phonePeer != peer {
+                let seconds = Double(configuration.announceTimeoutMilliseconds) / 1000
+                effects.append(.close(peer, .announceTimeout, "no apps accepted from this phone within \(seconds) s of its Welcome (announce_timeout_ms)"))
+            }
         }
         return takeEffects()
     }
@@ -281,8 +293,33 @@ public struct Car: Sendable {
         if let phonePeer { emit(phonePeer, body: body) }
     }
 
-    mutating func sendToHMIs(_ body: HUEnvelope.OneOf_Body) {
-        for peer in hmiPeers { emit(peer, body: body) }
+    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body) {
+        guard !hmiPeers.isEmpty else { return }
+        var envelope = HUEnvelope()
+        envelope.body = body
+        effects.append(.toHMIs(stream, envelope))
+    }
+
+    /// The HMI peers, in join order (for the server's fan-out).
+    public var hmiPeerIDs: [PeerID] { hmiPeers }
+
+    /// The latest state of a stream, for an HMI that fell behind: the home
+    /// screen, or a `full` ScreenUpdate at the screen's current sequence.
+    /// Nil when the HMI has never been shown that screen.
+    public func catchUp(_ stream: HMIStream) -> HUEnvelope? {
+        var envelope = HUEnvelope()
+        switch stream {
+        case .home:
+            envelope.body = .homeScreen(lastHomeScreen ?? homeScreen())
+        case .screen(let screen):
+            guard let full = rendered[screen] ?? (screen == .main ? render(.main) : nil) else { return nil }
+            var update = HUScreenUpdate()
+            update.screen = screen
+            update.sequence = screenSequence[screen, default: 0]
+            update.full = full
+            envelope.body = .screenUpdate(update)
+        }
+        return envelope
     }
 }
 

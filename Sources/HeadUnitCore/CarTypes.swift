@@ -25,6 +25,10 @@ public struct PeerInfo: Sendable, Equatable {
 public enum CarEffect: Sendable, Equatable {
     /// Send an envelope to a peer.
     case send(PeerID, HUEnvelope)
+    /// Send a `HomeScreen` or `ScreenUpdate` to every HMI. It is state: the
+    /// server encodes it once, and an HMI that is behind gets the latest state
+    /// of that stream (`Car.catchUp`) instead of every intermediate one.
+    case toHMIs(HMIStream, HUEnvelope)
     /// Send Goodbye(code, reason) to a peer and close its connection.
     case close(PeerID, HUErrorCode, String)
     /// Call `Car.timerFired(timer)` after the given milliseconds (replacing a timer of the same identity).
@@ -37,6 +41,12 @@ public enum CarEffect: Sendable, Equatable {
     case refuseData(PeerID, HUErrorCode, String)
 }
 
+/// The state streams an HMI follows: the home screen and each screen.
+public enum HMIStream: Hashable, Sendable {
+    case home
+    case screen(HUScreen)
+}
+
 /// Timers the car asks for.
 public enum CarTimer: Hashable, Sendable {
     /// An app did not complete an event (item selection, search) in time.
@@ -45,6 +55,8 @@ public enum CarTimer: Hashable, Sendable {
     case navigationAlert(serial: UInt64)
     /// A navigation prompt's duration ran out (the main audio comes back up).
     case navigationPrompt(serial: UInt64)
+    /// A phone that joined must have its apps accepted within the announce timeout.
+    case announce(peer: PeerID)
 }
 
 /// Everything the car is configured with.
@@ -53,10 +65,19 @@ public struct CarConfiguration: Sendable {
     public var entitlements: EntitlementPolicy
     /// How long the car waits for an app to complete an event.
     public var completionTimeoutMilliseconds: UInt64
+    /// A phone whose apps are not accepted this long after joining is closed (ANNOUNCE_TIMEOUT); 0: never.
+    public var announceTimeoutMilliseconds: UInt64
+    /// Apps one phone may have announced in all (LIMIT_EXCEEDED `announce.apps`).
+    public var maxApps: Int
 
-    public init(vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000) {
+    public init(
+        vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,
+        announceTimeoutMilliseconds: UInt64 = 10_000, maxApps: Int = 64
+    ) {
         self.vehicle = vehicle
         self.entitlements = entitlements
         self.completionTimeoutMilliseconds = completionTimeoutMilliseconds
+        self.announceTimeoutMilliseconds = announceTimeoutMilliseconds
+        self.maxApps = maxApps
     }
 }

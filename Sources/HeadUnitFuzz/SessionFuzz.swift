@@ -126,6 +126,8 @@ struct SessionFuzz {
             switch effect {
             case .send(let peer, _):
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
+            case .toHMIs:
+                FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
             case .close(let peer, _, _):
                 FuzzChecks.check(connections[peer] != nil, "the car closes only connected peers (peer \(peer))")
                 connections[peer] = nil

@@ -22,6 +22,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var tick: Scheduled<Void>?
     private var tickDeadline: UInt64 = .max
     private var slowConsumerTimer: Scheduled<Void>?
+    /// Counted in the host's connection caps (released when the connection ends).
+    private var admitted = false
 
     init(host: CarHost, transport: Transport) {
         self.host = host
@@ -51,6 +53,12 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     private func connected(context: ChannelHandlerContext) {
         logger.debug("connected", metadata: ["transport": "\(transport.rawValue)", "remote": "\(context.remoteAddress.map { "\($0)" } ?? "-")"])
+        if let refusal = host.admit(transport) {
+            host.noteRefusedConnection(refusal)
+            perform(machine.refuseConnection(.tooManyConnections, refusal))
+            return
+        }
+        admitted = true
         if host.stopping {
             perform(machine.shutdown(reason: "the daemon is stopping"))
             return
@@ -92,7 +100,16 @@ final class ConnectionHandler: ChannelInboundHandler {
         if context.channel.isWritable {
             slowConsumerTimer?.cancel()
             slowConsumerTimer = nil
+            if open {
+                // Read again, and (for an HMI) send the latest state of what it skipped.
+                context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                context.read()
+                host.caughtUp(peerID)
+            }
         } else if slowConsumerTimer == nil, open {
+            // Requests in flight are bounded by what the peer reads: while its
+            // answers pile up, its next requests wait in its own socket.
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             // Not reading for a while is tolerated; not reading for long is cut off.
             let timeout = host.configuration.slowConsumerTimeoutMilliseconds
             slowConsumerTimer = context.eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
@@ -110,6 +127,10 @@ final class ConnectionHandler: ChannelInboundHandler {
         slowConsumerTimer?.cancel()
         slowConsumerTimer = nil
         machine.closed()
+        if admitted {
+            admitted = false
+            host.release(transport)
+        }
         logger.debug("disconnected", metadata: joined ? ["role": "\(machine.peer.map { RolePolicy.name(of: $0.role) } ?? "-")"] : [:])
         let wasJoined = joined
         joined = false
@@ -155,9 +176,38 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func send(_ envelope: HUEnvelope) {
         guard open, let context else { return }
+        guard let buffer = encode(envelope) else { return }
+        write(buffer, context: context)
+    }
+
+    /// Whether the peer takes what it is sent (an HMI that does not is sent
+    /// state later, coalesced).
+    var isKeepingUp: Bool { open && (context?.channel.isWritable ?? false) }
+
+    /// The frame for `envelope`, or nil (logged) when it would be over the
+    /// frame limit: no peer is ever sent a frame over `max_payload_bytes`. An
+    /// answer that would be is replaced by Result{ANSWER_TOO_LARGE}; the limits
+    /// on what peers send (section 10) keep everything else below it.
+    func encode(_ envelope: HUEnvelope) -> ByteBuffer? {
+        guard let context else { return nil }
         var buffer = context.channel.allocator.buffer(capacity: 128)
         EnvelopeCodec.writeFrame(envelope, into: &buffer)
-        write(buffer, context: context)
+        let maxPayload = Int(host.configuration.connection.limits.maxPayloadBytes)
+        guard buffer.readableBytes - FrameHeader.size > maxPayload else { return buffer }
+        let size = buffer.readableBytes - FrameHeader.size
+        logger.error("not sending a frame over max_payload_bytes", metadata: ["bytes": "\(size)", "limit": "\(maxPayload)"])
+        guard case .result = envelope.body else { return nil }
+        let refusal = ConnectionStateMachine.result(
+            .answerTooLarge, "the answer would be \(size) bytes, over max_payload_bytes (\(maxPayload))", requestID: envelope.requestID)
+        buffer.clear()
+        EnvelopeCodec.writeFrame(refusal, into: &buffer)
+        return buffer
+    }
+
+    /// A frame encoded once for several peers (the bytes are not copied).
+    func writeShared(_ frame: ByteBuffer) {
+        guard open, let context else { return }
+        write(frame, context: context)
     }
 
     /// Writes a frame shared with other peers (the bytes are not copied);
@@ -237,15 +287,31 @@ final class ConnectionHandler: ChannelInboundHandler {
         channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
     }
 
-    /// The peer cannot keep up: its queue is dropped, so the Goodbye is best effort.
+    /// The peer does not read. Nothing more is queued for it and nothing more
+    /// read from it; its Goodbye goes behind what it has not read yet (at most
+    /// the write buffer's high-water mark plus one frame, since HMI state is
+    /// coalesced), and the connection closes once the Goodbye is written, or
+    /// after `slowConsumerGoodbyeMilliseconds` if the peer never reads again.
     private func cutOffSlowConsumer(_ reason: String) {
         guard open, let context else { return }
         logger.notice("cutting off slow consumer", metadata: ["reason": "\(reason)"])
         open = false
         machine.closed()
-        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.slowConsumer, reason), allocator: context.channel.allocator)
-        context.writeAndFlush(wrapOutboundOut(goodbye), promise: nil)
-        context.close(promise: nil)
+        tick?.cancel()
+        needsFlush = false
+        let channel = context.channel
+        channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.slowConsumer, reason), allocator: channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(goodbye)).whenComplete { _ in channel.close(promise: nil) }
+        let grace = host.configuration.slowConsumerGoodbyeMilliseconds
+        channel.eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: grace))) { channel.close(promise: nil) }
+        // The Car forgets the peer now, not when the socket finally closes (on
+        // the next turn of the loop: this may run inside the Car's effects).
+        if joined {
+            joined = false
+            let host = self.host, peer = peerID
+            channel.eventLoop.execute { host.connectionClosed(peer, joined: true) }
+        }
     }
 
     func shutdown(reason: String) {

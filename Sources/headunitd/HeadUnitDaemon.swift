@@ -78,12 +78,19 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.handshakeTimeoutMs > 0 { limits.handshakeTimeoutMilliseconds = UInt64(fileLimits.handshakeTimeoutMs) }
         if fileLimits.completionTimeoutMs > 0 { limits.completionTimeoutMilliseconds = UInt64(fileLimits.completionTimeoutMs) }
         if fileLimits.maxErrorsPerSecond > 0 { limits.maxErrorsPerSecond = fileLimits.maxErrorsPerSecond }
+        if fileLimits.maxRequestsPerSecond > 0 { limits.maxRequestsPerSecond = fileLimits.maxRequestsPerSecond }
+        if fileLimits.maxStringBytes > 0 { limits.message.maxStringBytes = Int(fileLimits.maxStringBytes) }
+        if fileLimits.maxImageBytes > 0 { limits.message.maxImageBytes = Int(fileLimits.maxImageBytes) }
+        if fileLimits.maxMessageElements > 0 { limits.message.maxElements = Int(fileLimits.maxMessageElements) }
+        if fileLimits.announceTimeoutMs > 0 { limits.announceTimeoutMilliseconds = UInt64(fileLimits.announceTimeoutMs) }
 
         let vehicle = file.hasVehicle ? file.vehicle : .standard
         let car = CarConfiguration(
             vehicle: vehicle,
             entitlements: DaemonConfig.entitlementPolicy(file),
-            completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds
+            completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds,
+            announceTimeoutMilliseconds: limits.announceTimeoutMilliseconds,
+            maxApps: fileLimits.maxApps > 0 ? Int(fileLimits.maxApps) : 64
         )
         let connection = ConnectionConfiguration(
             limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)
@@ -124,6 +131,9 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxOutboundBytes > 0 { serverConfiguration.maxOutboundBytes = Int(fileLimits.maxOutboundBytes) }
         if fileLimits.slowConsumerTimeoutMs > 0 { serverConfiguration.slowConsumerTimeoutMilliseconds = UInt64(fileLimits.slowConsumerTimeoutMs) }
         if fileLimits.shutdownGraceMs > 0 { serverConfiguration.shutdownGraceMilliseconds = UInt64(fileLimits.shutdownGraceMs) }
+        if fileLimits.maxConnections > 0 { serverConfiguration.connectionCaps.maxTotal = Int(fileLimits.maxConnections) }
+        if fileLimits.maxUnixConnections > 0 { serverConfiguration.connectionCaps.maxUnix = Int(fileLimits.maxUnixConnections) }
+        if fileLimits.maxTcpConnections > 0 { serverConfiguration.connectionCaps.maxTCP = Int(fileLimits.maxTcpConnections) }
 
         let server = HeadUnitServer(configuration: serverConfiguration, logger: logger)
         server.onStatusChange { [logger] summary in

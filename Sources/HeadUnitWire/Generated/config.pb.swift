@@ -26,69 +26,177 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
-public nonisolated struct HUDaemonConfig: @unchecked Sendable {
+public nonisolated struct HUDaemonConfig: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// Unix socket path. Empty: $XDG_RUNTIME_DIR/headunitd/headunitd.sock,
   /// else /run/headunitd/headunitd.sock as root, else /tmp/headunitd-$UID/headunitd.sock.
-  public var unixSocketPath: String {
-    get {_storage._unixSocketPath}
-    set {_uniqueStorage()._unixSocketPath = newValue}
-  }
+  public var unixSocketPath: String = String()
 
   /// TCP listen address "host:port" for phones (wireless). Empty: 127.0.0.1:7420.
-  public var tcpListen: String {
-    get {_storage._tcpListen}
-    set {_uniqueStorage()._tcpListen = newValue}
-  }
+  public var tcpListen: String = String()
 
   /// No TCP listener at all (phones then connect over the Unix socket only).
-  public var tcpDisabled: Bool {
-    get {_storage._tcpDisabled}
-    set {_uniqueStorage()._tcpDisabled = newValue}
-  }
+  public var tcpDisabled: Bool = false
 
   public var limits: HUDaemonLimits {
-    get {_storage._limits ?? HUDaemonLimits()}
-    set {_uniqueStorage()._limits = newValue}
+    get {_limits ?? HUDaemonLimits()}
+    set {_limits = newValue}
   }
   /// Returns true if `limits` has been explicitly set.
-  public var hasLimits: Bool {_storage._limits != nil}
+  public var hasLimits: Bool {self._limits != nil}
   /// Clears the value of `limits`. Subsequent reads from it will return its default value.
-  public mutating func clearLimits() {_uniqueStorage()._limits = nil}
+  public mutating func clearLimits() {self._limits = nil}
 
   /// Absent: the embedded default vehicle.
   public var vehicle: HUVehicleProfile {
-    get {_storage._vehicle ?? HUVehicleProfile()}
-    set {_uniqueStorage()._vehicle = newValue}
+    get {_vehicle ?? HUVehicleProfile()}
+    set {_vehicle = newValue}
   }
   /// Returns true if `vehicle` has been explicitly set.
-  public var hasVehicle: Bool {_storage._vehicle != nil}
+  public var hasVehicle: Bool {self._vehicle != nil}
   /// Clears the value of `vehicle`. Subsequent reads from it will return its default value.
-  public mutating func clearVehicle() {_uniqueStorage()._vehicle = nil}
+  public mutating func clearVehicle() {self._vehicle = nil}
 
   /// Absent: every known entitlement is accepted (a test bench).
   public var entitlements: HUEntitlementPolicyConfig {
-    get {_storage._entitlements ?? HUEntitlementPolicyConfig()}
-    set {_uniqueStorage()._entitlements = newValue}
+    get {_entitlements ?? HUEntitlementPolicyConfig()}
+    set {_entitlements = newValue}
   }
   /// Returns true if `entitlements` has been explicitly set.
-  public var hasEntitlements: Bool {_storage._entitlements != nil}
+  public var hasEntitlements: Bool {self._entitlements != nil}
   /// Clears the value of `entitlements`. Subsequent reads from it will return its default value.
-  public mutating func clearEntitlements() {_uniqueStorage()._entitlements = nil}
+  public mutating func clearEntitlements() {self._entitlements = nil}
 
   /// trace, debug, info, notice, warning, error, critical. Empty: notice.
-  public var logLevel: String {
-    get {_storage._logLevel}
-    set {_uniqueStorage()._logLevel = newValue}
-  }
+  public var logLevel: String = String()
 
   /// Announced in Welcome. Empty: "headunitd".
-  public var daemonName: String {
-    get {_storage._daemonName}
-    set {_uniqueStorage()._daemonName = newValue}
+  public var daemonName: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _limits: HUDaemonLimits? = nil
+  fileprivate var _vehicle: HUVehicleProfile? = nil
+  fileprivate var _entitlements: HUEntitlementPolicyConfig? = nil
+}
+
+public nonisolated struct HUDaemonLimits: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// default 1048576
+  public var maxPayloadBytes: UInt32 {
+    get {_storage._maxPayloadBytes}
+    set {_uniqueStorage()._maxPayloadBytes = newValue}
+  }
+
+  /// default 5000
+  public var heartbeatIntervalMs: UInt32 {
+    get {_storage._heartbeatIntervalMs}
+    set {_uniqueStorage()._heartbeatIntervalMs = newValue}
+  }
+
+  /// default 15000
+  public var heartbeatTimeoutMs: UInt32 {
+    get {_storage._heartbeatTimeoutMs}
+    set {_uniqueStorage()._heartbeatTimeoutMs = newValue}
+  }
+
+  /// default 5000
+  public var handshakeTimeoutMs: UInt32 {
+    get {_storage._handshakeTimeoutMs}
+    set {_uniqueStorage()._handshakeTimeoutMs = newValue}
+  }
+
+  /// default 10000
+  public var completionTimeoutMs: UInt32 {
+    get {_storage._completionTimeoutMs}
+    set {_uniqueStorage()._completionTimeoutMs = newValue}
+  }
+
+  /// default 10
+  public var maxErrorsPerSecond: UInt32 {
+    get {_storage._maxErrorsPerSecond}
+    set {_uniqueStorage()._maxErrorsPerSecond = newValue}
+  }
+
+  /// A peer whose unsent output exceeds this is cut off (SLOW_CONSUMER). Default 4194304.
+  public var maxOutboundBytes: UInt32 {
+    get {_storage._maxOutboundBytes}
+    set {_uniqueStorage()._maxOutboundBytes = newValue}
+  }
+
+  /// A peer that cannot take writes for this long is cut off (SLOW_CONSUMER). Default 10000.
+  public var slowConsumerTimeoutMs: UInt32 {
+    get {_storage._slowConsumerTimeoutMs}
+    set {_uniqueStorage()._slowConsumerTimeoutMs = newValue}
+  }
+
+  /// How long a graceful stop waits for peers to go before closing them. Default 2000.
+  public var shutdownGraceMs: UInt32 {
+    get {_storage._shutdownGraceMs}
+    set {_uniqueStorage()._shutdownGraceMs = newValue}
+  }
+
+  /// Connection caps (PROTOCOL.md section 10.1): past one, the new connection gets
+  /// Goodbye{TOO_MANY_CONNECTIONS} and is closed.
+  public var maxConnections: UInt32 {
+    get {_storage._maxConnections}
+    set {_uniqueStorage()._maxConnections = newValue}
+  }
+
+  /// default 448
+  public var maxUnixConnections: UInt32 {
+    get {_storage._maxUnixConnections}
+    set {_uniqueStorage()._maxUnixConnections = newValue}
+  }
+
+  /// default 8 (phones only; one of them carries apps)
+  public var maxTcpConnections: UInt32 {
+    get {_storage._maxTcpConnections}
+    set {_uniqueStorage()._maxTcpConnections = newValue}
+  }
+
+  /// default 10000
+  public var announceTimeoutMs: UInt32 {
+    get {_storage._announceTimeoutMs}
+    set {_uniqueStorage()._announceTimeoutMs = newValue}
+  }
+
+  /// default 1000
+  public var maxRequestsPerSecond: UInt32 {
+    get {_storage._maxRequestsPerSecond}
+    set {_uniqueStorage()._maxRequestsPerSecond = newValue}
+  }
+
+  /// default 1024
+  public var maxStringBytes: UInt32 {
+    get {_storage._maxStringBytes}
+    set {_uniqueStorage()._maxStringBytes = newValue}
+  }
+
+  /// default 262144
+  public var maxImageBytes: UInt32 {
+    get {_storage._maxImageBytes}
+    set {_uniqueStorage()._maxImageBytes = newValue}
+  }
+
+  /// default 2000
+  public var maxMessageElements: UInt32 {
+    get {_storage._maxMessageElements}
+    set {_uniqueStorage()._maxMessageElements = newValue}
+  }
+
+  /// default 64 apps in one AnnounceApps
+  public var maxApps: UInt32 {
+    get {_storage._maxApps}
+    set {_uniqueStorage()._maxApps = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -96,43 +204,6 @@ public nonisolated struct HUDaemonConfig: @unchecked Sendable {
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
-}
-
-public nonisolated struct HUDaemonLimits: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  /// default 1048576
-  public var maxPayloadBytes: UInt32 = 0
-
-  /// default 5000
-  public var heartbeatIntervalMs: UInt32 = 0
-
-  /// default 15000
-  public var heartbeatTimeoutMs: UInt32 = 0
-
-  /// default 5000
-  public var handshakeTimeoutMs: UInt32 = 0
-
-  /// default 10000
-  public var completionTimeoutMs: UInt32 = 0
-
-  /// default 10
-  public var maxErrorsPerSecond: UInt32 = 0
-
-  /// A peer whose unsent output exceeds this is cut off (SLOW_CONSUMER). Default 4194304.
-  public var maxOutboundBytes: UInt32 = 0
-
-  /// A peer that cannot take writes for this long is cut off (SLOW_CONSUMER). Default 10000.
-  public var slowConsumerTimeoutMs: UInt32 = 0
-
-  /// How long a graceful stop waits for peers to go before closing them. Default 2000.
-  public var shutdownGraceMs: UInt32 = 0
-
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  public init() {}
 }
 
 public nonisolated struct HUEntitlementPolicyConfig: Sendable {
@@ -173,15 +244,94 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
   public static let protoMessageName: String = _protobuf_package + ".DaemonConfig"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0")
 
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.unixSocketPath) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.tcpListen) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.tcpDisabled) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._limits) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._vehicle) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._entitlements) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.logLevel) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.daemonName) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.unixSocketPath.isEmpty {
+      try visitor.visitSingularStringField(value: self.unixSocketPath, fieldNumber: 1)
+    }
+    if !self.tcpListen.isEmpty {
+      try visitor.visitSingularStringField(value: self.tcpListen, fieldNumber: 2)
+    }
+    if self.tcpDisabled != false {
+      try visitor.visitSingularBoolField(value: self.tcpDisabled, fieldNumber: 3)
+    }
+    try { if let v = self._limits {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    try { if let v = self._vehicle {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    try { if let v = self._entitlements {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
+    if !self.logLevel.isEmpty {
+      try visitor.visitSingularStringField(value: self.logLevel, fieldNumber: 7)
+    }
+    if !self.daemonName.isEmpty {
+      try visitor.visitSingularStringField(value: self.daemonName, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUDaemonConfig, rhs: HUDaemonConfig) -> Bool {
+    if lhs.unixSocketPath != rhs.unixSocketPath {return false}
+    if lhs.tcpListen != rhs.tcpListen {return false}
+    if lhs.tcpDisabled != rhs.tcpDisabled {return false}
+    if lhs._limits != rhs._limits {return false}
+    if lhs._vehicle != rhs._vehicle {return false}
+    if lhs._entitlements != rhs._entitlements {return false}
+    if lhs.logLevel != rhs.logLevel {return false}
+    if lhs.daemonName != rhs.daemonName {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0")
+
   fileprivate class _StorageClass {
-    var _unixSocketPath: String = String()
-    var _tcpListen: String = String()
-    var _tcpDisabled: Bool = false
-    var _limits: HUDaemonLimits? = nil
-    var _vehicle: HUVehicleProfile? = nil
-    var _entitlements: HUEntitlementPolicyConfig? = nil
-    var _logLevel: String = String()
-    var _daemonName: String = String()
+    var _maxPayloadBytes: UInt32 = 0
+    var _heartbeatIntervalMs: UInt32 = 0
+    var _heartbeatTimeoutMs: UInt32 = 0
+    var _handshakeTimeoutMs: UInt32 = 0
+    var _completionTimeoutMs: UInt32 = 0
+    var _maxErrorsPerSecond: UInt32 = 0
+    var _maxOutboundBytes: UInt32 = 0
+    var _slowConsumerTimeoutMs: UInt32 = 0
+    var _shutdownGraceMs: UInt32 = 0
+    var _maxConnections: UInt32 = 0
+    var _maxUnixConnections: UInt32 = 0
+    var _maxTcpConnections: UInt32 = 0
+    var _announceTimeoutMs: UInt32 = 0
+    var _maxRequestsPerSecond: UInt32 = 0
+    var _maxStringBytes: UInt32 = 0
+    var _maxImageBytes: UInt32 = 0
+    var _maxMessageElements: UInt32 = 0
+    var _maxApps: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -192,14 +342,24 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
     private init() {}
 
     init(copying source: _StorageClass) {
-      _unixSocketPath = source._unixSocketPath
-      _tcpListen = source._tcpListen
-      _tcpDisabled = source._tcpDisabled
-      _limits = source._limits
-      _vehicle = source._vehicle
-      _entitlements = source._entitlements
-      _logLevel = source._logLevel
-      _daemonName = source._daemonName
+      _maxPayloadBytes = source._maxPayloadBytes
+      _heartbeatIntervalMs = source._heartbeatIntervalMs
+      _heartbeatTimeoutMs = source._heartbeatTimeoutMs
+      _handshakeTimeoutMs = source._handshakeTimeoutMs
+      _completionTimeoutMs = source._completionTimeoutMs
+      _maxErrorsPerSecond = source._maxErrorsPerSecond
+      _maxOutboundBytes = source._maxOutboundBytes
+      _slowConsumerTimeoutMs = source._slowConsumerTimeoutMs
+      _shutdownGraceMs = source._shutdownGraceMs
+      _maxConnections = source._maxConnections
+      _maxUnixConnections = source._maxUnixConnections
+      _maxTcpConnections = source._maxTcpConnections
+      _announceTimeoutMs = source._announceTimeoutMs
+      _maxRequestsPerSecond = source._maxRequestsPerSecond
+      _maxStringBytes = source._maxStringBytes
+      _maxImageBytes = source._maxImageBytes
+      _maxMessageElements = source._maxMessageElements
+      _maxApps = source._maxApps
     }
   }
 
@@ -218,14 +378,24 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         // allocates stack space for every case branch when no optimizations are
         // enabled. https://github.com/apple/swift-protobuf/issues/1034
         switch fieldNumber {
-        case 1: try { try decoder.decodeSingularStringField(value: &_storage._unixSocketPath) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._tcpListen) }()
-        case 3: try { try decoder.decodeSingularBoolField(value: &_storage._tcpDisabled) }()
-        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._limits) }()
-        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._vehicle) }()
-        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._entitlements) }()
-        case 7: try { try decoder.decodeSingularStringField(value: &_storage._logLevel) }()
-        case 8: try { try decoder.decodeSingularStringField(value: &_storage._daemonName) }()
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPayloadBytes) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._heartbeatIntervalMs) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._heartbeatTimeoutMs) }()
+        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._handshakeTimeoutMs) }()
+        case 5: try { try decoder.decodeSingularUInt32Field(value: &_storage._completionTimeoutMs) }()
+        case 6: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxErrorsPerSecond) }()
+        case 7: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxOutboundBytes) }()
+        case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._slowConsumerTimeoutMs) }()
+        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._shutdownGraceMs) }()
+        case 10: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxConnections) }()
+        case 11: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnixConnections) }()
+        case 12: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTcpConnections) }()
+        case 13: try { try decoder.decodeSingularUInt32Field(value: &_storage._announceTimeoutMs) }()
+        case 14: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxRequestsPerSecond) }()
+        case 15: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxStringBytes) }()
+        case 16: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxImageBytes) }()
+        case 17: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxMessageElements) }()
+        case 18: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxApps) }()
         default: break
         }
       }
@@ -234,125 +404,91 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if !_storage._unixSocketPath.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._unixSocketPath, fieldNumber: 1)
+      if _storage._maxPayloadBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxPayloadBytes, fieldNumber: 1)
       }
-      if !_storage._tcpListen.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._tcpListen, fieldNumber: 2)
+      if _storage._heartbeatIntervalMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._heartbeatIntervalMs, fieldNumber: 2)
       }
-      if _storage._tcpDisabled != false {
-        try visitor.visitSingularBoolField(value: _storage._tcpDisabled, fieldNumber: 3)
+      if _storage._heartbeatTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._heartbeatTimeoutMs, fieldNumber: 3)
       }
-      try { if let v = _storage._limits {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-      } }()
-      try { if let v = _storage._vehicle {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      } }()
-      try { if let v = _storage._entitlements {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-      } }()
-      if !_storage._logLevel.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._logLevel, fieldNumber: 7)
+      if _storage._handshakeTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._handshakeTimeoutMs, fieldNumber: 4)
       }
-      if !_storage._daemonName.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._daemonName, fieldNumber: 8)
+      if _storage._completionTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._completionTimeoutMs, fieldNumber: 5)
       }
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  public static func ==(lhs: HUDaemonConfig, rhs: HUDaemonConfig) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._unixSocketPath != rhs_storage._unixSocketPath {return false}
-        if _storage._tcpListen != rhs_storage._tcpListen {return false}
-        if _storage._tcpDisabled != rhs_storage._tcpDisabled {return false}
-        if _storage._limits != rhs_storage._limits {return false}
-        if _storage._vehicle != rhs_storage._vehicle {return false}
-        if _storage._entitlements != rhs_storage._entitlements {return false}
-        if _storage._logLevel != rhs_storage._logLevel {return false}
-        if _storage._daemonName != rhs_storage._daemonName {return false}
-        return true
+      if _storage._maxErrorsPerSecond != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxErrorsPerSecond, fieldNumber: 6)
       }
-      if !storagesAreEqual {return false}
-    }
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0")
-
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.maxPayloadBytes) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatIntervalMs) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatTimeoutMs) }()
-      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.handshakeTimeoutMs) }()
-      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.completionTimeoutMs) }()
-      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxErrorsPerSecond) }()
-      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.maxOutboundBytes) }()
-      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.slowConsumerTimeoutMs) }()
-      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.shutdownGraceMs) }()
-      default: break
+      if _storage._maxOutboundBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxOutboundBytes, fieldNumber: 7)
       }
-    }
-  }
-
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.maxPayloadBytes != 0 {
-      try visitor.visitSingularUInt32Field(value: self.maxPayloadBytes, fieldNumber: 1)
-    }
-    if self.heartbeatIntervalMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.heartbeatIntervalMs, fieldNumber: 2)
-    }
-    if self.heartbeatTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.heartbeatTimeoutMs, fieldNumber: 3)
-    }
-    if self.handshakeTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.handshakeTimeoutMs, fieldNumber: 4)
-    }
-    if self.completionTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.completionTimeoutMs, fieldNumber: 5)
-    }
-    if self.maxErrorsPerSecond != 0 {
-      try visitor.visitSingularUInt32Field(value: self.maxErrorsPerSecond, fieldNumber: 6)
-    }
-    if self.maxOutboundBytes != 0 {
-      try visitor.visitSingularUInt32Field(value: self.maxOutboundBytes, fieldNumber: 7)
-    }
-    if self.slowConsumerTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.slowConsumerTimeoutMs, fieldNumber: 8)
-    }
-    if self.shutdownGraceMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.shutdownGraceMs, fieldNumber: 9)
+      if _storage._slowConsumerTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._slowConsumerTimeoutMs, fieldNumber: 8)
+      }
+      if _storage._shutdownGraceMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._shutdownGraceMs, fieldNumber: 9)
+      }
+      if _storage._maxConnections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxConnections, fieldNumber: 10)
+      }
+      if _storage._maxUnixConnections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxUnixConnections, fieldNumber: 11)
+      }
+      if _storage._maxTcpConnections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxTcpConnections, fieldNumber: 12)
+      }
+      if _storage._announceTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._announceTimeoutMs, fieldNumber: 13)
+      }
+      if _storage._maxRequestsPerSecond != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxRequestsPerSecond, fieldNumber: 14)
+      }
+      if _storage._maxStringBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxStringBytes, fieldNumber: 15)
+      }
+      if _storage._maxImageBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxImageBytes, fieldNumber: 16)
+      }
+      if _storage._maxMessageElements != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxMessageElements, fieldNumber: 17)
+      }
+      if _storage._maxApps != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxApps, fieldNumber: 18)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUDaemonLimits, rhs: HUDaemonLimits) -> Bool {
-    if lhs.maxPayloadBytes != rhs.maxPayloadBytes {return false}
-    if lhs.heartbeatIntervalMs != rhs.heartbeatIntervalMs {return false}
-    if lhs.heartbeatTimeoutMs != rhs.heartbeatTimeoutMs {return false}
-    if lhs.handshakeTimeoutMs != rhs.handshakeTimeoutMs {return false}
-    if lhs.completionTimeoutMs != rhs.completionTimeoutMs {return false}
-    if lhs.maxErrorsPerSecond != rhs.maxErrorsPerSecond {return false}
-    if lhs.maxOutboundBytes != rhs.maxOutboundBytes {return false}
-    if lhs.slowConsumerTimeoutMs != rhs.slowConsumerTimeoutMs {return false}
-    if lhs.shutdownGraceMs != rhs.shutdownGraceMs {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._maxPayloadBytes != rhs_storage._maxPayloadBytes {return false}
+        if _storage._heartbeatIntervalMs != rhs_storage._heartbeatIntervalMs {return false}
+        if _storage._heartbeatTimeoutMs != rhs_storage._heartbeatTimeoutMs {return false}
+        if _storage._handshakeTimeoutMs != rhs_storage._handshakeTimeoutMs {return false}
+        if _storage._completionTimeoutMs != rhs_storage._completionTimeoutMs {return false}
+        if _storage._maxErrorsPerSecond != rhs_storage._maxErrorsPerSecond {return false}
+        if _storage._maxOutboundBytes != rhs_storage._maxOutboundBytes {return false}
+        if _storage._slowConsumerTimeoutMs != rhs_storage._slowConsumerTimeoutMs {return false}
+        if _storage._shutdownGraceMs != rhs_storage._shutdownGraceMs {return false}
+        if _storage._maxConnections != rhs_storage._maxConnections {return false}
+        if _storage._maxUnixConnections != rhs_storage._maxUnixConnections {return false}
+        if _storage._maxTcpConnections != rhs_storage._maxTcpConnections {return false}
+        if _storage._announceTimeoutMs != rhs_storage._announceTimeoutMs {return false}
+        if _storage._maxRequestsPerSecond != rhs_storage._maxRequestsPerSecond {return false}
+        if _storage._maxStringBytes != rhs_storage._maxStringBytes {return false}
+        if _storage._maxImageBytes != rhs_storage._maxImageBytes {return false}
+        if _storage._maxMessageElements != rhs_storage._maxMessageElements {return false}
+        if _storage._maxApps != rhs_storage._maxApps {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

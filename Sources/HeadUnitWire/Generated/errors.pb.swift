@@ -76,6 +76,24 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   /// fatal: the peer did not read; its queue overflowed
   case slowConsumer // = 17
 
+  /// fatal: the transport's (or the daemon's) connection cap is reached
+  case tooManyConnections // = 18
+
+  /// fatal: a phone's apps were not accepted within announce_timeout_ms
+  case announceTimeout // = 19
+
+  /// non-fatal in a Result (the request was not served); fatal in a Goodbye
+  case tooManyRequests // = 20
+
+  /// fatal: a Hello field over its limit (name over max_string_bytes)
+  case helloTooLarge // = 21
+
+  /// non-fatal: the answer would exceed max_payload_bytes; nothing changed
+  case answerTooLarge // = 22
+
+  /// non-fatal: a string, image or element count over its limit; not served
+  case messageTooLarge // = 23
+
   /// --- request level ---
   case notAllowedForCategory // = 100
 
@@ -199,6 +217,12 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 14: self = .shuttingDown
     case 15: self = .reservedFlags
     case 17: self = .slowConsumer
+    case 18: self = .tooManyConnections
+    case 19: self = .announceTimeout
+    case 20: self = .tooManyRequests
+    case 21: self = .helloTooLarge
+    case 22: self = .answerTooLarge
+    case 23: self = .messageTooLarge
     case 100: self = .notAllowedForCategory
     case 101: self = .depthExceeded
     case 102: self = .limitExceeded
@@ -255,6 +279,12 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .shuttingDown: return 14
     case .reservedFlags: return 15
     case .slowConsumer: return 17
+    case .tooManyConnections: return 18
+    case .announceTimeout: return 19
+    case .tooManyRequests: return 20
+    case .helloTooLarge: return 21
+    case .answerTooLarge: return 22
+    case .messageTooLarge: return 23
     case .notAllowedForCategory: return 100
     case .depthExceeded: return 101
     case .limitExceeded: return 102
@@ -311,6 +341,12 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     .shuttingDown,
     .reservedFlags,
     .slowConsumer,
+    .tooManyConnections,
+    .announceTimeout,
+    .tooManyRequests,
+    .helloTooLarge,
+    .answerTooLarge,
+    .messageTooLarge,
     .notAllowedForCategory,
     .depthExceeded,
     .limitExceeded,
@@ -351,5 +387,5 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 nonisolated extension HUErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{2}S\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{2}\u{8}ERROR_CODE_NAVIGATION_NOT_ACTIVE\0\u{1}ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR\0\u{1}ERROR_CODE_NAVIGATION_ALREADY_ACTIVE\0\u{1}ERROR_CODE_NO_MAP_TEMPLATE\0\u{1}ERROR_CODE_NATIVE_NAVIGATION_ACTIVE\0\u{2}\u{10}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{1}ERROR_CODE_TOO_MANY_CONNECTIONS\0\u{1}ERROR_CODE_ANNOUNCE_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_REQUESTS\0\u{1}ERROR_CODE_HELLO_TOO_LARGE\0\u{1}ERROR_CODE_ANSWER_TOO_LARGE\0\u{1}ERROR_CODE_MESSAGE_TOO_LARGE\0\u{2}M\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{2}\u{8}ERROR_CODE_NAVIGATION_NOT_ACTIVE\0\u{1}ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR\0\u{1}ERROR_CODE_NAVIGATION_ALREADY_ACTIVE\0\u{1}ERROR_CODE_NO_MAP_TEMPLATE\0\u{1}ERROR_CODE_NATIVE_NAVIGATION_ACTIVE\0\u{2}\u{10}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0")
 }

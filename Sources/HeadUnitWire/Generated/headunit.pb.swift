@@ -82,307 +82,313 @@ public nonisolated enum HURole: SwiftProtobuf.Enum, Swift.CaseIterable {
 }
 
 /// Every MESSAGE frame carries exactly one Envelope.
-public nonisolated struct HUEnvelope: Sendable {
+public nonisolated struct HUEnvelope: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// Non-zero on a request that wants an answer; the answer echoes it.
   /// Zero on events and notifications.
-  public var requestID: UInt32 = 0
+  public var requestID: UInt32 {
+    get {_storage._requestID}
+    set {_uniqueStorage()._requestID = newValue}
+  }
 
-  public var body: HUEnvelope.OneOf_Body? = nil
+  public var body: OneOf_Body? {
+    get {return _storage._body}
+    set {_uniqueStorage()._body = newValue}
+  }
 
   /// Handshake and connection control (any role).
   public var hello: HUHello {
     get {
-      if case .hello(let v)? = body {return v}
+      if case .hello(let v)? = _storage._body {return v}
       return HUHello()
     }
-    set {body = .hello(newValue)}
+    set {_uniqueStorage()._body = .hello(newValue)}
   }
 
   public var welcome: HUWelcome {
     get {
-      if case .welcome(let v)? = body {return v}
+      if case .welcome(let v)? = _storage._body {return v}
       return HUWelcome()
     }
-    set {body = .welcome(newValue)}
+    set {_uniqueStorage()._body = .welcome(newValue)}
   }
 
   public var goodbye: HUGoodbye {
     get {
-      if case .goodbye(let v)? = body {return v}
+      if case .goodbye(let v)? = _storage._body {return v}
       return HUGoodbye()
     }
-    set {body = .goodbye(newValue)}
+    set {_uniqueStorage()._body = .goodbye(newValue)}
   }
 
   public var result: HUResult {
     get {
-      if case .result(let v)? = body {return v}
+      if case .result(let v)? = _storage._body {return v}
       return HUResult()
     }
-    set {body = .result(newValue)}
+    set {_uniqueStorage()._body = .result(newValue)}
   }
 
   /// Phone -> car.
   public var announceApps: HUAnnounceApps {
     get {
-      if case .announceApps(let v)? = body {return v}
+      if case .announceApps(let v)? = _storage._body {return v}
       return HUAnnounceApps()
     }
-    set {body = .announceApps(newValue)}
+    set {_uniqueStorage()._body = .announceApps(newValue)}
   }
 
   public var templateRequest: HUTemplateRequest {
     get {
-      if case .templateRequest(let v)? = body {return v}
+      if case .templateRequest(let v)? = _storage._body {return v}
       return HUTemplateRequest()
     }
-    set {body = .templateRequest(newValue)}
+    set {_uniqueStorage()._body = .templateRequest(newValue)}
   }
 
   public var completeEvent: HUCompleteEvent {
     get {
-      if case .completeEvent(let v)? = body {return v}
+      if case .completeEvent(let v)? = _storage._body {return v}
       return HUCompleteEvent()
     }
-    set {body = .completeEvent(newValue)}
+    set {_uniqueStorage()._body = .completeEvent(newValue)}
   }
 
   public var appClosed: HUAppClosed {
     get {
-      if case .appClosed(let v)? = body {return v}
+      if case .appClosed(let v)? = _storage._body {return v}
       return HUAppClosed()
     }
-    set {body = .appClosed(newValue)}
+    set {_uniqueStorage()._body = .appClosed(newValue)}
   }
 
   /// Car -> phone.
   public var sceneConnected: HUSceneConnected {
     get {
-      if case .sceneConnected(let v)? = body {return v}
+      if case .sceneConnected(let v)? = _storage._body {return v}
       return HUSceneConnected()
     }
-    set {body = .sceneConnected(newValue)}
+    set {_uniqueStorage()._body = .sceneConnected(newValue)}
   }
 
   public var sceneDisconnected: HUSceneDisconnected {
     get {
-      if case .sceneDisconnected(let v)? = body {return v}
+      if case .sceneDisconnected(let v)? = _storage._body {return v}
       return HUSceneDisconnected()
     }
-    set {body = .sceneDisconnected(newValue)}
+    set {_uniqueStorage()._body = .sceneDisconnected(newValue)}
   }
 
   public var appEvent: HUAppEvent {
     get {
-      if case .appEvent(let v)? = body {return v}
+      if case .appEvent(let v)? = _storage._body {return v}
       return HUAppEvent()
     }
-    set {body = .appEvent(newValue)}
+    set {_uniqueStorage()._body = .appEvent(newValue)}
   }
 
   public var sessionConfiguration: HUSessionConfiguration {
     get {
-      if case .sessionConfiguration(let v)? = body {return v}
+      if case .sessionConfiguration(let v)? = _storage._body {return v}
       return HUSessionConfiguration()
     }
-    set {body = .sessionConfiguration(newValue)}
+    set {_uniqueStorage()._body = .sessionConfiguration(newValue)}
   }
 
   /// HMI -> car.
   public var launchApp: HULaunchApp {
     get {
-      if case .launchApp(let v)? = body {return v}
+      if case .launchApp(let v)? = _storage._body {return v}
       return HULaunchApp()
     }
-    set {body = .launchApp(newValue)}
+    set {_uniqueStorage()._body = .launchApp(newValue)}
   }
 
   public var hmiInput: HUHmiInput {
     get {
-      if case .hmiInput(let v)? = body {return v}
+      if case .hmiInput(let v)? = _storage._body {return v}
       return HUHmiInput()
     }
-    set {body = .hmiInput(newValue)}
+    set {_uniqueStorage()._body = .hmiInput(newValue)}
   }
 
   public var setVehicleState: HUSetVehicleState {
     get {
-      if case .setVehicleState(let v)? = body {return v}
+      if case .setVehicleState(let v)? = _storage._body {return v}
       return HUSetVehicleState()
     }
-    set {body = .setVehicleState(newValue)}
+    set {_uniqueStorage()._body = .setVehicleState(newValue)}
   }
 
   public var getStatus: HUGetStatus {
     get {
-      if case .getStatus(let v)? = body {return v}
+      if case .getStatus(let v)? = _storage._body {return v}
       return HUGetStatus()
     }
-    set {body = .getStatus(newValue)}
+    set {_uniqueStorage()._body = .getStatus(newValue)}
   }
 
   public var closeApp: HUCloseApp {
     get {
-      if case .closeApp(let v)? = body {return v}
+      if case .closeApp(let v)? = _storage._body {return v}
       return HUCloseApp()
     }
-    set {body = .closeApp(newValue)}
+    set {_uniqueStorage()._body = .closeApp(newValue)}
   }
 
   /// Car -> HMI.
   public var homeScreen: HUHomeScreen {
     get {
-      if case .homeScreen(let v)? = body {return v}
+      if case .homeScreen(let v)? = _storage._body {return v}
       return HUHomeScreen()
     }
-    set {body = .homeScreen(newValue)}
+    set {_uniqueStorage()._body = .homeScreen(newValue)}
   }
 
   public var screenUpdate: HUScreenUpdate {
     get {
-      if case .screenUpdate(let v)? = body {return v}
+      if case .screenUpdate(let v)? = _storage._body {return v}
       return HUScreenUpdate()
     }
-    set {body = .screenUpdate(newValue)}
+    set {_uniqueStorage()._body = .screenUpdate(newValue)}
   }
 
   /// External Accessory sessions (accessory.proto, PROTOCOL.md section 18).
   public var serveProtocols: HUServeProtocols {
     get {
-      if case .serveProtocols(let v)? = body {return v}
+      if case .serveProtocols(let v)? = _storage._body {return v}
       return HUServeProtocols()
     }
-    set {body = .serveProtocols(newValue)}
+    set {_uniqueStorage()._body = .serveProtocols(newValue)}
   }
 
   /// car -> phone
   public var accessoryAvailability: HUAccessoryAvailability {
     get {
-      if case .accessoryAvailability(let v)? = body {return v}
+      if case .accessoryAvailability(let v)? = _storage._body {return v}
       return HUAccessoryAvailability()
     }
-    set {body = .accessoryAvailability(newValue)}
+    set {_uniqueStorage()._body = .accessoryAvailability(newValue)}
   }
 
   /// phone -> car
   public var openSession: HUOpenSession {
     get {
-      if case .openSession(let v)? = body {return v}
+      if case .openSession(let v)? = _storage._body {return v}
       return HUOpenSession()
     }
-    set {body = .openSession(newValue)}
+    set {_uniqueStorage()._body = .openSession(newValue)}
   }
 
   /// car -> accessory
   public var sessionRequested: HUSessionRequested {
     get {
-      if case .sessionRequested(let v)? = body {return v}
+      if case .sessionRequested(let v)? = _storage._body {return v}
       return HUSessionRequested()
     }
-    set {body = .sessionRequested(newValue)}
+    set {_uniqueStorage()._body = .sessionRequested(newValue)}
   }
 
   /// accessory -> car
   public var answerSession: HUAnswerSession {
     get {
-      if case .answerSession(let v)? = body {return v}
+      if case .answerSession(let v)? = _storage._body {return v}
       return HUAnswerSession()
     }
-    set {body = .answerSession(newValue)}
+    set {_uniqueStorage()._body = .answerSession(newValue)}
   }
 
   /// car -> phone
   public var sessionOpened: HUSessionOpened {
     get {
-      if case .sessionOpened(let v)? = body {return v}
+      if case .sessionOpened(let v)? = _storage._body {return v}
       return HUSessionOpened()
     }
-    set {body = .sessionOpened(newValue)}
+    set {_uniqueStorage()._body = .sessionOpened(newValue)}
   }
 
   /// phone or accessory -> car
   public var closeSession: HUCloseSession {
     get {
-      if case .closeSession(let v)? = body {return v}
+      if case .closeSession(let v)? = _storage._body {return v}
       return HUCloseSession()
     }
-    set {body = .closeSession(newValue)}
+    set {_uniqueStorage()._body = .closeSession(newValue)}
   }
 
   /// car -> phone and accessory
   public var sessionClosed: HUSessionClosed {
     get {
-      if case .sessionClosed(let v)? = body {return v}
+      if case .sessionClosed(let v)? = _storage._body {return v}
       return HUSessionClosed()
     }
-    set {body = .sessionClosed(newValue)}
+    set {_uniqueStorage()._body = .sessionClosed(newValue)}
   }
 
   /// phone or accessory -> car (one-way)
   public var sessionCredit: HUSessionCredit {
     get {
-      if case .sessionCredit(let v)? = body {return v}
+      if case .sessionCredit(let v)? = _storage._body {return v}
       return HUSessionCredit()
     }
-    set {body = .sessionCredit(newValue)}
+    set {_uniqueStorage()._body = .sessionCredit(newValue)}
   }
 
   /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 19).
   public var navigationRequest: HUNavigationRequest {
     get {
-      if case .navigationRequest(let v)? = body {return v}
+      if case .navigationRequest(let v)? = _storage._body {return v}
       return HUNavigationRequest()
     }
-    set {body = .navigationRequest(newValue)}
+    set {_uniqueStorage()._body = .navigationRequest(newValue)}
   }
 
   /// car -> phone
   public var navigationEvent: HUNavigationEvent {
     get {
-      if case .navigationEvent(let v)? = body {return v}
+      if case .navigationEvent(let v)? = _storage._body {return v}
       return HUNavigationEvent()
     }
-    set {body = .navigationEvent(newValue)}
+    set {_uniqueStorage()._body = .navigationEvent(newValue)}
   }
 
   /// HMI -> car
   public var navigationInput: HUNavigationInput {
     get {
-      if case .navigationInput(let v)? = body {return v}
+      if case .navigationInput(let v)? = _storage._body {return v}
       return HUNavigationInput()
     }
-    set {body = .navigationInput(newValue)}
+    set {_uniqueStorage()._body = .navigationInput(newValue)}
   }
 
   /// cluster, HMI -> car
   public var subscribeMetadata: HUSubscribeMetadata {
     get {
-      if case .subscribeMetadata(let v)? = body {return v}
+      if case .subscribeMetadata(let v)? = _storage._body {return v}
       return HUSubscribeMetadata()
     }
-    set {body = .subscribeMetadata(newValue)}
+    set {_uniqueStorage()._body = .subscribeMetadata(newValue)}
   }
 
   /// car -> subscribers
   public var metadataUpdate: HUMetadataUpdate {
     get {
-      if case .metadataUpdate(let v)? = body {return v}
+      if case .metadataUpdate(let v)? = _storage._body {return v}
       return HUMetadataUpdate()
     }
-    set {body = .metadataUpdate(newValue)}
+    set {_uniqueStorage()._body = .metadataUpdate(newValue)}
   }
 
   /// cluster -> car
   public var clusterInput: HUClusterInput {
     get {
-      if case .clusterInput(let v)? = body {return v}
+      if case .clusterInput(let v)? = _storage._body {return v}
       return HUClusterInput()
     }
-    set {body = .clusterInput(newValue)}
+    set {_uniqueStorage()._body = .clusterInput(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -446,6 +452,8 @@ public nonisolated struct HUEnvelope: Sendable {
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HUHello: Sendable {
@@ -533,6 +541,22 @@ public nonisolated struct HULimits: Sendable {
 
   /// Non-fatal protocol errors tolerated per second before the peer is cut off.
   public var maxErrorsPerSecond: UInt32 = 0
+
+  /// Requests (MESSAGE and PING frames) served per second, sustained; a burst of
+  /// as many is allowed. 0: no limit. Over it: Result{TOO_MANY_REQUESTS}.
+  public var maxRequestsPerSecond: UInt32 = 0
+
+  /// Longest string (UTF-8 bytes) in any message a peer sends.
+  public var maxStringBytes: UInt32 = 0
+
+  /// Largest bytes field (a PNG image) in any message a peer sends.
+  public var maxImageBytes: UInt32 = 0
+
+  /// Most repeated-field elements (items, sections, buttons, apps...) in one message, nested ones included.
+  public var maxMessageElements: UInt32 = 0
+
+  /// A phone whose apps are not accepted this long after Welcome is closed (ANNOUNCE_TIMEOUT). 0: never.
+  public var announceTimeoutMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -775,613 +799,651 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0")
 
+  fileprivate class _StorageClass {
+    var _requestID: UInt32 = 0
+    var _body: HUEnvelope.OneOf_Body?
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _requestID = source._requestID
+      _body = source._body
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.requestID) }()
-      case 2: try {
-        var v: HUHello?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .hello(let m) = current {v = m}
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._requestID) }()
+        case 2: try {
+          var v: HUHello?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .hello(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .hello(v)
+          }
+        }()
+        case 3: try {
+          var v: HUWelcome?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .welcome(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .welcome(v)
+          }
+        }()
+        case 4: try {
+          var v: HUGoodbye?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .goodbye(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .goodbye(v)
+          }
+        }()
+        case 5: try {
+          var v: HUResult?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .result(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .result(v)
+          }
+        }()
+        case 10: try {
+          var v: HUAnnounceApps?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .announceApps(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .announceApps(v)
+          }
+        }()
+        case 11: try {
+          var v: HUTemplateRequest?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .templateRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .templateRequest(v)
+          }
+        }()
+        case 12: try {
+          var v: HUCompleteEvent?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .completeEvent(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .completeEvent(v)
+          }
+        }()
+        case 13: try {
+          var v: HUAppClosed?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .appClosed(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .appClosed(v)
+          }
+        }()
+        case 20: try {
+          var v: HUSceneConnected?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .sceneConnected(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .sceneConnected(v)
+          }
+        }()
+        case 21: try {
+          var v: HUSceneDisconnected?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .sceneDisconnected(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .sceneDisconnected(v)
+          }
+        }()
+        case 22: try {
+          var v: HUAppEvent?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .appEvent(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .appEvent(v)
+          }
+        }()
+        case 23: try {
+          var v: HUSessionConfiguration?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .sessionConfiguration(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .sessionConfiguration(v)
+          }
+        }()
+        case 30: try {
+          var v: HULaunchApp?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .launchApp(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .launchApp(v)
+          }
+        }()
+        case 31: try {
+          var v: HUHmiInput?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .hmiInput(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .hmiInput(v)
+          }
+        }()
+        case 32: try {
+          var v: HUSetVehicleState?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .setVehicleState(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .setVehicleState(v)
+          }
+        }()
+        case 33: try {
+          var v: HUGetStatus?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getStatus(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getStatus(v)
+          }
+        }()
+        case 34: try {
+          var v: HUCloseApp?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .closeApp(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .closeApp(v)
+          }
+        }()
+        case 40: try {
+          var v: HUHomeScreen?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .homeScreen(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .homeScreen(v)
+          }
+        }()
+        case 41: try {
+          var v: HUScreenUpdate?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .screenUpdate(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .screenUpdate(v)
+          }
+        }()
+        case 60: try {
+          var v: HUNavigationRequest?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .navigationRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .navigationRequest(v)
+          }
+        }()
+        case 61: try {
+          var v: HUNavigationEvent?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .navigationEvent(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .navigationEvent(v)
+          }
+        }()
+        case 62: try {
+          var v: HUNavigationInput?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .navigationInput(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .navigationInput(v)
+          }
+        }()
+        case 63: try {
+          var v: HUSubscribeMetadata?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .subscribeMetadata(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .subscribeMetadata(v)
+          }
+        }()
+        case 64: try {
+          var v: HUMetadataUpdate?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .metadataUpdate(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .metadataUpdate(v)
+          }
+        }()
+        case 65: try {
+          var v: HUClusterInput?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .clusterInput(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .clusterInput(v)
+          }
+        }()
+        case 80: try {
+          var v: HUServeProtocols?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .serveProtocols(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .serveProtocols(v)
+          }
+        }()
+        case 81: try {
+          var v: HUAccessoryAvailability?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .accessoryAvailability(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .accessoryAvailability(v)
+          }
+        }()
+        case 82: try {
+          var v: HUOpenSession?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .openSession(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .openSession(v)
+          }
+        }()
+        case 83: try {
+          var v: HUSessionRequested?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .sessionRequested(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .sessionRequested(v)
+          }
+        }()
+        case 84: try {
+          var v: HUAnswerSession?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .answerSession(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .answerSession(v)
+          }
+        }()
+        case 85: try {
+          var v: HUSessionOpened?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .sessionOpened(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .sessionOpened(v)
+          }
+        }()
+        case 86: try {
+          var v: HUCloseSession?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .closeSession(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .closeSession(v)
+          }
+        }()
+        case 87: try {
+          var v: HUSessionClosed?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .sessionClosed(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .sessionClosed(v)
+          }
+        }()
+        case 88: try {
+          var v: HUSessionCredit?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .sessionCredit(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .sessionCredit(v)
+          }
+        }()
+        default: break
         }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .hello(v)
-        }
-      }()
-      case 3: try {
-        var v: HUWelcome?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .welcome(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .welcome(v)
-        }
-      }()
-      case 4: try {
-        var v: HUGoodbye?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .goodbye(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .goodbye(v)
-        }
-      }()
-      case 5: try {
-        var v: HUResult?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .result(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .result(v)
-        }
-      }()
-      case 10: try {
-        var v: HUAnnounceApps?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .announceApps(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .announceApps(v)
-        }
-      }()
-      case 11: try {
-        var v: HUTemplateRequest?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .templateRequest(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .templateRequest(v)
-        }
-      }()
-      case 12: try {
-        var v: HUCompleteEvent?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .completeEvent(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .completeEvent(v)
-        }
-      }()
-      case 13: try {
-        var v: HUAppClosed?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .appClosed(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .appClosed(v)
-        }
-      }()
-      case 20: try {
-        var v: HUSceneConnected?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .sceneConnected(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .sceneConnected(v)
-        }
-      }()
-      case 21: try {
-        var v: HUSceneDisconnected?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .sceneDisconnected(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .sceneDisconnected(v)
-        }
-      }()
-      case 22: try {
-        var v: HUAppEvent?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .appEvent(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .appEvent(v)
-        }
-      }()
-      case 23: try {
-        var v: HUSessionConfiguration?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .sessionConfiguration(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .sessionConfiguration(v)
-        }
-      }()
-      case 30: try {
-        var v: HULaunchApp?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .launchApp(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .launchApp(v)
-        }
-      }()
-      case 31: try {
-        var v: HUHmiInput?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .hmiInput(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .hmiInput(v)
-        }
-      }()
-      case 32: try {
-        var v: HUSetVehicleState?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .setVehicleState(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .setVehicleState(v)
-        }
-      }()
-      case 33: try {
-        var v: HUGetStatus?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getStatus(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getStatus(v)
-        }
-      }()
-      case 34: try {
-        var v: HUCloseApp?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .closeApp(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .closeApp(v)
-        }
-      }()
-      case 40: try {
-        var v: HUHomeScreen?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .homeScreen(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .homeScreen(v)
-        }
-      }()
-      case 41: try {
-        var v: HUScreenUpdate?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .screenUpdate(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .screenUpdate(v)
-        }
-      }()
-      case 60: try {
-        var v: HUNavigationRequest?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .navigationRequest(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .navigationRequest(v)
-        }
-      }()
-      case 61: try {
-        var v: HUNavigationEvent?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .navigationEvent(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .navigationEvent(v)
-        }
-      }()
-      case 62: try {
-        var v: HUNavigationInput?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .navigationInput(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .navigationInput(v)
-        }
-      }()
-      case 63: try {
-        var v: HUSubscribeMetadata?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .subscribeMetadata(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .subscribeMetadata(v)
-        }
-      }()
-      case 64: try {
-        var v: HUMetadataUpdate?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .metadataUpdate(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .metadataUpdate(v)
-        }
-      }()
-      case 65: try {
-        var v: HUClusterInput?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .clusterInput(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .clusterInput(v)
-        }
-      }()
-      case 80: try {
-        var v: HUServeProtocols?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .serveProtocols(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .serveProtocols(v)
-        }
-      }()
-      case 81: try {
-        var v: HUAccessoryAvailability?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .accessoryAvailability(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .accessoryAvailability(v)
-        }
-      }()
-      case 82: try {
-        var v: HUOpenSession?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .openSession(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .openSession(v)
-        }
-      }()
-      case 83: try {
-        var v: HUSessionRequested?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .sessionRequested(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .sessionRequested(v)
-        }
-      }()
-      case 84: try {
-        var v: HUAnswerSession?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .answerSession(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .answerSession(v)
-        }
-      }()
-      case 85: try {
-        var v: HUSessionOpened?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .sessionOpened(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .sessionOpened(v)
-        }
-      }()
-      case 86: try {
-        var v: HUCloseSession?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .closeSession(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .closeSession(v)
-        }
-      }()
-      case 87: try {
-        var v: HUSessionClosed?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .sessionClosed(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .sessionClosed(v)
-        }
-      }()
-      case 88: try {
-        var v: HUSessionCredit?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .sessionCredit(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .sessionCredit(v)
-        }
-      }()
-      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.requestID != 0 {
-      try visitor.visitSingularUInt32Field(value: self.requestID, fieldNumber: 1)
-    }
-    switch self.body {
-    case .hello?: try {
-      guard case .hello(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    }()
-    case .welcome?: try {
-      guard case .welcome(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-    }()
-    case .goodbye?: try {
-      guard case .goodbye(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-    }()
-    case .result?: try {
-      guard case .result(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    }()
-    case .announceApps?: try {
-      guard case .announceApps(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    }()
-    case .templateRequest?: try {
-      guard case .templateRequest(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-    }()
-    case .completeEvent?: try {
-      guard case .completeEvent(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-    }()
-    case .appClosed?: try {
-      guard case .appClosed(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-    }()
-    case .sceneConnected?: try {
-      guard case .sceneConnected(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
-    }()
-    case .sceneDisconnected?: try {
-      guard case .sceneDisconnected(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
-    }()
-    case .appEvent?: try {
-      guard case .appEvent(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
-    }()
-    case .sessionConfiguration?: try {
-      guard case .sessionConfiguration(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
-    }()
-    case .launchApp?: try {
-      guard case .launchApp(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
-    }()
-    case .hmiInput?: try {
-      guard case .hmiInput(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
-    }()
-    case .setVehicleState?: try {
-      guard case .setVehicleState(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
-    }()
-    case .getStatus?: try {
-      guard case .getStatus(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
-    }()
-    case .closeApp?: try {
-      guard case .closeApp(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
-    }()
-    case .homeScreen?: try {
-      guard case .homeScreen(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
-    }()
-    case .screenUpdate?: try {
-      guard case .screenUpdate(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
-    }()
-    case .navigationRequest?: try {
-      guard case .navigationRequest(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
-    }()
-    case .navigationEvent?: try {
-      guard case .navigationEvent(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
-    }()
-    case .navigationInput?: try {
-      guard case .navigationInput(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
-    }()
-    case .subscribeMetadata?: try {
-      guard case .subscribeMetadata(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
-    }()
-    case .metadataUpdate?: try {
-      guard case .metadataUpdate(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
-    }()
-    case .clusterInput?: try {
-      guard case .clusterInput(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
-    }()
-    case .serveProtocols?: try {
-      guard case .serveProtocols(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
-    }()
-    case .accessoryAvailability?: try {
-      guard case .accessoryAvailability(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
-    }()
-    case .openSession?: try {
-      guard case .openSession(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
-    }()
-    case .sessionRequested?: try {
-      guard case .sessionRequested(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
-    }()
-    case .answerSession?: try {
-      guard case .answerSession(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
-    }()
-    case .sessionOpened?: try {
-      guard case .sessionOpened(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 85)
-    }()
-    case .closeSession?: try {
-      guard case .closeSession(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 86)
-    }()
-    case .sessionClosed?: try {
-      guard case .sessionClosed(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 87)
-    }()
-    case .sessionCredit?: try {
-      guard case .sessionCredit(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
-    }()
-    case nil: break
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._requestID != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._requestID, fieldNumber: 1)
+      }
+      switch _storage._body {
+      case .hello?: try {
+        guard case .hello(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      }()
+      case .welcome?: try {
+        guard case .welcome(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      }()
+      case .goodbye?: try {
+        guard case .goodbye(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+      }()
+      case .result?: try {
+        guard case .result(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      }()
+      case .announceApps?: try {
+        guard case .announceApps(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      }()
+      case .templateRequest?: try {
+        guard case .templateRequest(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      }()
+      case .completeEvent?: try {
+        guard case .completeEvent(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      }()
+      case .appClosed?: try {
+        guard case .appClosed(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      }()
+      case .sceneConnected?: try {
+        guard case .sceneConnected(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      }()
+      case .sceneDisconnected?: try {
+        guard case .sceneDisconnected(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      }()
+      case .appEvent?: try {
+        guard case .appEvent(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+      }()
+      case .sessionConfiguration?: try {
+        guard case .sessionConfiguration(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+      }()
+      case .launchApp?: try {
+        guard case .launchApp(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
+      }()
+      case .hmiInput?: try {
+        guard case .hmiInput(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
+      }()
+      case .setVehicleState?: try {
+        guard case .setVehicleState(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
+      }()
+      case .getStatus?: try {
+        guard case .getStatus(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+      }()
+      case .closeApp?: try {
+        guard case .closeApp(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
+      }()
+      case .homeScreen?: try {
+        guard case .homeScreen(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+      }()
+      case .screenUpdate?: try {
+        guard case .screenUpdate(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+      }()
+      case .navigationRequest?: try {
+        guard case .navigationRequest(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+      }()
+      case .navigationEvent?: try {
+        guard case .navigationEvent(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+      }()
+      case .navigationInput?: try {
+        guard case .navigationInput(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+      }()
+      case .subscribeMetadata?: try {
+        guard case .subscribeMetadata(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+      }()
+      case .metadataUpdate?: try {
+        guard case .metadataUpdate(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+      }()
+      case .clusterInput?: try {
+        guard case .clusterInput(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
+      }()
+      case .serveProtocols?: try {
+        guard case .serveProtocols(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
+      }()
+      case .accessoryAvailability?: try {
+        guard case .accessoryAvailability(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
+      }()
+      case .openSession?: try {
+        guard case .openSession(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
+      }()
+      case .sessionRequested?: try {
+        guard case .sessionRequested(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
+      }()
+      case .answerSession?: try {
+        guard case .answerSession(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
+      }()
+      case .sessionOpened?: try {
+        guard case .sessionOpened(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 85)
+      }()
+      case .closeSession?: try {
+        guard case .closeSession(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 86)
+      }()
+      case .sessionClosed?: try {
+        guard case .sessionClosed(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 87)
+      }()
+      case .sessionCredit?: try {
+        guard case .sessionCredit(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
+      }()
+      case nil: break
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUEnvelope, rhs: HUEnvelope) -> Bool {
-    if lhs.requestID != rhs.requestID {return false}
-    if lhs.body != rhs.body {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._requestID != rhs_storage._requestID {return false}
+        if _storage._body != rhs_storage._body {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1503,7 +1565,7 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Limits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}announce_timeout_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1516,6 +1578,11 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatTimeoutMs) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.completionTimeoutMs) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.maxErrorsPerSecond) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxRequestsPerSecond) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.maxStringBytes) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.maxImageBytes) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.maxMessageElements) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.announceTimeoutMs) }()
       default: break
       }
     }
@@ -1537,6 +1604,21 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     if self.maxErrorsPerSecond != 0 {
       try visitor.visitSingularUInt32Field(value: self.maxErrorsPerSecond, fieldNumber: 5)
     }
+    if self.maxRequestsPerSecond != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxRequestsPerSecond, fieldNumber: 6)
+    }
+    if self.maxStringBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxStringBytes, fieldNumber: 7)
+    }
+    if self.maxImageBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxImageBytes, fieldNumber: 8)
+    }
+    if self.maxMessageElements != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxMessageElements, fieldNumber: 9)
+    }
+    if self.announceTimeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.announceTimeoutMs, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1546,6 +1628,11 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     if lhs.heartbeatTimeoutMs != rhs.heartbeatTimeoutMs {return false}
     if lhs.completionTimeoutMs != rhs.completionTimeoutMs {return false}
     if lhs.maxErrorsPerSecond != rhs.maxErrorsPerSecond {return false}
+    if lhs.maxRequestsPerSecond != rhs.maxRequestsPerSecond {return false}
+    if lhs.maxStringBytes != rhs.maxStringBytes {return false}
+    if lhs.maxImageBytes != rhs.maxImageBytes {return false}
+    if lhs.maxMessageElements != rhs.maxMessageElements {return false}
+    if lhs.announceTimeoutMs != rhs.announceTimeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
