@@ -58,6 +58,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
     private struct Pending {
         var continuation: CheckedContinuation<HUEnvelope, Error>
         var deadline: NIODeadline
+        /// Runs on the loop when the answer arrives, before any later frame is handled.
+        var onAnswer: ((HUEnvelope) -> Void)?
     }
 
     init(eventLoop: EventLoop, configuration: Configuration) {
@@ -162,6 +164,25 @@ public final class HeadUnitConnection: @unchecked Sendable {
         return result
     }
 
+    /// Like `request`, and `onAnswer` runs on the event loop with the Result
+    /// as it arrives, before any frame that follows it is handled (for state
+    /// the following events depend on).
+    @discardableResult
+    public func request(_ body: HUEnvelope.OneOf_Body, onAnswer: @escaping (HUResult) -> Void) async throws -> HUResult {
+        let answer = try await roundTrip(body) { envelope in
+            if case .result(let result)? = envelope.body, result.code == .ok { onAnswer(result) }
+        }
+        switch answer.body {
+        case .result(let result):
+            guard result.code == .ok else { throw HeadUnitError(result: result) }
+            return result
+        case .goodbye(let goodbye):
+            throw HeadUnitError(goodbye: goodbye)
+        default:
+            throw HeadUnitError(code: .unknownMessage, message: "expected a Result, got \(answer)", origin: .unexpectedAnswer)
+        }
+    }
+
     /// Sends a request and returns its Result whatever the code; throws only
     /// when the connection fails or the answer is not a Result.
     public func resultOf(_ body: HUEnvelope.OneOf_Body) async throws -> HUResult {
@@ -177,12 +198,12 @@ public final class HeadUnitConnection: @unchecked Sendable {
     }
 
     /// Sends a request and returns the whole answer envelope.
-    public func roundTrip(_ body: HUEnvelope.OneOf_Body) async throws -> HUEnvelope {
+    public func roundTrip(_ body: HUEnvelope.OneOf_Body, onAnswer: ((HUEnvelope) -> Void)? = nil) async throws -> HUEnvelope {
         try await withCheckedThrowingContinuation { continuation in
             if eventLoop.inEventLoop {
-                startRequest(body, continuation)
+                startRequest(body, continuation, onAnswer)
             } else {
-                eventLoop.execute { self.startRequest(body, continuation) }
+                eventLoop.execute { self.startRequest(body, continuation, onAnswer) }
             }
         }
     }
@@ -196,7 +217,9 @@ public final class HeadUnitConnection: @unchecked Sendable {
         }
     }
 
-    private func startRequest(_ body: HUEnvelope.OneOf_Body, _ continuation: CheckedContinuation<HUEnvelope, Error>) {
+    private func startRequest(
+        _ body: HUEnvelope.OneOf_Body, _ continuation: CheckedContinuation<HUEnvelope, Error>, _ onAnswer: ((HUEnvelope) -> Void)? = nil
+    ) {
         if isClosed {
             continuation.resume(throwing: closeReason ?? Self.closedError)
             return
@@ -204,7 +227,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
         let id = nextRequestID
         // Wraps after 4 billion requests, skipping 0 (reserved for events).
         nextRequestID = nextRequestID == .max ? 1 : nextRequestID + 1
-        pending[id] = Pending(continuation: continuation, deadline: .now() + configuration.requestTimeout)
+        pending[id] = Pending(continuation: continuation, deadline: .now() + configuration.requestTimeout, onAnswer: onAnswer)
         var envelope = HUEnvelope()
         envelope.requestID = id
         envelope.body = body
@@ -233,6 +256,13 @@ public final class HeadUnitConnection: @unchecked Sendable {
     }
 
     // MARK: closing
+
+    /// Closes the socket without a Goodbye, as a lost network would (the
+    /// daemon keeps a phone's session for resumption, PROTOCOL.md section 21).
+    public func drop() async {
+        let channel: Channel? = try? await eventLoop.submit { self.channel }.get()
+        try? await channel?.close()
+    }
 
     /// Says Goodbye and closes. Pending requests fail with `.connectionClosed`.
     public func close(reason: String = "client closing") async {
@@ -267,6 +297,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     fileprivate func received(_ envelope: HUEnvelope) {
         if envelope.requestID != 0, let entry = pending.removeValue(forKey: envelope.requestID) {
+            entry.onAnswer?(envelope)
             entry.continuation.resume(returning: envelope)
             return
         }

@@ -47,6 +47,7 @@ public final class PhoneSession: @unchecked Sendable {
 
     // ---- loop-confined
     private var apps: [String: CarApp] = [:]
+    private var token = ""
 
     private init(connection: HeadUnitConnection, deviceName: String) {
         self.connection = connection
@@ -87,14 +88,62 @@ public final class PhoneSession: @unchecked Sendable {
         announce.apps = apps
         let result = try await connection.request(.announceApps(announce))
         var decisions: [HUAppDecision] = []
-        if case .appDecisions(let list)? = result.detail { decisions = list.decisions }
+        var token = ""
+        if case .appDecisions(let list)? = result.detail {
+            decisions = list.decisions
+            token = list.resumptionToken
+        }
         await connection.onLoopAsync {
+            self.token = token
             for info in apps {
                 let decision = decisions.first { $0.appID == info.appID } ?? HUAppDecision()
                 self.apps[info.appID] = CarApp(info: info, decision: decision, session: self)
             }
         }
         return decisions
+    }
+
+    /// The token that resumes this phone's session on a new connection if
+    /// this one is lost (PROTOCOL.md section 21); empty before `announce`.
+    public var resumptionToken: String {
+        get async { await connection.onLoopAsync { self.token } }
+    }
+
+    /// Continues a lost session on this new connection instead of announcing:
+    /// `token` is the lost session's `resumptionToken`, `apps` what it had
+    /// announced. The apps and their connected scenes are rebound (no
+    /// `sceneConnected` events for them); what the car kept for the phone
+    /// meanwhile follows as ordinary events. Throws RESUME_REFUSED when the
+    /// session is gone: announce afresh then.
+    @discardableResult
+    public func resume(token: String, apps: [HUAppInfo]) async throws -> HUResumed {
+        var resume = HUResumeSession()
+        resume.resumptionToken = token
+        // The replay follows the answer on the loop: rebind before handling it.
+        let result = try await connection.request(.resumeSession(resume)) { [weak self] result in
+            guard let self, case .resumed(let resumed)? = result.detail else { return }
+            self.rebind(resumed, apps: apps)
+        }
+        guard case .resumed(let resumed)? = result.detail else {
+            throw HeadUnitError(code: .unknownMessage, message: "ResumeSession was answered without Resumed", origin: .unexpectedAnswer)
+        }
+        return resumed
+    }
+
+    /// On the loop, before anything that followed the answer is handled.
+    private func rebind(_ resumed: HUResumed, apps infos: [HUAppInfo]) {
+        token = resumed.resumptionToken
+        for status in resumed.apps {
+            let info = infos.first { $0.appID == status.appID } ?? HUAppInfo.with { $0.appID = status.appID; $0.displayName = status.displayName }
+            var decision = HUAppDecision()
+            decision.appID = status.appID
+            decision.accepted = status.accepted
+            decision.category = status.category
+            apps[status.appID] = CarApp(info: info, decision: decision, session: self)
+        }
+        for scene in resumed.scenes {
+            apps[scene.appID]?.scenes[scene.sceneID] = InterfaceController(scene: scene, connection: connection)
+        }
     }
 
     public func app(_ appID: String) async -> CarApp? {

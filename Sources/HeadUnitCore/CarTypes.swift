@@ -13,11 +13,15 @@ public struct PeerInfo: Sendable, Equatable {
     public var role: HURole
     public var name: String
     public var transport: Transport
+    /// A phone's resumption token, secret and random (the server makes it):
+    /// handed to the phone when its apps are accepted (PROTOCOL.md section 21).
+    public var resumptionToken: String
 
-    public init(role: HURole, name: String, transport: Transport) {
+    public init(role: HURole, name: String, transport: Transport, resumptionToken: String = "") {
         self.role = role
         self.name = name
         self.transport = transport
+        self.resumptionToken = resumptionToken
     }
 }
 
@@ -57,6 +61,8 @@ public enum CarTimer: Hashable, Sendable {
     case navigationPrompt(serial: UInt64)
     /// A phone that joined must have its apps accepted within the announce timeout.
     case announce(peer: PeerID)
+    /// A lost phone's grace period ran out: its apps end (PROTOCOL.md section 21).
+    case resumeGrace(serial: UInt64)
 }
 
 /// Everything the car is configured with.
@@ -69,11 +75,14 @@ public struct CarConfiguration: Sendable {
     public var announceTimeoutMilliseconds: UInt64
     /// Apps one phone may have announced in all (LIMIT_EXCEEDED `announce.apps`).
     public var maxApps: Int
+    /// How long a lost phone's apps are kept for it to resume.
+    public var resumeGraceMilliseconds: UInt64
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,
-        announceTimeoutMilliseconds: UInt64 = 10_000, maxApps: Int = 64
+        announceTimeoutMilliseconds: UInt64 = 10_000, maxApps: Int = 64, resumeGraceMilliseconds: UInt64 = 30_000
     ) {
+        self.resumeGraceMilliseconds = resumeGraceMilliseconds
         self.vehicle = vehicle
         self.entitlements = entitlements
         self.completionTimeoutMilliseconds = completionTimeoutMilliseconds

@@ -87,12 +87,12 @@ final class CarHost: @unchecked Sendable {
     }
 
     /// The connection is gone; `joined` says whether the Car knew it.
-    func connectionClosed(_ peer: PeerID, joined: Bool) {
+    func connectionClosed(_ peer: PeerID, joined: Bool, departure: PeerDeparture) {
         connections[peer] = nil
         staleStreams[peer] = nil
         clusterHub.remove(peer)
         if joined {
-            perform(car.peerLeft(peer))
+            perform(car.peerLeft(peer, departure: departure))
             checkStatus()
             // Not inside a read batch: what the Car told the others goes out now.
             flush()

@@ -17,6 +17,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private(set) var peerID: PeerID = 0
     private var joined = false
+    /// How the connection ended, for the Car: a phone lost without a Goodbye may resume.
+    private var departure = PeerDeparture.lost
     private var open = false
     private var needsFlush = false
     private var tick: Scheduled<Void>?
@@ -134,7 +136,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         logger.debug("disconnected", metadata: joined ? ["role": "\(machine.peer.map { RolePolicy.name(of: $0.role) } ?? "-")"] : [:])
         let wasJoined = joined
         joined = false
-        host.connectionClosed(peerID, joined: wasJoined)
+        host.connectionClosed(peerID, joined: wasJoined, departure: departure)
         context.fireChannelInactive()
     }
 
@@ -152,8 +154,9 @@ final class ConnectionHandler: ChannelInboundHandler {
             host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds())
         case .deliverData(let channel, let payload):
             host.deliverData(channel: channel, payload, from: peerID)
-        case .join(let info, let welcome):
+        case .join(var info, let welcome):
             joined = true
+            if info.role == .phone { info.resumptionToken = Self.makeResumptionToken() }
             logger.debug("peer joined", metadata: ["role": "\(RolePolicy.name(of: info.role))", "name": "\(info.name)", "transport": "\(info.transport.rawValue)"])
             send(welcome)
             rescheduleTickIfSooner()
@@ -167,6 +170,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         case .close(let code, let reason):
             closeWithGoodbye(code, reason)
         case .peerLeaving(let goodbye):
+            departure = .saidGoodbye
             logger.debug("peer said goodbye", metadata: ["code": "\(goodbye.code)", "reason": "\(goodbye.reason)"])
             forceClose()
         }
@@ -276,6 +280,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         open = false
         machine.closed()
         tick?.cancel()
+        if departure == .lost { departure = .cutOff(code) }
         logger.debug("closing", metadata: ["code": "\(code)", "reason": "\(reason)"])
         let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(code, reason), allocator: context.channel.allocator)
         needsFlush = false
@@ -295,6 +300,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     private func cutOffSlowConsumer(_ reason: String) {
         guard open, let context else { return }
         logger.notice("cutting off slow consumer", metadata: ["reason": "\(reason)"])
+        departure = .cutOff(.slowConsumer)
         open = false
         machine.closed()
         tick?.cancel()
@@ -310,13 +316,23 @@ final class ConnectionHandler: ChannelInboundHandler {
         if joined {
             joined = false
             let host = self.host, peer = peerID
-            channel.eventLoop.execute { host.connectionClosed(peer, joined: true) }
+            channel.eventLoop.execute { host.connectionClosed(peer, joined: true, departure: .cutOff(.slowConsumer)) }
         }
     }
 
     func shutdown(reason: String) {
         guard open else { return }
         perform(machine.shutdown(reason: reason))
+    }
+
+    /// 128 random bits from the system's CSPRNG (getrandom), as hex: a phone
+    /// proves with it that a new connection continues its lost session.
+    static func makeResumptionToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let word = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - word.count) + word
+        }.joined()
     }
 
     func forceClose() {

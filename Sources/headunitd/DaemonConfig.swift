@@ -53,6 +53,7 @@ enum DaemonConfig {
         config.limits.maxStringBytes = UInt32(limits.message.maxStringBytes)
         config.limits.maxImageBytes = UInt32(limits.message.maxImageBytes)
         config.limits.maxMessageElements = UInt32(limits.message.maxElements)
+        config.limits.resumeGraceMs = UInt32(limits.resumeGraceMilliseconds)
         config.limits.maxApps = UInt32(CarConfiguration(vehicle: .standard, entitlements: .acceptAll).maxApps)
         config.vehicle = .standard
         config.entitlements.allowed = EntitlementKey.all.sorted()

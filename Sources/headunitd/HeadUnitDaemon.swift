@@ -83,6 +83,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxImageBytes > 0 { limits.message.maxImageBytes = Int(fileLimits.maxImageBytes) }
         if fileLimits.maxMessageElements > 0 { limits.message.maxElements = Int(fileLimits.maxMessageElements) }
         if fileLimits.announceTimeoutMs > 0 { limits.announceTimeoutMilliseconds = UInt64(fileLimits.announceTimeoutMs) }
+        if fileLimits.resumeGraceMs > 0 { limits.resumeGraceMilliseconds = UInt64(fileLimits.resumeGraceMs) }
 
         let vehicle = file.hasVehicle ? file.vehicle : .standard
         let car = CarConfiguration(
@@ -90,7 +91,8 @@ struct HeadUnitDaemon: AsyncParsableCommand {
             entitlements: DaemonConfig.entitlementPolicy(file),
             completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds,
             announceTimeoutMilliseconds: limits.announceTimeoutMilliseconds,
-            maxApps: fileLimits.maxApps > 0 ? Int(fileLimits.maxApps) : 64
+            maxApps: fileLimits.maxApps > 0 ? Int(fileLimits.maxApps) : 64,
+            resumeGraceMilliseconds: limits.resumeGraceMilliseconds
         )
         let connection = ConnectionConfiguration(
             limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)

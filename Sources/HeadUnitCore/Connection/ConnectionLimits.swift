@@ -21,6 +21,8 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var message: MessageLimits
     /// A phone whose apps are not accepted this long after Welcome is closed; 0: never.
     public var announceTimeoutMilliseconds: UInt64
+    /// Announced in Welcome; the Car keeps a lost phone's apps this long (section 21).
+    public var resumeGraceMilliseconds: UInt64
 
     public static let defaultMaxPayloadBytes: UInt32 = 1 << 20
 
@@ -33,8 +35,10 @@ public struct ConnectionLimits: Sendable, Equatable {
         completionTimeoutMilliseconds: UInt64 = 10_000,
         maxRequestsPerSecond: UInt32 = 1000,
         message: MessageLimits = MessageLimits(),
-        announceTimeoutMilliseconds: UInt64 = 10_000
+        announceTimeoutMilliseconds: UInt64 = 10_000,
+        resumeGraceMilliseconds: UInt64 = 30_000
     ) {
+        self.resumeGraceMilliseconds = resumeGraceMilliseconds
         self.maxPayloadBytes = maxPayloadBytes
         self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
         self.heartbeatTimeoutMilliseconds = heartbeatTimeoutMilliseconds
@@ -59,6 +63,7 @@ public struct ConnectionLimits: Sendable, Equatable {
         limits.maxImageBytes = UInt32(clamping: message.maxImageBytes)
         limits.maxMessageElements = UInt32(clamping: message.maxElements)
         limits.announceTimeoutMs = UInt32(clamping: announceTimeoutMilliseconds)
+        limits.resumeGraceMs = UInt32(clamping: resumeGraceMilliseconds)
         return limits
     }
 }

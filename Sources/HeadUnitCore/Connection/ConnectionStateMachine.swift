@@ -265,7 +265,7 @@ public struct ConnectionStateMachine: Sendable {
         case .goodbye(let goodbye):
             state = .closing
             return .peerLeaving(goodbye)
-        case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed,
+        case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed, .resumeSession,
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
             .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,

@@ -199,6 +199,12 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxApps = newValue}
   }
 
+  /// default 30000: a lost phone's apps are kept this long (section 21)
+  public var resumeGraceMs: UInt32 {
+    get {_storage._resumeGraceMs}
+    set {_uniqueStorage()._resumeGraceMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -311,7 +317,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -332,6 +338,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxImageBytes: UInt32 = 0
     var _maxMessageElements: UInt32 = 0
     var _maxApps: UInt32 = 0
+    var _resumeGraceMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -360,6 +367,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxImageBytes = source._maxImageBytes
       _maxMessageElements = source._maxMessageElements
       _maxApps = source._maxApps
+      _resumeGraceMs = source._resumeGraceMs
     }
   }
 
@@ -396,6 +404,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 16: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxImageBytes) }()
         case 17: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxMessageElements) }()
         case 18: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxApps) }()
+        case 19: try { try decoder.decodeSingularUInt32Field(value: &_storage._resumeGraceMs) }()
         default: break
         }
       }
@@ -458,6 +467,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._maxApps != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxApps, fieldNumber: 18)
       }
+      if _storage._resumeGraceMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._resumeGraceMs, fieldNumber: 19)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -485,6 +497,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxImageBytes != rhs_storage._maxImageBytes {return false}
         if _storage._maxMessageElements != rhs_storage._maxMessageElements {return false}
         if _storage._maxApps != rhs_storage._maxApps {return false}
+        if _storage._resumeGraceMs != rhs_storage._resumeGraceMs {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -82,313 +82,316 @@ public nonisolated enum HURole: SwiftProtobuf.Enum, Swift.CaseIterable {
 }
 
 /// Every MESSAGE frame carries exactly one Envelope.
-public nonisolated struct HUEnvelope: @unchecked Sendable {
+public nonisolated struct HUEnvelope: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// Non-zero on a request that wants an answer; the answer echoes it.
   /// Zero on events and notifications.
-  public var requestID: UInt32 {
-    get {_storage._requestID}
-    set {_uniqueStorage()._requestID = newValue}
-  }
+  public var requestID: UInt32 = 0
 
-  public var body: OneOf_Body? {
-    get {return _storage._body}
-    set {_uniqueStorage()._body = newValue}
-  }
+  public var body: HUEnvelope.OneOf_Body? = nil
 
   /// Handshake and connection control (any role).
   public var hello: HUHello {
     get {
-      if case .hello(let v)? = _storage._body {return v}
+      if case .hello(let v)? = body {return v}
       return HUHello()
     }
-    set {_uniqueStorage()._body = .hello(newValue)}
+    set {body = .hello(newValue)}
   }
 
   public var welcome: HUWelcome {
     get {
-      if case .welcome(let v)? = _storage._body {return v}
+      if case .welcome(let v)? = body {return v}
       return HUWelcome()
     }
-    set {_uniqueStorage()._body = .welcome(newValue)}
+    set {body = .welcome(newValue)}
   }
 
   public var goodbye: HUGoodbye {
     get {
-      if case .goodbye(let v)? = _storage._body {return v}
+      if case .goodbye(let v)? = body {return v}
       return HUGoodbye()
     }
-    set {_uniqueStorage()._body = .goodbye(newValue)}
+    set {body = .goodbye(newValue)}
   }
 
   public var result: HUResult {
     get {
-      if case .result(let v)? = _storage._body {return v}
+      if case .result(let v)? = body {return v}
       return HUResult()
     }
-    set {_uniqueStorage()._body = .result(newValue)}
+    set {body = .result(newValue)}
   }
 
   /// Phone -> car.
   public var announceApps: HUAnnounceApps {
     get {
-      if case .announceApps(let v)? = _storage._body {return v}
+      if case .announceApps(let v)? = body {return v}
       return HUAnnounceApps()
     }
-    set {_uniqueStorage()._body = .announceApps(newValue)}
+    set {body = .announceApps(newValue)}
   }
 
   public var templateRequest: HUTemplateRequest {
     get {
-      if case .templateRequest(let v)? = _storage._body {return v}
+      if case .templateRequest(let v)? = body {return v}
       return HUTemplateRequest()
     }
-    set {_uniqueStorage()._body = .templateRequest(newValue)}
+    set {body = .templateRequest(newValue)}
   }
 
   public var completeEvent: HUCompleteEvent {
     get {
-      if case .completeEvent(let v)? = _storage._body {return v}
+      if case .completeEvent(let v)? = body {return v}
       return HUCompleteEvent()
     }
-    set {_uniqueStorage()._body = .completeEvent(newValue)}
+    set {body = .completeEvent(newValue)}
   }
 
   public var appClosed: HUAppClosed {
     get {
-      if case .appClosed(let v)? = _storage._body {return v}
+      if case .appClosed(let v)? = body {return v}
       return HUAppClosed()
     }
-    set {_uniqueStorage()._body = .appClosed(newValue)}
+    set {body = .appClosed(newValue)}
+  }
+
+  /// PROTOCOL.md section 21
+  public var resumeSession: HUResumeSession {
+    get {
+      if case .resumeSession(let v)? = body {return v}
+      return HUResumeSession()
+    }
+    set {body = .resumeSession(newValue)}
   }
 
   /// Car -> phone.
   public var sceneConnected: HUSceneConnected {
     get {
-      if case .sceneConnected(let v)? = _storage._body {return v}
+      if case .sceneConnected(let v)? = body {return v}
       return HUSceneConnected()
     }
-    set {_uniqueStorage()._body = .sceneConnected(newValue)}
+    set {body = .sceneConnected(newValue)}
   }
 
   public var sceneDisconnected: HUSceneDisconnected {
     get {
-      if case .sceneDisconnected(let v)? = _storage._body {return v}
+      if case .sceneDisconnected(let v)? = body {return v}
       return HUSceneDisconnected()
     }
-    set {_uniqueStorage()._body = .sceneDisconnected(newValue)}
+    set {body = .sceneDisconnected(newValue)}
   }
 
   public var appEvent: HUAppEvent {
     get {
-      if case .appEvent(let v)? = _storage._body {return v}
+      if case .appEvent(let v)? = body {return v}
       return HUAppEvent()
     }
-    set {_uniqueStorage()._body = .appEvent(newValue)}
+    set {body = .appEvent(newValue)}
   }
 
   public var sessionConfiguration: HUSessionConfiguration {
     get {
-      if case .sessionConfiguration(let v)? = _storage._body {return v}
+      if case .sessionConfiguration(let v)? = body {return v}
       return HUSessionConfiguration()
     }
-    set {_uniqueStorage()._body = .sessionConfiguration(newValue)}
+    set {body = .sessionConfiguration(newValue)}
   }
 
   /// HMI -> car.
   public var launchApp: HULaunchApp {
     get {
-      if case .launchApp(let v)? = _storage._body {return v}
+      if case .launchApp(let v)? = body {return v}
       return HULaunchApp()
     }
-    set {_uniqueStorage()._body = .launchApp(newValue)}
+    set {body = .launchApp(newValue)}
   }
 
   public var hmiInput: HUHmiInput {
     get {
-      if case .hmiInput(let v)? = _storage._body {return v}
+      if case .hmiInput(let v)? = body {return v}
       return HUHmiInput()
     }
-    set {_uniqueStorage()._body = .hmiInput(newValue)}
+    set {body = .hmiInput(newValue)}
   }
 
   public var setVehicleState: HUSetVehicleState {
     get {
-      if case .setVehicleState(let v)? = _storage._body {return v}
+      if case .setVehicleState(let v)? = body {return v}
       return HUSetVehicleState()
     }
-    set {_uniqueStorage()._body = .setVehicleState(newValue)}
+    set {body = .setVehicleState(newValue)}
   }
 
   public var getStatus: HUGetStatus {
     get {
-      if case .getStatus(let v)? = _storage._body {return v}
+      if case .getStatus(let v)? = body {return v}
       return HUGetStatus()
     }
-    set {_uniqueStorage()._body = .getStatus(newValue)}
+    set {body = .getStatus(newValue)}
   }
 
   public var closeApp: HUCloseApp {
     get {
-      if case .closeApp(let v)? = _storage._body {return v}
+      if case .closeApp(let v)? = body {return v}
       return HUCloseApp()
     }
-    set {_uniqueStorage()._body = .closeApp(newValue)}
+    set {body = .closeApp(newValue)}
   }
 
   /// Car -> HMI.
   public var homeScreen: HUHomeScreen {
     get {
-      if case .homeScreen(let v)? = _storage._body {return v}
+      if case .homeScreen(let v)? = body {return v}
       return HUHomeScreen()
     }
-    set {_uniqueStorage()._body = .homeScreen(newValue)}
+    set {body = .homeScreen(newValue)}
   }
 
   public var screenUpdate: HUScreenUpdate {
     get {
-      if case .screenUpdate(let v)? = _storage._body {return v}
+      if case .screenUpdate(let v)? = body {return v}
       return HUScreenUpdate()
     }
-    set {_uniqueStorage()._body = .screenUpdate(newValue)}
+    set {body = .screenUpdate(newValue)}
   }
 
   /// External Accessory sessions (accessory.proto, PROTOCOL.md section 18).
   public var serveProtocols: HUServeProtocols {
     get {
-      if case .serveProtocols(let v)? = _storage._body {return v}
+      if case .serveProtocols(let v)? = body {return v}
       return HUServeProtocols()
     }
-    set {_uniqueStorage()._body = .serveProtocols(newValue)}
+    set {body = .serveProtocols(newValue)}
   }
 
   /// car -> phone
   public var accessoryAvailability: HUAccessoryAvailability {
     get {
-      if case .accessoryAvailability(let v)? = _storage._body {return v}
+      if case .accessoryAvailability(let v)? = body {return v}
       return HUAccessoryAvailability()
     }
-    set {_uniqueStorage()._body = .accessoryAvailability(newValue)}
+    set {body = .accessoryAvailability(newValue)}
   }
 
   /// phone -> car
   public var openSession: HUOpenSession {
     get {
-      if case .openSession(let v)? = _storage._body {return v}
+      if case .openSession(let v)? = body {return v}
       return HUOpenSession()
     }
-    set {_uniqueStorage()._body = .openSession(newValue)}
+    set {body = .openSession(newValue)}
   }
 
   /// car -> accessory
   public var sessionRequested: HUSessionRequested {
     get {
-      if case .sessionRequested(let v)? = _storage._body {return v}
+      if case .sessionRequested(let v)? = body {return v}
       return HUSessionRequested()
     }
-    set {_uniqueStorage()._body = .sessionRequested(newValue)}
+    set {body = .sessionRequested(newValue)}
   }
 
   /// accessory -> car
   public var answerSession: HUAnswerSession {
     get {
-      if case .answerSession(let v)? = _storage._body {return v}
+      if case .answerSession(let v)? = body {return v}
       return HUAnswerSession()
     }
-    set {_uniqueStorage()._body = .answerSession(newValue)}
+    set {body = .answerSession(newValue)}
   }
 
   /// car -> phone
   public var sessionOpened: HUSessionOpened {
     get {
-      if case .sessionOpened(let v)? = _storage._body {return v}
+      if case .sessionOpened(let v)? = body {return v}
       return HUSessionOpened()
     }
-    set {_uniqueStorage()._body = .sessionOpened(newValue)}
+    set {body = .sessionOpened(newValue)}
   }
 
   /// phone or accessory -> car
   public var closeSession: HUCloseSession {
     get {
-      if case .closeSession(let v)? = _storage._body {return v}
+      if case .closeSession(let v)? = body {return v}
       return HUCloseSession()
     }
-    set {_uniqueStorage()._body = .closeSession(newValue)}
+    set {body = .closeSession(newValue)}
   }
 
   /// car -> phone and accessory
   public var sessionClosed: HUSessionClosed {
     get {
-      if case .sessionClosed(let v)? = _storage._body {return v}
+      if case .sessionClosed(let v)? = body {return v}
       return HUSessionClosed()
     }
-    set {_uniqueStorage()._body = .sessionClosed(newValue)}
+    set {body = .sessionClosed(newValue)}
   }
 
   /// phone or accessory -> car (one-way)
   public var sessionCredit: HUSessionCredit {
     get {
-      if case .sessionCredit(let v)? = _storage._body {return v}
+      if case .sessionCredit(let v)? = body {return v}
       return HUSessionCredit()
     }
-    set {_uniqueStorage()._body = .sessionCredit(newValue)}
+    set {body = .sessionCredit(newValue)}
   }
 
   /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 19).
   public var navigationRequest: HUNavigationRequest {
     get {
-      if case .navigationRequest(let v)? = _storage._body {return v}
+      if case .navigationRequest(let v)? = body {return v}
       return HUNavigationRequest()
     }
-    set {_uniqueStorage()._body = .navigationRequest(newValue)}
+    set {body = .navigationRequest(newValue)}
   }
 
   /// car -> phone
   public var navigationEvent: HUNavigationEvent {
     get {
-      if case .navigationEvent(let v)? = _storage._body {return v}
+      if case .navigationEvent(let v)? = body {return v}
       return HUNavigationEvent()
     }
-    set {_uniqueStorage()._body = .navigationEvent(newValue)}
+    set {body = .navigationEvent(newValue)}
   }
 
   /// HMI -> car
   public var navigationInput: HUNavigationInput {
     get {
-      if case .navigationInput(let v)? = _storage._body {return v}
+      if case .navigationInput(let v)? = body {return v}
       return HUNavigationInput()
     }
-    set {_uniqueStorage()._body = .navigationInput(newValue)}
+    set {body = .navigationInput(newValue)}
   }
 
   /// cluster, HMI -> car
   public var subscribeMetadata: HUSubscribeMetadata {
     get {
-      if case .subscribeMetadata(let v)? = _storage._body {return v}
+      if case .subscribeMetadata(let v)? = body {return v}
       return HUSubscribeMetadata()
     }
-    set {_uniqueStorage()._body = .subscribeMetadata(newValue)}
+    set {body = .subscribeMetadata(newValue)}
   }
 
   /// car -> subscribers
   public var metadataUpdate: HUMetadataUpdate {
     get {
-      if case .metadataUpdate(let v)? = _storage._body {return v}
+      if case .metadataUpdate(let v)? = body {return v}
       return HUMetadataUpdate()
     }
-    set {_uniqueStorage()._body = .metadataUpdate(newValue)}
+    set {body = .metadataUpdate(newValue)}
   }
 
   /// cluster -> car
   public var clusterInput: HUClusterInput {
     get {
-      if case .clusterInput(let v)? = _storage._body {return v}
+      if case .clusterInput(let v)? = body {return v}
       return HUClusterInput()
     }
-    set {_uniqueStorage()._body = .clusterInput(newValue)}
+    set {body = .clusterInput(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -404,6 +407,8 @@ public nonisolated struct HUEnvelope: @unchecked Sendable {
     case templateRequest(HUTemplateRequest)
     case completeEvent(HUCompleteEvent)
     case appClosed(HUAppClosed)
+    /// PROTOCOL.md section 21
+    case resumeSession(HUResumeSession)
     /// Car -> phone.
     case sceneConnected(HUSceneConnected)
     case sceneDisconnected(HUSceneDisconnected)
@@ -452,8 +457,6 @@ public nonisolated struct HUEnvelope: @unchecked Sendable {
   }
 
   public init() {}
-
-  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HUHello: Sendable {
@@ -479,48 +482,62 @@ public nonisolated struct HUHello: Sendable {
   public init() {}
 }
 
-public nonisolated struct HUWelcome: Sendable {
+public nonisolated struct HUWelcome: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// The version both sides now speak: the highest in both ranges.
-  public var version: UInt32 = 0
+  public var version: UInt32 {
+    get {_storage._version}
+    set {_uniqueStorage()._version = newValue}
+  }
 
   /// The range the daemon speaks, so a client can tell why it got what it got.
-  public var daemonMinVersion: UInt32 = 0
+  public var daemonMinVersion: UInt32 {
+    get {_storage._daemonMinVersion}
+    set {_uniqueStorage()._daemonMinVersion = newValue}
+  }
 
-  public var daemonMaxVersion: UInt32 = 0
+  public var daemonMaxVersion: UInt32 {
+    get {_storage._daemonMaxVersion}
+    set {_uniqueStorage()._daemonMaxVersion = newValue}
+  }
 
   public var limits: HULimits {
-    get {_limits ?? HULimits()}
-    set {_limits = newValue}
+    get {_storage._limits ?? HULimits()}
+    set {_uniqueStorage()._limits = newValue}
   }
   /// Returns true if `limits` has been explicitly set.
-  public var hasLimits: Bool {self._limits != nil}
+  public var hasLimits: Bool {_storage._limits != nil}
   /// Clears the value of `limits`. Subsequent reads from it will return its default value.
-  public mutating func clearLimits() {self._limits = nil}
+  public mutating func clearLimits() {_uniqueStorage()._limits = nil}
 
   public var vehicle: HUVehicleProfile {
-    get {_vehicle ?? HUVehicleProfile()}
-    set {_vehicle = newValue}
+    get {_storage._vehicle ?? HUVehicleProfile()}
+    set {_uniqueStorage()._vehicle = newValue}
   }
   /// Returns true if `vehicle` has been explicitly set.
-  public var hasVehicle: Bool {self._vehicle != nil}
+  public var hasVehicle: Bool {_storage._vehicle != nil}
   /// Clears the value of `vehicle`. Subsequent reads from it will return its default value.
-  public mutating func clearVehicle() {self._vehicle = nil}
+  public mutating func clearVehicle() {_uniqueStorage()._vehicle = nil}
 
-  public var daemonName: String = String()
+  public var daemonName: String {
+    get {_storage._daemonName}
+    set {_uniqueStorage()._daemonName = newValue}
+  }
 
   /// Identifies this connection in logs and status.
-  public var connectionID: UInt64 = 0
+  public var connectionID: UInt64 {
+    get {_storage._connectionID}
+    set {_uniqueStorage()._connectionID = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _limits: HULimits? = nil
-  fileprivate var _vehicle: HUVehicleProfile? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HULimits: Sendable {
@@ -557,6 +574,10 @@ public nonisolated struct HULimits: Sendable {
 
   /// A phone whose apps are not accepted this long after Welcome is closed (ANNOUNCE_TIMEOUT). 0: never.
   public var announceTimeoutMs: UInt32 = 0
+
+  /// How long the car keeps the apps of a phone whose connection was lost,
+  /// waiting for it to resume (ResumeSession, PROTOCOL.md section 21).
+  public var resumeGraceMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -624,6 +645,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .templateShown(newValue)}
   }
 
+  /// ResumeSession
+  public var resumed: HUResumed {
+    get {
+      if case .resumed(let v)? = detail {return v}
+      return HUResumed()
+    }
+    set {detail = .resumed(newValue)}
+  }
+
   /// OpenSession
   public var accessorySession: HUAccessorySession {
     get {
@@ -640,6 +670,8 @@ public nonisolated struct HUResult: Sendable {
     case appDecisions(HUAppDecisions)
     case status(HUStatus)
     case templateShown(HUTemplateShown)
+    /// ResumeSession
+    case resumed(HUResumed)
     /// OpenSession
     case accessorySession(HUAccessorySession)
 
@@ -692,6 +724,12 @@ public nonisolated struct HUStatus: @unchecked Sendable {
   public var hasVehicleState: Bool {_storage._vehicleState != nil}
   /// Clears the value of `vehicleState`. Subsequent reads from it will return its default value.
   public mutating func clearVehicleState() {_uniqueStorage()._vehicleState = nil}
+
+  /// whether the phone carrying the apps is connected or reconnecting
+  public var phoneLink: HUPhoneLink {
+    get {_storage._phoneLink}
+    set {_uniqueStorage()._phoneLink = newValue}
+  }
 
   /// The vehicle's External Accessory protocols: served now or "declared, unavailable".
   public var accessoryProtocols: [HUAccessoryProtocolStatus] {
@@ -787,6 +825,49 @@ public nonisolated struct HUSceneStatus: Sendable {
   public init() {}
 }
 
+/// A phone whose connection was lost (no Goodbye) asks for its apps back
+/// (PROTOCOL.md section 21). Sent instead of AnnounceApps, right after Welcome.
+public nonisolated struct HUResumeSession: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The token from the last AppDecisions or Resumed answer on the lost connection.
+  public var resumptionToken: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The answer to ResumeSession: the apps, scenes and template stacks the car
+/// kept. What the car had for the phone while it was away follows this answer.
+public nonisolated struct HUResumed: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// A new token: the old one is spent.
+  public var resumptionToken: String = String()
+
+  public var resumeGraceMs: UInt32 = 0
+
+  public var apps: [HUAppStatus] = []
+
+  /// How many messages the car kept for the phone while it was away; they
+  /// follow this answer, in order.
+  public var replayed: UInt32 = 0
+
+  /// Each scene connected before the loss and still connected, as it is now
+  /// (window, content style, limits in force), so the phone can rebind it.
+  /// Scenes connected while the phone was away come as SceneConnected in the replay.
+  public var scenes: [HUSceneConnected] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
@@ -797,653 +878,632 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0")
-
-  fileprivate class _StorageClass {
-    var _requestID: UInt32 = 0
-    var _body: HUEnvelope.OneOf_Body?
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _requestID = source._requestID
-      _body = source._body
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._requestID) }()
-        case 2: try {
-          var v: HUHello?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .hello(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .hello(v)
-          }
-        }()
-        case 3: try {
-          var v: HUWelcome?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .welcome(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .welcome(v)
-          }
-        }()
-        case 4: try {
-          var v: HUGoodbye?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .goodbye(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .goodbye(v)
-          }
-        }()
-        case 5: try {
-          var v: HUResult?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .result(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .result(v)
-          }
-        }()
-        case 10: try {
-          var v: HUAnnounceApps?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .announceApps(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .announceApps(v)
-          }
-        }()
-        case 11: try {
-          var v: HUTemplateRequest?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .templateRequest(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .templateRequest(v)
-          }
-        }()
-        case 12: try {
-          var v: HUCompleteEvent?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .completeEvent(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .completeEvent(v)
-          }
-        }()
-        case 13: try {
-          var v: HUAppClosed?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .appClosed(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .appClosed(v)
-          }
-        }()
-        case 20: try {
-          var v: HUSceneConnected?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .sceneConnected(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .sceneConnected(v)
-          }
-        }()
-        case 21: try {
-          var v: HUSceneDisconnected?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .sceneDisconnected(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .sceneDisconnected(v)
-          }
-        }()
-        case 22: try {
-          var v: HUAppEvent?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .appEvent(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .appEvent(v)
-          }
-        }()
-        case 23: try {
-          var v: HUSessionConfiguration?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .sessionConfiguration(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .sessionConfiguration(v)
-          }
-        }()
-        case 30: try {
-          var v: HULaunchApp?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .launchApp(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .launchApp(v)
-          }
-        }()
-        case 31: try {
-          var v: HUHmiInput?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .hmiInput(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .hmiInput(v)
-          }
-        }()
-        case 32: try {
-          var v: HUSetVehicleState?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .setVehicleState(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .setVehicleState(v)
-          }
-        }()
-        case 33: try {
-          var v: HUGetStatus?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .getStatus(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .getStatus(v)
-          }
-        }()
-        case 34: try {
-          var v: HUCloseApp?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .closeApp(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .closeApp(v)
-          }
-        }()
-        case 40: try {
-          var v: HUHomeScreen?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .homeScreen(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .homeScreen(v)
-          }
-        }()
-        case 41: try {
-          var v: HUScreenUpdate?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .screenUpdate(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .screenUpdate(v)
-          }
-        }()
-        case 60: try {
-          var v: HUNavigationRequest?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .navigationRequest(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .navigationRequest(v)
-          }
-        }()
-        case 61: try {
-          var v: HUNavigationEvent?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .navigationEvent(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .navigationEvent(v)
-          }
-        }()
-        case 62: try {
-          var v: HUNavigationInput?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .navigationInput(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .navigationInput(v)
-          }
-        }()
-        case 63: try {
-          var v: HUSubscribeMetadata?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .subscribeMetadata(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .subscribeMetadata(v)
-          }
-        }()
-        case 64: try {
-          var v: HUMetadataUpdate?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .metadataUpdate(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .metadataUpdate(v)
-          }
-        }()
-        case 65: try {
-          var v: HUClusterInput?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .clusterInput(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .clusterInput(v)
-          }
-        }()
-        case 80: try {
-          var v: HUServeProtocols?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .serveProtocols(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .serveProtocols(v)
-          }
-        }()
-        case 81: try {
-          var v: HUAccessoryAvailability?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .accessoryAvailability(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .accessoryAvailability(v)
-          }
-        }()
-        case 82: try {
-          var v: HUOpenSession?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .openSession(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .openSession(v)
-          }
-        }()
-        case 83: try {
-          var v: HUSessionRequested?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .sessionRequested(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .sessionRequested(v)
-          }
-        }()
-        case 84: try {
-          var v: HUAnswerSession?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .answerSession(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .answerSession(v)
-          }
-        }()
-        case 85: try {
-          var v: HUSessionOpened?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .sessionOpened(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .sessionOpened(v)
-          }
-        }()
-        case 86: try {
-          var v: HUCloseSession?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .closeSession(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .closeSession(v)
-          }
-        }()
-        case 87: try {
-          var v: HUSessionClosed?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .sessionClosed(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .sessionClosed(v)
-          }
-        }()
-        case 88: try {
-          var v: HUSessionCredit?
-          var hadOneofValue = false
-          if let current = _storage._body {
-            hadOneofValue = true
-            if case .sessionCredit(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._body = .sessionCredit(v)
-          }
-        }()
-        default: break
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.requestID) }()
+      case 2: try {
+        var v: HUHello?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .hello(let m) = current {v = m}
         }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .hello(v)
+        }
+      }()
+      case 3: try {
+        var v: HUWelcome?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .welcome(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .welcome(v)
+        }
+      }()
+      case 4: try {
+        var v: HUGoodbye?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .goodbye(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .goodbye(v)
+        }
+      }()
+      case 5: try {
+        var v: HUResult?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .result(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .result(v)
+        }
+      }()
+      case 10: try {
+        var v: HUAnnounceApps?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .announceApps(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .announceApps(v)
+        }
+      }()
+      case 11: try {
+        var v: HUTemplateRequest?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .templateRequest(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .templateRequest(v)
+        }
+      }()
+      case 12: try {
+        var v: HUCompleteEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .completeEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .completeEvent(v)
+        }
+      }()
+      case 13: try {
+        var v: HUAppClosed?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .appClosed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .appClosed(v)
+        }
+      }()
+      case 14: try {
+        var v: HUResumeSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .resumeSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .resumeSession(v)
+        }
+      }()
+      case 20: try {
+        var v: HUSceneConnected?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sceneConnected(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sceneConnected(v)
+        }
+      }()
+      case 21: try {
+        var v: HUSceneDisconnected?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sceneDisconnected(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sceneDisconnected(v)
+        }
+      }()
+      case 22: try {
+        var v: HUAppEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .appEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .appEvent(v)
+        }
+      }()
+      case 23: try {
+        var v: HUSessionConfiguration?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionConfiguration(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionConfiguration(v)
+        }
+      }()
+      case 30: try {
+        var v: HULaunchApp?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .launchApp(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .launchApp(v)
+        }
+      }()
+      case 31: try {
+        var v: HUHmiInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .hmiInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .hmiInput(v)
+        }
+      }()
+      case 32: try {
+        var v: HUSetVehicleState?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .setVehicleState(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .setVehicleState(v)
+        }
+      }()
+      case 33: try {
+        var v: HUGetStatus?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getStatus(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getStatus(v)
+        }
+      }()
+      case 34: try {
+        var v: HUCloseApp?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .closeApp(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .closeApp(v)
+        }
+      }()
+      case 40: try {
+        var v: HUHomeScreen?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .homeScreen(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .homeScreen(v)
+        }
+      }()
+      case 41: try {
+        var v: HUScreenUpdate?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .screenUpdate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .screenUpdate(v)
+        }
+      }()
+      case 60: try {
+        var v: HUNavigationRequest?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationRequest(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationRequest(v)
+        }
+      }()
+      case 61: try {
+        var v: HUNavigationEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationEvent(v)
+        }
+      }()
+      case 62: try {
+        var v: HUNavigationInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .navigationInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .navigationInput(v)
+        }
+      }()
+      case 63: try {
+        var v: HUSubscribeMetadata?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .subscribeMetadata(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .subscribeMetadata(v)
+        }
+      }()
+      case 64: try {
+        var v: HUMetadataUpdate?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .metadataUpdate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .metadataUpdate(v)
+        }
+      }()
+      case 65: try {
+        var v: HUClusterInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .clusterInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .clusterInput(v)
+        }
+      }()
+      case 80: try {
+        var v: HUServeProtocols?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .serveProtocols(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .serveProtocols(v)
+        }
+      }()
+      case 81: try {
+        var v: HUAccessoryAvailability?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .accessoryAvailability(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .accessoryAvailability(v)
+        }
+      }()
+      case 82: try {
+        var v: HUOpenSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .openSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .openSession(v)
+        }
+      }()
+      case 83: try {
+        var v: HUSessionRequested?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionRequested(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionRequested(v)
+        }
+      }()
+      case 84: try {
+        var v: HUAnswerSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .answerSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .answerSession(v)
+        }
+      }()
+      case 85: try {
+        var v: HUSessionOpened?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionOpened(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionOpened(v)
+        }
+      }()
+      case 86: try {
+        var v: HUCloseSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .closeSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .closeSession(v)
+        }
+      }()
+      case 87: try {
+        var v: HUSessionClosed?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionClosed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionClosed(v)
+        }
+      }()
+      case 88: try {
+        var v: HUSessionCredit?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionCredit(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionCredit(v)
+        }
+      }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._requestID != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._requestID, fieldNumber: 1)
-      }
-      switch _storage._body {
-      case .hello?: try {
-        guard case .hello(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-      }()
-      case .welcome?: try {
-        guard case .welcome(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-      }()
-      case .goodbye?: try {
-        guard case .goodbye(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-      }()
-      case .result?: try {
-        guard case .result(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      }()
-      case .announceApps?: try {
-        guard case .announceApps(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-      }()
-      case .templateRequest?: try {
-        guard case .templateRequest(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-      }()
-      case .completeEvent?: try {
-        guard case .completeEvent(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-      }()
-      case .appClosed?: try {
-        guard case .appClosed(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-      }()
-      case .sceneConnected?: try {
-        guard case .sceneConnected(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
-      }()
-      case .sceneDisconnected?: try {
-        guard case .sceneDisconnected(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
-      }()
-      case .appEvent?: try {
-        guard case .appEvent(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
-      }()
-      case .sessionConfiguration?: try {
-        guard case .sessionConfiguration(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
-      }()
-      case .launchApp?: try {
-        guard case .launchApp(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
-      }()
-      case .hmiInput?: try {
-        guard case .hmiInput(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
-      }()
-      case .setVehicleState?: try {
-        guard case .setVehicleState(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
-      }()
-      case .getStatus?: try {
-        guard case .getStatus(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
-      }()
-      case .closeApp?: try {
-        guard case .closeApp(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
-      }()
-      case .homeScreen?: try {
-        guard case .homeScreen(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
-      }()
-      case .screenUpdate?: try {
-        guard case .screenUpdate(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
-      }()
-      case .navigationRequest?: try {
-        guard case .navigationRequest(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
-      }()
-      case .navigationEvent?: try {
-        guard case .navigationEvent(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
-      }()
-      case .navigationInput?: try {
-        guard case .navigationInput(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
-      }()
-      case .subscribeMetadata?: try {
-        guard case .subscribeMetadata(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
-      }()
-      case .metadataUpdate?: try {
-        guard case .metadataUpdate(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
-      }()
-      case .clusterInput?: try {
-        guard case .clusterInput(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
-      }()
-      case .serveProtocols?: try {
-        guard case .serveProtocols(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
-      }()
-      case .accessoryAvailability?: try {
-        guard case .accessoryAvailability(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
-      }()
-      case .openSession?: try {
-        guard case .openSession(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
-      }()
-      case .sessionRequested?: try {
-        guard case .sessionRequested(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
-      }()
-      case .answerSession?: try {
-        guard case .answerSession(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
-      }()
-      case .sessionOpened?: try {
-        guard case .sessionOpened(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 85)
-      }()
-      case .closeSession?: try {
-        guard case .closeSession(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 86)
-      }()
-      case .sessionClosed?: try {
-        guard case .sessionClosed(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 87)
-      }()
-      case .sessionCredit?: try {
-        guard case .sessionCredit(let v)? = _storage._body else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
-      }()
-      case nil: break
-      }
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.requestID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.requestID, fieldNumber: 1)
+    }
+    switch self.body {
+    case .hello?: try {
+      guard case .hello(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    }()
+    case .welcome?: try {
+      guard case .welcome(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    }()
+    case .goodbye?: try {
+      guard case .goodbye(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    }()
+    case .result?: try {
+      guard case .result(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    }()
+    case .announceApps?: try {
+      guard case .announceApps(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    }()
+    case .templateRequest?: try {
+      guard case .templateRequest(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+    }()
+    case .completeEvent?: try {
+      guard case .completeEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
+    case .appClosed?: try {
+      guard case .appClosed(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
+    case .resumeSession?: try {
+      guard case .resumeSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
+    case .sceneConnected?: try {
+      guard case .sceneConnected(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+    }()
+    case .sceneDisconnected?: try {
+      guard case .sceneDisconnected(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+    }()
+    case .appEvent?: try {
+      guard case .appEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .sessionConfiguration?: try {
+      guard case .sessionConfiguration(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+    }()
+    case .launchApp?: try {
+      guard case .launchApp(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
+    }()
+    case .hmiInput?: try {
+      guard case .hmiInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
+    }()
+    case .setVehicleState?: try {
+      guard case .setVehicleState(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
+    }()
+    case .getStatus?: try {
+      guard case .getStatus(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+    }()
+    case .closeApp?: try {
+      guard case .closeApp(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
+    }()
+    case .homeScreen?: try {
+      guard case .homeScreen(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    }()
+    case .screenUpdate?: try {
+      guard case .screenUpdate(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .navigationRequest?: try {
+      guard case .navigationRequest(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+    }()
+    case .navigationEvent?: try {
+      guard case .navigationEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+    }()
+    case .navigationInput?: try {
+      guard case .navigationInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+    }()
+    case .subscribeMetadata?: try {
+      guard case .subscribeMetadata(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+    }()
+    case .metadataUpdate?: try {
+      guard case .metadataUpdate(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+    }()
+    case .clusterInput?: try {
+      guard case .clusterInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
+    }()
+    case .serveProtocols?: try {
+      guard case .serveProtocols(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
+    }()
+    case .accessoryAvailability?: try {
+      guard case .accessoryAvailability(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
+    }()
+    case .openSession?: try {
+      guard case .openSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
+    }()
+    case .sessionRequested?: try {
+      guard case .sessionRequested(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
+    }()
+    case .answerSession?: try {
+      guard case .answerSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
+    }()
+    case .sessionOpened?: try {
+      guard case .sessionOpened(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 85)
+    }()
+    case .closeSession?: try {
+      guard case .closeSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 86)
+    }()
+    case .sessionClosed?: try {
+      guard case .sessionClosed(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 87)
+    }()
+    case .sessionCredit?: try {
+      guard case .sessionCredit(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
+    }()
+    case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUEnvelope, rhs: HUEnvelope) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._requestID != rhs_storage._requestID {return false}
-        if _storage._body != rhs_storage._body {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.requestID != rhs.requestID {return false}
+    if lhs.body != rhs.body {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1503,61 +1563,109 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
   public static let protoMessageName: String = _protobuf_package + ".Welcome"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}daemon_min_version\0\u{3}daemon_max_version\0\u{1}limits\0\u{1}vehicle\0\u{3}daemon_name\0\u{3}connection_id\0")
 
+  fileprivate class _StorageClass {
+    var _version: UInt32 = 0
+    var _daemonMinVersion: UInt32 = 0
+    var _daemonMaxVersion: UInt32 = 0
+    var _limits: HULimits? = nil
+    var _vehicle: HUVehicleProfile? = nil
+    var _daemonName: String = String()
+    var _connectionID: UInt64 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _version = source._version
+      _daemonMinVersion = source._daemonMinVersion
+      _daemonMaxVersion = source._daemonMaxVersion
+      _limits = source._limits
+      _vehicle = source._vehicle
+      _daemonName = source._daemonName
+      _connectionID = source._connectionID
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.version) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.daemonMinVersion) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.daemonMaxVersion) }()
-      case 4: try { try decoder.decodeSingularMessageField(value: &self._limits) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._vehicle) }()
-      case 6: try { try decoder.decodeSingularStringField(value: &self.daemonName) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.connectionID) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._version) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._daemonMinVersion) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._daemonMaxVersion) }()
+        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._limits) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._vehicle) }()
+        case 6: try { try decoder.decodeSingularStringField(value: &_storage._daemonName) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._connectionID) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.version != 0 {
-      try visitor.visitSingularUInt32Field(value: self.version, fieldNumber: 1)
-    }
-    if self.daemonMinVersion != 0 {
-      try visitor.visitSingularUInt32Field(value: self.daemonMinVersion, fieldNumber: 2)
-    }
-    if self.daemonMaxVersion != 0 {
-      try visitor.visitSingularUInt32Field(value: self.daemonMaxVersion, fieldNumber: 3)
-    }
-    try { if let v = self._limits {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-    } }()
-    try { if let v = self._vehicle {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    if !self.daemonName.isEmpty {
-      try visitor.visitSingularStringField(value: self.daemonName, fieldNumber: 6)
-    }
-    if self.connectionID != 0 {
-      try visitor.visitSingularUInt64Field(value: self.connectionID, fieldNumber: 7)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._version != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._version, fieldNumber: 1)
+      }
+      if _storage._daemonMinVersion != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._daemonMinVersion, fieldNumber: 2)
+      }
+      if _storage._daemonMaxVersion != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._daemonMaxVersion, fieldNumber: 3)
+      }
+      try { if let v = _storage._limits {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+      } }()
+      try { if let v = _storage._vehicle {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      if !_storage._daemonName.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._daemonName, fieldNumber: 6)
+      }
+      if _storage._connectionID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._connectionID, fieldNumber: 7)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUWelcome, rhs: HUWelcome) -> Bool {
-    if lhs.version != rhs.version {return false}
-    if lhs.daemonMinVersion != rhs.daemonMinVersion {return false}
-    if lhs.daemonMaxVersion != rhs.daemonMaxVersion {return false}
-    if lhs._limits != rhs._limits {return false}
-    if lhs._vehicle != rhs._vehicle {return false}
-    if lhs.daemonName != rhs.daemonName {return false}
-    if lhs.connectionID != rhs.connectionID {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._version != rhs_storage._version {return false}
+        if _storage._daemonMinVersion != rhs_storage._daemonMinVersion {return false}
+        if _storage._daemonMaxVersion != rhs_storage._daemonMaxVersion {return false}
+        if _storage._limits != rhs_storage._limits {return false}
+        if _storage._vehicle != rhs_storage._vehicle {return false}
+        if _storage._daemonName != rhs_storage._daemonName {return false}
+        if _storage._connectionID != rhs_storage._connectionID {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1565,7 +1673,7 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Limits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}announce_timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}announce_timeout_ms\0\u{3}resume_grace_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1583,6 +1691,7 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.maxImageBytes) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self.maxMessageElements) }()
       case 10: try { try decoder.decodeSingularUInt32Field(value: &self.announceTimeoutMs) }()
+      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.resumeGraceMs) }()
       default: break
       }
     }
@@ -1619,6 +1728,9 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     if self.announceTimeoutMs != 0 {
       try visitor.visitSingularUInt32Field(value: self.announceTimeoutMs, fieldNumber: 10)
     }
+    if self.resumeGraceMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.resumeGraceMs, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1633,6 +1745,7 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     if lhs.maxImageBytes != rhs.maxImageBytes {return false}
     if lhs.maxMessageElements != rhs.maxMessageElements {return false}
     if lhs.announceTimeoutMs != rhs.announceTimeoutMs {return false}
+    if lhs.resumeGraceMs != rhs.resumeGraceMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1675,7 +1788,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{4}\u{8}accessory_session\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1726,6 +1839,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
           self.detail = .templateShown(v)
         }
       }()
+      case 13: try {
+        var v: HUResumed?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .resumed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .resumed(v)
+        }
+      }()
       case 20: try {
         var v: HUAccessorySession?
         var hadOneofValue = false
@@ -1774,6 +1900,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       guard case .templateShown(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
     }()
+    case .resumed?: try {
+      guard case .resumed(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
     case .accessorySession?: try {
       guard case .accessorySession(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
@@ -1796,7 +1926,7 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
 
 nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Status"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{4}\u{d}accessory_protocols\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{3}phone_link\0\u{4}\u{c}accessory_protocols\0")
 
   fileprivate class _StorageClass {
     var _phones: UInt32 = 0
@@ -1806,6 +1936,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     var _peer: [HUPeerStatus] = []
     var _app: [HUAppStatus] = []
     var _vehicleState: HUVehicleState? = nil
+    var _phoneLink: HUPhoneLink = .none
     var _accessoryProtocols: [HUAccessoryProtocolStatus] = []
 
       // This property is used as the initial default value for new instances of the type.
@@ -1824,6 +1955,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       _peer = source._peer
       _app = source._app
       _vehicleState = source._vehicleState
+      _phoneLink = source._phoneLink
       _accessoryProtocols = source._accessoryProtocols
     }
   }
@@ -1850,6 +1982,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._peer) }()
         case 6: try { try decoder.decodeRepeatedMessageField(value: &_storage._app) }()
         case 7: try { try decoder.decodeSingularMessageField(value: &_storage._vehicleState) }()
+        case 8: try { try decoder.decodeSingularEnumField(value: &_storage._phoneLink) }()
         case 20: try { try decoder.decodeRepeatedMessageField(value: &_storage._accessoryProtocols) }()
         default: break
         }
@@ -1884,6 +2017,9 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       try { if let v = _storage._vehicleState {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
       } }()
+      if _storage._phoneLink != .none {
+        try visitor.visitSingularEnumField(value: _storage._phoneLink, fieldNumber: 8)
+      }
       if !_storage._accessoryProtocols.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._accessoryProtocols, fieldNumber: 20)
       }
@@ -1903,6 +2039,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         if _storage._peer != rhs_storage._peer {return false}
         if _storage._app != rhs_storage._app {return false}
         if _storage._vehicleState != rhs_storage._vehicleState {return false}
+        if _storage._phoneLink != rhs_storage._phoneLink {return false}
         if _storage._accessoryProtocols != rhs_storage._accessoryProtocols {return false}
         return true
       }
@@ -2093,6 +2230,86 @@ nonisolated extension HUSceneStatus: SwiftProtobuf.Message, SwiftProtobuf._Messa
     if lhs.kind != rhs.kind {return false}
     if lhs.stack != rhs.stack {return false}
     if lhs.presented != rhs.presented {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUResumeSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ResumeSession"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resumption_token\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.resumptionToken) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.resumptionToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.resumptionToken, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUResumeSession, rhs: HUResumeSession) -> Bool {
+    if lhs.resumptionToken != rhs.resumptionToken {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUResumed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Resumed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resumption_token\0\u{3}resume_grace_ms\0\u{1}apps\0\u{1}replayed\0\u{1}scenes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.resumptionToken) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.resumeGraceMs) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.apps) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.replayed) }()
+      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.scenes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.resumptionToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.resumptionToken, fieldNumber: 1)
+    }
+    if self.resumeGraceMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.resumeGraceMs, fieldNumber: 2)
+    }
+    if !self.apps.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.apps, fieldNumber: 3)
+    }
+    if self.replayed != 0 {
+      try visitor.visitSingularUInt32Field(value: self.replayed, fieldNumber: 4)
+    }
+    if !self.scenes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.scenes, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUResumed, rhs: HUResumed) -> Bool {
+    if lhs.resumptionToken != rhs.resumptionToken {return false}
+    if lhs.resumeGraceMs != rhs.resumeGraceMs {return false}
+    if lhs.apps != rhs.apps {return false}
+    if lhs.replayed != rhs.replayed {return false}
+    if lhs.scenes != rhs.scenes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
