@@ -10,6 +10,7 @@ import NIOPosix
 /// (see `taskExecutor`) go out without any thread hop; requests from elsewhere
 /// hop onto the loop once. Writes are coalesced and flushed once per loop tick,
 /// so many requests in flight cost one syscall per batch, not one each.
+// @unchecked: mutable state is confined to `eventLoop`; every public method hops there.
 public final class HeadUnitConnection: @unchecked Sendable {
     public struct Configuration: Sendable {
         public var role: HURole
@@ -59,7 +60,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
         var continuation: CheckedContinuation<HUEnvelope, Error>
         var deadline: NIODeadline
         /// Runs on the loop when the answer arrives, before any later frame is handled.
-        var onAnswer: ((HUEnvelope) -> Void)?
+        var onAnswer: (@Sendable (HUEnvelope) -> Void)?
     }
 
     init(eventLoop: EventLoop, configuration: Configuration) {
@@ -95,7 +96,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
         to endpoint: HeadUnitEndpoint,
         configuration: Configuration,
         group: EventLoopGroup,
-        beforeHandshake: @escaping (HeadUnitConnection) -> Void
+        beforeHandshake: @escaping @Sendable (HeadUnitConnection) -> Void
     ) async throws -> HeadUnitConnection {
         let loop = group.next()
         let connection = HeadUnitConnection(eventLoop: loop, configuration: configuration)
@@ -168,7 +169,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
     /// as it arrives, before any frame that follows it is handled (for state
     /// the following events depend on).
     @discardableResult
-    public func request(_ body: HUEnvelope.OneOf_Body, onAnswer: @escaping (HUResult) -> Void) async throws -> HUResult {
+    public func request(_ body: HUEnvelope.OneOf_Body, onAnswer: @escaping @Sendable (HUResult) -> Void) async throws -> HUResult {
         let answer = try await roundTrip(body) { envelope in
             if case .result(let result)? = envelope.body, result.code == .ok { onAnswer(result) }
         }
@@ -198,7 +199,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
     }
 
     /// Sends a request and returns the whole answer envelope.
-    public func roundTrip(_ body: HUEnvelope.OneOf_Body, onAnswer: ((HUEnvelope) -> Void)? = nil) async throws -> HUEnvelope {
+    public func roundTrip(_ body: HUEnvelope.OneOf_Body, onAnswer: (@Sendable (HUEnvelope) -> Void)? = nil) async throws -> HUEnvelope {
         try await withCheckedThrowingContinuation { continuation in
             if eventLoop.inEventLoop {
                 startRequest(body, continuation, onAnswer)
@@ -218,7 +219,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
     }
 
     private func startRequest(
-        _ body: HUEnvelope.OneOf_Body, _ continuation: CheckedContinuation<HUEnvelope, Error>, _ onAnswer: ((HUEnvelope) -> Void)? = nil
+        _ body: HUEnvelope.OneOf_Body, _ continuation: CheckedContinuation<HUEnvelope, Error>, _ onAnswer: (@Sendable (HUEnvelope) -> Void)? = nil
     ) {
         if isClosed {
             continuation.resume(throwing: closeReason ?? Self.closedError)
@@ -385,11 +386,11 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     // MARK: loop helpers
 
-    func onLoop(_ body: @escaping () -> Void) {
+    func onLoop(_ body: @escaping @Sendable () -> Void) {
         if eventLoop.inEventLoop { body() } else { eventLoop.execute(body) }
     }
 
-    func onLoopAsync<T>(_ body: @escaping () -> T) async -> T {
+    func onLoopAsync<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         if eventLoop.inEventLoop { return body() }
         return try! await eventLoop.submit(body).get()
     }
@@ -432,3 +433,12 @@ private final class ClientHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 }
+
+/// A session object made on the event loop inside `connect`'s
+/// `beforeHandshake` and read once `connect` returns.
+final class MadeOnLoop<T>: @unchecked Sendable {
+    // @unchecked: written once on the loop before `connect`'s awaited submit
+    // completes, read only after it: the await orders the two.
+    var value: T?
+}
+

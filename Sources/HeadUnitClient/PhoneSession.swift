@@ -34,6 +34,7 @@ public enum PhoneEvent: Sendable {
 ///     let controller = try await phone.waitForScene(appID: "com.example.music")
 ///     try await controller.setRootTemplate(list)
 ///     for await event in phone.events { ... }
+// @unchecked: mutable state (`apps`, `token`) is confined to the connection's event loop; every public method hops there.
 public final class PhoneSession: @unchecked Sendable {
     public let connection: HeadUnitConnection
     public let deviceName: String
@@ -65,16 +66,16 @@ public final class PhoneSession: @unchecked Sendable {
     ) async throws -> PhoneSession {
         var configuration = HeadUnitConnection.Configuration(role: .phone, name: deviceName)
         configure(&configuration)
-        var session: PhoneSession?
+        let session = MadeOnLoop<PhoneSession>()
         let connection = try await HeadUnitConnection.connect(to: endpoint, configuration: configuration, group: group) { connection in
             let phone = PhoneSession(connection: connection, deviceName: deviceName)
             connection.eventHandler = { [weak phone] envelope in phone?.handle(envelope) }
             connection.closeHandler = { [weak phone] _ in phone?.closed() }
             connection.dataHandler = { [weak phone] channel, payload in phone?.sessionRouter.data(channel: channel, payload) }
-            session = phone
+            session.value = phone
         }
         _ = connection
-        return session!
+        return session.value!
     }
 
     // MARK: requests
@@ -87,12 +88,9 @@ public final class PhoneSession: @unchecked Sendable {
         announce.deviceName = deviceName
         announce.apps = apps
         let result = try await connection.request(.announceApps(announce))
-        var decisions: [HUAppDecision] = []
-        var token = ""
-        if case .appDecisions(let list)? = result.detail {
-            decisions = list.decisions
-            token = list.resumptionToken
-        }
+        let list: HUAppDecisions? = if case .appDecisions(let list)? = result.detail { list } else { nil }
+        let decisions = list?.decisions ?? []
+        let token = list?.resumptionToken ?? ""
         await connection.onLoopAsync {
             self.token = token
             for info in apps {
@@ -170,7 +168,7 @@ public final class PhoneSession: @unchecked Sendable {
 
     /// The first event (received already or to come) that matches, taking it
     /// out of the mailbox; nil after `timeout`.
-    public func nextEvent(timeout: TimeAmount, where matches: @escaping (PhoneEvent) -> Bool) async -> PhoneEvent? {
+    public func nextEvent(timeout: TimeAmount, where matches: @escaping @Sendable (PhoneEvent) -> Bool) async -> PhoneEvent? {
         await mailbox.take(timeout: timeout, where: matches)
     }
 
@@ -235,6 +233,7 @@ public final class PhoneSession: @unchecked Sendable {
 }
 
 /// One CarPlay app on the phone, as the car decided it.
+// @unchecked: `scenes` and `pendingEventIDs` are confined to the session's event loop.
 public final class CarApp: @unchecked Sendable {
     public let info: HUAppInfo
     public let decision: HUAppDecision

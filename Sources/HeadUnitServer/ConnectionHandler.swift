@@ -114,7 +114,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             // Not reading for a while is tolerated; not reading for long is cut off.
             let timeout = host.configuration.slowConsumerTimeoutMilliseconds
-            slowConsumerTimer = context.eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
+            slowConsumerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
                 self?.slowConsumerTimer = nil
                 self?.cutOffSlowConsumer("the peer took no data for \(timeout) ms")
             }
@@ -221,8 +221,8 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard open, let context else { return }
         let promise = context.eventLoop.makePromise(of: Void.self)
         // Not inside the write's completion: the catch-up it may cause is written on the next tick.
-        let loop = context.eventLoop
-        promise.futureResult.whenComplete { _ in loop.execute(written) }
+        let loop = context.eventLoop.assumeIsolated()
+        promise.futureResult.assumeIsolated().whenComplete { _ in loop.execute(written) }
         context.write(wrapOutboundOut(frame), promise: promise)
         if flushNow {
             context.flush()
@@ -347,7 +347,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard let context, let deadline = machine.nextDeadline else { return }
         tick?.cancel()
         tickDeadline = deadline
-        tick = context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(deadline * 1_000_000)) { [weak self] in
+        tick = context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(deadline * 1_000_000)) { [weak self] in
             self?.tickFired()
         }
     }

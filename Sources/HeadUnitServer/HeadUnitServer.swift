@@ -7,6 +7,7 @@ import NIOPosix
 /// The daemon's network side: listeners on one event loop, one pipeline per
 /// connection (FrameDecoder -> ConnectionHandler), the Car hosted on the same
 /// loop. Start with `start()`, stop with `shutdown()`.
+// @unchecked: its channels and host live on one event loop; start/shutdown hop there.
 public final class HeadUnitServer: @unchecked Sendable {
     // @unchecked: mutable state is touched only on `eventLoop` (or before start).
     public let configuration: ServerConfiguration

@@ -156,15 +156,16 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         // Ready is announced from inside the service group, once SIGTERM and
         // SIGINT are trapped: a supervisor that stops us right after READY=1
         // gets a graceful stop, not the default signal death.
+        let readyLogger = logger  // a constant: the closure runs on another task
         let service = DaemonService(server: server, logger: logger) {
             for listener in bound {
                 print("listening \(listener.transport.rawValue) \(listener.address)")
             }
             print("ready")
-            fflush(stdout)
+            fflush(nil)  // every output stream (stdout is a C global Swift 6 will not touch)
             SystemdSupport.notifyStatus(StatusSummary(phones: 0, apps: 0, scenes: 0).text)
             SystemdSupport.notifyReady()
-            logger.notice(
+            readyLogger.notice(
                 "started",
                 metadata: [
                     "listeners": "\(bound.map { "\($0.transport.rawValue) \($0.address)" }.joined(separator: ", "))",
