@@ -144,9 +144,12 @@ struct SessionFuzz {
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
             case .toHMIs:
                 FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
-            case .close(let peer, _, _):
+            case .close(let peer, let code, _):
                 FuzzChecks.check(connections[peer] != nil, "the car closes only connected peers (peer \(peer))")
                 connections[peer] = nil
+                // As the server does: the closed connection leaves the car.
+                apply(car.peerLeft(peer, departure: .cutOff(code)))
+                rejoinPhone(after: peer)
             case .startTimer(let timer, let milliseconds):
                 timers[timer] = now + milliseconds
             case .cancelTimer(let timer):

@@ -23,79 +23,61 @@ public enum PeerDeparture: Sendable, Equatable {
 /// within the grace period (PROTOCOL.md section 21). While it is away, what
 /// the car would send it is kept (bounded) and replayed when it resumes.
 struct PhoneLink: Sendable {
-    enum State: Sendable, Equatable {
-        case none
-        case connected(peer: PeerID, token: String)
-        /// `serial` names the grace timer of this loss; `formerPeer` is the lost connection.
-        case reconnecting(formerPeer: PeerID, token: String, serial: UInt64)
-    }
+    // Plain stored fields rather than an enum with payloads: Swift 6.3.1's
+    // optimizer crashed (ownership verifier, CopyPropagation) on switches over
+    // such an enum inlined into the Car's mutating methods.
 
     /// What a phone away may have queued for it before resuming is given up.
     static let maxBacklog = 256
 
-    private(set) var state: State = .none
+    /// The connected phone carrying the apps (nil while reconnecting or none).
+    private(set) var peer: PeerID?
+    /// The token of the phone carrying the apps, connected or reconnecting ("" when none).
+    private(set) var token = ""
+    /// While reconnecting: the lost connection, and the serial naming the grace timer of this loss.
+    private(set) var formerPeer: PeerID?
+    private(set) var graceSerial: UInt64?
     /// Bodies the car had for the phone while it was away, in order.
     private(set) var backlog: [HUEnvelope.OneOf_Body] = []
     private(set) var backlogOverflowed = false
     private var nextSerial: UInt64 = 1
 
-    /// The connected phone carrying the apps.
-    var peer: PeerID? {
-        if case .connected(let peer, _) = state { return peer }
-        return nil
-    }
-
     /// A phone carries apps, connected or not: the apps and scenes exist.
-    var carriesApps: Bool { state != .none }
+    var carriesApps: Bool { peer != nil || graceSerial != nil }
 
     var isReconnecting: Bool { graceSerial != nil }
 
-    /// The grace timer's serial while reconnecting.
-    var graceSerial: UInt64? {
-        if case .reconnecting(_, _, let serial) = state { return serial }
-        return nil
-    }
-
     /// Whether `peer` was the connection this reconnecting phone lost (what
     /// was addressed to it goes to the backlog).
-    func wasLost(_ peer: PeerID) -> Bool {
-        if case .reconnecting(let former, _, _) = state { return former == peer }
-        return false
-    }
+    func wasLost(_ peer: PeerID) -> Bool { graceSerial != nil && formerPeer == peer }
 
     var wire: HUPhoneLink {
-        switch state {
-        case .none: return .none
-        case .connected: return .connected
-        case .reconnecting: return .reconnecting
-        }
-    }
-
-    /// The token the connected phone holds (empty when none).
-    var token: String {
-        switch state {
-        case .none: return ""
-        case .connected(_, let token), .reconnecting(_, let token, _): return token
-        }
+        if peer != nil { return .connected }
+        return graceSerial != nil ? .reconnecting : .none
     }
 
     /// `peer`'s apps were accepted: it carries them, under its token.
     mutating func carry(peer: PeerID, token: String) {
-        state = .connected(peer: peer, token: token)
-        backlog = []
-        backlogOverflowed = false
+        self = PhoneLink(nextSerial: nextSerial)
+        self.peer = peer
+        self.token = token
     }
+
+    private init(nextSerial: UInt64) { self.nextSerial = nextSerial }
+    init() {}
 
     /// The connected phone's connection is gone; returns the grace timer's
     /// serial when the apps are kept for it, nil when they end now.
     mutating func lost(_ departure: PeerDeparture) -> UInt64? {
-        guard case .connected(let peer, let token) = state, departure.allowsResumption, !token.isEmpty else {
+        guard let current = peer, departure.allowsResumption, !token.isEmpty else {
             end()
             return nil
         }
         let serial = nextSerial
         nextSerial += 1
-        state = .reconnecting(formerPeer: peer, token: token, serial: serial)
+        peer = nil
+        formerPeer = current
+        graceSerial = serial
         return serial
     }
 
@@ -115,31 +97,24 @@ struct PhoneLink: Sendable {
 
     /// A new connection presents `token`. On success it carries the apps under
     /// `newToken`, and the backlog is handed over (to be sent after the answer).
-    mutating func resume(peer: PeerID, token: String, newToken: String) -> Result<[HUEnvelope.OneOf_Body], ResumeRefusal> {
-        switch state {
-        case .none:
-            return .failure(.nothingToResume)
-        case .connected(let current, _):
-            return .failure(current == peer ? .carryingApps : .nothingToResume)
-        case .reconnecting(_, let expected, _):
-            guard Self.sameToken(token, expected) else { return .failure(.wrongToken) }
-            let replay = backlog
-            carry(peer: peer, token: newToken)
-            return .success(replay)
-        }
+    mutating func resume(peer newPeer: PeerID, token presented: String, newToken: String) -> Result<[HUEnvelope.OneOf_Body], ResumeRefusal> {
+        if let current = peer { return .failure(current == newPeer ? .carryingApps : .nothingToResume) }
+        guard graceSerial != nil else { return .failure(.nothingToResume) }
+        guard Self.sameToken(presented, token) else { return .failure(.wrongToken) }
+        let replay = backlog
+        carry(peer: newPeer, token: newToken)
+        return .success(replay)
     }
 
     /// The grace timer `serial` fired: true when it still applies (the phone did not resume).
     mutating func graceExpired(serial: UInt64) -> Bool {
-        guard case .reconnecting(_, _, let current) = state, current == serial else { return false }
+        guard graceSerial == serial else { return false }
         end()
         return true
     }
 
     mutating func end() {
-        state = .none
-        backlog = []
-        backlogOverflowed = false
+        self = PhoneLink(nextSerial: nextSerial)
     }
 
     /// Compares in time independent of where the first difference is, so a
