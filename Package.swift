@@ -33,7 +33,11 @@ let package = Package(
         // The car as pure state machines. No I/O.
         .target(
             name: "HeadUnitCore",
-            dependencies: ["HeadUnitWire", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "HeadUnitWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
         ),
         // SwiftNIO listeners and connection pipelines around the Core.
         .target(
@@ -149,5 +153,5 @@ let package = Package(
             ]
         ),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the frame parser and envelope codec with libFuzzer for a fixed time.
-#   scripts/fuzz.sh [SECONDS]   (default 60)
+# Fuzzes the frame parser and envelope codec with libFuzzer for a fixed time,
+# then each message family (structure-aware, Sources/HeadUnitFuzz/FamilyFuzz.swift).
+#   scripts/fuzz.sh [SECONDS [FAMILY_SECONDS]]   (default 60, and 15 per family)
 # Builds HeadUnitFuzz with --sanitize=fuzzer in .build-fuzz, seeds a fresh copy
 # of the corpus (Protocol/vectors via scripts/fuzz-seeds.sh, plus
 # Tests/FuzzCorpus/regressions), and runs. On a crash it fails and leaves the
@@ -10,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+family_seconds="${2:-15}"
+families=(handshake phone templates hmi navigation accessory)
 scratch=.build-fuzz
 
 echo "==> fuzz: build (swift build --product HeadUnitFuzz --sanitize=fuzzer)"
@@ -23,21 +26,33 @@ mkdir -p "$corpus"
 scripts/fuzz-seeds.sh "$corpus"
 find Tests/FuzzCorpus/regressions -type f ! -name '.*' ! -name '*.md' -exec cp {} "$corpus/" \;
 
-echo "==> fuzz: run for ${seconds}s"
+run() {  # run NAME SECONDS CORPUS [libFuzzer flags...]
+  local name="$1" time="$2" dir="$3"
+  shift 3
+  echo "==> fuzz: $name for ${time}s"
+  # SWIFT_BACKTRACE=enable=no: let libFuzzer, not the Swift runtime, handle a crash.
+  SWIFT_BACKTRACE=enable=no "$binary" "$dir" \
+    -max_total_time="$time" \
+    -timeout=10 \
+    -rss_limit_mb=2048 \
+    -artifact_prefix=./ \
+    -print_final_stats=1 "$@" </dev/null
+}
+
 status=0
-# SWIFT_BACKTRACE=enable=no: let libFuzzer, not the Swift runtime, handle a crash.
-SWIFT_BACKTRACE=enable=no "$binary" "$corpus" \
-  -max_total_time="$seconds" \
-  -dict=Tests/FuzzCorpus/headunit.dict \
-  -max_len=8192 \
-  -timeout=10 \
-  -rss_limit_mb=2048 \
-  -artifact_prefix=./ \
-  -print_final_stats=1 </dev/null || status=$?
+run stream "$seconds" "$corpus" -dict=Tests/FuzzCorpus/headunit.dict -max_len=8192 || status=$?
+for family in "${families[@]}"; do
+  [ "$status" -eq 0 ] || break
+  dir="$scratch/corpus-$family"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp Tests/FuzzCorpus/families/"$family"/* "$dir/"
+  HEADUNIT_FUZZ_FAMILY="$family" run "$family" "$family_seconds" "$dir" -max_len=4096 || status=$?
+done
 
 if [ "$status" -ne 0 ]; then
-  echo "==> fuzz: FAILED (exit $status); reproducer(s):" >&2
+  echo "==> fuzz: FAILED (exit $status); reproducer(s) (replay a family's with HEADUNIT_FUZZ_FAMILY=<family>):" >&2
   ls -1 crash-* leak-* timeout-* oom-* 2>/dev/null >&2 || true
   exit 1
 fi
-echo "==> fuzz: no crash in ${seconds}s"
+echo "==> fuzz: no crash (stream ${seconds}s, ${#families[@]} families ${family_seconds}s each)"

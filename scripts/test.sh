@@ -23,3 +23,6 @@ trap 'rm -rf "$seeds"' EXIT
 scripts/fuzz-seeds.sh "$seeds" >/dev/null
 find "$seeds" Tests/FuzzCorpus/regressions -type f ! -name '.*' ! -name '*.md' -print0 \
   | xargs -0 "$(swift build "${scratch[@]}" --show-bin-path)/HeadUnitFuzz"
+for family in Tests/FuzzCorpus/families/*/; do
+  HEADUNIT_FUZZ_FAMILY="$(basename "$family")" "$(swift build "${scratch[@]}" --show-bin-path)/HeadUnitFuzz" "$family"*
+done

@@ -6,13 +6,17 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "CFuzzMain.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int headunit_write_family_seeds(const char *directory);
 
 void headunit_fuzz_main_anchor(void) {}
 
 int HeadUnitFuzz_main(int argc, char **argv) {
+    /* HeadUnitFuzz --write-family-seeds DIR: the committed per-family corpus. */
+    if (argc == 3 && strcmp(argv[1], "--write-family-seeds") == 0) return headunit_write_family_seeds(argv[2]);
     int replayed = 0;
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-') continue;  /* libFuzzer-style flags are ignored here */

@@ -22,6 +22,7 @@ struct ClusterBench {
     let inFlight: Int
 
     /// A reading subscriber: applies updates and records latencies (ns) of the stamps it sees.
+    // @unchecked: written only by its own `task`, read after that task has been awaited.
     final class Reader: @unchecked Sendable {
         let session: ClusterSession
         var model = MetadataModel()
@@ -213,6 +214,7 @@ struct ClusterBench {
     }
 }
 
+// @unchecked: `value` is only touched under `lock`.
 final class Counter: @unchecked Sendable {
     private var value = 0
     private let lock = NSLockish()
@@ -220,6 +222,7 @@ final class Counter: @unchecked Sendable {
 }
 
 /// A tiny mutex (pthread) so the bench needs no Foundation.
+// @unchecked: a pthread mutex, which is made for sharing between threads.
 final class NSLockish: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
     init() { pthread_mutex_init(&mutex, nil) }
@@ -234,6 +237,7 @@ final class NSLockish: @unchecked Sendable {
 /// A cluster that subscribes and then never reads: a raw blocking socket. It
 /// pings the daemon every few seconds (any frame proves it alive) so the
 /// heartbeat does not close it; the daemon's answers pile up unread.
+// @unchecked: `fd` is immutable; `pinger` is set in init and cancelled in close, from the bench's one driving task.
 final class StalledSubscriber: @unchecked Sendable {
     let fd: Int32
     private var pinger: Task<Void, Never>?

@@ -12,6 +12,7 @@ import NIOPosix
 ///
 /// Reading grants credit back as buffers are taken, so a reader that stops
 /// stops the writer at the other end; nothing queues without bound.
+// @unchecked: mutable state is confined to the connection's event loop; every public method hops there.
 public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     public typealias Element = ByteBuffer
 
@@ -184,6 +185,7 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
 
 /// Routes one connection's session traffic (DATA frames, credits, endings)
 /// to its `AccessoryStream`s. Loop-confined, owned by the phone or accessory session.
+// @unchecked: loop-confined (only called on the connection's event loop).
 final class SessionRouter: @unchecked Sendable {
     let connection: HeadUnitConnection
     private var streams: [UInt32: AccessoryStream] = [:]
@@ -256,7 +258,7 @@ final class SessionRouter: @unchecked Sendable {
 }
 
 extension HeadUnitConnection {
-    func onLoopAsyncThrowing<T>(_ body: @escaping () throws -> T) async throws -> T {
+    func onLoopAsyncThrowing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         if eventLoop.inEventLoop { return try body() }
         return try await eventLoop.submit(body).get()
     }
@@ -295,6 +297,7 @@ extension PhoneSession {
 ///     let climate = try await AccessoryPeer.connect(to: .default, name: "climate ECU")
 ///     try await climate.serve(["com.acme.climate"])
 ///     for await stream in climate.sessions { Task { for try await bytes in stream { try await stream.write(bytes) } } }
+// @unchecked: mutable state is confined to the connection's event loop; every public method hops there.
 public final class AccessoryPeer: @unchecked Sendable {
     public let connection: HeadUnitConnection
     /// Sessions accepted, in order.
@@ -317,7 +320,7 @@ public final class AccessoryPeer: @unchecked Sendable {
         refusal: @escaping @Sendable (HUSessionRequested) -> String? = { _ in nil },
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AccessoryPeer {
-        var peer: AccessoryPeer?
+        let peer = MadeOnLoop<AccessoryPeer>()
         _ = try await HeadUnitConnection.connect(
             to: endpoint, configuration: HeadUnitConnection.Configuration(role: .accessory, name: name), group: group
         ) { connection in
@@ -328,9 +331,9 @@ public final class AccessoryPeer: @unchecked Sendable {
                 accessory?.router.closeAll(.shuttingDown)
                 accessory?.sessionContinuation.finish()
             }
-            peer = accessory
+            peer.value = accessory
         }
-        return peer!
+        return peer.value!
     }
 
     /// Serves exactly these protocols from now on.

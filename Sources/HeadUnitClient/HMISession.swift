@@ -15,6 +15,7 @@ public enum HMIUpdate: Sendable {
 
 /// The car's own screen renderer and input devices (Unix socket only). Keeps
 /// the latest rendered state of every screen, applying diffs as they come.
+// @unchecked: mutable state is confined to the connection's event loop; every public method hops there.
 public final class HMISession: @unchecked Sendable {
     public let connection: HeadUnitConnection
     /// Every update in order (bounded: the newest 4096 kept if nobody reads).
@@ -51,14 +52,14 @@ public final class HMISession: @unchecked Sendable {
     ) async throws -> HMISession {
         var configuration = HeadUnitConnection.Configuration(role: .hmi, name: name)
         configure(&configuration)
-        var session: HMISession?
+        let session = MadeOnLoop<HMISession>()
         _ = try await HeadUnitConnection.connect(to: endpoint, configuration: configuration, group: group) { connection in
             let hmi = HMISession(connection: connection)
             connection.eventHandler = { [weak hmi] envelope in hmi?.handle(envelope) }
             connection.closeHandler = { [weak hmi] _ in hmi?.closed() }
-            session = hmi
+            session.value = hmi
         }
-        return session!
+        return session.value!
     }
 
     // MARK: requests
@@ -160,7 +161,7 @@ public final class HMISession: @unchecked Sendable {
     public func waitForScreen(
         _ screen: HUScreen = .main,
         timeout: TimeAmount = .seconds(3),
-        where condition: @escaping (HURenderedScreen) -> Bool
+        where condition: @escaping @Sendable (HURenderedScreen) -> Bool
     ) async -> HURenderedScreen? {
         let satisfied = await waitUntil(timeout: timeout) { self.screens[screen].map(condition) ?? false }
         return satisfied ? await self.screen(screen) : nil
@@ -171,7 +172,7 @@ public final class HMISession: @unchecked Sendable {
         return satisfied ? await homeScreen() : nil
     }
 
-    private func waitUntil(timeout: TimeAmount, _ check: @escaping () -> Bool) async -> Bool {
+    private func waitUntil(timeout: TimeAmount, _ check: @escaping @Sendable () -> Bool) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             connection.onLoop {
                 if check() { return continuation.resume(returning: true) }

@@ -16,6 +16,7 @@ import NIOPosix
 /// (see `taskExecutor`) go out without any thread hop; requests from elsewhere
 /// hop onto the loop once. Writes are coalesced and flushed once per loop tick,
 /// so many requests in flight cost one syscall per batch, not one each.
+// @unchecked: mutable state is confined to `eventLoop`; every public method hops there.
 public final class HeadUnitConnection: @unchecked Sendable {
     public struct Configuration: Sendable {
         public var role: HURole
@@ -73,6 +74,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
     private struct Pending {
         var continuation: CheckedContinuation<HUEnvelope, Error>
         var deadline: NIODeadline
+        /// Runs on the loop when the answer arrives, before any later frame is handled.
+        var onAnswer: (@Sendable (HUEnvelope) -> Void)?
     }
 
     init(eventLoop: EventLoop, configuration: Configuration) {
@@ -108,7 +111,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
         to endpoint: HeadUnitEndpoint,
         configuration: Configuration,
         group: EventLoopGroup,
-        beforeHandshake: @escaping (HeadUnitConnection) -> Void
+        beforeHandshake: @escaping @Sendable (HeadUnitConnection) -> Void
     ) async throws -> HeadUnitConnection {
         let loop = group.next()
         let connection = HeadUnitConnection(eventLoop: loop, configuration: configuration)
@@ -221,6 +224,25 @@ public final class HeadUnitConnection: @unchecked Sendable {
         return result
     }
 
+    /// Like `request`, and `onAnswer` runs on the event loop with the Result
+    /// as it arrives, before any frame that follows it is handled (for state
+    /// the following events depend on).
+    @discardableResult
+    public func request(_ body: HUEnvelope.OneOf_Body, onAnswer: @escaping @Sendable (HUResult) -> Void) async throws -> HUResult {
+        let answer = try await roundTrip(body) { envelope in
+            if case .result(let result)? = envelope.body, result.code == .ok { onAnswer(result) }
+        }
+        switch answer.body {
+        case .result(let result):
+            guard result.code == .ok else { throw HeadUnitError(result: result) }
+            return result
+        case .goodbye(let goodbye):
+            throw HeadUnitError(goodbye: goodbye)
+        default:
+            throw HeadUnitError(code: .unknownMessage, message: "expected a Result, got \(answer)", origin: .unexpectedAnswer)
+        }
+    }
+
     /// Sends a request and returns its Result whatever the code; throws only
     /// when the connection fails or the answer is not a Result.
     public func resultOf(_ body: HUEnvelope.OneOf_Body) async throws -> HUResult {
@@ -236,12 +258,12 @@ public final class HeadUnitConnection: @unchecked Sendable {
     }
 
     /// Sends a request and returns the whole answer envelope.
-    public func roundTrip(_ body: HUEnvelope.OneOf_Body) async throws -> HUEnvelope {
+    public func roundTrip(_ body: HUEnvelope.OneOf_Body, onAnswer: (@Sendable (HUEnvelope) -> Void)? = nil) async throws -> HUEnvelope {
         try await withCheckedThrowingContinuation { continuation in
             if eventLoop.inEventLoop {
-                startRequest(body, continuation)
+                startRequest(body, continuation, onAnswer)
             } else {
-                eventLoop.execute { self.startRequest(body, continuation) }
+                eventLoop.execute { self.startRequest(body, continuation, onAnswer) }
             }
         }
     }
@@ -255,7 +277,9 @@ public final class HeadUnitConnection: @unchecked Sendable {
         }
     }
 
-    private func startRequest(_ body: HUEnvelope.OneOf_Body, _ continuation: CheckedContinuation<HUEnvelope, Error>) {
+    private func startRequest(
+        _ body: HUEnvelope.OneOf_Body, _ continuation: CheckedContinuation<HUEnvelope, Error>, _ onAnswer: (@Sendable (HUEnvelope) -> Void)? = nil
+    ) {
         if isClosed {
             continuation.resume(throwing: closeReason ?? Self.closedError)
             return
@@ -263,7 +287,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
         let id = nextRequestID
         // Wraps after 4 billion requests, skipping 0 (reserved for events).
         nextRequestID = nextRequestID == .max ? 1 : nextRequestID + 1
-        pending[id] = Pending(continuation: continuation, deadline: .now() + configuration.requestTimeout)
+        pending[id] = Pending(continuation: continuation, deadline: .now() + configuration.requestTimeout, onAnswer: onAnswer)
         var envelope = HUEnvelope()
         envelope.requestID = id
         envelope.body = body
@@ -292,6 +316,13 @@ public final class HeadUnitConnection: @unchecked Sendable {
     }
 
     // MARK: closing
+
+    /// Closes the socket without a Goodbye, as a lost network would (the
+    /// daemon keeps a phone's session for resumption, PROTOCOL.md section 21).
+    public func drop() async {
+        let channel: Channel? = try? await eventLoop.submit { self.channel }.get()
+        try? await channel?.close()
+    }
 
     /// Says Goodbye and closes. Pending requests fail with `.connectionClosed`.
     public func close(reason: String = "client closing") async {
@@ -326,6 +357,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     fileprivate func received(_ envelope: HUEnvelope) {
         if envelope.requestID != 0, let entry = pending.removeValue(forKey: envelope.requestID) {
+            entry.onAnswer?(envelope)
             entry.continuation.resume(returning: envelope)
             return
         }
@@ -413,11 +445,11 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     // MARK: loop helpers
 
-    func onLoop(_ body: @escaping () -> Void) {
+    func onLoop(_ body: @escaping @Sendable () -> Void) {
         if eventLoop.inEventLoop { body() } else { eventLoop.execute(body) }
     }
 
-    func onLoopAsync<T>(_ body: @escaping () -> T) async -> T {
+    func onLoopAsync<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         if eventLoop.inEventLoop { return body() }
         return try! await eventLoop.submit(body).get()
     }
@@ -460,3 +492,12 @@ private final class ClientHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 }
+
+/// A session object made on the event loop inside `connect`'s
+/// `beforeHandshake` and read once `connect` returns.
+final class MadeOnLoop<T>: @unchecked Sendable {
+    // @unchecked: written once on the loop before `connect`'s awaited submit
+    // completes, read only after it: the await orders the two.
+    var value: T?
+}
+

@@ -6,7 +6,8 @@ import NIOCore
 /// Unlike an AsyncStream, a waiter can give up (timeout) without ending the
 /// stream, and can pick a matching event out of order: a scenario waiting for
 /// `item_selected` leaves the lifecycle events before it in place.
-final class Mailbox<Element>: @unchecked Sendable {
+// @unchecked: confined to `eventLoop` (post/finish assert it; take hops there).
+final class Mailbox<Element: Sendable>: @unchecked Sendable {
     private let eventLoop: EventLoop
     private let capacity: Int
     private var buffer: [Element] = []
@@ -53,9 +54,9 @@ final class Mailbox<Element>: @unchecked Sendable {
 
     /// The first element (kept or future) that matches, or nil after `timeout`
     /// or when the mailbox is finished.
-    func take(timeout: TimeAmount, where matches: @escaping (Element) -> Bool) async -> Element? {
+    func take(timeout: TimeAmount, where matches: @escaping @Sendable (Element) -> Bool) async -> Element? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
-            let start = {
+            let start: @Sendable () -> Void = {
                 if let index = self.buffer.firstIndex(where: matches) {
                     continuation.resume(returning: self.buffer.remove(at: index))
                     return

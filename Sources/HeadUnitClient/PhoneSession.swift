@@ -34,6 +34,7 @@ public enum PhoneEvent: Sendable {
 ///     let controller = try await phone.waitForScene(appID: "com.example.music")
 ///     try await controller.setRootTemplate(list)
 ///     for await event in phone.events { ... }
+// @unchecked: mutable state (`apps`, `token`) is confined to the connection's event loop; every public method hops there.
 public final class PhoneSession: @unchecked Sendable {
     public let connection: HeadUnitConnection
     public let deviceName: String
@@ -47,6 +48,7 @@ public final class PhoneSession: @unchecked Sendable {
 
     // ---- loop-confined
     private var apps: [String: CarApp] = [:]
+    private var token = ""
 
     private init(connection: HeadUnitConnection, deviceName: String) {
         self.connection = connection
@@ -69,16 +71,16 @@ public final class PhoneSession: @unchecked Sendable {
         if case .tcp = endpoint, configuration.identity == nil {
             configuration.useStoredIdentity = true
         }
-        var session: PhoneSession?
+        let session = MadeOnLoop<PhoneSession>()
         let connection = try await HeadUnitConnection.connect(to: endpoint, configuration: configuration, group: group) { connection in
             let phone = PhoneSession(connection: connection, deviceName: deviceName)
             connection.eventHandler = { [weak phone] envelope in phone?.handle(envelope) }
             connection.closeHandler = { [weak phone] _ in phone?.closed() }
             connection.dataHandler = { [weak phone] channel, payload in phone?.sessionRouter.data(channel: channel, payload) }
-            session = phone
+            session.value = phone
         }
         _ = connection
-        return session!
+        return session.value!
     }
 
     // MARK: requests
@@ -91,15 +93,60 @@ public final class PhoneSession: @unchecked Sendable {
         announce.deviceName = deviceName
         announce.apps = apps
         let result = try await connection.request(.announceApps(announce))
-        var decisions: [HUAppDecision] = []
-        if case .appDecisions(let list)? = result.detail { decisions = list.decisions }
+        let list: HUAppDecisions? = if case .appDecisions(let list)? = result.detail { list } else { nil }
+        let decisions = list?.decisions ?? []
+        let token = list?.resumptionToken ?? ""
         await connection.onLoopAsync {
+            self.token = token
             for info in apps {
                 let decision = decisions.first { $0.appID == info.appID } ?? HUAppDecision()
                 self.apps[info.appID] = CarApp(info: info, decision: decision, session: self)
             }
         }
         return decisions
+    }
+
+    /// The token that resumes this phone's session on a new connection if
+    /// this one is lost (PROTOCOL.md section 21); empty before `announce`.
+    public var resumptionToken: String {
+        get async { await connection.onLoopAsync { self.token } }
+    }
+
+    /// Continues a lost session on this new connection instead of announcing:
+    /// `token` is the lost session's `resumptionToken`, `apps` what it had
+    /// announced. The apps and their connected scenes are rebound (no
+    /// `sceneConnected` events for them); what the car kept for the phone
+    /// meanwhile follows as ordinary events. Throws RESUME_REFUSED when the
+    /// session is gone: announce afresh then.
+    @discardableResult
+    public func resume(token: String, apps: [HUAppInfo]) async throws -> HUResumed {
+        var resume = HUResumeSession()
+        resume.resumptionToken = token
+        // The replay follows the answer on the loop: rebind before handling it.
+        let result = try await connection.request(.resumeSession(resume)) { [weak self] result in
+            guard let self, case .resumed(let resumed)? = result.detail else { return }
+            self.rebind(resumed, apps: apps)
+        }
+        guard case .resumed(let resumed)? = result.detail else {
+            throw HeadUnitError(code: .unknownMessage, message: "ResumeSession was answered without Resumed", origin: .unexpectedAnswer)
+        }
+        return resumed
+    }
+
+    /// On the loop, before anything that followed the answer is handled.
+    private func rebind(_ resumed: HUResumed, apps infos: [HUAppInfo]) {
+        token = resumed.resumptionToken
+        for status in resumed.apps {
+            let info = infos.first { $0.appID == status.appID } ?? HUAppInfo.with { $0.appID = status.appID; $0.displayName = status.displayName }
+            var decision = HUAppDecision()
+            decision.appID = status.appID
+            decision.accepted = status.accepted
+            decision.category = status.category
+            apps[status.appID] = CarApp(info: info, decision: decision, session: self)
+        }
+        for scene in resumed.scenes {
+            apps[scene.appID]?.scenes[scene.sceneID] = InterfaceController(scene: scene, connection: connection)
+        }
     }
 
     public func app(_ appID: String) async -> CarApp? {
@@ -126,7 +173,7 @@ public final class PhoneSession: @unchecked Sendable {
 
     /// The first event (received already or to come) that matches, taking it
     /// out of the mailbox; nil after `timeout`.
-    public func nextEvent(timeout: TimeAmount, where matches: @escaping (PhoneEvent) -> Bool) async -> PhoneEvent? {
+    public func nextEvent(timeout: TimeAmount, where matches: @escaping @Sendable (PhoneEvent) -> Bool) async -> PhoneEvent? {
         await mailbox.take(timeout: timeout, where: matches)
     }
 
@@ -191,6 +238,7 @@ public final class PhoneSession: @unchecked Sendable {
 }
 
 /// One CarPlay app on the phone, as the car decided it.
+// @unchecked: `scenes` and `pendingEventIDs` are confined to the session's event loop.
 public final class CarApp: @unchecked Sendable {
     public let info: HUAppInfo
     public let decision: HUAppDecision

@@ -67,14 +67,18 @@ func helloPayload(requestID: UInt32, min: UInt32 = 1, max: UInt32 = 1, role: UIn
     return [0x08] + varint(UInt64(requestID)) + field(2, hello)
 }
 
-/// A second Hello whose envelope payload is exactly `size` bytes (the name pads it).
+/// A second Hello whose envelope payload is exactly `size` bytes. An
+/// unknown Envelope field pads it: a client must ignore fields it does not
+/// know (section 14), and strings have their own limit (section 10.3), so
+/// the name cannot be the padding.
 func helloEnvelope(requestID: UInt32, payloadSize size: Int) -> [UInt8]? {
-    var nameLength = max(0, size - 16)
+    let base = helloPayload(requestID: requestID)
+    var padding = max(0, size - base.count - 8)
     for _ in 0..<6 {
-        let payload = helloPayload(requestID: requestID, name: [UInt8](repeating: 0x78, count: nameLength))
+        let payload = base + field(999, [UInt8](repeating: 0x78, count: padding))
         if payload.count == size { return payload }
-        nameLength += size - payload.count
-        if nameLength < 0 { return nil }
+        padding += size - payload.count
+        if padding < 0 { return nil }
     }
     return nil
 }

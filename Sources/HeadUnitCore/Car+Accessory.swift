@@ -68,7 +68,8 @@ extension Car {
     mutating func perform(_ outputs: [AccessoryHub.Output]) {
         for output in outputs {
             switch output {
-            case .send(let peer, let body): emit(peer, body: body)
+            case .send(let peer, let body):
+                if phoneLink.wasLost(peer) { sendToPhone(body) } else { emit(peer, body: body) }
             case .data(let peer, let channel, let payload): effects.append(.sendData(peer, channel: channel, payload))
             case .refuseData(let peer, let code, let message): effects.append(.refuseData(peer, code, message))
             case .availabilityChanged(let keys): sendAvailability(changed: keys)

@@ -26,7 +26,8 @@ extension Car {
     // MARK: - launching and closing
 
     mutating func launchApp(_ launch: HULaunchApp) -> Result<HUResult, RuleViolation> {
-        guard phonePeer != nil else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
+        // A phone that is reconnecting still carries its apps: what they are sent waits for it.
+        guard phoneLink.carriesApps else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
         guard let app = apps[launch.appID] else {
             return .failure(RuleViolation(.unknownApp, "no app '\(launch.appID)' on the home screen"))
         }
@@ -81,24 +82,28 @@ extension Car {
         }
         var scene = SceneState(id: nextSceneID, appID: appID, kind: kind)
         nextSceneID &+= 1
-        var connected = HUSceneConnected()
-        connected.appID = appID
-        connected.sceneID = scene.id
-        connected.kind = kind
-        connected.window = SceneWindows.window(for: kind, vehicle: configuration.vehicle, safeArea: vehicleState.safeArea)
-        connected.contentStyle = vehicleState.contentStyle
-        connected.vehicleState = vehicleState
-        let category = apps[appID]!.category!
-        connected.maxStackDepth = UInt32(CategoryRules.maxStackDepth(for: category))
-        connected.maxListItems = UInt32(listCap ?? 0)
-        connected.maxListSections = UInt32(sectionCap ?? 0)
-        connected.maxTabs = UInt32(CategoryRules.maxTabs(for: category))
-        sendToPhone(.sceneConnected(connected))
+        sendToPhone(.sceneConnected(sceneConnected(appID: appID, sceneID: scene.id, kind: kind, category: apps[appID]!.category!)))
         if let nowPlaying {
             sendLifecycle(scene.showNowPlaying(nowPlaying), appID: appID, scene: scene, animated: false)
         }
         apps[appID]!.scenes[kind] = scene
         screenOwners[screen] = ref
+    }
+
+    /// What the phone is told of a scene: on connecting, and again on resuming.
+    func sceneConnected(appID: String, sceneID: UInt32, kind: HUSceneKind, category: HUCategory) -> HUSceneConnected {
+        var connected = HUSceneConnected()
+        connected.appID = appID
+        connected.sceneID = sceneID
+        connected.kind = kind
+        connected.window = SceneWindows.window(for: kind, vehicle: configuration.vehicle, safeArea: vehicleState.safeArea)
+        connected.contentStyle = vehicleState.contentStyle
+        connected.vehicleState = vehicleState
+        connected.maxStackDepth = UInt32(CategoryRules.maxStackDepth(for: category))
+        connected.maxListItems = UInt32(listCap ?? 0)
+        connected.maxListSections = UInt32(sectionCap ?? 0)
+        connected.maxTabs = UInt32(CategoryRules.maxTabs(for: category))
+        return connected
     }
 
     mutating func closeApp(_ appID: String) -> Result<HUResult, RuleViolation> {
@@ -326,12 +331,12 @@ extension Car {
         sendToPhone(.appEvent(event))
         effects.append(.startTimer(.completion(eventID: eventID), milliseconds: configuration.completionTimeoutMilliseconds))
         if spinner {
-            sendToHMIs(.screenUpdate(screenUpdate(screen(for: sceneKind), .spinnerStarted(pending.selection(eventID)))))
+            sendToHMIs(.screen(screen(for: sceneKind)), .screenUpdate(screenUpdate(screen(for: sceneKind), .spinnerStarted(pending.selection(eventID)))))
         }
     }
 
     mutating func sendSpinnerStopped(eventID: UInt64, pending: PendingEvent) {
-        sendToHMIs(.screenUpdate(screenUpdate(screen(for: pending.sceneKind), .spinnerStopped(pending.selection(eventID)))))
+        sendToHMIs(.screen(screen(for: pending.sceneKind)), .screenUpdate(screenUpdate(screen(for: pending.sceneKind), .spinnerStopped(pending.selection(eventID)))))
     }
 
     mutating func openNowPlaying(_ appID: String) -> Result<HUResult, RuleViolation> {
@@ -390,6 +395,7 @@ extension Car {
         var home = HUHomeScreen()
         home.deviceName = deviceName
         home.nowPlayingAppID = nowPlayingAppID
+        home.phoneLink = phoneLink.wire
         home.icons = appOrder.compactMap { apps[$0] }.filter(\.isLaunchable).map { app in
             var icon = HUHomeScreenIcon()
             icon.appID = app.id
@@ -484,7 +490,7 @@ extension Car {
         let home = homeScreen()
         if home != lastHomeScreen {
             lastHomeScreen = home
-            sendToHMIs(.homeScreen(home))
+            sendToHMIs(.home, .homeScreen(home))
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             let new = render(screen)
@@ -495,9 +501,9 @@ extension Car {
             rendered[screen] = new
             if hmiPeers.isEmpty { continue }
             if let diff = contentDiff(from: old, to: new) {
-                if !diff.changes.isEmpty { sendToHMIs(.screenUpdate(screenUpdate(screen, .diff(diff)))) }
+                if !diff.changes.isEmpty { sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .diff(diff)))) }
             } else {
-                sendToHMIs(.screenUpdate(screenUpdate(screen, .full(new))))
+                sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))))
             }
         }
     }

@@ -193,7 +193,8 @@ extension Car {
     // MARK: - the HMI's navigation input
 
     mutating func handleNavigationInput(_ input: HUNavigationInput) -> Result<HUResult, RuleViolation> {
-        guard phonePeer != nil else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
+        // A phone that is reconnecting still carries its apps: what they are sent waits for it.
+        guard phoneLink.carriesApps else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
         let appID = input.appID.isEmpty ? (screenOwners[.main]?.appID ?? "") : input.appID
         guard let app = apps[appID], !app.scenes.isEmpty else {
             return .failure(RuleViolation(.notConnected, appID.isEmpty ? "the main screen shows no app" : "'\(appID)' has no connected scene"))
@@ -410,6 +411,10 @@ extension Car {
         }
         state.cluster = cluster
         state.audio = audio.section
+        state.phone = HUPhoneSection.with {
+            $0.link = phoneLink.wire
+            $0.deviceName = deviceName
+        }
         return state
     }
 

@@ -11,7 +11,25 @@ extension Car {
         if let phonePeer, phonePeer != peer {
             return .failure(RuleViolation(.phoneAlreadyConnected, "another phone ('\(deviceName)') is connected"))
         }
-        phonePeer = peer
+        if phoneLink.isReconnecting {
+            // A phone that announces afresh (one that lost its token, or another
+            // phone) replaces the one that may still resume: its apps end now.
+            endPhoneApps()
+        }
+        let newApps = announce.apps.count
+        guard appOrder.count + newApps <= configuration.maxApps else {
+            var violation = RuleViolation(
+                .limitExceeded, "\(appOrder.count) apps announced already and \(newApps) more is over the car's maximum of \(configuration.maxApps); nothing was announced")
+            violation.limit = "announce.apps"
+            violation.limitValue = UInt32(configuration.maxApps)
+            return .failure(violation)
+        }
+        if phonePeer != peer, configuration.announceTimeoutMilliseconds > 0 {
+            effects.append(.cancelTimer(.announce(peer: peer)))
+        }
+        if phonePeer != peer {
+            phoneLink.carry(peer: peer, token: peers[peer]?.resumptionToken ?? "")
+        }
         deviceName = announce.deviceName.isEmpty ? (peers[peer]?.name ?? "") : announce.deviceName
         var decisions = HUAppDecisions()
         var seen = Set<String>()
@@ -64,9 +82,51 @@ extension Car {
         // Each accepted automaker app learns which of its protocols are served now.
         let newAutomakerApps = decisions.decisions.filter { $0.accepted && $0.category == .automaker }.map(\.appID)
         for appID in newAutomakerApps { sendAvailability(of: appID) }
+        decisions.resumptionToken = phoneLink.token
+        decisions.resumeGraceMs = phoneLink.token.isEmpty ? 0 : UInt32(clamping: configuration.resumeGraceMilliseconds)
         var result = HUResult()
         result.appDecisions = decisions
         return .success(result)
+    }
+
+    /// A new connection asks for a lost phone's apps back (PROTOCOL.md
+    /// section 21): answered, then followed by what the car kept for it.
+    mutating func resumeSession(_ resume: HUResumeSession, requestID: UInt32, from peer: PeerID) {
+        let grace = phoneLink.graceSerial
+        let newToken = peers[peer]?.resumptionToken ?? ""
+        switch phoneLink.resume(peer: peer, token: resume.resumptionToken, newToken: newToken) {
+        case .failure(let refusal):
+            let message: String
+            switch refusal {
+            case .carryingApps: message = "this connection carries the apps already"
+            case .nothingToResume: message = "no phone's session is waiting to be resumed; announce apps"
+            case .wrongToken: message = "the token is not the one of the session waiting to be resumed; announce apps"
+            }
+            answer(peer, requestID, .failure(RuleViolation(.resumeRefused, message)))
+        case .success(let replay):
+            if let grace { effects.append(.cancelTimer(.resumeGrace(serial: grace))) }
+            if configuration.announceTimeoutMilliseconds > 0 { effects.append(.cancelTimer(.announce(peer: peer))) }
+            var resumed = HUResumed()
+            resumed.resumptionToken = newToken
+            resumed.resumeGraceMs = UInt32(clamping: configuration.resumeGraceMilliseconds)
+            resumed.apps = status().app
+            resumed.replayed = UInt32(replay.count)
+            // Scenes connected while the phone was away come as SceneConnected in the replay, not here.
+            let connectedMeanwhile = Set(replay.compactMap { body -> UInt32? in
+                if case .sceneConnected(let scene) = body { return scene.sceneID }
+                return nil
+            })
+            for appID in appOrder {
+                guard let app = apps[appID], let category = app.category else { continue }
+                for scene in app.scenes.values.sorted(by: { $0.id < $1.id }) where !connectedMeanwhile.contains(scene.id) {
+                    resumed.scenes.append(sceneConnected(appID: appID, sceneID: scene.id, kind: scene.kind, category: category))
+                }
+            }
+            var result = HUResult()
+            result.resumed = resumed
+            emit(peer, body: .result(result), requestID: requestID)
+            for body in replay { emit(peer, body: body) }
+        }
     }
 
     /// The first two checks of every request a phone makes about one of its apps

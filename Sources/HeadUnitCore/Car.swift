@@ -13,8 +13,9 @@ public struct Car: Sendable {
     var peers: [PeerID: PeerInfo] = [:]
     /// HMI peers in join order.
     var hmiPeers: [PeerID] = []
-    /// The phone whose apps are announced, and its device name.
-    var phonePeer: PeerID?
+    /// The phone whose apps are announced (connected, or lost and resumable), and its device name.
+    var phoneLink = PhoneLink()
+    var phonePeer: PeerID? { phoneLink.peer }
     var deviceName = ""
     /// Apps in announce order (the home screen's order).
     var appOrder: [String] = []
@@ -84,6 +85,9 @@ public struct Car: Sendable {
     /// A peer completed the handshake (role already checked against transport).
     public mutating func peerJoined(_ peer: PeerID, info: PeerInfo) -> [CarEffect] {
         peers[peer] = info
+        if info.role == .phone, configuration.announceTimeoutMilliseconds > 0 {
+            effects.append(.startTimer(.announce(peer: peer), milliseconds: configuration.announceTimeoutMilliseconds))
+        }
         if info.role == .hmi {
             hmiPeers.append(peer)
             emit(peer, body: .homeScreen(homeScreen()))
@@ -114,6 +118,8 @@ public struct Car: Sendable {
             answer(peer, request, completeEvent(complete, from: peer))
         case .appClosed(let closed):
             answer(peer, request, appClosed(closed.appID, from: peer))
+        case .resumeSession(let resume):
+            resumeSession(resume, requestID: request, from: peer)
         case .launchApp(let launch):
             answer(peer, request, launchApp(launch))
         case .hmiInput(let input):
@@ -146,34 +152,62 @@ public struct Car: Sendable {
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
+        settlePhoneLink()
         publishScreens()
         return takeEffects()
     }
 
-    /// The peer's connection is gone (closed, timed out or cut off).
-    public mutating func peerLeft(_ peer: PeerID) -> [CarEffect] {
-        guard peers.removeValue(forKey: peer) != nil else { return [] }
+    /// The peer's connection is gone (closed, timed out or cut off); how it
+    /// went decides whether a phone may resume (PROTOCOL.md section 21).
+    public mutating func peerLeft(_ peer: PeerID, departure: PeerDeparture = .lost) -> [CarEffect] {
+        guard let info = peers.removeValue(forKey: peer) else { return [] }
+        if info.role == .phone, configuration.announceTimeoutMilliseconds > 0 {
+            effects.append(.cancelTimer(.announce(peer: peer)))
+        }
         hmiPeers.removeAll { $0 == peer }
         var outputs: [AccessoryHub.Output] = []
         accessories.accessoryLeft(peer, outputs: &outputs)
         clusterFeed.unsubscribe(peer)
         if peer == phonePeer {
+            // Byte streams cannot resume without loss: the phone's accessory
+            // sessions end now (a resuming phone is told in its backlog).
             for appID in appOrder {
-                accessories.appEnded(appID, reason: .phoneGone, tellPhone: false, outputs: &outputs)
+                accessories.appEnded(appID, reason: .phoneGone, tellPhone: true, outputs: &outputs)
             }
-            // Everything of the phone ends: scenes, pending events, icons.
-            for appID in appOrder {
-                endScenes(of: appID, reason: .phoneGone, tellPhone: false)
+            if let serial = phoneLink.lost(departure) {
+                effects.append(.startTimer(.resumeGrace(serial: serial), milliseconds: configuration.resumeGraceMilliseconds))
+            } else {
+                endPhoneApps()
             }
-            apps = [:]
-            appOrder = []
-            phonePeer = nil
-            deviceName = ""
-            nowPlayingAppID = ""
         }
         perform(outputs)
+        settlePhoneLink()
         publishScreens()
         return takeEffects()
+    }
+
+    /// Everything of the phone ends: scenes, pending events, icons (the phone is not told: it is gone).
+    mutating func endPhoneApps() {
+        var outputs: [AccessoryHub.Output] = []
+        for appID in appOrder {
+            accessories.appEnded(appID, reason: .phoneGone, tellPhone: false, outputs: &outputs)
+        }
+        phoneLink.end()
+        perform(outputs)
+        for appID in appOrder {
+            endScenes(of: appID, reason: .phoneGone, tellPhone: false)
+        }
+        apps = [:]
+        appOrder = []
+        deviceName = ""
+        nowPlayingAppID = ""
+    }
+
+    /// A phone away whose backlog overflowed cannot resume without loss: its apps end now.
+    mutating func settlePhoneLink() {
+        guard phoneLink.backlogOverflowed else { return }
+        endPhoneApps()
+        publishScreens()
     }
 
     public mutating func timerFired(_ timer: CarTimer, nowMilliseconds: UInt64) -> [CarEffect] {
@@ -198,7 +232,18 @@ public struct Car: Sendable {
             navigationAlertExpired(serial: serial)
         case .navigationPrompt(let serial):
             audio.endPrompt(serial: serial)
+        case .resumeGrace(let serial):
+            guard phoneLink.graceExpired(serial: serial) else { return [] }
+            endPhoneApps()
+            publishScreens()
+        case .announce(let peer):
+            // A phone holding a connection without carrying apps (a second phone, or one that never announced).
+            if peers[peer] != nil, phonePeer != peer {
+                let seconds = Double(configuration.announceTimeoutMilliseconds) / 1000
+                effects.append(.close(peer, .announceTimeout, "no apps accepted from this phone within \(seconds) s of its Welcome (announce_timeout_ms)"))
+            }
         }
+        settlePhoneLink()
         return takeEffects()
     }
 
@@ -215,7 +260,7 @@ public struct Car: Sendable {
         }
         peers = [:]
         hmiPeers = []
-        phonePeer = nil
+        phoneLink.end()
         apps = [:]
         appOrder = []
         return takeEffects()
@@ -255,6 +300,7 @@ public struct Car: Sendable {
             return appStatus
         }
         status.vehicleState = vehicleState
+        status.phoneLink = phoneLink.wire
         status.accessoryProtocols = accessoryStatus()
         status.authenticatedPhones = UInt32(peers.values.filter { $0.device != nil }.count)
         return status
@@ -282,12 +328,42 @@ public struct Car: Sendable {
         }
     }
 
+    /// To the phone carrying the apps; while it is away, into its backlog.
     mutating func sendToPhone(_ body: HUEnvelope.OneOf_Body) {
-        if let phonePeer { emit(phonePeer, body: body) }
+        if let phonePeer {
+            emit(phonePeer, body: body)
+        } else if phoneLink.isReconnecting {
+            phoneLink.keep(body)
+        }
     }
 
-    mutating func sendToHMIs(_ body: HUEnvelope.OneOf_Body) {
-        for peer in hmiPeers { emit(peer, body: body) }
+    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body) {
+        guard !hmiPeers.isEmpty else { return }
+        var envelope = HUEnvelope()
+        envelope.body = body
+        effects.append(.toHMIs(stream, envelope))
+    }
+
+    /// The HMI peers, in join order (for the server's fan-out).
+    public var hmiPeerIDs: [PeerID] { hmiPeers }
+
+    /// The latest state of a stream, for an HMI that fell behind: the home
+    /// screen, or a `full` ScreenUpdate at the screen's current sequence.
+    /// Nil when the HMI has never been shown that screen.
+    public func catchUp(_ stream: HMIStream) -> HUEnvelope? {
+        var envelope = HUEnvelope()
+        switch stream {
+        case .home:
+            envelope.body = .homeScreen(lastHomeScreen ?? homeScreen())
+        case .screen(let screen):
+            guard let full = rendered[screen] ?? (screen == .main ? render(.main) : nil) else { return nil }
+            var update = HUScreenUpdate()
+            update.screen = screen
+            update.sequence = screenSequence[screen, default: 0]
+            update.full = full
+            envelope.body = .screenUpdate(update)
+        }
+        return envelope
     }
 }
 

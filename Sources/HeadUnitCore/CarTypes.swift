@@ -13,15 +13,19 @@ public struct PeerInfo: Sendable, Equatable {
     public var role: HURole
     public var name: String
     public var transport: Transport
+    /// A phone's resumption token, secret and random (the server makes it):
+    /// handed to the phone when its apps are accepted (PROTOCOL.md section 21).
+    public var resumptionToken: String
     /// A phone that authenticated on TCP (PROTOCOL.md section 20): its paired
     /// device, whose allow-list judges its apps' entitlements.
     public var device: AuthenticatedDevice?
 
-    public init(role: HURole, name: String, transport: Transport, device: AuthenticatedDevice? = nil) {
+    public init(role: HURole, name: String, transport: Transport, device: AuthenticatedDevice? = nil, resumptionToken: String = "") {
         self.role = role
         self.name = name
         self.transport = transport
         self.device = device
+        self.resumptionToken = resumptionToken
     }
 }
 
@@ -29,6 +33,10 @@ public struct PeerInfo: Sendable, Equatable {
 public enum CarEffect: Sendable, Equatable {
     /// Send an envelope to a peer.
     case send(PeerID, HUEnvelope)
+    /// Send a `HomeScreen` or `ScreenUpdate` to every HMI. It is state: the
+    /// server encodes it once, and an HMI that is behind gets the latest state
+    /// of that stream (`Car.catchUp`) instead of every intermediate one.
+    case toHMIs(HMIStream, HUEnvelope)
     /// Send Goodbye(code, reason) to a peer and close its connection.
     case close(PeerID, HUErrorCode, String)
     /// Call `Car.timerFired(timer)` after the given milliseconds (replacing a timer of the same identity).
@@ -41,6 +49,12 @@ public enum CarEffect: Sendable, Equatable {
     case refuseData(PeerID, HUErrorCode, String)
 }
 
+/// The state streams an HMI follows: the home screen and each screen.
+public enum HMIStream: Hashable, Sendable {
+    case home
+    case screen(HUScreen)
+}
+
 /// Timers the car asks for.
 public enum CarTimer: Hashable, Sendable {
     /// An app did not complete an event (item selection, search) in time.
@@ -49,6 +63,10 @@ public enum CarTimer: Hashable, Sendable {
     case navigationAlert(serial: UInt64)
     /// A navigation prompt's duration ran out (the main audio comes back up).
     case navigationPrompt(serial: UInt64)
+    /// A phone that joined must have its apps accepted within the announce timeout.
+    case announce(peer: PeerID)
+    /// A lost phone's grace period ran out: its apps end (PROTOCOL.md section 21).
+    case resumeGrace(serial: UInt64)
 }
 
 /// Everything the car is configured with.
@@ -57,10 +75,22 @@ public struct CarConfiguration: Sendable {
     public var entitlements: EntitlementPolicy
     /// How long the car waits for an app to complete an event.
     public var completionTimeoutMilliseconds: UInt64
+    /// A phone whose apps are not accepted this long after joining is closed (ANNOUNCE_TIMEOUT); 0: never.
+    public var announceTimeoutMilliseconds: UInt64
+    /// Apps one phone may have announced in all (LIMIT_EXCEEDED `announce.apps`).
+    public var maxApps: Int
+    /// How long a lost phone's apps are kept for it to resume.
+    public var resumeGraceMilliseconds: UInt64
 
-    public init(vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000) {
+    public init(
+        vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,
+        announceTimeoutMilliseconds: UInt64 = 10_000, maxApps: Int = 64, resumeGraceMilliseconds: UInt64 = 30_000
+    ) {
+        self.resumeGraceMilliseconds = resumeGraceMilliseconds
         self.vehicle = vehicle
         self.entitlements = entitlements
         self.completionTimeoutMilliseconds = completionTimeoutMilliseconds
+        self.announceTimeoutMilliseconds = announceTimeoutMilliseconds
+        self.maxApps = maxApps
     }
 }

@@ -16,6 +16,11 @@ import SwiftProtobuf
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
+    // One target per message family (FamilyFuzz.swift), chosen by HEADUNIT_FUZZ_FAMILY.
+    if FuzzFamily.selected != .stream {
+        FuzzFamily.selected.run(bytes)
+        return 0
+    }
     let input = ByteBuffer(bytes: bytes)
 
     let whole = FuzzChecks.parseStream(input, maxPayload: 1 << 20)

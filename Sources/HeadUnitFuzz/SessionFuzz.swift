@@ -22,6 +22,9 @@ struct SessionFuzz {
     var connections: [PeerID: ConnectionStateMachine] = [:]
     var timers: [CarTimer: UInt64] = [:]
     var now: UInt64 = 1_000
+    /// The phone's current connection: a phone that leaves comes back as a new
+    /// connection (a new id), so resumption (PROTOCOL.md section 21) is fuzzed too.
+    var phone = phoneID
 
     static func run(_ frames: [Frame]) {
         var session = SessionFuzz()
@@ -56,11 +59,19 @@ struct SessionFuzz {
             FuzzChecks.fail("a valid Hello must join")
         }
         connections[id] = connection
-        apply(car.peerJoined(id, info: info))
+        var joined = info
+        if role == .phone { joined.resumptionToken = "fuzz-token-\(id)" }
+        apply(car.peerJoined(id, info: joined))
+    }
+
+    mutating func rejoinPhone(after left: PeerID) {
+        guard left == phone, phone < Self.phoneID + 1000 else { return }
+        phone += 1000
+        join(phone, role: .phone, transport: .tcp)
     }
 
     mutating func receive(_ frame: Frame) {
-        let target = Self.target(of: frame)
+        let target = target(of: frame)
         guard var connection = connections[target] else { return }
         let action = connection.receive(frame, now: now)
         connections[target] = connection
@@ -84,9 +95,14 @@ struct SessionFuzz {
             apply(effects)
         case .deliverData(let channel, let payload):
             apply(car.receiveData(channel: channel, payload, from: target))
-        case .close, .peerLeaving:
+        case .close(let code, _):
             connections[target] = nil
-            apply(car.peerLeft(target))
+            apply(car.peerLeft(target, departure: .cutOff(code)))
+            rejoinPhone(after: target)
+        case .peerLeaving:
+            connections[target] = nil
+            apply(car.peerLeft(target, departure: .saidGoodbye))
+            rejoinPhone(after: target)
         case .reply(let envelope):
             guard case .result(let result) = envelope.body, result.code != .ok else {
                 FuzzChecks.fail("a connection-level reply is an error Result")
@@ -101,18 +117,18 @@ struct SessionFuzz {
 
     /// HMI-only messages go to the HMI's connection; the rest (phone
     /// messages, control frames, garbage) to the phone's.
-    static func target(of frame: Frame) -> PeerID {
-        if frame.header.kind == .data { return frame.payload.readableBytes % 2 == 0 ? accessoryID : phoneID }
-        guard frame.header.kind == .message, let envelope = try? EnvelopeCodec.decode(frame.payload) else { return phoneID }
+    func target(of frame: Frame) -> PeerID {
+        if frame.header.kind == .data { return frame.payload.readableBytes % 2 == 0 ? Self.accessoryID : phone }
+        guard frame.header.kind == .message, let envelope = try? EnvelopeCodec.decode(frame.payload) else { return phone }
         switch envelope.body {
         case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getStatus:
-            return hmiID
+            return Self.hmiID
         case .serveProtocols, .answerSession:
-            return accessoryID
+            return Self.accessoryID
         case .closeSession, .sessionCredit:
-            return envelope.requestID % 2 == 0 ? accessoryID : phoneID
+            return envelope.requestID % 2 == 0 ? Self.accessoryID : phone
         default:
-            return phoneID
+            return phone
         }
     }
 
@@ -129,9 +145,14 @@ struct SessionFuzz {
             switch effect {
             case .send(let peer, _):
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
-            case .close(let peer, _, _):
+            case .toHMIs:
+                FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
+            case .close(let peer, let code, _):
                 FuzzChecks.check(connections[peer] != nil, "the car closes only connected peers (peer \(peer))")
                 connections[peer] = nil
+                // As the server does: the closed connection leaves the car.
+                apply(car.peerLeft(peer, departure: .cutOff(code)))
+                rejoinPhone(after: peer)
             case .startTimer(let timer, let milliseconds):
                 timers[timer] = now + milliseconds
             case .cancelTimer(let timer):
@@ -142,9 +163,10 @@ struct SessionFuzz {
                 guard var connection = connections[peer] else { FuzzChecks.fail("a refused DATA frame came from a connected peer") }
                 let action = connection.refuse(code, message, now: now)
                 connections[peer] = connection
-                if case .close = action {
+                if case .close(let code, _) = action {
                     connections[peer] = nil
-                    apply(car.peerLeft(peer))
+                    apply(car.peerLeft(peer, departure: .cutOff(code)))
+                    rejoinPhone(after: peer)
                 }
             }
         }

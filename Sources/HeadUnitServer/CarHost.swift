@@ -30,6 +30,10 @@ final class CarHost: @unchecked Sendable {
     private(set) var stopping = false
     private var allClosedPromise: EventLoopPromise<Void>?
     private let clusterHub = ClusterHub()
+    private var caps: ConnectionCaps
+    /// HMI streams whose updates an HMI skipped while it was behind (not
+    /// writable); it gets their latest state when it catches up.
+    private var staleStreams: [PeerID: Set<HMIStream>] = [:]
     /// Paired phones and the pairing window (PROTOCOL.md section 20).
     private var pairing: PairingRegistry
 
@@ -38,6 +42,7 @@ final class CarHost: @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.car = Car(configuration: configuration.car)
+        self.caps = configuration.connectionCaps
         self.pairing = PairingRegistry(
             devices: configuration.pairedDevices, codeValidMilliseconds: configuration.pairingCodeValidMilliseconds)
     }
@@ -45,6 +50,28 @@ final class CarHost: @unchecked Sendable {
     var connectionCount: Int { connections.count }
 
     // MARK: - Connections
+
+    /// Counts a new connection in, or returns why it must be turned away.
+    func admit(_ transport: Transport) -> String? {
+        caps.admit(transport)
+    }
+
+    func release(_ transport: Transport) {
+        caps.release(transport)
+    }
+
+    private var refusalsSinceLog = 0
+    private var lastRefusalLog: UInt64 = 0
+
+    /// A flood of connections is logged once a second with a count, not once each.
+    func noteRefusedConnection(_ reason: String) {
+        refusalsSinceLog += 1
+        let now = monotonicMilliseconds()
+        guard lastRefusalLog == 0 || now >= lastRefusalLog + 1_000 else { return }
+        logger.notice("refusing connections over the cap", metadata: ["reason": "\(reason)", "refused": "\(refusalsSinceLog)"])
+        lastRefusalLog = now
+        refusalsSinceLog = 0
+    }
 
     func register(_ handler: ConnectionHandler) -> PeerID {
         eventLoop.preconditionInEventLoop()
@@ -71,11 +98,12 @@ final class CarHost: @unchecked Sendable {
     }
 
     /// The connection is gone; `joined` says whether the Car knew it.
-    func connectionClosed(_ peer: PeerID, joined: Bool) {
+    func connectionClosed(_ peer: PeerID, joined: Bool, departure: PeerDeparture) {
         connections[peer] = nil
+        staleStreams[peer] = nil
         clusterHub.remove(peer)
         if joined {
-            perform(car.peerLeft(peer))
+            perform(car.peerLeft(peer, departure: departure))
             checkStatus()
             // Not inside a read batch: what the Car told the others goes out now.
             flush()
@@ -193,6 +221,8 @@ final class CarHost: @unchecked Sendable {
             switch effect {
             case .send(let peer, let envelope):
                 connections[peer]?.send(envelope)
+            case .toHMIs(let stream, let envelope):
+                sendToHMIs(stream, envelope)
             case .close(let peer, let code, let reason):
                 connections[peer]?.closeWithGoodbye(code, reason)
             case .startTimer(let timer, let milliseconds):
@@ -214,6 +244,34 @@ final class CarHost: @unchecked Sendable {
         timers[timer] = nil
         perform(car.timerFired(timer, nowMilliseconds: monotonicMilliseconds()))
         checkStatus()
+        flush()
+    }
+
+    // MARK: - HMI fan-out
+
+    /// Encoded once and shared by every HMI that keeps up; an HMI that is
+    /// behind skips it and later gets the stream's latest state instead.
+    private func sendToHMIs(_ stream: HMIStream, _ envelope: HUEnvelope) {
+        var frame: ByteBuffer?
+        for peer in car.hmiPeerIDs {
+            guard let handler = connections[peer] else { continue }
+            if !handler.isKeepingUp || staleStreams[peer]?.contains(stream) == true {
+                staleStreams[peer, default: []].insert(stream)
+                continue
+            }
+            if frame == nil { frame = handler.encode(envelope) }
+            if let frame { handler.writeShared(frame) }
+        }
+    }
+
+    /// The HMI can take writes again: the latest state of what it skipped.
+    func caughtUp(_ peer: PeerID) {
+        guard let streams = staleStreams.removeValue(forKey: peer), let handler = connections[peer] else { return }
+        // Home first, then the screens in a fixed order, as on joining.
+        let order: [HMIStream] = [.home, .screen(.main), .screen(.dashboard), .screen(.instrumentCluster)]
+        for stream in order where streams.contains(stream) {
+            if let envelope = car.catchUp(stream) { handler.send(envelope) }
+        }
         flush()
     }
 

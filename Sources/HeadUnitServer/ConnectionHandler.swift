@@ -17,11 +17,15 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private(set) var peerID: PeerID = 0
     private var joined = false
+    /// How the connection ended, for the Car: a phone lost without a Goodbye may resume.
+    private var departure = PeerDeparture.lost
     private var open = false
     private var needsFlush = false
     private var tick: Scheduled<Void>?
     private var tickDeadline: UInt64 = .max
     private var slowConsumerTimer: Scheduled<Void>?
+    /// Counted in the host's connection caps (released when the connection ends).
+    private var admitted = false
 
     init(host: CarHost, transport: Transport) {
         self.host = host
@@ -66,6 +70,12 @@ final class ConnectionHandler: ChannelInboundHandler {
                 "remote": "\(context.remoteAddress.map { "\($0)" } ?? "-")",
                 "credentials": "\(machine.peerCredentials.map { "\($0)" } ?? "-")",
             ])
+        if let refusal = host.admit(transport) {
+            host.noteRefusedConnection(refusal)
+            perform(machine.refuseConnection(.tooManyConnections, refusal))
+            return
+        }
+        admitted = true
         if host.stopping {
             perform(machine.shutdown(reason: "the daemon is stopping"))
             return
@@ -107,10 +117,19 @@ final class ConnectionHandler: ChannelInboundHandler {
         if context.channel.isWritable {
             slowConsumerTimer?.cancel()
             slowConsumerTimer = nil
+            if open {
+                // Read again, and (for an HMI) send the latest state of what it skipped.
+                context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                context.read()
+                host.caughtUp(peerID)
+            }
         } else if slowConsumerTimer == nil, open {
+            // Requests in flight are bounded by what the peer reads: while its
+            // answers pile up, its next requests wait in its own socket.
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             // Not reading for a while is tolerated; not reading for long is cut off.
             let timeout = host.configuration.slowConsumerTimeoutMilliseconds
-            slowConsumerTimer = context.eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
+            slowConsumerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
                 self?.slowConsumerTimer = nil
                 self?.cutOffSlowConsumer("the peer took no data for \(timeout) ms")
             }
@@ -125,10 +144,14 @@ final class ConnectionHandler: ChannelInboundHandler {
         slowConsumerTimer?.cancel()
         slowConsumerTimer = nil
         machine.closed()
+        if admitted {
+            admitted = false
+            host.release(transport)
+        }
         logger.debug("disconnected", metadata: joined ? ["role": "\(machine.peer.map { RolePolicy.name(of: $0.role) } ?? "-")"] : [:])
         let wasJoined = joined
         joined = false
-        host.connectionClosed(peerID, joined: wasJoined)
+        host.connectionClosed(peerID, joined: wasJoined, departure: departure)
         context.fireChannelInactive()
     }
 
@@ -146,8 +169,9 @@ final class ConnectionHandler: ChannelInboundHandler {
             host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds())
         case .deliverData(let channel, let payload):
             host.deliverData(channel: channel, payload, from: peerID)
-        case .join(let info, let welcome):
+        case .join(var info, let welcome):
             joined = true
+            if info.role == .phone { info.resumptionToken = Self.makeResumptionToken() }
             logger.debug("peer joined", metadata: ["role": "\(RolePolicy.name(of: info.role))", "name": "\(info.name)", "transport": "\(info.transport.rawValue)"])
             send(welcome)
             rescheduleTickIfSooner()
@@ -161,6 +185,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         case .close(let code, let reason):
             closeWithGoodbye(code, reason)
         case .peerLeaving(let goodbye):
+            departure = .saidGoodbye
             logger.debug("peer said goodbye", metadata: ["code": "\(goodbye.code)", "reason": "\(goodbye.reason)"])
             forceClose()
         case .challenge(let welcome):
@@ -185,9 +210,38 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func send(_ envelope: HUEnvelope) {
         guard open, let context else { return }
+        guard let buffer = encode(envelope) else { return }
+        write(buffer, context: context)
+    }
+
+    /// Whether the peer takes what it is sent (an HMI that does not is sent
+    /// state later, coalesced).
+    var isKeepingUp: Bool { open && (context?.channel.isWritable ?? false) }
+
+    /// The frame for `envelope`, or nil (logged) when it would be over the
+    /// frame limit: no peer is ever sent a frame over `max_payload_bytes`. An
+    /// answer that would be is replaced by Result{ANSWER_TOO_LARGE}; the limits
+    /// on what peers send (section 10) keep everything else below it.
+    func encode(_ envelope: HUEnvelope) -> ByteBuffer? {
+        guard let context else { return nil }
         var buffer = context.channel.allocator.buffer(capacity: 128)
         EnvelopeCodec.writeFrame(envelope, into: &buffer)
-        write(buffer, context: context)
+        let maxPayload = Int(host.configuration.connection.limits.maxPayloadBytes)
+        guard buffer.readableBytes - FrameHeader.size > maxPayload else { return buffer }
+        let size = buffer.readableBytes - FrameHeader.size
+        logger.error("not sending a frame over max_payload_bytes", metadata: ["bytes": "\(size)", "limit": "\(maxPayload)"])
+        guard case .result = envelope.body else { return nil }
+        let refusal = ConnectionStateMachine.result(
+            .answerTooLarge, "the answer would be \(size) bytes, over max_payload_bytes (\(maxPayload))", requestID: envelope.requestID)
+        buffer.clear()
+        EnvelopeCodec.writeFrame(refusal, into: &buffer)
+        return buffer
+    }
+
+    /// A frame encoded once for several peers (the bytes are not copied).
+    func writeShared(_ frame: ByteBuffer) {
+        guard open, let context else { return }
+        write(frame, context: context)
     }
 
     /// Writes a frame shared with other peers (the bytes are not copied);
@@ -197,8 +251,8 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard open, let context else { return }
         let promise = context.eventLoop.makePromise(of: Void.self)
         // Not inside the write's completion: the catch-up it may cause is written on the next tick.
-        let loop = context.eventLoop
-        promise.futureResult.whenComplete { _ in loop.execute(written) }
+        let loop = context.eventLoop.assumeIsolated()
+        promise.futureResult.assumeIsolated().whenComplete { _ in loop.execute(written) }
         context.write(wrapOutboundOut(frame), promise: promise)
         if flushNow {
             context.flush()
@@ -256,6 +310,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         open = false
         machine.closed()
         tick?.cancel()
+        if departure == .lost { departure = .cutOff(code) }
         logger.debug("closing", metadata: ["code": "\(code)", "reason": "\(reason)"])
         let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(code, reason), allocator: context.channel.allocator)
         needsFlush = false
@@ -267,20 +322,47 @@ final class ConnectionHandler: ChannelInboundHandler {
         channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
     }
 
-    /// The peer cannot keep up: its queue is dropped, so the Goodbye is best effort.
+    /// The peer does not read. Nothing more is queued for it and nothing more
+    /// read from it; its Goodbye goes behind what it has not read yet (at most
+    /// the write buffer's high-water mark plus one frame, since HMI state is
+    /// coalesced), and the connection closes once the Goodbye is written, or
+    /// after `slowConsumerGoodbyeMilliseconds` if the peer never reads again.
     private func cutOffSlowConsumer(_ reason: String) {
         guard open, let context else { return }
         logger.notice("cutting off slow consumer", metadata: ["reason": "\(reason)"])
+        departure = .cutOff(.slowConsumer)
         open = false
         machine.closed()
-        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.slowConsumer, reason), allocator: context.channel.allocator)
-        context.writeAndFlush(wrapOutboundOut(goodbye), promise: nil)
-        context.close(promise: nil)
+        tick?.cancel()
+        needsFlush = false
+        let channel = context.channel
+        channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.slowConsumer, reason), allocator: channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(goodbye)).whenComplete { _ in channel.close(promise: nil) }
+        let grace = host.configuration.slowConsumerGoodbyeMilliseconds
+        channel.eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: grace))) { channel.close(promise: nil) }
+        // The Car forgets the peer now, not when the socket finally closes (on
+        // the next turn of the loop: this may run inside the Car's effects).
+        if joined {
+            joined = false
+            let host = self.host, peer = peerID
+            channel.eventLoop.execute { host.connectionClosed(peer, joined: true, departure: .cutOff(.slowConsumer)) }
+        }
     }
 
     func shutdown(reason: String) {
         guard open else { return }
         perform(machine.shutdown(reason: reason))
+    }
+
+    /// 128 random bits from the system's CSPRNG (getrandom), as hex: a phone
+    /// proves with it that a new connection continues its lost session.
+    static func makeResumptionToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let word = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - word.count) + word
+        }.joined()
     }
 
     func forceClose() {
@@ -295,7 +377,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard let context, let deadline = machine.nextDeadline else { return }
         tick?.cancel()
         tickDeadline = deadline
-        tick = context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(deadline * 1_000_000)) { [weak self] in
+        tick = context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(deadline * 1_000_000)) { [weak self] in
             self?.tickFired()
         }
     }

@@ -7,6 +7,7 @@ import NIOPosix
 /// The daemon's network side: listeners on one event loop, one pipeline per
 /// connection (FrameDecoder -> ConnectionHandler), the Car hosted on the same
 /// loop. Start with `start()`, stop with `shutdown()`.
+// @unchecked: its channels and host live on one event loop; start/shutdown hop there.
 public final class HeadUnitServer: @unchecked Sendable {
     // @unchecked: mutable state is touched only on `eventLoop` (or before start).
     public let configuration: ServerConfiguration
@@ -67,6 +68,13 @@ public final class HeadUnitServer: @unchecked Sendable {
             // burst of connects waits in the queue instead of failing with EAGAIN.
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                // accept() failing (EMFILE when out of descriptors) is logged; NIO's
+                // accept backoff, which stays in the pipeline, pauses accepting meanwhile.
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptErrorLogger(logger: host.logger, transport: transport))
+                }
+            }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -136,5 +144,31 @@ public final class HeadUnitServer: @unchecked Sendable {
     public func summary() async -> StatusSummary {
         let host = self.host
         return (try? await eventLoop.submit { host.summary }.get()) ?? StatusSummary(phones: 0, apps: 0, scenes: 0)
+    }
+}
+
+/// Logs accept failures on a listener, at most once a second with a count.
+final class AcceptErrorLogger: ChannelInboundHandler {
+    typealias InboundIn = Channel
+    let logger: Logger
+    let transport: Transport
+    private var lastLogged: UInt64 = 0
+    private var unlogged = 0
+
+    init(logger: Logger, transport: Transport) {
+        self.logger = logger
+        self.transport = transport
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        let now = monotonicMilliseconds()
+        unlogged += 1
+        if lastLogged == 0 || now >= lastLogged + 1_000 {
+            logger.error(
+                "accepting a connection failed", metadata: ["transport": "\(transport.rawValue)", "error": "\(error)", "failures": "\(unlogged)"])
+            lastLogged = now
+            unlogged = 0
+        }
+        context.fireErrorCaught(error)
     }
 }

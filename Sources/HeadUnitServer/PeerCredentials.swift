@@ -18,7 +18,8 @@ enum PeerCredentialsReader {
         let future: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
         var credentials: PeerCredentials?
-        future.whenSuccess { value in
+        // Called on the channel's loop (channelActive): the callback runs at once, here.
+        future.assumeIsolated().whenSuccess { value in
             credentials = PeerCredentials(pid: value.pid, uid: value.uid, gid: value.gid)
         }
         return credentials

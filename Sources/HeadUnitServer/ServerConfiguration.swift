@@ -34,6 +34,11 @@ public struct ServerConfiguration: Sendable {
     public var slowConsumerTimeoutMilliseconds: UInt64
     /// A graceful stop closes whatever is still open after this long.
     public var shutdownGraceMilliseconds: UInt64
+    /// Connections per transport and in all (PROTOCOL.md section 10.1).
+    public var connectionCaps: ConnectionCaps
+    /// A cut-off slow consumer's Goodbye waits behind what it has not read;
+    /// the connection stays open this long for it to drain, then closes.
+    public var slowConsumerGoodbyeMilliseconds: UInt64
     /// Where paired devices are saved (nil: kept in memory only), and the
     /// devices loaded from there at start (PROTOCOL.md section 20).
     public var pairingStore: PairingStore?
@@ -47,7 +52,9 @@ public struct ServerConfiguration: Sendable {
         car: CarConfiguration = CarConfiguration(vehicle: .standard, entitlements: .acceptAll),
         maxOutboundBytes: Int = 4 << 20,
         slowConsumerTimeoutMilliseconds: UInt64 = 10_000,
-        shutdownGraceMilliseconds: UInt64 = 2_000
+        shutdownGraceMilliseconds: UInt64 = 2_000,
+        connectionCaps: ConnectionCaps = ConnectionCaps(),
+        slowConsumerGoodbyeMilliseconds: UInt64 = 5_000
     ) {
         self.listeners = listeners
         self.connection = connection
@@ -55,6 +62,8 @@ public struct ServerConfiguration: Sendable {
         self.maxOutboundBytes = maxOutboundBytes
         self.slowConsumerTimeoutMilliseconds = slowConsumerTimeoutMilliseconds
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
+        self.connectionCaps = connectionCaps
+        self.slowConsumerGoodbyeMilliseconds = slowConsumerGoodbyeMilliseconds
     }
 }
 

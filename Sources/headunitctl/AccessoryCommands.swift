@@ -37,9 +37,9 @@ struct Accessory: AsyncParsableCommand {
         } catch {
             throw fail("cannot serve \(protocols.joined(separator: ", ")): \(error)")
         }
-        fputs("serving \(protocols.joined(separator: ", ")); waiting for sessions\n", stderr)
+        writeError("serving \(protocols.joined(separator: ", ")); waiting for sessions\n")
         for await stream in peer.sessions {
-            fputs("session \(stream.channel): \(stream.appID) on \(stream.protocolName)\n", stderr)
+            writeError("session \(stream.channel): \(stream.appID) on \(stream.protocolName)\n")
             if echo {
                 Task { try? await Self.echo(stream) }
             } else if let file {
@@ -98,7 +98,7 @@ struct Session: AsyncParsableCommand {
         } catch {
             throw fail("\(error)")
         }
-        fputs("session \(stream.channel) open on \(stream.protocolName)\n", stderr)
+        writeError("session \(stream.channel) open on \(stream.protocolName)\n")
         try await pipe(stream)
         await phone.close()
     }
@@ -121,10 +121,9 @@ func pipe(_ stream: AccessoryStream) async throws {
         try await stream.close(detail: "end of input")
     }
     for try await bytes in stream {
-        _ = bytes.withUnsafeReadableBytes { fwrite($0.baseAddress, 1, $0.count, stdout) }
-        fflush(stdout)
+        bytes.withUnsafeReadableBytes { writeOutput($0) }
     }
     if let closed = await stream.closeReason() {
-        fputs("session \(stream.channel) ended: \(closed.reason) \(closed.detail)\n", stderr)
+        writeError("session \(stream.channel) ended: \(closed.reason) \(closed.detail)\n")
     }
 }

@@ -68,7 +68,7 @@ struct Cluster: AsyncParsableCommand {
             for line in MetadataText.render(model.state, changed: update.full ? nil : changed) {
                 print("   " + line)
             }
-            fflush(stdout)
+            flushOutput()
         }
         let reason = await cluster.connection.closedReason()
         print("connection closed\(reason.map { ": \($0)" } ?? "")")

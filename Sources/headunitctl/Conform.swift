@@ -68,7 +68,7 @@ struct Conform: ParsableCommand {
         options.hmiEndpoint = hmiEndpoint.flatMap(ConformanceEndpoint.init(parsing:))
         let report = ConformanceKit.run(options, checks: checks) { line in
             print(line)
-            fflush(stdout)
+            flushOutput()
         }
         if report.unreachable != nil { throw ExitCode(2) }
         if !report.succeeded { throw ExitCode(1) }

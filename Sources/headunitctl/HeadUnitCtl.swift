@@ -61,7 +61,7 @@ struct Failure: Error, CustomStringConvertible {
 }
 
 func fail(_ message: String) -> ExitCode {
-    fputs("headunitctl: \(message)\n", stderr)
+    writeError("headunitctl: \(message)\n")
     return ExitCode(1)
 }
 
@@ -148,7 +148,7 @@ struct Watch: AsyncParsableCommand {
             case .other(let envelope):
                 print("other: \(envelope)")
             }
-            fflush(stdout)
+            flushOutput()
         }
         let reason = await hmi.connection.closedReason()
         print("connection closed\(reason.map { ": \($0)" } ?? "")")
@@ -228,7 +228,7 @@ struct Play: AsyncParsableCommand {
         options.openHMI = !withoutHMI
         options.stopOnFailure = !keepGoing
         if let hmiSocket { options.hmiEndpoint = .unix(path: hmiSocket) }
-        options.log = { print($0); fflush(stdout) }
+        options.log = { print($0); flushOutput() }
         let report: ScenarioPlayer.Report
         do {
             report = try await ScenarioPlayer(options: options).play(scenarioFile)

@@ -46,6 +46,16 @@ enum DaemonConfig {
         config.limits.maxOutboundBytes = UInt32(server.maxOutboundBytes)
         config.limits.slowConsumerTimeoutMs = UInt32(server.slowConsumerTimeoutMilliseconds)
         config.limits.shutdownGraceMs = UInt32(server.shutdownGraceMilliseconds)
+        config.limits.maxConnections = UInt32(server.connectionCaps.maxTotal)
+        config.limits.maxUnixConnections = UInt32(server.connectionCaps.maxUnix)
+        config.limits.maxTcpConnections = UInt32(server.connectionCaps.maxTCP)
+        config.limits.announceTimeoutMs = UInt32(limits.announceTimeoutMilliseconds)
+        config.limits.maxRequestsPerSecond = limits.maxRequestsPerSecond
+        config.limits.maxStringBytes = UInt32(limits.message.maxStringBytes)
+        config.limits.maxImageBytes = UInt32(limits.message.maxImageBytes)
+        config.limits.maxMessageElements = UInt32(limits.message.maxElements)
+        config.limits.resumeGraceMs = UInt32(limits.resumeGraceMilliseconds)
+        config.limits.maxApps = UInt32(CarConfiguration(vehicle: .standard, entitlements: .acceptAll).maxApps)
         config.vehicle = .standard
         config.entitlements.allowed = EntitlementKey.all.sorted()
         config.logLevel = "notice"

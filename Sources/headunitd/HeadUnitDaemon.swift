@@ -78,12 +78,21 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.handshakeTimeoutMs > 0 { limits.handshakeTimeoutMilliseconds = UInt64(fileLimits.handshakeTimeoutMs) }
         if fileLimits.completionTimeoutMs > 0 { limits.completionTimeoutMilliseconds = UInt64(fileLimits.completionTimeoutMs) }
         if fileLimits.maxErrorsPerSecond > 0 { limits.maxErrorsPerSecond = fileLimits.maxErrorsPerSecond }
+        if fileLimits.maxRequestsPerSecond > 0 { limits.maxRequestsPerSecond = fileLimits.maxRequestsPerSecond }
+        if fileLimits.maxStringBytes > 0 { limits.message.maxStringBytes = Int(fileLimits.maxStringBytes) }
+        if fileLimits.maxImageBytes > 0 { limits.message.maxImageBytes = Int(fileLimits.maxImageBytes) }
+        if fileLimits.maxMessageElements > 0 { limits.message.maxElements = Int(fileLimits.maxMessageElements) }
+        if fileLimits.announceTimeoutMs > 0 { limits.announceTimeoutMilliseconds = UInt64(fileLimits.announceTimeoutMs) }
+        if fileLimits.resumeGraceMs > 0 { limits.resumeGraceMilliseconds = UInt64(fileLimits.resumeGraceMs) }
 
         let vehicle = file.hasVehicle ? file.vehicle : .standard
         let car = CarConfiguration(
             vehicle: vehicle,
             entitlements: DaemonConfig.entitlementPolicy(file),
-            completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds
+            completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds,
+            announceTimeoutMilliseconds: limits.announceTimeoutMilliseconds,
+            maxApps: fileLimits.maxApps > 0 ? Int(fileLimits.maxApps) : 64,
+            resumeGraceMilliseconds: limits.resumeGraceMilliseconds
         )
         var connection = ConnectionConfiguration(
             limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)
@@ -125,6 +134,9 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxOutboundBytes > 0 { serverConfiguration.maxOutboundBytes = Int(fileLimits.maxOutboundBytes) }
         if fileLimits.slowConsumerTimeoutMs > 0 { serverConfiguration.slowConsumerTimeoutMilliseconds = UInt64(fileLimits.slowConsumerTimeoutMs) }
         if fileLimits.shutdownGraceMs > 0 { serverConfiguration.shutdownGraceMilliseconds = UInt64(fileLimits.shutdownGraceMs) }
+        if fileLimits.maxConnections > 0 { serverConfiguration.connectionCaps.maxTotal = Int(fileLimits.maxConnections) }
+        if fileLimits.maxUnixConnections > 0 { serverConfiguration.connectionCaps.maxUnix = Int(fileLimits.maxUnixConnections) }
+        if fileLimits.maxTcpConnections > 0 { serverConfiguration.connectionCaps.maxTCP = Int(fileLimits.maxTcpConnections) }
         do {
             try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)
         } catch {
@@ -150,15 +162,16 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         // Ready is announced from inside the service group, once SIGTERM and
         // SIGINT are trapped: a supervisor that stops us right after READY=1
         // gets a graceful stop, not the default signal death.
+        let readyLogger = logger  // a constant: the closure runs on another task
         let service = DaemonService(server: server, logger: logger) {
             for listener in bound {
                 print("listening \(listener.transport.rawValue) \(listener.address)")
             }
             print("ready")
-            fflush(stdout)
+            fflush(nil)  // every output stream (stdout is a C global Swift 6 will not touch)
             SystemdSupport.notifyStatus(StatusSummary(phones: 0, apps: 0, scenes: 0).text)
             SystemdSupport.notifyReady()
-            logger.notice(
+            readyLogger.notice(
                 "started",
                 metadata: [
                     "listeners": "\(bound.map { "\($0.transport.rawValue) \($0.address)" }.joined(separator: ", "))",

@@ -12,6 +12,7 @@ import Testing
     /// Answers Hello with Welcome and then PINGs; answers every other request
     /// with OK + TemplateShown(depth = request id), in reverse order per read
     /// batch so correlation by request_id is exercised.
+    // @unchecked: a channel handler, used only on its channel's event loop.
     final class FakeDaemonHandler: ChannelInboundHandler, @unchecked Sendable {
         typealias InboundIn = Frame
         typealias OutboundOut = ByteBuffer
@@ -65,6 +66,7 @@ import Testing
         }
     }
 
+    // @unchecked: `pongs` is only touched under `lock`.
     final class PongBox: @unchecked Sendable {
         let lock = NSLock()
         var pongs: [String] = []
@@ -105,8 +107,7 @@ import Testing
     @Test func manyRequestsInFlightAreMatchedByRequestID() async throws {
         try await withFakeDaemon { endpoint, _ in
             let connection = try await HeadUnitConnection.connect(to: endpoint, configuration: .init(role: .phone, name: "test"))
-            var request = HUTemplateRequest()
-            request.appID = "a"
+            let request = HUTemplateRequest.with { $0.appID = "a" }
             // 500 concurrent requests: each must get the answer carrying its own id.
             let mismatches = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for _ in 0..<500 {

@@ -47,7 +47,7 @@ final class ClientTestDaemon {
         environment["XDG_RUNTIME_DIR"] = directory.path
         process.environment = environment
         let log = directory.appendingPathComponent("headunitd.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = process.standardOutput
         try process.run()

@@ -308,7 +308,7 @@ struct ConnectionErrorTests {
     }
 
     @Test func slowConsumerIsCutOff() throws {
-        let daemon = try TestDaemon.launch(limits: ["maxOutboundBytes": 65536, "slowConsumerTimeoutMs": 500])
+        let daemon = try TestDaemon.launch(limits: ["maxOutboundBytes": 65536, "slowConsumerTimeoutMs": 500, "maxRequestsPerSecond": 1_000_000])
         let bystander = try daemon.connectUnix()
         try bystander.handshake(role: .phone)
         let sleeper = try daemon.connectUnix()

@@ -14,6 +14,7 @@ import HeadUnitWire
 /// The binary is `$HEADUNITD_BINARY`, else `headunitd` next to the test
 /// bundle (`swift test` builds every product into the same folder), else it is
 /// built once with `swift build --product headunitd` into that scratch folder.
+// @unchecked: Process is not Sendable; a test drives its TestDaemon from one task at a time.
 final class TestDaemon: @unchecked Sendable {
     let process: Process
     let directory: String
@@ -207,13 +208,13 @@ final class TestDaemon: @unchecked Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         defer { watchdog.cancel() }
         // Read both pipes to the end before waiting, so a chatty child cannot block on a full pipe.
-        var errData = Data()
-        let errReader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
+        let errData = ReadOnce()
+        let errReader = Thread { errData.store(err.fileHandleForReading.readDataToEndOfFile()) }
         errReader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         while !errReader.isFinished { usleep(1_000) }
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData.value, as: UTF8.self))
     }
 
     /// A fresh private directory for files a test needs (removed by the caller or left in /tmp).
@@ -228,3 +229,14 @@ final class TestDaemon: @unchecked Sendable {
         return String(cString: made)
     }
 }
+
+/// Bytes read on one thread and taken on another.
+final class ReadOnce: @unchecked Sendable {
+    // @unchecked: `data` is only touched under `lock`.
+    private let lock = NSLock()
+    private var data = Data()
+
+    func store(_ bytes: Data) { lock.withLock { data = bytes } }
+    var value: Data { lock.withLock { data } }
+}
+

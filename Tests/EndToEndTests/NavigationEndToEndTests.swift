@@ -91,6 +91,7 @@ struct MetadataModel {
         if s.hasPreviews { state.previews = s.previews }
         if s.hasCluster { state.cluster = s.cluster }
         if s.hasAudio { state.audio = s.audio }
+        if s.hasPhone { state.phone = s.phone }
         if s.hasGuidance || update.full {
             let step = "\(state.guidance.state)" + (state.guidance.state == .paused ? "(\(state.guidance.pauseReason))" : "")
                 + (state.guidance.state == .ended ? "(\(state.guidance.endReason))" : "")
@@ -182,8 +183,8 @@ struct NavRig {
     var clusterModel = MetadataModel()
     var hmiModel = MetadataModel()
 
-    static func start(extraApps: [HUAppInfo] = []) throws -> NavRig {
-        let daemon = try TestDaemon.launch()
+    static func start(extraApps: [HUAppInfo] = [], limits: [String: UInt64] = [:]) throws -> NavRig {
+        let daemon = try TestDaemon.launch(limits: limits)
         let hmi = RecordingPeer(try daemon.connectUnix())
         try hmi.client.handshake(role: .hmi, name: "hmi")
         let phone = RecordingPeer(try daemon.connectUnix())
@@ -306,15 +307,22 @@ struct NavigationEndToEndTests {
         #expect(try rig.phone.request(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") }))).code == .nativeNavigationActive)
     }
 
+    /// A dropped phone may resume (section 21): guidance goes on, the cluster
+    /// shows "reconnecting"; when the grace period ends, guidance ends.
     @Test func losingThePhoneMidRouteEndsGuidanceForTheClusterAndTheHMI() throws {
-        var rig = try NavRig.start()
+        var rig = try NavRig.start(limits: ["resumeGraceMs": 1_500])
         defer { rig.stop() }
         try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
         try rig.ok(NavWire.maneuvers([NavWire.maneuver("m1", "Turn right")]), on: rig.phone)
         rig.settle()
         #expect(rig.clusterModel.state.maneuvers.maneuvers.count == 1)
         rig.phone.close()  // dropped, no Goodbye
-        rig.settle(0.5)
+        rig.settle(0.3)
+        #expect(rig.clusterModel.state.phone.link == .reconnecting)
+        #expect(rig.clusterModel.state.guidance.state == .active)
+        #expect(rig.clusterModel.state.maneuvers.maneuvers.count == 1)
+        rig.settle(2.0)
+        #expect(rig.clusterModel.state.phone.link == .none)
         #expect(rig.clusterModel.state.guidance.state == .ended)
         #expect(rig.clusterModel.state.guidance.endReason == .phoneGone)
         #expect(rig.clusterModel.state.maneuvers.maneuvers.isEmpty)
@@ -380,7 +388,8 @@ struct NavigationEndToEndTests {
     }
 
     @Test func aStalledSubscriberNeitherSlowsOthersNorGrowsAQueue() throws {
-        var rig = try NavRig.start()
+        // The phone posts 3,000 updates as fast as it can: over the default request rate.
+        var rig = try NavRig.start(limits: ["maxRequestsPerSecond": 1_000_000])
         defer { rig.stop() }
         // A second cluster subscribes and then stops reading.
         let stalled = RecordingPeer(try rig.daemon.connectUnix())

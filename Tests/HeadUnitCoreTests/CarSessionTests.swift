@@ -22,6 +22,8 @@ struct CarHarness {
         for effect in effects {
             switch effect {
             case .send(let peer, let envelope): sent[peer, default: []].append(envelope)
+            case .toHMIs(_, let envelope):
+                for peer in car.hmiPeerIDs { sent[peer, default: []].append(envelope) }
             case .close(let peer, let code, _): closed[peer] = code
             case .startTimer(let timer, _): timers.insert(timer)
             case .cancelTimer(let timer): timers.remove(timer)

@@ -6,6 +6,7 @@ import Testing
 /// FrameDecoder in a real (embedded) pipeline behind NIO's ByteToMessageHandler.
 @Suite struct FrameDecoderTests {
     /// Records what reaches the end of the pipeline.
+    // @unchecked: used inside an EmbeddedChannel on the test's own thread only.
     final class Sink: ChannelInboundHandler, @unchecked Sendable {
         typealias InboundIn = Frame
         var frames: [Frame] = []

@@ -14,7 +14,8 @@ public struct MetadataSections: OptionSet, Sendable, Hashable {
     public static let previews = MetadataSections(rawValue: 1 << 6)
     public static let cluster = MetadataSections(rawValue: 1 << 7)
     public static let audio = MetadataSections(rawValue: 1 << 8)
-    public static let all: MetadataSections = [.guidance, .maneuvers, .tripEstimates, .alert, .nowPlaying, .display, .previews, .cluster, .audio]
+    public static let phone = MetadataSections(rawValue: 1 << 9)
+    public static let all: MetadataSections = [.guidance, .maneuvers, .tripEstimates, .alert, .nowPlaying, .display, .previews, .cluster, .audio, .phone]
 }
 
 /// The latest metadata state for the instrument cluster, HUDs and HMIs
@@ -42,6 +43,7 @@ public struct ClusterFeed: Sendable {
         state.previews = HUPreviewsSection()
         state.cluster = HUClusterSection()
         state.audio = AudioFocus().section
+        state.phone = HUPhoneSection()
         self.state = state
     }
 
@@ -68,6 +70,7 @@ public struct ClusterFeed: Sendable {
         if new.previews != state.previews { changed.insert(.previews) }
         if new.cluster != state.cluster { changed.insert(.cluster) }
         if new.audio != state.audio { changed.insert(.audio) }
+        if new.phone != state.phone { changed.insert(.phone) }
         if !changed.isEmpty {
             state = new
             version &+= 1
@@ -91,6 +94,7 @@ public struct ClusterFeed: Sendable {
         if sections.contains(.previews) { partial.previews = state.previews }
         if sections.contains(.cluster) { partial.cluster = state.cluster }
         if sections.contains(.audio) { partial.audio = state.audio }
+        if sections.contains(.phone) { partial.phone = state.phone }
         update.state = partial
         return update
     }

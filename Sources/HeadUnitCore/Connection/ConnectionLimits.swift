@@ -15,6 +15,14 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var maxErrorsPerSecond: UInt32
     /// Announced in Welcome; the Car enforces it.
     public var completionTimeoutMilliseconds: UInt64
+    /// Requests (MESSAGE and PING frames) per second, sustained; 0: no limit.
+    public var maxRequestsPerSecond: UInt32
+    /// String, image and element limits of one message (section 10).
+    public var message: MessageLimits
+    /// A phone whose apps are not accepted this long after Welcome is closed; 0: never.
+    public var announceTimeoutMilliseconds: UInt64
+    /// Announced in Welcome; the Car keeps a lost phone's apps this long (section 21).
+    public var resumeGraceMilliseconds: UInt64
 
     public static let defaultMaxPayloadBytes: UInt32 = 1 << 20
 
@@ -24,14 +32,22 @@ public struct ConnectionLimits: Sendable, Equatable {
         heartbeatTimeoutMilliseconds: UInt64 = 15_000,
         handshakeTimeoutMilliseconds: UInt64 = 5_000,
         maxErrorsPerSecond: UInt32 = 10,
-        completionTimeoutMilliseconds: UInt64 = 10_000
+        completionTimeoutMilliseconds: UInt64 = 10_000,
+        maxRequestsPerSecond: UInt32 = 1000,
+        message: MessageLimits = MessageLimits(),
+        announceTimeoutMilliseconds: UInt64 = 10_000,
+        resumeGraceMilliseconds: UInt64 = 30_000
     ) {
+        self.resumeGraceMilliseconds = resumeGraceMilliseconds
         self.maxPayloadBytes = maxPayloadBytes
         self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
         self.heartbeatTimeoutMilliseconds = heartbeatTimeoutMilliseconds
         self.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds
         self.maxErrorsPerSecond = maxErrorsPerSecond
         self.completionTimeoutMilliseconds = completionTimeoutMilliseconds
+        self.maxRequestsPerSecond = maxRequestsPerSecond
+        self.message = message
+        self.announceTimeoutMilliseconds = announceTimeoutMilliseconds
     }
 
     /// The wire form sent in Welcome.
@@ -42,6 +58,12 @@ public struct ConnectionLimits: Sendable, Equatable {
         limits.heartbeatTimeoutMs = UInt32(clamping: heartbeatTimeoutMilliseconds)
         limits.completionTimeoutMs = UInt32(clamping: completionTimeoutMilliseconds)
         limits.maxErrorsPerSecond = maxErrorsPerSecond
+        limits.maxRequestsPerSecond = maxRequestsPerSecond
+        limits.maxStringBytes = UInt32(clamping: message.maxStringBytes)
+        limits.maxImageBytes = UInt32(clamping: message.maxImageBytes)
+        limits.maxMessageElements = UInt32(clamping: message.maxElements)
+        limits.announceTimeoutMs = UInt32(clamping: announceTimeoutMilliseconds)
+        limits.resumeGraceMs = UInt32(clamping: resumeGraceMilliseconds)
         return limits
     }
 }

@@ -51,6 +51,7 @@ public struct ConnectionStateMachine: Sendable {
     private let configuration: ConnectionConfiguration
     private var limits: ConnectionLimits { configuration.limits }
     private var errors: ErrorBudget
+    private var requests: RequestRate
     /// When the peer last sent any frame.
     private var lastHeard: UInt64
     /// When the next heartbeat PING is due (established only).
@@ -66,6 +67,7 @@ public struct ConnectionStateMachine: Sendable {
         self.configuration = configuration
         self.state = .awaitingHello(since: now)
         self.errors = ErrorBudget(maxPerSecond: configuration.limits.maxErrorsPerSecond)
+        self.requests = RequestRate(perSecond: configuration.limits.maxRequestsPerSecond, now: now)
         self.lastHeard = now
     }
 
@@ -103,6 +105,12 @@ public struct ConnectionStateMachine: Sendable {
     public mutating func shutdown(reason: String) -> ConnectionAction {
         if case .closing = state { return .none }
         return close(.shuttingDown, reason)
+    }
+
+    /// The server turns the connection away before the handshake (a connection cap).
+    public mutating func refuseConnection(_ code: HUErrorCode, _ reason: String) -> ConnectionAction {
+        if case .closing = state { return .none }
+        return close(code, reason)
     }
 
     /// The connection is being closed for a reason decided elsewhere (the Car, backpressure).
@@ -185,6 +193,10 @@ public struct ConnectionStateMachine: Sendable {
                 reason = "role \(RolePolicy.name(of: hello.role)) may only connect over the Unix socket, not \(transport.rawValue)"
             }
             return close(.roleNotAllowed, reason)
+        }
+        let nameBytes = hello.name.utf8.count
+        guard nameBytes <= limits.message.maxStringBytes else {
+            return close(.helloTooLarge, "Hello.name is \(nameBytes) bytes, over max_string_bytes (\(limits.message.maxStringBytes))")
         }
         if let refusal = configuration.security.access.refusal(role: hello.role, credentials: peerCredentials) {
             return close(.peerNotAllowed, refusal)
@@ -298,6 +310,12 @@ public struct ConnectionStateMachine: Sendable {
             break
         }
 
+        // Requests are rate limited; DATA frames are bounded by their session's credit instead.
+        if kind == .message || kind == .ping, !requests.take(now: now) {
+            return protocolError(
+                .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); request not served",
+                requestID: Self.requestID(of: frame), now: now, cutOffCode: .tooManyRequests)
+        }
         switch kind {
         case .ping:
             guard frame.payload.readableBytes <= FrameHeader.maxPingPayload else {
@@ -326,6 +344,12 @@ public struct ConnectionStateMachine: Sendable {
         } catch {
             return protocolError(.malformedPayload, "payload is not a valid Envelope", requestID: 0, now: now)
         }
+        if let violation = limits.message.check(envelope) {
+            var result = Self.result(.messageTooLarge, violation.message, requestID: envelope.requestID)
+            result.result.limit = violation.limit
+            result.result.limitValue = UInt32(clamping: violation.limitValue)
+            return protocolError(result, now: now)
+        }
         guard let body = envelope.body else {
             return protocolError(.unknownMessage, "Envelope has no body this daemon knows (empty, or from a newer protocol version)", requestID: envelope.requestID, now: now)
         }
@@ -339,7 +363,7 @@ public struct ConnectionStateMachine: Sendable {
         case .goodbye(let goodbye):
             state = .closing
             return .peerLeaving(goodbye)
-        case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed,
+        case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed, .resumeSession,
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
             .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
@@ -368,11 +392,34 @@ public struct ConnectionStateMachine: Sendable {
 
     /// A non-fatal error: answered with a Result, unless the peer has used up
     /// its error budget, in which case it is cut off.
-    private mutating func protocolError(_ code: HUErrorCode, _ message: String, requestID: UInt32, now: UInt64) -> ConnectionAction {
+    private mutating func protocolError(
+        _ code: HUErrorCode, _ message: String, requestID: UInt32, now: UInt64, cutOffCode: HUErrorCode = .tooManyErrors
+    ) -> ConnectionAction {
+        protocolError(Self.result(code, message, requestID: requestID), now: now, cutOffCode: cutOffCode)
+    }
+
+    /// A refused request that keeps coming (over the rate) is cut off with its own code.
+    private mutating func protocolError(_ answer: HUEnvelope, now: UInt64, cutOffCode: HUErrorCode = .tooManyErrors) -> ConnectionAction {
         guard errors.record(now: now) else {
-            return close(.tooManyErrors, "more than \(errors.maxPerSecond) protocol errors in one second (last: \(message))")
+            return close(cutOffCode, "more than \(errors.maxPerSecond) protocol errors in one second (last: \(answer.result.message))")
         }
-        return .reply(Self.result(code, message, requestID: requestID))
+        return .reply(answer)
+    }
+
+    /// The request id of a MESSAGE frame, read without decoding the whole
+    /// Envelope (field 1, a varint, comes first when present); 0 otherwise.
+    static func requestID(of frame: Frame) -> UInt32 {
+        guard frame.header.kind == .message else { return 0 }
+        var payload = frame.payload
+        guard payload.readInteger(as: UInt8.self) == 0x08 else { return 0 }
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while shift < 35, let byte = payload.readInteger(as: UInt8.self) {
+            value |= UInt64(byte & 0x7f) << shift
+            if byte & 0x80 == 0 { return UInt32(truncatingIfNeeded: value) }
+            shift += 7
+        }
+        return 0
     }
 
     private mutating func close(_ code: HUErrorCode, _ reason: String) -> ConnectionAction {

@@ -29,7 +29,7 @@ public enum RolePolicy {
         // The metadata stream is for the car's components that draw it.
         case .subscribeMetadata: return role == .cluster || role == .hmi
         // Phone -> car.
-        case .announceApps, .templateRequest, .completeEvent, .appClosed, .openSession:
+        case .announceApps, .templateRequest, .completeEvent, .appClosed, .openSession, .resumeSession:
             return role == .phone
         // Accessory -> car.
         case .serveProtocols, .answerSession:
@@ -74,6 +74,7 @@ public enum RolePolicy {
         case .templateRequest: return "TemplateRequest"
         case .completeEvent: return "CompleteEvent"
         case .appClosed: return "AppClosed"
+        case .resumeSession: return "ResumeSession"
         case .sceneConnected: return "SceneConnected"
         case .sceneDisconnected: return "SceneDisconnected"
         case .appEvent: return "AppEvent"

@@ -165,41 +165,131 @@ public nonisolated struct HUPeerAccess: Sendable {
   public init() {}
 }
 
-public nonisolated struct HUDaemonLimits: Sendable {
+public nonisolated struct HUDaemonLimits: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// default 1048576
-  public var maxPayloadBytes: UInt32 = 0
+  public var maxPayloadBytes: UInt32 {
+    get {_storage._maxPayloadBytes}
+    set {_uniqueStorage()._maxPayloadBytes = newValue}
+  }
 
   /// default 5000
-  public var heartbeatIntervalMs: UInt32 = 0
+  public var heartbeatIntervalMs: UInt32 {
+    get {_storage._heartbeatIntervalMs}
+    set {_uniqueStorage()._heartbeatIntervalMs = newValue}
+  }
 
   /// default 15000
-  public var heartbeatTimeoutMs: UInt32 = 0
+  public var heartbeatTimeoutMs: UInt32 {
+    get {_storage._heartbeatTimeoutMs}
+    set {_uniqueStorage()._heartbeatTimeoutMs = newValue}
+  }
 
   /// default 5000
-  public var handshakeTimeoutMs: UInt32 = 0
+  public var handshakeTimeoutMs: UInt32 {
+    get {_storage._handshakeTimeoutMs}
+    set {_uniqueStorage()._handshakeTimeoutMs = newValue}
+  }
 
   /// default 10000
-  public var completionTimeoutMs: UInt32 = 0
+  public var completionTimeoutMs: UInt32 {
+    get {_storage._completionTimeoutMs}
+    set {_uniqueStorage()._completionTimeoutMs = newValue}
+  }
 
   /// default 10
-  public var maxErrorsPerSecond: UInt32 = 0
+  public var maxErrorsPerSecond: UInt32 {
+    get {_storage._maxErrorsPerSecond}
+    set {_uniqueStorage()._maxErrorsPerSecond = newValue}
+  }
 
   /// A peer whose unsent output exceeds this is cut off (SLOW_CONSUMER). Default 4194304.
-  public var maxOutboundBytes: UInt32 = 0
+  public var maxOutboundBytes: UInt32 {
+    get {_storage._maxOutboundBytes}
+    set {_uniqueStorage()._maxOutboundBytes = newValue}
+  }
 
   /// A peer that cannot take writes for this long is cut off (SLOW_CONSUMER). Default 10000.
-  public var slowConsumerTimeoutMs: UInt32 = 0
+  public var slowConsumerTimeoutMs: UInt32 {
+    get {_storage._slowConsumerTimeoutMs}
+    set {_uniqueStorage()._slowConsumerTimeoutMs = newValue}
+  }
 
   /// How long a graceful stop waits for peers to go before closing them. Default 2000.
-  public var shutdownGraceMs: UInt32 = 0
+  public var shutdownGraceMs: UInt32 {
+    get {_storage._shutdownGraceMs}
+    set {_uniqueStorage()._shutdownGraceMs = newValue}
+  }
+
+  /// Connection caps (PROTOCOL.md section 10.1): past one, the new connection gets
+  /// Goodbye{TOO_MANY_CONNECTIONS} and is closed.
+  public var maxConnections: UInt32 {
+    get {_storage._maxConnections}
+    set {_uniqueStorage()._maxConnections = newValue}
+  }
+
+  /// default 448
+  public var maxUnixConnections: UInt32 {
+    get {_storage._maxUnixConnections}
+    set {_uniqueStorage()._maxUnixConnections = newValue}
+  }
+
+  /// default 8 (phones only; one of them carries apps)
+  public var maxTcpConnections: UInt32 {
+    get {_storage._maxTcpConnections}
+    set {_uniqueStorage()._maxTcpConnections = newValue}
+  }
+
+  /// default 10000
+  public var announceTimeoutMs: UInt32 {
+    get {_storage._announceTimeoutMs}
+    set {_uniqueStorage()._announceTimeoutMs = newValue}
+  }
+
+  /// default 1000
+  public var maxRequestsPerSecond: UInt32 {
+    get {_storage._maxRequestsPerSecond}
+    set {_uniqueStorage()._maxRequestsPerSecond = newValue}
+  }
+
+  /// default 1024
+  public var maxStringBytes: UInt32 {
+    get {_storage._maxStringBytes}
+    set {_uniqueStorage()._maxStringBytes = newValue}
+  }
+
+  /// default 262144
+  public var maxImageBytes: UInt32 {
+    get {_storage._maxImageBytes}
+    set {_uniqueStorage()._maxImageBytes = newValue}
+  }
+
+  /// default 2000
+  public var maxMessageElements: UInt32 {
+    get {_storage._maxMessageElements}
+    set {_uniqueStorage()._maxMessageElements = newValue}
+  }
+
+  /// default 64 apps in one AnnounceApps
+  public var maxApps: UInt32 {
+    get {_storage._maxApps}
+    set {_uniqueStorage()._maxApps = newValue}
+  }
+
+  /// default 30000: a lost phone's apps are kept this long (section 21)
+  public var resumeGraceMs: UInt32 {
+    get {_storage._resumeGraceMs}
+    set {_uniqueStorage()._resumeGraceMs = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HUEntitlementPolicyConfig: Sendable {
@@ -434,69 +524,191 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0")
+
+  fileprivate class _StorageClass {
+    var _maxPayloadBytes: UInt32 = 0
+    var _heartbeatIntervalMs: UInt32 = 0
+    var _heartbeatTimeoutMs: UInt32 = 0
+    var _handshakeTimeoutMs: UInt32 = 0
+    var _completionTimeoutMs: UInt32 = 0
+    var _maxErrorsPerSecond: UInt32 = 0
+    var _maxOutboundBytes: UInt32 = 0
+    var _slowConsumerTimeoutMs: UInt32 = 0
+    var _shutdownGraceMs: UInt32 = 0
+    var _maxConnections: UInt32 = 0
+    var _maxUnixConnections: UInt32 = 0
+    var _maxTcpConnections: UInt32 = 0
+    var _announceTimeoutMs: UInt32 = 0
+    var _maxRequestsPerSecond: UInt32 = 0
+    var _maxStringBytes: UInt32 = 0
+    var _maxImageBytes: UInt32 = 0
+    var _maxMessageElements: UInt32 = 0
+    var _maxApps: UInt32 = 0
+    var _resumeGraceMs: UInt32 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _maxPayloadBytes = source._maxPayloadBytes
+      _heartbeatIntervalMs = source._heartbeatIntervalMs
+      _heartbeatTimeoutMs = source._heartbeatTimeoutMs
+      _handshakeTimeoutMs = source._handshakeTimeoutMs
+      _completionTimeoutMs = source._completionTimeoutMs
+      _maxErrorsPerSecond = source._maxErrorsPerSecond
+      _maxOutboundBytes = source._maxOutboundBytes
+      _slowConsumerTimeoutMs = source._slowConsumerTimeoutMs
+      _shutdownGraceMs = source._shutdownGraceMs
+      _maxConnections = source._maxConnections
+      _maxUnixConnections = source._maxUnixConnections
+      _maxTcpConnections = source._maxTcpConnections
+      _announceTimeoutMs = source._announceTimeoutMs
+      _maxRequestsPerSecond = source._maxRequestsPerSecond
+      _maxStringBytes = source._maxStringBytes
+      _maxImageBytes = source._maxImageBytes
+      _maxMessageElements = source._maxMessageElements
+      _maxApps = source._maxApps
+      _resumeGraceMs = source._resumeGraceMs
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.maxPayloadBytes) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatIntervalMs) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatTimeoutMs) }()
-      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.handshakeTimeoutMs) }()
-      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.completionTimeoutMs) }()
-      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxErrorsPerSecond) }()
-      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.maxOutboundBytes) }()
-      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.slowConsumerTimeoutMs) }()
-      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.shutdownGraceMs) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPayloadBytes) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._heartbeatIntervalMs) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._heartbeatTimeoutMs) }()
+        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._handshakeTimeoutMs) }()
+        case 5: try { try decoder.decodeSingularUInt32Field(value: &_storage._completionTimeoutMs) }()
+        case 6: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxErrorsPerSecond) }()
+        case 7: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxOutboundBytes) }()
+        case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._slowConsumerTimeoutMs) }()
+        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._shutdownGraceMs) }()
+        case 10: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxConnections) }()
+        case 11: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnixConnections) }()
+        case 12: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTcpConnections) }()
+        case 13: try { try decoder.decodeSingularUInt32Field(value: &_storage._announceTimeoutMs) }()
+        case 14: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxRequestsPerSecond) }()
+        case 15: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxStringBytes) }()
+        case 16: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxImageBytes) }()
+        case 17: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxMessageElements) }()
+        case 18: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxApps) }()
+        case 19: try { try decoder.decodeSingularUInt32Field(value: &_storage._resumeGraceMs) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.maxPayloadBytes != 0 {
-      try visitor.visitSingularUInt32Field(value: self.maxPayloadBytes, fieldNumber: 1)
-    }
-    if self.heartbeatIntervalMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.heartbeatIntervalMs, fieldNumber: 2)
-    }
-    if self.heartbeatTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.heartbeatTimeoutMs, fieldNumber: 3)
-    }
-    if self.handshakeTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.handshakeTimeoutMs, fieldNumber: 4)
-    }
-    if self.completionTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.completionTimeoutMs, fieldNumber: 5)
-    }
-    if self.maxErrorsPerSecond != 0 {
-      try visitor.visitSingularUInt32Field(value: self.maxErrorsPerSecond, fieldNumber: 6)
-    }
-    if self.maxOutboundBytes != 0 {
-      try visitor.visitSingularUInt32Field(value: self.maxOutboundBytes, fieldNumber: 7)
-    }
-    if self.slowConsumerTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.slowConsumerTimeoutMs, fieldNumber: 8)
-    }
-    if self.shutdownGraceMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.shutdownGraceMs, fieldNumber: 9)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      if _storage._maxPayloadBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxPayloadBytes, fieldNumber: 1)
+      }
+      if _storage._heartbeatIntervalMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._heartbeatIntervalMs, fieldNumber: 2)
+      }
+      if _storage._heartbeatTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._heartbeatTimeoutMs, fieldNumber: 3)
+      }
+      if _storage._handshakeTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._handshakeTimeoutMs, fieldNumber: 4)
+      }
+      if _storage._completionTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._completionTimeoutMs, fieldNumber: 5)
+      }
+      if _storage._maxErrorsPerSecond != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxErrorsPerSecond, fieldNumber: 6)
+      }
+      if _storage._maxOutboundBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxOutboundBytes, fieldNumber: 7)
+      }
+      if _storage._slowConsumerTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._slowConsumerTimeoutMs, fieldNumber: 8)
+      }
+      if _storage._shutdownGraceMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._shutdownGraceMs, fieldNumber: 9)
+      }
+      if _storage._maxConnections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxConnections, fieldNumber: 10)
+      }
+      if _storage._maxUnixConnections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxUnixConnections, fieldNumber: 11)
+      }
+      if _storage._maxTcpConnections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxTcpConnections, fieldNumber: 12)
+      }
+      if _storage._announceTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._announceTimeoutMs, fieldNumber: 13)
+      }
+      if _storage._maxRequestsPerSecond != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxRequestsPerSecond, fieldNumber: 14)
+      }
+      if _storage._maxStringBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxStringBytes, fieldNumber: 15)
+      }
+      if _storage._maxImageBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxImageBytes, fieldNumber: 16)
+      }
+      if _storage._maxMessageElements != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxMessageElements, fieldNumber: 17)
+      }
+      if _storage._maxApps != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxApps, fieldNumber: 18)
+      }
+      if _storage._resumeGraceMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._resumeGraceMs, fieldNumber: 19)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUDaemonLimits, rhs: HUDaemonLimits) -> Bool {
-    if lhs.maxPayloadBytes != rhs.maxPayloadBytes {return false}
-    if lhs.heartbeatIntervalMs != rhs.heartbeatIntervalMs {return false}
-    if lhs.heartbeatTimeoutMs != rhs.heartbeatTimeoutMs {return false}
-    if lhs.handshakeTimeoutMs != rhs.handshakeTimeoutMs {return false}
-    if lhs.completionTimeoutMs != rhs.completionTimeoutMs {return false}
-    if lhs.maxErrorsPerSecond != rhs.maxErrorsPerSecond {return false}
-    if lhs.maxOutboundBytes != rhs.maxOutboundBytes {return false}
-    if lhs.slowConsumerTimeoutMs != rhs.slowConsumerTimeoutMs {return false}
-    if lhs.shutdownGraceMs != rhs.shutdownGraceMs {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._maxPayloadBytes != rhs_storage._maxPayloadBytes {return false}
+        if _storage._heartbeatIntervalMs != rhs_storage._heartbeatIntervalMs {return false}
+        if _storage._heartbeatTimeoutMs != rhs_storage._heartbeatTimeoutMs {return false}
+        if _storage._handshakeTimeoutMs != rhs_storage._handshakeTimeoutMs {return false}
+        if _storage._completionTimeoutMs != rhs_storage._completionTimeoutMs {return false}
+        if _storage._maxErrorsPerSecond != rhs_storage._maxErrorsPerSecond {return false}
+        if _storage._maxOutboundBytes != rhs_storage._maxOutboundBytes {return false}
+        if _storage._slowConsumerTimeoutMs != rhs_storage._slowConsumerTimeoutMs {return false}
+        if _storage._shutdownGraceMs != rhs_storage._shutdownGraceMs {return false}
+        if _storage._maxConnections != rhs_storage._maxConnections {return false}
+        if _storage._maxUnixConnections != rhs_storage._maxUnixConnections {return false}
+        if _storage._maxTcpConnections != rhs_storage._maxTcpConnections {return false}
+        if _storage._announceTimeoutMs != rhs_storage._announceTimeoutMs {return false}
+        if _storage._maxRequestsPerSecond != rhs_storage._maxRequestsPerSecond {return false}
+        if _storage._maxStringBytes != rhs_storage._maxStringBytes {return false}
+        if _storage._maxImageBytes != rhs_storage._maxImageBytes {return false}
+        if _storage._maxMessageElements != rhs_storage._maxMessageElements {return false}
+        if _storage._maxApps != rhs_storage._maxApps {return false}
+        if _storage._resumeGraceMs != rhs_storage._resumeGraceMs {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

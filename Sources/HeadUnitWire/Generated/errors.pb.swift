@@ -76,6 +76,24 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   /// fatal: the peer did not read; its queue overflowed
   case slowConsumer // = 17
 
+  /// fatal: the transport's (or the daemon's) connection cap is reached
+  case tooManyConnections // = 18
+
+  /// fatal: a phone's apps were not accepted within announce_timeout_ms
+  case announceTimeout // = 19
+
+  /// non-fatal in a Result (the request was not served); fatal in a Goodbye
+  case tooManyRequests // = 20
+
+  /// fatal: a Hello field over its limit (name over max_string_bytes)
+  case helloTooLarge // = 21
+
+  /// non-fatal: the answer would exceed max_payload_bytes; nothing changed
+  case answerTooLarge // = 22
+
+  /// non-fatal: a string, image or element count over its limit; not served
+  case messageTooLarge // = 23
+
   /// fatal: a TCP phone sent something else before authenticating
   case authRequired // = 24
 
@@ -154,6 +172,9 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   /// a second phone while one is connected
   case phoneAlreadyConnected // = 122
 
+  /// ResumeSession: token unknown, spent or expired; announce afresh
+  case resumeRefused // = 123
+
   /// --- External Accessory sessions (PROTOCOL.md section 18) ---
   case unknownProtocol // = 150
 
@@ -217,6 +238,12 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 14: self = .shuttingDown
     case 15: self = .reservedFlags
     case 17: self = .slowConsumer
+    case 18: self = .tooManyConnections
+    case 19: self = .announceTimeout
+    case 20: self = .tooManyRequests
+    case 21: self = .helloTooLarge
+    case 22: self = .answerTooLarge
+    case 23: self = .messageTooLarge
     case 24: self = .authRequired
     case 25: self = .authFailed
     case 26: self = .peerNotAllowed
@@ -243,6 +270,7 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 120: self = .appNotLaunchable
     case 121: self = .duplicateApp
     case 122: self = .phoneAlreadyConnected
+    case 123: self = .resumeRefused
     case 130: self = .navigationNotActive
     case 131: self = .navigationCancelledByCar
     case 132: self = .navigationAlreadyActive
@@ -279,6 +307,12 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .shuttingDown: return 14
     case .reservedFlags: return 15
     case .slowConsumer: return 17
+    case .tooManyConnections: return 18
+    case .announceTimeout: return 19
+    case .tooManyRequests: return 20
+    case .helloTooLarge: return 21
+    case .answerTooLarge: return 22
+    case .messageTooLarge: return 23
     case .authRequired: return 24
     case .authFailed: return 25
     case .peerNotAllowed: return 26
@@ -305,6 +339,7 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .appNotLaunchable: return 120
     case .duplicateApp: return 121
     case .phoneAlreadyConnected: return 122
+    case .resumeRefused: return 123
     case .navigationNotActive: return 130
     case .navigationCancelledByCar: return 131
     case .navigationAlreadyActive: return 132
@@ -341,6 +376,12 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     .shuttingDown,
     .reservedFlags,
     .slowConsumer,
+    .tooManyConnections,
+    .announceTimeout,
+    .tooManyRequests,
+    .helloTooLarge,
+    .answerTooLarge,
+    .messageTooLarge,
     .authRequired,
     .authFailed,
     .peerNotAllowed,
@@ -367,6 +408,7 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
     .appNotLaunchable,
     .duplicateApp,
     .phoneAlreadyConnected,
+    .resumeRefused,
     .unknownProtocol,
     .protocolUnavailable,
     .protocolAlreadyServed,
@@ -387,5 +429,5 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 nonisolated extension HUErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{2}\u{7}ERROR_CODE_AUTH_REQUIRED\0\u{1}ERROR_CODE_AUTH_FAILED\0\u{1}ERROR_CODE_PEER_NOT_ALLOWED\0\u{2}J\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{2}\u{8}ERROR_CODE_NAVIGATION_NOT_ACTIVE\0\u{1}ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR\0\u{1}ERROR_CODE_NAVIGATION_ALREADY_ACTIVE\0\u{1}ERROR_CODE_NO_MAP_TEMPLATE\0\u{1}ERROR_CODE_NATIVE_NAVIGATION_ACTIVE\0\u{2}\u{10}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0\u{2}\u{6}ERROR_CODE_PAIRING_NOT_OPEN\0\u{1}ERROR_CODE_BAD_PAIRING_CODE\0\u{1}ERROR_CODE_UNKNOWN_DEVICE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_OK\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_BAD_MAGIC\0\u{1}ERROR_CODE_UNKNOWN_FRAME_KIND\0\u{1}ERROR_CODE_MALFORMED_PAYLOAD\0\u{1}ERROR_CODE_UNKNOWN_MESSAGE\0\u{1}ERROR_CODE_HANDSHAKE_REQUIRED\0\u{1}ERROR_CODE_NO_COMMON_VERSION\0\u{1}ERROR_CODE_ALREADY_HANDSHAKEN\0\u{1}ERROR_CODE_ROLE_NOT_ALLOWED\0\u{1}ERROR_CODE_HANDSHAKE_TIMEOUT\0\u{1}ERROR_CODE_HEARTBEAT_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_ERRORS\0\u{1}ERROR_CODE_NOT_FOR_ROLE\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_RESERVED_FLAGS\0\u{2}\u{2}ERROR_CODE_SLOW_CONSUMER\0\u{1}ERROR_CODE_TOO_MANY_CONNECTIONS\0\u{1}ERROR_CODE_ANNOUNCE_TIMEOUT\0\u{1}ERROR_CODE_TOO_MANY_REQUESTS\0\u{1}ERROR_CODE_HELLO_TOO_LARGE\0\u{1}ERROR_CODE_ANSWER_TOO_LARGE\0\u{1}ERROR_CODE_MESSAGE_TOO_LARGE\0\u{1}ERROR_CODE_AUTH_REQUIRED\0\u{1}ERROR_CODE_AUTH_FAILED\0\u{1}ERROR_CODE_PEER_NOT_ALLOWED\0\u{2}J\u{1}ERROR_CODE_NOT_ALLOWED_FOR_CATEGORY\0\u{1}ERROR_CODE_DEPTH_EXCEEDED\0\u{1}ERROR_CODE_LIMIT_EXCEEDED\0\u{1}ERROR_CODE_NO_ROOT_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_TEMPLATE\0\u{1}ERROR_CODE_ALREADY_PRESENTED\0\u{1}ERROR_CODE_NOT_CONNECTED\0\u{1}ERROR_CODE_UNKNOWN_APP\0\u{1}ERROR_CODE_NOT_YOUR_SCENE\0\u{1}ERROR_CODE_ENTITLEMENT_REFUSED\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ITEM\0\u{1}ERROR_CODE_NOTHING_PRESENTED\0\u{1}ERROR_CODE_INVALID_ARGUMENT\0\u{1}ERROR_CODE_RATE_LIMITED\0\u{1}ERROR_CODE_IMAGE_TOO_LARGE\0\u{1}ERROR_CODE_INVALID_POSITION\0\u{1}ERROR_CODE_COMPLETION_TIMEOUT\0\u{1}ERROR_CODE_UNKNOWN_EVENT\0\u{1}ERROR_CODE_NO_PHONE\0\u{1}ERROR_CODE_APP_NOT_LAUNCHABLE\0\u{1}ERROR_CODE_DUPLICATE_APP\0\u{1}ERROR_CODE_PHONE_ALREADY_CONNECTED\0\u{1}ERROR_CODE_RESUME_REFUSED\0\u{2}\u{7}ERROR_CODE_NAVIGATION_NOT_ACTIVE\0\u{1}ERROR_CODE_NAVIGATION_CANCELLED_BY_CAR\0\u{1}ERROR_CODE_NAVIGATION_ALREADY_ACTIVE\0\u{1}ERROR_CODE_NO_MAP_TEMPLATE\0\u{1}ERROR_CODE_NATIVE_NAVIGATION_ACTIVE\0\u{2}\u{10}ERROR_CODE_UNKNOWN_PROTOCOL\0\u{1}ERROR_CODE_PROTOCOL_UNAVAILABLE\0\u{1}ERROR_CODE_PROTOCOL_ALREADY_SERVED\0\u{1}ERROR_CODE_UNKNOWN_SESSION\0\u{1}ERROR_CODE_FLOW_CONTROL\0\u{2}\u{6}ERROR_CODE_PAIRING_NOT_OPEN\0\u{1}ERROR_CODE_BAD_PAIRING_CODE\0\u{1}ERROR_CODE_UNKNOWN_DEVICE\0")
 }

@@ -159,6 +159,15 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .appClosed(newValue)}
   }
 
+  /// PROTOCOL.md section 21
+  public var resumeSession: HUResumeSession {
+    get {
+      if case .resumeSession(let v)? = body {return v}
+      return HUResumeSession()
+    }
+    set {body = .resumeSession(newValue)}
+  }
+
   /// Car -> phone.
   public var sceneConnected: HUSceneConnected {
     get {
@@ -443,6 +452,8 @@ public nonisolated struct HUEnvelope: Sendable {
     case templateRequest(HUTemplateRequest)
     case completeEvent(HUCompleteEvent)
     case appClosed(HUAppClosed)
+    /// PROTOCOL.md section 21
+    case resumeSession(HUResumeSession)
     /// Car -> phone.
     case sceneConnected(HUSceneConnected)
     case sceneDisconnected(HUSceneDisconnected)
@@ -527,55 +538,75 @@ public nonisolated struct HUHello: Sendable {
   public init() {}
 }
 
-public nonisolated struct HUWelcome: Sendable {
+public nonisolated struct HUWelcome: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// The version both sides now speak: the highest in both ranges.
-  public var version: UInt32 = 0
+  public var version: UInt32 {
+    get {_storage._version}
+    set {_uniqueStorage()._version = newValue}
+  }
 
   /// The range the daemon speaks, so a client can tell why it got what it got.
-  public var daemonMinVersion: UInt32 = 0
+  public var daemonMinVersion: UInt32 {
+    get {_storage._daemonMinVersion}
+    set {_uniqueStorage()._daemonMinVersion = newValue}
+  }
 
-  public var daemonMaxVersion: UInt32 = 0
+  public var daemonMaxVersion: UInt32 {
+    get {_storage._daemonMaxVersion}
+    set {_uniqueStorage()._daemonMaxVersion = newValue}
+  }
 
   public var limits: HULimits {
-    get {_limits ?? HULimits()}
-    set {_limits = newValue}
+    get {_storage._limits ?? HULimits()}
+    set {_uniqueStorage()._limits = newValue}
   }
   /// Returns true if `limits` has been explicitly set.
-  public var hasLimits: Bool {self._limits != nil}
+  public var hasLimits: Bool {_storage._limits != nil}
   /// Clears the value of `limits`. Subsequent reads from it will return its default value.
-  public mutating func clearLimits() {self._limits = nil}
+  public mutating func clearLimits() {_uniqueStorage()._limits = nil}
 
   public var vehicle: HUVehicleProfile {
-    get {_vehicle ?? HUVehicleProfile()}
-    set {_vehicle = newValue}
+    get {_storage._vehicle ?? HUVehicleProfile()}
+    set {_uniqueStorage()._vehicle = newValue}
   }
   /// Returns true if `vehicle` has been explicitly set.
-  public var hasVehicle: Bool {self._vehicle != nil}
+  public var hasVehicle: Bool {_storage._vehicle != nil}
   /// Clears the value of `vehicle`. Subsequent reads from it will return its default value.
-  public mutating func clearVehicle() {self._vehicle = nil}
+  public mutating func clearVehicle() {_uniqueStorage()._vehicle = nil}
 
-  public var daemonName: String = String()
+  public var daemonName: String {
+    get {_storage._daemonName}
+    set {_uniqueStorage()._daemonName = newValue}
+  }
 
   /// Identifies this connection in logs and status.
-  public var connectionID: UInt64 = 0
+  public var connectionID: UInt64 {
+    get {_storage._connectionID}
+    set {_uniqueStorage()._connectionID = newValue}
+  }
 
   /// Set for a phone on TCP: it must Authenticate (or Pair, then Authenticate)
   /// before anything else (PROTOCOL.md section 20).
-  public var authRequired: Bool = false
+  public var authRequired: Bool {
+    get {_storage._authRequired}
+    set {_uniqueStorage()._authRequired = newValue}
+  }
 
   /// 32 random bytes, fresh per connection, to sign in Authenticate.
-  public var authChallenge: Data = Data()
+  public var authChallenge: Data {
+    get {_storage._authChallenge}
+    set {_uniqueStorage()._authChallenge = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _limits: HULimits? = nil
-  fileprivate var _vehicle: HUVehicleProfile? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HULimits: Sendable {
@@ -596,6 +627,26 @@ public nonisolated struct HULimits: Sendable {
 
   /// Non-fatal protocol errors tolerated per second before the peer is cut off.
   public var maxErrorsPerSecond: UInt32 = 0
+
+  /// Requests (MESSAGE and PING frames) served per second, sustained; a burst of
+  /// as many is allowed. 0: no limit. Over it: Result{TOO_MANY_REQUESTS}.
+  public var maxRequestsPerSecond: UInt32 = 0
+
+  /// Longest string (UTF-8 bytes) in any message a peer sends.
+  public var maxStringBytes: UInt32 = 0
+
+  /// Largest bytes field (a PNG image) in any message a peer sends.
+  public var maxImageBytes: UInt32 = 0
+
+  /// Most repeated-field elements (items, sections, buttons, apps...) in one message, nested ones included.
+  public var maxMessageElements: UInt32 = 0
+
+  /// A phone whose apps are not accepted this long after Welcome is closed (ANNOUNCE_TIMEOUT). 0: never.
+  public var announceTimeoutMs: UInt32 = 0
+
+  /// How long the car keeps the apps of a phone whose connection was lost,
+  /// waiting for it to resume (ResumeSession, PROTOCOL.md section 21).
+  public var resumeGraceMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -663,6 +714,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .templateShown(newValue)}
   }
 
+  /// ResumeSession
+  public var resumed: HUResumed {
+    get {
+      if case .resumed(let v)? = detail {return v}
+      return HUResumed()
+    }
+    set {detail = .resumed(newValue)}
+  }
+
   /// OpenSession
   public var accessorySession: HUAccessorySession {
     get {
@@ -688,6 +748,8 @@ public nonisolated struct HUResult: Sendable {
     case appDecisions(HUAppDecisions)
     case status(HUStatus)
     case templateShown(HUTemplateShown)
+    /// ResumeSession
+    case resumed(HUResumed)
     /// OpenSession
     case accessorySession(HUAccessorySession)
     /// StartPairing, Pair, Authenticate, ListPairedDevices
@@ -742,6 +804,12 @@ public nonisolated struct HUStatus: @unchecked Sendable {
   public var hasVehicleState: Bool {_storage._vehicleState != nil}
   /// Clears the value of `vehicleState`. Subsequent reads from it will return its default value.
   public mutating func clearVehicleState() {_uniqueStorage()._vehicleState = nil}
+
+  /// whether the phone carrying the apps is connected or reconnecting
+  public var phoneLink: HUPhoneLink {
+    get {_storage._phoneLink}
+    set {_uniqueStorage()._phoneLink = newValue}
+  }
 
   /// The vehicle's External Accessory protocols: served now or "declared, unavailable".
   public var accessoryProtocols: [HUAccessoryProtocolStatus] {
@@ -843,6 +911,49 @@ public nonisolated struct HUSceneStatus: Sendable {
   public init() {}
 }
 
+/// A phone whose connection was lost (no Goodbye) asks for its apps back
+/// (PROTOCOL.md section 21). Sent instead of AnnounceApps, right after Welcome.
+public nonisolated struct HUResumeSession: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The token from the last AppDecisions or Resumed answer on the lost connection.
+  public var resumptionToken: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The answer to ResumeSession: the apps, scenes and template stacks the car
+/// kept. What the car had for the phone while it was away follows this answer.
+public nonisolated struct HUResumed: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// A new token: the old one is spent.
+  public var resumptionToken: String = String()
+
+  public var resumeGraceMs: UInt32 = 0
+
+  public var apps: [HUAppStatus] = []
+
+  /// How many messages the car kept for the phone while it was away; they
+  /// follow this answer, in order.
+  public var replayed: UInt32 = 0
+
+  /// Each scene connected before the loss and still connected, as it is now
+  /// (window, content style, limits in force), so the phone can rebind it.
+  /// Scenes connected while the phone was away come as SceneConnected in the replay.
+  public var scenes: [HUSceneConnected] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
@@ -853,7 +964,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{4}\u{7}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{4}\u{2}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{4}\u{2}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -964,6 +1075,19 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.body = .appClosed(v)
+        }
+      }()
+      case 14: try {
+        var v: HUResumeSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .resumeSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .resumeSession(v)
         }
       }()
       case 20: try {
@@ -1415,6 +1539,10 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
       guard case .appClosed(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
     }()
+    case .resumeSession?: try {
+      guard case .resumeSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
     case .sceneConnected?: try {
       guard case .sceneConnected(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
@@ -1606,71 +1734,123 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
   public static let protoMessageName: String = _protobuf_package + ".Welcome"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}daemon_min_version\0\u{3}daemon_max_version\0\u{1}limits\0\u{1}vehicle\0\u{3}daemon_name\0\u{3}connection_id\0\u{4}\u{3}auth_required\0\u{3}auth_challenge\0")
 
+  fileprivate class _StorageClass {
+    var _version: UInt32 = 0
+    var _daemonMinVersion: UInt32 = 0
+    var _daemonMaxVersion: UInt32 = 0
+    var _limits: HULimits? = nil
+    var _vehicle: HUVehicleProfile? = nil
+    var _daemonName: String = String()
+    var _connectionID: UInt64 = 0
+    var _authRequired: Bool = false
+    var _authChallenge: Data = Data()
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _version = source._version
+      _daemonMinVersion = source._daemonMinVersion
+      _daemonMaxVersion = source._daemonMaxVersion
+      _limits = source._limits
+      _vehicle = source._vehicle
+      _daemonName = source._daemonName
+      _connectionID = source._connectionID
+      _authRequired = source._authRequired
+      _authChallenge = source._authChallenge
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.version) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.daemonMinVersion) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.daemonMaxVersion) }()
-      case 4: try { try decoder.decodeSingularMessageField(value: &self._limits) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._vehicle) }()
-      case 6: try { try decoder.decodeSingularStringField(value: &self.daemonName) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.connectionID) }()
-      case 10: try { try decoder.decodeSingularBoolField(value: &self.authRequired) }()
-      case 11: try { try decoder.decodeSingularBytesField(value: &self.authChallenge) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._version) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._daemonMinVersion) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._daemonMaxVersion) }()
+        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._limits) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._vehicle) }()
+        case 6: try { try decoder.decodeSingularStringField(value: &_storage._daemonName) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._connectionID) }()
+        case 10: try { try decoder.decodeSingularBoolField(value: &_storage._authRequired) }()
+        case 11: try { try decoder.decodeSingularBytesField(value: &_storage._authChallenge) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.version != 0 {
-      try visitor.visitSingularUInt32Field(value: self.version, fieldNumber: 1)
-    }
-    if self.daemonMinVersion != 0 {
-      try visitor.visitSingularUInt32Field(value: self.daemonMinVersion, fieldNumber: 2)
-    }
-    if self.daemonMaxVersion != 0 {
-      try visitor.visitSingularUInt32Field(value: self.daemonMaxVersion, fieldNumber: 3)
-    }
-    try { if let v = self._limits {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-    } }()
-    try { if let v = self._vehicle {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    if !self.daemonName.isEmpty {
-      try visitor.visitSingularStringField(value: self.daemonName, fieldNumber: 6)
-    }
-    if self.connectionID != 0 {
-      try visitor.visitSingularUInt64Field(value: self.connectionID, fieldNumber: 7)
-    }
-    if self.authRequired != false {
-      try visitor.visitSingularBoolField(value: self.authRequired, fieldNumber: 10)
-    }
-    if !self.authChallenge.isEmpty {
-      try visitor.visitSingularBytesField(value: self.authChallenge, fieldNumber: 11)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._version != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._version, fieldNumber: 1)
+      }
+      if _storage._daemonMinVersion != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._daemonMinVersion, fieldNumber: 2)
+      }
+      if _storage._daemonMaxVersion != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._daemonMaxVersion, fieldNumber: 3)
+      }
+      try { if let v = _storage._limits {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+      } }()
+      try { if let v = _storage._vehicle {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      if !_storage._daemonName.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._daemonName, fieldNumber: 6)
+      }
+      if _storage._connectionID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._connectionID, fieldNumber: 7)
+      }
+      if _storage._authRequired != false {
+        try visitor.visitSingularBoolField(value: _storage._authRequired, fieldNumber: 10)
+      }
+      if !_storage._authChallenge.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._authChallenge, fieldNumber: 11)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUWelcome, rhs: HUWelcome) -> Bool {
-    if lhs.version != rhs.version {return false}
-    if lhs.daemonMinVersion != rhs.daemonMinVersion {return false}
-    if lhs.daemonMaxVersion != rhs.daemonMaxVersion {return false}
-    if lhs._limits != rhs._limits {return false}
-    if lhs._vehicle != rhs._vehicle {return false}
-    if lhs.daemonName != rhs.daemonName {return false}
-    if lhs.connectionID != rhs.connectionID {return false}
-    if lhs.authRequired != rhs.authRequired {return false}
-    if lhs.authChallenge != rhs.authChallenge {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._version != rhs_storage._version {return false}
+        if _storage._daemonMinVersion != rhs_storage._daemonMinVersion {return false}
+        if _storage._daemonMaxVersion != rhs_storage._daemonMaxVersion {return false}
+        if _storage._limits != rhs_storage._limits {return false}
+        if _storage._vehicle != rhs_storage._vehicle {return false}
+        if _storage._daemonName != rhs_storage._daemonName {return false}
+        if _storage._connectionID != rhs_storage._connectionID {return false}
+        if _storage._authRequired != rhs_storage._authRequired {return false}
+        if _storage._authChallenge != rhs_storage._authChallenge {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1678,7 +1858,7 @@ nonisolated extension HUWelcome: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Limits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}announce_timeout_ms\0\u{3}resume_grace_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1691,6 +1871,12 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatTimeoutMs) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.completionTimeoutMs) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.maxErrorsPerSecond) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxRequestsPerSecond) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.maxStringBytes) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.maxImageBytes) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.maxMessageElements) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.announceTimeoutMs) }()
+      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.resumeGraceMs) }()
       default: break
       }
     }
@@ -1712,6 +1898,24 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     if self.maxErrorsPerSecond != 0 {
       try visitor.visitSingularUInt32Field(value: self.maxErrorsPerSecond, fieldNumber: 5)
     }
+    if self.maxRequestsPerSecond != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxRequestsPerSecond, fieldNumber: 6)
+    }
+    if self.maxStringBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxStringBytes, fieldNumber: 7)
+    }
+    if self.maxImageBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxImageBytes, fieldNumber: 8)
+    }
+    if self.maxMessageElements != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxMessageElements, fieldNumber: 9)
+    }
+    if self.announceTimeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.announceTimeoutMs, fieldNumber: 10)
+    }
+    if self.resumeGraceMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.resumeGraceMs, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1721,6 +1925,12 @@ nonisolated extension HULimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     if lhs.heartbeatTimeoutMs != rhs.heartbeatTimeoutMs {return false}
     if lhs.completionTimeoutMs != rhs.completionTimeoutMs {return false}
     if lhs.maxErrorsPerSecond != rhs.maxErrorsPerSecond {return false}
+    if lhs.maxRequestsPerSecond != rhs.maxRequestsPerSecond {return false}
+    if lhs.maxStringBytes != rhs.maxStringBytes {return false}
+    if lhs.maxImageBytes != rhs.maxImageBytes {return false}
+    if lhs.maxMessageElements != rhs.maxMessageElements {return false}
+    if lhs.announceTimeoutMs != rhs.announceTimeoutMs {return false}
+    if lhs.resumeGraceMs != rhs.resumeGraceMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1763,7 +1973,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{4}\u{8}accessory_session\0\u{1}pairing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1812,6 +2022,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.detail = .templateShown(v)
+        }
+      }()
+      case 13: try {
+        var v: HUResumed?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .resumed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .resumed(v)
         }
       }()
       case 20: try {
@@ -1875,6 +2098,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       guard case .templateShown(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
     }()
+    case .resumed?: try {
+      guard case .resumed(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
     case .accessorySession?: try {
       guard case .accessorySession(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
@@ -1901,7 +2128,7 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
 
 nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Status"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{4}\u{d}accessory_protocols\0\u{4}\u{a}authenticated_phones\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{3}phone_link\0\u{4}\u{c}accessory_protocols\0\u{4}\u{a}authenticated_phones\0")
 
   fileprivate class _StorageClass {
     var _phones: UInt32 = 0
@@ -1911,6 +2138,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     var _peer: [HUPeerStatus] = []
     var _app: [HUAppStatus] = []
     var _vehicleState: HUVehicleState? = nil
+    var _phoneLink: HUPhoneLink = .none
     var _accessoryProtocols: [HUAccessoryProtocolStatus] = []
     var _authenticatedPhones: UInt32 = 0
 
@@ -1930,6 +2158,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       _peer = source._peer
       _app = source._app
       _vehicleState = source._vehicleState
+      _phoneLink = source._phoneLink
       _accessoryProtocols = source._accessoryProtocols
       _authenticatedPhones = source._authenticatedPhones
     }
@@ -1957,6 +2186,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._peer) }()
         case 6: try { try decoder.decodeRepeatedMessageField(value: &_storage._app) }()
         case 7: try { try decoder.decodeSingularMessageField(value: &_storage._vehicleState) }()
+        case 8: try { try decoder.decodeSingularEnumField(value: &_storage._phoneLink) }()
         case 20: try { try decoder.decodeRepeatedMessageField(value: &_storage._accessoryProtocols) }()
         case 30: try { try decoder.decodeSingularUInt32Field(value: &_storage._authenticatedPhones) }()
         default: break
@@ -1992,6 +2222,9 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       try { if let v = _storage._vehicleState {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
       } }()
+      if _storage._phoneLink != .none {
+        try visitor.visitSingularEnumField(value: _storage._phoneLink, fieldNumber: 8)
+      }
       if !_storage._accessoryProtocols.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._accessoryProtocols, fieldNumber: 20)
       }
@@ -2014,6 +2247,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         if _storage._peer != rhs_storage._peer {return false}
         if _storage._app != rhs_storage._app {return false}
         if _storage._vehicleState != rhs_storage._vehicleState {return false}
+        if _storage._phoneLink != rhs_storage._phoneLink {return false}
         if _storage._accessoryProtocols != rhs_storage._accessoryProtocols {return false}
         if _storage._authenticatedPhones != rhs_storage._authenticatedPhones {return false}
         return true
@@ -2205,6 +2439,86 @@ nonisolated extension HUSceneStatus: SwiftProtobuf.Message, SwiftProtobuf._Messa
     if lhs.kind != rhs.kind {return false}
     if lhs.stack != rhs.stack {return false}
     if lhs.presented != rhs.presented {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUResumeSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ResumeSession"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resumption_token\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.resumptionToken) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.resumptionToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.resumptionToken, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUResumeSession, rhs: HUResumeSession) -> Bool {
+    if lhs.resumptionToken != rhs.resumptionToken {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUResumed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Resumed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resumption_token\0\u{3}resume_grace_ms\0\u{1}apps\0\u{1}replayed\0\u{1}scenes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.resumptionToken) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.resumeGraceMs) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.apps) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.replayed) }()
+      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.scenes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.resumptionToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.resumptionToken, fieldNumber: 1)
+    }
+    if self.resumeGraceMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.resumeGraceMs, fieldNumber: 2)
+    }
+    if !self.apps.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.apps, fieldNumber: 3)
+    }
+    if self.replayed != 0 {
+      try visitor.visitSingularUInt32Field(value: self.replayed, fieldNumber: 4)
+    }
+    if !self.scenes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.scenes, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUResumed, rhs: HUResumed) -> Bool {
+    if lhs.resumptionToken != rhs.resumptionToken {return false}
+    if lhs.resumeGraceMs != rhs.resumeGraceMs {return false}
+    if lhs.apps != rhs.apps {return false}
+    if lhs.replayed != rhs.replayed {return false}
+    if lhs.scenes != rhs.scenes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

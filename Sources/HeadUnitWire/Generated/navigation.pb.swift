@@ -1861,11 +1861,35 @@ public nonisolated struct HUMetadataState: @unchecked Sendable {
   /// Clears the value of `audio`. Subsequent reads from it will return its default value.
   public mutating func clearAudio() {_uniqueStorage()._audio = nil}
 
+  public var phone: HUPhoneSection {
+    get {_storage._phone ?? HUPhoneSection()}
+    set {_uniqueStorage()._phone = newValue}
+  }
+  /// Returns true if `phone` has been explicitly set.
+  public var hasPhone: Bool {_storage._phone != nil}
+  /// Clears the value of `phone`. Subsequent reads from it will return its default value.
+  public mutating func clearPhone() {_uniqueStorage()._phone = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// The phone carrying the apps: a cluster shows "reconnecting" rather than a reset.
+public nonisolated struct HUPhoneSection: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var link: HUPhoneLink = .none
+
+  public var deviceName: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Audio focus: who owns the main audio and what navigation prompts do to it.
@@ -4300,7 +4324,7 @@ nonisolated extension HUClusterSection: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MetadataState"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{1}maneuvers\0\u{3}trip_estimates\0\u{1}alert\0\u{3}now_playing\0\u{1}display\0\u{1}previews\0\u{1}cluster\0\u{1}audio\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{1}maneuvers\0\u{3}trip_estimates\0\u{1}alert\0\u{3}now_playing\0\u{1}display\0\u{1}previews\0\u{1}cluster\0\u{1}audio\0\u{1}phone\0")
 
   fileprivate class _StorageClass {
     var _guidance: HUGuidanceSection? = nil
@@ -4312,6 +4336,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
     var _previews: HUPreviewsSection? = nil
     var _cluster: HUClusterSection? = nil
     var _audio: HUAudioSection? = nil
+    var _phone: HUPhoneSection? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4331,6 +4356,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
       _previews = source._previews
       _cluster = source._cluster
       _audio = source._audio
+      _phone = source._phone
     }
   }
 
@@ -4358,6 +4384,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
         case 7: try { try decoder.decodeSingularMessageField(value: &_storage._previews) }()
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._cluster) }()
         case 9: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._phone) }()
         default: break
         }
       }
@@ -4397,6 +4424,9 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
       try { if let v = _storage._audio {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
       } }()
+      try { if let v = _storage._phone {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4415,10 +4445,46 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
         if _storage._previews != rhs_storage._previews {return false}
         if _storage._cluster != rhs_storage._cluster {return false}
         if _storage._audio != rhs_storage._audio {return false}
+        if _storage._phone != rhs_storage._phone {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUPhoneSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PhoneSection"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}link\0\u{3}device_name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.link) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.link != .none {
+      try visitor.visitSingularEnumField(value: self.link, fieldNumber: 1)
+    }
+    if !self.deviceName.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUPhoneSection, rhs: HUPhoneSection) -> Bool {
+    if lhs.link != rhs.link {return false}
+    if lhs.deviceName != rhs.deviceName {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -334,6 +334,49 @@ public nonisolated enum HULifecyclePhase: SwiftProtobuf.Enum, Swift.CaseIterable
 
 }
 
+/// The phone that carries the apps (PROTOCOL.md section 21).
+public nonisolated enum HUPhoneLink: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// no phone carries apps
+  case none // = 0
+  case connected // = 1
+
+  /// its connection was lost; apps and screens are kept for resume_grace_ms
+  case reconnecting // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .none
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .none
+    case 1: self = .connected
+    case 2: self = .reconnecting
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .none: return 0
+    case .connected: return 1
+    case .reconnecting: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUPhoneLink] = [
+    .none,
+    .connected,
+    .reconnecting,
+  ]
+
+}
+
 public nonisolated enum HUScreen: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -638,6 +681,12 @@ public nonisolated struct HUAppDecisions: Sendable {
   // methods supported on all messages.
 
   public var decisions: [HUAppDecision] = []
+
+  /// Present the token to ResumeSession on a new connection if this one is
+  /// lost (PROTOCOL.md section 21); valid until the grace period after a loss ends.
+  public var resumptionToken: String = String()
+
+  public var resumeGraceMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1381,6 +1430,8 @@ public nonisolated struct HUHomeScreen: Sendable {
   /// empty when no phone is connected
   public var deviceName: String = String()
 
+  public var phoneLink: HUPhoneLink = .none
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1946,6 +1997,10 @@ nonisolated extension HULifecyclePhase: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LIFECYCLE_PHASE_UNSPECIFIED\0\u{1}LIFECYCLE_PHASE_WILL_APPEAR\0\u{1}LIFECYCLE_PHASE_DID_APPEAR\0\u{1}LIFECYCLE_PHASE_WILL_DISAPPEAR\0\u{1}LIFECYCLE_PHASE_DID_DISAPPEAR\0")
 }
 
+nonisolated extension HUPhoneLink: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PHONE_LINK_NONE\0\u{1}PHONE_LINK_CONNECTED\0\u{1}PHONE_LINK_RECONNECTING\0")
+}
+
 nonisolated extension HUScreen: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SCREEN_UNSPECIFIED\0\u{1}SCREEN_MAIN\0\u{1}SCREEN_DASHBOARD\0\u{1}SCREEN_INSTRUMENT_CLUSTER\0")
 }
@@ -2423,7 +2478,7 @@ nonisolated extension HUAppDecision: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
 nonisolated extension HUAppDecisions: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AppDecisions"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}decisions\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}decisions\0\u{3}resumption_token\0\u{3}resume_grace_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2432,6 +2487,8 @@ nonisolated extension HUAppDecisions: SwiftProtobuf.Message, SwiftProtobuf._Mess
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.decisions) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.resumptionToken) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.resumeGraceMs) }()
       default: break
       }
     }
@@ -2441,11 +2498,19 @@ nonisolated extension HUAppDecisions: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.decisions.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.decisions, fieldNumber: 1)
     }
+    if !self.resumptionToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.resumptionToken, fieldNumber: 2)
+    }
+    if self.resumeGraceMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.resumeGraceMs, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUAppDecisions, rhs: HUAppDecisions) -> Bool {
     if lhs.decisions != rhs.decisions {return false}
+    if lhs.resumptionToken != rhs.resumptionToken {return false}
+    if lhs.resumeGraceMs != rhs.resumeGraceMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3931,7 +3996,7 @@ nonisolated extension HUHomeScreenIcon: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HomeScreen"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3942,6 +4007,7 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.icons) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.nowPlayingAppID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.phoneLink) }()
       default: break
       }
     }
@@ -3957,6 +4023,9 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if !self.deviceName.isEmpty {
       try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 3)
     }
+    if self.phoneLink != .none {
+      try visitor.visitSingularEnumField(value: self.phoneLink, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3964,6 +4033,7 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if lhs.icons != rhs.icons {return false}
     if lhs.nowPlayingAppID != rhs.nowPlayingAppID {return false}
     if lhs.deviceName != rhs.deviceName {return false}
+    if lhs.phoneLink != rhs.phoneLink {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,126 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials  // Data, in SwiftProtobuf's Visitor signatures
+#else
+import Foundation
+#endif
+import HeadUnitWire
+import SwiftProtobuf
+
+/// How big one message from a peer may be inside its frame: string and
+/// image lengths and the number of repeated elements, nested ones included.
+/// The frame limit alone bounds bytes, not the work or the amplification a
+/// message can cause (a 1 MB device name repeated in every status answer, a
+/// 60,000-item list rendered, diffed and fanned out to every HMI).
+public struct MessageLimits: Sendable, Equatable {
+    public var maxStringBytes: Int
+    public var maxImageBytes: Int
+    public var maxElements: Int
+
+    public init(maxStringBytes: Int = 1024, maxImageBytes: Int = 256 << 10, maxElements: Int = 2000) {
+        self.maxStringBytes = maxStringBytes
+        self.maxImageBytes = maxImageBytes
+        self.maxElements = maxElements
+    }
+
+    /// The first limit `message` breaks, or nil. One walk over the decoded
+    /// message; it stops at the first violation.
+    public func check(_ message: some SwiftProtobuf.Message) -> MessageLimitViolation? {
+        var visitor = LimitVisitor(limits: self)
+        do {
+            try message.traverse(visitor: &visitor)
+        } catch let violation as MessageLimitViolation {
+            return violation
+        } catch {
+            return nil  // our visitor throws nothing else
+        }
+        return nil
+    }
+}
+
+/// Which limit, where, and by how much.
+public struct MessageLimitViolation: Error, Sendable, Equatable {
+    /// The configuration name: "max_string_bytes", "max_image_bytes" or "max_message_elements".
+    public var limit: String
+    public var limitValue: Int
+    public var actual: Int
+    /// Field numbers from the Envelope down to the offending field, e.g. "11.3.2.1".
+    public var fieldPath: String
+
+    public var message: String {
+        switch limit {
+        case "max_string_bytes": return "a string of \(actual) bytes at field \(fieldPath) is over max_string_bytes (\(limitValue))"
+        case "max_image_bytes": return "a bytes field of \(actual) bytes at field \(fieldPath) is over max_image_bytes (\(limitValue))"
+        default: return "the message has more than \(limitValue) repeated elements (max_message_elements; over at field \(fieldPath))"
+        }
+    }
+}
+
+private struct LimitVisitor: SwiftProtobuf.Visitor {
+    let limits: MessageLimits
+    var elements = 0
+    var path: [Int] = []
+
+    init(limits: MessageLimits) { self.limits = limits }
+
+    private func violation(_ limit: String, _ value: Int, _ actual: Int, _ field: Int) -> MessageLimitViolation {
+        MessageLimitViolation(limit: limit, limitValue: value, actual: actual, fieldPath: (path + [field]).map(String.init).joined(separator: "."))
+    }
+
+    private mutating func count(_ n: Int, _ field: Int) throws {
+        elements += n
+        if elements > limits.maxElements { throw violation("max_message_elements", limits.maxElements, elements, field) }
+    }
+
+    private func checkString(_ value: String, _ field: Int) throws {
+        let bytes = value.utf8.count
+        if bytes > limits.maxStringBytes { throw violation("max_string_bytes", limits.maxStringBytes, bytes, field) }
+    }
+
+    private func checkBytes(_ value: Data, _ field: Int) throws {
+        if value.count > limits.maxImageBytes { throw violation("max_image_bytes", limits.maxImageBytes, value.count, field) }
+    }
+
+    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws { try checkString(value, fieldNumber) }
+    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws { try checkBytes(value, fieldNumber) }
+    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
+        path.append(fieldNumber)
+        try value.traverse(visitor: &self)
+        path.removeLast()
+    }
+
+    mutating func visitRepeatedStringField(value: [String], fieldNumber: Int) throws {
+        try count(value.count, fieldNumber)
+        for string in value { try checkString(string, fieldNumber) }
+    }
+    mutating func visitRepeatedBytesField(value: [Data], fieldNumber: Int) throws {
+        try count(value.count, fieldNumber)
+        for bytes in value { try checkBytes(bytes, fieldNumber) }
+    }
+    mutating func visitRepeatedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
+    mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
+    mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
+        try count(value.count, fieldNumber)
+        path.append(fieldNumber)
+        for element in value { try element.traverse(visitor: &self) }
+        path.removeLast()
+    }
+
+    // Numbers carry no length; their repeated forms (none in the protocol today) count as elements.
+    mutating func visitRepeatedUInt32Field(value: [UInt32], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
+    mutating func visitPackedUInt32Field(value: [UInt32], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
+    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws {}
+    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
+    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
+    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
+    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {}
+    mutating func visitMapField<KeyType, ValueType: MapValueType>(
+        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws { try count(value.count, fieldNumber) }
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws where ValueType.RawValue == Int { try count(value.count, fieldNumber) }
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws { try count(value.count, fieldNumber) }
+    mutating func visitUnknown(bytes: Data) throws {}
+}
