@@ -28,7 +28,7 @@ extension Car {
             effects.append(.cancelTimer(.announce(peer: peer)))
         }
         if phonePeer != peer {
-            phoneLink.carry(peer: peer, token: peers[peer]?.resumptionToken ?? "")
+            phoneLink.carry(peer: peer, token: peers[peer]?.resumptionToken ?? "", deviceID: peers[peer]?.device?.deviceID)
         }
         deviceName = announce.deviceName.isEmpty ? (peers[peer]?.name ?? "") : announce.deviceName
         var decisions = HUAppDecisions()
@@ -94,13 +94,14 @@ extension Car {
     mutating func resumeSession(_ resume: HUResumeSession, requestID: UInt32, from peer: PeerID) {
         let grace = phoneLink.graceSerial
         let newToken = peers[peer]?.resumptionToken ?? ""
-        switch phoneLink.resume(peer: peer, token: resume.resumptionToken, newToken: newToken) {
+        switch phoneLink.resume(peer: peer, token: resume.resumptionToken, newToken: newToken, deviceID: peers[peer]?.device?.deviceID) {
         case .failure(let refusal):
             let message: String
             switch refusal {
             case .carryingApps: message = "this connection carries the apps already"
             case .nothingToResume: message = "no phone's session is waiting to be resumed; announce apps"
             case .wrongToken: message = "the token is not the one of the session waiting to be resumed; announce apps"
+            case .otherDevice: message = "the session waiting to be resumed belongs to another paired device (PROTOCOL.md section 20)"
             }
             answer(peer, requestID, .failure(RuleViolation(.resumeRefused, message)))
         case .success(let replay):

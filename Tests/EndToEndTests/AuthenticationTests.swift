@@ -223,6 +223,46 @@ struct AuthenticationTests {
         #expect(goodbye.reason.contains("not paired"))
     }
 
+    /// A paired phone's session (section 21) can only be resumed by the same
+    /// paired device, even with the right token.
+    @Test func onlyTheSamePairedDeviceResumesASession() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let alice = PhoneIdentity()
+        let mallory = PhoneIdentity()
+        for identity in [alice, mallory] {
+            let code = try Self.startPairing(daemon)
+            let phone = try daemon.connectTCP()
+            _ = try phone.handshake(role: .phone)
+            #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
+            phone.close()
+        }
+        func authenticated(_ identity: PhoneIdentity) throws -> RawSocketClient {
+            let phone = try daemon.connectTCP()
+            let welcome = try phone.handshake(role: .phone)
+            try Self.authenticate(phone, welcome: welcome, identity: identity)
+            #expect(try Self.readResult(phone, requestID: 3).code == .ok)
+            return phone
+        }
+        let first = try authenticated(alice)
+        try Self.announce(first)
+        let token = try Self.readResult(first, requestID: 10).appDecisions.resumptionToken
+        #expect(token.count == 32)
+        first.close()  // lost without a Goodbye: the session waits
+
+        func resume(_ phone: RawSocketClient) throws -> HUResult {
+            var resume = HUResumeSession()
+            resume.resumptionToken = token
+            try phone.send(.resumeSession(resume), requestID: 20)
+            return try Self.readResult(phone, requestID: 20)
+        }
+        let thief = try authenticated(mallory)
+        let refused = try resume(thief)
+        #expect(refused.code == .resumeRefused)
+        #expect(refused.message.contains("another paired device"))
+        let back = try authenticated(alice)
+        #expect(try resume(back).code == .ok)
+    }
+
     @Test func anUnknownDeviceFails() throws {
         let daemon = try TestDaemon.launch(pairing: true)
         let phone = try daemon.connectTCP()

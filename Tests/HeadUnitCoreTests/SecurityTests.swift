@@ -344,3 +344,32 @@ import Testing
         #expect(harness.request(harness.hmi, .getStatus(HUGetStatus())).status.authenticatedPhones == 1)
     }
 }
+
+/// Resumption (section 21) of an authenticated phone: only the same paired device.
+@Suite struct ResumptionByDeviceTests {
+    static let token = "00112233445566778899aabbccddeeff"
+
+    @Test func onlyTheSamePairedDeviceResumes() throws {
+        var link = PhoneLink()
+        link.carry(peer: 1, token: Self.token, deviceID: "alice")
+        _ = link.lost(.lost)
+        let other = link.resume(peer: 2, token: Self.token, newToken: "x", deviceID: "mallory")
+        #expect(other == .failure(.otherDevice))
+        let unauthenticated = link.resume(peer: 3, token: Self.token, newToken: "x", deviceID: nil)
+        #expect(unauthenticated == .failure(.otherDevice))
+        // A wrong token is told as such first: a guesser learns nothing about devices.
+        let guessed = link.resume(peer: 2, token: "f" + Self.token.dropFirst(), newToken: "x", deviceID: "mallory")
+        #expect(guessed == .failure(.wrongToken))
+        #expect(link.isReconnecting)
+        let same = link.resume(peer: 4, token: Self.token, newToken: "next", deviceID: "alice")
+        #expect((try? same.get()) != nil)
+        #expect(link.peer == 4 && link.deviceID == "alice")
+    }
+
+    @Test func aPhoneThatDidNotAuthenticateResumesAsBefore() throws {
+        var link = PhoneLink()
+        link.carry(peer: 1, token: Self.token)
+        _ = link.lost(.lost)
+        #expect((try? link.resume(peer: 2, token: Self.token, newToken: "x").get()) != nil)
+    }
+}

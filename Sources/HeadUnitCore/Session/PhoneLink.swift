@@ -34,6 +34,9 @@ struct PhoneLink: Sendable {
     private(set) var peer: PeerID?
     /// The token of the phone carrying the apps, connected or reconnecting ("" when none).
     private(set) var token = ""
+    /// The paired device that carries the apps (PROTOCOL.md section 20); nil
+    /// for a phone that did not authenticate. Only the same may resume.
+    private(set) var deviceID: String?
     /// While reconnecting: the lost connection, and the serial naming the grace timer of this loss.
     private(set) var formerPeer: PeerID?
     private(set) var graceSerial: UInt64?
@@ -57,10 +60,11 @@ struct PhoneLink: Sendable {
     }
 
     /// `peer`'s apps were accepted: it carries them, under its token.
-    mutating func carry(peer: PeerID, token: String) {
+    mutating func carry(peer: PeerID, token: String, deviceID: String? = nil) {
         self = PhoneLink(nextSerial: nextSerial)
         self.peer = peer
         self.token = token
+        self.deviceID = deviceID
     }
 
     private init(nextSerial: UInt64) { self.nextSerial = nextSerial }
@@ -92,17 +96,22 @@ struct PhoneLink: Sendable {
     }
 
     enum ResumeRefusal: Error, Equatable {
-        case carryingApps, nothingToResume, wrongToken
+        case carryingApps, nothingToResume, wrongToken, otherDevice
     }
 
     /// A new connection presents `token`. On success it carries the apps under
     /// `newToken`, and the backlog is handed over (to be sent after the answer).
-    mutating func resume(peer newPeer: PeerID, token presented: String, newToken: String) -> Result<[HUEnvelope.OneOf_Body], ResumeRefusal> {
+    mutating func resume(
+        peer newPeer: PeerID, token presented: String, newToken: String, deviceID newDevice: String? = nil
+    ) -> Result<[HUEnvelope.OneOf_Body], ResumeRefusal> {
         if let current = peer { return .failure(current == newPeer ? .carryingApps : .nothingToResume) }
         guard graceSerial != nil else { return .failure(.nothingToResume) }
         guard Self.sameToken(presented, token) else { return .failure(.wrongToken) }
+        // A leaked token does not let another paired device take the session
+        // (its apps were judged by this device's allow-list).
+        guard newDevice == deviceID else { return .failure(.otherDevice) }
         let replay = backlog
-        carry(peer: newPeer, token: newToken)
+        carry(peer: newPeer, token: newToken, deviceID: deviceID)
         return .success(replay)
     }
 
