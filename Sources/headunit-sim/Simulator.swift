@@ -38,6 +38,7 @@ struct HeadUnitSim: AsyncParsableCommand {
         router.get("/app.js") { _, _ in try Self.asset("app.js", type: "text/javascript; charset=utf-8") }
         router.get("/style.css") { _, _ in try Self.asset("style.css", type: "text/css; charset=utf-8") }
         router.get("/healthz") { _, _ in "ok" }
+        router.get("/favicon.ico") { _, _ in Response(status: .noContent) }
         router.ws("/ws") { inbound, outbound, _ in
             let (stream, id) = await hub.join()
             // Page -> daemon: each text message is one request.
