@@ -336,6 +336,28 @@ def main():
         procs.wait_for_line("daemon", r"^ready$")
         page.wait_text("#conn-daemon", "daemon: connected", timeout=30)
         page.wait("the banner now says no phone", lambda: "No phone connected" in page.text("#banner"))
+
+        # Every template of TEMPLATES.md: the category scenarios play (with their own HMI)
+        # while the page watches; each screen they reach is drawn without a page error.
+        repo = os.path.dirname(os.path.dirname(HERE))
+        for name in ["audio", "communication", "navigation", "parking", "quick-ordering", "driving-task"]:
+            proc = procs.start("play-" + name, [os.path.join(args.bin, "headunitctl"), "play", "--unix-socket", sock,
+                                                os.path.join(repo, "scenarios", name + ".json")])
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                raise Failure(f"scenarios/{name}.json did not finish")
+            check(proc.returncode == 0, f"scenarios/{name}.json played while the page watched")
+            procs.stop("play-" + name)
+        page.wait_text("#conn-daemon", "daemon: connected")
+        rendered = driver.execute_script("return window.simRendered")
+        kinds = ["list", "grid", "tabBar", "nowPlaying", "alert", "actionSheet", "information", "pointOfInterest",
+                 "contact", "map", "search", "voiceControl"]
+        missing = [k for k in kinds if not rendered.get(k)]
+        check(not missing, f"the page drew every template kind ({', '.join(f'{k} x{rendered.get(k, 0)}' for k in kinds)})"
+              + (f"; never drawn: {missing}" if missing else ""))
+        errors = driver.execute_script("return window.simErrors")
+        check(not errors, f"no script error in the page ({errors})")
         status = 0
         print("simulator browser test passed", flush=True)
     except Failure as failure:

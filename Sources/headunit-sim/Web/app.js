@@ -112,7 +112,7 @@ function image(img, size, alt) {
   const box = h("span", { class: "img", style: `width:${size}px;height:${size}px`, title: alt || "" });
   if (!img) return box;
   if (img.png) box.append(h("img", { src: "data:image/png;base64," + img.png, alt: alt || "" }));
-  else if (img.asset) box.textContent = ((dark() && img.darkAsset) || img.asset).split(/[./-]/).pop().slice(0, 6);
+  else if (img.asset) { box.textContent = (dark() && img.darkAsset) || img.asset; box.title = "asset " + box.textContent; }
   return box;
 }
 function iconColor(s) { let x = 0; for (const c of s || "") x = (x * 31 + c.charCodeAt(0)) >>> 0; return `hsl(${x % 360},55%,42%)`; }
@@ -225,6 +225,7 @@ function renderApp(content, r) {
   const kind = kindOf(top);
   let shown = top, selectedTab = null;
   if (kind === "tabBar") {
+    window.simRendered.tabBar = (window.simRendered.tabBar || 0) + 1;
     const tabs = top.tabBar.tabs || [];
     const sel = r.selectedTabId || top.tabBar.selectedTabId || (tabs[0] && tabs[0].id);
     selectedTab = tabs.find((t) => t.id === sel) || tabs[0];
@@ -272,8 +273,14 @@ function textButton(b, templateId, extra) {
     () => hmiInput(templateId, { pressButton: { buttonId: b.id } }), b.title || b.id);
 }
 
+// Template kinds drawn so far, and page errors: read by the browser test.
+window.simRendered = window.simRendered || {};
+window.simErrors = window.simErrors || [];
+window.addEventListener("error", (e) => window.simErrors.push(String(e.message)));
+
 function renderTemplate(tpl, r) {
   const k = kindOf(tpl), t = tpl[k] || {};
+  window.simRendered[k] = (window.simRendered[k] || 0) + 1;
   switch (k) {
     case "list": return renderList(tpl.id, t, r);
     case "grid": return h("div", { class: "grid" }, (t.buttons || []).map((b) =>
@@ -407,7 +414,7 @@ function renderMap(templateId, t, r) {
     (t.trailingButtons || []).map((b) => barButton(b, templateId))));
   wrap.append(h("div", { class: "map-buttons" }, (t.mapButtons || []).filter((b) => !b.hidden).map((b) =>
     tap("button", { class: "map-btn", disabled: b.disabled, "data-button-id": b.id },
-      () => hmiInput(templateId, { pressButton: { buttonId: b.id } }), b.image ? image(b.image, 24, b.id) : b.id))));
+      () => hmiInput(templateId, { pressButton: { buttonId: b.id } }), b.image && b.image.png ? image(b.image, 24, b.id) : b.id))));
   if (guiding) wrap.append(h("div", { class: "guidance-card", style: t.guidanceBackgroundColor ? "background:" + t.guidanceBackgroundColor : null }, guidanceBlock(meta, false)));
   const pv = meta.previews || {};
   if (pv.previews && pv.appId === appId) wrap.append(renderPreviews(pv));
@@ -471,6 +478,7 @@ function renderModal(tpl) {
 }
 function renderModalBody(tpl) {
   const k = kindOf(tpl), t = tpl[k] || {};
+  window.simRendered[k] = (window.simRendered[k] || 0) + 1;
   const box = h("div", { class: "modal", "data-template-id": tpl.id, "data-kind": k });
   if (k === "alert") box.append(h("h3", {}, first(t.titleVariants)), h("div", { class: "actions" }, (t.actions || []).map((a) => textButton(a, tpl.id))));
   else if (k === "actionSheet") box.append(h("h3", {}, t.title || ""), h("div", {}, t.message || ""), h("div", { class: "actions" }, (t.actions || []).map((a) => textButton(a, tpl.id))));
@@ -494,8 +502,8 @@ function guidanceBlock(meta, cluster) {
     const laneOnly = m.displayStyle === "MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY" && !(m.instructionVariants || []).length;
     const text = cluster ? first(m.instructionVariants) : first(m.dashboardInstructionVariants) || first(m.instructionVariants);
     out.push(h("div", { class: "maneuver", "data-maneuver-id": m.id, style: i ? "opacity:.75;font-size:90%" : "" },
-      m.symbol && m.symbol.png ? image(m.symbol, 44) : h("span", { class: "sym" }, laneOnly ? "⇈" : maneuverGlyph(m)),
-      h("div", {}, laneOnly ? h("div", { class: "lanes" }, h("span", {}, "↰"), h("span", {}, "↑"), h("span", { style: "border-color:#4cd964" }, "↑"), " lane guidance")
+      m.symbol && m.symbol.png ? image(m.symbol, 44) : h("span", { class: "sym", title: (m.symbol || {}).asset || "" }, laneOnly ? "⇈" : maneuverGlyph(m)),
+      h("div", {}, laneOnly ? h("div", { class: "lanes" }, image(m.symbol, 60, "lanes"), " lane guidance")
         : h("div", { class: "instr" }, (i ? "Then: " : "") + text),
         m.estimates ? h("div", { class: "estimates" }, fmtEst(m.estimates)) : null,
         m.junctionImage ? h("div", { class: "muted" }, "[junction view]") : null)));
