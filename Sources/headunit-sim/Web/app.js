@@ -391,8 +391,13 @@ function renderPOI(templateId, t) {
     return `left:${x}%;top:${y}%`;
   };
   const selectPoi = (p) => hmiInput(templateId, { selectPoi: { poiId: p.id } });
+  // The driver moves the map: the region shown (the pins' box, shifted a little) goes to the app.
+  const moveMap = () => hmiInput(templateId, { poiRegion: { region: {
+    centerLatitude: (minLa + maxLa) / 2 + 0.01, centerLongitude: (minLo + maxLo) / 2 + 0.01,
+    spanLatitude: Math.max(0.02, (maxLa - minLa) * 1.5), spanLongitude: Math.max(0.02, (maxLo - minLo) * 1.5) } } });
   return h("div", { class: "poi-layout" },
     h("div", { class: "poi-map" }, h("div", { class: "map" }),
+      tap("button", { class: "btn", id: "poi-move", style: "position:absolute;left:8px;bottom:8px;z-index:3" }, moveMap, "Move map"),
       points.map((p, i) => tap("button", { class: "pin" + (i === sel ? " selected" : ""), style: pos(p), "data-poi-id": p.id }, () => selectPoi(p), String(i + 1)))),
     h("div", { class: "poi-list" }, points.map((p, i) => {
       const selected = i === sel;
@@ -569,6 +574,8 @@ function renderCluster() {
   el.append(h("div", { class: "cluster-inputs" },
     h("button", { class: "btn", onclick: () => ci({ zoomIn: true }) }, "Zoom +"),
     h("button", { class: "btn", onclick: () => ci({ zoomOut: true }) }, "Zoom −"),
+    h("button", { class: "btn", onclick: () => ci({ compass: "CLUSTER_SETTING_ENABLED" }) }, "Compass"),
+    h("button", { class: "btn", onclick: () => ci({ speedLimit: "CLUSTER_SETTING_ENABLED" }) }, "Speed limit"),
     !c.appId && navApp ? h("button", { class: "btn", onclick: () => launch(navApp.appId, "SCENE_KIND_INSTRUMENT_CLUSTER") }, "Show " + navApp.displayName) : null));
 }
 
