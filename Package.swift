@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "headunitd", targets: ["headunitd"]),
         .executable(name: "headunitctl", targets: ["headunitctl"]),
         .executable(name: "HeadUnitBench", targets: ["HeadUnitBench"]),
+        .executable(name: "headunit-sim", targets: ["headunit-sim"]),
         .executable(name: "HeadUnitFuzz", targets: ["HeadUnitFuzz"]),
         .library(name: "HeadUnitClient", targets: ["HeadUnitClient"]),
         .library(name: "HeadUnitWire", targets: ["HeadUnitWire"]),
@@ -20,6 +21,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"4.0.0"),
+        // Only the web simulator (headunit-sim) uses these; headunitd never links them.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
     ],
     targets: [
         // bytes <-> frames <-> protobuf messages; no sockets, no clocks.
@@ -114,6 +118,18 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // The web simulator: an HMI and a cluster peer served to a browser over HTTP + WebSocket.
+        .executableTarget(
+            name: "headunit-sim",
+            dependencies: [
+                "HeadUnitClient", "HeadUnitWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ],
+            resources: [.copy("Web")]
         ),
         // The fuzz target's entry point outside fuzz builds: replays files given as arguments.
         .target(name: "CFuzzMain"),

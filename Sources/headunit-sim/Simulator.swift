@@ -1,0 +1,170 @@
+import ArgumentParser
+import Foundation
+import HeadUnitClient
+import HeadUnitWire
+import Hummingbird
+import HummingbirdWebSocket
+import NIOCore
+import SwiftProtobuf
+
+/// The web simulator: connects to headunitd as an HMI and as a cluster peer
+/// and serves the car's screens to a browser. The page gets protobuf values
+/// as protobuf JSON and sends HMI requests as protobuf JSON envelopes, which
+/// go to the daemon unchanged: the app sees exactly what a real car sends.
+@main
+struct HeadUnitSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "headunit-sim",
+        abstract: "A car in the browser: the main screen, dashboard and instrument cluster of headunitd, live and driven over the HMI protocol.",
+        discussion: "Connects to headunitd over its Unix socket as an HMI and as a cluster, reconnects by itself when the daemon restarts, and serves the page on --host:--port."
+    )
+
+    @Option(help: "The daemon's Unix socket (default: the same search as headunitctl).")
+    var unixSocket: String?
+
+    @Option(help: "Address the web server listens on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port the web server listens on (0: any free port; the URL is printed).")
+    var port = 7480
+
+    func run() async throws {
+        let endpoint = HeadUnitEndpoint.unix(path: unixSocket ?? HeadUnitEndpoint.defaultUnixSocketPath)
+        let hub = Hub()
+        let bridge = Bridge(endpoint: endpoint, hub: hub)
+
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.get("/") { _, _ in try Self.asset("index.html", type: "text/html; charset=utf-8") }
+        router.get("/app.js") { _, _ in try Self.asset("app.js", type: "text/javascript; charset=utf-8") }
+        router.get("/style.css") { _, _ in try Self.asset("style.css", type: "text/css; charset=utf-8") }
+        router.get("/healthz") { _, _ in "ok" }
+        router.get("/favicon.ico") { _, _ in Response(status: .noContent) }
+        router.ws("/ws") { inbound, outbound, _ in
+            let (stream, id) = await hub.join()
+            // Page -> daemon: each text message is one request.
+            let reader = Task {
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = message else { continue }
+                    await bridge.handle(pageMessage: text, from: id)
+                }
+            }
+            for await text in stream {
+                try await outbound.write(.text(text))
+            }
+            reader.cancel()
+            await hub.leave(id)
+        }
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname(host, port: port), serverName: "headunit-sim"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? port
+                print("headunit-sim: open http://\(host):\(port)/ (daemon at \(endpoint))")
+                fflush(stdout)
+            }
+        )
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await bridge.run() }
+            group.addTask {
+                do { try await app.runService() } catch { print("headunit-sim: web server: \(error)") }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Page files ship as resources of this target: no build step, no CDN.
+    static func asset(_ name: String, type: String) throws -> Response {
+        guard let url = Bundle.module.url(forResource: "Web/" + name, withExtension: nil)
+            ?? Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Web"),
+            let data = try? Data(contentsOf: url)
+        else { throw HTTPError(.notFound) }
+        return Response(
+            status: .ok,
+            headers: [.contentType: type, .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+}
+
+/// JSON helpers: protobuf values in protobuf's JSON mapping, wrapped in a small
+/// object naming what it is.
+enum JSON {
+    static func quote(_ string: String) -> String {
+        let data = try! JSONSerialization.data(withJSONObject: [string], options: [.fragmentsAllowed])
+        let array = String(decoding: data, as: UTF8.self)
+        return String(array.dropFirst().dropLast())
+    }
+
+    static func proto(_ message: some SwiftProtobuf.Message) -> String {
+        (try? message.jsonString()) ?? "{}"
+    }
+
+    /// `{"type": type, key: value...}` where values are JSON already.
+    static func object(_ type: String, _ fields: [(String, String)]) -> String {
+        var parts = ["\"type\":\(quote(type))"]
+        for (key, value) in fields { parts.append("\(quote(key)):\(value)") }
+        return "{" + parts.joined(separator: ",") + "}"
+    }
+
+    /// The name of an envelope's body (the oneof case), for the log.
+    static func bodyName(_ envelope: HUEnvelope) -> String {
+        guard let json = try? envelope.jsonString(),
+              let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        else { return "?" }
+        return object.keys.filter { $0 != "requestId" }.sorted().first ?? "?"
+    }
+}
+
+/// The pages connected and what a new one must be told first.
+actor Hub {
+    private var clients: [Int: AsyncStream<String>.Continuation] = [:]
+    private var nextID = 1
+    /// The latest message of each kind that describes state (status, home,
+    /// each screen, metadata): a page that connects later starts from them.
+    private var snapshot: [String: String] = [:]
+    private var snapshotOrder: [String] = []
+    private var log: [String] = []
+
+    func join() -> (AsyncStream<String>, Int) {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(2048))
+        let id = nextID
+        nextID += 1
+        clients[id] = continuation
+        for key in snapshotOrder { if let message = snapshot[key] { continuation.yield(message) } }
+        for entry in log { continuation.yield(entry) }
+        return (stream, id)
+    }
+
+    func leave(_ id: Int) {
+        clients.removeValue(forKey: id)?.finish()
+    }
+
+    /// State: kept for later pages and sent to all.
+    func state(_ key: String, _ message: String) {
+        if snapshot[key] == nil { snapshotOrder.append(key) }
+        snapshot[key] = message
+        broadcast(message)
+    }
+
+    func forget(_ key: String) {
+        snapshot.removeValue(forKey: key)
+        snapshotOrder.removeAll { $0 == key }
+    }
+
+    /// A log entry: the last 300 are replayed to a page that connects.
+    func logEntry(_ message: String) {
+        log.append(message)
+        if log.count > 300 { log.removeFirst(log.count - 300) }
+        broadcast(message)
+    }
+
+    func send(_ message: String, to id: Int) {
+        clients[id]?.yield(message)
+    }
+
+    func broadcast(_ message: String) {
+        for continuation in clients.values { continuation.yield(message) }
+    }
+}

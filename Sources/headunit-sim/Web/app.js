@@ -1,0 +1,679 @@
+// headunitd simulator page. State arrives as protobuf JSON (proto3: default
+// values are omitted, enums by name, 64-bit integers as strings); every input
+// is sent back as an HMI (or cluster) request envelope in the same JSON.
+"use strict";
+
+const S = {
+  ws: null, wsUp: false, reqId: 0, pending: {},
+  daemon: null,          // {connected, welcome, error}
+  home: null,            // HomeScreen
+  screens: {},           // SCREEN_* -> RenderedScreen
+  meta: {},              // MetadataState
+  vehicle: { driving: false, contentStyle: "CONTENT_STYLE_DARK", nativeNavigationActive: false },
+  rhd: false, rhdTouched: false,
+  searchText: "",
+  focusIndex: 0,
+};
+const $ = (id) => document.getElementById(id);
+
+// ---------------------------------------------------------------- transport
+
+function connect() {
+  const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+  S.ws = ws;
+  ws.onopen = () => { S.wsUp = true; badge("conn-page", "page: connected", "ok"); banner(); };
+  ws.onmessage = (e) => { try { receive(JSON.parse(e.data)); } catch (err) { console.error(err, e.data); } };
+  ws.onclose = () => {
+    S.wsUp = false;
+    badge("conn-page", "page: simulator gone, reconnecting…", "bad");
+    banner();
+    for (const id in S.pending) { S.pending[id]({ error: "simulator connection lost" }); delete S.pending[id]; }
+    setTimeout(connect, 1000);
+  };
+}
+
+// Sends one request envelope to the daemon through the simulator; resolves with
+// {result, code} or {error}.
+function request(to, envelope) {
+  if (!S.wsUp) { toast("not connected to the simulator"); return Promise.resolve({ error: "not connected" }); }
+  const id = ++S.reqId;
+  S.ws.send(JSON.stringify({ id, to, envelope }));
+  return new Promise((resolve) => { S.pending[id] = resolve; }).then((answer) => {
+    if (answer.error) toast(answer.error);
+    else if (answer.code !== "OK") toast(answer.code + (answer.result && answer.result.message ? ": " + answer.result.message : ""));
+    return answer;
+  });
+}
+const hmi = (body) => request("hmi", body);
+const hmiInput = (templateId, kind) => hmi({ hmiInput: Object.assign({ templateId }, kind) });
+const navInput = (kind) => hmi({ navigationInput: kind });
+
+function receive(m) {
+  switch (m.type) {
+    case "daemon":
+      S.daemon = m;
+      if (!m.connected) { S.home = null; S.screens = {}; S.meta = {}; }
+      else {
+        const v = (m.welcome && m.welcome.vehicle) || {};
+        $("vehicle-name").textContent = [v.manufacturer, v.model].filter(Boolean).join(" ");
+        if (!S.rhdTouched) { S.rhd = !!v.rightHandDrive; $("ctl-rhd").checked = S.rhd; }
+        hmi({ getStatus: {} }).then((a) => {
+          const vs = a.result && a.result.status && a.result.status.vehicleState;
+          if (vs) { S.vehicle = Object.assign({ contentStyle: S.vehicle.contentStyle }, vs); syncControls(); render(); }
+        });
+      }
+      break;
+    case "home": S.home = m.home; break;
+    case "screen": S.screens[m.screen] = m.rendered; if (m.screen === "SCREEN_MAIN") onMainScreen(m); break;
+    case "metadata": S.meta = m.state || {}; break;
+    case "log": addLog(m); return;
+    case "notice": addLog({ dir: "in", peer: "sim", name: m.text }); return;
+    case "result": { const p = S.pending[m.id]; if (p) { delete S.pending[m.id]; p(m); } return; }
+  }
+  render();
+}
+
+function onMainScreen(m) {
+  const r = m.rendered || {};
+  if (r.contentStyle) S.vehicle.contentStyle = r.contentStyle;
+  if (!S.rhdTouched && "rightHandDrive" in r) S.rhd = !!r.rightHandDrive;
+  syncControls();
+}
+
+// ---------------------------------------------------------------- helpers
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "style") el.setAttribute("style", v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+// A focusable, clickable element for the knob/touchpad navigation.
+function tap(tag, attrs, fn, ...children) {
+  const disabled = attrs && attrs.disabled;
+  return h(tag, Object.assign({ "data-focus": disabled ? null : "1", tabindex: disabled ? null : "0",
+    onclick: disabled ? null : (e) => { e.stopPropagation(); fn(); } }, attrs || {}), ...children);
+}
+const first = (variants) => (variants && variants.length ? variants[0] : "");
+const dark = () => S.vehicle.contentStyle !== "CONTENT_STYLE_LIGHT";
+
+// Images: PNGs are shown; assets (names in the phone's catalogue) as a labelled tile.
+function image(img, size, alt) {
+  size = size || 40;
+  const box = h("span", { class: "img", style: `width:${size}px;height:${size}px`, title: alt || "" });
+  if (!img) return box;
+  if (img.png) box.append(h("img", { src: "data:image/png;base64," + img.png, alt: alt || "" }));
+  else if (img.asset) { box.textContent = (dark() && img.darkAsset) || img.asset; box.title = "asset " + box.textContent; }
+  return box;
+}
+function iconColor(s) { let x = 0; for (const c of s || "") x = (x * 31 + c.charCodeAt(0)) >>> 0; return `hsl(${x % 360},55%,42%)`; }
+const fmtClock = (s) => { s = Math.max(0, Math.floor(s || 0)); return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0"); };
+const fmtDist = (m) => (m >= 1000 ? (m / 1000).toFixed(1) + " km" : Math.round(m || 0) + " m");
+const fmtTime = (s) => { s = s || 0; return s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : `${Math.floor(s / 60)} min`; };
+const fmtEst = (e) => (e ? `${fmtDist(e.distanceRemainingM)} · ${fmtTime(e.timeRemainingS)}` : "");
+
+// A maneuver symbol from its instruction (the car has no asset catalogue of the app's symbols).
+function maneuverGlyph(m) {
+  const t = (first(m.instructionVariants) || "").toLowerCase();
+  if (/u-turn|u turn/.test(t)) return "↶";
+  if (/roundabout/.test(t)) return "⟳";
+  if (/left/.test(t)) return "↰";
+  if (/right/.test(t)) return "↱";
+  if (/arriv|destination/.test(t)) return "⚑";
+  return "↑";
+}
+
+// ---------------------------------------------------------------- rendering
+
+function render() {
+  renderStatus();
+  renderMain();
+  renderDashboard();
+  renderCluster();
+  document.body.classList.toggle("light", !dark());
+  document.body.classList.toggle("dark", dark());
+}
+
+function badge(id, text, cls) { const b = $(id); b.textContent = text; b.className = "badge " + (cls || ""); }
+
+function banner() {
+  const b = $("banner");
+  let text = "", warn = false;
+  if (!S.wsUp) text = "The simulator is not reachable: reconnecting…";
+  else if (S.daemon && !S.daemon.connected) text = "headunitd is not reachable (" + (S.daemon.error || "") + "): reconnecting by itself…";
+  else if (S.daemon && S.home && !S.home.deviceName) { text = "No phone connected: waiting for a phone…"; warn = true; }
+  b.hidden = !text; b.textContent = text; b.className = warn ? "warn" : "";
+}
+
+function renderStatus() {
+  if (!S.daemon) badge("conn-daemon", "daemon: ?", "");
+  else if (S.daemon.connected) badge("conn-daemon", "daemon: connected", "ok");
+  else badge("conn-daemon", "daemon: reconnecting…", "bad");
+  if (S.home && S.home.deviceName) badge("conn-phone", "phone: " + S.home.deviceName, "ok");
+  else badge("conn-phone", "phone: none", S.daemon && S.daemon.connected ? "warn" : "");
+  banner();
+}
+
+function renderMain() {
+  const root = $("main-screen");
+  const focused = document.activeElement && root.contains(document.activeElement) ? focusList().indexOf(document.activeElement) : -1;
+  root.replaceChildren();
+  root.classList.toggle("light", !dark());
+  root.classList.toggle("rhd", S.rhd);
+  const r = S.screens.SCREEN_MAIN || {};
+  root.dataset.app = r.appId || "";
+  const dock = h("div", { class: "dock" },
+    tap("button", { id: "dock-home", title: "Home" }, goHome, "Home"),
+    (S.home && S.home.nowPlayingAppId) || r.showNowPlayingButton
+      ? tap("button", { id: "dock-nowplaying", title: "Now Playing" }, openNowPlaying, "Now Playing") : null);
+  const content = h("div", { class: "content" });
+  root.append(dock, content);
+
+  if (!S.daemon || !S.daemon.connected) {
+    content.append(h("div", { class: "home-empty" }, "headunitd is not connected"));
+  } else if (!r.appId) {
+    content.append(renderHome());
+  } else {
+    renderApp(content, r);
+  }
+  if (focused >= 0) { const list = focusList(); (list[Math.min(focused, list.length - 1)] || root).focus(); }
+}
+
+function renderHome() {
+  const home = S.home || {};
+  const grid = h("div", { class: "home", id: "home" });
+  if (!home.deviceName) grid.append(h("div", { class: "home-empty" }, "No phone connected"));
+  for (const icon of home.icons || []) {
+    grid.append(tap("button", { class: "app-icon", "data-app-id": icon.appId, title: icon.appId }, () => launch(icon.appId),
+      icon.icon && (icon.icon.png || icon.icon.asset) ? image(icon.icon, 64, icon.displayName)
+        : h("span", { class: "glyph", style: "background:" + iconColor(icon.appId) }, (icon.displayName || "?")[0]),
+      h("span", { class: "label" }, icon.displayName || icon.appId),
+      icon.running ? h("span", { class: "running" }, "● running") : null));
+  }
+  return grid;
+}
+
+function launch(appId, kind) {
+  return hmi({ launchApp: { appId, kind: kind || "SCENE_KIND_MAIN" } });
+}
+function goHome() { return hmiInput("", { goHome: {} }); }
+function openNowPlaying() { return hmiInput("", { openNowPlaying: {} }); }
+function goBack() {
+  const r = S.screens.SCREEN_MAIN || {};
+  if (!r.appId) return;
+  return hmiInput(r.top ? r.top.id : "", { goBack: {} });
+}
+
+function kindOf(t) {
+  for (const k of ["list", "grid", "tabBar", "nowPlaying", "alert", "actionSheet", "information", "pointOfInterest", "contact", "map", "search", "voiceControl"]) {
+    if (t && t[k] !== undefined) return k;
+  }
+  return "unknown";
+}
+
+function renderApp(content, r) {
+  const top = r.top || {};
+  const kind = kindOf(top);
+  let shown = top, selectedTab = null;
+  if (kind === "tabBar") {
+    window.simRendered.tabBar = (window.simRendered.tabBar || 0) + 1;
+    const tabs = top.tabBar.tabs || [];
+    const sel = r.selectedTabId || top.tabBar.selectedTabId || (tabs[0] && tabs[0].id);
+    selectedTab = tabs.find((t) => t.id === sel) || tabs[0];
+    shown = (selectedTab && selectedTab.template) || {};
+  }
+  const t = shown[kindOf(shown)] || {};
+  const title = t.title || (selectedTab && selectedTab.title) || "";
+  const depth = (r.stack || []).length;
+  // The navigation bar: back (pops, or goes home at the root), leading and trailing bar buttons.
+  if (kindOf(shown) !== "map" && kindOf(shown) !== "nowPlaying" || depth > 1) {
+    content.append(h("div", { class: "navbar" },
+      depth > 1 ? tap("button", { class: "barbtn", id: "back" }, goBack, "‹ Back") : null,
+      (t.leadingButtons || []).map((b) => barButton(b, shown.id)),
+      h("div", { class: "title", id: "nav-title" }, title),
+      (t.trailingButtons || []).map((b) => barButton(b, shown.id)),
+      r.showNowPlayingButton ? tap("button", { class: "barbtn" }, openNowPlaying, "♫") : null));
+  }
+  if (r.itemsTotal && r.itemsShown !== undefined && r.itemsShown < r.itemsTotal) {
+    content.append(h("div", { class: "note", id: "truncation" }, `Showing ${r.itemsShown || 0} of ${r.itemsTotal} items while driving`));
+  }
+  const body = h("div", { class: "body", id: "template", "data-template-id": shown.id || "", "data-kind": kindOf(shown) });
+  content.append(body);
+  body.append(renderTemplate(shown, r));
+  if (kind === "tabBar") {
+    content.append(h("div", { class: "tabbar" }, (top.tabBar.tabs || []).map((tab) =>
+      tap("button", { class: "tab" + (tab === selectedTab ? " selected" : ""), "data-tab-id": tab.id },
+        () => hmiInput(top.id, { selectTab: { tabId: tab.id } }),
+        tab.image ? image(tab.image, 20) : null,
+        tab.title || (tab.systemItem || "").replace("SYSTEM_TAB_ITEM_", "").toLowerCase(),
+        tab.badge || tab.showUnreadDot ? h("span", { class: "tab-badge" }, tab.badge || "•") : null))));
+  }
+  if (r.presented && r.presented.id) content.append(renderModal(r.presented));
+  const alert = S.meta.alert;
+  if (alert && alert.alert && (!alert.appId || alert.appId === r.appId)) content.append(renderNavAlert(alert.alert));
+}
+
+function barButton(b, templateId) {
+  return tap("button", { class: "barbtn", disabled: b.disabled, "data-button-id": b.id },
+    () => hmiInput(templateId, { pressButton: { buttonId: b.id } }),
+    b.image && !b.title ? image(b.image, 20, b.id) : b.title || b.id);
+}
+function textButton(b, templateId, extra) {
+  const style = (b.style || "").replace("BUTTON_STYLE_", "").toLowerCase();
+  return tap("button", Object.assign({ class: "btn " + style, "data-button-id": b.id }, extra || {}),
+    () => hmiInput(templateId, { pressButton: { buttonId: b.id } }), b.title || b.id);
+}
+
+// Template kinds drawn so far, and page errors: read by the browser test.
+window.simRendered = window.simRendered || {};
+window.simErrors = window.simErrors || [];
+window.addEventListener("error", (e) => window.simErrors.push(String(e.message)));
+
+function renderTemplate(tpl, r) {
+  const k = kindOf(tpl), t = tpl[k] || {};
+  window.simRendered[k] = (window.simRendered[k] || 0) + 1;
+  switch (k) {
+    case "list": return renderList(tpl.id, t, r);
+    case "grid": return h("div", { class: "grid" }, (t.buttons || []).map((b) =>
+      tap("button", { class: "grid-btn", disabled: b.disabled, "data-button-id": b.id },
+        () => hmiInput(tpl.id, { pressButton: { buttonId: b.id } }), image(b.image, 48, b.id), first(b.titleVariants))));
+    case "nowPlaying": return renderNowPlaying(tpl.id, t);
+    case "information": return h("div", { class: "info" + (t.layout === "INFORMATION_LAYOUT_TWO_COLUMN" ? " two-column" : "") },
+      h("div", { class: "items" }, (t.items || []).map((i) => h("div", { class: "info-item", "data-item-id": i.id },
+        h("div", { class: "t" }, i.title || ""), h("div", {}, i.detail || "")))),
+      h("div", { class: "actions" }, (t.actions || []).map((a) => textButton(a, tpl.id))));
+    case "contact": return h("div", { class: "contact" }, image(t.image, 72, t.title),
+      h("h3", {}, t.title || ""), h("div", { class: "muted" }, t.subtitle || ""),
+      (t.informativeTexts || []).map((x) => h("div", {}, x)),
+      h("div", { class: "actions" }, (t.actions || []).map((a) => tap("button", { class: "btn", "data-button-id": a.id },
+        () => hmiInput(tpl.id, { pressButton: { buttonId: a.id } }),
+        a.title || (a.kind || "CONTACT_ACTION_KIND_CUSTOM").replace("CONTACT_ACTION_KIND_", "").toLowerCase()))));
+    case "pointOfInterest": return renderPOI(tpl.id, t);
+    case "map": return renderMap(tpl.id, t, r);
+    case "search": return renderSearch(tpl.id, t, r);
+    case "alert": case "actionSheet": case "voiceControl": return renderModalBody(tpl);
+    default: return h("div", { class: "empty-view" }, "(no template)");
+  }
+}
+
+function renderList(templateId, t, r) {
+  const wrap = h("div", { class: "list" });
+  const sections = t.sections || [];
+  const count = sections.reduce((n, s) => n + (s.items || []).length, 0);
+  if (!count) {
+    wrap.append(h("div", { class: "empty-view" }, h("div", {}, first(t.emptyViewTitleVariants) || "No items"), h("div", {}, first(t.emptyViewSubtitleVariants))));
+    return wrap;
+  }
+  const pending = r.pending && r.pending.templateId === templateId ? r.pending.itemId : null;
+  for (const s of sections) {
+    if (s.header) wrap.append(h("div", { class: "section-header" }, s.header));
+    for (const item of s.items || []) wrap.append(listItem(templateId, item, pending === item.id));
+  }
+  return wrap;
+}
+
+function listItem(templateId, item, spinning) {
+  const select = (extra) => hmiInput(templateId, { selectItem: Object.assign({ itemId: item.id }, extra || {}) });
+  const spin = spinning ? h("span", { class: "spinner", "data-spinner": item.id }) : null;
+  if (item.imageRow) {
+    const row = item.imageRow;
+    return h("div", { class: "item", "data-item-id": item.id },
+      h("div", { class: "texts" }, tap("div", { class: "text" }, () => select(), row.text || ""),
+        h("div", { class: "imagerow" }, (row.images || []).map((img, i) =>
+          tap("span", { class: "img-cell", "data-image-index": i }, () => select({ imageSelected: true, imageIndex: i }),
+            image(img, 44), (row.imageTitles || [])[i] || "")))), spin);
+  }
+  if (item.message) {
+    const m = item.message;
+    const lead = m.leadingIndicator === "MESSAGE_LEADING_INDICATOR_UNREAD" ? h("span", { class: "unread" })
+      : m.leadingIndicator === "MESSAGE_LEADING_INDICATOR_PIN" ? "📌" : m.leadingIndicator === "MESSAGE_LEADING_INDICATOR_STAR" ? "★" : null;
+    return tap("div", { class: "item", "data-item-id": item.id }, () => select(), lead, m.leadingImage ? image(m.leadingImage, 36) : null,
+      h("div", { class: "texts" }, h("div", { class: "text" }, m.text || ""), h("div", { class: "detail" }, m.detailText || "")),
+      m.trailingKind === "MESSAGE_TRAILING_KIND_TEXT" ? h("span", { class: "accessory" }, m.trailingText || "")
+        : m.trailingKind === "MESSAGE_TRAILING_KIND_MUTE" ? "🔇" : m.trailingKind === "MESSAGE_TRAILING_KIND_IMAGE" ? image(m.trailingImage, 24) : null,
+      spin);
+  }
+  const g = item.general || {};
+  const playing = g.playing ? h("span", { class: "accessory" }, "♪") : null;
+  const leading = g.playingIndicatorLocation !== "PLAYING_INDICATOR_LOCATION_TRAILING";
+  return tap("div", { class: "item" + (g.disabled ? " disabled" : ""), disabled: g.disabled, "data-item-id": item.id }, () => select(),
+    g.showReadStatus && !g.read ? h("span", { class: "unread" }) : null,
+    leading ? playing : null,
+    g.image ? image(g.image, 40) : null,
+    h("div", { class: "texts" },
+      h("div", { class: "text" }, g.text || "", g.explicitContent ? " 🅴" : ""),
+      g.detailText ? h("div", { class: "detail" }, g.detailText) : null,
+      g.showsProgress ? h("div", { class: "progress" }, h("div", { style: `width:${Math.round((g.progress || 0) * 100)}%` })) : null),
+    leading ? null : playing,
+    spin,
+    g.accessory === "ACCESSORY_TYPE_DISCLOSURE_INDICATOR" ? h("span", { class: "accessory" }, "›")
+      : g.accessory === "ACCESSORY_TYPE_CLOUD" ? h("span", { class: "accessory" }, "☁") : g.accessoryImage ? image(g.accessoryImage, 20) : null);
+}
+
+function renderNowPlaying(templateId, t) {
+  const names = { PLAYBACK_RATE: t.playbackRate > 0 ? "❚❚" : "▶", SHUFFLE: "⤮", REPEAT: "↻", ADD_TO_LIBRARY: "+", MORE: "…" };
+  const pct = t.live ? 100 : (t.durationSeconds ? Math.min(100, 100 * (t.elapsedSeconds || 0) / t.durationSeconds) : 0);
+  const press = (id) => hmiInput(templateId, { nowPlayingButton: { buttonId: id } });
+  return h("div", { class: "nowplaying", id: "now-playing" },
+    image(t.artwork, 160, "artwork"),
+    h("div", { class: "np-meta" },
+      h("div", { class: "np-title" }, t.title || "Not Playing"), h("div", { class: "np-artist" }, [t.artist, t.album].filter(Boolean).join(" — ")),
+      h("div", { class: "progress" }, h("div", { style: `width:${pct}%` })),
+      h("div", { class: "muted" }, t.live ? "LIVE" : `${fmtClock(t.elapsedSeconds)} / ${fmtClock(t.durationSeconds)}`, t.playbackRate > 0 ? "  ▶ playing" : "  ❚❚ paused"),
+      h("div", { class: "np-buttons" },
+        (t.buttons || []).map((b) => {
+          const k = (b.kind || "").replace("NOW_PLAYING_BUTTON_KIND_", "");
+          return tap("button", { class: "btn" + (b.selected ? " selected" : ""), disabled: b.disabled, "data-button-id": b.id },
+            () => press(b.id), k === "IMAGE" ? image(b.image, 20, b.id) : names[k] || b.id);
+        }),
+        t.upNextEnabled ? tap("button", { class: "btn", "data-button-id": "up-next" }, () => press("up-next"), t.upNextTitle || "Up Next") : null,
+        t.albumArtistButtonEnabled ? tap("button", { class: "btn", "data-button-id": "album-artist" }, () => press("album-artist"), "Album / Artist") : null)));
+}
+
+function renderPOI(templateId, t) {
+  const points = t.points || [];
+  const sel = t.selectedIndex === undefined ? 0 : t.selectedIndex;
+  const lats = points.map((p) => (p.location || {}).latitude || 0), lons = points.map((p) => (p.location || {}).longitude || 0);
+  const [minLa, maxLa, minLo, maxLo] = [Math.min(...lats), Math.max(...lats), Math.min(...lons), Math.max(...lons)];
+  const pos = (p) => {
+    const l = p.location || {};
+    const x = maxLo > minLo ? 10 + 80 * ((l.longitude || 0) - minLo) / (maxLo - minLo) : 50;
+    const y = maxLa > minLa ? 90 - 80 * ((l.latitude || 0) - minLa) / (maxLa - minLa) : 50;
+    return `left:${x}%;top:${y}%`;
+  };
+  const selectPoi = (p) => hmiInput(templateId, { selectPoi: { poiId: p.id } });
+  // The driver moves the map: the region shown (the pins' box, shifted a little) goes to the app.
+  const moveMap = () => hmiInput(templateId, { poiRegion: { region: {
+    centerLatitude: (minLa + maxLa) / 2 + 0.01, centerLongitude: (minLo + maxLo) / 2 + 0.01,
+    spanLatitude: Math.max(0.02, (maxLa - minLa) * 1.5), spanLongitude: Math.max(0.02, (maxLo - minLo) * 1.5) } } });
+  return h("div", { class: "poi-layout" },
+    h("div", { class: "poi-map" }, h("div", { class: "map" }),
+      tap("button", { class: "btn", id: "poi-move", style: "position:absolute;left:8px;bottom:8px;z-index:3" }, moveMap, "Move map"),
+      points.map((p, i) => tap("button", { class: "pin" + (i === sel ? " selected" : ""), style: pos(p), "data-poi-id": p.id }, () => selectPoi(p), String(i + 1)))),
+    h("div", { class: "poi-list" }, points.map((p, i) => {
+      const selected = i === sel;
+      return tap("div", { class: "poi-card" + (selected ? " selected" : ""), "data-item-id": p.id }, () => selectPoi(p),
+        h("div", { class: "text" }, `${i + 1}. `, selected && p.detailTitle ? p.detailTitle : p.title || ""),
+        h("div", { class: "detail" }, selected && p.detailSubtitle ? p.detailSubtitle : p.subtitle || ""),
+        h("div", { class: "muted" }, selected && p.detailSummary ? p.detailSummary : p.summary || ""),
+        selected ? h("div", { class: "actions" }, [p.primaryButton, p.secondaryButton].filter((b) => b && b.id).map((b) => textButton(b, templateId))) : null);
+    })));
+}
+
+function renderMap(templateId, t, r) {
+  const wrap = h("div", { style: "position:absolute;inset:0" }, h("div", { class: "map", id: "map" }));
+  const meta = S.meta, appId = r.appId;
+  const g = meta.guidance || {};
+  const guiding = g.appId === appId && (g.state === "GUIDANCE_STATE_ACTIVE" || g.state === "GUIDANCE_STATE_PAUSED");
+  wrap.append(h("div", { class: "navbar", style: "position:absolute;left:0;right:0;top:0;border:none;z-index:3" },
+    (t.leadingButtons || []).map((b) => barButton(b, templateId)), h("div", { class: "title" }),
+    (t.trailingButtons || []).map((b) => barButton(b, templateId))));
+  wrap.append(h("div", { class: "map-buttons" }, (t.mapButtons || []).filter((b) => !b.hidden).map((b) =>
+    tap("button", { class: "map-btn", disabled: b.disabled, "data-button-id": b.id },
+      () => hmiInput(templateId, { pressButton: { buttonId: b.id } }), b.image && b.image.png ? image(b.image, 24, b.id) : b.id))));
+  if (guiding) wrap.append(h("div", { class: "guidance-card", style: t.guidanceBackgroundColor ? "background:" + t.guidanceBackgroundColor : null }, guidanceBlock(meta, false)));
+  const pv = meta.previews || {};
+  if (pv.previews && pv.appId === appId) wrap.append(renderPreviews(pv));
+  if ((meta.cluster || {}).panning && (meta.cluster || {}).appId === appId || (meta.cluster || {}).panning) {
+    const pan = (d) => navInput({ appId, pan: "PAN_DIRECTION_" + d });
+    wrap.append(h("div", { class: "pan-pad", id: "pan-pad" },
+      h("span"), tap("button", { class: "map-btn" }, () => pan("UP"), "▲"), h("span"),
+      tap("button", { class: "map-btn" }, () => pan("LEFT"), "◀"), tap("button", { class: "map-btn" }, () => navInput({ appId, exitPanning: {} }), "✕"),
+      tap("button", { class: "map-btn" }, () => pan("RIGHT"), "▶"),
+      h("span"), tap("button", { class: "map-btn" }, () => pan("DOWN"), "▼"), h("span")));
+  }
+  return wrap;
+}
+
+function renderPreviews(pv) {
+  const p = pv.previews, texts = p.texts || {};
+  const card = h("div", { class: "previews-card", id: "previews" });
+  for (const trip of p.trips || []) {
+    card.append(h("div", { class: "text" }, (trip.destination && trip.destination.name) || trip.id));
+    for (const rc of trip.routeChoices || []) {
+      const selected = pv.previewedTripId === trip.id && (pv.previewedRouteChoiceId || "") === (rc.id || "");
+      card.append(tap("div", { class: "route" + (selected ? " selected" : ""), "data-route-id": rc.id },
+        () => navInput({ appId: pv.appId, previewTrip: { tripId: trip.id, routeChoiceId: rc.id } }),
+        h("div", {}, first(rc.summaryVariants) || rc.id), h("div", { class: "muted" }, first(rc.additionalInformationVariants), " ", fmtEst(rc.estimates))));
+    }
+    card.append(tap("button", { class: "btn confirm", "data-trip-id": trip.id },
+      () => navInput({ appId: pv.appId, startTrip: { tripId: trip.id, routeChoiceId: pv.previewedTripId === trip.id ? pv.previewedRouteChoiceId || "" : "" } }),
+      texts.startButtonTitle || "Go"));
+  }
+  return card;
+}
+
+function renderNavAlert(a) {
+  return h("div", { class: "nav-alert", id: "nav-alert" }, image(a.image, 32),
+    h("div", { class: "text" }, first(a.titleVariants)), h("div", { class: "muted" }, first(a.subtitleVariants)),
+    h("div", { class: "actions", style: "display:flex;gap:8px;justify-content:center;margin-top:8px" },
+      (a.actions || []).map((b) => tap("button", { class: "btn", "data-button-id": b.id }, () => navInput({ alertAction: b.id }), b.title)),
+      tap("button", { class: "btn cancel" }, () => navInput({ dismissAlert: {} }), "✕")));
+}
+
+function renderSearch(templateId, t, r) {
+  const limited = S.vehicle.driving && S.vehicle.limitKeyboard !== false;
+  const send = (text) => { S.searchText = text; hmiInput(templateId, { searchText: { text } }); };
+  const input = h("input", { id: "search-input", placeholder: t.placeholder || "Search", value: S.searchText, disabled: limited, "data-focus": limited ? null : "1" });
+  input.addEventListener("keydown", (e) => { e.stopPropagation(); if (e.key === "Enter") hmiInput(templateId, { searchButton: {} }); });
+  input.addEventListener("input", () => send(input.value));
+  const keys = "QWERTYUIOPASDFGHJKL⌫ZXCVBNM␣".split("");
+  return h("div", { class: "search" }, input,
+    limited ? h("div", { class: "note" }, "Keyboard unavailable while driving") : null,
+    h("div", { class: "keyboard", id: "keyboard" }, keys.map((k) => tap("button", { class: "btn", disabled: limited },
+      () => send(k === "⌫" ? S.searchText.slice(0, -1) : S.searchText + (k === "␣" ? " " : k.toLowerCase())), k)),
+      tap("button", { class: "btn confirm", disabled: limited, style: "grid-column: span 2" }, () => hmiInput(templateId, { searchButton: {} }), "Search")),
+    h("div", { class: "list" }, (r.searchResults || []).map((item) =>
+      tap("div", { class: "item", "data-item-id": item.id }, () => hmiInput(templateId, { selectSearchResult: { itemId: item.id } }),
+        h("div", { class: "texts" }, h("div", { class: "text" }, (item.general || item.message || {}).text || item.id),
+          h("div", { class: "detail" }, (item.general || item.message || {}).detailText || ""))))));
+}
+
+function renderModal(tpl) {
+  return h("div", { class: "modal-back", id: "modal" }, renderModalBody(tpl));
+}
+function renderModalBody(tpl) {
+  const k = kindOf(tpl), t = tpl[k] || {};
+  window.simRendered[k] = (window.simRendered[k] || 0) + 1;
+  const box = h("div", { class: "modal", "data-template-id": tpl.id, "data-kind": k });
+  if (k === "alert") box.append(h("h3", {}, first(t.titleVariants)), h("div", { class: "actions" }, (t.actions || []).map((a) => textButton(a, tpl.id))));
+  else if (k === "actionSheet") box.append(h("h3", {}, t.title || ""), h("div", {}, t.message || ""), h("div", { class: "actions" }, (t.actions || []).map((a) => textButton(a, tpl.id))));
+  else if (k === "voiceControl") {
+    const st = (t.states || []).find((s) => s.id === t.activeStateId) || (t.states || [])[0] || {};
+    box.append(h("div", { class: "spinner", style: "margin:0 auto 10px;width:40px;height:40px" }), image(st.image, 48), h("h3", {}, first(st.titleVariants)),
+      h("div", { class: "muted" }, "Voice control (" + (st.id || "") + ")"));
+  } else box.append(renderTemplate(tpl, {}));
+  return box;
+}
+
+// ---------------------------------------------------------------- dashboard and cluster
+
+function guidanceBlock(meta, cluster) {
+  const g = meta.guidance || {};
+  const state = (g.state || "GUIDANCE_STATE_IDLE").replace("GUIDANCE_STATE_", "").toLowerCase();
+  const out = [];
+  if (state === "paused") out.push(h("div", { class: "instr" }, "Paused: " + (g.pauseReason || "").replace("PAUSE_REASON_", "").toLowerCase().replace(/_/g, " "), g.pauseDescription ? " — " + g.pauseDescription : ""));
+  const maneuvers = (meta.maneuvers || {}).maneuvers || [];
+  maneuvers.forEach((m, i) => {
+    const laneOnly = m.displayStyle === "MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY" && !(m.instructionVariants || []).length;
+    const text = cluster ? first(m.instructionVariants) : first(m.dashboardInstructionVariants) || first(m.instructionVariants);
+    out.push(h("div", { class: "maneuver", "data-maneuver-id": m.id, style: i ? "opacity:.75;font-size:90%" : "" },
+      m.symbol && m.symbol.png ? image(m.symbol, 44) : h("span", { class: "sym", title: (m.symbol || {}).asset || "" }, laneOnly ? "⇈" : maneuverGlyph(m)),
+      h("div", {}, laneOnly ? h("div", { class: "lanes" }, image(m.symbol, 60, "lanes"), " lane guidance")
+        : h("div", { class: "instr" }, (i ? "Then: " : "") + text),
+        m.estimates ? h("div", { class: "estimates" }, fmtEst(m.estimates)) : null,
+        m.junctionImage ? h("div", { class: "muted" }, "[junction view]") : null)));
+  });
+  const te = meta.tripEstimates || {};
+  if (te.present) out.push(h("div", { class: "estimates", id: cluster ? "cluster-eta" : null }, "Trip: " + fmtEst(te.estimates)));
+  if (g.trip && g.trip.destination && g.trip.destination.name) out.push(h("div", { class: "muted" }, "to " + g.trip.destination.name));
+  return out;
+}
+
+function nowPlayingTile(meta) {
+  const np = meta.nowPlaying || {};
+  if (!np.appId) return h("div", { class: "tile muted" }, "Nothing playing");
+  return h("div", { class: "tile", "data-now-playing": np.appId }, "♫ ", h("b", {}, np.title || ""), " ", [np.artist, np.album].filter(Boolean).join(" — "),
+    h("div", { class: "muted" }, np.live ? "live" : `${fmtClock(np.elapsedSeconds)} / ${fmtClock(np.durationSeconds)}`, np.playbackRate > 0 ? " ▶" : " ❚❚"));
+}
+
+function guidanceState(meta) {
+  const g = meta.guidance || {};
+  let s = (g.state || "GUIDANCE_STATE_IDLE").replace("GUIDANCE_STATE_", "");
+  if (g.state === "GUIDANCE_STATE_ENDED" && g.endReason) s += " (" + g.endReason.replace("NAVIGATION_END_REASON_", "").toLowerCase().replace(/_/g, " ") + ")";
+  if (g.nativeNavigationActive) s += " · car navigation active";
+  return h("div", { class: "muted", "data-guidance": g.state || "GUIDANCE_STATE_IDLE" }, "Guidance: " + s + (g.appId ? " · " + g.appId : ""));
+}
+
+function renderDashboard() {
+  const el = $("dashboard");
+  el.replaceChildren();
+  if (!S.daemon || !S.daemon.connected) { el.append(h("div", { class: "muted" }, "not connected")); return; }
+  const meta = S.meta, r = S.screens.SCREEN_DASHBOARD || {};
+  const g = meta.guidance || {};
+  const guiding = g.state === "GUIDANCE_STATE_ACTIVE" || g.state === "GUIDANCE_STATE_PAUSED";
+  el.append(h("div", { class: "muted" }, r.appId ? "Dashboard: " + r.appId : "Dashboard"));
+  if (guiding) el.append(h("div", { class: "tile" }, guidanceBlock(meta, false)));
+  else {
+    const buttons = (meta.cluster || {}).dashboardButtons || [];
+    const navApp = (S.home && (S.home.icons || []).find((i) => i.category === "CATEGORY_NAVIGATION")) || null;
+    if (buttons.length) {
+      el.append(h("div", { class: "tile" }, buttons.map((b) => tap("button", { class: "btn", "data-dashboard-button": b.id, style: "display:block;width:100%;margin:4px 0;text-align:left" },
+        () => navInput({ appId: (meta.cluster || {}).appId || "", dashboardButton: b.id }), h("b", {}, first(b.titleVariants)), " ", h("span", { class: "muted" }, first(b.subtitleVariants))))));
+    } else if (navApp && !r.appId) {
+      el.append(h("div", { class: "tile" }, tap("button", { class: "btn" }, () => launch(navApp.appId, "SCENE_KIND_DASHBOARD"), "Show " + navApp.displayName + " on the dashboard")));
+    } else el.append(h("div", { class: "tile muted" }, "No navigation"));
+  }
+  el.append(guidanceState(meta));
+  el.append(nowPlayingTile(meta));
+}
+
+function renderCluster() {
+  const el = $("cluster");
+  el.replaceChildren();
+  if (!S.daemon || !S.daemon.connected) { el.append(h("div", { class: "muted" }, "not connected")); return; }
+  const meta = S.meta, c = meta.cluster || {}, g = meta.guidance || {};
+  const guiding = g.state === "GUIDANCE_STATE_ACTIVE" || g.state === "GUIDANCE_STATE_PAUSED";
+  el.append(h("div", { class: "muted" }, c.appId ? "Cluster: " + c.appId : "Cluster"));
+  if (guiding) el.append(h("div", { class: "tile", id: "cluster-guidance" }, guidanceBlock(meta, true)));
+  else el.append(h("div", { class: "tile" }, first(c.inactiveDescriptionVariants) || "No route guidance"));
+  if (meta.alert && meta.alert.alert) el.append(h("div", { class: "tile" }, "⚠ ", first(meta.alert.alert.titleVariants)));
+  el.append(guidanceState(meta));
+  el.append(nowPlayingTile(meta));
+  const ci = (kind) => request("cluster", { clusterInput: kind });
+  const navApp = (S.home && (S.home.icons || []).find((i) => i.category === "CATEGORY_NAVIGATION")) || null;
+  el.append(h("div", { class: "cluster-inputs" },
+    h("button", { class: "btn", onclick: () => ci({ zoomIn: true }) }, "Zoom +"),
+    h("button", { class: "btn", onclick: () => ci({ zoomOut: true }) }, "Zoom −"),
+    h("button", { class: "btn", onclick: () => ci({ compass: "CLUSTER_SETTING_ENABLED" }) }, "Compass"),
+    h("button", { class: "btn", onclick: () => ci({ speedLimit: "CLUSTER_SETTING_ENABLED" }) }, "Speed limit"),
+    !c.appId && navApp ? h("button", { class: "btn", onclick: () => launch(navApp.appId, "SCENE_KIND_INSTRUMENT_CLUSTER") }, "Show " + navApp.displayName) : null));
+}
+
+// ---------------------------------------------------------------- car controls
+
+function syncControls() {
+  $("ctl-night").checked = S.vehicle.contentStyle !== "CONTENT_STYLE_LIGHT";
+  $("ctl-driving").checked = !!S.vehicle.driving;
+  $("ctl-native-nav").checked = !!S.vehicle.nativeNavigationActive;
+  $("ctl-rhd").checked = S.rhd;
+}
+
+// SetVehicleState carries the whole state: send ours with the one change.
+function setVehicle(change) {
+  const v = Object.assign({}, S.vehicle, change);
+  const state = { driving: !!v.driving, contentStyle: v.contentStyle || "CONTENT_STYLE_DARK", nativeNavigationActive: !!v.nativeNavigationActive };
+  if (v.driving) { state.limitKeyboard = true; state.limitLists = true; }
+  if (v.carAudioSource) state.carAudioSource = v.carAudioSource;
+  hmi({ setVehicleState: { state } }).then((a) => {
+    $("ctl-result").textContent = "SetVehicleState: " + (a.code || a.error);
+    if (a.code === "OK") { S.vehicle = Object.assign(S.vehicle, state); if (!v.driving) { S.vehicle.limitKeyboard = false; S.vehicle.limitLists = false; } }
+    syncControls(); render();
+  });
+}
+
+function setDisplay(size) {
+  const [w, hh] = size.split("x").map(Number);
+  const scale = Math.min(1, 900 / w);
+  const el = $("main-screen");
+  el.style.setProperty("--w", w + "px"); el.style.setProperty("--h", hh + "px");
+  $("main-frame").style.zoom = scale;
+  $("display-size").textContent = `${w}×${hh} pt` + (scale < 1 ? ` (shown at ${Math.round(scale * 100)}%)` : "");
+}
+
+// ---------------------------------------------------------------- knob / touchpad focus
+
+function focusList() { return Array.from($("main-screen").querySelectorAll("[data-focus]")).filter((e) => e.offsetParent !== null); }
+function moveFocus(delta) {
+  const list = focusList(); if (!list.length) return;
+  // Under a modal only the modal's buttons take input.
+  const modal = $("main-screen").querySelector(".modal-back");
+  const scope = modal ? list.filter((e) => modal.contains(e)) : list;
+  const i = scope.indexOf(document.activeElement);
+  const next = scope[(i < 0 ? 0 : i + delta + scope.length) % scope.length];
+  next.focus(); next.scrollIntoView({ block: "nearest" });
+}
+document.addEventListener("keydown", (e) => {
+  if (e.target.tagName === "INPUT" && e.target.type !== "checkbox" || e.target.tagName === "SELECT") return;
+  const inMain = $("main-screen").contains(document.activeElement);
+  if (!inMain && !["ArrowDown", "ArrowUp"].includes(e.key)) return;
+  if (!inMain && document.activeElement !== document.body) return;
+  const flip = S.rhd ? -1 : 1;
+  switch (e.key) {
+    case "ArrowDown": moveFocus(1); break;
+    case "ArrowUp": moveFocus(-1); break;
+    case "ArrowRight": moveFocus(flip); break;
+    case "ArrowLeft": moveFocus(-flip); break;
+    case "Enter": case " ": if (document.activeElement && document.activeElement.dataset.focus) document.activeElement.click(); break;
+    case "Escape": case "Backspace": goBack(); break;
+    case "h": case "H": goHome(); break;
+    default: return;
+  }
+  e.preventDefault();
+});
+
+// ---------------------------------------------------------------- log
+
+function addLog(m) {
+  if (m.peer === "cluster" && m.name === "metadataUpdate" && !$("log-metadata").checked) return;
+  const log = $("log");
+  const stick = log.scrollTop + log.clientHeight >= log.scrollHeight - 20;
+  const time = new Date().toLocaleTimeString();
+  const env = m.envelope ? Object.assign({}, m.envelope) : null;
+  const body = env ? env[m.name] : null;
+  const code = m.name === "result" && body ? " " + (body.code || "ERROR_CODE_OK") : "";
+  const summary = h("summary", { class: "dir-" + m.dir }, `${time} ${m.dir === "out" ? "→" : "←"} ${m.peer} ${m.name}${code}`,
+    h("span", { class: "muted" }, " " + (body ? JSON.stringify(body).slice(0, 140) : "")));
+  log.append(h("details", { class: code && code !== " ERROR_CODE_OK" ? "log-error" : "" }, summary, body ? h("pre", {}, JSON.stringify(body, null, 2)) : null));
+  while (log.childNodes.length > 600) log.firstChild.remove();
+  if (stick) log.scrollTop = log.scrollHeight;
+}
+
+let toastTimer = null;
+function toast(text) {
+  const t = $("toast"); t.textContent = text; t.hidden = false;
+  clearTimeout(toastTimer); toastTimer = setTimeout(() => { t.hidden = true; }, 3500);
+}
+
+// ---------------------------------------------------------------- wiring
+
+$("ctl-night").addEventListener("change", (e) => setVehicle({ contentStyle: e.target.checked ? "CONTENT_STYLE_DARK" : "CONTENT_STYLE_LIGHT" }));
+$("ctl-driving").addEventListener("change", (e) => setVehicle({ driving: e.target.checked }));
+$("ctl-native-nav").addEventListener("change", (e) => setVehicle({ nativeNavigationActive: e.target.checked }));
+$("ctl-rhd").addEventListener("change", (e) => { S.rhd = e.target.checked; S.rhdTouched = true; render(); });
+$("ctl-display").addEventListener("change", (e) => setDisplay(e.target.value));
+$("ctl-home").addEventListener("click", goHome);
+$("ctl-nowplaying").addEventListener("click", openNowPlaying);
+$("log-clear").addEventListener("click", () => $("log").replaceChildren());
+setDisplay("800x480");
+render();
+connect();

@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""The web simulator in a real browser (headless Chromium driven by selenium).
+
+Starts headunitd on a private socket, headunit-sim on a free port and a
+scenario phone (`headunitctl play --without-hmi Tests/Simulator/scenario.json`)
+whose expect steps pass only when the page delivered the driver's input: every
+launch, tap and press below is a click in the page. Checks that the templates
+render (texts in the DOM), that the screenshots of the main screen, dashboard
+and cluster are not blank, that the log pane shows the protocol, that the
+page reports the phone dropping and the daemon restarting and reconnects.
+
+    sim_test.py BIN_DIR [--screenshots DIR]    (BIN_DIR holds headunitd, headunitctl, headunit-sim)
+
+Exits non-zero on the first failure, with the scenario's and the page's output.
+"""
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TIMEOUT = 20
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise Failure(what)
+    print("ok   " + what, flush=True)
+
+
+# ---------------------------------------------------------------- screenshots
+
+def png_pixels(data):
+    """Decodes an 8-bit, non-interlaced RGB/RGBA PNG (what Chromium writes): (width, height, bpp, rows)."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise Failure("screenshot is not a PNG")
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
+            if depth != 8 or color not in (2, 6) or interlace:
+                raise Failure(f"unexpected PNG format (depth {depth}, color {color}, interlace {interlace})")
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1: line[i] = (line[i] + a) & 255
+            elif f == 2: line[i] = (line[i] + b) & 255
+            elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, bpp, rows
+
+
+def check_not_blank(png, what, path):
+    with open(path, "wb") as f:
+        f.write(png)
+    width, height, bpp, rows = png_pixels(png)
+    counts = {}
+    for y in range(0, height, 2):
+        row = rows[y]
+        for x in range(0, width * bpp, 2 * bpp):
+            key = row[x:x + 3]
+            counts[key] = counts.get(key, 0) + 1
+    total = sum(counts.values())
+    dominant = max(counts.values())
+    share = 1 - dominant / total
+    check(width > 100 and height > 100 and len(counts) >= 8 and share >= 0.02,
+          f"screenshot of {what} is not blank ({width}x{height}, {len(counts)} colours, {share:.0%} off the background) -> {path}")
+
+
+# ---------------------------------------------------------------- processes
+
+class Processes:
+    def __init__(self, work):
+        self.work, self.procs = work, {}
+
+    def start(self, name, args):
+        out = open(os.path.join(self.work, name + ".out"), "w")
+        self.procs[name] = (subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL), out)
+        return self.procs[name][0]
+
+    def output(self, name):
+        with open(os.path.join(self.work, name + ".out")) as f:
+            return f.read()
+
+    def wait_for_line(self, name, pattern, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = re.search(pattern, self.output(name), re.M)
+            if m:
+                return m
+            if self.procs[name][0].poll() is not None:
+                break
+            time.sleep(0.1)
+        raise Failure(f"{name} did not print /{pattern}/:\n" + self.output(name))
+
+    def stop(self, name):
+        proc, out = self.procs.pop(name)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        out.close()
+
+    def stop_all(self):
+        for name in list(self.procs):
+            self.stop(name)
+
+
+# ---------------------------------------------------------------- the page
+
+class Page:
+    def __init__(self, driver):
+        self.d = driver
+
+    def wait(self, what, condition, timeout=TIMEOUT):
+        try:
+            result = WebDriverWait(self.d, timeout, poll_frequency=0.1).until(lambda d: condition())
+        except Exception:
+            raise Failure(f"timed out waiting for {what}")
+        print("ok   " + what, flush=True)
+        return result
+
+    def find(self, css):
+        found = self.d.find_elements(By.CSS_SELECTOR, css)
+        return found[0] if found else None
+
+    def wait_css(self, css, what=None, timeout=TIMEOUT):
+        return self.wait(what or f"`{css}` in the page", lambda: self.find(css), timeout)
+
+    def text(self, css):
+        el = self.find(css)
+        # textContent, not .text: CSS may upper-case what the DOM holds.
+        return (el.get_attribute("textContent") or "") if el else ""
+
+    def wait_text(self, css, text, timeout=TIMEOUT):
+        return self.wait(f"'{text}' in {css}", lambda: text in self.text(css), timeout)
+
+    def click(self, css, what=None):
+        # The page redraws on every update: find the element again until a click lands.
+        def attempt():
+            el = self.find(css)
+            if not el:
+                return False
+            try:
+                el.click()
+                return True
+            except Exception:
+                return False
+        self.wait(what or f"click on `{css}`", attempt)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bin")
+    parser.add_argument("--screenshots", default=None, help="where to keep the screenshots (default: a temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="hu-sim-")
+    shots = args.screenshots or os.path.join(work, "screenshots")
+    os.makedirs(shots, exist_ok=True)
+    sock = os.path.join(work, "hu.sock")
+    procs = Processes(work)
+    driver = None
+    status = 1
+    try:
+        daemon_args = [os.path.join(args.bin, "headunitd"), "--unix-socket", sock, "--tcp", "127.0.0.1:0"]
+        procs.start("daemon", daemon_args)
+        procs.wait_for_line("daemon", r"^ready$")
+        procs.start("sim", [os.path.join(args.bin, "headunit-sim"), "--unix-socket", sock, "--port", "0"])
+        url = procs.wait_for_line("sim", r"open (http://\S+)").group(1)
+        print("simulator at " + url, flush=True)
+
+        options = Options()
+        for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1800,1250",
+                     "--force-device-scale-factor=1"]:
+            options.add_argument(flag)
+        for binary in ["/usr/bin/chromium", "/usr/bin/chromium-browser"]:
+            if os.path.exists(binary):
+                options.binary_location = binary
+        driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+        driver = webdriver.Chrome(service=Service(driver_path), options=options)
+        driver.get(url)
+        page = Page(driver)
+        page.wait_text("#conn-page", "connected")
+        page.wait_text("#conn-daemon", "daemon: connected")
+
+        # The phone arrives: its apps on the home screen.
+        procs.start("phone", [os.path.join(args.bin, "headunitctl"), "play", "--without-hmi", "--unix-socket", sock,
+                              os.path.join(HERE, "scenario.json")])
+        page.wait_text("#conn-phone", "Test iPhone")
+        page.wait_css('#home [data-app-id="com.example.radio"]', "the Radio icon on the home screen")
+        check_not_blank(page.find("#main-screen").screenshot_as_png, "the home screen", os.path.join(shots, "home.png"))
+        page.click('#home [data-app-id="com.example.radio"]', "launch Radio by clicking its icon")
+
+        # A list with a section; a click is an HmiInput, the spinner shows until the app completes.
+        page.wait_css('#template[data-template-id="library"]', "the Radio's list template")
+        page.wait_text("#main-screen", "Recently played")
+        page.wait_text("#main-screen", "Jazz FM")
+        page.wait_text("#nav-title", "Library")
+        check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (list)", os.path.join(shots, "main-list.png"))
+        page.click('[data-item-id="station-2"]', "tap Classic Rock")
+        page.wait_css('[data-spinner="station-2"]', "the spinner on Classic Rock while the app handles it")
+        check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (spinner)", os.path.join(shots, "main-spinner.png"))
+
+        # The app got the selection (its expect step passed) and pushed a grid.
+        page.wait_css('#template[data-template-id="genre-grid"]', "the grid pushed after the selection completed")
+        check("item_selected" in procs.output("phone"), "the phone received the selection (item_selected in its output)")
+        page.wait_text("#main-screen", "Rock")
+        page.click('[data-button-id="rock"]', "press Rock")
+        page.wait_text("#log", "pressButton")
+        page.click("#back", "the back button")
+        page.wait_css('#template[data-template-id="library"]', "back on the list after the pop")
+
+        # An alert as a modal.
+        page.wait_css("#modal", "the alert presented as a modal")
+        page.wait_text("#modal", "Sign in on your iPhone")
+        page.click('#modal [data-button-id="ok"]', "press OK on the alert")
+        page.wait(f"the alert dismissed", lambda: page.find("#modal") is None)
+
+        # Now playing on the main screen, the dashboard and the cluster.
+        page.wait_css("#now-playing", "the now-playing template")
+        page.wait_text("#now-playing", "Blue in Green")
+        page.wait_text("#now-playing", "Miles Davis")
+        page.wait_text("#cluster", "Blue in Green")
+        page.wait_text("#dashboard", "Blue in Green")
+        check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (now playing)", os.path.join(shots, "main-nowplaying.png"))
+
+        # The knob: arrow keys move the focus, Enter selects (the shuffle button).
+        page.find("#main-screen").click()
+        keys = lambda key: ActionChains(driver).send_keys(key).perform()  # to the focused element, as a knob would
+        for _ in range(12):
+            keys(Keys.ARROW_DOWN)
+            if driver.execute_script("return document.activeElement && document.activeElement.dataset.buttonId") == "shuffle":
+                break
+        check(driver.execute_script("return document.activeElement.dataset.buttonId") == "shuffle",
+              "the arrow keys move the focus to the shuffle button")
+        keys(Keys.ENTER)
+        page.wait_text("#log", "nowPlayingButton")
+
+        # Navigation: home, launch Maps, trip previews, start; the cluster shows the maneuvers.
+        page.click("#dock-home", "the home button")
+        page.click('#home [data-app-id="com.example.maps"]', "launch Maps by clicking its icon")
+        page.wait_css("#previews", "the trip previews over the map")
+        page.wait_text("#previews", "Via the ring road")
+        page.click('[data-trip-id="work"]', "press Drive")
+        page.wait_text("#cluster", "Turn right onto Main Street")
+        page.wait_text("#cluster", "lane guidance")
+        page.wait_text("#cluster", "Trip: 11.8 km")
+        page.wait_text("#dashboard", "Turn right onto Main Street")
+        page.wait_text("#main-screen", "Turn right onto Main Street")
+        page.wait_text("#cluster", "ACTIVE")
+        time.sleep(0.3)
+        check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (map with guidance)", os.path.join(shots, "main-map.png"))
+        check_not_blank(page.find("#dashboard").screenshot_as_png, "the dashboard", os.path.join(shots, "dashboard.png"))
+        check_not_blank(page.find("#cluster").screenshot_as_png, "the instrument cluster", os.path.join(shots, "cluster.png"))
+
+        # Car controls, each a SetVehicleState: day, right-hand drive (page side), driving.
+        page.click("#ctl-night", "switch to day")
+        page.wait("the main screen drawn light", lambda: "light" in page.find("#main-screen").get_attribute("class"))
+        page.wait_text("#ctl-result", "SetVehicleState: OK")
+        page.click("#ctl-rhd", "right-hand drive")
+        page.wait("the layout mirrored", lambda: "rhd" in page.find("#main-screen").get_attribute("class"))
+        driver.save_screenshot(os.path.join(shots, "page-day-rhd.png"))
+        page.click("#ctl-rhd", "left-hand drive again")
+        page.click("#ctl-night", "back to night")
+        page.wait("the main screen drawn dark", lambda: "light" not in page.find("#main-screen").get_attribute("class"))
+        page.click("#ctl-driving", "driving")
+        page.wait("the log shows SetVehicleState with driving", lambda: '"driving": true' in driver.execute_script(
+            "return Array.from(document.querySelectorAll('#log pre')).map(e => e.textContent).join('\\n')"))
+        page.click("#ctl-driving", "parked")
+        driver.save_screenshot(os.path.join(shots, "page.png"))
+        check_not_blank(driver.get_screenshot_as_png(), "the whole page", os.path.join(shots, "page.png"))
+
+        # The last input; then the phone drops and the page says so.
+        page.click('[data-button-id="recenter"]', "press the map's recenter button")
+        page.wait_text("#banner", "No phone connected", timeout=30)
+        proc = procs.procs["phone"][0]
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            raise Failure("the scenario phone did not finish:\n" + procs.output("phone"))
+        phone_out = procs.output("phone")
+        if proc.returncode != 0 or "scenario PASSED" not in phone_out:
+            raise Failure(f"the scenario phone failed (exit {proc.returncode})")
+        check(re.search(r"scenario PASSED: \d+ passed, 0 skipped, 0 failed", phone_out) is not None,
+              "the scenario phone passed with nothing skipped: every launch, tap and press reached the app")
+
+        # The log pane shows decoded messages both ways.
+        for name in ["launchApp", "hmiInput", "screenUpdate", "homeScreen", "metadataUpdate", "navigationInput", "setVehicleState"]:
+            page.wait_text("#log", name)
+
+        # The daemon restarts: the page says so and reconnects by itself.
+        procs.stop("daemon")
+        page.wait_text("#banner", "headunitd is not reachable")
+        page.wait_text("#conn-daemon", "reconnecting")
+        procs.start("daemon", daemon_args)
+        procs.wait_for_line("daemon", r"^ready$")
+        page.wait_text("#conn-daemon", "daemon: connected", timeout=30)
+        page.wait("the banner now says no phone", lambda: "No phone connected" in page.text("#banner"))
+
+        # Every template of TEMPLATES.md: the category scenarios play (with their own HMI)
+        # while the page watches; each screen they reach is drawn without a page error.
+        repo = os.path.dirname(os.path.dirname(HERE))
+        for name in ["audio", "communication", "navigation", "parking", "quick-ordering", "driving-task"]:
+            proc = procs.start("play-" + name, [os.path.join(args.bin, "headunitctl"), "play", "--unix-socket", sock,
+                                                os.path.join(repo, "scenarios", name + ".json")])
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                raise Failure(f"scenarios/{name}.json did not finish")
+            check(proc.returncode == 0, f"scenarios/{name}.json played while the page watched")
+            procs.stop("play-" + name)
+        page.wait_text("#conn-daemon", "daemon: connected")
+        rendered = driver.execute_script("return window.simRendered")
+        kinds = ["list", "grid", "tabBar", "nowPlaying", "alert", "actionSheet", "information", "pointOfInterest",
+                 "contact", "map", "search", "voiceControl"]
+        missing = [k for k in kinds if not rendered.get(k)]
+        check(not missing, f"the page drew every template kind ({', '.join(f'{k} x{rendered.get(k, 0)}' for k in kinds)})"
+              + (f"; never drawn: {missing}" if missing else ""))
+        errors = driver.execute_script("return window.simErrors")
+        check(not errors, f"no script error in the page ({errors})")
+        status = 0
+        print("simulator browser test passed", flush=True)
+    except Failure as failure:
+        print(f"FAIL {failure}", flush=True)
+        for name in ["phone", "sim", "daemon"]:
+            path = os.path.join(work, name + ".out")
+            if os.path.exists(path):
+                print(f"---- {name} output (last 60 lines)")
+                print("".join(open(path).readlines()[-60:]))
+        if driver:
+            driver.save_screenshot(os.path.join(shots, "failure.png"))
+            print(f"page at the failure: {os.path.join(shots, 'failure.png')}")
+            for entry in driver.get_log("browser") if hasattr(driver, "get_log") else []:
+                print("browser: ", entry)
+    finally:
+        if driver:
+            driver.quit()
+        procs.stop_all()
+        if not args.keep and not args.screenshots and status == 0:
+            shutil.rmtree(work, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
