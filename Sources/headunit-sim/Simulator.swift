@@ -61,7 +61,7 @@ struct HeadUnitSim: AsyncParsableCommand {
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? port
                 print("headunit-sim: open http://\(host):\(port)/ (daemon at \(endpoint))")
-                fflush(stdout)
+                fflush(nil)  // every C stream: `stdout` is a global Swift 6 will not touch
             }
         )
         await withTaskGroup(of: Void.self) { group in
