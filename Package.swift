@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "HeadUnitClient", targets: ["HeadUnitClient"]),
         .library(name: "HeadUnitWire", targets: ["HeadUnitWire"]),
         .library(name: "HeadUnitConformance", targets: ["HeadUnitConformance"]),
+        .library(name: "CarPlayKit", targets: ["CarPlayKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -65,6 +66,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        // Apple-CarPlay-shaped templates on top of HeadUnitClient (docs/CARPLAYKIT.md).
+        .target(
+            name: "CarPlayKit",
+            dependencies: ["HeadUnitClient", "HeadUnitWire"]
         ),
         // The black-box conformance kit: checks any endpoint over the wire only
         // (raw sockets and the frame codec; no HeadUnitClient logic).
