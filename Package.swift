@@ -121,6 +121,11 @@ let package = Package(
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
+        // CarPlayKit examples: short apps runnable against the daemon (Examples/README in docs/CARPLAYKIT.md).
+        .executableTarget(name: "RadioApp", dependencies: ["CarPlayKit"], path: "Examples/RadioApp"),
+        .executableTarget(name: "MessagesApp", dependencies: ["CarPlayKit"], path: "Examples/MessagesApp"),
+        .executableTarget(name: "MapsApp", dependencies: ["CarPlayKit"], path: "Examples/MapsApp"),
+        .executableTarget(name: "ComfortApp", dependencies: ["CarPlayKit", "HeadUnitClient"], path: "Examples/ComfortApp"),
         .testTarget(
             name: "HeadUnitWireTests",
             // The vectors are read from Protocol/vectors (their one copy) via #filePath.

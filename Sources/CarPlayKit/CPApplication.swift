@@ -1,3 +1,5 @@
+/// Apps name the car by endpoint (`.unix(path:)`, `.default`) without importing HeadUnitClient.
+@_exported import enum HeadUnitClient.HeadUnitEndpoint
 import HeadUnitClient
 import HeadUnitWire
 import NIOConcurrencyHelpers
