@@ -28,7 +28,7 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
             self.stations.updateSections(self.stations.sections + [CPListSection(items: [podcasts], header: "More")])
             log("added Podcasts")
         }]
-        CPNowPlayingTemplate.shared.updateNowPlayingButtons([CPNowPlayingShuffleButton { _ in log("shuffle") }])
+        CPNowPlayingTemplate.shared.updateNowPlayingButtons([CPNowPlayingShuffleButton(identifier: "shuffle") { _ in log("shuffle") }])
         CPNowPlayingTemplate.shared.isUpNextButtonEnabled = true
         CPNowPlayingTemplate.shared.add(self)
         interfaceController.setRootTemplate(stations, animated: false) { success, error in
