@@ -126,6 +126,8 @@ let package = Package(
         .executableTarget(name: "MessagesApp", dependencies: ["CarPlayKit"], path: "Examples/MessagesApp"),
         .executableTarget(name: "MapsApp", dependencies: ["CarPlayKit"], path: "Examples/MapsApp"),
         .executableTarget(name: "ComfortApp", dependencies: ["CarPlayKit", "HeadUnitClient"], path: "Examples/ComfortApp"),
+        // A CarPlay sample's template code ported in Apple's style: compiles with only the documented differences.
+        .testTarget(name: "CarPlayKitSampleTests", dependencies: ["CarPlayKit"]),
         .testTarget(
             name: "HeadUnitWireTests",
             // The vectors are read from Protocol/vectors (their one copy) via #filePath.

@@ -140,6 +140,8 @@ struct CarPlayKitExampleTests {
         // CPSessionConfiguration hears limited lists and the content style.
         try await rig.hmi.setVehicleState(HUVehicleState.with { $0.driving = true; $0.limitLists = true; $0.limitKeyboard = true })
         await rig.example.expect("limited lists: true")
+        // Light first: the callback fires only on a change, whatever the car's style was.
+        try await rig.hmi.setVehicleState(HUVehicleState.with { $0.contentStyle = .light })
         try await rig.hmi.setVehicleState(HUVehicleState.with { $0.contentStyle = .dark })
         await rig.example.expect("content style: dark")
 
