@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
+                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
