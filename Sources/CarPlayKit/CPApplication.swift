@@ -184,18 +184,6 @@ public final class CPApplication: @unchecked Sendable {
         queue.post { _ = try await phone.connection.request(.navigationRequest(message)) }
     }
 
-    /// Sends a navigation request in order and answers when the car did.
-    func navigation(_ op: HUNavigationRequest.OneOf_Op) async throws {
-        guard let phone = phoneSession else { throw CPError.usage(.notConnected, "\(bundleIdentifier) is not connected") }
-        var request = HUNavigationRequest()
-        request.appID = bundleIdentifier
-        request.op = op
-        let message = request
-        try await queue.run {
-            do { _ = try await phone.connection.request(.navigationRequest(message)) } catch { throw CPError(error) }
-        }
-    }
-
     // MARK: events (the event task)
 
     private func handle(_ event: PhoneEvent) {

@@ -457,13 +457,16 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
 
     /// Starts guiding `trip` (ours: the route can be named; CarPlay takes it from the trip).
     public func startNavigationSession(for trip: CPTrip, routeChoice: CPRouteChoice? = nil) -> CPNavigationSession {
+        guard let application else {
+            preconditionFailure("startNavigationSession: the map template is not shown by a connected interface controller")
+        }
         let route = routeChoice ?? trip.routeChoices.first
-        let session = CPNavigationSession(trip: trip, routeChoice: route, application: application!)
+        let session = CPNavigationSession(trip: trip, routeChoice: route, application: application)
         navigationSession = session
         var start = HUStartNavigation()
         start.trip = trip.wire
         start.routeChoiceID = route?.identifier ?? ""
-        application?.postNavigation(.start(start))
+        application.postNavigation(.start(start))
         return session
     }
 

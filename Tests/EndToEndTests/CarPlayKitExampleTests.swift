@@ -80,8 +80,8 @@ struct CarPlayKitExampleTests {
             await hmi.waitForScreen { $0.top.id == templateID && !$0.hasPending }
         }
 
-        func stop() async {
-            await hmi.close()
+        /// Synchronous, so a `defer` ends both processes before the test returns (the HMI connection dies with the daemon).
+        func stop() {
             example.stop()
             _ = try? daemon.terminate()
         }
@@ -104,7 +104,7 @@ struct CarPlayKitExampleTests {
     @Test("RadioApp: selection with push and completion, in-place item and section updates, now playing buttons, session configuration")
     func radio() async throws {
         let rig = try await Rig.start("RadioApp")
-        defer { Task { await rig.stop() } }
+        defer { rig.stop() }
         try await rig.hmi.launch("com.example.radio")
         await rig.example.expect("root set: true ")
         #expect(await rig.top("stations") != nil)
@@ -152,7 +152,7 @@ struct CarPlayKitExampleTests {
     @Test("MessagesApp: voice flow, push a contact card, its call button, a presented alert and both actions")
     func messages() async throws {
         let rig = try await Rig.start("MessagesApp")
-        defer { Task { await rig.stop() } }
+        defer { rig.stop() }
         try await rig.hmi.launch("com.example.messages")
         await rig.example.expect("root set")
         #expect(await rig.top("conversations") != nil)
@@ -187,7 +187,7 @@ struct CarPlayKitExampleTests {
     @Test("MapsApp: map button, trip previews, start, maneuvers, navigation alert, finish; dashboard button; cluster zoom; cancelled by the car")
     func maps() async throws {
         let rig = try await Rig.start("MapsApp")
-        defer { Task { await rig.stop() } }
+        defer { rig.stop() }
         try await rig.hmi.launch("com.example.maps")
         await rig.example.expect("root set: true")
         #expect(await rig.top("map") != nil)
@@ -223,9 +223,8 @@ struct CarPlayKitExampleTests {
         #expect(guided)
 
         // The alert's action handler, then the delegate with the dismissal context. The
-        // alert request is queued after the start: wait until the car has it.
-        try await Task.sleep(nanoseconds: 300_000_000)
-        try await rig.hmi.connection.request(Self.navigationInput(.alertAction("ok")))
+        // alert request is queued after the start: retry until the car has it.
+        try await Self.retrying { try await rig.hmi.connection.request(Self.navigationInput(.alertAction("ok"))) }
         await rig.example.expect("alert ok")
         await rig.example.expect("alert dismissed: userDismissed")
 
@@ -235,8 +234,7 @@ struct CarPlayKitExampleTests {
         // Dashboard: the scene connects, its shortcut button starts guidance again.
         try await rig.hmi.launch("com.example.maps", kind: .dashboard)
         await rig.example.expect("dashboard connected")
-        try await Task.sleep(nanoseconds: 300_000_000)
-        try await rig.hmi.connection.request(Self.navigationInput(.dashboardButton("go-home")))
+        try await Self.retrying { try await rig.hmi.connection.request(Self.navigationInput(.dashboardButton("go-home"))) }
         await rig.example.expect("dashboard: home")
 
         // Cluster scene: its delegate hears the zoom.
@@ -249,12 +247,25 @@ struct CarPlayKitExampleTests {
         // The driver starts the car's own navigation: the app hears its guidance was cancelled.
         try await rig.hmi.setVehicleState(HUVehicleState.with { $0.nativeNavigationActive = true })
         await rig.example.expect("navigation cancelled by the car")
+
+        try await rig.hmi.closeApp("com.example.maps")
+        await rig.example.expect("disconnected")
+    }
+
+    /// An HMI input the car refuses until the app's request (sent just before) reached it.
+    static func retrying(_ body: () async throws -> Void) async throws {
+        var lastError: (any Error)?
+        for _ in 0..<100 {
+            do { return try await body() } catch { lastError = error }
+            try await Task.sleep(nanoseconds: 30_000_000)
+        }
+        throw lastError!
     }
 
     @Test("ComfortApp: grid button pushes an information template, its action opens an accessory session")
     func comfort() async throws {
         let rig = try await Rig.start("ComfortApp")
-        defer { Task { await rig.stop() } }
+        defer { rig.stop() }
         let climate = try await AccessoryPeer.connect(to: rig.endpoint, name: "climate ECU")
         try await climate.serve(["com.openmotors.climate"])
         let echo = Task {
