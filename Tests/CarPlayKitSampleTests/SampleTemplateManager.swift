@@ -67,15 +67,16 @@ class TemplateManager: NSObject, CPInterfaceControllerDelegate, CPSessionConfigu
     func settingsTemplate() -> CPListTemplate {
         let item = CPListItem(text: "Clear history", detailText: "Forget recently played")
         item.handler = { [weak self] _, completion in
+            guard let self else { return completion() }
             let alert = CPAlertTemplate(titleVariants: ["Clear history?"], actions: [
                 CPAlertAction(title: "Clear", style: .destructive) { _ in
-                    self?.carplayInterfaceController?.dismissTemplate(animated: true, completion: nil)
+                    self.carplayInterfaceController?.dismissTemplate(animated: true, completion: nil)
                 },
                 CPAlertAction(title: "Cancel", style: .cancel) { _ in
-                    self?.carplayInterfaceController?.dismissTemplate(animated: true, completion: nil)
+                    self.carplayInterfaceController?.dismissTemplate(animated: true, completion: nil)
                 },
             ])
-            self?.carplayInterfaceController?.presentTemplate(alert, animated: true, completion: nil)
+            self.carplayInterfaceController?.presentTemplate(alert, animated: true, completion: nil)
             completion()
         }
         let listTemplate = CPListTemplate(title: "Settings", sections: [CPListSection(items: [item])])
