@@ -171,7 +171,14 @@ public final class CPApplication: @unchecked Sendable {
     func complete(eventID: UInt64, searchResults: [HUListItem]) {
         guard let phone = phoneSession else { return }
         let appID = bundleIdentifier
-        queue.post { try await phone.completeEvent(appID: appID, eventID: eventID, searchResults: searchResults) }
+        queue.post {
+            do {
+                try await phone.completeEvent(appID: appID, eventID: eventID, searchResults: searchResults)
+            } catch let error as HeadUnitError where error.code == .unknownEvent || error.code == .completionTimeout {
+                // The car stopped waiting (timed out, or a newer selection replaced this one):
+                // nothing for the app to fix, so not an error of waitForPendingUpdates.
+            }
+        }
     }
 
     /// Sends a navigation request after every request made before.

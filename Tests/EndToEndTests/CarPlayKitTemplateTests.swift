@@ -2,6 +2,7 @@ import CarPlayKit
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
+import NIOConcurrencyHelpers
 import Testing
 
 /// The templates the examples do not use, in-process against the real daemon
@@ -93,7 +94,11 @@ struct CarPlayKitTemplateTests {
                                                               CPImage(named: "b", pixelWidth: 64, pixelHeight: 64)], identifier: "row")
         row.listImageRowHandler = { _, index, completion in recorder.record("image \(index)"); completion() }
         row.handler = { _, completion in recorder.record("row"); completion() }
-        let songs = CPListTemplate(title: "Songs", sections: [CPListSection(items: [song, row])], identifier: "songs")
+        // A handler that keeps its completion until the test says so.
+        let held = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+        let slow = CPListItem(text: "Slow", detailText: nil, identifier: "slow")
+        slow.handler = { _, completion in held.withLockedValue { $0 = completion } }
+        let songs = CPListTemplate(title: "Songs", sections: [CPListSection(items: [song, row, slow])], identifier: "songs")
         songs.tabTitle = "Songs"
         let grid = CPGridTemplate(title: "Browse", gridButtons: [
             CPGridButton(titleVariants: ["Jazz"], image: CPImage(named: "jazz", pixelWidth: 80, pixelHeight: 80), identifier: "jazz") { _ in
@@ -107,11 +112,22 @@ struct CarPlayKitTemplateTests {
 
         try await rig.hmi.selectItem("song", on: "songs")
         #expect(await recorder.saw("song"))
+        #expect(await rig.hmi.waitForScreen { !$0.hasPending } != nil)
         try await rig.input("songs", .selectItem(HUItemSelected.with { $0.itemID = "row"; $0.imageSelected = true; $0.imageIndex = 1 }))
         #expect(await recorder.saw("image 1"))
+        #expect(await rig.hmi.waitForScreen { !$0.hasPending } != nil)
         try await rig.hmi.selectItem("row", on: "songs")
         #expect(await recorder.saw("row"))
         #expect(await rig.hmi.waitForScreen { !$0.hasPending } != nil)
+
+        // A newer selection replaces a pending one (PROTOCOL.md 16.x): the late completion of the
+        // replaced one is refused by the car with UNKNOWN_EVENT, which is no error of the app's updates.
+        try await rig.hmi.selectItem("slow", on: "songs")
+        #expect(await CarPlayKitInterfaceControllerTests.eventually { held.withLockedValue { $0 != nil } })
+        try await rig.hmi.selectItem("song", on: "songs")
+        #expect(await rig.hmi.waitForScreen { !$0.hasPending } != nil)
+        held.withLockedValue { $0 }?()
+        try await rig.controller.waitForPendingUpdates()
 
         try await rig.input("tabs", .selectTab(HUTabSelected.with { $0.tabID = "tab-browse" }))
         #expect(await recorder.saw("tab browse"))
