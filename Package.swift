@@ -70,7 +70,7 @@ let package = Package(
         // Apple-CarPlay-shaped templates on top of HeadUnitClient (docs/CARPLAYKIT.md).
         .target(
             name: "CarPlayKit",
-            dependencies: ["HeadUnitClient", "HeadUnitWire"]
+            dependencies: ["HeadUnitClient", "HeadUnitWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
         // The black-box conformance kit: checks any endpoint over the wire only
         // (raw sockets and the frame codec; no HeadUnitClient logic).
@@ -121,7 +121,7 @@ let package = Package(
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
-        // CarPlayKit examples: short apps runnable against the daemon (Examples/README in docs/CARPLAYKIT.md).
+        // CarPlayKit examples: short apps runnable against the daemon (docs/CARPLAYKIT.md, "Examples").
         .executableTarget(name: "RadioApp", dependencies: ["CarPlayKit"], path: "Examples/RadioApp"),
         .executableTarget(name: "MessagesApp", dependencies: ["CarPlayKit"], path: "Examples/MessagesApp"),
         .executableTarget(name: "MapsApp", dependencies: ["CarPlayKit"], path: "Examples/MapsApp"),

@@ -2,7 +2,6 @@ import CarPlayKit
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
-import NIOConcurrencyHelpers
 import Testing
 
 /// The templates the examples do not use, in-process against the real daemon
@@ -95,9 +94,9 @@ struct CarPlayKitTemplateTests {
         row.listImageRowHandler = { _, index, completion in recorder.record("image \(index)"); completion() }
         row.handler = { _, completion in recorder.record("row"); completion() }
         // A handler that keeps its completion until the test says so.
-        let held = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+        let held = HeldCompletion()
         let slow = CPListItem(text: "Slow", detailText: nil, identifier: "slow")
-        slow.handler = { _, completion in held.withLockedValue { $0 = completion } }
+        slow.handler = { _, completion in held.completion = completion }
         let songs = CPListTemplate(title: "Songs", sections: [CPListSection(items: [song, row, slow])], identifier: "songs")
         songs.tabTitle = "Songs"
         let grid = CPGridTemplate(title: "Browse", gridButtons: [
@@ -123,10 +122,10 @@ struct CarPlayKitTemplateTests {
         // A newer selection replaces a pending one (PROTOCOL.md 16.x): the late completion of the
         // replaced one is refused by the car with UNKNOWN_EVENT, which is no error of the app's updates.
         try await rig.hmi.selectItem("slow", on: "songs")
-        #expect(await CarPlayKitInterfaceControllerTests.eventually { held.withLockedValue { $0 != nil } })
+        #expect(await CarPlayKitInterfaceControllerTests.eventually { held.completion != nil })
         try await rig.hmi.selectItem("song", on: "songs")
         #expect(await rig.hmi.waitForScreen { !$0.hasPending } != nil)
-        held.withLockedValue { $0 }?()
+        held.completion?()
         try await rig.controller.waitForPendingUpdates()
 
         try await rig.input("tabs", .selectTab(HUTabSelected.with { $0.tabID = "tab-browse" }))
@@ -217,5 +216,15 @@ struct CarPlayKitTemplateTests {
         #expect(await recorder.saw("region 48.5"))
         try await rig.hmi.pressButton("reserve", on: "places")
         #expect(await recorder.saw("reserve"), "\(recorder.all)")
+    }
+}
+
+/// A completion kept by a handler until the test calls it.
+final class HeldCompletion: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (@Sendable () -> Void)?
+    var completion: (@Sendable () -> Void)? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }
