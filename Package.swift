@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "HeadUnitClient", targets: ["HeadUnitClient"]),
         .library(name: "HeadUnitWire", targets: ["HeadUnitWire"]),
         .library(name: "HeadUnitConformance", targets: ["HeadUnitConformance"]),
+        .library(name: "CarPlayKit", targets: ["CarPlayKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -81,6 +82,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Apple-CarPlay-shaped templates on top of HeadUnitClient (docs/CARPLAYKIT.md).
+        .target(
+            name: "CarPlayKit",
+            dependencies: ["HeadUnitClient", "HeadUnitWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
         // The black-box conformance kit: checks any endpoint over the wire only
         // (raw sockets and the frame codec; no HeadUnitClient logic).
         .target(
@@ -142,6 +148,13 @@ let package = Package(
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
+        // CarPlayKit examples: short apps runnable against the daemon (docs/CARPLAYKIT.md, "Examples").
+        .executableTarget(name: "RadioApp", dependencies: ["CarPlayKit"], path: "Examples/RadioApp"),
+        .executableTarget(name: "MessagesApp", dependencies: ["CarPlayKit"], path: "Examples/MessagesApp"),
+        .executableTarget(name: "MapsApp", dependencies: ["CarPlayKit"], path: "Examples/MapsApp"),
+        .executableTarget(name: "ComfortApp", dependencies: ["CarPlayKit", "HeadUnitClient"], path: "Examples/ComfortApp"),
+        // A CarPlay sample's template code ported in Apple's style: compiles with only the documented differences.
+        .testTarget(name: "CarPlayKitSampleTests", dependencies: ["CarPlayKit"]),
         .testTarget(
             name: "HeadUnitWireTests",
             // The vectors are read from Protocol/vectors (their one copy) via #filePath.
@@ -163,7 +176,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
+                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

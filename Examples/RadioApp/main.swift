@@ -1,0 +1,75 @@
+// An audio app: a list of stations, in-place updates, the shared Now Playing
+// screen. Run: swift run RadioApp [socket path]; launch "Radio" on the car.
+import CarPlayKit
+import Foundation
+
+func log(_ line: String) { print(line); fflush(stdout) }
+
+final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlayingTemplateObserver,
+    CPSessionConfigurationDelegate, @unchecked Sendable {
+    var interfaceController: CPInterfaceController?
+    var sessionConfiguration: CPSessionConfiguration?
+    let jazz = CPListItem(text: "Jazz FM", detailText: "Smooth jazz", identifier: "jazz")
+    let news = CPListItem(text: "News 24", detailText: "Headlines", identifier: "news")
+    lazy var stations = CPListTemplate(title: "Radio", sections: [CPListSection(items: [jazz, news], header: "Stations")],
+                                       identifier: "stations")
+
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
+                                  didConnect interfaceController: CPInterfaceController) {
+        self.interfaceController = interfaceController
+        sessionConfiguration = CPSessionConfiguration(delegate: self)
+        for station in [jazz, news] {
+            station.handler = { [unowned self] item, completion in self.play(item as! CPListItem, completion: completion) }
+        }
+        stations.trailingNavigationBarButtons = [CPBarButton(title: "More", identifier: "more") { [unowned self] _ in
+            // Mutating the template on screen redraws it in place.
+            let podcasts = CPListItem(text: "Podcasts", detailText: "3 new", identifier: "podcasts")
+            podcasts.handler = { _, completion in log("selected Podcasts"); completion() }
+            self.stations.updateSections(self.stations.sections + [CPListSection(items: [podcasts], header: "More")])
+            log("added Podcasts")
+        }]
+        CPNowPlayingTemplate.shared.updateNowPlayingButtons([CPNowPlayingShuffleButton(identifier: "shuffle") { _ in log("shuffle") }])
+        CPNowPlayingTemplate.shared.isUpNextButtonEnabled = true
+        CPNowPlayingTemplate.shared.add(self)
+        interfaceController.setRootTemplate(stations, animated: false) { success, error in
+            log("root set: \(success) \(error.map { "\($0)" } ?? "")")
+        }
+    }
+
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
+                                  didDisconnectInterfaceController interfaceController: CPInterfaceController) {
+        self.interfaceController = nil
+        log("disconnected")
+    }
+
+    func play(_ station: CPListItem, completion: @escaping @Sendable () -> Void) {
+        Task {
+            CPNowPlayingTemplate.shared.nowPlayingInfo = CPNowPlayingInfo(title: station.text ?? "", artist: "Radio",
+                                                                           playbackRate: 1, isLiveStream: true)
+            for item in [jazz, news] { item.setPlaying(item === station) }
+            station.setDetailText("On air")  // an in-place item update
+            try await interfaceController?.pushTemplate(CPNowPlayingTemplate.shared, animated: true)
+            completion()  // stops the car's spinner
+            log("playing \(station.text ?? "")")
+        }
+    }
+
+    func nowPlayingTemplateUpNextButtonTapped(_ nowPlayingTemplate: CPNowPlayingTemplate) { log("up next") }
+
+    func sessionConfiguration(_ sessionConfiguration: CPSessionConfiguration,
+                              limitedUserInterfacesChanged limitedUserInterfaces: CPLimitableUserInterface) {
+        log("limited lists: \(limitedUserInterfaces.contains(.lists))")
+    }
+
+    func sessionConfiguration(_ sessionConfiguration: CPSessionConfiguration, contentStyleChanged contentStyle: CPContentStyle) {
+        log("content style: \(contentStyle)")
+    }
+}
+
+let socket = CommandLine.arguments.dropFirst().first ?? HeadUnitEndpoint.defaultUnixSocketPath
+let app = CPApplication(bundleIdentifier: "com.example.radio", displayName: "Radio", entitlements: [.audio])
+let sceneDelegate = RadioSceneDelegate()
+app.sceneDelegate = sceneDelegate
+try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone")
+log("connected")
+await app.run()

@@ -1,0 +1,289 @@
+/// Apps name the car by endpoint (`.unix(path:)`, `.default`) without importing HeadUnitClient.
+@_exported import enum HeadUnitClient.HeadUnitEndpoint
+import HeadUnitClient
+import HeadUnitWire
+import NIOConcurrencyHelpers
+
+/// A CarPlay entitlement the app claims (the `com.apple.developer.carplay-*`
+/// keys of an app's entitlements file). The car decides the app's category from them.
+public struct CPEntitlement: RawRepresentable, Hashable, Sendable {
+    /// The entitlement key as the car reads it.
+    public var rawValue: String
+    /// Wraps a key.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Audio apps (lists, tab bar, now playing).
+    public static let audio = CPEntitlement(rawValue: "com.apple.developer.carplay-audio")
+    /// Communication apps (messages and calls).
+    public static let communication = CPEntitlement(rawValue: "com.apple.developer.carplay-communication")
+    /// Navigation apps (map template, trips, dashboard and cluster).
+    public static let maps = CPEntitlement(rawValue: "com.apple.developer.carplay-maps")
+    /// EV charging apps.
+    public static let charging = CPEntitlement(rawValue: "com.apple.developer.carplay-charging")
+    /// Parking apps.
+    public static let parking = CPEntitlement(rawValue: "com.apple.developer.carplay-parking")
+    /// Quick food ordering apps.
+    public static let quickOrdering = CPEntitlement(rawValue: "com.apple.developer.carplay-quick-ordering")
+    /// Fueling apps.
+    public static let fueling = CPEntitlement(rawValue: "com.apple.developer.carplay-fueling")
+    /// Driving task apps.
+    public static let drivingTask = CPEntitlement(rawValue: "com.apple.developer.carplay-driving-task")
+    /// Public safety apps.
+    public static let publicSafety = CPEntitlement(rawValue: "com.apple.developer.carplay-public-safety")
+    /// Automaker apps: talk to the vehicle's own accessory protocols.
+    public static let protocols = CPEntitlement(rawValue: "com.apple.developer.carplay-protocols")
+}
+
+/// One CarPlay app connected to the car: stands in for the app process, its
+/// `Info.plist` scene manifest and entitlements (ours: CarPlay gets these
+/// from the app bundle; a headunitd app says them when it connects).
+///
+///     let app = CPApplication(bundleIdentifier: "com.example.radio", displayName: "Radio", entitlements: [.audio])
+///     app.sceneDelegate = sceneDelegate
+///     try await app.connect(deviceName: "Alice's iPhone")
+///     await app.run()   // until the car or you disconnect
+///
+/// Every scene delegate call and every handler runs on the app's one event
+/// task, in the order the car sent them (the role of the main thread).
+public final class CPApplication: @unchecked Sendable {
+    /// The app's id (bundle identifier), unique on the phone.
+    public let bundleIdentifier: String
+    /// The name under the app's icon.
+    public let displayName: String
+    /// The entitlements the app claims.
+    public let entitlements: [CPEntitlement]
+    /// Automaker apps: the accessory protocols the app speaks.
+    public let accessoryProtocols: [String]
+    /// The app icon (60 x 60 points at most).
+    public let icon: CPImage?
+
+    @CPLocked private var sceneDelegateRef = Weak<AnyObject>(nil)
+    @CPLocked private var dashboardDelegateRef = Weak<AnyObject>(nil)
+    @CPLocked private var clusterDelegateRef = Weak<AnyObject>(nil)
+    @CPLocked private var phoneSession: PhoneSession?
+    @CPLocked private var carDecision: HUAppDecision?
+    @CPLocked private var mainScene: CPTemplateApplicationScene?
+    @CPLocked private var dashboardScene: CPTemplateApplicationDashboardScene?
+    @CPLocked private var clusterScene: CPTemplateApplicationInstrumentClusterScene?
+    @CPLocked private var eventTask: Task<Void, Never>?
+    /// The car requests of this app, in order.
+    let queue = RequestQueue()
+
+    /// Describes the app; nothing is sent until ``connect(to:deviceName:)``.
+    public init(bundleIdentifier: String, displayName: String, entitlements: [CPEntitlement],
+                accessoryProtocols: [String] = [], icon: CPImage? = nil) {
+        self.bundleIdentifier = bundleIdentifier
+        self.displayName = displayName
+        self.entitlements = entitlements
+        self.accessoryProtocols = accessoryProtocols
+        self.icon = icon
+    }
+
+    /// Hears the main scene connect and disconnect (held weakly; the `UISceneConfiguration` delegate class).
+    public var sceneDelegate: (any CPTemplateApplicationSceneDelegate)? {
+        get { sceneDelegateRef.object as? any CPTemplateApplicationSceneDelegate }
+        set { sceneDelegateRef = Weak(newValue) }
+    }
+
+    /// Hears a navigation app's dashboard scene (held weakly).
+    public var dashboardSceneDelegate: (any CPTemplateApplicationDashboardSceneDelegate)? {
+        get { dashboardDelegateRef.object as? any CPTemplateApplicationDashboardSceneDelegate }
+        set { dashboardDelegateRef = Weak(newValue) }
+    }
+
+    /// Hears a navigation app's instrument-cluster scene (held weakly).
+    public var instrumentClusterSceneDelegate: (any CPTemplateApplicationInstrumentClusterSceneDelegate)? {
+        get { clusterDelegateRef.object as? any CPTemplateApplicationInstrumentClusterSceneDelegate }
+        set { clusterDelegateRef = Weak(newValue) }
+    }
+
+    /// The connection to the car (for accessory sessions and anything CarPlayKit does not cover).
+    public var phone: PhoneSession? { phoneSession }
+    /// The car's decision on the app (category, matched accessory protocols), after ``connect(to:deviceName:)``.
+    public var decision: HUAppDecision? { carDecision }
+    /// The main scene while connected.
+    public var templateApplicationScene: CPTemplateApplicationScene? { mainScene }
+    /// The main scene's interface controller while connected.
+    public var interfaceController: CPInterfaceController? { mainScene?.interfaceController }
+    /// The dashboard scene while connected.
+    public var templateApplicationDashboardScene: CPTemplateApplicationDashboardScene? { dashboardScene }
+    /// The instrument-cluster scene while connected.
+    public var templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene? { clusterScene }
+
+    var isNavigationApp: Bool { entitlements.contains(.maps) }
+
+    /// Connects to the car as a phone carrying this one app and announces it.
+    /// Throws a ``CPError`` (`entitlementRefused`...) when the car refuses the app.
+    /// The car connects the main scene when the driver launches the app.
+    public func connect(to endpoint: HeadUnitEndpoint = .default, deviceName: String = "CarPlayKit") async throws {
+        let phone: PhoneSession
+        do {
+            phone = try await PhoneSession.connect(to: endpoint, deviceName: deviceName)
+        } catch {
+            throw CPError(error)
+        }
+        var info = HUAppInfo()
+        info.appID = bundleIdentifier
+        info.displayName = displayName
+        info.entitlements = entitlements.map(\.rawValue)
+        info.accessoryProtocols = accessoryProtocols
+        if let icon { info.icon = icon.wire }
+        let decisions: [HUAppDecision]
+        do {
+            decisions = try await phone.announce([info])
+        } catch {
+            await phone.close()
+            throw CPError(error)
+        }
+        let decision = decisions.first { $0.appID == bundleIdentifier } ?? HUAppDecision()
+        guard decision.accepted else {
+            await phone.close()
+            throw CPError.usage(Code(rawValue: decision.code.rawValue), "\(bundleIdentifier) refused: \(decision.reason)")
+        }
+        phoneSession = phone
+        carDecision = decision
+        eventTask = Task { [weak self] in
+            for await event in phone.events {
+                guard let self else { return }
+                self.handle(event)
+            }
+            self?.connectionEnded()
+        }
+    }
+
+    private typealias Code = CPError.Code
+
+    /// Waits until the connection to the car ends (the car said goodbye or ``disconnect()`` was called).
+    public func run() async {
+        await eventTask?.value
+    }
+
+    /// Tells the car the app went away and closes the connection; the scenes disconnect first.
+    public func disconnect() async {
+        guard let phone = phoneSession else { return }
+        try? await queue.drain()
+        if let app = await phone.app(bundleIdentifier) { try? await app.close() }
+        await phone.close()
+        await eventTask?.value
+    }
+
+    /// Completes an event the car waits for (its spinner stops), after every request made before.
+    func complete(eventID: UInt64, searchResults: [HUListItem]) {
+        guard let phone = phoneSession else { return }
+        let appID = bundleIdentifier
+        queue.post {
+            do {
+                try await phone.completeEvent(appID: appID, eventID: eventID, searchResults: searchResults)
+            } catch let error as HeadUnitError where error.code == .unknownEvent || error.code == .completionTimeout {
+                // The car stopped waiting (timed out, or a newer selection replaced this one):
+                // nothing for the app to fix, so not an error of waitForPendingUpdates.
+            }
+        }
+    }
+
+    /// Sends a navigation request after every request made before.
+    func postNavigation(_ op: HUNavigationRequest.OneOf_Op) {
+        guard let phone = phoneSession else { return }
+        var request = HUNavigationRequest()
+        request.appID = bundleIdentifier
+        request.op = op
+        let message = request
+        queue.post { _ = try await phone.connection.request(.navigationRequest(message)) }
+    }
+
+    // MARK: events (the event task)
+
+    private func handle(_ event: PhoneEvent) {
+        switch event {
+        case .sceneConnected(let client):
+            guard client.appID == bundleIdentifier else { return }
+            sceneConnected(client)
+        case .sceneDisconnected(let message):
+            guard message.appID == bundleIdentifier else { return }
+            sceneDisconnected(message.sceneID)
+        case .appEvent(let appEvent):
+            guard appEvent.appID == bundleIdentifier else { return }
+            if let controller = mainScene?.interfaceController, controller.sceneID == appEvent.sceneID {
+                controller.handle(appEvent)
+            } else if appEvent.eventID != 0 {
+                complete(eventID: appEvent.eventID, searchResults: [])  // never leave a spinner running
+            }
+        case .sessionConfiguration(let configuration):
+            guard configuration.appID == bundleIdentifier else { return }
+            let oldStyle = CPSessionState.current.contentStyle
+            CPSessionState.configurationChanged(configuration)
+            let newStyle = CPContentStyle(configuration.contentStyle)
+            if let scene = mainScene, scene.interfaceController.sceneID == configuration.sceneID || configuration.sceneID == 0 {
+                scene.interfaceController.style = newStyle
+                if oldStyle != newStyle { sceneDelegate?.contentStyleDidChange(newStyle) }
+            }
+        case .other(let envelope):
+            if case .navigationEvent(let navigation)? = envelope.body, navigation.appID == bundleIdentifier {
+                handleNavigation(navigation)
+            }
+        case .notice, .goodbye:
+            break
+        }
+    }
+
+    private func sceneConnected(_ client: InterfaceController) {
+        let window = CPWindow(client.scene.window)
+        switch client.kind {
+        case .dashboard:
+            let scene = CPTemplateApplicationDashboardScene(controller: CPDashboardController(application: self, sceneID: client.sceneID), window: window)
+            dashboardScene = scene
+            dashboardSceneDelegate?.templateApplicationDashboardScene(scene, didConnect: scene.dashboardController, to: window)
+        case .instrumentCluster:
+            let scene = CPTemplateApplicationInstrumentClusterScene(controller: CPInstrumentClusterController(application: self, sceneID: client.sceneID))
+            clusterScene = scene
+            instrumentClusterSceneDelegate?.templateApplicationInstrumentClusterScene(scene, didConnect: scene.instrumentClusterController)
+        default:
+            CPSessionState.sceneConnected(client.scene)
+            let controller = CPInterfaceController(client: client, application: self)
+            let scene = CPTemplateApplicationScene(interfaceController: controller, window: window, application: self)
+            mainScene = scene
+            if entitlements.contains(.audio) { CPNowPlayingTemplate.shared.attach(controller) }
+            if isNavigationApp {
+                sceneDelegate?.templateApplicationScene(scene, didConnect: controller, to: window)
+            } else {
+                sceneDelegate?.templateApplicationScene(scene, didConnect: controller)
+            }
+        }
+    }
+
+    private func sceneDisconnected(_ sceneID: UInt32) {
+        if let scene = mainScene, scene.interfaceController.sceneID == sceneID {
+            mainScene = nil
+            CPNowPlayingTemplate.shared.detach(scene.interfaceController)
+            if isNavigationApp {
+                sceneDelegate?.templateApplicationScene(scene, didDisconnect: scene.interfaceController, from: scene.carWindow)
+            } else {
+                sceneDelegate?.templateApplicationScene(scene, didDisconnectInterfaceController: scene.interfaceController)
+            }
+        } else if let scene = dashboardScene, scene.dashboardController.sceneID == sceneID {
+            dashboardScene = nil
+            dashboardSceneDelegate?.templateApplicationDashboardScene(scene, didDisconnect: scene.dashboardController, from: scene.dashboardWindow)
+        } else if let scene = clusterScene, scene.instrumentClusterController.sceneID == sceneID {
+            clusterScene = nil
+            instrumentClusterSceneDelegate?.templateApplicationInstrumentClusterScene(scene, didDisconnectInstrumentClusterController: scene.instrumentClusterController)
+        }
+    }
+
+    private func handleNavigation(_ event: HUNavigationEvent) {
+        switch event.kind {
+        case .dashboardButtonPressed(let id):
+            dashboardScene?.dashboardController.press(id)
+        case .clusterInput(let input):
+            clusterScene?.instrumentClusterController.handle(input)
+        default:
+            (interfaceController?.rootTemplate as? CPMapTemplate)?.handle(event)
+        }
+    }
+
+    private func connectionEnded() {
+        if let scene = mainScene { sceneDisconnected(scene.interfaceController.sceneID) }
+        if let scene = dashboardScene { sceneDisconnected(scene.dashboardController.sceneID) }
+        if let scene = clusterScene { sceneDisconnected(scene.instrumentClusterController.sceneID) }
+        phoneSession = nil
+    }
+}

@@ -1,0 +1,143 @@
+import HeadUnitWire
+
+/// An image for the car, standing in for `UIImage`.
+///
+/// The car draws images itself, so an image is either the name of an asset
+/// the car's HMI knows (with its size in pixels, which the car checks against
+/// the maximum for the image's use) or a small PNG the app sends inline.
+///
+///     let icon = CPImage(named: "radio", pixelWidth: 128, pixelHeight: 128)
+///     let cover = CPImage(pngData: bytes)   // the car reads the size from the PNG header
+public struct CPImage: Sendable, Equatable {
+    /// The message sent to the car.
+    public var wire: HUImage
+
+    /// An asset the car knows by name, `pixelWidth` x `pixelHeight` pixels;
+    /// `darkName` is the variant for the dark content style.
+    public init(named name: String, pixelWidth: UInt32, pixelHeight: UInt32, darkName: String? = nil) {
+        var image = HUImage()
+        image.asset = name
+        image.widthPx = pixelWidth
+        image.heightPx = pixelHeight
+        image.darkAsset = darkName ?? ""
+        wire = image
+    }
+
+    /// An inline PNG; its size comes from its header.
+    public init(pngData: [UInt8]) {
+        var image = HUImage()
+        image.png = .init(pngData)
+        wire = image
+    }
+
+    /// Wraps an image message.
+    public init(wire: HUImage) { self.wire = wire }
+}
+
+extension Optional where Wrapped == CPImage {
+    /// The message, or an unset field.
+    var wire: HUImage? { self?.wire }
+}
+
+/// A place on the map, standing in for `CLLocationCoordinate2D` (and `MKMapItem`).
+public struct CPLocationCoordinate: Sendable, Equatable {
+    /// Degrees north.
+    public var latitude: Double
+    /// Degrees east.
+    public var longitude: Double
+    /// A coordinate.
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+}
+
+/// A named place, standing in for `MKMapItem`.
+public struct CPMapItem: Sendable, Equatable {
+    /// The place's name, shown by the car.
+    public var name: String?
+    /// Where it is.
+    public var coordinate: CPLocationCoordinate
+    /// A named place.
+    public init(name: String? = nil, coordinate: CPLocationCoordinate = CPLocationCoordinate(latitude: 0, longitude: 0)) {
+        self.name = name
+        self.coordinate = coordinate
+    }
+
+    var wire: HUPlace {
+        var place = HUPlace()
+        place.name = name ?? ""
+        place.latitude = coordinate.latitude
+        place.longitude = coordinate.longitude
+        return place
+    }
+
+    init(_ place: HUPlace) {
+        self.init(name: place.name.isEmpty ? nil : place.name, coordinate: CPLocationCoordinate(latitude: place.latitude, longitude: place.longitude))
+    }
+}
+
+/// The region a map shows, standing in for `MKCoordinateRegion`.
+public struct CPMapRegion: Sendable, Equatable {
+    /// The region's center.
+    public var center: CPLocationCoordinate
+    /// Its height in degrees of latitude.
+    public var latitudeDelta: Double
+    /// Its width in degrees of longitude.
+    public var longitudeDelta: Double
+    /// A region.
+    public init(center: CPLocationCoordinate, latitudeDelta: Double, longitudeDelta: Double) {
+        self.center = center
+        self.latitudeDelta = latitudeDelta
+        self.longitudeDelta = longitudeDelta
+    }
+
+    init(_ region: HUMapRegion) {
+        self.init(center: CPLocationCoordinate(latitude: region.centerLatitude, longitude: region.centerLongitude),
+                  latitudeDelta: region.spanLatitude, longitudeDelta: region.spanLongitude)
+    }
+}
+
+/// The light or dark appearance the car asks for, standing in for `UIUserInterfaceStyle`.
+public enum CPContentStyle: Sendable, Equatable {
+    /// The car did not say.
+    case unspecified
+    /// Light content.
+    case light
+    /// Dark content.
+    case dark
+
+    init(_ style: HUContentStyle) {
+        switch style {
+        case .light: self = .light
+        case .dark: self = .dark
+        default: self = .unspecified
+        }
+    }
+}
+
+/// The car's window for a scene, standing in for `UIWindow` (navigation apps
+/// draw their map in it; CarPlayKit only tells its geometry).
+public struct CPWindow: Sendable, Equatable {
+    /// Width in points.
+    public var width: UInt32
+    /// Height in points.
+    public var height: UInt32
+    /// Pixels per point (2 or 3).
+    public var scale: UInt32
+    /// The area not covered by the car's own controls, in points from each edge.
+    public var safeAreaInsets: (top: UInt32, left: UInt32, bottom: UInt32, right: UInt32)
+
+    init(_ display: HUDisplay) {
+        width = display.widthPt
+        height = display.heightPt
+        scale = display.scale
+        safeAreaInsets = (display.safeArea.top, display.safeArea.left, display.safeArea.bottom, display.safeArea.right)
+    }
+
+    /// Equal when every field is.
+    public static func == (lhs: CPWindow, rhs: CPWindow) -> Bool {
+        lhs.width == rhs.width && lhs.height == rhs.height && lhs.scale == rhs.scale
+            && lhs.safeAreaInsets == rhs.safeAreaInsets
+    }
+}

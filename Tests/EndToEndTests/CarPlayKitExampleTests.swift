@@ -1,0 +1,293 @@
+import Foundation
+import HeadUnitClient
+import HeadUnitWire
+import NIOCore
+import Testing
+
+/// One CarPlayKit example (Examples/) running as its own process against the
+/// daemon; its stdout lines say which handler ran.
+final class ExampleProcess: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var text = ""
+
+    /// Starts `.build/<config>/<name>` (next to headunitd; built when missing) with the daemon's socket.
+    init(_ name: String, socket: String) throws {
+        let daemonBinary = try TestDaemon.binaryPath()
+        let directory = (daemonBinary as NSString).deletingLastPathComponent
+        let binary = directory + "/" + name
+        if !FileManager.default.isExecutableFile(atPath: binary) {
+            let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+            let build = try TestDaemon.run(["swift", "build", "--package-path", packageRoot, "--product", name], timeout: 600)
+            guard build.status == 0 else { throw TestDaemon.LaunchError(message: "building \(name) failed: \(build.stderr)") }
+        }
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = [socket]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.text += String(decoding: data, as: UTF8.self)
+            self.lock.unlock()
+        }
+        try process.run()
+    }
+
+    var output: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return text
+    }
+
+    /// Waits until the example printed a line equal to `line`; fails the test after `timeout`.
+    func expect(_ line: String, timeout: Double = 5, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.split(separator: "\n").contains(where: { $0 == line }) { return }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        Issue.record("example never printed \"\(line)\"; it printed:\n\(output)", sourceLocation: sourceLocation)
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
+
+/// The CarPlayKit examples against the real daemon, driven from the HMI side
+/// like a driver would: every handler and completion of each example runs.
+@Suite("CarPlayKit examples against the daemon", .serialized)
+struct CarPlayKitExampleTests {
+    struct Rig {
+        let daemon: TestDaemon
+        let example: ExampleProcess
+        let hmi: HMISession
+        var endpoint: HeadUnitEndpoint { .unix(path: daemon.unixSocketPath) }
+
+        static func start(_ name: String) async throws -> Rig {
+            let daemon = try TestDaemon.launch()
+            let example = try ExampleProcess(name, socket: daemon.unixSocketPath)
+            await example.expect("connected", timeout: 20)
+            let hmi = try await HMISession.connect(to: .unix(path: daemon.unixSocketPath))
+            return Rig(daemon: daemon, example: example, hmi: hmi)
+        }
+
+        func top(_ templateID: String) async -> HURenderedScreen? {
+            await hmi.waitForScreen { $0.top.id == templateID && !$0.hasPending }
+        }
+
+        /// Synchronous, so a `defer` ends both processes before the test returns (the HMI connection dies with the daemon).
+        func stop() {
+            example.stop()
+            _ = try? daemon.terminate()
+        }
+    }
+
+    static func list(_ screen: HURenderedScreen?) -> HUListTemplate? {
+        if case .list(let list)? = screen?.top.kind { return list }
+        return nil
+    }
+
+    static func generalItem(_ screen: HURenderedScreen?, _ id: String) -> HUGeneralItem? {
+        for section in list(screen)?.sections ?? [] {
+            for item in section.items where item.id == id {
+                if case .general(let general)? = item.kind { return general }
+            }
+        }
+        return nil
+    }
+
+    @Test("RadioApp: selection with push and completion, in-place item and section updates, now playing buttons, session configuration")
+    func radio() async throws {
+        let rig = try await Rig.start("RadioApp")
+        defer { rig.stop() }
+        try await rig.hmi.launch("com.example.radio")
+        await rig.example.expect("root set: true ")
+        #expect(await rig.top("stations") != nil)
+
+        // The handler pushes Now Playing, then completes: the spinner stops with now-playing on top.
+        try await rig.hmi.selectItem("jazz", on: "stations")
+        await rig.example.expect("playing Jazz FM")
+        let playing = await rig.hmi.waitForScreen { $0.stack == ["stations", "now-playing"] && !$0.hasPending }
+        #expect(playing != nil)
+        var shuffle = HUHmiInput()
+        shuffle.templateID = "now-playing"
+        shuffle.kind = .nowPlayingButton(HUNowPlayingButtonPressed.with { $0.buttonID = "shuffle" })
+        try await rig.hmi.input(shuffle)
+        await rig.example.expect("shuffle")
+        var upNext = shuffle
+        upNext.kind = .nowPlayingButton(HUNowPlayingButtonPressed.with { $0.buttonID = "up-next" })
+        try await rig.hmi.input(upNext)
+        await rig.example.expect("up next")
+
+        // item.setDetailText / setPlaying reached the car as item updates.
+        try await rig.hmi.goBack(on: "now-playing")
+        let back = await rig.hmi.waitForScreen { Self.generalItem($0, "jazz")?.detailText == "On air" && $0.top.id == "stations" }
+        #expect(Self.generalItem(back, "jazz")?.playing == true)
+
+        // updateSections from a bar button: the list is redrawn in place, its new item works.
+        try await rig.hmi.pressButton("more", on: "stations")
+        await rig.example.expect("added Podcasts")
+        #expect(await rig.hmi.waitForScreen { Self.list($0)?.sections.count == 2 } != nil)
+        try await rig.hmi.selectItem("podcasts", on: "stations")
+        await rig.example.expect("selected Podcasts")
+        #expect(await rig.top("stations") != nil)
+
+        // CPSessionConfiguration hears limited lists and the content style.
+        try await rig.hmi.setVehicleState(HUVehicleState.with { $0.driving = true; $0.limitLists = true; $0.limitKeyboard = true })
+        await rig.example.expect("limited lists: true")
+        // Light first: the callback fires only on a change, whatever the car's style was.
+        try await rig.hmi.setVehicleState(HUVehicleState.with { $0.contentStyle = .light })
+        try await rig.hmi.setVehicleState(HUVehicleState.with { $0.contentStyle = .dark })
+        await rig.example.expect("content style: dark")
+
+        try await rig.hmi.closeApp("com.example.radio")
+        await rig.example.expect("disconnected")
+    }
+
+    @Test("MessagesApp: voice flow, push a contact card, its call button, a presented alert and both actions")
+    func messages() async throws {
+        let rig = try await Rig.start("MessagesApp")
+        defer { rig.stop() }
+        try await rig.hmi.launch("com.example.messages")
+        await rig.example.expect("root set")
+        #expect(await rig.top("conversations") != nil)
+
+        try await rig.hmi.selectItem("alice", on: "conversations")
+        await rig.example.expect("voice flow for Alice")
+
+        try await rig.hmi.selectItem("bob", on: "conversations")
+        await rig.example.expect("showed Bob")
+        #expect(await rig.top("bob-card") != nil)
+        try await rig.hmi.pressButton("call", on: "bob-card")
+        await rig.example.expect("calling Bob")
+        try await rig.hmi.goBack(on: "bob-card")
+        #expect(await rig.top("conversations") != nil)
+
+        try await rig.hmi.pressButton("clear", on: "conversations")
+        #expect(await rig.hmi.waitForScreen { $0.presented.id == "confirm-clear" } != nil)
+        try await rig.hmi.pressButton("clear-all", on: "confirm-clear")
+        await rig.example.expect("cleared")
+        #expect(await rig.hmi.waitForScreen { $0.presented.id.isEmpty } != nil)
+
+        try await rig.hmi.pressButton("clear", on: "conversations")
+        #expect(await rig.hmi.waitForScreen { $0.presented.id == "confirm-clear" } != nil)
+        try await rig.hmi.pressButton("cancel", on: "confirm-clear")
+        #expect(await rig.hmi.waitForScreen { $0.presented.id.isEmpty } != nil)
+    }
+
+    static func navigationInput(_ kind: HUNavigationInput.OneOf_Kind) -> HUEnvelope.OneOf_Body {
+        .navigationInput(HUNavigationInput.with { $0.appID = "com.example.maps"; $0.kind = kind })
+    }
+
+    @Test("MapsApp: map button, trip previews, start, maneuvers, navigation alert, finish; dashboard button; cluster zoom; cancelled by the car")
+    func maps() async throws {
+        let rig = try await Rig.start("MapsApp")
+        defer { rig.stop() }
+        try await rig.hmi.launch("com.example.maps")
+        await rig.example.expect("root set: true")
+        #expect(await rig.top("map") != nil)
+
+        try await rig.hmi.pressButton("routes", on: "map")
+        await rig.example.expect("previews shown")
+        let chosen = HUTripChosen.with { $0.tripID = "home"; $0.routeChoiceID = "a1" }
+        try await rig.hmi.connection.request(Self.navigationInput(.previewTrip(chosen)))
+        await rig.example.expect("previewing home via a1")
+        try await rig.hmi.connection.request(Self.navigationInput(.startTrip(chosen)))
+        await rig.example.expect("guiding home")
+
+        // The cluster sees the guidance the session sent (maneuvers and estimates).
+        let cluster = try await ClusterSession.connect(to: rig.endpoint)
+        try await cluster.subscribe()
+        let guided = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                var model = MetadataModel()
+                for await update in cluster.updates {
+                    model.apply(update)
+                    if model.state.guidance.state == .active, model.state.maneuvers.maneuvers.first?.id == "turn-1" { return true }
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: 5_000_000_000)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(guided)
+
+        // The alert's action handler, then the delegate with the dismissal context. The
+        // alert request is queued after the start: retry until the car has it.
+        try await Self.retrying { try await rig.hmi.connection.request(Self.navigationInput(.alertAction("ok"))) }
+        await rig.example.expect("alert ok")
+        await rig.example.expect("alert dismissed: userDismissed")
+
+        try await rig.hmi.pressButton("end", on: "map")
+        await rig.example.expect("trip finished")
+
+        // Dashboard: the scene connects, its shortcut button starts guidance again.
+        try await rig.hmi.launch("com.example.maps", kind: .dashboard)
+        await rig.example.expect("dashboard connected")
+        try await Self.retrying { try await rig.hmi.connection.request(Self.navigationInput(.dashboardButton("go-home"))) }
+        await rig.example.expect("dashboard: home")
+
+        // Cluster scene: its delegate hears the zoom.
+        try await rig.hmi.launch("com.example.maps", kind: .instrumentCluster)
+        await rig.example.expect("cluster connected")
+        try await cluster.send(HUClusterInput.with { $0.kind = .zoomIn(true) })
+        await rig.example.expect("cluster zoom in")
+        await cluster.close()
+
+        // The driver starts the car's own navigation: the app hears its guidance was cancelled.
+        try await rig.hmi.setVehicleState(HUVehicleState.with { $0.nativeNavigationActive = true })
+        await rig.example.expect("navigation cancelled by the car")
+
+        try await rig.hmi.closeApp("com.example.maps")
+        await rig.example.expect("disconnected")
+    }
+
+    /// An HMI input the car refuses until the app's request (sent just before) reached it.
+    static func retrying(_ body: () async throws -> Void) async throws {
+        var lastError: (any Error)?
+        for _ in 0..<100 {
+            do { return try await body() } catch { lastError = error }
+            try await Task.sleep(nanoseconds: 30_000_000)
+        }
+        throw lastError!
+    }
+
+    @Test("ComfortApp: grid button pushes an information template, its action opens an accessory session")
+    func comfort() async throws {
+        let rig = try await Rig.start("ComfortApp")
+        defer { rig.stop() }
+        let climate = try await AccessoryPeer.connect(to: rig.endpoint, name: "climate ECU")
+        try await climate.serve(["com.openmotors.climate"])
+        let echo = Task {
+            for await stream in climate.sessions {
+                if let bytes = try? await stream.read() { try? await stream.write(bytes) }
+            }
+        }
+        defer { echo.cancel() }
+
+        try await rig.hmi.launch("com.example.comfort")
+        await rig.example.expect("root set: true")
+        #expect(await rig.top("functions") != nil)
+        try await rig.hmi.pressButton("climate", on: "functions")
+        await rig.example.expect("showed climate")
+        let info = await rig.top("climate-info")
+        if case .information(let template)? = info?.top.kind {
+            #expect(template.items.first?.detail == "com.openmotors.climate")
+        } else {
+            Issue.record("climate-info is not an information template: \(String(describing: info))")
+        }
+        try await rig.hmi.pressButton("warmer", on: "climate-info")
+        await rig.example.expect("climate replied 1 bytes")
+        await climate.close()
+    }
+}

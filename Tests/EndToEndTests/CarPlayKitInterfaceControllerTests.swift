@@ -1,0 +1,163 @@
+import CarPlayKit
+import Foundation
+import HeadUnitClient
+import HeadUnitWire
+import Testing
+
+/// CarPlayKit's interface controller in-process against the real daemon:
+/// every stack operation in both forms, the car's error codes as `CPError`,
+/// refused in-place updates, the car's back button, lifecycle and disconnect.
+@Suite("CarPlayKit interface controller against the daemon", .serialized)
+struct CarPlayKitInterfaceControllerTests {
+    final class Delegate: CPTemplateApplicationSceneDelegate, CPInterfaceControllerDelegate, @unchecked Sendable {
+        let connected = AsyncStream<CPInterfaceController>.makeStream()
+        private let lock = NSLock()
+        private var appearedIDs: [String] = []
+        private var isDisconnected = false
+
+        var appeared: [String] { lock.withLock { appearedIDs } }
+        var disconnected: Bool { lock.withLock { isDisconnected } }
+
+        func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
+                                      didConnect interfaceController: CPInterfaceController) {
+            interfaceController.delegate = self
+            connected.continuation.yield(interfaceController)
+        }
+
+        func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
+                                      didDisconnectInterfaceController interfaceController: CPInterfaceController) {
+            lock.withLock { isDisconnected = true }
+        }
+
+        func templateDidAppear(_ aTemplate: CPTemplate, animated: Bool) {
+            lock.withLock { appearedIDs.append(aTemplate.identifier) }
+        }
+    }
+
+    static func list(_ id: String) -> CPListTemplate {
+        CPListTemplate(title: id, sections: [CPListSection(items: [CPListItem(text: "\(id) item", detailText: nil, identifier: "\(id)-item")])],
+                       identifier: id)
+    }
+
+    /// Calls a completion-handler form and answers what it handed over.
+    static func callback(_ body: (@escaping @Sendable (Bool, (any Error)?) -> Void) -> Void) async -> (Bool, CPError?) {
+        await withCheckedContinuation { continuation in
+            body { success, error in continuation.resume(returning: (success, error.map { CPError($0) })) }
+        }
+    }
+
+    static func eventually(_ timeout: Double = 3, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return condition()
+    }
+
+    static func expectCode(_ code: CPError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected \(code), the car accepted", sourceLocation: sourceLocation)
+        } catch let error as CPError {
+            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("not a CPError: \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("stack operations in both forms, the car's codes, refused updates, back button, lifecycle, disconnect")
+    func interfaceController() async throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
+        let app = CPApplication(bundleIdentifier: "com.test.audio", displayName: "Audio", entitlements: [.audio])
+        let delegate = Delegate()
+        app.sceneDelegate = delegate
+        try await app.connect(to: endpoint, deviceName: "Test iPhone")
+        let hmi = try await HMISession.connect(to: endpoint)
+        defer { Task { await hmi.close() } }
+        try await hmi.launch("com.test.audio")
+        var connections = delegate.connected.stream.makeAsyncIterator()
+        let controller = try #require(await connections.next())
+
+        await Self.expectCode(.noRootTemplate) { try await controller.pushTemplate(Self.list("early"), animated: true) }
+
+        let root = Self.list("root")
+        #expect(try await controller.setRootTemplate(root, animated: false))
+        let second = Self.list("second")
+        let pushed = await Self.callback { controller.pushTemplate(second, animated: true, completion: $0) }
+        #expect(pushed.0 && pushed.1 == nil)
+        try await controller.pushTemplate(Self.list("third"), animated: true)
+        #expect(controller.templates.map(\.identifier) == ["root", "second", "third"])
+
+        let popped = await Self.callback { controller.popTemplate(animated: true, completion: $0) }
+        #expect(popped.0 && controller.topTemplate === second)
+        try await controller.pushTemplate(Self.list("fourth"), animated: true)
+        try await controller.pop(to: second, animated: true)
+        #expect(controller.topTemplate === second)
+        try await controller.pushTemplate(Self.list("fifth"), animated: true)
+        let poppedToSecond = await Self.callback { controller.pop(to: second, animated: true, completion: $0) }
+        #expect(poppedToSecond.0 && controller.topTemplate === second)
+        let poppedToRoot = await Self.callback { controller.popToRootTemplate(animated: true, completion: $0) }
+        #expect(poppedToRoot.0 && controller.topTemplate === root)
+        try await controller.pushTemplate(Self.list("sixth"), animated: true)
+        try await controller.popToRootTemplate(animated: true)
+        #expect(controller.templates.count == 1)
+        await Self.expectCode(.invalidPosition) { try await controller.popTemplate(animated: true) }  // pop at the root
+        #expect(controller.topTemplate === root)
+
+        // The category's depth, as the car counts it.
+        #expect(controller.maximumStackDepth > 1)
+        for index in 1..<controller.maximumStackDepth {
+            try await controller.pushTemplate(Self.list("deep-\(index)"), animated: false)
+        }
+        await Self.expectCode(.depthExceeded) { try await controller.pushTemplate(Self.list("too-deep"), animated: false) }
+        let depthRefused = await Self.callback { controller.pushTemplate(Self.list("too-deep-2"), animated: false, completion: $0) }
+        #expect(!depthRefused.0 && depthRefused.1?.code == .depthExceeded && depthRefused.1?.limitValue == UInt32(controller.maximumStackDepth))
+        try await controller.popToRootTemplate(animated: false)
+
+        // Modal templates.
+        let alert = CPAlertTemplate(titleVariants: ["Sure?"], actions: [CPAlertAction(title: "OK", style: .default) { _ in }], identifier: "alert")
+        await Self.expectCode(.invalidPosition) { try await controller.pushTemplate(alert, animated: true) }
+        let presented = await Self.callback { controller.presentTemplate(alert, animated: true, completion: $0) }
+        #expect(presented.0 && controller.presentedTemplate === alert)
+        await Self.expectCode(.alreadyPresented) { try await controller.presentTemplate(Self.list("modal-list"), animated: true) }
+        try await controller.dismissTemplate(animated: true)
+        #expect(controller.presentedTemplate == nil)
+        let dismissed = await Self.callback { controller.dismissTemplate(animated: true, completion: $0) }
+        #expect(!dismissed.0 && dismissed.1?.code == .nothingPresented)
+
+        // An in-place update the car refuses surfaces from waitForPendingUpdates with its code.
+        root.updateSections([CPListSection(items: [CPListItem(text: "a", detailText: nil, identifier: "dup"),
+                                                   CPListItem(text: "b", detailText: nil, identifier: "dup")])])
+        await Self.expectCode(.invalidTemplate) { try await controller.waitForPendingUpdates() }
+        root.updateSections([CPListSection(items: [CPListItem(text: "plain", detailText: nil, identifier: "plain")])])
+        try await controller.waitForPendingUpdates()
+        #expect(await hmi.waitForScreen { $0.top.id == "root" && CarPlayKitExampleTests.list($0)?.sections.first?.items.first?.id == "plain" } != nil)
+
+        // An item without a handler: CarPlayKit completes for the app, the spinner stops.
+        try await hmi.selectItem("plain", on: "root")
+        #expect(await hmi.waitForScreen(timeout: .seconds(1)) { !$0.hasPending } != nil)
+
+        // The car's back button pops without a request: the controller follows.
+        try await controller.pushTemplate(Self.list("back-me"), animated: true)
+        try await hmi.goBack(on: "back-me")
+        #expect(await Self.eventually { controller.topTemplate === root })
+        #expect(delegate.appeared.contains("root") && delegate.appeared.contains("back-me"))
+
+        try await hmi.closeApp("com.test.audio")
+        #expect(await Self.eventually { delegate.disconnected })
+        #expect(app.interfaceController == nil)
+        await app.disconnect()
+    }
+
+    @Test("a refused app: connect throws the car's code")
+    func refusedApp() async throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let app = CPApplication(bundleIdentifier: "com.test.nothing", displayName: "Nothing",
+                                entitlements: [CPEntitlement(rawValue: "com.apple.developer.carplay-teleport")])
+        await Self.expectCode(.entitlementRefused) { try await app.connect(to: .unix(path: daemon.unixSocketPath)) }
+    }
+}
