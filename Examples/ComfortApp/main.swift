@@ -4,7 +4,7 @@
 import CarPlayKit
 import Foundation
 
-func log(_ line: String) { print(line); fflush(stdout) }
+func log(_ line: String) { print(line); fflush(nil) }  // fflush(nil): every C stream (Swift 6 will not touch `stdout`)
 
 import HeadUnitClient  // accessory sessions: the lower-level SDK (EASession has no CarPlay counterpart)
 

@@ -4,7 +4,7 @@
 import CarPlayKit
 import Foundation
 
-func log(_ line: String) { print(line); fflush(stdout) }
+func log(_ line: String) { print(line); fflush(nil) }  // fflush(nil): every C stream (Swift 6 will not touch `stdout`)
 
 final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplateDelegate,
     CPTemplateApplicationDashboardSceneDelegate, CPTemplateApplicationInstrumentClusterSceneDelegate,

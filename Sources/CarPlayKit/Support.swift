@@ -33,6 +33,10 @@ struct Weak<Object: AnyObject> {
     init(_ object: Object?) { self.object = object }
 }
 
+/// A weak reference to a Sendable object may be shared: the runtime makes
+/// loading and clearing a weak reference atomic.
+extension Weak: Sendable where Object: Sendable {}
+
 /// Ids for elements the app did not name: unique in the process, readable in `headunitctl watch`.
 enum ElementID {
     private static let counter = NIOLockedValueBox<[String: Int]>([:])
