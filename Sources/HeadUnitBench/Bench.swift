@@ -25,7 +25,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Start this headunitd binary on a temporary socket, as a separate process.")
     var spawn: String?
 
-    @Option(name: .customLong("daemon-arg"), help: "Arguments for the spawned daemon ({socket} is replaced by the socket path); default: --unix-socket {socket} --no-tcp.")
+    @Option(name: .customLong("daemon-arg"), help: "Arguments for the spawned daemon ({socket} and {config} are replaced by the socket path and a config raising max_requests_per_second); default: --unix-socket {socket} --no-tcp --config {config}.")
     var daemonArgs: [String] = []
 
     @Option(help: "Measured requests for the latency test (push and pop alternate).")
@@ -52,11 +52,20 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Duration of the metadata-stream run, seconds.")
     var clusterSeconds = 60.0
 
+    @Flag(inversion: .prefixedNo, help: "Measure the floor first (a bare SwiftNIO echo server, its own process, same client) and print the daemon as ratios to it.")
+    var floor = true
+
+    @Option(name: .customLong("echo-server"), help: .hidden)
+    var echoServer: String?
+
     func validate() throws {
+        if echoServer != nil { return }
         if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
     }
 
     func run() async throws {
+        if let echoServer { try EchoFloor.serve(unixPath: echoServer) }
+        let floorResult = floor && clusterSubscribers == 0 ? try await measureFloor() : nil
         var daemon: SpawnedDaemon?
         let socketPath: String
         if let spawn {
@@ -97,11 +106,15 @@ struct HeadUnitBench: AsyncParsableCommand {
         // Run the client side of each request on the phone connection's event
         // loop: no thread hop on the client, so the numbers are the daemon's.
         let executor = phone.connection.taskExecutor
+        let pushed = listTemplate(id: "pushed", items: items, tag: 1)
         let latency = try await withTaskExecutorPreference(executor) {
-            try await measureLatency(controller)
+            try await measureLatency { i in
+                if i % 2 == 0 { try await controller.pushTemplate(pushed, animated: false) } else { try await controller.popTemplate(animated: false) }
+            }
         }
+        let variants = (0..<items).map { listTemplate(id: "root", items: items, tag: $0) }
         let throughput = try await withTaskExecutorPreference(executor) {
-            try await measureThroughput(controller)
+            try await measureThroughput { i in try await controller.updateTemplate(variants[i % variants.count]) }
         }
         let afterRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
 
@@ -122,6 +135,20 @@ struct HeadUnitBench: AsyncParsableCommand {
         if let idleRSS { print(row("daemon RSS idle", formatMiB(idleRSS))) }
         if let afterRSS { print(row("daemon RSS after the run", formatMiB(afterRSS))) }
         if daemon == nil { print(row("daemon RSS", "n/a (use --spawn)")) }
+        if let floorResult {
+            print("")
+            print("against the floor (bare SwiftNIO echo of the same frames, its own process, same client; same run)")
+            print(row("measure", "floor / headunitd / ratio"))
+            print(row(String(repeating: "-", count: 44), String(repeating: "-", count: 30)))
+            func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? format1(a / b) + "x" : "-" }
+            print(row("RTT p50", "\(format1(floorResult.latency.p50)) us / \(format1(latency.p50)) us / \(ratio(latency.p50, floorResult.latency.p50))  (target <= 3x)"))
+            print(row("RTT p99", "\(format1(floorResult.latency.p99)) us / \(format1(latency.p99)) us / \(ratio(latency.p99, floorResult.latency.p99))  (target <= 6x)"))
+            let share = floorResult.throughput.perSecond > 0 ? Int((throughput.perSecond / floorResult.throughput.perSecond * 100).rounded()) : 0
+            print(row("pipelined msgs/s (\(inFlight) in flight)", "\(Int(floorResult.throughput.perSecond)) / \(Int(throughput.perSecond)) / \(share)%  (target >= 15%)"))
+            if let floorRSS = floorResult.idleRSS, let idleRSS {
+                print(row("idle RSS", "\(formatMiB(floorRSS)) / \(formatMiB(idleRSS)) / \(ratio(Double(idleRSS), Double(floorRSS)))  (target <= 1.5x)"))
+            }
+        }
 
         if accessoryMiB > 0 {
             let beforeRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
@@ -146,24 +173,23 @@ struct HeadUnitBench: AsyncParsableCommand {
         var p50: Double, p99: Double, p999: Double, max: Double
     }
 
-    /// Alternates push and pop; every request's round trip is one sample.
-    func measureLatency(_ controller: InterfaceController) async throws -> Latency {
-        let list = listTemplate(id: "pushed", items: items, tag: 1)
-        for i in 0..<warmup {
-            if i % 2 == 0 { try await controller.pushTemplate(list, animated: false) } else { try await controller.popTemplate(animated: false) }
-        }
-        if warmup % 2 == 1 { try await controller.popTemplate(animated: false) }
+    /// One request at a time; every round trip is one sample. `request(i)`
+    /// sends the i-th request (push and pop alternate for the daemon).
+    func measureLatency(_ request: (Int) async throws -> Void) async throws -> Latency {
+        for i in 0..<warmup { try await request(i) }
+        // An even number of warm-up requests leaves the stack as it was.
+        if warmup % 2 == 1 { try await request(warmup) }
         var samples = [Int64](repeating: 0, count: requests)
         let clock = ContinuousClock()
         for i in 0..<requests {
             let start = clock.now
-            if i % 2 == 0 { try await controller.pushTemplate(list, animated: false) } else { try await controller.popTemplate(animated: false) }
+            try await request(i)
             samples[i] = nanoseconds(clock.now - start)
         }
-        if requests % 2 == 1 { try await controller.popTemplate(animated: false) }
+        if requests % 2 == 1 { try await request(requests) }
         samples.sort()
         func percentile(_ p: Double) -> Double {
-            Double(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) / 1000
+            samples.isEmpty ? 0 : Double(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) / 1000
         }
         return Latency(count: samples.count, p50: percentile(0.50), p99: percentile(0.99), p999: percentile(0.999), max: Double(samples.last ?? 0) / 1000)
     }
@@ -173,11 +199,10 @@ struct HeadUnitBench: AsyncParsableCommand {
         var errors: Int
     }
 
-    /// `inFlight` workers each keep one request outstanding: updates of the
-    /// root list in place (order-independent, unlike push/pop, which would
-    /// race into the depth limit).
-    func measureThroughput(_ controller: InterfaceController) async throws -> Throughput {
-        let variants = (0..<items).map { listTemplate(id: "root", items: items, tag: $0) }
+    /// `inFlight` workers each keep one request outstanding for `seconds`
+    /// (for the daemon: updates of the root list in place, order-independent,
+    /// unlike push/pop, which would race into the depth limit).
+    func measureThroughput(_ request: @escaping @Sendable (Int) async throws -> Void) async throws -> Throughput {
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(Int64(seconds * 1000))
         let start = clock.now
@@ -187,7 +212,7 @@ struct HeadUnitBench: AsyncParsableCommand {
                     var done = 0, errors = 0, i = worker
                     while clock.now < deadline {
                         do {
-                            try await controller.updateTemplate(variants[i % variants.count])
+                            try await request(i)
                         } catch {
                             errors += 1
                         }
@@ -203,6 +228,47 @@ struct HeadUnitBench: AsyncParsableCommand {
         }
         let elapsed = Double(nanoseconds(clock.now - start)) / 1e9
         return Throughput(perSecond: Double(done) / elapsed, errors: errors)
+    }
+
+    struct FloorResult {
+        var latency: Latency
+        var throughput: Throughput
+        var idleRSS: Int?
+    }
+
+    /// The same requests, frames and client against the bare echo server.
+    func measureFloor() async throws -> FloorResult {
+        let me = CommandLine.arguments[0].hasPrefix("/") ? CommandLine.arguments[0] : (currentDirectory() + "/" + CommandLine.arguments[0])
+        let server = try SpawnedDaemon.start(binary: me, arguments: ["--echo-server", "{socket}"])
+        defer { server.stop() }
+        print("spawned the floor (bare SwiftNIO echo) as pid \(server.pid) on \(server.socketPath)")
+        let endpoint = HeadUnitEndpoint.unix(path: server.socketPath)
+        try await waitForSocket(endpoint)
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let idleRSS = readRSSKiB(pid: server.pid)
+        let connection = try await HeadUnitConnection.connect(to: endpoint, configuration: .init(role: .phone, name: "bench-floor"))
+        defer { Task { await connection.close() } }
+        let push = HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with {
+            $0.appID = "com.example.bench"
+            $0.sceneID = 1
+            $0.op = .push(listTemplate(id: "pushed", items: items, tag: 1))
+        })
+        let pop = HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with { $0.appID = "com.example.bench"; $0.sceneID = 1; $0.op = .pop(HUPopTemplate()) })
+        let executor = connection.taskExecutor
+        let latency = try await withTaskExecutorPreference(executor) {
+            try await measureLatency { i in _ = try await connection.roundTrip(i % 2 == 0 ? push : pop) }
+        }
+        let updates = (0..<items).map { tag in
+            HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with {
+                $0.appID = "com.example.bench"
+                $0.sceneID = 1
+                $0.op = .update(listTemplate(id: "root", items: items, tag: tag))
+            })
+        }
+        let throughput = try await withTaskExecutorPreference(executor) {
+            try await measureThroughput { i in _ = try await connection.roundTrip(updates[i % updates.count]) }
+        }
+        return FloorResult(latency: latency, throughput: throughput, idleRSS: idleRSS)
     }
 
     /// A list whose item `tag % items` says "now", so successive updates differ.
@@ -293,8 +359,15 @@ struct SpawnedDaemon {
         let directory = String(cString: dir)
         let socketPath = directory + "/headunitd.sock"
         let logPath = directory + "/headunitd.log"
-        let args = (arguments.isEmpty ? ["--unix-socket", "{socket}", "--no-tcp"] : arguments).map {
-            $0.replacingAll("{socket}", with: socketPath)
+        // The benchmark sends far more than a phone's 1000 requests a second
+        // (PROTOCOL.md section 10.2): its daemon gets the limit raised.
+        let configPath = directory + "/bench-config.json"
+        if let file = fopen(configPath, "w") {
+            fputs("{\"limits\": {\"maxRequestsPerSecond\": 1000000000}}\n", file)
+            fclose(file)
+        }
+        let args = (arguments.isEmpty ? ["--unix-socket", "{socket}", "--no-tcp", "--config", "{config}"] : arguments).map {
+            $0.replacingAll("{socket}", with: socketPath).replacingAll("{config}", with: configPath)
         }
         // XDG_RUNTIME_DIR too, so a daemon that ignores the flag still lands in the temp dir.
         var environment: [String] = []
@@ -327,7 +400,8 @@ struct SpawnedDaemon {
     func stop() {
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        for _ in 0..<50 {
+        // Up to 30 s: a daemon under valgrind takes a while to stop and write its profile.
+        for _ in 0..<300 {
             if waitpid(pid, &status, WNOHANG) == pid { return }
             usleep(100_000)
         }
@@ -348,3 +422,9 @@ extension String {
         return result + rest
     }
 }
+
+func currentDirectory() -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    return getcwd(&buffer, buffer.count).map { String(cString: $0) } ?? "."
+}
+
