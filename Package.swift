@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "headunitctl", targets: ["headunitctl"]),
         .executable(name: "HeadUnitBench", targets: ["HeadUnitBench"]),
         .executable(name: "HeadUnitFuzz", targets: ["HeadUnitFuzz"]),
+        .executable(name: "NIOEchoServer", targets: ["NIOEchoServer"]),
         .library(name: "HeadUnitClient", targets: ["HeadUnitClient"]),
         .library(name: "HeadUnitWire", targets: ["HeadUnitWire"]),
         .library(name: "HeadUnitConformance", targets: ["HeadUnitConformance"]),
@@ -103,6 +104,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // A bare SwiftNIO echo server: the footprint baseline (scripts/footprint.py).
+        .executableTarget(
+            name: "NIOEchoServer",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         // The fuzz target's entry point outside fuzz builds: replays files given as arguments.
         .target(name: "CFuzzMain"),
