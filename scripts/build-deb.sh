@@ -54,6 +54,14 @@ for b in headunitd headunitctl; do
         echo "build-deb: $b still needs a toolchain library:" $needed >&2
         exit 1
     fi
+    # Foundation (with ICU's 30 MiB of data) must stay out: FoundationEssentials
+    # serves. It creeps in when an API binds to Foundation's overload through a
+    # transitive import (String(format:), String.contains(String), range(of:)):
+    # find the culprits with `nm -u .build-static/release/*.build/*.o | grep 10Foundation`.
+    if nm "$BIN/$b" | grep -q ' [TtDdBbRr] \$s10Foundation'; then
+        echo "build-deb: $b links Foundation (see the comment above this check)" >&2
+        exit 1
+    fi
 done
 
 STAGE=$(mktemp -d /tmp/headunitd-deb.XXXXXX)
@@ -66,7 +74,7 @@ if [ -n "${HEADUNIT_DEB_VERSION:-}" ]; then
     sed -i "1s/(.*)/($version)/" "$SRC/debian/changelog"
 fi
 for b in headunitd headunitctl; do
-    strip --strip-all -o "$SRC/bin/$b" "$BIN/$b"
+    strip --strip-all --remove-section=.comment -o "$SRC/bin/$b" "$BIN/$b"
 done
 cp systemd/headunitd.service systemd/headunitd.socket systemd/headunitd-tcp.socket systemd/headunitd.json "$SRC/systemd/"
 cp systemd/headunitd.sysusers "$SRC/debian/headunitd.sysusers"
