@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "HeadUnitBench", targets: ["HeadUnitBench"]),
         .executable(name: "headunit-sim", targets: ["headunit-sim"]),
         .executable(name: "HeadUnitFuzz", targets: ["HeadUnitFuzz"]),
+        .executable(name: "NIOEchoServer", targets: ["NIOEchoServer"]),
         .library(name: "HeadUnitClient", targets: ["HeadUnitClient"]),
         .library(name: "HeadUnitWire", targets: ["HeadUnitWire"]),
         .library(name: "HeadUnitConformance", targets: ["HeadUnitConformance"]),
@@ -136,6 +137,11 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             ],
             resources: [.copy("Web")]
+        ),
+        // A bare SwiftNIO echo server: the footprint baseline (scripts/footprint.py).
+        .executableTarget(
+            name: "NIOEchoServer",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         // The fuzz target's entry point outside fuzz builds: replays files given as arguments.
         .target(name: "CFuzzMain"),

@@ -64,7 +64,9 @@ public enum ConformanceKit {
             guard let filter, !filter.isEmpty else { return sectionOK }
             let needle = filter.lowercased()
             let hay = (check.id + " " + check.title + " " + check.section.label).lowercased()
-            return sectionOK && hay.contains(needle)
+            // firstRange (stdlib), not contains: with Foundation visible, contains(String)
+            // binds to Foundation's and links all of it (and ICU) into headunitctl.
+            return sectionOK && hay.firstRange(of: needle) != nil
         }
     }
 

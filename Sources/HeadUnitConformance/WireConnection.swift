@@ -305,7 +305,7 @@ public final class WireConnection {
             do {
                 envelope = try readEnvelope(what, timeoutMs: left)
             } catch let failure as CheckFailure {
-                if failure.description.contains("no answer within") {
+                if failure.description.firstRange(of: "no answer within") != nil {
                     throw CheckFailure("\(label): no answer within \(limit) ms (waiting for \(what))")
                 }
                 throw failure
@@ -356,7 +356,7 @@ public final class WireConnection {
             let frame: WireFrame?
             do {
                 frame = try readFrame(what, timeoutMs: left)
-            } catch let failure as CheckFailure where failure.description.contains("no answer within") {
+            } catch let failure as CheckFailure where failure.description.firstRange(of: "no answer within") != nil {
                 throw CheckFailure(expected: what, got: "the connection still open after \(limit) ms")
             }
             guard let frame else { return seen }
@@ -390,7 +390,7 @@ public final class WireConnection {
                     pingsReceived.append(frame.payload)
                     if answerPings && !goodbyeSeen { try? sendFrame(.pong, payload: frame.payload) }
                 }
-            } catch let failure as CheckFailure where failure.description.contains("no answer within") {
+            } catch let failure as CheckFailure where failure.description.firstRange(of: "no answer within") != nil {
                 return seen
             }
         }

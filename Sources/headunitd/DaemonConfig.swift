@@ -152,7 +152,7 @@ enum DaemonConfig {
         let writableByOthers = info.st_mode & 0o022 != 0
         let sticky = info.st_mode & 0o1000 != 0
         if writableByOthers && !sticky {
-            throw ConfigError(description: String(format: "%@ is writable by other users (mode %o): refusing to put the socket there", directory, Int(info.st_mode & 0o7777)))
+            throw ConfigError(description: "\(directory) is writable by other users (mode \(String(info.st_mode & 0o7777, radix: 8))): refusing to put the socket there")
         }
     }
 

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The daemon's footprint, as reported in BENCHMARKS.md (issue 14).
+
+  scripts/footprint.py --daemon BIN --ctl HEADUNITCTL [--echo NIOEchoServer] [--runs 3]
+
+For the daemon: file size, NEEDED shared libraries (objdump -p), the shared
+objects it actually maps (/proc/PID/maps), start-to-READY (exec until READY=1
+arrives on NOTIFY_SOCKET), VmRSS idle (1 s after READY), VmRSS after a phone
+session (`headunitctl play scenarios/quickstart.json`) with one phone
+(holding, apps announced) and one HMI (`headunitctl watch`) connected.
+For the echo server: VmRSS idle and with one client connected (bytes echoed).
+Prints one table row per run and the median.
+"""
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+HUCLIENT = os.path.join(ROOT, "Tests", "SystemdIntegration", "huclient.py")
+SCENARIO = os.path.join(ROOT, "scenarios", "quickstart.json")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def mapped_objects(pid):
+    objs = set()
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and ".so" in parts[5]:
+                objs.add(parts[5])
+    return sorted(objs)
+
+
+def needed(binary):
+    out = subprocess.run(["objdump", "-p", binary], capture_output=True, text=True).stdout
+    return [l.split()[1] for l in out.splitlines() if l.strip().startswith("NEEDED")]
+
+
+def wait_connectable(path, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            s.close()
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError(f"{path} not connectable")
+
+
+def daemon_run(args, tmp):
+    sock = os.path.join(tmp, "hu.sock")
+    notify = os.path.join(tmp, "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(notify)
+    ns.settimeout(30)
+    env = dict(os.environ, NOTIFY_SOCKET=notify)
+    env.pop("LISTEN_FDS", None)
+    t0 = time.monotonic()
+    proc = subprocess.Popen([args.daemon, "--unix-socket", sock, "--no-tcp"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            msg = ns.recv(4096).decode()
+            if "READY=1" in msg.split("\n"):
+                break
+        ready_ms = (time.monotonic() - t0) * 1000
+        time.sleep(1)
+        idle = rss_kib(proc.pid)
+        maps = mapped_objects(proc.pid)
+        subprocess.run([args.ctl, "play", "--unix-socket", sock, SCENARIO], check=True,
+                       stdout=subprocess.DEVNULL, timeout=60)
+        hmi = subprocess.Popen([args.ctl, "watch", "--unix-socket", sock],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ready_file = os.path.join(tmp, "held")
+        phone = subprocess.Popen([sys.executable, HUCLIENT, "hold", f"unix:{sock}", "--announce",
+                                  "--ready", ready_file], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(ready_file) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)
+        connected = rss_kib(proc.pid)
+        for p in (hmi, phone):
+            p.kill()
+            p.wait()
+        return ready_ms, idle, connected, maps
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        ns.close()
+        os.unlink(notify)
+
+
+def echo_run(args, tmp):
+    sock = os.path.join(tmp, "echo.sock")
+    proc = subprocess.Popen([args.echo, sock], stdout=subprocess.DEVNULL)
+    try:
+        wait_connectable(sock)
+        time.sleep(1)
+        idle = rss_kib(proc.pid)
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(sock)
+        for _ in range(100):
+            c.sendall(b"x" * 512)
+            got = 0
+            while got < 512:
+                got += len(c.recv(4096))
+        time.sleep(0.5)
+        connected = rss_kib(proc.pid)
+        maps = mapped_objects(proc.pid)
+        c.close()
+        return idle, connected, maps
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def mib(kib):
+    return f"{kib / 1024:.1f} MiB"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--daemon", required=True)
+    ap.add_argument("--ctl", required=True)
+    ap.add_argument("--echo")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    for b in [args.daemon, args.ctl] + ([args.echo] if args.echo else []):
+        print(f"{b}: {os.path.getsize(b) / 1048576:.1f} MiB on disk, NEEDED {' '.join(needed(b))}")
+    rows = []
+    maps = []
+    for i in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="headunitd-footprint.") as tmp:
+            ready_ms, idle, connected, maps = daemon_run(args, tmp)
+            row = [ready_ms, idle, connected]
+            if args.echo:
+                e_idle, e_conn, e_maps = echo_run(args, tmp)
+                row += [e_idle, e_conn]
+            rows.append(row)
+            print(f"run {i + 1}: start-to-READY {ready_ms:.0f} ms, daemon RSS idle {mib(idle)}, "
+                  f"phone+HMI {mib(connected)}"
+                  + (f"; echo RSS idle {mib(row[3])}, one client {mib(row[4])}" if args.echo else ""))
+    med = [statistics.median(c) for c in zip(*rows)]
+    print(f"median: start-to-READY {med[0]:.0f} ms, daemon RSS idle {mib(med[1])}, phone+HMI {mib(med[2])}"
+          + (f"; echo RSS idle {mib(med[3])}, one client {mib(med[4])}" if args.echo else ""))
+    print("daemon maps: " + " ".join(os.path.basename(m) for m in maps))
+    if args.echo:
+        print("echo maps: " + " ".join(os.path.basename(m) for m in e_maps))
+
+
+if __name__ == "__main__":
+    main()
