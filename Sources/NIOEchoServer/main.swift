@@ -34,5 +34,5 @@ let channel = try ServerBootstrap(group: group)
     .bind(unixDomainSocketPath: path)
     .wait()
 print("listening on \(path)")
-fflush(stdout)
+fflush(nil)  // every stream: Swift 6 forbids naming the global stdout
 try channel.closeFuture.wait()
