@@ -55,6 +55,9 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Measure the floor first (a bare SwiftNIO echo server, its own process, same client) and print the daemon as ratios to it.")
     var floor = true
 
+    @Option(help: "Seconds to wait for a spawned daemon's socket (raise it under valgrind).")
+    var startupTimeout = 15.0
+
     @Option(name: .customLong("echo-server"), help: .hidden)
     var echoServer: String?
 
@@ -295,7 +298,7 @@ struct HeadUnitBench: AsyncParsableCommand {
 
     func waitForSocket(_ endpoint: HeadUnitEndpoint) async throws {
         let clock = ContinuousClock()
-        let giveUp = clock.now + .seconds(15)
+        let giveUp = clock.now + .seconds(startupTimeout)
         while true {
             do {
                 let probe = try await HeadUnitConnection.connect(to: endpoint, configuration: .init(role: .phone, name: "bench-probe"))

@@ -21,16 +21,18 @@ public enum EnvelopeCodec {
 
     /// Serializes an envelope as one MESSAGE frame appended to `buffer`.
     public static func writeFrame(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
-        let bytes: [UInt8]
+        // The header goes first with a zero length, set once the payload is in:
+        // the payload is encoded straight into the buffer, with no copy.
+        let headerIndex = buffer.writerIndex
+        buffer.writeFrameHeader(FrameHeader(kind: .message, length: 0))
+        let length: Int
         do {
-            bytes = try envelope.serializedBytes()
+            length = try LinearEncoder.encode(envelope, into: &buffer)
         } catch {
             // Serializing a well-formed proto3 message in memory cannot fail.
             preconditionFailure("envelope serialization failed: \(error)")
         }
-        buffer.reserveCapacity(minimumWritableBytes: FrameHeader.size + bytes.count)
-        buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(bytes.count)))
-        buffer.writeBytes(bytes)
+        buffer.setInteger(UInt32(length), at: headerIndex + FrameHeader.size - 4)
     }
 
     public static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator) -> ByteBuffer {

@@ -1,0 +1,325 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NIOCore
+import SwiftProtobuf
+
+/// Protobuf binary encoding in linear time, straight into a `ByteBuffer`.
+///
+/// swift-protobuf's encoder writes a nested message's length prefix by calling
+/// `serializedDataSize()` on it, which walks the whole subtree, and then walks
+/// it again to write it; every level does the same for the levels below, so a
+/// message `d` levels deep is walked `d` times. A screen update for the HMI is
+/// eight levels deep (envelope, update, screen, template, list, section, item,
+/// its kind), so that cost most of the daemon's CPU per request. Here one walk
+/// records every nested message's size, in the order the walk meets them, and
+/// a second walk writes, taking each length from that list.
+///
+/// The bytes are identical to `serializedBytes()` (the tests compare them):
+/// fields come in the same order from the same generated `traverse`. Map
+/// fields are the one thing not handled (no message of the protocol has one);
+/// for those `encode` falls back to swift-protobuf's encoder.
+public enum LinearEncoder {
+    /// Appends the encoding of `message` to `buffer`; returns its byte count.
+    @discardableResult
+    public static func encode<M: Message>(_ message: M, into buffer: inout ByteBuffer) throws -> Int {
+        var sizes = SizingVisitor()
+        do {
+            try message.traverse(visitor: &sizes)
+        } catch is MapFieldsNotSupported {
+            let bytes: [UInt8] = try message.serializedBytes()
+            return buffer.writeBytes(bytes)
+        }
+        let total = sizes.total
+        let nested = sizes.nested
+        var failure: Error?
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: total) { raw in
+            guard total > 0, let base = raw.baseAddress else { return 0 }
+            var writer = WritingVisitor(cursor: base, nested: nested)
+            do {
+                try message.traverse(visitor: &writer)
+            } catch {
+                failure = error
+                return 0
+            }
+            precondition(writer.cursor - base == total, "protobuf size and write passes disagree")
+            return total
+        }
+        if let failure { throw failure }
+        return total
+    }
+
+    /// The encoding as an array (tests and tools; the daemon writes to buffers).
+    public static func bytes<M: Message>(_ message: M) throws -> [UInt8] {
+        var buffer = ByteBufferAllocator().buffer(capacity: 0)
+        try encode(message, into: &buffer)
+        return buffer.readBytes(length: buffer.readableBytes) ?? []
+    }
+}
+
+struct MapFieldsNotSupported: Error {}
+
+// MARK: - Wire format arithmetic
+
+@inline(__always)
+private func varintSize(_ value: UInt64) -> Int {
+    // 1 byte per started group of 7 bits; 0 takes one byte.
+    let bits = 64 - (value | 1).leadingZeroBitCount
+    return (bits + 6) / 7
+}
+
+@inline(__always)
+private func tagSize(_ fieldNumber: Int) -> Int {
+    varintSize(UInt64(fieldNumber) << 3)
+}
+
+@inline(__always)
+private func zigZag32(_ value: Int32) -> UInt64 {
+    UInt64(UInt32(bitPattern: (value &<< 1) ^ (value >> 31)))
+}
+
+@inline(__always)
+private func zigZag64(_ value: Int64) -> UInt64 {
+    UInt64(bitPattern: (value &<< 1) ^ (value >> 63))
+}
+
+/// int32 and enum values are encoded as sign-extended 64-bit varints.
+@inline(__always)
+private func int32Varint(_ value: Int32) -> UInt64 {
+    UInt64(bitPattern: Int64(value))
+}
+
+private enum WireType: UInt64 {
+    case varint = 0, fixed64 = 1, lengthDelimited = 2, startGroup = 3, endGroup = 4, fixed32 = 5
+}
+
+/// The payload length of a packed repeated field.
+private func packedLength<T>(_ values: [T], _ size: (T) -> Int) -> Int {
+    var length = 0
+    for value in values { length += size(value) }
+    return length
+}
+
+// MARK: - Pass 1: sizes
+
+private struct SizingVisitor: Visitor {
+    var total = 0
+    /// Every nested message's encoded size, in the order `traverse` meets them.
+    var nested: [Int] = []
+
+    @inline(__always)
+    private mutating func addField(_ fieldNumber: Int, payload: Int) {
+        total += tagSize(fieldNumber) + payload
+    }
+
+    @inline(__always)
+    private mutating func addDelimited(_ fieldNumber: Int, length: Int) {
+        total += tagSize(fieldNumber) + varintSize(UInt64(length)) + length
+    }
+
+    mutating func visitSingularFloatField(value: Float, fieldNumber: Int) throws { addField(fieldNumber, payload: 4) }
+    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws { addField(fieldNumber, payload: 8) }
+    mutating func visitSingularInt32Field(value: Int32, fieldNumber: Int) throws { addField(fieldNumber, payload: varintSize(int32Varint(value))) }
+    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws { addField(fieldNumber, payload: varintSize(UInt64(bitPattern: value))) }
+    mutating func visitSingularUInt32Field(value: UInt32, fieldNumber: Int) throws { addField(fieldNumber, payload: varintSize(UInt64(value))) }
+    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws { addField(fieldNumber, payload: varintSize(value)) }
+    mutating func visitSingularSInt32Field(value: Int32, fieldNumber: Int) throws { addField(fieldNumber, payload: varintSize(zigZag32(value))) }
+    mutating func visitSingularSInt64Field(value: Int64, fieldNumber: Int) throws { addField(fieldNumber, payload: varintSize(zigZag64(value))) }
+    mutating func visitSingularFixed32Field(value: UInt32, fieldNumber: Int) throws { addField(fieldNumber, payload: 4) }
+    mutating func visitSingularFixed64Field(value: UInt64, fieldNumber: Int) throws { addField(fieldNumber, payload: 8) }
+    mutating func visitSingularSFixed32Field(value: Int32, fieldNumber: Int) throws { addField(fieldNumber, payload: 4) }
+    mutating func visitSingularSFixed64Field(value: Int64, fieldNumber: Int) throws { addField(fieldNumber, payload: 8) }
+    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws { addField(fieldNumber, payload: 1) }
+    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws { addDelimited(fieldNumber, length: value.utf8.count) }
+    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws { addDelimited(fieldNumber, length: value.count) }
+    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {
+        addField(fieldNumber, payload: varintSize(UInt64(bitPattern: Int64(value.rawValue))))
+    }
+
+    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
+        let slot = nested.count
+        nested.append(0)
+        let outer = total
+        total = 0
+        try value.traverse(visitor: &self)
+        let length = total
+        nested[slot] = length
+        total = outer
+        addDelimited(fieldNumber, length: length)
+    }
+
+    mutating func visitSingularGroupField<G: Message>(value: G, fieldNumber: Int) throws {
+        total += 2 * tagSize(fieldNumber)
+        try value.traverse(visitor: &self)
+    }
+
+    mutating func visitPackedFloatField(value: [Float], fieldNumber: Int) throws { addDelimited(fieldNumber, length: 4 * value.count) }
+    mutating func visitPackedDoubleField(value: [Double], fieldNumber: Int) throws { addDelimited(fieldNumber, length: 8 * value.count) }
+    mutating func visitPackedInt32Field(value: [Int32], fieldNumber: Int) throws { addDelimited(fieldNumber, length: packedLength(value) { varintSize(int32Varint($0)) }) }
+    mutating func visitPackedInt64Field(value: [Int64], fieldNumber: Int) throws { addDelimited(fieldNumber, length: packedLength(value) { varintSize(UInt64(bitPattern: $0)) }) }
+    mutating func visitPackedUInt32Field(value: [UInt32], fieldNumber: Int) throws { addDelimited(fieldNumber, length: packedLength(value) { varintSize(UInt64($0)) }) }
+    mutating func visitPackedUInt64Field(value: [UInt64], fieldNumber: Int) throws { addDelimited(fieldNumber, length: packedLength(value) { varintSize($0) }) }
+    mutating func visitPackedSInt32Field(value: [Int32], fieldNumber: Int) throws { addDelimited(fieldNumber, length: packedLength(value) { varintSize(zigZag32($0)) }) }
+    mutating func visitPackedSInt64Field(value: [Int64], fieldNumber: Int) throws { addDelimited(fieldNumber, length: packedLength(value) { varintSize(zigZag64($0)) }) }
+    mutating func visitPackedFixed32Field(value: [UInt32], fieldNumber: Int) throws { addDelimited(fieldNumber, length: 4 * value.count) }
+    mutating func visitPackedFixed64Field(value: [UInt64], fieldNumber: Int) throws { addDelimited(fieldNumber, length: 8 * value.count) }
+    mutating func visitPackedSFixed32Field(value: [Int32], fieldNumber: Int) throws { addDelimited(fieldNumber, length: 4 * value.count) }
+    mutating func visitPackedSFixed64Field(value: [Int64], fieldNumber: Int) throws { addDelimited(fieldNumber, length: 8 * value.count) }
+    mutating func visitPackedBoolField(value: [Bool], fieldNumber: Int) throws { addDelimited(fieldNumber, length: value.count) }
+    mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws {
+        addDelimited(fieldNumber, length: packedLength(value) { varintSize(UInt64(bitPattern: Int64($0.rawValue))) })
+    }
+
+    mutating func visitMapField<KeyType, ValueType: MapValueType>(
+        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws { throw MapFieldsNotSupported() }
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws where ValueType.RawValue == Int { throw MapFieldsNotSupported() }
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws { throw MapFieldsNotSupported() }
+
+    mutating func visitUnknown(bytes: Data) throws { total += bytes.count }
+}
+
+// MARK: - Pass 2: bytes
+
+private struct WritingVisitor: Visitor {
+    /// The next byte to write; the buffer was sized by pass 1.
+    var cursor: UnsafeMutableRawPointer
+    let nested: [Int]
+    var nextNested = 0
+
+    init(cursor: UnsafeMutableRawPointer, nested: [Int]) {
+        self.cursor = cursor
+        self.nested = nested
+    }
+
+    @inline(__always)
+    private mutating func putByte(_ byte: UInt8) {
+        cursor.storeBytes(of: byte, as: UInt8.self)
+        cursor += 1
+    }
+
+    @inline(__always)
+    private mutating func putVarint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            putByte(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        putByte(UInt8(value))
+    }
+
+    @inline(__always)
+    private mutating func putTag(_ fieldNumber: Int, _ wireType: WireType) {
+        putVarint(UInt64(fieldNumber) << 3 | wireType.rawValue)
+    }
+
+    @inline(__always)
+    private mutating func putFixed32(_ value: UInt32) {
+        cursor.storeBytes(of: value.littleEndian, as: UInt32.self)
+        cursor += 4
+    }
+
+    @inline(__always)
+    private mutating func putFixed64(_ value: UInt64) {
+        cursor.storeBytes(of: value.littleEndian, as: UInt64.self)
+        cursor += 8
+    }
+
+    private mutating func putRaw(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        cursor.copyMemory(from: source, byteCount: bytes.count)
+        cursor += bytes.count
+    }
+
+    mutating func visitSingularFloatField(value: Float, fieldNumber: Int) throws { putTag(fieldNumber, .fixed32); putFixed32(value.bitPattern) }
+    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws { putTag(fieldNumber, .fixed64); putFixed64(value.bitPattern) }
+    mutating func visitSingularInt32Field(value: Int32, fieldNumber: Int) throws { putTag(fieldNumber, .varint); putVarint(int32Varint(value)) }
+    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws { putTag(fieldNumber, .varint); putVarint(UInt64(bitPattern: value)) }
+    mutating func visitSingularUInt32Field(value: UInt32, fieldNumber: Int) throws { putTag(fieldNumber, .varint); putVarint(UInt64(value)) }
+    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws { putTag(fieldNumber, .varint); putVarint(value) }
+    mutating func visitSingularSInt32Field(value: Int32, fieldNumber: Int) throws { putTag(fieldNumber, .varint); putVarint(zigZag32(value)) }
+    mutating func visitSingularSInt64Field(value: Int64, fieldNumber: Int) throws { putTag(fieldNumber, .varint); putVarint(zigZag64(value)) }
+    mutating func visitSingularFixed32Field(value: UInt32, fieldNumber: Int) throws { putTag(fieldNumber, .fixed32); putFixed32(value) }
+    mutating func visitSingularFixed64Field(value: UInt64, fieldNumber: Int) throws { putTag(fieldNumber, .fixed64); putFixed64(value) }
+    mutating func visitSingularSFixed32Field(value: Int32, fieldNumber: Int) throws { putTag(fieldNumber, .fixed32); putFixed32(UInt32(bitPattern: value)) }
+    mutating func visitSingularSFixed64Field(value: Int64, fieldNumber: Int) throws { putTag(fieldNumber, .fixed64); putFixed64(UInt64(bitPattern: value)) }
+    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws { putTag(fieldNumber, .varint); putByte(value ? 1 : 0) }
+
+    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws {
+        putTag(fieldNumber, .lengthDelimited)
+        let utf8 = value.utf8
+        putVarint(UInt64(utf8.count))
+        let copied: Void? = utf8.withContiguousStorageIfAvailable { putRaw(UnsafeRawBufferPointer($0)) }
+        if copied == nil {
+            for byte in utf8 { putByte(byte) }
+        }
+    }
+
+    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {
+        putTag(fieldNumber, .lengthDelimited)
+        putVarint(UInt64(value.count))
+        value.withUnsafeBytes { putRaw($0) }
+    }
+
+    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {
+        putTag(fieldNumber, .varint)
+        putVarint(UInt64(bitPattern: Int64(value.rawValue)))
+    }
+
+    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
+        putTag(fieldNumber, .lengthDelimited)
+        putVarint(UInt64(nested[nextNested]))
+        nextNested += 1
+        try value.traverse(visitor: &self)
+    }
+
+    mutating func visitSingularGroupField<G: Message>(value: G, fieldNumber: Int) throws {
+        putTag(fieldNumber, .startGroup)
+        try value.traverse(visitor: &self)
+        putTag(fieldNumber, .endGroup)
+    }
+
+    private mutating func putPacked<T>(_ values: [T], _ fieldNumber: Int, size: (T) -> Int, put: (inout Self, T) -> Void) {
+        putTag(fieldNumber, .lengthDelimited)
+        putVarint(UInt64(packedLength(values, size)))
+        for value in values { put(&self, value) }
+    }
+
+    mutating func visitPackedFloatField(value: [Float], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { _ in 4 }) { $0.putFixed32($1.bitPattern) } }
+    mutating func visitPackedDoubleField(value: [Double], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { _ in 8 }) { $0.putFixed64($1.bitPattern) } }
+    mutating func visitPackedInt32Field(value: [Int32], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { varintSize(int32Varint($0)) }) { $0.putVarint(int32Varint($1)) } }
+    mutating func visitPackedInt64Field(value: [Int64], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { varintSize(UInt64(bitPattern: $0)) }) { $0.putVarint(UInt64(bitPattern: $1)) } }
+    mutating func visitPackedUInt32Field(value: [UInt32], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { varintSize(UInt64($0)) }) { $0.putVarint(UInt64($1)) } }
+    mutating func visitPackedUInt64Field(value: [UInt64], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { varintSize($0) }) { $0.putVarint($1) } }
+    mutating func visitPackedSInt32Field(value: [Int32], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { varintSize(zigZag32($0)) }) { $0.putVarint(zigZag32($1)) } }
+    mutating func visitPackedSInt64Field(value: [Int64], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { varintSize(zigZag64($0)) }) { $0.putVarint(zigZag64($1)) } }
+    mutating func visitPackedFixed32Field(value: [UInt32], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { _ in 4 }) { $0.putFixed32($1) } }
+    mutating func visitPackedFixed64Field(value: [UInt64], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { _ in 8 }) { $0.putFixed64($1) } }
+    mutating func visitPackedSFixed32Field(value: [Int32], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { _ in 4 }) { $0.putFixed32(UInt32(bitPattern: $1)) } }
+    mutating func visitPackedSFixed64Field(value: [Int64], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { _ in 8 }) { $0.putFixed64(UInt64(bitPattern: $1)) } }
+    mutating func visitPackedBoolField(value: [Bool], fieldNumber: Int) throws { putPacked(value, fieldNumber, size: { _ in 1 }) { $0.putByte($1 ? 1 : 0) } }
+    mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws {
+        putPacked(value, fieldNumber, size: { varintSize(UInt64(bitPattern: Int64($0.rawValue))) }) {
+            $0.putVarint(UInt64(bitPattern: Int64($1.rawValue)))
+        }
+    }
+
+    // Pass 1 threw for these, so pass 2 never runs on a message with a map.
+    mutating func visitMapField<KeyType, ValueType: MapValueType>(
+        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws { throw MapFieldsNotSupported() }
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws where ValueType.RawValue == Int { throw MapFieldsNotSupported() }
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws { throw MapFieldsNotSupported() }
+
+    mutating func visitUnknown(bytes: Data) throws { bytes.withUnsafeBytes { putRaw($0) } }
+}
