@@ -111,7 +111,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         let executor = phone.connection.taskExecutor
         let pushed = listTemplate(id: "pushed", items: items, tag: 1)
         let latency = try await withTaskExecutorPreference(executor) {
-            try await measureLatency { i in
+            try await measureLatency(serverPID: daemon?.pid) { i in
                 if i % 2 == 0 { try await controller.pushTemplate(pushed, animated: false) } else { try await controller.popTemplate(animated: false) }
             }
         }
@@ -133,6 +133,8 @@ struct HeadUnitBench: AsyncParsableCommand {
         print(row("RTT p999", format1(latency.p999) + " us"))
         print(row("RTT max", format1(latency.max) + " us"))
         print(row("requests measured", "\(latency.count)"))
+        if let cpu = latency.serverCPU { print(row("daemon CPU per request", format1(cpu) + " us")) }
+        if let cpu = latency.clientCPU { print(row("client CPU per request (phone + HMI)", format1(cpu) + " us")) }
         print(row("pipelined updates/s (\(inFlight) in flight)", "\(Int(throughput.perSecond))"))
         print(row("pipelined errors", "\(throughput.errors)"))
         if let idleRSS { print(row("daemon RSS idle", formatMiB(idleRSS))) }
@@ -146,6 +148,12 @@ struct HeadUnitBench: AsyncParsableCommand {
             func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? format1(a / b) + "x" : "-" }
             print(row("RTT p50", "\(format1(floorResult.latency.p50)) us / \(format1(latency.p50)) us / \(ratio(latency.p50, floorResult.latency.p50))  (target <= 3x)"))
             print(row("RTT p99", "\(format1(floorResult.latency.p99)) us / \(format1(latency.p99)) us / \(ratio(latency.p99, floorResult.latency.p99))  (target <= 6x)"))
+            if let floorCPU = floorResult.latency.serverCPU, let cpu = latency.serverCPU {
+                print(row("server CPU per request", "\(format1(floorCPU)) us / \(format1(cpu)) us / \(ratio(cpu, floorCPU))"))
+            }
+            if let floorCPU = floorResult.latency.clientCPU, let cpu = latency.clientCPU {
+                print(row("client CPU per request", "\(format1(floorCPU)) us / \(format1(cpu)) us / \(ratio(cpu, floorCPU))"))
+            }
             let share = floorResult.throughput.perSecond > 0 ? Int((throughput.perSecond / floorResult.throughput.perSecond * 100).rounded()) : 0
             print(row("pipelined msgs/s (\(inFlight) in flight)", "\(Int(floorResult.throughput.perSecond)) / \(Int(throughput.perSecond)) / \(share)%  (target >= 15%)"))
             if let floorRSS = floorResult.idleRSS, let idleRSS {
@@ -174,27 +182,39 @@ struct HeadUnitBench: AsyncParsableCommand {
     struct Latency {
         var count: Int
         var p50: Double, p99: Double, p999: Double, max: Double
+        /// CPU time (user + system) per measured request, microseconds: the
+        /// server's process and this client process. nil when unreadable.
+        var serverCPU: Double?
+        var clientCPU: Double?
     }
 
     /// One request at a time; every round trip is one sample. `request(i)`
     /// sends the i-th request (push and pop alternate for the daemon).
-    func measureLatency(_ request: (Int) async throws -> Void) async throws -> Latency {
+    func measureLatency(serverPID: pid_t?, _ request: (Int) async throws -> Void) async throws -> Latency {
         for i in 0..<warmup { try await request(i) }
         // An even number of warm-up requests leaves the stack as it was.
         if warmup % 2 == 1 { try await request(warmup) }
         var samples = [Int64](repeating: 0, count: requests)
         let clock = ContinuousClock()
+        let serverBefore = serverPID.flatMap(readCPUMicroseconds), clientBefore = readCPUMicroseconds(pid: getpid())
         for i in 0..<requests {
             let start = clock.now
             try await request(i)
             samples[i] = nanoseconds(clock.now - start)
+        }
+        let serverAfter = serverPID.flatMap(readCPUMicroseconds), clientAfter = readCPUMicroseconds(pid: getpid())
+        func perRequest(_ before: Double?, _ after: Double?) -> Double? {
+            guard let before, let after, requests > 0 else { return nil }
+            return (after - before) / Double(requests)
         }
         if requests % 2 == 1 { try await request(requests) }
         samples.sort()
         func percentile(_ p: Double) -> Double {
             samples.isEmpty ? 0 : Double(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) / 1000
         }
-        return Latency(count: samples.count, p50: percentile(0.50), p99: percentile(0.99), p999: percentile(0.999), max: Double(samples.last ?? 0) / 1000)
+        return Latency(
+            count: samples.count, p50: percentile(0.50), p99: percentile(0.99), p999: percentile(0.999), max: Double(samples.last ?? 0) / 1000,
+            serverCPU: perRequest(serverBefore, serverAfter), clientCPU: perRequest(clientBefore, clientAfter))
     }
 
     struct Throughput {
@@ -259,7 +279,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         let pop = HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with { $0.appID = "com.example.bench"; $0.sceneID = 1; $0.op = .pop(HUPopTemplate()) })
         let executor = connection.taskExecutor
         let latency = try await withTaskExecutorPreference(executor) {
-            try await measureLatency { i in _ = try await connection.roundTrip(i % 2 == 0 ? push : pop) }
+            try await measureLatency(serverPID: server.pid) { i in _ = try await connection.roundTrip(i % 2 == 0 ? push : pop) }
         }
         let updates = (0..<items).map { tag in
             HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with {
@@ -336,6 +356,21 @@ func formatMiB(_ kib: Int) -> String {
 }
 
 /// VmRSS from /proc/PID/status, in KiB.
+/// utime + stime of a process (/proc/PID/stat fields 14 and 15), microseconds.
+func readCPUMicroseconds(pid: pid_t) -> Double? {
+    guard let file = fopen("/proc/\(pid)/stat", "r") else { return nil }
+    defer { fclose(file) }
+    var line = [CChar](repeating: 0, count: 1024)
+    guard fgets(&line, Int32(line.count), file) != nil else { return nil }
+    let text = String(cString: line)
+    // The command name (field 2) is in parentheses and may contain spaces.
+    guard let close = text.lastIndex(of: ")") else { return nil }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // fields[0] is field 3 (state), so utime (14) and stime (15) are 11 and 12.
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+    return (user + system) * 1_000_000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 func readRSSKiB(pid: pid_t) -> Int? {
     guard let file = fopen("/proc/\(pid)/status", "r") else { return nil }
     defer { fclose(file) }

@@ -10,7 +10,10 @@ import NIOCore
 final class Mailbox<Element: Sendable>: @unchecked Sendable {
     private let eventLoop: EventLoop
     private let capacity: Int
-    private var buffer: [Element] = []
+    // A ring: once full, each new element drops the oldest in O(1) (an array
+    // moved every kept element, which made an app that never takes its
+    // lifecycle events spend most of its CPU in memmove).
+    private var buffer = CircularBuffer<Element>()
     private var waiters: [Waiter] = []
     private var nextWaiterID = 0
     private var finished = false
