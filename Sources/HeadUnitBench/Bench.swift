@@ -43,6 +43,12 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Items in the pushed list.")
     var items = 12
 
+    @Option(help: "HMIs connected while measuring (each reads and drops what it gets; see DrainHMI).")
+    var hmis = 1
+
+    @Option(help: "Idle HMI connections held open while measuring (connection scaling; raise the daemon's caps with --daemon-arg).")
+    var idleConnections = 0
+
     @Option(name: .customLong("accessory-mib"), help: "Also send this many MiB each way through one External Accessory session (0: skip).")
     var accessoryMiB = 0
 
@@ -105,6 +111,14 @@ struct HeadUnitBench: AsyncParsableCommand {
         try await hmi.launch(app.appID)
         let controller = try await phone.waitForScene(appID: app.appID)
         try await controller.setRootTemplate(listTemplate(id: "root", items: items, tag: 0))
+        // The decoding HMI launched the app; the HMIs measured with only drain.
+        await hmi.close()
+        var drains: [DrainHMI] = []
+        for _ in 0..<hmis { drains.append(try await DrainHMI.connect(unixPath: socketPath, group: MultiThreadedEventLoopGroup.singleton)) }
+        var idle: [DrainHMI] = []
+        for _ in 0..<idleConnections { idle.append(try await DrainHMI.connect(unixPath: socketPath, group: MultiThreadedEventLoopGroup.singleton)) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let connectedRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
 
         // Run the client side of each request on the phone connection's event
         // loop: no thread hop on the client, so the numbers are the daemon's.
@@ -122,10 +136,10 @@ struct HeadUnitBench: AsyncParsableCommand {
         let afterRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
 
         await phone.close()
-        await hmi.close()
+        for drain in drains + idle { await drain.close() }
 
         print("")
-        print("headunitd benchmark (\(socketPath), client and daemon as separate processes)")
+        print("headunitd benchmark (\(socketPath), client and daemon as separate processes; \(items)-item lists, \(hmis) HMI(s), \(idleConnections) idle connections)")
         print(row("measure", "value"))
         print(row(String(repeating: "-", count: 44), String(repeating: "-", count: 20)))
         print(row("RTT p50 (push/pop of a \(items)-item list)", String(format1(latency.p50)) + " us"))
@@ -138,6 +152,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         print(row("pipelined updates/s (\(inFlight) in flight)", "\(Int(throughput.perSecond))"))
         print(row("pipelined errors", "\(throughput.errors)"))
         if let idleRSS { print(row("daemon RSS idle", formatMiB(idleRSS))) }
+        if let connectedRSS { print(row("daemon RSS with phone + \(hmis) HMI(s) + \(idleConnections) idle", formatMiB(connectedRSS))) }
         if let afterRSS { print(row("daemon RSS after the run", formatMiB(afterRSS))) }
         if daemon == nil { print(row("daemon RSS", "n/a (use --spawn)")) }
         if let floorResult {
