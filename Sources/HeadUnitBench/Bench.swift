@@ -46,7 +46,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "HMIs connected while measuring (each reads and drops what it gets; see DrainHMI).")
     var hmis = 1
 
-    @Option(help: "Idle HMI connections held open while measuring (connection scaling; raise the daemon's caps with --daemon-arg).")
+    @Option(help: "Idle connections (cluster peers that never subscribe) held open while measuring; the spawned daemon's caps are raised to fit.")
     var idleConnections = 0
 
     @Option(name: .customLong("accessory-mib"), help: "Also send this many MiB each way through one External Accessory session (0: skip).")
@@ -78,7 +78,8 @@ struct HeadUnitBench: AsyncParsableCommand {
         var daemon: SpawnedDaemon?
         let socketPath: String
         if let spawn {
-            let spawned = try SpawnedDaemon.start(binary: spawn, arguments: daemonArgs)
+            if idleConnections > 0 { raiseOpenFileLimit() }
+            let spawned = try SpawnedDaemon.start(binary: spawn, arguments: daemonArgs, connections: idleConnections)
             daemon = spawned
             socketPath = spawned.socketPath
             print("spawned \(spawn) as pid \(spawned.pid) on \(socketPath) (log: \(spawned.logPath))")
@@ -116,7 +117,9 @@ struct HeadUnitBench: AsyncParsableCommand {
         var drains: [DrainHMI] = []
         for _ in 0..<hmis { drains.append(try await DrainHMI.connect(unixPath: socketPath, group: MultiThreadedEventLoopGroup.singleton)) }
         var idle: [DrainHMI] = []
-        for _ in 0..<idleConnections { idle.append(try await DrainHMI.connect(unixPath: socketPath, group: MultiThreadedEventLoopGroup.singleton)) }
+        for _ in 0..<idleConnections {
+            idle.append(try await DrainHMI.connect(unixPath: socketPath, group: MultiThreadedEventLoopGroup.singleton, role: .cluster))
+        }
         try await Task.sleep(nanoseconds: 200_000_000)
         let connectedRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
 
@@ -371,6 +374,15 @@ func formatMiB(_ kib: Int) -> String {
 }
 
 /// VmRSS from /proc/PID/status, in KiB.
+/// Idle-connection runs need a descriptor per connection on both sides; the
+/// spawned daemon inherits the raised limit.
+func raiseOpenFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}
+
 /// utime + stime of a process (/proc/PID/stat fields 14 and 15), microseconds.
 func readCPUMicroseconds(pid: pid_t) -> Double? {
     guard let file = fopen("/proc/\(pid)/stat", "r") else { return nil }
@@ -406,7 +418,7 @@ struct SpawnedDaemon {
     var logPath: String
     var directory: String
 
-    static func start(binary: String, arguments: [String]) throws -> SpawnedDaemon {
+    static func start(binary: String, arguments: [String], connections: Int = 0) throws -> SpawnedDaemon {
         var template = Array("/tmp/headunit-bench.XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw Failure("mkdtemp failed") }
         let directory = String(cString: dir)
@@ -416,7 +428,9 @@ struct SpawnedDaemon {
         // (PROTOCOL.md section 10.2): its daemon gets the limit raised.
         let configPath = directory + "/bench-config.json"
         if let file = fopen(configPath, "w") {
-            fputs("{\"limits\": {\"maxRequestsPerSecond\": 1000000000}}\n", file)
+            // Room for the idle connections of a scaling run, over the default caps.
+            let caps = connections > 400 ? ", \"maxConnections\": \(connections + 64), \"maxUnixConnections\": \(connections + 32)" : ""
+            fputs("{\"limits\": {\"maxRequestsPerSecond\": 1000000000\(caps)}}\n", file)
             fclose(file)
         }
         let args = (arguments.isEmpty ? ["--unix-socket", "{socket}", "--no-tcp", "--config", "{config}"] : arguments).map {

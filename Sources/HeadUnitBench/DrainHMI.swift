@@ -14,7 +14,9 @@ final class DrainHMI: Sendable {
 
     private init(channel: Channel) { self.channel = channel }
 
-    static func connect(unixPath: String, group: EventLoopGroup) async throws -> DrainHMI {
+    /// `role` .cluster gives an idle peer for connection scaling: a cluster
+    /// that never subscribes is sent nothing but PINGs.
+    static func connect(unixPath: String, group: EventLoopGroup, role: HURole = .hmi) async throws -> DrainHMI {
         let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -26,8 +28,8 @@ final class DrainHMI: Sendable {
         var hello = HUHello()
         hello.minVersion = ProtocolVersion.minimum
         hello.maxVersion = ProtocolVersion.maximum
-        hello.role = .hmi
-        hello.name = "bench-drain-hmi"
+        hello.role = role
+        hello.name = role == .hmi ? "bench-drain-hmi" : "bench-idle-peer"
         var envelope = HUEnvelope()
         envelope.requestID = 1
         envelope.hello = hello

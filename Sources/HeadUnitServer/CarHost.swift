@@ -23,6 +23,13 @@ final class CarHost: @unchecked Sendable {
     private var nextPeerID: PeerID = 1
     /// Connections written to since the last flush.
     private var dirty: [ConnectionHandler] = []
+    /// What a phone's (or cluster's) request caused for other peers, in
+    /// order, sent at the end of the read batch once the requester's answer
+    /// is flushed: the answer does not wait for the HMIs' screens to be
+    /// encoded, and the metadata stream is rebuilt once per batch, not once
+    /// per request. Per connection the order of messages is unchanged.
+    private var deferred: [CarEffect] = []
+    private var statusPending = false
     private var timers: [CarTimer: Scheduled<Void>] = [:]
     private var lastSummary = StatusSummary(phones: 0, apps: 0, scenes: 0)
     var onStatusChange: ((StatusSummary) -> Void)?
@@ -82,18 +89,40 @@ final class CarHost: @unchecked Sendable {
     }
 
     func peerJoined(_ peer: PeerID, info: PeerInfo) {
+        performDeferred()
         perform(car.peerJoined(peer, info: info))
         checkStatus()
     }
 
     func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64) {
         if answerPairingRequest(envelope, from: peer, now: now) { return }
+        // An HMI's own screens go out before its Result, as they always did.
+        guard !car.hmiPeerIDs.contains(peer) else {
+            performDeferred()
+            perform(car.receive(envelope, from: peer, nowMilliseconds: now))
+            checkStatus()
+            return
+        }
         let effects = car.receive(envelope, from: peer, nowMilliseconds: now)
-        perform(effects)
-        checkStatus()
+        var forRequester: [CarEffect] = []
+        for effect in effects {
+            let recipient: PeerID?
+            switch effect {
+            case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _):
+                recipient = to
+            case .toHMIs:
+                recipient = nil
+            case .startTimer, .cancelTimer:
+                recipient = peer
+            }
+            if recipient == peer { forRequester.append(effect) } else { deferred.append(effect) }
+        }
+        performNow(forRequester)
+        statusPending = true
     }
 
     func deliverData(channel: UInt32, _ payload: ByteBuffer, from peer: PeerID) {
+        performDeferred()
         perform(car.receiveData(channel: channel, payload, from: peer))
     }
 
@@ -103,6 +132,7 @@ final class CarHost: @unchecked Sendable {
         staleStreams[peer] = nil
         clusterHub.remove(peer)
         if joined {
+            performDeferred()
             perform(car.peerLeft(peer, departure: departure))
             checkStatus()
             // Not inside a read batch: what the Car told the others goes out now.
@@ -217,6 +247,10 @@ final class CarHost: @unchecked Sendable {
     // MARK: - Effects
 
     func perform(_ effects: [CarEffect]) {
+        performNow(effects)
+    }
+
+    private func performNow(_ effects: [CarEffect]) {
         for effect in effects {
             switch effect {
             case .send(let peer, let envelope):
@@ -242,6 +276,7 @@ final class CarHost: @unchecked Sendable {
 
     private func timerFired(_ timer: CarTimer) {
         timers[timer] = nil
+        performDeferred()
         perform(car.timerFired(timer, nowMilliseconds: monotonicMilliseconds()))
         checkStatus()
         flush()
@@ -266,6 +301,7 @@ final class CarHost: @unchecked Sendable {
 
     /// The HMI can take writes again: the latest state of what it skipped.
     func caughtUp(_ peer: PeerID) {
+        performDeferred()
         guard let streams = staleStreams.removeValue(forKey: peer), let handler = connections[peer] else { return }
         // Home first, then the screens in a fixed order, as on joining.
         let order: [HMIStream] = [.home, .screen(.main), .screen(.dashboard), .screen(.instrumentCluster)]
@@ -282,7 +318,28 @@ final class CarHost: @unchecked Sendable {
     }
 
     /// One flush per written connection, at the end of a read batch (or a timer).
+    /// Answers first, then what the batch's requests caused for the others.
     func flush() {
+        flushDirty()
+        guard performDeferred() else { return }
+        flushDirty()
+    }
+
+    /// Sends what earlier requests deferred; false when there was nothing.
+    @discardableResult
+    private func performDeferred() -> Bool {
+        guard !deferred.isEmpty || statusPending else { return false }
+        let effects = deferred
+        deferred.removeAll(keepingCapacity: true)
+        performNow(effects)
+        if statusPending {
+            statusPending = false
+            checkStatus()
+        }
+        return true
+    }
+
+    private func flushDirty() {
         guard !dirty.isEmpty else { return }
         let batch = dirty
         dirty.removeAll(keepingCapacity: true)
@@ -315,6 +372,7 @@ final class CarHost: @unchecked Sendable {
     /// gets the same Goodbye from here. Succeeds when every connection is gone.
     func beginShutdown(reason: String) -> EventLoopFuture<Void> {
         stopping = true
+        performDeferred()
         perform(car.shutdown(reason: reason))
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
