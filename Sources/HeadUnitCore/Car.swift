@@ -101,8 +101,12 @@ public struct Car: Sendable {
         return takeEffects()
     }
 
-    /// An envelope from an established peer.
-    public mutating func receive(_ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64) -> [CarEffect] {
+    /// An envelope from an established peer. With `publishingScreens` false
+    /// the HMIs' screens are left for a later `publishScreenChanges()`, so a
+    /// server can answer first and publish once for a batch of requests.
+    public mutating func receive(
+        _ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64, publishingScreens: Bool = true
+    ) -> [CarEffect] {
         guard let info = peers[peer] else { return [] }
         let request = envelope.requestID
         // Accessory-session traffic changes no screen: no re-render after it.
@@ -153,6 +157,12 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
         settlePhoneLink()
+        if publishingScreens { publishScreens() }
+        return takeEffects()
+    }
+
+    /// What changed on the HMIs' screens since they were last published.
+    public mutating func publishScreenChanges() -> [CarEffect] {
         publishScreens()
         return takeEffects()
     }

@@ -30,6 +30,9 @@ final class CarHost: @unchecked Sendable {
     /// per request. Per connection the order of messages is unchanged.
     private var deferred: [CarEffect] = []
     private var statusPending = false
+    /// The Car's screens were not published after the batch's requests yet:
+    /// rendered once per batch, after their answers.
+    private var screensPending = false
     private var timers: [CarTimer: Scheduled<Void>] = [:]
     private var lastSummary = StatusSummary(phones: 0, apps: 0, scenes: 0)
     var onStatusChange: ((StatusSummary) -> Void)?
@@ -103,7 +106,8 @@ final class CarHost: @unchecked Sendable {
             checkStatus()
             return
         }
-        let effects = car.receive(envelope, from: peer, nowMilliseconds: now)
+        let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false)
+        screensPending = true
         var forRequester: [CarEffect] = []
         for effect in effects {
             let recipient: PeerID?
@@ -328,7 +332,11 @@ final class CarHost: @unchecked Sendable {
     /// Sends what earlier requests deferred; false when there was nothing.
     @discardableResult
     private func performDeferred() -> Bool {
-        guard !deferred.isEmpty || statusPending else { return false }
+        guard !deferred.isEmpty || statusPending || screensPending else { return false }
+        if screensPending {
+            screensPending = false
+            deferred.append(contentsOf: car.publishScreenChanges())
+        }
         let effects = deferred
         deferred.removeAll(keepingCapacity: true)
         performNow(effects)
