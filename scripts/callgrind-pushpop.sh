@@ -3,10 +3,13 @@
 # (valgrind --tool=callgrind) executed by headunitd for N requests minus the
 # same run with none, divided by the N/2 push/pop pairs. Judges a change on a
 # noisy shared machine, where timings cannot.
-#   scripts/callgrind-pushpop.sh [REQUESTS]     (default 2000; release build)
+#   scripts/callgrind-pushpop.sh [REQUESTS] [ITEMS] [HMIS]
+#       (defaults 2000 requests, 12-item lists, 1 HMI; release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 requests="${1:-2000}"
+items="${2:-12}"
+hmis="${3:-1}"
 command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null
 command -v cc >/dev/null || apt-get install -y gcc >/dev/null
 swift build -c release --product headunitd >/dev/null
@@ -35,7 +38,7 @@ cc -shared -fPIC -O2 "$out/sigsuspend.c" -o "$out/sigsuspend.so"
 
 instructions() {  # instructions N -> total Ir of the daemon for N measured requests
   local n="$1" file="$out/callgrind.$1"
-  "$bin/HeadUnitBench" --spawn /usr/bin/env --no-floor --startup-timeout 120 --requests "$n" --warmup 200 --seconds 0 \
+  "$bin/HeadUnitBench" --spawn /usr/bin/env --no-floor --startup-timeout 120 --items "$items" --hmis "$hmis" --requests "$n" --warmup 200 --seconds 0 \
     --daemon-arg=LD_PRELOAD="$out/sigsuspend.so" --daemon-arg="$(command -v valgrind)" --daemon-arg=--tool=callgrind --daemon-arg=--callgrind-out-file="$file" \
     --daemon-arg="$out/headunitd" --daemon-arg=--unix-socket --daemon-arg='{socket}' \
     --daemon-arg=--no-tcp --daemon-arg=--config --daemon-arg='{config}' >/dev/null
@@ -46,4 +49,4 @@ base=$(instructions 0)
 run=$(instructions "$requests")
 pairs=$((requests / 2))
 echo "headunitd instructions: ${base} (setup, 200 warm-up requests, 0 measured), ${run} (${requests} more)"
-echo "per push/pop pair: $(( (run - base) / pairs )) instructions (12-item list; one HMI)"
+echo "per push/pop pair: $(( (run - base) / pairs )) instructions (${items}-item list; ${hmis} HMI(s))"
