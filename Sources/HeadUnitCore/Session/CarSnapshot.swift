@@ -1,0 +1,241 @@
+import HeadUnitWire
+
+/// The Car as a value that outlives the process: what a daemon hands the
+/// next one across a `systemctl restart` (systemd's file-descriptor store,
+/// PROTOCOL.md section 22), so phones and HMIs carry on where they were.
+///
+/// Carried over: the phone and HMI peers, the connected phone's link (token,
+/// paired device), its apps with their decisions, scenes, template stacks,
+/// modals, tab selections, search results and now-playing content, which scene
+/// each screen shows and what the HMIs last saw of it (so the next change is
+/// a diff against the same state), the home screen, the vehicle state,
+/// pending events (their completion timers start afresh), and the id counters.
+///
+/// Not carried over (they start clean; the server tells their peers to
+/// reconnect before handing over): cluster and accessory peers, the
+/// metadata stream, External Accessory sessions, navigation sessions, audio
+/// focus, and a phone that was away within its resumption grace.
+public enum CarSnapshotFormat {
+    /// Bumped whenever a field of snapshot.proto changes meaning; a snapshot
+    /// of another format is refused (the daemon starts clean).
+    public static let current: UInt32 = 1
+}
+
+/// Why a snapshot cannot be restored.
+public struct SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+extension Car {
+    /// Roles whose sessions a snapshot carries; other peers are told to reconnect.
+    public static func survivesRestart(_ role: HURole) -> Bool {
+        switch role {
+        case .phone, .hmi: return true
+        case .cluster, .accessory, .unspecified, .UNRECOGNIZED: return false
+        }
+    }
+
+    /// The state to hand over. Peers of roles that do not survive a restart
+    /// must have left (`peerLeft`) before this is taken.
+    public func snapshot() -> HUCarSnapshot {
+        var out = HUCarSnapshot()
+        for (id, info) in peers.sorted(by: { $0.key < $1.key }) where Self.survivesRestart(info.role) {
+            var peer = HUPeerSnapshot()
+            peer.peerID = id
+            peer.role = info.role
+            peer.name = info.name
+            peer.transport = info.transport.rawValue
+            peer.resumptionToken = info.resumptionToken
+            peer.deviceID = info.device?.deviceID ?? ""
+            peer.deviceName = info.device?.name ?? ""
+            out.peers.append(peer)
+        }
+        out.hmiPeers = hmiPeers
+        // Only a connected phone's session is carried: one away within its
+        // grace period cannot be reached by the next process's timers.
+        if let phone = phoneLink.peer {
+            out.phonePeer = phone
+            out.phoneToken = phoneLink.token
+            out.phoneDeviceID = phoneLink.deviceID ?? ""
+            out.phoneAuthenticated = phoneLink.deviceID != nil
+            out.deviceName = deviceName
+            for appID in appOrder {
+                guard let app = apps[appID] else { continue }
+                out.apps.append(Self.snapshot(app))
+            }
+            out.nowPlayingAppID = nowPlayingAppID
+            for (id, event) in pendingEvents.sorted(by: { $0.key < $1.key }) {
+                var pending = HUPendingEventSnapshot()
+                pending.eventID = id
+                pending.appID = event.appID
+                pending.sceneKind = event.sceneKind
+                pending.templateID = event.templateID
+                pending.itemID = event.itemID
+                pending.showsSpinner = event.showsSpinner
+                pending.isSearch = event.isSearch
+                out.pendingEvents.append(pending)
+            }
+        }
+        for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
+            var entry = HUScreenSnapshot()
+            entry.screen = screen
+            if phoneLink.peer != nil, let owner = screenOwners[screen] {
+                entry.ownerAppID = owner.appID
+                entry.ownerKind = owner.kind
+            }
+            if let shown = rendered[screen] {
+                entry.rendered = shown
+            }
+            entry.sequence = screenSequence[screen, default: 0]
+            out.screens.append(entry)
+        }
+        if let home = lastHomeScreen { out.lastHomeScreen = home }
+        out.vehicleState = vehicleState
+        out.nextEventID = nextEventID
+        out.nextSceneID = nextSceneID
+        return out
+    }
+
+    private static func snapshot(_ app: AppState) -> HUAppSnapshot {
+        var out = HUAppSnapshot()
+        out.info = app.info
+        if let category = app.category {
+            out.hasCategory_p = true
+            out.category = category
+        }
+        if let refusal = app.refusal {
+            out.hasRefusal_p = true
+            out.refusalCode = refusal.code
+            out.refusalMessage = refusal.message
+        }
+        out.matchedProtocols = app.matchedProtocols
+        for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let scene = app.scenes[kind]!
+            var entry = HUSceneSnapshot()
+            entry.id = scene.id
+            entry.kind = kind
+            entry.stack = scene.stack
+            if let presented = scene.presented {
+                entry.presented = presented
+            }
+            entry.selectedTabs = scene.selectedTabs
+            entry.searchResults = scene.searchResults
+            out.scenes.append(entry)
+        }
+        out.nowPlaying = app.nowPlaying
+        out.nowPlayingSet = app.nowPlayingSet
+        return out
+    }
+
+    /// The Car a snapshot describes, and the timers to start for it (event
+    /// completions afresh; the announce timeout of a phone that had not
+    /// announced yet). `device` looks a paired device up again (its
+    /// entitlement allow-list is the registry's, not the snapshot's); a
+    /// device no longer paired fails the restore. Nothing is sent: the peers
+    /// saw this state before the restart.
+    public static func restoring(
+        _ snapshot: HUCarSnapshot, configuration: CarConfiguration,
+        device: (String) -> AuthenticatedDevice? = { _ in nil }
+    ) throws(SnapshotError) -> (car: Car, effects: [CarEffect]) {
+        var car = Car(configuration: configuration)
+        var effects: [CarEffect] = []
+        for entry in snapshot.peers {
+            guard entry.peerID != 0, car.peers[entry.peerID] == nil else {
+                throw SnapshotError("peer id \(entry.peerID) is zero or repeated")
+            }
+            guard survivesRestart(entry.role) else {
+                throw SnapshotError("peer \(entry.peerID) has role \(RolePolicy.name(of: entry.role)), which a snapshot does not carry")
+            }
+            guard let transport = Transport(rawValue: entry.transport) else {
+                throw SnapshotError("peer \(entry.peerID) has an unknown transport '\(entry.transport)'")
+            }
+            var info = PeerInfo(role: entry.role, name: entry.name, transport: transport, resumptionToken: entry.resumptionToken)
+            if !entry.deviceID.isEmpty {
+                guard let known = device(entry.deviceID) else {
+                    throw SnapshotError("peer \(entry.peerID)'s device '\(entry.deviceID)' is no longer paired")
+                }
+                info.device = known
+            }
+            car.peers[entry.peerID] = info
+        }
+        for id in snapshot.hmiPeers {
+            guard car.peers[id]?.role == .hmi else { throw SnapshotError("HMI peer \(id) is not an HMI peer") }
+            car.hmiPeers.append(id)
+        }
+        if snapshot.phonePeer != 0 {
+            guard car.peers[snapshot.phonePeer]?.role == .phone else {
+                throw SnapshotError("the phone carrying the apps (peer \(snapshot.phonePeer)) is not a phone peer")
+            }
+            car.phoneLink = PhoneLink(
+                restoringPeer: snapshot.phonePeer, token: snapshot.phoneToken,
+                deviceID: snapshot.phoneAuthenticated ? snapshot.phoneDeviceID : nil)
+            car.deviceName = snapshot.deviceName
+            for entry in snapshot.apps {
+                let app = try restoring(entry)
+                guard car.apps[app.id] == nil else { throw SnapshotError("app '\(app.id)' is repeated") }
+                car.appOrder.append(app.id)
+                car.apps[app.id] = app
+            }
+            car.nowPlayingAppID = snapshot.nowPlayingAppID
+            for entry in snapshot.pendingEvents {
+                guard car.apps[entry.appID]?.scenes[entry.sceneKind] != nil else {
+                    throw SnapshotError("pending event \(entry.eventID) belongs to no scene of '\(entry.appID)'")
+                }
+                car.pendingEvents[entry.eventID] = PendingEvent(
+                    appID: entry.appID, sceneKind: entry.sceneKind, templateID: entry.templateID, itemID: entry.itemID,
+                    showsSpinner: entry.showsSpinner, isSearch: entry.isSearch)
+                effects.append(.startTimer(.completion(eventID: entry.eventID), milliseconds: configuration.completionTimeoutMilliseconds))
+            }
+        } else if !snapshot.apps.isEmpty {
+            throw SnapshotError("apps without a phone carrying them")
+        }
+        for entry in snapshot.screens {
+            guard [HUScreen.main, .dashboard, .instrumentCluster].contains(entry.screen) else {
+                throw SnapshotError("unknown screen \(entry.screen)")
+            }
+            if !entry.ownerAppID.isEmpty {
+                guard car.apps[entry.ownerAppID]?.scenes[entry.ownerKind] != nil else {
+                    throw SnapshotError("screen \(entry.screen) shows no scene of '\(entry.ownerAppID)'")
+                }
+                car.screenOwners[entry.screen] = SceneRef(appID: entry.ownerAppID, kind: entry.ownerKind)
+            }
+            if entry.hasRendered { car.rendered[entry.screen] = entry.rendered }
+            car.screenSequence[entry.screen] = entry.sequence
+        }
+        if snapshot.hasLastHomeScreen { car.lastHomeScreen = snapshot.lastHomeScreen }
+        if snapshot.hasVehicleState { car.vehicleState = snapshot.vehicleState }
+        car.nextEventID = max(snapshot.nextEventID, 1)
+        car.nextSceneID = max(snapshot.nextSceneID, 1)
+        // A phone that joined but had not announced its apps still must, in time.
+        if configuration.announceTimeoutMilliseconds > 0 {
+            for (id, info) in car.peers.sorted(by: { $0.key < $1.key }) where info.role == .phone && id != snapshot.phonePeer {
+                effects.append(.startTimer(.announce(peer: id), milliseconds: configuration.announceTimeoutMilliseconds))
+            }
+        }
+        return (car, effects)
+    }
+
+    private static func restoring(_ entry: HUAppSnapshot) throws(SnapshotError) -> AppState {
+        guard !entry.info.appID.isEmpty else { throw SnapshotError("an app without an id") }
+        var app = AppState(info: entry.info)
+        if entry.hasCategory_p { app.category = entry.category }
+        if entry.hasRefusal_p { app.refusal = RuleViolation(entry.refusalCode, entry.refusalMessage) }
+        app.matchedProtocols = entry.matchedProtocols
+        for scene in entry.scenes {
+            guard app.scenes[scene.kind] == nil else {
+                throw SnapshotError("app '\(app.id)' has two scenes of kind \(scene.kind)")
+            }
+            var state = SceneState(
+                restoring: scene.id, appID: app.id, kind: scene.kind, stack: scene.stack,
+                presented: scene.hasPresented ? scene.presented : nil)
+            state.selectedTabs = scene.selectedTabs
+            state.searchResults = scene.searchResults
+            app.scenes[scene.kind] = state
+        }
+        app.nowPlaying = entry.nowPlaying
+        app.nowPlayingSet = entry.nowPlayingSet
+        return app
+    }
+}
