@@ -18,24 +18,29 @@ final class CarHost: @unchecked Sendable {
     let eventLoop: EventLoop
     let logger: Logger
     let configuration: ServerConfiguration
-    private var car: Car
-    private var connections: [PeerID: ConnectionHandler] = [:]
-    private var nextPeerID: PeerID = 1
+    var car: Car
+    var connections: [PeerID: ConnectionHandler] = [:]
+    var nextPeerID: PeerID = 1
     /// Connections written to since the last flush.
     private var dirty: [ConnectionHandler] = []
-    private var timers: [CarTimer: Scheduled<Void>] = [:]
+    var timers: [CarTimer: Scheduled<Void>] = [:]
     private var lastSummary = StatusSummary(phones: 0, apps: 0, scenes: 0)
     var onStatusChange: ((StatusSummary) -> Void)?
     /// Set once a graceful stop began: new connections are turned away.
-    private(set) var stopping = false
+    var stopping = false
+    /// Set once the connections went to the next daemon process: nothing
+    /// that happens to them afterwards is the Car's business.
+    var handedOver = false
+    /// Per connection being handed over: what it still read.
+    var taps: [ObjectIdentifier: HandoverTap] = [:]
     private var allClosedPromise: EventLoopPromise<Void>?
     private let clusterHub = ClusterHub()
     private var caps: ConnectionCaps
     /// HMI streams whose updates an HMI skipped while it was behind (not
     /// writable); it gets their latest state when it catches up.
-    private var staleStreams: [PeerID: Set<HMIStream>] = [:]
+    var staleStreams: [PeerID: Set<HMIStream>] = [:]
     /// Paired phones and the pairing window (PROTOCOL.md section 20).
-    private var pairing: PairingRegistry
+    var pairing: PairingRegistry
 
     init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
@@ -99,6 +104,7 @@ final class CarHost: @unchecked Sendable {
 
     /// The connection is gone; `joined` says whether the Car knew it.
     func connectionClosed(_ peer: PeerID, joined: Bool, departure: PeerDeparture) {
+        if handedOver { return }
         connections[peer] = nil
         staleStreams[peer] = nil
         clusterHub.remove(peer)
@@ -297,7 +303,7 @@ final class CarHost: @unchecked Sendable {
         clusterHub.publish(snapshots: taken.snapshots, changed: taken.changed, feed: car.clusterFeed, connections: connections)
     }
 
-    private func checkStatus() {
+    func checkStatus() {
         publishMetadata()
         let counts = car.counts
         let summary = StatusSummary(phones: counts.phones, apps: counts.apps, scenes: counts.scenes)

@@ -100,7 +100,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
 
         // Listeners: systemd's when socket-activated, else our own.
         var listeners: [ListenerSpec] = []
-        let activated = SystemdSupport.activatedListeners(logger: logger)
+        let (activated, restored) = SystemdSupport.activatedListeners(logger: logger)
         if !activated.isEmpty {
             for listener in activated {
                 switch listener.kind {
@@ -137,6 +137,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxConnections > 0 { serverConfiguration.connectionCaps.maxTotal = Int(fileLimits.maxConnections) }
         if fileLimits.maxUnixConnections > 0 { serverConfiguration.connectionCaps.maxUnix = Int(fileLimits.maxUnixConnections) }
         if fileLimits.maxTcpConnections > 0 { serverConfiguration.connectionCaps.maxTCP = Int(fileLimits.maxTcpConnections) }
+        serverConfiguration.restored = restored
         do {
             try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)
         } catch {
@@ -201,8 +202,17 @@ struct DaemonService: Service {
         ready()
         // Returns when graceful shutdown is requested (or throws on cancellation).
         try? await gracefulShutdown()
-        logger.notice("stopping", metadata: ["reason": "signal"])
         SystemdSupport.notifyStopping()
+        if SystemdSupport.handoverCapacity > 0 {
+            // systemd keeps descriptors for us: hand the connections and the Car
+            // to the next process instead of saying Goodbye (PROTOCOL.md section 22).
+            // A stop looks the same to us; systemd then closes what we stored.
+            logger.notice("stopping", metadata: ["reason": "signal", "handover": "fd store"])
+            let report = await server.handOver(store: SystemdSupport.descriptorStore(logger: logger))
+            if report.snapshotStored { return }
+        } else {
+            logger.notice("stopping", metadata: ["reason": "signal"])
+        }
         await server.shutdown(reason: "the daemon is stopping")
     }
 }

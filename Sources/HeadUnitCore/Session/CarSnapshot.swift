@@ -29,6 +29,12 @@ public struct SnapshotError: Error, Equatable, Sendable, CustomStringConvertible
 }
 
 extension Car {
+    /// A joined peer's handshake facts (role, name, transport, token, device).
+    public func peerInfo(_ peer: PeerID) -> PeerInfo? { peers[peer] }
+
+    /// Every joined peer, in id order.
+    public var peerIDs: [PeerID] { peers.keys.sorted() }
+
     /// Roles whose sessions a snapshot carries; other peers are told to reconnect.
     public static func survivesRestart(_ role: HURole) -> Bool {
         switch role {
