@@ -5,6 +5,8 @@ import HeadUnitWire
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
+import UnixSignals
 
 #if canImport(Glibc)
 import Glibc
@@ -164,7 +166,10 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         // SIGINT are trapped: a supervisor that stops us right after READY=1
         // gets a graceful stop, not the default signal death.
         let readyLogger = logger  // a constant: the closure runs on another task
-        let service = DaemonService(server: server, logger: logger) {
+        // systemd sends RestartKillSignal= (SIGUSR1 in headunitd.service) for a
+        // restart job and SIGTERM for a stop: only a restart hands over.
+        let restartRequested = RestartRequest()
+        let service = DaemonService(server: server, logger: logger, restartRequested: restartRequested) {
             for listener in bound {
                 print("listening \(listener.transport.rawValue) \(listener.address)")
             }
@@ -186,8 +191,20 @@ struct HeadUnitDaemon: AsyncParsableCommand {
                 logger: logger
             )
         )
+        let restartWatcher = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sigusr1) {
+                restartRequested.flag.store(true, ordering: .sequentiallyConsistent)
+                await group.triggerGracefulShutdown()
+            }
+        }
+        defer { restartWatcher.cancel() }
         try await group.run()
     }
+}
+
+/// Set when the stop is a restart (SIGUSR1): the connections go to the next process.
+final class RestartRequest: Sendable {
+    let flag = Atomic<Bool>(false)
 }
 
 /// Keeps the daemon up until a graceful shutdown (SIGTERM, SIGINT), then
@@ -195,6 +212,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
 struct DaemonService: Service {
     let server: HeadUnitServer
     let logger: Logger
+    let restartRequested: RestartRequest
     /// Runs once the group traps the shutdown signals.
     let ready: @Sendable () -> Void
 
@@ -203,15 +221,15 @@ struct DaemonService: Service {
         // Returns when graceful shutdown is requested (or throws on cancellation).
         try? await gracefulShutdown()
         SystemdSupport.notifyStopping()
-        if SystemdSupport.handoverCapacity > 0 {
-            // systemd keeps descriptors for us: hand the connections and the Car
-            // to the next process instead of saying Goodbye (PROTOCOL.md section 22).
-            // A stop looks the same to us; systemd then closes what we stored.
-            logger.notice("stopping", metadata: ["reason": "signal", "handover": "fd store"])
+        let restarting = restartRequested.flag.load(ordering: .sequentiallyConsistent)
+        if restarting, SystemdSupport.handoverCapacity > 0 {
+            // A restart, and systemd keeps descriptors for us: hand the connections
+            // and the Car to the next process instead of saying Goodbye (PROTOCOL.md section 22).
+            logger.notice("restarting", metadata: ["handover": "fd store"])
             let report = await server.handOver(store: SystemdSupport.descriptorStore(logger: logger))
             if report.snapshotStored { return }
         } else {
-            logger.notice("stopping", metadata: ["reason": "signal"])
+            logger.notice("stopping", metadata: ["reason": restarting ? "restart without an fd store" : "signal"])
         }
         await server.shutdown(reason: "the daemon is stopping")
     }
