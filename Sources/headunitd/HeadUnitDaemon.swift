@@ -166,6 +166,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         // SIGINT are trapped: a supervisor that stops us right after READY=1
         // gets a graceful stop, not the default signal death.
         let readyLogger = logger  // a constant: the closure runs on another task
+        let initialSummary = await server.summary()
         // systemd sends RestartKillSignal= (SIGUSR1 in headunitd.service) for a
         // restart job and SIGTERM for a stop: only a restart hands over.
         let restartRequested = RestartRequest()
@@ -175,7 +176,8 @@ struct HeadUnitDaemon: AsyncParsableCommand {
             }
             print("ready")
             fflush(nil)  // every output stream (stdout is a C global Swift 6 will not touch)
-            SystemdSupport.notifyStatus(StatusSummary(phones: 0, apps: 0, scenes: 0).text)
+            // Not zero after a restart that handed the session over.
+            SystemdSupport.notifyStatus(initialSummary.text)
             SystemdSupport.notifyReady()
             readyLogger.notice(
                 "started",

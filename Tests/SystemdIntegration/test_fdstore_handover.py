@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Level (a) of the restart handover (PROTOCOL.md section 22), with this test
+playing systemd: it owns the listener, is the NOTIFY_SOCKET (receiving the
+stored descriptors with SCM_RIGHTS, as systemd's fd store does), and starts
+the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
+
+  test_fdstore_handover.py /path/to/headunitd
+
+1. A phone and an HMI in session; SIGUSR1 with FDSTORE set: the daemon stores
+   both connections and a snapshot, exits 0, and neither peer sees a Goodbye
+   or EOF. The next daemon, given them back, removes them from the store,
+   answers on the same connections (the HMI's request sent during the pause
+   too), and STATUS= shows the phone and its app again. SIGTERM then gives
+   both a Goodbye (the daemon, not the store, now owns them).
+2. SIGUSR1 without FDSTORE is a graceful stop (Goodbye, exit 0).
+3. A stored connection with a snapshot that does not parse: Goodbye(SHUTTING_DOWN)
+   saying the session could not be restored, then close; the daemon starts
+   clean and serves new connections. Likewise a connection stored with no snapshot.
+Prints PASS:/FAIL: lines and `N passed, N failed`.
+"""
+import array
+import os
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import huclient  # noqa: E402
+
+RESULTS = {"passed": 0, "failed": 0}
+ENVELOPE_RESULT = 5
+GET_STATUS = 33
+
+
+def check(name, ok, detail=""):
+    RESULTS["passed" if ok else "failed"] += 1
+    print("%s: %s%s" % ("PASS" if ok else "FAIL", name, (" -- " + detail) if detail else ""), flush=True)
+    return ok
+
+
+class Manager(threading.Thread):
+    """The NOTIFY_SOCKET: records every message and keeps the fds sent with FDSTORE=1."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.2)
+        self.path = path
+        self.messages = []
+        self.store = {}  # name -> fd
+        self.stopped = False
+        self.lock = threading.Lock()
+
+    def run(self):
+        while not self.stopped:
+            try:
+                data, ancillary, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(64 * 4))
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            fds = []
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    received = array.array("i")
+                    received.frombytes(payload[:len(payload) - len(payload) % received.itemsize])
+                    fds += list(received)
+            fields = dict(line.split("=", 1) for line in data.decode().split("\n") if "=" in line)
+            with self.lock:
+                self.messages.append(fields)
+                if fields.get("FDSTORE") == "1":
+                    for fd in fds:
+                        self.store[fields.get("FDNAME", "stored")] = fd
+                elif fields.get("FDSTOREREMOVE") == "1":
+                    fd = self.store.pop(fields.get("FDNAME"), None)
+                    if fd is not None:
+                        os.close(fd)
+                else:
+                    for fd in fds:
+                        os.close(fd)
+
+    def wait(self, predicate, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                for fields in self.messages:
+                    if predicate(fields):
+                        return fields
+            time.sleep(0.01)
+        return None
+
+    def close(self):
+        self.stopped = True
+        self.join(1)
+        self.sock.close()
+
+
+def start_daemon(binary, workdir, fds, names, env_extra, log):
+    """fork + exec with fds at 3, 4, ... and LISTEN_PID set to the child's own pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            high = [os.dup(fd) for fd in fds]  # out of the way of 3.. first
+            for index, fd in enumerate(high):
+                os.dup2(fd, 3 + index, inheritable=True)
+            out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.closerange(3 + len(fds), 1024)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LISTEN_FDS": str(len(fds)),
+                   "LISTEN_PID": str(os.getpid()), "LISTEN_FDNAMES": ":".join(names),
+                   "SWIFT_BACKTRACE": "enable=no"}
+            env.update(env_extra)
+            config = os.path.join(workdir, "config.json")
+            os.execve(binary, [binary, "--config", config, "--log-level", "info"], env)
+        finally:
+            os._exit(127)
+    return pid
+
+
+def wait_exit(pid, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+def hmi_connection(path):
+    conn = huclient.Connection("unix:" + path, 10)
+    # Hello{min 1, max 1, role HMI, name}
+    hello = huclient.field(1, 0, 1) + huclient.field(2, 0, 1) + huclient.field(3, 0, 2) + huclient.field(4, 2, b"hmi")
+    conn.send(huclient.KIND_MESSAGE, huclient.field(2, 2, hello))
+    envelope = conn.receive_envelope()
+    assert huclient.ENVELOPE_WELCOME in envelope, sorted(envelope)
+    return conn
+
+
+def get_status(conn, request_id):
+    conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, request_id) + huclient.field(GET_STATUS, 2, b""))
+    while True:
+        envelope = conn.receive_envelope()
+        if envelope.get(1) == request_id and ENVELOPE_RESULT in envelope:
+            return dict(huclient.parse_fields(envelope[ENVELOPE_RESULT]))
+
+
+def ping(conn, payload):
+    conn.send(huclient.KIND_PING, payload)
+    while True:
+        header = conn._read(12)
+        (length,) = struct.unpack(">I", header[8:12])
+        body = conn._read(length)
+        if header[2] == huclient.KIND_PONG and body == payload:
+            return True
+        if header[2] == huclient.KIND_PING:
+            conn.send(huclient.KIND_PONG, body)
+
+
+def goodbye_of(conn):
+    """(code, reason, closed) of the daemon's Goodbye, reading without answering PINGs
+    (the daemon may have closed by the time they are read)."""
+    while True:
+        header = conn._read(12)
+        (length,) = struct.unpack(">I", header[8:12])
+        body = conn._read(length)
+        if header[2] != huclient.KIND_MESSAGE:
+            continue
+        envelope = dict(huclient.parse_fields(body))
+        if huclient.ENVELOPE_GOODBYE in envelope:
+            goodbye = dict(huclient.parse_fields(envelope[huclient.ENVELOPE_GOODBYE]))
+            try:
+                while conn.sock.recv(65536):
+                    pass
+                closed = True
+            except OSError:
+                closed = False
+            return goodbye.get(1, 0), goodbye.get(2, b"").decode("utf-8", "replace"), closed
+
+
+def listener(path):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    sock.listen(64)
+    return sock
+
+
+def handover_run(binary, workdir):
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
+    first = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
+    phone = hmi = None
+    try:
+        check("first daemon ready", manager.wait(lambda f: f.get("READY") == "1") is not None, open(log).read()[-2000:])
+        phone = huclient.Connection("unix:" + path, 10)
+        phone.handshake("phone")
+        check("the phone's apps are accepted", phone.announce_apps("Handover Phone") == 0)
+        hmi = hmi_connection(path)
+        status = get_status(hmi, 7)
+        check("the HMI is answered before the restart", status.get(1, 0) == 0, repr(status))
+        os.kill(first, signal.SIGUSR1)
+        code = wait_exit(first, 15)
+        check("SIGUSR1 with FDSTORE: the daemon hands over and exits 0", code == 0, "exit %r" % code)
+        with manager.lock:
+            stored = dict(manager.store)
+        connections = sorted(name for name in stored if name.startswith("conn-"))
+        check("it stored both connections and a snapshot", len(connections) == 2 and "snapshot" in stored, repr(sorted(stored)))
+        # The pause: a request now waits in the socket for the next process.
+        hmi.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 8) + huclient.field(GET_STATUS, 2, b""))
+        hmi.sock.settimeout(0.3)
+        try:
+            early = hmi.sock.recv(1)
+            check("nothing from the daemon during the pause (no Goodbye, no EOF)", False, "got %r" % early)
+        except socket.timeout:
+            check("nothing from the daemon during the pause (no Goodbye, no EOF)", True)
+        hmi.sock.settimeout(10)
+        names = ["unix"] + sorted(stored)
+        fds = [listen.fileno()] + [stored[name] for name in sorted(stored)]
+        before = len(manager.messages)
+        second = start_daemon(binary, workdir, fds, names, env, log)
+        try:
+            check("second daemon ready", manager.wait(lambda f: f.get("READY") == "1" and manager.messages.index(f) >= before) is not None)
+            removed = [f.get("FDNAME") for f in manager.messages[before:] if f.get("FDSTOREREMOVE") == "1"]
+            check("it removed what it took from the store", sorted(removed) == sorted(stored), repr(removed))
+            # The test's copies go too: from now on the daemon alone holds the connections.
+            with manager.lock:
+                for name in list(manager.store):
+                    os.close(manager.store.pop(name))
+            while True:
+                envelope = hmi.receive_envelope()
+                if envelope.get(1) == 8 and ENVELOPE_RESULT in envelope:
+                    break
+            check("the request sent during the pause is answered on the same connection", True)
+            status = get_status(hmi, 9)
+            check("the HMI's connection carries on", status.get(1, 0) == 0, repr(status))
+            check("the phone's connection carries on (PING answered)", ping(phone, b"after-restart"))
+            shown = manager.wait(lambda f: "STATUS" in f and manager.messages.index(f) >= before and "1 phone" in f["STATUS"] and "1 app" in f["STATUS"])
+            check("STATUS= of the new process shows the phone and its app", shown is not None,
+                  repr([f for f in manager.messages[before:] if "STATUS" in f][-3:]))
+            os.kill(second, signal.SIGTERM)
+            goodbye = goodbye_of(phone)
+            check("SIGTERM of the new process: the phone gets Goodbye(SHUTTING_DOWN) and a close", goodbye[0] == 14 and goodbye[2], repr(goodbye))
+            goodbye = goodbye_of(hmi)
+            check("... and the HMI too", goodbye[0] == 14 and goodbye[2], repr(goodbye))
+            code = wait_exit(second, 15)
+            check("the new process exits 0", code == 0, "exit %r" % code)
+        finally:
+            if wait_exit(second, 0.1) is None:
+                pass
+    finally:
+        for conn in (phone, hmi):
+            if conn:
+                conn.close()
+        try:
+            os.kill(first, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        manager.close()
+        listen.close()
+        if RESULTS["failed"]:
+            print(open(log).read()[-3000:])
+
+
+def sigusr1_without_store_run(binary, workdir):
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    pid = start_daemon(binary, workdir, [listen.fileno()], ["unix"], {"NOTIFY_SOCKET": manager.path}, log)
+    try:
+        manager.wait(lambda f: f.get("READY") == "1")
+        conn = huclient.Connection("unix:" + path, 10)
+        conn.handshake("phone")
+        os.kill(pid, signal.SIGUSR1)
+        goodbye = conn.wait_goodbye()
+        code = wait_exit(pid, 15)
+        check("SIGUSR1 without an fd store is a graceful stop: Goodbye(SHUTTING_DOWN), exit 0",
+              goodbye[0] == 14 and code == 0 and not manager.store, "%r exit %r" % (goodbye, code))
+    finally:
+        manager.close()
+        listen.close()
+
+
+def bad_state_run(binary, workdir, snapshot, expected):
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    fds, names = [listen.fileno(), theirs.fileno()], ["unix", "conn-5"]
+    if snapshot is not None:
+        memory = os.memfd_create("snapshot")
+        os.write(memory, snapshot)
+        fds.append(memory)
+        names.append("snapshot")
+    log = os.path.join(workdir, "daemon.log")
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    pid = start_daemon(binary, workdir, fds, names, {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}, log)
+    theirs.close()
+    if snapshot is not None:
+        os.close(memory)
+    try:
+        ours.settimeout(10)
+        conn = huclient.Connection.__new__(huclient.Connection)
+        conn.sock, conn.buffer = ours, b""
+        code, reason, closed = conn.wait_goodbye()
+        check("%s: the stored connection gets Goodbye(SHUTTING_DOWN) saying why, then a close" % expected,
+              code == 14 and expected in reason and "connect again" in reason and closed, repr((code, reason, closed)))
+        ok, error = True, ""
+        try:
+            fresh = huclient.Connection("unix:" + path, 10)
+            fresh.handshake("phone")
+            fresh.close()
+        except Exception as e:  # noqa: BLE001
+            ok, error = False, repr(e)
+        check("... and the daemon starts clean and serves new connections", ok, error)
+        logged = [line for line in open(log).read().splitlines() if "cannot restore" in line]
+        check("... and logs why", bool(logged), open(log).read()[-1500:])
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        wait_exit(pid, 15)
+        manager.close()
+        listen.close()
+        ours.close()
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    runs = [
+        lambda b, w: handover_run(b, w),
+        lambda b, w: sigusr1_without_store_run(b, w),
+        lambda b, w: bad_state_run(b, w, b"\xff\xff not a snapshot", "could not restore"),
+        lambda b, w: bad_state_run(b, w, None, "without a snapshot"),
+    ]
+    with tempfile.TemporaryDirectory(prefix="hu-fdstore.") as workdir:
+        for number, run in enumerate(runs):
+            rundir = os.path.join(workdir, "run%d" % number)
+            os.mkdir(rundir)
+            with open(os.path.join(rundir, "config.json"), "w") as f:
+                f.write("{}\n")
+            run(binary, rundir)
+    print("%d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
+    return 0 if RESULTS["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
