@@ -6,7 +6,8 @@
 PB_DIR holds the Python classes protoc generated from Protocol/*.proto.
 The phone announces an audio app, the HMI launches it, the phone sets a list
 as root and pushes a second list; the HMI sees it. Then the HMI sends GetStatus
-requests without pause (the load) and the phone pings, the phone writes the
+requests without pause and the phone replaces its pushed list in place, one
+update after another, and pings (the load), the phone writes the
 first half of a PING frame, and FILE `--ready` is created: the caller restarts
 the daemon and creates `--go`. Then the half frame is completed (its PONG must
 come), the load stops, and the phone pops its template: the result must be OK
@@ -188,7 +189,21 @@ def main():
         except SystemExit as failure:
             errors.append(str(failure))
 
-    loaders = [threading.Thread(target=hmi_load), threading.Thread(target=phone_pings)]
+    def phone_updates():
+        # Template operations under load: the pushed list replaced in place, again and again.
+        request = 5000
+        try:
+            while not stop.is_set():
+                request += 1
+                updated = list_template("detail", "Detail %d" % request)
+                phone.send(pb.Envelope(request_id=request, template_request=pb.TemplateRequest(app_id=APP, scene_id=scene, update=updated)))
+                phone.result(request, "update %d" % request)
+                counts["updates"] += 1
+        except SystemExit as failure:
+            errors.append(str(failure))
+
+    counts["updates"] = 0
+    loaders = [threading.Thread(target=hmi_load), threading.Thread(target=phone_pings), threading.Thread(target=phone_updates)]
     for thread in loaders:
         thread.start()
     time.sleep(0.3)
@@ -217,8 +232,8 @@ def main():
     for peer in (phone, hmi):
         if peer.failure:
             raise SystemExit("FAIL %s: %s" % (peer.name, peer.failure))
-    print("OK: same connections; %d GetStatus answered and %d PINGs ponged under load; split PING ponged; pop shown on the HMI"
-          % (counts["status"], counts["pings"]))
+    print("OK: same connections; %d GetStatus, %d template updates answered and %d PINGs ponged under load; split PING ponged; pop shown on the HMI"
+          % (counts["status"], counts["updates"], counts["pings"]))
 
 
 if __name__ == "__main__":
