@@ -490,7 +490,10 @@ extension ConnectionHandler {
     /// The state that goes with the socket: role, version and the bytes read
     /// but not yet parsed (the decoder's partial frame, then what the tap held).
     func handoverState(tap: HandoverTap) -> HUConnectionSnapshot? {
-        guard open, let version = machine.negotiatedVersion else { return nil }
+        guard open else { return nil }
+        // Version 0: a connection still waiting for its Hello (it starts afresh
+        // in the next process, Hello bytes already sent included).
+        guard let version = isAwaitingHello ? 0 : machine.negotiatedVersion else { return nil }
         var state = HUConnectionSnapshot()
         state.peerID = peerID
         state.transport = transport.rawValue
@@ -499,6 +502,12 @@ extension ConnectionHandler {
         for var chunk in tap.held { pending.writeBuffer(&chunk) }
         state.pendingInput = .init(pending.readableBytesView)
         return state
+    }
+
+    /// Connected, no Hello yet: nothing to carry but the bytes.
+    var isAwaitingHello: Bool {
+        if case .awaitingHello = machine.state { return true }
+        return false
     }
 
     /// The channel, for the server to find its descriptor; nil when closed.

@@ -99,12 +99,12 @@ extension HeadUnitServer {
     }
 
     /// A connection handed over by a previous process, back in a pipeline
-    /// like an accepted one's, not reading until `resume`.
-    func adoptConnection(fd: CInt, restoring: RestoredConnection) -> EventLoopFuture<Channel> {
+    /// like an accepted one's (established as before when `restoring`, else
+    /// waiting for its Hello), not reading until the restore turns reading on.
+    func adoptConnection(fd: CInt, transport: Transport, restoring: RestoredConnection?) -> EventLoopFuture<Channel> {
         let host = self.host
         let maxPayload = configuration.connection.limits.maxPayloadBytes
         let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
-        let transport = restoring.info.transport
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
@@ -138,10 +138,11 @@ extension CarHost {
         timers.removeAll()
         let reason = "the daemon is restarting and cannot carry this connection over: connect again"
         for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
-            let role = car.peerInfo(peer)?.role
-            if role == nil || !Car.survivesRestart(role!) {
-                handler.leaveForRestart(reason)
-            }
+            // Carried: phones and HMIs, and connections that have not sent their
+            // Hello yet. Not: clusters, accessories, a TCP phone between Welcome
+            // and Authenticate (its signature covers this connection's challenge).
+            let carried = car.peerInfo(peer).map { Car.survivesRestart($0.role) } ?? handler.isAwaitingHello
+            if !carried { handler.leaveForRestart(reason) }
         }
         flush()
         // An HMI that was behind gets its latest state now, so the next process
@@ -265,10 +266,18 @@ extension CarHost {
         var remaining = restored.connections
         var adoptions: [EventLoopFuture<(Channel, ByteBuffer)>] = []
         for state in snapshot.connections {
-            guard let fd = remaining.removeValue(forKey: state.peerID), let info = car.peerInfo(state.peerID) else { continue }
-            let connection = RestoredConnection(peerID: state.peerID, info: info, version: state.version)
+            guard let transport = Transport(rawValue: state.transport), let fd = remaining[state.peerID] else { continue }
             let pending = ByteBuffer(bytes: state.pendingInput)
-            adoptions.append(server.adoptConnection(fd: fd, restoring: connection).map { ($0, pending) })
+            if state.version == 0 {
+                // Still before its Hello: a fresh connection (a new id), its bytes so far kept.
+                remaining[state.peerID] = nil
+                adoptions.append(server.adoptConnection(fd: fd, transport: transport, restoring: nil).map { ($0, pending) })
+                continue
+            }
+            guard let info = car.peerInfo(state.peerID) else { continue }
+            remaining[state.peerID] = nil
+            let connection = RestoredConnection(peerID: state.peerID, info: info, version: state.version)
+            adoptions.append(server.adoptConnection(fd: fd, transport: transport, restoring: connection).map { ($0, pending) })
         }
         for (peer, fd) in remaining {
             Self.sayGoodbyeAndClose(fd, reason: "the daemon restarted and has no state for connection \(peer): connect again")

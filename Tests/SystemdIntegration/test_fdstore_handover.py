@@ -6,11 +6,12 @@ the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
 
   test_fdstore_handover.py /path/to/headunitd
 
-1. A phone and an HMI in session; SIGUSR1 with FDSTORE set: the daemon stores
-   both connections and a snapshot, exits 0, and neither peer sees a Goodbye
-   or EOF. The next daemon, given them back, removes them from the store,
+1. A phone and an HMI in session, and a connection that has sent half its
+   Hello; SIGUSR1 with FDSTORE set: the daemon stores the three connections and
+   a snapshot, exits 0, and no peer sees a Goodbye or EOF. The next daemon, given them back, removes them from the store,
    answers on the same connections (the HMI's request sent during the pause
-   too), and STATUS= shows the phone and its app again. SIGTERM then gives
+   too), the half Hello completed gets its Welcome from the new process, and
+   STATUS= shows the phone and its app again. SIGTERM then gives
    both a Goodbye (the daemon, not the store, now owns them).
 2. SIGUSR1 without FDSTORE is a graceful stop (Goodbye, exit 0).
 3. A stored connection with a snapshot that does not parse: Goodbye(SHUTTING_DOWN)
@@ -206,7 +207,7 @@ def handover_run(binary, workdir):
     log = os.path.join(workdir, "daemon.log")
     env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
     first = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
-    phone = hmi = None
+    phone = hmi = late = None
     try:
         check("first daemon ready", manager.wait(lambda f: f.get("READY") == "1") is not None, open(log).read()[-2000:])
         phone = huclient.Connection("unix:" + path, 10)
@@ -215,13 +216,18 @@ def handover_run(binary, workdir):
         hmi = hmi_connection(path)
         status = get_status(hmi, 7)
         check("the HMI is answered before the restart", status.get(1, 0) == 0, repr(status))
+        # A third connection has sent only part of its Hello when the restart comes.
+        hello = huclient.frame(huclient.KIND_MESSAGE, huclient.hello_envelope("late phone"))
+        late = huclient.Connection("unix:" + path, 10)
+        late.sock.sendall(hello[:5])
+        time.sleep(0.2)
         os.kill(first, signal.SIGUSR1)
         code = wait_exit(first, 15)
         check("SIGUSR1 with FDSTORE: the daemon hands over and exits 0", code == 0, "exit %r" % code)
         with manager.lock:
             stored = dict(manager.store)
         connections = sorted(name for name in stored if name.startswith("conn-"))
-        check("it stored both connections and a snapshot", len(connections) == 2 and "snapshot" in stored, repr(sorted(stored)))
+        check("it stored the three connections and a snapshot", len(connections) == 3 and "snapshot" in stored, repr(sorted(stored)))
         # The pause: a request now waits in the socket for the next process.
         hmi.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 8) + huclient.field(GET_STATUS, 2, b""))
         hmi.sock.settimeout(0.3)
@@ -251,6 +257,13 @@ def handover_run(binary, workdir):
             status = get_status(hmi, 9)
             check("the HMI's connection carries on", status.get(1, 0) == 0, repr(status))
             check("the phone's connection carries on (PING answered)", ping(phone, b"after-restart"))
+            late.sock.sendall(hello[5:])
+            late_version, late_error = 0, ""
+            try:
+                late_version = 1 if huclient.ENVELOPE_WELCOME in late.receive_envelope() else 0
+            except Exception as e:  # noqa: BLE001
+                late_error = repr(e)
+            check("the connection with half a Hello handshakes with the new process", late_version == 1, late_error)
             shown = manager.wait(lambda f: "1 phone, 1 app" in f.get("STATUS", ""), since=before)
             check("STATUS= of the new process shows the phone and its app", shown is not None,
                   repr([f for f in manager.messages[before:] if "STATUS" in f][-3:]))
@@ -264,7 +277,7 @@ def handover_run(binary, workdir):
         finally:
             wait_exit(second, 0.1)
     finally:
-        for conn in (phone, hmi):
+        for conn in (phone, hmi, late):
             if conn:
                 conn.close()
         wait_exit(first, 0.1)
