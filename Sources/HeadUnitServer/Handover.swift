@@ -144,6 +144,8 @@ extension CarHost {
             let carried = car.peerInfo(peer).map { Car.survivesRestart($0.role) } ?? handler.isAwaitingHello
             if !carried { handler.leaveForRestart(reason) }
         }
+        // Navigation sessions end now, their apps told (the next process starts them clean).
+        perform(car.prepareForHandover())
         flush()
         // An HMI that was behind gets its latest state now, so the next process
         // need not know it was behind.

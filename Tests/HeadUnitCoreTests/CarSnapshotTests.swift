@@ -145,4 +145,49 @@ import Testing
         #expect(refusal { $0.apps[0].scenes.append($0.apps[0].scenes[0]) }?.contains("two scenes") == true)
         #expect(refusal { $0.peers[0].deviceID = "unpaired" }?.contains("no longer paired") == true)
     }
+
+    @Test func guidanceEndsBeforeTheHandoverAndItsAppIsTold() throws {
+        var h = CarHarness()
+        _ = h.navigationApp()
+        h.startGuidance()
+        h.navigate(.showAlert(Nav.alert()))
+        _ = h.drain(h.phone)
+        h.apply(h.car.prepareForHandover())
+        let events = h.navigationEvents()
+        #expect(events.contains(.alertDismissed(HUAlertDismissed.with { $0.alertID = "speed-trap"; $0.reason = .system })))
+        guard let cancelled = events.compactMap({ event -> HUNavigationEnded? in
+            if case .navigationCancelled(let ended) = event { return ended }
+            return nil
+        }).first else {
+            Issue.record("expected navigation_cancelled, got \(events)")
+            return
+        }
+        #expect(cancelled.reason == .shuttingDown)
+        // The map app and its scene are carried; guidance can start again after the restart.
+        let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
+        h.car = car
+        #expect(h.car.apps[Nav.appID]?.scenes.isEmpty == false)
+        h.startGuidance()
+    }
+
+    @Test func anHMIsMetadataSubscriptionIsCarriedAndItsVersionsGoOn() throws {
+        var h = CarHarness()
+        h.join(h.hmi, .hmi)
+        h.join(3, .cluster)
+        #expect(h.request(h.hmi, .subscribeMetadata(HUSubscribeMetadata())).code == .ok)
+        #expect(h.request(3, .subscribeMetadata(HUSubscribeMetadata())).code == .ok)
+        h.join(h.phone, .phone)
+        _ = h.announce([("app", audio)])
+        _ = h.car.takeMetadata()
+        let version = h.car.clusterFeed.version
+        #expect(version > 0)
+        h.apply(h.car.peerLeft(3))  // the server sends clusters away before the snapshot
+        let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
+        #expect(car.clusterFeed.subscribers == [h.hmi])
+        h.car = car
+        let taken = h.car.takeMetadata()
+        #expect(taken.snapshots == [h.hmi])
+        #expect(h.car.clusterFeed.version >= version)
+        #expect(h.car.clusterFeed.state.phone.link == .connected)
+    }
 }

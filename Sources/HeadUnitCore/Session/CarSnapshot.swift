@@ -11,10 +11,14 @@ import HeadUnitWire
 /// a diff against the same state), the home screen, the vehicle state,
 /// pending events (their completion timers start afresh), and the id counters.
 ///
+/// Also carried: which HMIs subscribed to the metadata stream (they get a
+/// fresh snapshot of it, numbered on).
+///
 /// Not carried over (they start clean; the server tells their peers to
-/// reconnect before handing over): cluster and accessory peers, the
-/// metadata stream, External Accessory sessions, navigation sessions, audio
-/// focus, and a phone that was away within its resumption grace.
+/// reconnect before handing over): cluster and accessory peers and their
+/// subscriptions, External Accessory sessions, navigation sessions (ended
+/// and their apps told first: `prepareForHandover`), audio focus, and a
+/// phone that was away within its resumption grace.
 public enum CarSnapshotFormat {
     /// Bumped whenever a field of snapshot.proto changes meaning; a snapshot
     /// of another format is refused (the daemon starts clean).
@@ -34,6 +38,24 @@ extension Car {
 
     /// Every joined peer, in id order.
     public var peerIDs: [PeerID] { peers.keys.sorted() }
+
+    /// Before the snapshot is taken: what the next process does not carry
+    /// ends now, and whoever depends on it is told. Running navigation
+    /// sessions end with `NavigationCancelled{SHUTTING_DOWN}` to their app, a
+    /// navigation alert is dismissed (its app told).
+    public mutating func prepareForHandover() -> [CarEffect] {
+        if navigation.alert != nil { dismissNavigationAlert(.system, actionID: "", tell: true) }
+        for appID in navigation.sessions.keys.sorted() {
+            guard navigation.sessions[appID]?.end(.shuttingDown) == true else { continue }
+            var ended = HUNavigationEnded()
+            ended.reason = .shuttingDown
+            ended.detail = "the car's daemon restarted: start guidance again"
+            sendNavigationEvent(appID, .main, .navigationCancelled(ended))
+        }
+        settlePhoneLink()
+        publishScreens()
+        return takeEffects()
+    }
 
     /// Roles whose sessions a snapshot carries; other peers are told to reconnect.
     public static func survivesRestart(_ role: HURole) -> Bool {
@@ -97,6 +119,8 @@ extension Car {
             entry.sequence = screenSequence[screen, default: 0]
             out.screens.append(entry)
         }
+        out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0]?.role == .hmi }.sorted()
+        out.metadataVersion = clusterFeed.version
         if let home = lastHomeScreen { out.lastHomeScreen = home }
         out.vehicleState = vehicleState
         out.nextEventID = nextEventID
@@ -214,6 +238,13 @@ extension Car {
         if snapshot.hasVehicleState { car.vehicleState = snapshot.vehicleState }
         car.nextEventID = max(snapshot.nextEventID, 1)
         car.nextSceneID = max(snapshot.nextSceneID, 1)
+        car.clusterFeed.continueVersions(from: snapshot.metadataVersion)
+        for peer in snapshot.metadataSubscribers {
+            guard car.peers[peer]?.role == .hmi else {
+                throw SnapshotError("metadata subscriber \(peer) is not an HMI peer")
+            }
+            car.clusterFeed.subscribe(peer)
+        }
         // A phone that joined but had not announced its apps still must, in time.
         if configuration.announceTimeoutMilliseconds > 0 {
             for (id, info) in car.peers.sorted(by: { $0.key < $1.key }) where info.role == .phone && id != snapshot.phonePeer {

@@ -199,6 +199,18 @@ public nonisolated struct HUCarSnapshot: @unchecked Sendable {
     set {_uniqueStorage()._pendingEvents = newValue}
   }
 
+  /// HMI peers subscribed to the metadata stream (section 19.5): subscribed
+  /// again, they get a full snapshot, numbered on from `metadata_version`.
+  public var metadataSubscribers: [UInt64] {
+    get {_storage._metadataSubscribers}
+    set {_uniqueStorage()._metadataSubscribers = newValue}
+  }
+
+  public var metadataVersion: UInt64 {
+    get {_storage._metadataVersion}
+    set {_uniqueStorage()._metadataVersion = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -537,7 +549,7 @@ nonisolated extension HUPeerSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CarSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0")
 
   fileprivate class _StorageClass {
     var _peers: [HUPeerSnapshot] = []
@@ -555,6 +567,8 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _nextEventID: UInt64 = 0
     var _nextSceneID: UInt32 = 0
     var _pendingEvents: [HUPendingEventSnapshot] = []
+    var _metadataSubscribers: [UInt64] = []
+    var _metadataVersion: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -580,6 +594,8 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _nextEventID = source._nextEventID
       _nextSceneID = source._nextSceneID
       _pendingEvents = source._pendingEvents
+      _metadataSubscribers = source._metadataSubscribers
+      _metadataVersion = source._metadataVersion
     }
   }
 
@@ -613,6 +629,8 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._nextEventID) }()
         case 14: try { try decoder.decodeSingularUInt32Field(value: &_storage._nextSceneID) }()
         case 15: try { try decoder.decodeRepeatedMessageField(value: &_storage._pendingEvents) }()
+        case 16: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._metadataSubscribers) }()
+        case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._metadataVersion) }()
         default: break
         }
       }
@@ -670,6 +688,12 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       if !_storage._pendingEvents.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._pendingEvents, fieldNumber: 15)
       }
+      if !_storage._metadataSubscribers.isEmpty {
+        try visitor.visitPackedUInt64Field(value: _storage._metadataSubscribers, fieldNumber: 16)
+      }
+      if _storage._metadataVersion != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._metadataVersion, fieldNumber: 17)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -694,6 +718,8 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._nextEventID != rhs_storage._nextEventID {return false}
         if _storage._nextSceneID != rhs_storage._nextSceneID {return false}
         if _storage._pendingEvents != rhs_storage._pendingEvents {return false}
+        if _storage._metadataSubscribers != rhs_storage._metadataSubscribers {return false}
+        if _storage._metadataVersion != rhs_storage._metadataVersion {return false}
         return true
       }
       if !storagesAreEqual {return false}
