@@ -35,8 +35,8 @@ public enum FDStore {
         sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=\(name)") > 0
     }
 
-    /// A sealed-off memory file holding `bytes`, positioned at 0: how state
-    /// travels through the store (a memfd lives as long as a descriptor to it).
+    /// A memory file (memfd, close-on-exec) holding `bytes`: how state travels
+    /// through the store (a memfd lives as long as a descriptor to it).
     public static func memoryFile(name: String, bytes: [UInt8]) throws -> CInt {
         let fd = headunit_memfd_create(name)
         guard fd >= 0 else { throw SystemdError(function: "memfd_create", errno: errno) }
