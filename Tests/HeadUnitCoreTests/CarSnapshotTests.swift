@@ -190,4 +190,22 @@ import Testing
         #expect(h.car.clusterFeed.version >= version)
         #expect(h.car.clusterFeed.state.phone.link == .connected)
     }
+
+    @Test func whoOwnsTheMainAudioIsCarried() throws {
+        var (h, scene) = sessionInProgress()
+        var np = HUNowPlayingTemplate()
+        (np.title, np.playbackRate, np.spokenAudio) = ("Episode 12", 1, true)
+        #expect(h.template("com.example.radio", scene, .updateNowPlaying(np)).code == .ok)
+        var state = h.car.vehicleState
+        state.callActive = true
+        #expect(h.request(h.hmi, .setVehicleState(HUSetVehicleState.with { $0.state = state })).code == .ok)
+        #expect(h.car.audio.main == .phone(appID: "com.example.radio"))
+        let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
+        #expect(car.audio == h.car.audio)
+        #expect(car.audio.mainSpoken && car.audio.callActive)
+        #expect(car.navigation.announcedPromptStyle == .short)
+        var snapshot = h.car.snapshot()
+        snapshot.audio.mainKind = 9
+        #expect(throws: SnapshotError.self) { try Car.restoring(snapshot, configuration: h.car.configuration) }
+    }
 }

@@ -12,13 +12,14 @@ import HeadUnitWire
 /// pending events (their completion timers start afresh), and the id counters.
 ///
 /// Also carried: which HMIs subscribed to the metadata stream (they get a
-/// fresh snapshot of it, numbered on).
+/// fresh snapshot of it, numbered on), and who owns the main audio (not a
+/// navigation prompt in progress).
 ///
 /// Not carried over (they start clean; the server tells their peers to
 /// reconnect before handing over): cluster and accessory peers and their
 /// subscriptions, External Accessory sessions, navigation sessions (ended
-/// and their apps told first: `prepareForHandover`), audio focus, and a
-/// phone that was away within its resumption grace.
+/// and their apps told first: `prepareForHandover`), a navigation prompt in
+/// progress, and a phone that was away within its resumption grace.
 public enum CarSnapshotFormat {
     /// Bumped whenever a field of snapshot.proto changes meaning; a snapshot
     /// of another format is refused (the daemon starts clean).
@@ -119,6 +120,17 @@ extension Car {
             entry.sequence = screenSequence[screen, default: 0]
             out.screens.append(entry)
         }
+        var sound = HUAudioSnapshot()
+        switch audio.main {
+        case .none: break
+        case .car(let source): (sound.mainKind, sound.mainID) = (1, source)
+        case .phone(let appID): (sound.mainKind, sound.mainID) = (2, appID)
+        }
+        sound.mainSpoken = audio.mainSpoken
+        sound.callActive = audio.callActive
+        sound.voiceSessionActive = audio.voiceSessionActive
+        sound.voiceAppID = audio.voiceAppID
+        out.audio = sound
         out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0]?.role == .hmi }.sorted()
         out.metadataVersion = clusterFeed.version
         if let home = lastHomeScreen { out.lastHomeScreen = home }
@@ -238,6 +250,19 @@ extension Car {
         if snapshot.hasVehicleState { car.vehicleState = snapshot.vehicleState }
         car.nextEventID = max(snapshot.nextEventID, 1)
         car.nextSceneID = max(snapshot.nextSceneID, 1)
+        let sound = snapshot.audio
+        let main: AudioFocus.Main
+        switch sound.mainKind {
+        case 0: main = .none
+        case 1: main = .car(source: sound.mainID)
+        case 2: main = .phone(appID: sound.mainID)
+        default: throw SnapshotError("unknown main audio kind \(sound.mainKind)")
+        }
+        car.audio = AudioFocus(
+            restoringMain: main, spoken: sound.mainSpoken, callActive: sound.callActive,
+            voiceSessionActive: sound.voiceSessionActive, voiceAppID: sound.voiceAppID)
+        // Navigation apps were told this style already.
+        car.navigation.announcedPromptStyle = car.audio.promptStyle
         car.clusterFeed.continueVersions(from: snapshot.metadataVersion)
         for peer in snapshot.metadataSubscribers {
             guard car.peers[peer]?.role == .hmi else {

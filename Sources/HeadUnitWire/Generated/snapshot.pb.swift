@@ -211,11 +211,45 @@ public nonisolated struct HUCarSnapshot: @unchecked Sendable {
     set {_uniqueStorage()._metadataVersion = newValue}
   }
 
+  public var audio: HUAudioSnapshot {
+    get {_storage._audio ?? HUAudioSnapshot()}
+    set {_uniqueStorage()._audio = newValue}
+  }
+  /// Returns true if `audio` has been explicitly set.
+  public var hasAudio: Bool {_storage._audio != nil}
+  /// Clears the value of `audio`. Subsequent reads from it will return its default value.
+  public mutating func clearAudio() {_uniqueStorage()._audio = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Who owns the main audio (section 19.8). A navigation prompt in progress is
+/// not carried: it ends with the restart (prompts last seconds at most).
+public nonisolated struct HUAudioSnapshot: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 0: nobody, 1: the car's own source (`main_id` names it), 2: a phone app (`main_id`).
+  public var mainKind: UInt32 = 0
+
+  public var mainID: String = String()
+
+  public var mainSpoken: Bool = false
+
+  public var callActive: Bool = false
+
+  public var voiceSessionActive: Bool = false
+
+  public var voiceAppID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct HUAppSnapshot: @unchecked Sendable {
@@ -549,7 +583,7 @@ nonisolated extension HUPeerSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CarSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0")
 
   fileprivate class _StorageClass {
     var _peers: [HUPeerSnapshot] = []
@@ -569,6 +603,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _pendingEvents: [HUPendingEventSnapshot] = []
     var _metadataSubscribers: [UInt64] = []
     var _metadataVersion: UInt64 = 0
+    var _audio: HUAudioSnapshot? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -596,6 +631,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _pendingEvents = source._pendingEvents
       _metadataSubscribers = source._metadataSubscribers
       _metadataVersion = source._metadataVersion
+      _audio = source._audio
     }
   }
 
@@ -631,6 +667,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 15: try { try decoder.decodeRepeatedMessageField(value: &_storage._pendingEvents) }()
         case 16: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._metadataSubscribers) }()
         case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._metadataVersion) }()
+        case 18: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         default: break
         }
       }
@@ -694,6 +731,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       if _storage._metadataVersion != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._metadataVersion, fieldNumber: 17)
       }
+      try { if let v = _storage._audio {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -720,10 +760,66 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._pendingEvents != rhs_storage._pendingEvents {return false}
         if _storage._metadataSubscribers != rhs_storage._metadataSubscribers {return false}
         if _storage._metadataVersion != rhs_storage._metadataVersion {return false}
+        if _storage._audio != rhs_storage._audio {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUAudioSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioSnapshot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}main_kind\0\u{3}main_id\0\u{3}main_spoken\0\u{3}call_active\0\u{3}voice_session_active\0\u{3}voice_app_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.mainKind) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.mainID) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.mainSpoken) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.callActive) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.voiceSessionActive) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.voiceAppID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.mainKind != 0 {
+      try visitor.visitSingularUInt32Field(value: self.mainKind, fieldNumber: 1)
+    }
+    if !self.mainID.isEmpty {
+      try visitor.visitSingularStringField(value: self.mainID, fieldNumber: 2)
+    }
+    if self.mainSpoken != false {
+      try visitor.visitSingularBoolField(value: self.mainSpoken, fieldNumber: 3)
+    }
+    if self.callActive != false {
+      try visitor.visitSingularBoolField(value: self.callActive, fieldNumber: 4)
+    }
+    if self.voiceSessionActive != false {
+      try visitor.visitSingularBoolField(value: self.voiceSessionActive, fieldNumber: 5)
+    }
+    if !self.voiceAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.voiceAppID, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUAudioSnapshot, rhs: HUAudioSnapshot) -> Bool {
+    if lhs.mainKind != rhs.mainKind {return false}
+    if lhs.mainID != rhs.mainID {return false}
+    if lhs.mainSpoken != rhs.mainSpoken {return false}
+    if lhs.callActive != rhs.callActive {return false}
+    if lhs.voiceSessionActive != rhs.voiceSessionActive {return false}
+    if lhs.voiceAppID != rhs.voiceAppID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
