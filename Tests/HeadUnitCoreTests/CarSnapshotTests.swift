@@ -144,30 +144,37 @@ import Testing
         #expect(refusal { $0.pendingEvents[0].appID = "com.example.other" }?.contains("belongs to no scene") == true)
         #expect(refusal { $0.apps[0].scenes.append($0.apps[0].scenes[0]) }?.contains("two scenes") == true)
         #expect(refusal { $0.peers[0].deviceID = "unpaired" }?.contains("no longer paired") == true)
+        #expect(refusal { $0.navigation.sessions = [HUNavigationSessionSnapshot.with { $0.appID = "gone" }] }?.contains("not an app of the phone") == true)
+        #expect(refusal { $0.navigation.sessions = [HUNavigationSessionSnapshot.with { $0.appID = "com.example.radio"; $0.state = 7 }] }?.contains("unknown state") == true)
+        #expect(refusal { $0.metadataSubscribers = [1] }?.contains("not an HMI peer") == true)
     }
 
-    @Test func guidanceEndsBeforeTheHandoverAndItsAppIsTold() throws {
+    @Test func guidanceGoesOnAcrossTheRestartAndOnlyAnAlertIsDismissed() throws {
         var h = CarHarness()
         _ = h.navigationApp()
         h.startGuidance()
+        h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [Nav.maneuver("m1"), Nav.second("m2")] }))
         h.navigate(.showAlert(Nav.alert()))
         _ = h.drain(h.phone)
         h.apply(h.car.prepareForHandover())
         let events = h.navigationEvents()
-        #expect(events.contains(.alertDismissed(HUAlertDismissed.with { $0.alertID = "speed-trap"; $0.reason = .system })))
-        guard let cancelled = events.compactMap({ event -> HUNavigationEnded? in
-            if case .navigationCancelled(let ended) = event { return ended }
-            return nil
-        }).first else {
-            Issue.record("expected navigation_cancelled, got \(events)")
-            return
-        }
-        #expect(cancelled.reason == .shuttingDown)
-        // The map app and its scene are carried; guidance can start again after the restart.
+        #expect(events == [.alertDismissed(HUAlertDismissed.with { $0.alertID = "speed-trap"; $0.reason = .system })])
+        var restored = h
         let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
-        h.car = car
-        #expect(h.car.apps[Nav.appID]?.scenes.isEmpty == false)
-        h.startGuidance()
+        restored.car = car
+        #expect(restored.car.navigation.sessions == h.car.navigation.sessions)
+        #expect(restored.car.navigation.guidanceAppID == Nav.appID)
+        #expect(restored.metadata() == h.metadata())
+        // Guidance continues: the next maneuver update is taken as before the restart.
+        func script(_ h: inout CarHarness) -> [PeerID: [HUEnvelope]] {
+            h.sent = [:]
+            h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [Nav.second("m2")] }))
+            h.navigate(.finish(HUFinishNavigation()))
+            h.startGuidance(trip: Nav.trip("t2"))
+            return h.sent
+        }
+        let expected = script(&h)
+        #expect(script(&restored) == expected)
     }
 
     @Test func anHMIsMetadataSubscriptionIsCarriedAndItsVersionsGoOn() throws {

@@ -11,14 +11,15 @@ import HeadUnitWire
 /// a diff against the same state), the home screen, the vehicle state,
 /// pending events (their completion timers start afresh), and the id counters.
 ///
-/// Also carried: which HMIs subscribed to the metadata stream (they get a
-/// fresh snapshot of it, numbered on), and who owns the main audio (not a
-/// navigation prompt in progress).
+/// Also carried: navigation (sessions and guidance, previews, panning,
+/// dashboard buttons, cluster texts; not an alert shown, which is dismissed
+/// first: `prepareForHandover`), which HMIs subscribed to the metadata stream
+/// (they get a fresh snapshot of it, numbered on), and who owns the main
+/// audio (not a navigation prompt in progress).
 ///
 /// Not carried over (they start clean; the server tells their peers to
 /// reconnect before handing over): cluster and accessory peers and their
-/// subscriptions, External Accessory sessions, navigation sessions (ended
-/// and their apps told first: `prepareForHandover`), a navigation prompt in
+/// subscriptions, External Accessory sessions, a navigation prompt in
 /// progress, and a phone that was away within its resumption grace.
 public enum CarSnapshotFormat {
     /// Bumped whenever a field of snapshot.proto changes meaning; a snapshot
@@ -41,21 +42,78 @@ extension Car {
     public var peerIDs: [PeerID] { peers.keys.sorted() }
 
     /// Before the snapshot is taken: what the next process does not carry
-    /// ends now, and whoever depends on it is told. Running navigation
-    /// sessions end with `NavigationCancelled{SHUTTING_DOWN}` to their app, a
-    /// navigation alert is dismissed (its app told).
+    /// ends now, and whoever depends on it is told: a navigation alert shown
+    /// is dismissed (`alert_dismissed{SYSTEM}` to its app).
     public mutating func prepareForHandover() -> [CarEffect] {
         if navigation.alert != nil { dismissNavigationAlert(.system, actionID: "", tell: true) }
-        for appID in navigation.sessions.keys.sorted() {
-            guard navigation.sessions[appID]?.end(.shuttingDown) == true else { continue }
-            var ended = HUNavigationEnded()
-            ended.reason = .shuttingDown
-            ended.detail = "the car's daemon restarted: start guidance again"
-            sendNavigationEvent(appID, .main, .navigationCancelled(ended))
-        }
         settlePhoneLink()
         publishScreens()
         return takeEffects()
+    }
+
+    private func navigationSnapshot() -> HUNavigationSnapshot {
+        var out = HUNavigationSnapshot()
+        for appID in navigation.sessions.keys.sorted() {
+            let session = navigation.sessions[appID]!
+            var entry = HUNavigationSessionSnapshot()
+            entry.appID = appID
+            switch session.state {
+            case .idle: entry.state = 0
+            case .active: entry.state = 1
+            case .paused(let reason, let description): (entry.state, entry.pauseReason, entry.pauseDescription) = (2, reason, description)
+            case .ended(let reason): (entry.state, entry.endReason) = (3, reason)
+            }
+            entry.trip = session.trip
+            entry.routeChoiceID = session.routeChoiceID
+            entry.maneuvers = session.maneuvers
+            if let estimates = session.tripEstimates { entry.tripEstimates = estimates }
+            out.sessions.append(entry)
+        }
+        out.guidanceAppID = navigation.guidanceAppID
+        out.sessionCount = navigation.sessionCount
+        out.nativeNavigationActive = navigation.nativeNavigationActive
+        if let previews = navigation.previews {
+            out.previewsAppID = previews.appID
+            out.previews = previews.previews
+            out.previewedTripID = previews.previewedTripID
+            out.previewedRouteChoiceID = previews.previewedRouteChoiceID
+        }
+        out.panningAppID = navigation.panningAppID
+        for (appID, buttons) in navigation.dashboardButtons { out.dashboardButtons[appID] = HUDashboardButtonList.with { $0.buttons = buttons } }
+        for (appID, texts) in navigation.clusterDescriptions { out.clusterDescriptions[appID] = HUStringList.with { $0.values = texts } }
+        return out
+    }
+
+    private static func restoring(_ entry: HUNavigationSnapshot, into car: inout Car) throws(SnapshotError) {
+        var center = NavigationCenter()
+        for session in entry.sessions {
+            guard car.apps[session.appID] != nil else {
+                throw SnapshotError("navigation session of '\(session.appID)', which is not an app of the phone")
+            }
+            let state: NavigationSession.State
+            switch session.state {
+            case 0: state = .idle
+            case 1: state = .active
+            case 2: state = .paused(session.pauseReason, description: session.pauseDescription)
+            case 3: state = .ended(session.endReason)
+            default: throw SnapshotError("navigation session of '\(session.appID)' in unknown state \(session.state)")
+            }
+            center.sessions[session.appID] = NavigationSession(
+                restoring: state, trip: session.trip, routeChoiceID: session.routeChoiceID, maneuvers: session.maneuvers,
+                tripEstimates: session.hasTripEstimates ? session.tripEstimates : nil)
+        }
+        center.guidanceAppID = entry.guidanceAppID
+        center.sessionCount = entry.sessionCount
+        center.nativeNavigationActive = entry.nativeNavigationActive
+        if !entry.previewsAppID.isEmpty {
+            center.previews = NavigationCenter.Previews(
+                appID: entry.previewsAppID, previews: entry.previews, previewedTripID: entry.previewedTripID,
+                previewedRouteChoiceID: entry.previewedRouteChoiceID)
+        }
+        center.panningAppID = entry.panningAppID
+        center.dashboardButtons = entry.dashboardButtons.mapValues(\.buttons)
+        center.clusterDescriptions = entry.clusterDescriptions.mapValues(\.values)
+        car.navigation = center
     }
 
     /// Roles whose sessions a snapshot carries; other peers are told to reconnect.
@@ -131,6 +189,8 @@ extension Car {
         sound.voiceSessionActive = audio.voiceSessionActive
         sound.voiceAppID = audio.voiceAppID
         out.audio = sound
+        // Only the phone's apps navigate: with no phone carried, nothing of it is.
+        if phoneLink.peer != nil { out.navigation = navigationSnapshot() }
         out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0]?.role == .hmi }.sorted()
         out.metadataVersion = clusterFeed.version
         if let home = lastHomeScreen { out.lastHomeScreen = home }
@@ -250,6 +310,7 @@ extension Car {
         if snapshot.hasVehicleState { car.vehicleState = snapshot.vehicleState }
         car.nextEventID = max(snapshot.nextEventID, 1)
         car.nextSceneID = max(snapshot.nextSceneID, 1)
+        if snapshot.hasNavigation { try restoring(snapshot.navigation, into: &car) }
         let sound = snapshot.audio
         let main: AudioFocus.Main
         switch sound.mainKind {

@@ -220,6 +220,150 @@ public nonisolated struct HUCarSnapshot: @unchecked Sendable {
   /// Clears the value of `audio`. Subsequent reads from it will return its default value.
   public mutating func clearAudio() {_uniqueStorage()._audio = nil}
 
+  public var navigation: HUNavigationSnapshot {
+    get {_storage._navigation ?? HUNavigationSnapshot()}
+    set {_uniqueStorage()._navigation = newValue}
+  }
+  /// Returns true if `navigation` has been explicitly set.
+  public var hasNavigation: Bool {_storage._navigation != nil}
+  /// Clears the value of `navigation`. Subsequent reads from it will return its default value.
+  public mutating func clearNavigation() {_uniqueStorage()._navigation = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Navigation (section 19) as the car keeps it. An alert shown at the restart
+/// is not carried: it is dismissed (its app told) before the handover.
+public nonisolated struct HUNavigationSnapshot: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var sessions: [HUNavigationSessionSnapshot] = []
+
+  public var guidanceAppID: String = String()
+
+  public var sessionCount: UInt64 = 0
+
+  public var nativeNavigationActive: Bool = false
+
+  /// Unset `previews_app_id`: no trip previews shown.
+  public var previewsAppID: String = String()
+
+  public var previews: HUTripPreviews {
+    get {_previews ?? HUTripPreviews()}
+    set {_previews = newValue}
+  }
+  /// Returns true if `previews` has been explicitly set.
+  public var hasPreviews: Bool {self._previews != nil}
+  /// Clears the value of `previews`. Subsequent reads from it will return its default value.
+  public mutating func clearPreviews() {self._previews = nil}
+
+  public var previewedTripID: String = String()
+
+  public var previewedRouteChoiceID: String = String()
+
+  public var panningAppID: String = String()
+
+  public var dashboardButtons: Dictionary<String,HUDashboardButtonList> = [:]
+
+  public var clusterDescriptions: Dictionary<String,HUStringList> = [:]
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _previews: HUTripPreviews? = nil
+}
+
+public nonisolated struct HUDashboardButtonList: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var buttons: [HUDashboardButton] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct HUStringList: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var values: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct HUNavigationSessionSnapshot: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String {
+    get {_storage._appID}
+    set {_uniqueStorage()._appID = newValue}
+  }
+
+  /// 0 idle, 1 active, 2 paused, 3 ended.
+  public var state: UInt32 {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
+
+  public var pauseReason: HUPauseReason {
+    get {_storage._pauseReason}
+    set {_uniqueStorage()._pauseReason = newValue}
+  }
+
+  public var pauseDescription: String {
+    get {_storage._pauseDescription}
+    set {_uniqueStorage()._pauseDescription = newValue}
+  }
+
+  public var endReason: HUNavigationEndReason {
+    get {_storage._endReason}
+    set {_uniqueStorage()._endReason = newValue}
+  }
+
+  public var trip: HUTrip {
+    get {_storage._trip ?? HUTrip()}
+    set {_uniqueStorage()._trip = newValue}
+  }
+  /// Returns true if `trip` has been explicitly set.
+  public var hasTrip: Bool {_storage._trip != nil}
+  /// Clears the value of `trip`. Subsequent reads from it will return its default value.
+  public mutating func clearTrip() {_uniqueStorage()._trip = nil}
+
+  public var routeChoiceID: String {
+    get {_storage._routeChoiceID}
+    set {_uniqueStorage()._routeChoiceID = newValue}
+  }
+
+  public var maneuvers: [HUManeuver] {
+    get {_storage._maneuvers}
+    set {_uniqueStorage()._maneuvers = newValue}
+  }
+
+  /// Unset: no estimates shown yet.
+  public var tripEstimates: HUTravelEstimates {
+    get {_storage._tripEstimates ?? HUTravelEstimates()}
+    set {_uniqueStorage()._tripEstimates = newValue}
+  }
+  /// Returns true if `tripEstimates` has been explicitly set.
+  public var hasTripEstimates: Bool {_storage._tripEstimates != nil}
+  /// Clears the value of `tripEstimates`. Subsequent reads from it will return its default value.
+  public mutating func clearTripEstimates() {_uniqueStorage()._tripEstimates = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -583,7 +727,7 @@ nonisolated extension HUPeerSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CarSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0")
 
   fileprivate class _StorageClass {
     var _peers: [HUPeerSnapshot] = []
@@ -604,6 +748,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _metadataSubscribers: [UInt64] = []
     var _metadataVersion: UInt64 = 0
     var _audio: HUAudioSnapshot? = nil
+    var _navigation: HUNavigationSnapshot? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -632,6 +777,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _metadataSubscribers = source._metadataSubscribers
       _metadataVersion = source._metadataVersion
       _audio = source._audio
+      _navigation = source._navigation
     }
   }
 
@@ -668,6 +814,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 16: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._metadataSubscribers) }()
         case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._metadataVersion) }()
         case 18: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
+        case 19: try { try decoder.decodeSingularMessageField(value: &_storage._navigation) }()
         default: break
         }
       }
@@ -734,6 +881,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       try { if let v = _storage._audio {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
       } }()
+      try { if let v = _storage._navigation {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -761,6 +911,277 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._metadataSubscribers != rhs_storage._metadataSubscribers {return false}
         if _storage._metadataVersion != rhs_storage._metadataVersion {return false}
         if _storage._audio != rhs_storage._audio {return false}
+        if _storage._navigation != rhs_storage._navigation {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUNavigationSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NavigationSnapshot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sessions\0\u{3}guidance_app_id\0\u{3}session_count\0\u{3}native_navigation_active\0\u{3}previews_app_id\0\u{1}previews\0\u{3}previewed_trip_id\0\u{3}previewed_route_choice_id\0\u{3}panning_app_id\0\u{3}dashboard_buttons\0\u{3}cluster_descriptions\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.sessions) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.guidanceAppID) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.sessionCount) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.nativeNavigationActive) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.previewsAppID) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._previews) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.previewedTripID) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.previewedRouteChoiceID) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.panningAppID) }()
+      case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,HUDashboardButtonList>.self, value: &self.dashboardButtons) }()
+      case 11: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,HUStringList>.self, value: &self.clusterDescriptions) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.sessions.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.sessions, fieldNumber: 1)
+    }
+    if !self.guidanceAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.guidanceAppID, fieldNumber: 2)
+    }
+    if self.sessionCount != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sessionCount, fieldNumber: 3)
+    }
+    if self.nativeNavigationActive != false {
+      try visitor.visitSingularBoolField(value: self.nativeNavigationActive, fieldNumber: 4)
+    }
+    if !self.previewsAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.previewsAppID, fieldNumber: 5)
+    }
+    try { if let v = self._previews {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
+    if !self.previewedTripID.isEmpty {
+      try visitor.visitSingularStringField(value: self.previewedTripID, fieldNumber: 7)
+    }
+    if !self.previewedRouteChoiceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.previewedRouteChoiceID, fieldNumber: 8)
+    }
+    if !self.panningAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.panningAppID, fieldNumber: 9)
+    }
+    if !self.dashboardButtons.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,HUDashboardButtonList>.self, value: self.dashboardButtons, fieldNumber: 10)
+    }
+    if !self.clusterDescriptions.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,HUStringList>.self, value: self.clusterDescriptions, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUNavigationSnapshot, rhs: HUNavigationSnapshot) -> Bool {
+    if lhs.sessions != rhs.sessions {return false}
+    if lhs.guidanceAppID != rhs.guidanceAppID {return false}
+    if lhs.sessionCount != rhs.sessionCount {return false}
+    if lhs.nativeNavigationActive != rhs.nativeNavigationActive {return false}
+    if lhs.previewsAppID != rhs.previewsAppID {return false}
+    if lhs._previews != rhs._previews {return false}
+    if lhs.previewedTripID != rhs.previewedTripID {return false}
+    if lhs.previewedRouteChoiceID != rhs.previewedRouteChoiceID {return false}
+    if lhs.panningAppID != rhs.panningAppID {return false}
+    if lhs.dashboardButtons != rhs.dashboardButtons {return false}
+    if lhs.clusterDescriptions != rhs.clusterDescriptions {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUDashboardButtonList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DashboardButtonList"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}buttons\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.buttons) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.buttons.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.buttons, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUDashboardButtonList, rhs: HUDashboardButtonList) -> Bool {
+    if lhs.buttons != rhs.buttons {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUStringList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StringList"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}values\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.values) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.values.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.values, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUStringList, rhs: HUStringList) -> Bool {
+    if lhs.values != rhs.values {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NavigationSessionSnapshot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}state\0\u{3}pause_reason\0\u{3}pause_description\0\u{3}end_reason\0\u{1}trip\0\u{3}route_choice_id\0\u{1}maneuvers\0\u{3}trip_estimates\0")
+
+  fileprivate class _StorageClass {
+    var _appID: String = String()
+    var _state: UInt32 = 0
+    var _pauseReason: HUPauseReason = .unspecified
+    var _pauseDescription: String = String()
+    var _endReason: HUNavigationEndReason = .unspecified
+    var _trip: HUTrip? = nil
+    var _routeChoiceID: String = String()
+    var _maneuvers: [HUManeuver] = []
+    var _tripEstimates: HUTravelEstimates? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _appID = source._appID
+      _state = source._state
+      _pauseReason = source._pauseReason
+      _pauseDescription = source._pauseDescription
+      _endReason = source._endReason
+      _trip = source._trip
+      _routeChoiceID = source._routeChoiceID
+      _maneuvers = source._maneuvers
+      _tripEstimates = source._tripEstimates
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._appID) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._state) }()
+        case 3: try { try decoder.decodeSingularEnumField(value: &_storage._pauseReason) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._pauseDescription) }()
+        case 5: try { try decoder.decodeSingularEnumField(value: &_storage._endReason) }()
+        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._trip) }()
+        case 7: try { try decoder.decodeSingularStringField(value: &_storage._routeChoiceID) }()
+        case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._maneuvers) }()
+        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._tripEstimates) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._appID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._appID, fieldNumber: 1)
+      }
+      if _storage._state != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._state, fieldNumber: 2)
+      }
+      if _storage._pauseReason != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._pauseReason, fieldNumber: 3)
+      }
+      if !_storage._pauseDescription.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._pauseDescription, fieldNumber: 4)
+      }
+      if _storage._endReason != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._endReason, fieldNumber: 5)
+      }
+      try { if let v = _storage._trip {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+      } }()
+      if !_storage._routeChoiceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._routeChoiceID, fieldNumber: 7)
+      }
+      if !_storage._maneuvers.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._maneuvers, fieldNumber: 8)
+      }
+      try { if let v = _storage._tripEstimates {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUNavigationSessionSnapshot, rhs: HUNavigationSessionSnapshot) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._appID != rhs_storage._appID {return false}
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._pauseReason != rhs_storage._pauseReason {return false}
+        if _storage._pauseDescription != rhs_storage._pauseDescription {return false}
+        if _storage._endReason != rhs_storage._endReason {return false}
+        if _storage._trip != rhs_storage._trip {return false}
+        if _storage._routeChoiceID != rhs_storage._routeChoiceID {return false}
+        if _storage._maneuvers != rhs_storage._maneuvers {return false}
+        if _storage._tripEstimates != rhs_storage._tripEstimates {return false}
         return true
       }
       if !storagesAreEqual {return false}
