@@ -12,7 +12,7 @@ import Musl
 
 // Restarts that drop nobody (PROTOCOL.md section 22): on SIGTERM under a
 // service manager that keeps descriptors (systemd's fd store), the daemon
-// hands every phone and HMI connection and a snapshot of the Car to it
+// hands every phone, HMI and cluster connection and a snapshot of the Car to it
 // instead of saying Goodbye, and the next process picks them up.
 
 /// What a previous daemon process left in the fd store.
@@ -67,7 +67,7 @@ extension HeadUnitServer {
     /// Hands the connections and the Car to the service manager instead of
     /// stopping: listeners closed, reading stopped, what was read handled,
     /// what was written flushed (peers whose output does not drain within
-    /// the shutdown grace are closed), then every phone and HMI connection
+    /// the shutdown grace are closed), then every phone, HMI and cluster connection
     /// and the snapshot stored through `store`, and the event loop stopped
     /// without a Goodbye. The caller exits afterwards. If the snapshot cannot
     /// be stored, falls back to a graceful shutdown (Goodbye to everyone).
@@ -138,8 +138,8 @@ extension CarHost {
         timers.removeAll()
         let reason = "the daemon is restarting and cannot carry this connection over: connect again"
         for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
-            // Carried: phones and HMIs, and connections that have not sent their
-            // Hello yet. Not: clusters, accessories, a TCP phone between Welcome
+            // Carried: phones, HMIs, clusters, and connections that have not sent
+            // their Hello yet. Not: accessories, a TCP phone between Welcome
             // and Authenticate (its signature covers this connection's challenge).
             let carried = car.peerInfo(peer).map { Car.survivesRestart($0.role) } ?? handler.isAwaitingHello
             if !carried { handler.leaveForRestart(reason) }

@@ -6,11 +6,13 @@ the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
 
   test_fdstore_handover.py /path/to/headunitd
 
-1. A phone and an HMI in session, and a connection that has sent half its
-   Hello; SIGUSR1 with FDSTORE set: the daemon stores the three connections and
+1. A phone and an HMI in session, a cluster subscribed to the metadata
+   stream, and a connection that has sent half its Hello; SIGUSR1 with
+   FDSTORE set: the daemon stores the four connections and
    a snapshot, exits 0, and no peer sees a Goodbye or EOF. The next daemon, given them back, removes them from the store,
    answers on the same connections (the HMI's request sent during the pause
-   too), the half Hello completed gets its Welcome from the new process, and
+   too), the cluster gets a fresh metadata snapshot, the half Hello completed
+   gets its Welcome from the new process, and
    STATUS= shows the phone and its app again. SIGTERM then gives
    both a Goodbye (the daemon, not the store, now owns them).
 2. SIGUSR1 without FDSTORE is a graceful stop (Goodbye, exit 0).
@@ -36,6 +38,7 @@ import huclient  # noqa: E402
 RESULTS = {"passed": 0, "failed": 0}
 ENVELOPE_RESULT = 5
 GET_STATUS = 33
+SUBSCRIBE_METADATA, METADATA_UPDATE = 63, 64
 
 
 def check(name, ok, detail=""):
@@ -151,6 +154,25 @@ def hmi_connection(path):
     return conn
 
 
+def cluster_connection(path):
+    """A cluster subscribed to the metadata stream (its first snapshot read)."""
+    conn = huclient.Connection("unix:" + path, 10)
+    hello = huclient.field(1, 0, 1) + huclient.field(2, 0, 1) + huclient.field(3, 0, 3) + huclient.field(4, 2, b"cluster")
+    conn.send(huclient.KIND_MESSAGE, huclient.field(2, 2, hello))
+    assert huclient.ENVELOPE_WELCOME in conn.receive_envelope()
+    conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 2) + huclient.field(SUBSCRIBE_METADATA, 2, b""))
+    conn.first_metadata = next_metadata(conn)
+    return conn
+
+
+def next_metadata(conn):
+    """The next MetadataUpdate's fields (answers and other messages skipped)."""
+    while True:
+        envelope = conn.receive_envelope()
+        if METADATA_UPDATE in envelope:
+            return dict(huclient.parse_fields(envelope[METADATA_UPDATE]))
+
+
 def get_status(conn, request_id):
     conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, request_id) + huclient.field(GET_STATUS, 2, b""))
     while True:
@@ -207,13 +229,14 @@ def handover_run(binary, workdir):
     log = os.path.join(workdir, "daemon.log")
     env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
     first = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
-    phone = hmi = late = None
+    phone = hmi = cluster = late = None
     try:
         check("first daemon ready", manager.wait(lambda f: f.get("READY") == "1") is not None, open(log).read()[-2000:])
         phone = huclient.Connection("unix:" + path, 10)
         phone.handshake("phone")
         check("the phone's apps are accepted", phone.announce_apps("Handover Phone") == 0)
         hmi = hmi_connection(path)
+        cluster = cluster_connection(path)
         status = get_status(hmi, 7)
         check("the HMI is answered before the restart", status.get(1, 0) == 0, repr(status))
         # A third connection has sent only part of its Hello when the restart comes.
@@ -227,7 +250,7 @@ def handover_run(binary, workdir):
         with manager.lock:
             stored = dict(manager.store)
         connections = sorted(name for name in stored if name.startswith("conn-"))
-        check("it stored the three connections and a snapshot", len(connections) == 3 and "snapshot" in stored, repr(sorted(stored)))
+        check("it stored the four connections and a snapshot", len(connections) == 4 and "snapshot" in stored, repr(sorted(stored)))
         # The pause: a request now waits in the socket for the next process.
         hmi.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 8) + huclient.field(GET_STATUS, 2, b""))
         hmi.sock.settimeout(0.3)
@@ -257,6 +280,10 @@ def handover_run(binary, workdir):
             status = get_status(hmi, 9)
             check("the HMI's connection carries on", status.get(1, 0) == 0, repr(status))
             check("the phone's connection carries on (PING answered)", ping(phone, b"after-restart"))
+            snapshot = next_metadata(cluster)
+            check("the cluster stays subscribed: a full snapshot of the metadata stream after the pause, its version not going back",
+                  snapshot.get(2) == 1 and snapshot.get(1, 0) >= cluster.first_metadata.get(1, 0),
+                  "version %r -> %r, full=%r" % (cluster.first_metadata.get(1), snapshot.get(1), snapshot.get(2)))
             late.sock.sendall(hello[5:])
             late_version, late_error = 0, ""
             try:
@@ -277,7 +304,7 @@ def handover_run(binary, workdir):
         finally:
             wait_exit(second, 0.1)
     finally:
-        for conn in (phone, hmi, late):
+        for conn in (phone, hmi, cluster, late):
             if conn:
                 conn.close()
         wait_exit(first, 0.1)

@@ -4,7 +4,7 @@ import HeadUnitWire
 /// next one across a `systemctl restart` (systemd's file-descriptor store,
 /// PROTOCOL.md section 22), so phones and HMIs carry on where they were.
 ///
-/// Carried over: the phone and HMI peers, the connected phone's link (token,
+/// Carried over: the phone, HMI and instrument cluster peers, the connected phone's link (token,
 /// paired device), its apps with their decisions, scenes, template stacks,
 /// modals, tab selections, search results and now-playing content, which scene
 /// each screen shows and what the HMIs last saw of it (so the next change is
@@ -13,13 +13,13 @@ import HeadUnitWire
 ///
 /// Also carried: navigation (sessions and guidance, previews, panning,
 /// dashboard buttons, cluster texts; not an alert shown, which is dismissed
-/// first: `prepareForHandover`), which HMIs subscribed to the metadata stream
-/// (they get a fresh snapshot of it, numbered on), and who owns the main
-/// audio (not a navigation prompt in progress).
+/// first: `prepareForHandover`), which HMIs and clusters subscribed to the
+/// metadata stream (they get a fresh snapshot of it, numbered on), and who
+/// owns the main audio (not a navigation prompt in progress).
 ///
 /// Not carried over (they start clean; the server tells their peers to
-/// reconnect before handing over): cluster and accessory peers and their
-/// subscriptions, External Accessory sessions, a navigation prompt in
+/// reconnect before handing over): accessory peers and their External
+/// Accessory sessions, a navigation prompt in
 /// progress, and a phone that was away within its resumption grace.
 public enum CarSnapshotFormat {
     /// Bumped whenever a field of snapshot.proto changes meaning; a snapshot
@@ -119,8 +119,10 @@ extension Car {
     /// Roles whose sessions a snapshot carries; other peers are told to reconnect.
     public static func survivesRestart(_ role: HURole) -> Bool {
         switch role {
-        case .phone, .hmi: return true
-        case .cluster, .accessory, .unspecified, .UNRECOGNIZED: return false
+        case .phone, .hmi, .cluster: return true
+        // An accessory's External Accessory sessions are byte streams with
+        // credit in flight: they end, and the accessory serves anew.
+        case .accessory, .unspecified, .UNRECOGNIZED: return false
         }
     }
 
@@ -191,7 +193,7 @@ extension Car {
         out.audio = sound
         // Only the phone's apps navigate: with no phone carried, nothing of it is.
         if phoneLink.peer != nil { out.navigation = navigationSnapshot() }
-        out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0]?.role == .hmi }.sorted()
+        out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0].map { Self.survivesRestart($0.role) } ?? false }.sorted()
         out.metadataVersion = clusterFeed.version
         if let home = lastHomeScreen { out.lastHomeScreen = home }
         out.vehicleState = vehicleState
@@ -326,8 +328,8 @@ extension Car {
         car.navigation.announcedPromptStyle = car.audio.promptStyle
         car.clusterFeed.continueVersions(from: snapshot.metadataVersion)
         for peer in snapshot.metadataSubscribers {
-            guard car.peers[peer]?.role == .hmi else {
-                throw SnapshotError("metadata subscriber \(peer) is not an HMI peer")
+            guard let role = car.peers[peer]?.role, role == .hmi || role == .cluster else {
+                throw SnapshotError("metadata subscriber \(peer) is not an HMI or cluster peer")
             }
             car.clusterFeed.subscribe(peer)
         }
