@@ -104,11 +104,12 @@ final class CarHost: @unchecked Sendable {
 
     /// The connection is gone; `joined` says whether the Car knew it.
     func connectionClosed(_ peer: PeerID, joined: Bool, departure: PeerDeparture) {
-        if handedOver { return }
         connections[peer] = nil
         staleStreams[peer] = nil
         clusterHub.remove(peer)
-        if joined {
+        // Once handed over, the Car's state is the next process's: it learns
+        // of a peer that did not make it from the snapshot.
+        if joined, !handedOver {
             perform(car.peerLeft(peer, departure: departure))
             checkStatus()
             // Not inside a read batch: what the Car told the others goes out now.

@@ -144,7 +144,7 @@ extension CarHost {
             let carried = car.peerInfo(peer).map { Car.survivesRestart($0.role) } ?? handler.isAwaitingHello
             if !carried { handler.leaveForRestart(reason) }
         }
-        // Navigation sessions end now, their apps told (the next process starts them clean).
+        // A navigation alert is dismissed now, its app told (the next process does not carry it).
         perform(car.prepareForHandover())
         flush()
         // An HMI that was behind gets its latest state now, so the next process
@@ -175,7 +175,12 @@ extension CarHost {
     /// written is missing from either.
     func finishHandover(store: DescriptorStore) -> HandoverReport {
         var report = HandoverReport()
-        // Peers whose output did not drain (or that closed meanwhile) leave the Car first.
+        // From here the Car is not changed any more: a peer whose output did
+        // not drain (or that closed meanwhile) stays in the snapshot without
+        // its connection, and the next process lets it go (`peerLeft(.lost)`)
+        // and tells the others over connections that work. A phone gone this
+        // way may even resume with the next process.
+        handedOver = true
         var states: [PeerID: HUConnectionSnapshot] = [:]
         for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
             let tap = taps[ObjectIdentifier(handler)]
@@ -184,7 +189,6 @@ extension CarHost {
             } else {
                 report.closed += 1
                 handler.forceClose()
-                perform(car.peerLeft(peer, departure: .lost))
             }
         }
         var snapshot = HUDaemonSnapshot()
@@ -197,6 +201,7 @@ extension CarHost {
             bytes = try snapshot.serializedBytes()
         } catch {
             logger.error("cannot serialize the snapshot: stopping instead", metadata: ["error": "\(error)"])
+            handedOver = false
             return report
         }
         let descriptors = Self.descriptorsByCookie()
@@ -216,13 +221,13 @@ extension CarHost {
         }
         guard store.storeSnapshot(bytes) else {
             logger.error("the service manager refused the snapshot: stopping instead")
+            handedOver = false
             return report
         }
         report.snapshotStored = true
         report.handedOver = stored.count
         // Our copies close with the process; the service manager holds its own,
         // so the peers see nothing. Connections it refused leave with it (EOF).
-        handedOver = true
         for handler in connections.values { handler.relinquish() }
         return report
     }
