@@ -15,7 +15,9 @@ the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
    gets its Welcome from the new process, and
    STATUS= shows the phone and its app again. SIGTERM then gives
    both a Goodbye (the daemon, not the store, now owns them).
-2. SIGUSR1 without FDSTORE is a graceful stop (Goodbye, exit 0).
+2. SIGUSR1 without FDSTORE is a graceful stop (Goodbye, exit 0). An HMI that
+   stopped reading while a phone updated a 0.9 MB list is not handed over: it
+   reads what was written to it, then EOF (no Goodbye); the others carry on.
 3. A stored connection with a snapshot that does not parse: Goodbye(SHUTTING_DOWN)
    saying the session could not be restored, then close; the daemon starts
    clean and serves new connections. Likewise a connection stored with no
@@ -377,6 +379,121 @@ def bad_state_run(binary, workdir, snapshot, expected):
         ours.close()
 
 
+def big_list(generation, items=1800):
+    """Template{id "root", list{title, sections [{id "s", items: 1,800 of ~500 bytes}]}}, hand-encoded."""
+    filler = "x" * 480
+    f = huclient.field
+    section = f(1, 2, b"s") + b"".join(
+        f(3, 2, f(1, 2, b"i%d" % i) + f(10, 2, f(1, 2, ("%d %d %s" % (generation, i, filler)).encode()))) for i in range(items))
+    return f(1, 2, b"root") + f(10, 2, f(1, 2, b"generation %d" % generation) + f(2, 2, section))
+
+
+def template_request(request_id, app, scene, op_field, template):
+    f = huclient.field
+    return f(1, 0, request_id) + f(11, 2, f(1, 2, app) + f(2, 0, scene) + f(op_field, 2, template))
+
+
+def result_code(conn, request_id):
+    while True:
+        envelope = conn.receive_envelope()
+        if envelope.get(1) == request_id and ENVELOPE_RESULT in envelope:
+            return dict(huclient.parse_fields(envelope[ENVELOPE_RESULT])).get(1, 0)
+
+
+def undrained_run(binary, workdir):
+    """An HMI that stopped reading cannot be handed over without losing bytes:
+    it is closed (EOF, no Goodbye), the others carry on, and the next process
+    lets it go."""
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        f.write('{"limits": {"shutdownGraceMs": 500}}\n')
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
+    first = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
+    second = None
+    conns = []
+    stop = threading.Event()
+    try:
+        manager.wait(lambda f: f.get("READY") == "1")
+        phone = huclient.Connection("unix:" + path, 20)
+        conns.append(phone)
+        phone.handshake("phone")
+        phone.announce_apps("Phone")
+        stalled = hmi_connection(path)  # reads nothing from now on
+        conns.append(stalled)
+        reader = hmi_connection(path)
+        conns.append(reader)
+        app = b"com.example.systemd-test.audio"
+        reader.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 3) + huclient.field(30, 2, huclient.field(1, 2, app)))
+        result_code(reader, 3)
+        while True:
+            envelope = phone.receive_envelope()
+            if 20 in envelope:
+                scene = dict(huclient.parse_fields(envelope[20])).get(2, 0)
+                break
+
+        def drain():
+            try:
+                while not stop.is_set():
+                    reader.receive_envelope()
+            except Exception:  # noqa: BLE001 (the test ends)
+                pass
+        threading.Thread(target=drain, daemon=True).start()
+        codes = []
+        for generation in range(8):
+            op = 10 if generation == 0 else 17  # set_root, then update in place
+            phone.send(huclient.KIND_MESSAGE, template_request(10 + generation, app, scene, op, big_list(generation)))
+            codes.append(result_code(phone, 10 + generation))
+        check("a phone updates a 0.9 MB list 8 times while one HMI stops reading", codes == [0] * 8, repr(codes))
+        os.kill(first, signal.SIGUSR1)
+        code = wait_exit(first, 15)
+        with manager.lock:
+            stored = dict(manager.store)
+        check("handover with a peer that does not read: exit 0, the others stored",
+              code == 0 and sorted(stored) == ["conn-1", "conn-3", "snapshot"], "exit %r, stored %r" % (code, sorted(stored)))
+        before = len(manager.messages)
+        names = ["unix"] + sorted(stored)
+        second = start_daemon(binary, workdir, [listen.fileno()] + [stored[n] for n in sorted(stored)], names, env, log)
+        manager.wait(lambda f: f.get("READY") == "1", since=before)
+        with manager.lock:
+            for name in list(manager.store):
+                os.close(manager.store.pop(name))
+        # The stalled HMI reads at last: what was written to it, then EOF, never a Goodbye.
+        frames, goodbye = 0, False
+        stalled.sock.settimeout(20)
+        try:
+            while True:
+                envelope = stalled.receive_envelope()
+                frames += 1
+                goodbye = goodbye or huclient.ENVELOPE_GOODBYE in envelope
+        except huclient.Closed:
+            pass
+        except OSError:
+            pass
+        check("the HMI that did not read gets what was written to it, then EOF, no Goodbye", not goodbye and frames > 0,
+              "%d frames, goodbye=%r" % (frames, goodbye))
+        phone.send(huclient.KIND_MESSAGE, template_request(30, app, scene, 17, big_list(99, items=3)))
+        check("the phone carries on with the new process", result_code(phone, 30) == 0)
+        left = [line for line in open(log).read().splitlines() if "handed over" in line and "closed=1" in line]
+        check("the old process logged one peer closed", bool(left), open(log).read()[-1500:])
+    finally:
+        stop.set()
+        for conn in conns:
+            conn.close()
+        for pid in (first, second):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                wait_exit(pid, 15)
+        manager.close()
+        listen.close()
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -385,6 +502,7 @@ def main():
     runs = [
         lambda b, w: handover_run(b, w),
         lambda b, w: sigusr1_without_store_run(b, w),
+        lambda b, w: undrained_run(b, w),
         lambda b, w: bad_state_run(b, w, b"\xff\xff not a snapshot", "could not restore"),
         lambda b, w: bad_state_run(b, w, None, "without a snapshot"),
         # DaemonSnapshot{format: 2}: a snapshot from another version of the daemon.
