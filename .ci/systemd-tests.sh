@@ -3,6 +3,7 @@
 #   1. systemd-analyze verify of the shipped units prints nothing
 #   2. systemd-analyze security --offline=true: exposure <= 1.0
 #   3. level (a): the daemon under systemd-socket-activate (Tests/SystemdIntegration/test_socket_activate.py)
+#      and the restart handover with the test as the fd store (Tests/SystemdIntegration/test_fdstore_handover.py)
 #   4. level (b): the shipped units under a real systemd as PID 1 in fresh
 #      namespaces (Tests/SystemdIntegration/test_systemd_pid1.sh; needs root)
 #
@@ -114,6 +115,7 @@ record "systemd-analyze security --offline=true exposure <= 1.0" $? \
 host_files() { ls -d /tmp/headunitd-* /tmp/systemd-private-*-headunitd* /var/tmp/systemd-private-*-headunitd* 2>/dev/null | sort; }
 before=$(host_files)
 run_suite "level a: systemd-socket-activate" python3 Tests/SystemdIntegration/test_socket_activate.py "$BIN"
+run_suite "level a: restart handover (the test plays the fd store)" python3 Tests/SystemdIntegration/test_fdstore_handover.py "$BIN"
 
 # --- level (b): systemd as PID 1 -------------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then

@@ -18,9 +18,9 @@ final class CarHost: @unchecked Sendable {
     let eventLoop: EventLoop
     let logger: Logger
     let configuration: ServerConfiguration
-    private var car: Car
-    private var connections: [PeerID: ConnectionHandler] = [:]
-    private var nextPeerID: PeerID = 1
+    var car: Car
+    var connections: [PeerID: ConnectionHandler] = [:]
+    var nextPeerID: PeerID = 1
     /// Connections written to since the last flush.
     private var dirty: [ConnectionHandler] = []
     /// What a phone's (or cluster's) request caused for other peers, in
@@ -33,19 +33,24 @@ final class CarHost: @unchecked Sendable {
     /// The Car's screens were not published after the batch's requests yet:
     /// rendered once per batch, after their answers.
     private var screensPending = false
-    private var timers: [CarTimer: Scheduled<Void>] = [:]
+    var timers: [CarTimer: Scheduled<Void>] = [:]
     private var lastSummary = StatusSummary(phones: 0, apps: 0, scenes: 0)
     var onStatusChange: ((StatusSummary) -> Void)?
     /// Set once a graceful stop began: new connections are turned away.
-    private(set) var stopping = false
+    var stopping = false
+    /// Set once the connections went to the next daemon process: nothing
+    /// that happens to them afterwards is the Car's business.
+    var handedOver = false
+    /// Per connection being handed over: what it still read.
+    var taps: [ObjectIdentifier: HandoverTap] = [:]
     private var allClosedPromise: EventLoopPromise<Void>?
     private let clusterHub = ClusterHub()
     private var caps: ConnectionCaps
     /// HMI streams whose updates an HMI skipped while it was behind (not
     /// writable); it gets their latest state when it catches up.
-    private var staleStreams: [PeerID: Set<HMIStream>] = [:]
+    var staleStreams: [PeerID: Set<HMIStream>] = [:]
     /// Paired phones and the pairing window (PROTOCOL.md section 20).
-    private var pairing: PairingRegistry
+    var pairing: PairingRegistry
 
     init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
@@ -135,7 +140,9 @@ final class CarHost: @unchecked Sendable {
         connections[peer] = nil
         staleStreams[peer] = nil
         clusterHub.remove(peer)
-        if joined {
+        // Once handed over, the Car's state is the next process's: it learns
+        // of a peer that did not make it from the snapshot.
+        if joined, !handedOver {
             performDeferred()
             perform(car.peerLeft(peer, departure: departure))
             checkStatus()
@@ -331,7 +338,7 @@ final class CarHost: @unchecked Sendable {
 
     /// Sends what earlier requests deferred; false when there was nothing.
     @discardableResult
-    private func performDeferred() -> Bool {
+    func performDeferred() -> Bool {
         guard !deferred.isEmpty || statusPending || screensPending else { return false }
         if screensPending {
             screensPending = false
@@ -362,7 +369,7 @@ final class CarHost: @unchecked Sendable {
         clusterHub.publish(snapshots: taken.snapshots, changed: taken.changed, feed: car.clusterFeed, connections: connections)
     }
 
-    private func checkStatus() {
+    func checkStatus() {
         publishMetadata()
         let counts = car.counts
         let summary = StatusSummary(phones: counts.phones, apps: counts.apps, scenes: counts.scenes)

@@ -27,16 +27,41 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// Counted in the host's connection caps (released when the connection ends).
     private var admitted = false
 
-    init(host: CarHost, transport: Transport) {
+    /// A connection a previous daemon process handed over (PROTOCOL.md section 22).
+    private let restoring: RestoredConnection?
+    /// Set once the connection is being handed to the next process: nothing
+    /// more is read (the tap holds what arrives), timed or caught up here.
+    private(set) var handingOver = false
+    /// What the decoder held of a frame when it was taken out for a handover.
+    private var undecoded: ByteBuffer?
+    /// Everything written before the handover's barrier reached the kernel.
+    private(set) var isDrained = false
+
+    init(host: CarHost, transport: Transport, restoring: RestoredConnection? = nil) {
         self.host = host
         self.transport = transport
         self.logger = host.logger
+        self.restoring = restoring
     }
 
     // MARK: - Channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        if let restoring {
+            // Established already: same peer id, role and version as before the restart.
+            peerID = restoring.peerID
+            host.adopt(self, as: peerID)
+            logger[metadataKey: "peer"] = "\(peerID)"
+            let now = monotonicMilliseconds()
+            machine = ConnectionStateMachine(
+                connectionID: peerID, transport: transport, configuration: host.configuration.connection, now: now)
+            machine.restoreEstablished(restoring.info, version: restoring.version, now: now)
+            joined = true
+            open = context.channel.isActive
+            if open { connected(context: context) }
+            return
+        }
         peerID = host.register(self)
         logger[metadataKey: "peer"] = "\(peerID)"
         machine = ConnectionStateMachine(
@@ -70,6 +95,12 @@ final class ConnectionHandler: ChannelInboundHandler {
                 "remote": "\(context.remoteAddress.map { "\($0)" } ?? "-")",
                 "credentials": "\(machine.peerCredentials.map { "\($0)" } ?? "-")",
             ])
+        if restoring != nil {
+            // Admitted before the restart: counted again, never turned away.
+            admitted = host.admit(transport) == nil
+            scheduleTick()
+            return
+        }
         if let refusal = host.admit(transport) {
             host.noteRefusedConnection(refusal)
             perform(machine.refuseConnection(.tooManyConnections, refusal))
@@ -104,6 +135,9 @@ final class ConnectionHandler: ChannelInboundHandler {
             // The peer closed mid-frame: nothing to answer, just clean up.
             logger.debug("connection ended inside a frame", metadata: ["bytes": "\(truncated.bytes)"])
             forceClose()
+        case let undecoded as UndecodedBytes:
+            // The decoder came out for a handover holding part of a frame.
+            self.undecoded = undecoded.bytes
         case is ByteToMessageDecoderError:
             // Bytes after a framing error: the Goodbye is already on its way.
             break
@@ -117,13 +151,13 @@ final class ConnectionHandler: ChannelInboundHandler {
         if context.channel.isWritable {
             slowConsumerTimer?.cancel()
             slowConsumerTimer = nil
-            if open {
+            if open, !handingOver {
                 // Read again, and (for an HMI) send the latest state of what it skipped.
                 context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
                 context.read()
                 host.caughtUp(peerID)
             }
-        } else if slowConsumerTimer == nil, open {
+        } else if slowConsumerTimer == nil, open, !handingOver {
             // Requests in flight are bounded by what the peer reads: while its
             // answers pile up, its next requests wait in its own socket.
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
@@ -394,4 +428,114 @@ final class ConnectionHandler: ChannelInboundHandler {
         host.flush()
         if open { scheduleTick() }
     }
+}
+
+// MARK: - Restart handover (PROTOCOL.md section 22)
+
+/// A connection as the previous daemon process handed it over.
+struct RestoredConnection {
+    var peerID: PeerID
+    var info: PeerInfo
+    var version: UInt32
+}
+
+extension ConnectionHandler {
+    /// First step of a handover: nothing more is read (what the kernel had
+    /// already given NIO lands in `tap`), the heartbeat stops, and the frame
+    /// decoder comes out: frames it still held are handled now (their answers
+    /// are written like any other), and a partial frame is kept (`undecoded`).
+    /// Completes once the decoder is out.
+    func beginHandover(tap: HandoverTap) -> EventLoopFuture<Void> {
+        guard open, let context else { return host.eventLoop.makeFailedFuture(HandoverRefused.closed) }
+        handingOver = true
+        tick?.cancel()
+        tick = nil
+        tickDeadline = .max
+        slowConsumerTimer?.cancel()
+        slowConsumerTimer = nil
+        let channel = context.channel
+        do {
+            try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+            try channel.pipeline.syncOperations.addHandler(tap, position: .first)
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<FrameDecoder>.self)
+            return channel.pipeline.syncOperations.removeHandler(decoder)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    /// Completes once everything written so far is in the kernel's socket
+    /// buffer (writes complete in order: an empty write after them is the
+    /// barrier); then `isDrained`.
+    func flushBarrier() -> EventLoopFuture<Void> {
+        guard open, let context else { return host.eventLoop.makeFailedFuture(HandoverRefused.closed) }
+        needsFlush = false
+        let barrier = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
+        barrier.assumeIsolated().whenSuccess { [weak self] in self?.isDrained = true }
+        return barrier
+    }
+
+    /// A peer the snapshot does not carry (cluster, accessory, a handshake
+    /// in progress): Goodbye(SHUTTING_DOWN) and out of the Car now.
+    func leaveForRestart(_ reason: String) {
+        if joined {
+            perform(machine.shutdown(reason: reason))
+            joined = false
+            host.connectionClosed(peerID, joined: true, departure: .cutOff(.shuttingDown))
+        } else {
+            shutdown(reason: reason)
+        }
+    }
+
+    /// The state that goes with the socket: role, version and the bytes read
+    /// but not yet parsed (the decoder's partial frame, then what the tap held).
+    func handoverState(tap: HandoverTap) -> HUConnectionSnapshot? {
+        guard open else { return nil }
+        // Version 0: a connection still waiting for its Hello (it starts afresh
+        // in the next process, Hello bytes already sent included).
+        guard let version = isAwaitingHello ? 0 : machine.negotiatedVersion else { return nil }
+        var state = HUConnectionSnapshot()
+        state.peerID = peerID
+        state.transport = transport.rawValue
+        state.version = version
+        var pending = undecoded ?? ByteBuffer()
+        for var chunk in tap.held { pending.writeBuffer(&chunk) }
+        state.pendingInput = .init(pending.readableBytesView)
+        return state
+    }
+
+    /// Connected, no Hello yet: nothing to carry but the bytes.
+    var isAwaitingHello: Bool {
+        if case .awaitingHello = machine.state { return true }
+        return false
+    }
+
+    /// The channel, for the server to find its descriptor; nil when closed.
+    var channel: Channel? { context?.channel }
+
+    /// The connection went to the next process: forget it without a word.
+    func relinquish() {
+        open = false
+        machine.closed()
+        tick?.cancel()
+        slowConsumerTimer?.cancel()
+    }
+}
+
+enum HandoverRefused: Error {
+    case closed
+}
+
+/// Put in front of a connection's pipeline for a handover: holds whatever is
+/// still read from the socket (at most a read NIO had already asked for) so
+/// it goes to the next process with the socket.
+final class HandoverTap: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    private(set) var held: [ByteBuffer] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        held.append(unwrapInboundIn(data))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {}
 }

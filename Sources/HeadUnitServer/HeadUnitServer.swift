@@ -12,12 +12,12 @@ public final class HeadUnitServer: @unchecked Sendable {
     // @unchecked: mutable state is touched only on `eventLoop` (or before start).
     public let configuration: ServerConfiguration
     public let eventLoop: EventLoop
-    private let group: MultiThreadedEventLoopGroup
-    private let logger: Logger
-    private let host: CarHost
+    let group: MultiThreadedEventLoopGroup
+    let logger: Logger
+    let host: CarHost
     private var serverChannels: [Channel] = []
     private var boundPaths: [String] = []
-    private var stopped = false
+    var stopped = false
 
     /// One loop for every connection: the Car's state lives there and no
     /// request hops threads (DESIGN.md, performance budget).
@@ -45,6 +45,9 @@ public final class HeadUnitServer: @unchecked Sendable {
     /// On failure, whatever was already bound is closed again.
     public func start() async throws -> [BoundListener] {
         var bound: [BoundListener] = []
+        // Connections a previous process handed over are back before anyone
+        // new is accepted (their peer ids come first).
+        if let restored = configuration.restored { await restore(restored) }
         do {
             for spec in configuration.listeners {
                 bound.append(try await startListener(spec))
@@ -110,7 +113,7 @@ public final class HeadUnitServer: @unchecked Sendable {
         }
     }
 
-    private func closeListeners() async {
+    func closeListeners() async {
         let channels = serverChannels
         serverChannels.removeAll()
         for channel in channels { try? await channel.close() }

@@ -45,6 +45,9 @@ public struct ServerConfiguration: Sendable {
     public var pairedDevices: [PairedDeviceRecord] = []
     /// How long a pairing code stays valid.
     public var pairingCodeValidMilliseconds: UInt64 = 120_000
+    /// What a previous daemon process handed over through systemd's fd
+    /// store (PROTOCOL.md section 22); nil on a fresh start.
+    public var restored: RestoredState?
 
     public init(
         listeners: [ListenerSpec],

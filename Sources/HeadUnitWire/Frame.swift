@@ -142,12 +142,25 @@ public struct FrameDecoder: ByteToMessageDecoder {
     public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
         if buffer.readableBytes > 0 {
-            // A frame cut short by the peer closing: nothing to deliver, nothing to keep.
-            context.fireErrorCaught(TruncatedFrame(bytes: buffer.readableBytes))
-            buffer.moveReaderIndex(to: buffer.writerIndex)
+            if seenEOF {
+                // A frame cut short by the peer closing: nothing to deliver, nothing to keep.
+                context.fireErrorCaught(TruncatedFrame(bytes: buffer.readableBytes))
+                buffer.moveReaderIndex(to: buffer.writerIndex)
+            } else {
+                // The decoder was taken out mid-stream (the connection is being
+                // handed to the next daemon process): the start of the next
+                // frame goes with the connection, not lost.
+                context.fireErrorCaught(UndecodedBytes(bytes: buffer.readSlice(length: buffer.readableBytes)!))
+            }
         }
         return .needMoreData
     }
+}
+
+/// Raised when the decoder is removed from a live connection holding the
+/// first bytes of a frame (a restart handover): they belong to the stream.
+public struct UndecodedBytes: Error, Sendable {
+    public let bytes: ByteBuffer
 }
 
 /// Raised when the stream ends in the middle of a frame.

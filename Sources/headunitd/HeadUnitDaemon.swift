@@ -5,6 +5,8 @@ import HeadUnitWire
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
+import UnixSignals
 
 #if canImport(Glibc)
 import Glibc
@@ -100,7 +102,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
 
         // Listeners: systemd's when socket-activated, else our own.
         var listeners: [ListenerSpec] = []
-        let activated = SystemdSupport.activatedListeners(logger: logger)
+        let (activated, restored) = SystemdSupport.activatedListeners(logger: logger)
         if !activated.isEmpty {
             for listener in activated {
                 switch listener.kind {
@@ -137,6 +139,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxConnections > 0 { serverConfiguration.connectionCaps.maxTotal = Int(fileLimits.maxConnections) }
         if fileLimits.maxUnixConnections > 0 { serverConfiguration.connectionCaps.maxUnix = Int(fileLimits.maxUnixConnections) }
         if fileLimits.maxTcpConnections > 0 { serverConfiguration.connectionCaps.maxTCP = Int(fileLimits.maxTcpConnections) }
+        serverConfiguration.restored = restored
         do {
             try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)
         } catch {
@@ -163,13 +166,18 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         // SIGINT are trapped: a supervisor that stops us right after READY=1
         // gets a graceful stop, not the default signal death.
         let readyLogger = logger  // a constant: the closure runs on another task
-        let service = DaemonService(server: server, logger: logger) {
+        let initialSummary = await server.summary()
+        // systemd sends RestartKillSignal= (SIGUSR1 in headunitd.service) for a
+        // restart job and SIGTERM for a stop: only a restart hands over.
+        let restartRequested = RestartRequest()
+        let service = DaemonService(server: server, logger: logger, restartRequested: restartRequested) {
             for listener in bound {
                 print("listening \(listener.transport.rawValue) \(listener.address)")
             }
             print("ready")
             fflush(nil)  // every output stream (stdout is a C global Swift 6 will not touch)
-            SystemdSupport.notifyStatus(StatusSummary(phones: 0, apps: 0, scenes: 0).text)
+            // Not zero after a restart that handed the session over.
+            SystemdSupport.notifyStatus(initialSummary.text)
             SystemdSupport.notifyReady()
             readyLogger.notice(
                 "started",
@@ -185,8 +193,20 @@ struct HeadUnitDaemon: AsyncParsableCommand {
                 logger: logger
             )
         )
+        let restartWatcher = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sigusr1) {
+                restartRequested.flag.store(true, ordering: .sequentiallyConsistent)
+                await group.triggerGracefulShutdown()
+            }
+        }
+        defer { restartWatcher.cancel() }
         try await group.run()
     }
+}
+
+/// Set when the stop is a restart (SIGUSR1): the connections go to the next process.
+final class RestartRequest: Sendable {
+    let flag = Atomic<Bool>(false)
 }
 
 /// Keeps the daemon up until a graceful shutdown (SIGTERM, SIGINT), then
@@ -194,6 +214,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
 struct DaemonService: Service {
     let server: HeadUnitServer
     let logger: Logger
+    let restartRequested: RestartRequest
     /// Runs once the group traps the shutdown signals.
     let ready: @Sendable () -> Void
 
@@ -201,8 +222,17 @@ struct DaemonService: Service {
         ready()
         // Returns when graceful shutdown is requested (or throws on cancellation).
         try? await gracefulShutdown()
-        logger.notice("stopping", metadata: ["reason": "signal"])
         SystemdSupport.notifyStopping()
+        let restarting = restartRequested.flag.load(ordering: .sequentiallyConsistent)
+        if restarting, SystemdSupport.handoverCapacity > 0 {
+            // A restart, and systemd keeps descriptors for us: hand the connections
+            // and the Car to the next process instead of saying Goodbye (PROTOCOL.md section 22).
+            logger.notice("restarting", metadata: ["handover": "fd store"])
+            let report = await server.handOver(store: SystemdSupport.descriptorStore(logger: logger))
+            if report.snapshotStored { return }
+        } else {
+            logger.notice("stopping", metadata: ["reason": restarting ? "restart without an fd store" : "signal"])
+        }
         await server.shutdown(reason: "the daemon is stopping")
     }
 }

@@ -1,4 +1,6 @@
 // The daemon's systemd integration: what main calls, written with libsystemd (Systemd module).
+import HeadUnitCore
+import HeadUnitServer
 import Logging
 import Systemd
 
@@ -31,15 +33,20 @@ enum SystemdSupport {
     /// that: "unix" a listening AF_UNIX stream socket, "tcp" a listening AF_INET/AF_INET6
     /// stream socket. Anything else is logged and closed (our copy only: systemd keeps
     /// its own). Several fds may share a name (e.g. ListenStream=0.0.0.0:7420 and [::]:7420).
-    static func activatedListeners(logger: Logger) -> [ActivatedListener] {
+    static func activatedListeners(logger: Logger) -> (listeners: [ActivatedListener], restored: RestoredState?) {
         let inherited: [SocketActivation.InheritedFD]
         do {
             inherited = try SocketActivation.inheritedFDs(unsetEnvironment: true)
         } catch {
             logger.error("socket activation: cannot read the fds systemd passed", metadata: ["error": "\(error)"])
-            return []
+            return ([], nil)
         }
         var listeners: [ActivatedListener] = []
+        // What a previous process left in the fd store (PROTOCOL.md section 22).
+        var snapshot: [UInt8]?
+        var readError: String?
+        var connections: [PeerID: CInt] = [:]
+        var storedAnything = false
         for item in inherited {
             let kind = SocketActivation.kind(of: item.fd)
             switch (item.name, kind) {
@@ -47,6 +54,26 @@ enum SystemdSupport {
                 listeners.append(ActivatedListener(name: item.name, fd: item.fd, kind: .unix(path: path)))
             case (tcpSocketName, .inetStream):
                 listeners.append(ActivatedListener(name: item.name, fd: item.fd, kind: .tcp))
+            case (RestoredState.snapshotName, _):
+                storedAnything = true
+                do {
+                    snapshot = try FDStore.readAll(item.fd, limit: maxSnapshotBytes)
+                } catch {
+                    readError = "the snapshot cannot be read: \(error)"
+                }
+                close(item.fd)
+                // Read once: a later start must not take it for new.
+                FDStore.remove(name: item.name)
+            case (let name, _) where RestoredState.peer(fromName: name) != nil:
+                storedAnything = true
+                // Ours now: systemd's copy would keep the peer from ever seeing us close it.
+                FDStore.remove(name: name)
+                if FDStore.isConnectedStreamSocket(item.fd) {
+                    connections[RestoredState.peer(fromName: name)!] = item.fd
+                } else {
+                    logger.error("fd store: '\(name)' is not a connected stream socket; closing it")
+                    close(item.fd)
+                }
             default:
                 logger.error(
                     "socket activation: refusing inherited fd \(item.fd) named '\(item.name)' (\(describe(kind))): expected FileDescriptorName=\(unixSocketName) on a listening Unix stream socket or FileDescriptorName=\(tcpSocketName) on a listening TCP socket; closing it"
@@ -60,7 +87,34 @@ enum SystemdSupport {
                 metadata: ["listeners": "\(listeners.map { describe($0) }.joined(separator: ","))"]
             )
         }
-        return listeners
+        guard storedAnything else { return (listeners, nil) }
+        logger.notice(
+            "fd store: taking over from the previous process",
+            metadata: ["connections": "\(connections.count)", "snapshot": "\(snapshot.map { "\($0.count) bytes" } ?? "none")"])
+        return (listeners, RestoredState(snapshot: snapshot, connections: connections, readError: readError))
+    }
+
+    /// A snapshot is a few templates per scene; anything near this is not ours.
+    static let maxSnapshotBytes = 64 << 20
+
+    /// Whether SIGTERM hands the connections over instead of closing them:
+    /// the unit keeps descriptors for us (FileDescriptorStoreMax=, seen as $FDSTORE).
+    static var handoverCapacity: Int { FDStore.capacity }
+
+    /// The fd store as the server uses it; the snapshot travels in a memfd.
+    static func descriptorStore(logger: Logger) -> DescriptorStore {
+        DescriptorStore(
+            storeDescriptor: { fd, name in FDStore.store(fd, name: name) },
+            storeSnapshot: { bytes in
+                do {
+                    let fd = try FDStore.memoryFile(name: "headunitd-snapshot", bytes: bytes)
+                    defer { close(fd) }
+                    return FDStore.store(fd, name: RestoredState.snapshotName)
+                } catch {
+                    logger.error("fd store: cannot write the snapshot", metadata: ["error": "\(error)"])
+                    return false
+                }
+            })
     }
 
     static func notifyReady() {

@@ -160,6 +160,35 @@ check "3 x systemctl restart succeed" $restarts_ok
 check "Unix client looping across restarts: no refused or dropped connection" $rc_unix "$(cat "$WORK/loop-unix.txt")"
 check "TCP client looping across restarts: no refused or dropped connection" $rc_tcp "$(cat "$WORK/loop-tcp.txt")"
 
+# --- restarts that drop nobody (fd store handover, PROTOCOL.md section 22) ---------
+mkdir -p "$WORK/pb"
+protoc -I "$ROOT/Protocol" --python_out "$WORK/pb" "$ROOT"/Protocol/*.proto
+rm -f "$WORK/handover-ready" "$WORK/handover-go"
+client hello "unix:$SOCK" > /dev/null 2>&1  # the service is up before the session starts
+# Debian's python3-protobuf (the Python on PATH may be another one without it).
+ns_run /usr/bin/python3 "$HERE/handover_client.py" "$WORK/pb" "unix:$SOCK" --ready "$WORK/handover-ready" --go "$WORK/handover-go" \
+    > "$WORK/handover.txt" 2>&1 &
+handover=$!
+wait_until 20 test -e "$WORK/handover-ready"
+before=$(show headunitd.service MainPID)
+t0=$(date +%s%N)
+ns_run systemctl restart headunitd.service
+rc=$?
+restart_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+after=$(show headunitd.service MainPID)
+touch "$WORK/handover-go"
+wait $handover
+rc_client=$?
+[ $rc -eq 0 ] && [ "$after" != 0 ] && [ "$after" != "$before" ] && [ "$(show headunitd.service ActiveState)" = active ]
+check "systemctl restart with a session in progress: a new main process" $? "MainPID $before -> $after, $restart_ms ms"
+check "the phone and the HMI keep their connections across the restart (no Goodbye, no EOF; requests under load answered, PINGs ponged, a frame split across the restart parsed; the pushed template pops and the HMI sees it)" \
+    $rc_client "$(cat "$WORK/handover.txt")"
+ns_run grep -q 'restored what the previous process handed over.*connections=2' /run/headunitd-test/daemon.log
+check "the new process took back both connections and the snapshot" $? "$(ns_run grep -E 'handed over|restored|fd store' /run/headunitd-test/daemon.log | tail -n 4)"
+fdstore=$(show headunitd.service NFileDescriptorStore)
+[ "$fdstore" = 0 ]
+check "nothing left in the fd store afterwards (the new process removed what it took)" $? "NFileDescriptorStore=$fdstore"
+
 # --- watchdog ----------------------------------------------------------------
 old=$(show headunitd.service MainPID)
 restarts=$(show headunitd.service NRestarts)

@@ -23,7 +23,7 @@ final class SystemdTests: XCTestCase {
     override func tearDown() {
         for name in ["listen.sock", "notify.sock"] { unlink(directory + "/" + name) }
         rmdir(directory)
-        for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] {
+        for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "FDSTORE"] {
             unsetenv(name)
         }
     }
@@ -192,5 +192,71 @@ final class SystemdTests: XCTestCase {
         XCTAssertFalse(JournalLogHandler.stderrIsJournal())
         unsetenv("JOURNAL_STREAM")
         XCTAssertEqual(JournalLogHandler.detectStyle(), .plain)
+    }
+
+    // MARK: - fd store (restart handover)
+
+    func testFDStoreCapacityNeedsANotifySocketAndAPositiveFDSTORE() {
+        setenv("FDSTORE", "513", 1)
+        unsetenv("NOTIFY_SOCKET")
+        XCTAssertEqual(FDStore.capacity, 0, "nowhere to send the fds")
+        setenv("NOTIFY_SOCKET", directory + "/notify.sock", 1)
+        XCTAssertEqual(FDStore.capacity, 513)
+        setenv("FDSTORE", "0", 1)
+        XCTAssertEqual(FDStore.capacity, 0)
+        setenv("FDSTORE", "lots", 1)
+        XCTAssertEqual(FDStore.capacity, 0)
+    }
+
+    func testStoreSendsTheDescriptorWithItsNameAndRemoveNamesIt() throws {
+        let path = directory + "/notify.sock"
+        let manager = unixSocket(type: datagram, path: path)
+        defer { close(manager) }
+        setenv("NOTIFY_SOCKET", path, 1)
+        var pair: [CInt] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, stream, 0, &pair), 0)
+        defer { close(pair[0]); close(pair[1]) }
+        XCTAssertTrue(FDStore.store(pair[0], name: "conn-7"))
+        // What systemd receives: the assignment and, with SCM_RIGHTS, a duplicate of the fd.
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var control = [UInt8](repeating: 0, count: 64)
+        let (count, received): (Int, CInt?) = buffer.withUnsafeMutableBytes { data in
+            control.withUnsafeMutableBytes { ancillary in
+                var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                    var message = msghdr()
+                    message.msg_iov = vectorPointer
+                    message.msg_iovlen = 1
+                    message.msg_control = ancillary.baseAddress
+                    message.msg_controllen = ancillary.count
+                    let count = recvmsg(manager, &message, 0)
+                    // One cmsghdr with one int: the header is 16 bytes on 64-bit Linux.
+                    guard message.msg_controllen >= 20 else { return (count, nil) }
+                    return (count, ancillary.load(fromByteOffset: 16, as: CInt.self))
+                }
+            }
+        }
+        XCTAssertEqual(String(decoding: buffer[..<max(count, 0)], as: UTF8.self), "FDSTORE=1\nFDNAME=conn-7")
+        let duplicate = try XCTUnwrap(received)
+        defer { close(duplicate) }
+        XCTAssertTrue(FDStore.isConnectedStreamSocket(duplicate))
+        XCTAssertTrue(FDStore.remove(name: "conn-7"))
+        XCTAssertEqual(receive(manager), "FDSTOREREMOVE=1\nFDNAME=conn-7")
+    }
+
+    func testASnapshotGoesThroughAMemoryFile() throws {
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let fd = try FDStore.memoryFile(name: "snapshot", bytes: bytes)
+        defer { close(fd) }
+        XCTAssertEqual(try FDStore.readAll(fd, limit: 1 << 20), bytes)
+        XCTAssertThrowsError(try FDStore.readAll(fd, limit: 1_000), "over the limit")
+        XCTAssertFalse(FDStore.isConnectedStreamSocket(fd))
+    }
+
+    func testAListeningSocketIsNotAStoredConnection() {
+        let fd = unixSocket(type: stream, path: directory + "/listen.sock")
+        defer { close(fd) }
+        XCTAssertEqual(listen(fd, 4), 0)
+        XCTAssertFalse(FDStore.isConnectedStreamSocket(fd))
     }
 }

@@ -27,6 +27,16 @@ public struct AudioFocus: Sendable, Equatable {
 
     public init() {}
 
+    /// As a daemon restart hands it over (CarSnapshot); a prompt in progress
+    /// is not carried (it would have ended within seconds).
+    init(restoringMain main: Main, spoken: Bool, callActive: Bool, voiceSessionActive: Bool, voiceAppID: String) {
+        self.main = main
+        self.mainSpoken = spoken
+        self.callActive = callActive
+        self.voiceSessionActive = voiceSessionActive
+        self.voiceAppID = voiceAppID
+    }
+
     public static func == (lhs: AudioFocus, rhs: AudioFocus) -> Bool {
         lhs.main == rhs.main && lhs.mainSpoken == rhs.mainSpoken && lhs.prompt?.appID == rhs.prompt?.appID
             && lhs.prompt?.serial == rhs.prompt?.serial && lhs.callActive == rhs.callActive

@@ -47,6 +47,12 @@ public struct ClusterFeed: Sendable {
         self.state = state
     }
 
+    /// After a daemon restart (CarSnapshot): versions go on from where the
+    /// previous process stopped, so a subscriber never sees one go back.
+    mutating func continueVersions(from version: UInt64) {
+        self.version = max(self.version, version)
+    }
+
     public mutating func subscribe(_ peer: PeerID) {
         if subscribers.insert(peer).inserted { awaitingSnapshot.append(peer) }
     }

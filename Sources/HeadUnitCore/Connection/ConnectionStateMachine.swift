@@ -71,6 +71,21 @@ public struct ConnectionStateMachine: Sendable {
         self.lastHeard = now
     }
 
+    /// A connection a previous daemon process handed over (systemd's fd store,
+    /// PROTOCOL.md section 22): established as it was, with its heartbeat
+    /// counted from now (the restart's pause is not the peer's silence).
+    public mutating func restoreEstablished(_ info: PeerInfo, version: UInt32, now: UInt64) {
+        state = .established(info, version: version)
+        lastHeard = now
+        nextPing = now + limits.heartbeatIntervalMilliseconds
+    }
+
+    /// The negotiated version of an established connection.
+    public var negotiatedVersion: UInt32? {
+        if case .established(_, let version) = state { return version }
+        return nil
+    }
+
     public var peer: PeerInfo? {
         if case .established(let info, _) = state { return info }
         return nil

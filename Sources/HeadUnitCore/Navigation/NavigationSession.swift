@@ -28,6 +28,16 @@ public struct NavigationSession: Sendable, Equatable {
 
     public init() {}
 
+    /// A session as a daemon restart hands it over (CarSnapshot): its
+    /// requests were checked when the app made them.
+    init(restoring state: State, trip: HUTrip, routeChoiceID: String, maneuvers: [HUManeuver], tripEstimates: HUTravelEstimates?) {
+        self.state = state
+        self.trip = trip
+        self.routeChoiceID = routeChoiceID
+        self.maneuvers = maneuvers
+        self.tripEstimates = tripEstimates
+    }
+
     public var isRunning: Bool {
         switch state {
         case .active, .paused: return true

@@ -68,6 +68,14 @@ struct PhoneLink: Sendable {
     }
 
     private init(nextSerial: UInt64) { self.nextSerial = nextSerial }
+    /// The connected phone as a daemon restart handed it over (CarSnapshot).
+    /// A phone that was reconnecting at that moment is not carried over.
+    init(restoringPeer peer: PeerID, token: String, deviceID: String?) {
+        self.peer = peer
+        self.token = token
+        self.deviceID = deviceID
+    }
+
     init() {}
 
     /// The connected phone's connection is gone; returns the grace timer's

@@ -23,6 +23,14 @@ public struct SceneState: Sendable, Equatable {
         self.kind = kind
     }
 
+    /// A scene as a daemon restart handed it over (CarSnapshot): the stack and
+    /// modal were validated when the app set them, so they are taken as they are.
+    init(restoring id: UInt32, appID: String, kind: HUSceneKind, stack: [HUTemplate], presented: HUTemplate?) {
+        self.init(id: id, appID: appID, kind: kind)
+        self.stack = stack
+        self.presented = presented
+    }
+
     public var top: HUTemplate? { stack.last }
 
     /// What a change to the stack did, so the car can send lifecycle events.

@@ -1,0 +1,366 @@
+import HeadUnitWire
+
+/// The Car as a value that outlives the process: what a daemon hands the
+/// next one across a `systemctl restart` (systemd's file-descriptor store,
+/// PROTOCOL.md section 22), so phones and HMIs carry on where they were.
+///
+/// Carried over: the phone, HMI and instrument cluster peers, the connected phone's link (token,
+/// paired device), its apps with their decisions, scenes, template stacks,
+/// modals, tab selections, search results and now-playing content, which scene
+/// each screen shows and what the HMIs last saw of it (so the next change is
+/// a diff against the same state), the home screen, the vehicle state,
+/// pending events (their completion timers start afresh), and the id counters.
+///
+/// Also carried: navigation (sessions and guidance, previews, panning,
+/// dashboard buttons, cluster texts; not an alert shown, which is dismissed
+/// first: `prepareForHandover`), which HMIs and clusters subscribed to the
+/// metadata stream (they get a fresh snapshot of it, numbered on), and who
+/// owns the main audio (not a navigation prompt in progress).
+///
+/// Not carried over (they start clean; the server tells their peers to
+/// reconnect before handing over): accessory peers and their External
+/// Accessory sessions, a navigation prompt in
+/// progress, and a phone that was away within its resumption grace.
+public enum CarSnapshotFormat {
+    /// Bumped whenever a field of snapshot.proto changes meaning; a snapshot
+    /// of another format is refused (the daemon starts clean).
+    public static let current: UInt32 = 1
+}
+
+/// Why a snapshot cannot be restored.
+public struct SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+extension Car {
+    /// A joined peer's handshake facts (role, name, transport, token, device).
+    public func peerInfo(_ peer: PeerID) -> PeerInfo? { peers[peer] }
+
+    /// Every joined peer, in id order.
+    public var peerIDs: [PeerID] { peers.keys.sorted() }
+
+    /// Before the snapshot is taken: what the next process does not carry
+    /// ends now, and whoever depends on it is told: a navigation alert shown
+    /// is dismissed (`alert_dismissed{SYSTEM}` to its app).
+    public mutating func prepareForHandover() -> [CarEffect] {
+        if navigation.alert != nil { dismissNavigationAlert(.system, actionID: "", tell: true) }
+        settlePhoneLink()
+        publishScreens()
+        return takeEffects()
+    }
+
+    private func navigationSnapshot() -> HUNavigationSnapshot {
+        var out = HUNavigationSnapshot()
+        for appID in navigation.sessions.keys.sorted() {
+            let session = navigation.sessions[appID]!
+            var entry = HUNavigationSessionSnapshot()
+            entry.appID = appID
+            switch session.state {
+            case .idle: entry.state = 0
+            case .active: entry.state = 1
+            case .paused(let reason, let description): (entry.state, entry.pauseReason, entry.pauseDescription) = (2, reason, description)
+            case .ended(let reason): (entry.state, entry.endReason) = (3, reason)
+            }
+            entry.trip = session.trip
+            entry.routeChoiceID = session.routeChoiceID
+            entry.maneuvers = session.maneuvers
+            if let estimates = session.tripEstimates { entry.tripEstimates = estimates }
+            out.sessions.append(entry)
+        }
+        out.guidanceAppID = navigation.guidanceAppID
+        out.sessionCount = navigation.sessionCount
+        out.nativeNavigationActive = navigation.nativeNavigationActive
+        if let previews = navigation.previews {
+            out.previewsAppID = previews.appID
+            out.previews = previews.previews
+            out.previewedTripID = previews.previewedTripID
+            out.previewedRouteChoiceID = previews.previewedRouteChoiceID
+        }
+        out.panningAppID = navigation.panningAppID
+        for (appID, buttons) in navigation.dashboardButtons { out.dashboardButtons[appID] = HUDashboardButtonList.with { $0.buttons = buttons } }
+        for (appID, texts) in navigation.clusterDescriptions { out.clusterDescriptions[appID] = HUStringList.with { $0.values = texts } }
+        return out
+    }
+
+    private static func restoring(_ entry: HUNavigationSnapshot, into car: inout Car) throws(SnapshotError) {
+        var center = NavigationCenter()
+        for session in entry.sessions {
+            guard car.apps[session.appID] != nil else {
+                throw SnapshotError("navigation session of '\(session.appID)', which is not an app of the phone")
+            }
+            let state: NavigationSession.State
+            switch session.state {
+            case 0: state = .idle
+            case 1: state = .active
+            case 2: state = .paused(session.pauseReason, description: session.pauseDescription)
+            case 3: state = .ended(session.endReason)
+            default: throw SnapshotError("navigation session of '\(session.appID)' in unknown state \(session.state)")
+            }
+            center.sessions[session.appID] = NavigationSession(
+                restoring: state, trip: session.trip, routeChoiceID: session.routeChoiceID, maneuvers: session.maneuvers,
+                tripEstimates: session.hasTripEstimates ? session.tripEstimates : nil)
+        }
+        center.guidanceAppID = entry.guidanceAppID
+        center.sessionCount = entry.sessionCount
+        center.nativeNavigationActive = entry.nativeNavigationActive
+        if !entry.previewsAppID.isEmpty {
+            center.previews = NavigationCenter.Previews(
+                appID: entry.previewsAppID, previews: entry.previews, previewedTripID: entry.previewedTripID,
+                previewedRouteChoiceID: entry.previewedRouteChoiceID)
+        }
+        center.panningAppID = entry.panningAppID
+        center.dashboardButtons = entry.dashboardButtons.mapValues(\.buttons)
+        center.clusterDescriptions = entry.clusterDescriptions.mapValues(\.values)
+        car.navigation = center
+    }
+
+    /// Roles whose sessions a snapshot carries; other peers are told to reconnect.
+    public static func survivesRestart(_ role: HURole) -> Bool {
+        switch role {
+        case .phone, .hmi, .cluster: return true
+        // An accessory's External Accessory sessions are byte streams with
+        // credit in flight: they end, and the accessory serves anew.
+        case .accessory, .unspecified, .UNRECOGNIZED: return false
+        }
+    }
+
+    /// The state to hand over. Peers of roles that do not survive a restart
+    /// must have left (`peerLeft`) before this is taken.
+    public func snapshot() -> HUCarSnapshot {
+        var out = HUCarSnapshot()
+        for (id, info) in peers.sorted(by: { $0.key < $1.key }) where Self.survivesRestart(info.role) {
+            var peer = HUPeerSnapshot()
+            peer.peerID = id
+            peer.role = info.role
+            peer.name = info.name
+            peer.transport = info.transport.rawValue
+            peer.resumptionToken = info.resumptionToken
+            peer.deviceID = info.device?.deviceID ?? ""
+            peer.deviceName = info.device?.name ?? ""
+            out.peers.append(peer)
+        }
+        out.hmiPeers = hmiPeers
+        // Only a connected phone's session is carried: one away within its
+        // grace period cannot be reached by the next process's timers.
+        if let phone = phoneLink.peer {
+            out.phonePeer = phone
+            out.phoneToken = phoneLink.token
+            out.phoneDeviceID = phoneLink.deviceID ?? ""
+            out.phoneAuthenticated = phoneLink.deviceID != nil
+            out.deviceName = deviceName
+            for appID in appOrder {
+                guard let app = apps[appID] else { continue }
+                out.apps.append(Self.snapshot(app))
+            }
+            out.nowPlayingAppID = nowPlayingAppID
+            for (id, event) in pendingEvents.sorted(by: { $0.key < $1.key }) {
+                var pending = HUPendingEventSnapshot()
+                pending.eventID = id
+                pending.appID = event.appID
+                pending.sceneKind = event.sceneKind
+                pending.templateID = event.templateID
+                pending.itemID = event.itemID
+                pending.showsSpinner = event.showsSpinner
+                pending.isSearch = event.isSearch
+                out.pendingEvents.append(pending)
+            }
+        }
+        for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
+            var entry = HUScreenSnapshot()
+            entry.screen = screen
+            if phoneLink.peer != nil, let owner = screenOwners[screen] {
+                entry.ownerAppID = owner.appID
+                entry.ownerKind = owner.kind
+            }
+            if let shown = rendered[screen] {
+                entry.rendered = shown
+            }
+            entry.sequence = screenSequence[screen, default: 0]
+            out.screens.append(entry)
+        }
+        var sound = HUAudioSnapshot()
+        switch audio.main {
+        case .none: break
+        case .car(let source): (sound.mainKind, sound.mainID) = (1, source)
+        case .phone(let appID): (sound.mainKind, sound.mainID) = (2, appID)
+        }
+        sound.mainSpoken = audio.mainSpoken
+        sound.callActive = audio.callActive
+        sound.voiceSessionActive = audio.voiceSessionActive
+        sound.voiceAppID = audio.voiceAppID
+        out.audio = sound
+        // Only the phone's apps navigate: with no phone carried, nothing of it is.
+        if phoneLink.peer != nil { out.navigation = navigationSnapshot() }
+        out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0].map { Self.survivesRestart($0.role) } ?? false }.sorted()
+        out.metadataVersion = clusterFeed.version
+        if let home = lastHomeScreen { out.lastHomeScreen = home }
+        out.vehicleState = vehicleState
+        out.nextEventID = nextEventID
+        out.nextSceneID = nextSceneID
+        return out
+    }
+
+    private static func snapshot(_ app: AppState) -> HUAppSnapshot {
+        var out = HUAppSnapshot()
+        out.info = app.info
+        if let category = app.category {
+            out.hasCategory_p = true
+            out.category = category
+        }
+        if let refusal = app.refusal {
+            out.hasRefusal_p = true
+            out.refusalCode = refusal.code
+            out.refusalMessage = refusal.message
+        }
+        out.matchedProtocols = app.matchedProtocols
+        for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let scene = app.scenes[kind]!
+            var entry = HUSceneSnapshot()
+            entry.id = scene.id
+            entry.kind = kind
+            entry.stack = scene.stack
+            if let presented = scene.presented {
+                entry.presented = presented
+            }
+            entry.selectedTabs = scene.selectedTabs
+            entry.searchResults = scene.searchResults
+            out.scenes.append(entry)
+        }
+        out.nowPlaying = app.nowPlaying
+        out.nowPlayingSet = app.nowPlayingSet
+        return out
+    }
+
+    /// The Car a snapshot describes, and the timers to start for it (event
+    /// completions afresh; the announce timeout of a phone that had not
+    /// announced yet). `device` looks a paired device up again (its
+    /// entitlement allow-list is the registry's, not the snapshot's); a
+    /// device no longer paired fails the restore. Nothing is sent: the peers
+    /// saw this state before the restart.
+    public static func restoring(
+        _ snapshot: HUCarSnapshot, configuration: CarConfiguration,
+        device: (String) -> AuthenticatedDevice? = { _ in nil }
+    ) throws(SnapshotError) -> (car: Car, effects: [CarEffect]) {
+        var car = Car(configuration: configuration)
+        var effects: [CarEffect] = []
+        for entry in snapshot.peers {
+            guard entry.peerID != 0, car.peers[entry.peerID] == nil else {
+                throw SnapshotError("peer id \(entry.peerID) is zero or repeated")
+            }
+            guard survivesRestart(entry.role) else {
+                throw SnapshotError("peer \(entry.peerID) has role \(RolePolicy.name(of: entry.role)), which a snapshot does not carry")
+            }
+            guard let transport = Transport(rawValue: entry.transport) else {
+                throw SnapshotError("peer \(entry.peerID) has an unknown transport '\(entry.transport)'")
+            }
+            var info = PeerInfo(role: entry.role, name: entry.name, transport: transport, resumptionToken: entry.resumptionToken)
+            if !entry.deviceID.isEmpty {
+                guard let known = device(entry.deviceID) else {
+                    throw SnapshotError("peer \(entry.peerID)'s device '\(entry.deviceID)' is no longer paired")
+                }
+                info.device = known
+            }
+            car.peers[entry.peerID] = info
+        }
+        for id in snapshot.hmiPeers {
+            guard car.peers[id]?.role == .hmi else { throw SnapshotError("HMI peer \(id) is not an HMI peer") }
+            car.hmiPeers.append(id)
+        }
+        if snapshot.phonePeer != 0 {
+            guard car.peers[snapshot.phonePeer]?.role == .phone else {
+                throw SnapshotError("the phone carrying the apps (peer \(snapshot.phonePeer)) is not a phone peer")
+            }
+            car.phoneLink = PhoneLink(
+                restoringPeer: snapshot.phonePeer, token: snapshot.phoneToken,
+                deviceID: snapshot.phoneAuthenticated ? snapshot.phoneDeviceID : nil)
+            car.deviceName = snapshot.deviceName
+            for entry in snapshot.apps {
+                let app = try restoring(entry)
+                guard car.apps[app.id] == nil else { throw SnapshotError("app '\(app.id)' is repeated") }
+                car.appOrder.append(app.id)
+                car.apps[app.id] = app
+            }
+            car.nowPlayingAppID = snapshot.nowPlayingAppID
+            for entry in snapshot.pendingEvents {
+                guard car.apps[entry.appID]?.scenes[entry.sceneKind] != nil else {
+                    throw SnapshotError("pending event \(entry.eventID) belongs to no scene of '\(entry.appID)'")
+                }
+                car.pendingEvents[entry.eventID] = PendingEvent(
+                    appID: entry.appID, sceneKind: entry.sceneKind, templateID: entry.templateID, itemID: entry.itemID,
+                    showsSpinner: entry.showsSpinner, isSearch: entry.isSearch)
+                effects.append(.startTimer(.completion(eventID: entry.eventID), milliseconds: configuration.completionTimeoutMilliseconds))
+            }
+        } else if !snapshot.apps.isEmpty {
+            throw SnapshotError("apps without a phone carrying them")
+        }
+        for entry in snapshot.screens {
+            guard [HUScreen.main, .dashboard, .instrumentCluster].contains(entry.screen) else {
+                throw SnapshotError("unknown screen \(entry.screen)")
+            }
+            if !entry.ownerAppID.isEmpty {
+                guard car.apps[entry.ownerAppID]?.scenes[entry.ownerKind] != nil else {
+                    throw SnapshotError("screen \(entry.screen) shows no scene of '\(entry.ownerAppID)'")
+                }
+                car.screenOwners[entry.screen] = SceneRef(appID: entry.ownerAppID, kind: entry.ownerKind)
+            }
+            if entry.hasRendered { car.rendered[entry.screen] = entry.rendered }
+            car.screenSequence[entry.screen] = entry.sequence
+        }
+        if snapshot.hasLastHomeScreen { car.lastHomeScreen = snapshot.lastHomeScreen }
+        if snapshot.hasVehicleState { car.vehicleState = snapshot.vehicleState }
+        car.nextEventID = max(snapshot.nextEventID, 1)
+        car.nextSceneID = max(snapshot.nextSceneID, 1)
+        if snapshot.hasNavigation { try restoring(snapshot.navigation, into: &car) }
+        let sound = snapshot.audio
+        let main: AudioFocus.Main
+        switch sound.mainKind {
+        case 0: main = .none
+        case 1: main = .car(source: sound.mainID)
+        case 2: main = .phone(appID: sound.mainID)
+        default: throw SnapshotError("unknown main audio kind \(sound.mainKind)")
+        }
+        car.audio = AudioFocus(
+            restoringMain: main, spoken: sound.mainSpoken, callActive: sound.callActive,
+            voiceSessionActive: sound.voiceSessionActive, voiceAppID: sound.voiceAppID)
+        // Navigation apps were told this style already.
+        car.navigation.announcedPromptStyle = car.audio.promptStyle
+        car.clusterFeed.continueVersions(from: snapshot.metadataVersion)
+        for peer in snapshot.metadataSubscribers {
+            guard let role = car.peers[peer]?.role, role == .hmi || role == .cluster else {
+                throw SnapshotError("metadata subscriber \(peer) is not an HMI or cluster peer")
+            }
+            car.clusterFeed.subscribe(peer)
+        }
+        // A phone that joined but had not announced its apps still must, in time.
+        if configuration.announceTimeoutMilliseconds > 0 {
+            for (id, info) in car.peers.sorted(by: { $0.key < $1.key }) where info.role == .phone && id != snapshot.phonePeer {
+                effects.append(.startTimer(.announce(peer: id), milliseconds: configuration.announceTimeoutMilliseconds))
+            }
+        }
+        return (car, effects)
+    }
+
+    private static func restoring(_ entry: HUAppSnapshot) throws(SnapshotError) -> AppState {
+        guard !entry.info.appID.isEmpty else { throw SnapshotError("an app without an id") }
+        var app = AppState(info: entry.info)
+        if entry.hasCategory_p { app.category = entry.category }
+        if entry.hasRefusal_p { app.refusal = RuleViolation(entry.refusalCode, entry.refusalMessage) }
+        app.matchedProtocols = entry.matchedProtocols
+        for scene in entry.scenes {
+            guard app.scenes[scene.kind] == nil else {
+                throw SnapshotError("app '\(app.id)' has two scenes of kind \(scene.kind)")
+            }
+            var state = SceneState(
+                restoring: scene.id, appID: app.id, kind: scene.kind, stack: scene.stack,
+                presented: scene.hasPresented ? scene.presented : nil)
+            state.selectedTabs = scene.selectedTabs
+            state.searchResults = scene.searchResults
+            app.scenes[scene.kind] = state
+        }
+        app.nowPlaying = entry.nowPlaying
+        app.nowPlayingSet = entry.nowPlayingSet
+        return app
+    }
+}

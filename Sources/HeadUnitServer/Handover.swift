@@ -1,0 +1,357 @@
+import HeadUnitCore
+import HeadUnitWire
+import Logging
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// Restarts that drop nobody (PROTOCOL.md section 22): on SIGTERM under a
+// service manager that keeps descriptors (systemd's fd store), the daemon
+// hands every phone, HMI and cluster connection and a snapshot of the Car to it
+// instead of saying Goodbye, and the next process picks them up.
+
+/// What a previous daemon process left in the fd store.
+public struct RestoredState: Sendable {
+    /// The serialized `HUDaemonSnapshot`; nil when none was stored.
+    public var snapshot: [UInt8]?
+    /// Stored connections by the peer id in their name ("conn-<id>").
+    public var connections: [PeerID: CInt]
+    /// Why the snapshot could not even be read (it is then treated as bad).
+    public var readError: String?
+
+    public init(snapshot: [UInt8]?, connections: [PeerID: CInt], readError: String? = nil) {
+        self.snapshot = snapshot
+        self.connections = connections
+        self.readError = readError
+    }
+
+    /// The fd-store name of a connection, and back.
+    public static func connectionName(_ peer: PeerID) -> String { "conn-\(peer)" }
+    public static func peer(fromName name: String) -> PeerID? {
+        guard name.hasPrefix("conn-") else { return nil }
+        return PeerID(name.dropFirst(5))
+    }
+    public static let snapshotName = "snapshot"
+}
+
+/// What a handover did.
+public struct HandoverReport: Sendable {
+    /// Connections stored with their state.
+    public var handedOver = 0
+    /// Peers told to reconnect (roles a snapshot does not carry, handshakes
+    /// not finished) or lost because their output would not drain in time.
+    public var closed = 0
+    /// False when the snapshot could not be stored: then nothing was handed over.
+    public var snapshotStored = false
+}
+
+/// The service manager's descriptor store, as the daemon reaches it.
+public struct DescriptorStore: Sendable {
+    /// Stores one descriptor (a duplicate) under a name; false when refused.
+    public var storeDescriptor: @Sendable (CInt, String) -> Bool
+    /// Stores the serialized snapshot (as a memory file named "snapshot"); false when refused.
+    public var storeSnapshot: @Sendable ([UInt8]) -> Bool
+
+    public init(storeDescriptor: @escaping @Sendable (CInt, String) -> Bool, storeSnapshot: @escaping @Sendable ([UInt8]) -> Bool) {
+        self.storeDescriptor = storeDescriptor
+        self.storeSnapshot = storeSnapshot
+    }
+}
+
+extension HeadUnitServer {
+    /// Hands the connections and the Car to the service manager instead of
+    /// stopping: listeners closed, reading stopped, what was read handled,
+    /// what was written flushed (peers whose output does not drain within
+    /// the shutdown grace are closed), then every phone, HMI and cluster connection
+    /// and the snapshot stored through `store`, and the event loop stopped
+    /// without a Goodbye. The caller exits afterwards. If the snapshot cannot
+    /// be stored, falls back to a graceful shutdown (Goodbye to everyone).
+    public func handOver(store: DescriptorStore) async -> HandoverReport {
+        guard !stopped else { return HandoverReport() }
+        stopped = true
+        await closeListeners()
+        let host = self.host
+        let loop = eventLoop
+        let grace = configuration.shutdownGraceMilliseconds
+        let quiet: EventLoopFuture<Void> = loop.flatSubmit { host.beginHandover(grace: grace) }
+        try? await quiet.get()
+        let report = (try? await loop.submit { host.finishHandover(store: store) }.get()) ?? HandoverReport()
+        if !report.snapshotStored {
+            stopped = false
+            await shutdown(reason: "the daemon is stopping")
+            return report
+        }
+        logger.notice("handed over", metadata: ["connections": "\(report.handedOver)", "closed": "\(report.closed)"])
+        try? await group.shutdownGracefully()
+        return report
+    }
+
+    /// Takes back what a previous process stored (called by `start()`).
+    func restore(_ restored: RestoredState) async {
+        let host = self.host
+        let adopted: EventLoopFuture<Void> = eventLoop.flatSubmit { host.restore(restored, server: self) }
+        try? await adopted.get()
+    }
+
+    /// A connection handed over by a previous process, back in a pipeline
+    /// like an accepted one's (established as before when `restoring`, else
+    /// waiting for its Hello), not reading until the restore turns reading on.
+    func adoptConnection(fd: CInt, transport: Transport, restoring: RestoredConnection?) -> EventLoopFuture<Channel> {
+        let host = self.host
+        let maxPayload = configuration.connection.limits.maxPayloadBytes
+        let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
+        return ClientBootstrap(group: eventLoop)
+            .channelOption(.autoRead, value: false)
+            .channelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(maxPayload: maxPayload)))
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host, transport: transport, restoring: restoring))
+                }
+            }
+            .withConnectedSocket(fd)
+    }
+}
+
+extension CarHost {
+    /// The handler of a connection that keeps its peer id across a restart.
+    func adopt(_ handler: ConnectionHandler, as peer: PeerID) {
+        eventLoop.preconditionInEventLoop()
+        connections[peer] = handler
+        nextPeerID = max(nextPeerID, peer + 1)
+    }
+
+    // MARK: Handing over
+
+    /// Quiets every connection: those the snapshot does not carry get
+    /// Goodbye(SHUTTING_DOWN) now and leave the Car; the others stop reading,
+    /// lose their decoder (after the frames it held were handled) and flush.
+    /// Succeeds when that is done, or after `grace` ms at the latest.
+    func beginHandover(grace: UInt64) -> EventLoopFuture<Void> {
+        performDeferred()
+        stopping = true
+        for timer in timers.values { timer.cancel() }
+        timers.removeAll()
+        let reason = "the daemon is restarting and cannot carry this connection over: connect again"
+        for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
+            // Carried: phones, HMIs, clusters, and connections that have not sent
+            // their Hello yet. Not: accessories, a TCP phone between Welcome
+            // and Authenticate (its signature covers this connection's challenge).
+            let carried = car.peerInfo(peer).map { Car.survivesRestart($0.role) } ?? handler.isAwaitingHello
+            if !carried { handler.leaveForRestart(reason) }
+        }
+        // A navigation alert is dismissed now, its app told (the next process does not carry it).
+        perform(car.prepareForHandover())
+        flush()
+        // An HMI that was behind gets its latest state now, so the next process
+        // need not know it was behind.
+        for peer in Array(staleStreams.keys) { caughtUp(peer) }
+        var quieted: [EventLoopFuture<Void>] = []
+        for handler in connections.values where !handler.handingOver {
+            let tap = HandoverTap()
+            taps[ObjectIdentifier(handler)] = tap
+            quieted.append(handler.beginHandover(tap: tap).recover { _ in })
+        }
+        let loop = eventLoop
+        let all = EventLoopFuture.andAllComplete(quieted, on: loop).flatMap { () -> EventLoopFuture<Void> in
+            // Answers to the frames the decoders still held are written now; flush them all.
+            self.flush()
+            let barriers = self.connections.values.map { $0.flushBarrier().recover { _ in } }
+            return EventLoopFuture.andAllComplete(barriers, on: loop)
+        }
+        let promise = loop.makePromise(of: Void.self)
+        all.cascade(to: promise)
+        let deadline = loop.scheduleTask(in: .milliseconds(Int64(clamping: grace))) { promise.succeed(()) }
+        promise.futureResult.whenComplete { _ in deadline.cancel() }
+        return promise.futureResult
+    }
+
+    /// Stores every quiet connection and the snapshot; nothing happens on
+    /// the loop between taking the snapshot and storing, so nothing read or
+    /// written is missing from either.
+    func finishHandover(store: DescriptorStore) -> HandoverReport {
+        var report = HandoverReport()
+        // From here the Car is not changed any more: a peer whose output did
+        // not drain (or that closed meanwhile) stays in the snapshot without
+        // its connection, and the next process lets it go (`peerLeft(.lost)`)
+        // and tells the others over connections that work. A phone gone this
+        // way may even resume with the next process.
+        handedOver = true
+        var states: [PeerID: HUConnectionSnapshot] = [:]
+        for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
+            let tap = taps[ObjectIdentifier(handler)]
+            if let tap, handler.isDrained, let state = handler.handoverState(tap: tap) {
+                states[peer] = state
+            } else {
+                report.closed += 1
+                handler.forceClose()
+            }
+        }
+        var snapshot = HUDaemonSnapshot()
+        snapshot.format = CarSnapshotFormat.current
+        snapshot.car = car.snapshot()
+        snapshot.nextPeerID = nextPeerID
+        snapshot.connections = states.keys.sorted().map { states[$0]! }
+        let bytes: [UInt8]
+        do {
+            bytes = try snapshot.serializedBytes()
+        } catch {
+            logger.error("cannot serialize the snapshot: stopping instead", metadata: ["error": "\(error)"])
+            handedOver = false
+            return report
+        }
+        let descriptors = Self.descriptorsByCookie()
+        var stored: [ConnectionHandler] = []
+        for peer in states.keys.sorted() {
+            guard let handler = connections[peer], let channel = handler.channel,
+                let cookie = Self.cookie(of: channel), let fd = descriptors[cookie]
+            else {
+                logger.error("cannot find the descriptor of a connection to hand over", metadata: ["peer": "\(peer)"])
+                continue
+            }
+            if store.storeDescriptor(fd, RestoredState.connectionName(peer)) {
+                stored.append(handler)
+            } else {
+                logger.error("the service manager refused a connection (FileDescriptorStoreMax=?)", metadata: ["peer": "\(peer)"])
+            }
+        }
+        guard store.storeSnapshot(bytes) else {
+            logger.error("the service manager refused the snapshot: stopping instead")
+            handedOver = false
+            return report
+        }
+        report.snapshotStored = true
+        report.handedOver = stored.count
+        // Our copies close with the process; the service manager holds its own,
+        // so the peers see nothing. Connections it refused leave with it (EOF).
+        for handler in connections.values { handler.relinquish() }
+        return report
+    }
+
+    // MARK: Taking back
+
+    /// Restores the Car from the snapshot and adopts each stored connection;
+    /// with no usable snapshot, every stored connection is told the session
+    /// is lost (Goodbye) and closed, and the Car starts clean.
+    func restore(_ restored: RestoredState, server: HeadUnitServer) -> EventLoopFuture<Void> {
+        let snapshot: HUDaemonSnapshot
+        let car: Car
+        let effects: [CarEffect]
+        do {
+            guard let raw = restored.snapshot else {
+                throw SnapshotError(restored.readError ?? "connections were stored without a snapshot")
+            }
+            do {
+                snapshot = try HUDaemonSnapshot(serializedBytes: raw)
+            } catch {
+                throw SnapshotError("the snapshot does not parse: \(error)")
+            }
+            guard snapshot.format == CarSnapshotFormat.current else {
+                throw SnapshotError("snapshot format \(snapshot.format), this daemon reads format \(CarSnapshotFormat.current)")
+            }
+            let pairing = self.pairing
+            let global = configuration.car.entitlements
+            (car, effects) = try Car.restoring(snapshot.car, configuration: configuration.car) { id in
+                pairing.device(id).map {
+                    AuthenticatedDevice(deviceID: $0.id, name: $0.name, entitlements: $0.entitlementPolicy(global: global))
+                }
+            }
+        } catch {
+            let reason = (error as? SnapshotError)?.reason ?? "\(error)"
+            logger.error("cannot restore what the previous process handed over: starting clean", metadata: ["reason": "\(reason)"])
+            for fd in restored.connections.values {
+                Self.sayGoodbyeAndClose(fd, reason: "the daemon restarted and could not restore this session (\(reason)): connect again")
+            }
+            return eventLoop.makeSucceededVoidFuture()
+        }
+        self.car = car
+        nextPeerID = max(nextPeerID, snapshot.nextPeerID)
+        var remaining = restored.connections
+        var adoptions: [EventLoopFuture<(Channel, ByteBuffer)>] = []
+        for state in snapshot.connections {
+            guard let transport = Transport(rawValue: state.transport), let fd = remaining[state.peerID] else { continue }
+            let pending = ByteBuffer(bytes: state.pendingInput)
+            if state.version == 0 {
+                // Still before its Hello: a fresh connection (a new id), its bytes so far kept.
+                remaining[state.peerID] = nil
+                adoptions.append(server.adoptConnection(fd: fd, transport: transport, restoring: nil).map { ($0, pending) })
+                continue
+            }
+            guard let info = car.peerInfo(state.peerID) else { continue }
+            remaining[state.peerID] = nil
+            let connection = RestoredConnection(peerID: state.peerID, info: info, version: state.version)
+            adoptions.append(server.adoptConnection(fd: fd, transport: transport, restoring: connection).map { ($0, pending) })
+        }
+        for (peer, fd) in remaining {
+            Self.sayGoodbyeAndClose(fd, reason: "the daemon restarted and has no state for connection \(peer): connect again")
+        }
+        perform(effects)
+        let loop = eventLoop
+        return EventLoopFuture.whenAllComplete(adoptions, on: loop).map { results in
+            var resumed = 0
+            var channels: [(Channel, ByteBuffer)] = []
+            for result in results {
+                if case .success(let adopted) = result { channels.append(adopted) }
+            }
+            // Peers of the snapshot without a connection now are gone (as if lost).
+            let present = Set(self.connections.keys)
+            for peer in self.car.peerIDs where !present.contains(peer) {
+                self.perform(self.car.peerLeft(peer, departure: .lost))
+            }
+            // Reading starts only once every connection is back: whatever the
+            // first request causes reaches every peer.
+            for (channel, pending) in channels {
+                if pending.readableBytes > 0 { channel.pipeline.fireChannelRead(pending) }
+                channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                resumed += 1
+            }
+            self.checkStatus()
+            self.flush()
+            self.logger.notice("restored what the previous process handed over", metadata: ["connections": "\(resumed)"])
+        }
+    }
+
+    // MARK: Descriptors
+
+    /// Linux's SO_COOKIE: a socket's unique 64-bit id, how a NIO channel (which
+    /// does not show its descriptor) is matched to one of our descriptors.
+    private static let soCookie: CInt = 57
+
+    static func cookie(of channel: Channel) -> UInt64? {
+        guard let provider = channel as? SocketOptionProvider else { return nil }
+        var value: UInt64?
+        // On the channel's own loop the future is complete at once.
+        let future: EventLoopFuture<UInt64> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(soCookie))
+        future.assumeIsolated().whenSuccess { value = $0 }
+        return value
+    }
+
+    /// Every open socket descriptor of the process by its cookie.
+    static func descriptorsByCookie() -> [UInt64: CInt] {
+        var result: [UInt64: CInt] = [:]
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        let highest = CInt(clamping: min(UInt64(limit.rlim_cur), 1 << 20))
+        for fd in 0..<highest {
+            var cookie: UInt64 = 0
+            var length = socklen_t(MemoryLayout<UInt64>.size)
+            if getsockopt(fd, SOL_SOCKET, soCookie, &cookie, &length) == 0 { result[cookie] = fd }
+        }
+        return result
+    }
+
+    /// Goodbye(SHUTTING_DOWN, reason) written straight to a stored socket, then closed.
+    static func sayGoodbyeAndClose(_ fd: CInt, reason: String) {
+        let frame = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.shuttingDown, reason), allocator: ByteBufferAllocator())
+        let bytes = Array(frame.readableBytesView)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT)) }
+        close(fd)
+    }
+}
+

@@ -1,0 +1,218 @@
+import HeadUnitWire
+import Testing
+
+@testable import HeadUnitCore
+
+/// The Car across a daemon restart (PROTOCOL.md section 22): restoring a
+/// snapshot gives a Car that answers every later input as the original would.
+@Suite struct CarSnapshotTests {
+    let audio = [EntitlementKey.audio]
+
+    /// A phone with an app on screen: a list root, a grid pushed on it, an
+    /// alert presented over it, and a selection pending (spinner shown).
+    func sessionInProgress() -> (CarHarness, scene: UInt32) {
+        var h = CarHarness()
+        h.join(h.hmi, .hmi)
+        h.join(h.phone, .phone)
+        _ = h.announce([("com.example.radio", audio), ("com.example.other", audio)])
+        let scene = h.launch("com.example.radio")
+        #expect(h.template("com.example.radio", scene, .setRoot(listTemplate("root", items: 3))).code == .ok)
+        #expect(h.template("com.example.radio", scene, .push(listTemplate("detail", items: 4))).code == .ok)
+        let tap = h.request(h.hmi, .hmiInput(HUHmiInput.with {
+            $0.templateID = "detail"
+            $0.selectItem = HUItemSelected.with { $0.itemID = "item-2" }
+        }))
+        #expect(tap.code == .ok)
+        _ = h.drain(h.phone)
+        _ = h.drain(h.hmi)
+        return (h, scene)
+    }
+
+    /// Through the wire format, as the daemon stores it.
+    func roundTrip(_ car: Car) throws -> HUCarSnapshot {
+        var daemon = HUDaemonSnapshot()
+        daemon.format = CarSnapshotFormat.current
+        daemon.car = car.snapshot()
+        let bytes: [UInt8] = try daemon.serializedBytes()
+        return try HUDaemonSnapshot(serializedBytes: bytes).car
+    }
+
+    @Test func aRestoredCarAnswersLikeTheOriginal() throws {
+        var (original, scene) = sessionInProgress()
+        var restored = original
+        let (car, effects) = try Car.restoring(try roundTrip(original.car), configuration: original.car.configuration)
+        restored.car = car
+        restored.timers = []
+        restored.apply(effects)
+        // The pending selection's completion timer starts afresh; nothing is sent.
+        #expect(restored.timers.count == 1)
+        #expect(effects.allSatisfy { if case .startTimer(.completion, _) = $0 { return true } else { return false } })
+        #expect(restored.car.snapshot() == original.car.snapshot())
+
+        // The same inputs from here on: the same answers, screen updates and events.
+        func script(_ h: inout CarHarness) -> [PeerID: [HUEnvelope]] {
+            let eventID = h.car.pendingEvents.keys.first ?? 0
+            _ = h.request(h.phone, .completeEvent(HUCompleteEvent.with { $0.appID = "com.example.radio"; $0.eventID = eventID }))
+            _ = h.template("com.example.radio", scene, .present(alertTemplate("alert")))
+            _ = h.template("com.example.radio", scene, .dismiss(HUPopTemplate()))
+            _ = h.template("com.example.radio", scene, .pop(HUPopTemplate()))
+            _ = h.template("com.example.radio", scene, .update(listTemplate("root", items: 5)))
+            _ = h.request(h.hmi, .hmiInput(HUHmiInput.with { $0.goHome = HUGoHome() }))
+            _ = h.request(h.hmi, .launchApp(HULaunchApp.with { $0.appID = "com.example.other" }))
+            h.apply(h.car.peerLeft(h.phone))
+            return h.sent
+        }
+        let expected = script(&original)
+        let actual = script(&restored)
+        #expect(actual[original.phone] == expected[original.phone])
+        #expect(actual[original.hmi] == expected[original.hmi])
+        #expect((expected[original.hmi] ?? []).count > 3)
+    }
+
+    @Test func theHMIsNextChangeIsADiffAgainstWhatItSawBeforeTheRestart() throws {
+        var (h, scene) = sessionInProgress()
+        let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
+        h.car = car
+        var updated = listTemplate("detail", items: 4)
+        updated.list.sections[0].items[0].general.text = "Changed"
+        #expect(h.template("com.example.radio", scene, .update(updated)).code == .ok)
+        let updates = h.drain(h.hmi).compactMap { envelope -> HUScreenUpdate? in
+            if case .screenUpdate(let update) = envelope.body { return update }
+            return nil
+        }
+        #expect(updates.count == 1)
+        guard case .diff(let diff)? = updates.first?.change else {
+            Issue.record("expected a diff, got \(updates)")
+            return
+        }
+        #expect(diff.templateID == "detail")
+    }
+
+    @Test func accessoryPeersAndAReconnectingPhoneAreNotCarried() throws {
+        var h = CarHarness()
+        h.join(h.hmi, .hmi)
+        h.join(3, .cluster)
+        h.join(4, .accessory)
+        h.join(h.phone, .phone)
+        _ = h.announce([("app", audio)])
+        _ = h.launch("app")
+        let snapshot = h.car.snapshot()
+        #expect(snapshot.peers.map(\.peerID) == [h.phone, h.hmi, 3])
+        #expect(snapshot.apps.map(\.info.appID) == ["app"])
+        // A phone lost within its grace period: its session ends with the process.
+        h.apply(h.car.peerLeft(h.phone, departure: .lost))
+        let away = h.car.snapshot()
+        #expect(away.phonePeer == 0)
+        #expect(away.apps.isEmpty)
+        #expect(away.screens.allSatisfy { $0.ownerAppID.isEmpty })
+        let (car, _) = try Car.restoring(away, configuration: h.car.configuration)
+        #expect(car.status().scenes == 0)
+        #expect(car.hmiPeerIDs == [h.hmi])
+        #expect(car.peerIDs == [h.phone, h.hmi, 3].filter { $0 != h.phone })
+    }
+
+    @Test func aPhoneThatHadNotAnnouncedStillMustInTime() throws {
+        var h = CarHarness()
+        h.car = Car(configuration: CarConfiguration(vehicle: .standard, entitlements: .acceptAll, announceTimeoutMilliseconds: 3000))
+        h.join(h.phone, .phone)
+        let (_, effects) = try Car.restoring(h.car.snapshot(), configuration: h.car.configuration)
+        #expect(effects == [.startTimer(.announce(peer: h.phone), milliseconds: 3000)])
+    }
+
+    @Test func inconsistentSnapshotsAreRefusedWithAReason() {
+        let (h, _) = sessionInProgress()
+        let good = h.car.snapshot()
+        let configuration = h.car.configuration
+        func refusal(_ change: (inout HUCarSnapshot) -> Void) -> String? {
+            var snapshot = good
+            change(&snapshot)
+            do {
+                _ = try Car.restoring(snapshot, configuration: configuration)
+                return nil
+            } catch {
+                return error.reason
+            }
+        }
+        #expect(refusal { _ in } == nil)
+        #expect(refusal { $0.phonePeer = 0 }?.contains("apps without a phone") == true)
+        #expect(refusal { $0.phonePeer = 2 }?.contains("not a phone peer") == true)
+        #expect(refusal { $0.hmiPeers = [1] }?.contains("not an HMI peer") == true)
+        #expect(refusal { $0.peers[0].transport = "carrier-pigeon" }?.contains("unknown transport") == true)
+        #expect(refusal { $0.peers[0].role = .accessory }?.contains("does not carry") == true)
+        #expect(refusal { $0.peers.append($0.peers[0]) }?.contains("repeated") == true)
+        #expect(refusal { $0.apps.append($0.apps[0]) }?.contains("repeated") == true)
+        #expect(refusal { $0.screens[0].ownerAppID = "com.example.gone" }?.contains("shows no scene") == true)
+        #expect(refusal { $0.pendingEvents[0].appID = "com.example.other" }?.contains("belongs to no scene") == true)
+        #expect(refusal { $0.apps[0].scenes.append($0.apps[0].scenes[0]) }?.contains("two scenes") == true)
+        #expect(refusal { $0.peers[0].deviceID = "unpaired" }?.contains("no longer paired") == true)
+        #expect(refusal { $0.navigation.sessions = [HUNavigationSessionSnapshot.with { $0.appID = "gone" }] }?.contains("not an app of the phone") == true)
+        #expect(refusal { $0.navigation.sessions = [HUNavigationSessionSnapshot.with { $0.appID = "com.example.radio"; $0.state = 7 }] }?.contains("unknown state") == true)
+        #expect(refusal { $0.metadataSubscribers = [1] }?.contains("not an HMI or cluster peer") == true)
+    }
+
+    @Test func guidanceGoesOnAcrossTheRestartAndOnlyAnAlertIsDismissed() throws {
+        var h = CarHarness()
+        _ = h.navigationApp()
+        h.startGuidance()
+        h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [Nav.maneuver("m1"), Nav.second("m2")] }))
+        h.navigate(.showAlert(Nav.alert()))
+        _ = h.drain(h.phone)
+        h.apply(h.car.prepareForHandover())
+        let events = h.navigationEvents()
+        #expect(events == [.alertDismissed(HUAlertDismissed.with { $0.alertID = "speed-trap"; $0.reason = .system })])
+        var restored = h
+        let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
+        restored.car = car
+        #expect(restored.car.navigation.sessions == h.car.navigation.sessions)
+        #expect(restored.car.navigation.guidanceAppID == Nav.appID)
+        #expect(restored.metadata() == h.metadata())
+        // Guidance continues: the next maneuver update is taken as before the restart.
+        func script(_ h: inout CarHarness) -> [PeerID: [HUEnvelope]] {
+            h.sent = [:]
+            h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [Nav.second("m2")] }))
+            h.navigate(.finish(HUFinishNavigation()))
+            h.startGuidance(trip: Nav.trip("t2"))
+            return h.sent
+        }
+        let expected = script(&h)
+        #expect(script(&restored) == expected)
+    }
+
+    @Test func metadataSubscriptionsAreCarriedAndTheirVersionsGoOn() throws {
+        var h = CarHarness()
+        h.join(h.hmi, .hmi)
+        h.join(3, .cluster)
+        #expect(h.request(h.hmi, .subscribeMetadata(HUSubscribeMetadata())).code == .ok)
+        #expect(h.request(3, .subscribeMetadata(HUSubscribeMetadata())).code == .ok)
+        h.join(h.phone, .phone)
+        _ = h.announce([("app", audio)])
+        _ = h.car.takeMetadata()
+        let version = h.car.clusterFeed.version
+        #expect(version > 0)
+        let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
+        #expect(car.clusterFeed.subscribers == [h.hmi, 3])
+        h.car = car
+        let taken = h.car.takeMetadata()
+        #expect(Set(taken.snapshots) == [h.hmi, 3])
+        #expect(h.car.clusterFeed.version >= version)
+        #expect(h.car.clusterFeed.state.phone.link == .connected)
+    }
+
+    @Test func whoOwnsTheMainAudioIsCarried() throws {
+        var (h, scene) = sessionInProgress()
+        var np = HUNowPlayingTemplate()
+        (np.title, np.playbackRate, np.spokenAudio) = ("Episode 12", 1, true)
+        #expect(h.template("com.example.radio", scene, .updateNowPlaying(np)).code == .ok)
+        var state = h.car.vehicleState
+        state.callActive = true
+        #expect(h.request(h.hmi, .setVehicleState(HUSetVehicleState.with { $0.state = state })).code == .ok)
+        #expect(h.car.audio.main == .phone(appID: "com.example.radio"))
+        let (car, _) = try Car.restoring(try roundTrip(h.car), configuration: h.car.configuration)
+        #expect(car.audio == h.car.audio)
+        #expect(car.audio.mainSpoken && car.audio.callActive)
+        #expect(car.navigation.announcedPromptStyle == .short)
+        var snapshot = h.car.snapshot()
+        snapshot.audio.mainKind = 9
+        #expect(throws: SnapshotError.self) { try Car.restoring(snapshot, configuration: h.car.configuration) }
+    }
+}

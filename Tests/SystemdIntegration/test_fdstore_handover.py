@@ -1,0 +1,523 @@
+#!/usr/bin/env python3
+"""Level (a) of the restart handover (PROTOCOL.md section 22), with this test
+playing systemd: it owns the listener, is the NOTIFY_SOCKET (receiving the
+stored descriptors with SCM_RIGHTS, as systemd's fd store does), and starts
+the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
+
+  test_fdstore_handover.py /path/to/headunitd
+
+1. A phone and an HMI in session, a cluster subscribed to the metadata
+   stream, and a connection that has sent half its Hello; SIGUSR1 with
+   FDSTORE set: the daemon stores the four connections and
+   a snapshot, exits 0, and no peer sees a Goodbye or EOF. The next daemon, given them back, removes them from the store,
+   answers on the same connections (the HMI's request sent during the pause
+   too), the cluster gets a fresh metadata snapshot, the half Hello completed
+   gets its Welcome from the new process, and
+   STATUS= shows the phone and its app again. SIGTERM then gives
+   both a Goodbye (the daemon, not the store, now owns them).
+2. SIGUSR1 without FDSTORE is a graceful stop (Goodbye, exit 0). An HMI that
+   stopped reading while a phone updated a 0.9 MB list is not handed over: it
+   reads what was written to it, then EOF (no Goodbye); the others carry on.
+3. A stored connection with a snapshot that does not parse: Goodbye(SHUTTING_DOWN)
+   saying the session could not be restored, then close; the daemon starts
+   clean and serves new connections. Likewise a connection stored with no
+   snapshot, and a snapshot of another format (another daemon version).
+Prints PASS:/FAIL: lines and `N passed, N failed`.
+"""
+import array
+import os
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import huclient  # noqa: E402
+
+RESULTS = {"passed": 0, "failed": 0}
+ENVELOPE_RESULT = 5
+GET_STATUS = 33
+SUBSCRIBE_METADATA, METADATA_UPDATE = 63, 64
+
+
+def check(name, ok, detail=""):
+    RESULTS["passed" if ok else "failed"] += 1
+    print("%s: %s%s" % ("PASS" if ok else "FAIL", name, (" -- " + detail) if detail else ""), flush=True)
+    return ok
+
+
+class Manager(threading.Thread):
+    """The NOTIFY_SOCKET: records every message and keeps the fds sent with FDSTORE=1."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.2)
+        self.path = path
+        self.messages = []
+        self.store = {}  # name -> fd
+        self.stopped = False
+        self.lock = threading.Lock()
+
+    def run(self):
+        while not self.stopped:
+            try:
+                data, ancillary, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(64 * 4))
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            fds = []
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    received = array.array("i")
+                    received.frombytes(payload[:len(payload) - len(payload) % received.itemsize])
+                    fds += list(received)
+            fields = dict(line.split("=", 1) for line in data.decode().split("\n") if "=" in line)
+            with self.lock:
+                self.messages.append(fields)
+                if fields.get("FDSTORE") == "1":
+                    for fd in fds:
+                        self.store[fields.get("FDNAME", "stored")] = fd
+                elif fields.get("FDSTOREREMOVE") == "1":
+                    fd = self.store.pop(fields.get("FDNAME"), None)
+                    if fd is not None:
+                        os.close(fd)
+                else:
+                    for fd in fds:
+                        os.close(fd)
+
+    def wait(self, predicate, timeout=10, since=0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                for fields in self.messages[since:]:
+                    if predicate(fields):
+                        return fields
+            time.sleep(0.01)
+        return None
+
+    def close(self):
+        self.stopped = True
+        self.join(1)
+        self.sock.close()
+
+
+def start_daemon(binary, workdir, fds, names, env_extra, log):
+    """fork + exec with fds at 3, 4, ... and LISTEN_PID set to the child's own pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            high = [os.dup(fd) for fd in fds]  # out of the way of 3.. first
+            for index, fd in enumerate(high):
+                os.dup2(fd, 3 + index, inheritable=True)
+            out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.closerange(3 + len(fds), 1024)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LISTEN_FDS": str(len(fds)),
+                   "LISTEN_PID": str(os.getpid()), "LISTEN_FDNAMES": ":".join(names),
+                   "SWIFT_BACKTRACE": "enable=no"}
+            env.update(env_extra)
+            config = os.path.join(workdir, "config.json")
+            os.execve(binary, [binary, "--config", config, "--log-level", "info"], env)
+        finally:
+            os._exit(127)
+    return pid
+
+
+def wait_exit(pid, timeout):
+    """The exit code, or None after killing it at the timeout (or if already reaped)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ChildProcessError, ProcessLookupError):
+        pass
+    return None
+
+
+def hmi_connection(path):
+    conn = huclient.Connection("unix:" + path, 10)
+    # Hello{min 1, max 1, role HMI, name}
+    hello = huclient.field(1, 0, 1) + huclient.field(2, 0, 1) + huclient.field(3, 0, 2) + huclient.field(4, 2, b"hmi")
+    conn.send(huclient.KIND_MESSAGE, huclient.field(2, 2, hello))
+    envelope = conn.receive_envelope()
+    assert huclient.ENVELOPE_WELCOME in envelope, sorted(envelope)
+    return conn
+
+
+def cluster_connection(path):
+    """A cluster subscribed to the metadata stream (its first snapshot read)."""
+    conn = huclient.Connection("unix:" + path, 10)
+    hello = huclient.field(1, 0, 1) + huclient.field(2, 0, 1) + huclient.field(3, 0, 3) + huclient.field(4, 2, b"cluster")
+    conn.send(huclient.KIND_MESSAGE, huclient.field(2, 2, hello))
+    assert huclient.ENVELOPE_WELCOME in conn.receive_envelope()
+    conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 2) + huclient.field(SUBSCRIBE_METADATA, 2, b""))
+    conn.first_metadata = next_metadata(conn)
+    return conn
+
+
+def next_metadata(conn):
+    """The next MetadataUpdate's fields (answers and other messages skipped)."""
+    while True:
+        envelope = conn.receive_envelope()
+        if METADATA_UPDATE in envelope:
+            return dict(huclient.parse_fields(envelope[METADATA_UPDATE]))
+
+
+def get_status(conn, request_id):
+    conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, request_id) + huclient.field(GET_STATUS, 2, b""))
+    while True:
+        envelope = conn.receive_envelope()
+        if envelope.get(1) == request_id and ENVELOPE_RESULT in envelope:
+            return dict(huclient.parse_fields(envelope[ENVELOPE_RESULT]))
+
+
+def ping(conn, payload):
+    conn.send(huclient.KIND_PING, payload)
+    while True:
+        header = conn._read(12)
+        (length,) = struct.unpack(">I", header[8:12])
+        body = conn._read(length)
+        if header[2] == huclient.KIND_PONG and body == payload:
+            return True
+        if header[2] == huclient.KIND_PING:
+            conn.send(huclient.KIND_PONG, body)
+
+
+def goodbye_of(conn):
+    """(code, reason, closed) of the daemon's Goodbye, reading without answering PINGs
+    (the daemon may have closed by the time they are read)."""
+    while True:
+        header = conn._read(12)
+        (length,) = struct.unpack(">I", header[8:12])
+        body = conn._read(length)
+        if header[2] != huclient.KIND_MESSAGE:
+            continue
+        envelope = dict(huclient.parse_fields(body))
+        if huclient.ENVELOPE_GOODBYE in envelope:
+            goodbye = dict(huclient.parse_fields(envelope[huclient.ENVELOPE_GOODBYE]))
+            try:
+                while conn.sock.recv(65536):
+                    pass
+                closed = True
+            except OSError:
+                closed = False
+            return goodbye.get(1, 0), goodbye.get(2, b"").decode("utf-8", "replace"), closed
+
+
+def listener(path):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    sock.listen(64)
+    return sock
+
+
+def handover_run(binary, workdir):
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
+    first = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
+    phone = hmi = cluster = late = None
+    try:
+        check("first daemon ready", manager.wait(lambda f: f.get("READY") == "1") is not None, open(log).read()[-2000:])
+        phone = huclient.Connection("unix:" + path, 10)
+        phone.handshake("phone")
+        check("the phone's apps are accepted", phone.announce_apps("Handover Phone") == 0)
+        hmi = hmi_connection(path)
+        cluster = cluster_connection(path)
+        status = get_status(hmi, 7)
+        check("the HMI is answered before the restart", status.get(1, 0) == 0, repr(status))
+        # A third connection has sent only part of its Hello when the restart comes.
+        hello = huclient.frame(huclient.KIND_MESSAGE, huclient.hello_envelope("late phone"))
+        late = huclient.Connection("unix:" + path, 10)
+        late.sock.sendall(hello[:5])
+        time.sleep(0.2)
+        os.kill(first, signal.SIGUSR1)
+        code = wait_exit(first, 15)
+        check("SIGUSR1 with FDSTORE: the daemon hands over and exits 0", code == 0, "exit %r" % code)
+        with manager.lock:
+            stored = dict(manager.store)
+        connections = sorted(name for name in stored if name.startswith("conn-"))
+        check("it stored the four connections and a snapshot", len(connections) == 4 and "snapshot" in stored, repr(sorted(stored)))
+        # The pause: a request now waits in the socket for the next process.
+        hmi.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 8) + huclient.field(GET_STATUS, 2, b""))
+        hmi.sock.settimeout(0.3)
+        try:
+            early = hmi.sock.recv(1)
+            check("nothing from the daemon during the pause (no Goodbye, no EOF)", False, "got %r" % early)
+        except socket.timeout:
+            check("nothing from the daemon during the pause (no Goodbye, no EOF)", True)
+        hmi.sock.settimeout(10)
+        names = ["unix"] + sorted(stored)
+        fds = [listen.fileno()] + [stored[name] for name in sorted(stored)]
+        before = len(manager.messages)
+        second = start_daemon(binary, workdir, fds, names, env, log)
+        try:
+            check("second daemon ready", manager.wait(lambda f: f.get("READY") == "1", since=before) is not None)
+            removed = [f.get("FDNAME") for f in manager.messages[before:] if f.get("FDSTOREREMOVE") == "1"]
+            check("it removed what it took from the store", sorted(removed) == sorted(stored), repr(removed))
+            # The test's copies go too: from now on the daemon alone holds the connections.
+            with manager.lock:
+                for name in list(manager.store):
+                    os.close(manager.store.pop(name))
+            while True:
+                envelope = hmi.receive_envelope()
+                if envelope.get(1) == 8 and ENVELOPE_RESULT in envelope:
+                    break
+            check("the request sent during the pause is answered on the same connection", True)
+            status = get_status(hmi, 9)
+            check("the HMI's connection carries on", status.get(1, 0) == 0, repr(status))
+            check("the phone's connection carries on (PING answered)", ping(phone, b"after-restart"))
+            snapshot = next_metadata(cluster)
+            check("the cluster stays subscribed: a full snapshot of the metadata stream after the pause, its version not going back",
+                  snapshot.get(2) == 1 and snapshot.get(1, 0) >= cluster.first_metadata.get(1, 0),
+                  "version %r -> %r, full=%r" % (cluster.first_metadata.get(1), snapshot.get(1), snapshot.get(2)))
+            late.sock.sendall(hello[5:])
+            late_version, late_error = 0, ""
+            try:
+                late_version = 1 if huclient.ENVELOPE_WELCOME in late.receive_envelope() else 0
+            except Exception as e:  # noqa: BLE001
+                late_error = repr(e)
+            check("the connection with half a Hello handshakes with the new process", late_version == 1, late_error)
+            shown = manager.wait(lambda f: "1 phone, 1 app" in f.get("STATUS", ""), since=before)
+            check("STATUS= of the new process shows the phone and its app", shown is not None,
+                  repr([f for f in manager.messages[before:] if "STATUS" in f][-3:]))
+            os.kill(second, signal.SIGTERM)
+            goodbye = goodbye_of(phone)
+            check("SIGTERM of the new process: the phone gets Goodbye(SHUTTING_DOWN) and a close", goodbye[0] == 14 and goodbye[2], repr(goodbye))
+            goodbye = goodbye_of(hmi)
+            check("... and the HMI too", goodbye[0] == 14 and goodbye[2], repr(goodbye))
+            code = wait_exit(second, 15)
+            check("the new process exits 0", code == 0, "exit %r" % code)
+        finally:
+            wait_exit(second, 0.1)
+    finally:
+        for conn in (phone, hmi, cluster, late):
+            if conn:
+                conn.close()
+        wait_exit(first, 0.1)
+        manager.close()
+        listen.close()
+        if RESULTS["failed"]:
+            print(open(log).read()[-3000:])
+
+
+def sigusr1_without_store_run(binary, workdir):
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    pid = start_daemon(binary, workdir, [listen.fileno()], ["unix"], {"NOTIFY_SOCKET": manager.path}, log)
+    try:
+        manager.wait(lambda f: f.get("READY") == "1")
+        conn = huclient.Connection("unix:" + path, 10)
+        conn.handshake("phone")
+        os.kill(pid, signal.SIGUSR1)
+        goodbye = conn.wait_goodbye()
+        code = wait_exit(pid, 15)
+        check("SIGUSR1 without an fd store is a graceful stop: Goodbye(SHUTTING_DOWN), exit 0",
+              goodbye[0] == 14 and code == 0 and not manager.store, "%r exit %r" % (goodbye, code))
+    finally:
+        manager.close()
+        listen.close()
+
+
+def bad_state_run(binary, workdir, snapshot, expected):
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    fds, names = [listen.fileno(), theirs.fileno()], ["unix", "conn-5"]
+    if snapshot is not None:
+        memory = os.memfd_create("snapshot")
+        os.write(memory, snapshot)
+        fds.append(memory)
+        names.append("snapshot")
+    log = os.path.join(workdir, "daemon.log")
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    pid = start_daemon(binary, workdir, fds, names, {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}, log)
+    theirs.close()
+    if snapshot is not None:
+        os.close(memory)
+    try:
+        ours.settimeout(10)
+        conn = huclient.Connection.__new__(huclient.Connection)
+        conn.sock, conn.buffer = ours, b""
+        code, reason, closed = conn.wait_goodbye()
+        check("%s: the stored connection gets Goodbye(SHUTTING_DOWN) saying why, then a close" % expected,
+              code == 14 and expected in reason and "connect again" in reason and closed, repr((code, reason, closed)))
+        ok, error = True, ""
+        try:
+            fresh = huclient.Connection("unix:" + path, 10)
+            fresh.handshake("phone")
+            fresh.close()
+        except Exception as e:  # noqa: BLE001
+            ok, error = False, repr(e)
+        check("... and the daemon starts clean and serves new connections", ok, error)
+        logged = [line for line in open(log).read().splitlines() if "cannot restore" in line]
+        check("... and logs why", bool(logged), open(log).read()[-1500:])
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        wait_exit(pid, 15)
+        manager.close()
+        listen.close()
+        ours.close()
+
+
+def big_list(generation, items=1800):
+    """Template{id "root", list{title, sections [{id "s", items: 1,800 of ~500 bytes}]}}, hand-encoded."""
+    filler = "x" * 480
+    f = huclient.field
+    section = f(1, 2, b"s") + b"".join(
+        f(3, 2, f(1, 2, b"i%d" % i) + f(10, 2, f(1, 2, ("%d %d %s" % (generation, i, filler)).encode()))) for i in range(items))
+    return f(1, 2, b"root") + f(10, 2, f(1, 2, b"generation %d" % generation) + f(2, 2, section))
+
+
+def template_request(request_id, app, scene, op_field, template):
+    f = huclient.field
+    return f(1, 0, request_id) + f(11, 2, f(1, 2, app) + f(2, 0, scene) + f(op_field, 2, template))
+
+
+def result_code(conn, request_id):
+    while True:
+        envelope = conn.receive_envelope()
+        if envelope.get(1) == request_id and ENVELOPE_RESULT in envelope:
+            return dict(huclient.parse_fields(envelope[ENVELOPE_RESULT])).get(1, 0)
+
+
+def undrained_run(binary, workdir):
+    """An HMI that stopped reading cannot be handed over without losing bytes:
+    it is closed (EOF, no Goodbye), the others carry on, and the next process
+    lets it go."""
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        f.write('{"limits": {"shutdownGraceMs": 500}}\n')
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
+    first = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
+    second = None
+    conns = []
+    stop = threading.Event()
+    try:
+        manager.wait(lambda f: f.get("READY") == "1")
+        phone = huclient.Connection("unix:" + path, 20)
+        conns.append(phone)
+        phone.handshake("phone")
+        phone.announce_apps("Phone")
+        stalled = hmi_connection(path)  # reads nothing from now on
+        conns.append(stalled)
+        reader = hmi_connection(path)
+        conns.append(reader)
+        app = b"com.example.systemd-test.audio"
+        reader.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 3) + huclient.field(30, 2, huclient.field(1, 2, app)))
+        result_code(reader, 3)
+        while True:
+            envelope = phone.receive_envelope()
+            if 20 in envelope:
+                scene = dict(huclient.parse_fields(envelope[20])).get(2, 0)
+                break
+
+        def drain():
+            try:
+                while not stop.is_set():
+                    reader.receive_envelope()
+            except Exception:  # noqa: BLE001 (the test ends)
+                pass
+        threading.Thread(target=drain, daemon=True).start()
+        codes = []
+        for generation in range(8):
+            op = 10 if generation == 0 else 17  # set_root, then update in place
+            phone.send(huclient.KIND_MESSAGE, template_request(10 + generation, app, scene, op, big_list(generation)))
+            codes.append(result_code(phone, 10 + generation))
+        check("a phone updates a 0.9 MB list 8 times while one HMI stops reading", codes == [0] * 8, repr(codes))
+        os.kill(first, signal.SIGUSR1)
+        code = wait_exit(first, 15)
+        with manager.lock:
+            stored = dict(manager.store)
+        check("handover with a peer that does not read: exit 0, the others stored",
+              code == 0 and sorted(stored) == ["conn-1", "conn-3", "snapshot"], "exit %r, stored %r" % (code, sorted(stored)))
+        before = len(manager.messages)
+        names = ["unix"] + sorted(stored)
+        second = start_daemon(binary, workdir, [listen.fileno()] + [stored[n] for n in sorted(stored)], names, env, log)
+        manager.wait(lambda f: f.get("READY") == "1", since=before)
+        with manager.lock:
+            for name in list(manager.store):
+                os.close(manager.store.pop(name))
+        # The stalled HMI reads at last: what was written to it, then EOF, never a Goodbye.
+        frames, goodbye = 0, False
+        stalled.sock.settimeout(20)
+        try:
+            while True:
+                envelope = stalled.receive_envelope()
+                frames += 1
+                goodbye = goodbye or huclient.ENVELOPE_GOODBYE in envelope
+        except huclient.Closed:
+            pass
+        except OSError:
+            pass
+        check("the HMI that did not read gets what was written to it, then EOF, no Goodbye", not goodbye and frames > 0,
+              "%d frames, goodbye=%r" % (frames, goodbye))
+        phone.send(huclient.KIND_MESSAGE, template_request(30, app, scene, 17, big_list(99, items=3)))
+        check("the phone carries on with the new process", result_code(phone, 30) == 0)
+        left = [line for line in open(log).read().splitlines() if "handed over" in line and "closed=1" in line]
+        check("the old process logged one peer closed", bool(left), open(log).read()[-1500:])
+    finally:
+        stop.set()
+        for conn in conns:
+            conn.close()
+        for pid in (first, second):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                wait_exit(pid, 15)
+        manager.close()
+        listen.close()
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    runs = [
+        lambda b, w: handover_run(b, w),
+        lambda b, w: sigusr1_without_store_run(b, w),
+        lambda b, w: undrained_run(b, w),
+        lambda b, w: bad_state_run(b, w, b"\xff\xff not a snapshot", "could not restore"),
+        lambda b, w: bad_state_run(b, w, None, "without a snapshot"),
+        # DaemonSnapshot{format: 2}: a snapshot from another version of the daemon.
+        lambda b, w: bad_state_run(b, w, b"\x08\x02", "snapshot format 2"),
+    ]
+    with tempfile.TemporaryDirectory(prefix="hu-fdstore.") as workdir:
+        for number, run in enumerate(runs):
+            rundir = os.path.join(workdir, "run%d" % number)
+            os.mkdir(rundir)
+            with open(os.path.join(rundir, "config.json"), "w") as f:
+                f.write("{}\n")
+            run(binary, rundir)
+    print("%d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
+    return 0 if RESULTS["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
