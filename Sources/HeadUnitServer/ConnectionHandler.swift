@@ -21,6 +21,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var departure = PeerDeparture.lost
     private var open = false
     private var needsFlush = false
+    /// Envelopes framed by `send` and not yet written (see `send`).
+    private var pending: ByteBuffer?
     private var tick: Scheduled<Void>?
     private var tickDeadline: UInt64 = .max
     private var slowConsumerTimer: Scheduled<Void>?
@@ -242,10 +244,26 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     // MARK: - Output (called by the host too)
 
+    /// Frames this peer's envelopes straight into `pending`: everything it is
+    /// sent between flushes goes to the pipeline as one buffer, one write.
     func send(_ envelope: HUEnvelope) {
         guard open, let context else { return }
-        guard let buffer = encode(envelope) else { return }
-        write(buffer, context: context)
+        var buffer = pending ?? context.channel.allocator.buffer(capacity: 512)
+        pending = nil  // so the buffer is uniquely referenced while it grows
+        encode(envelope, into: &buffer)
+        pending = buffer
+        if !needsFlush {
+            needsFlush = true
+            host.markDirty(self)
+        }
+    }
+
+    /// What `send` framed since the last write, written before anything else
+    /// goes out so the order is kept.
+    private func writePending(_ context: ChannelHandlerContext) {
+        guard let buffer = pending else { return }
+        pending = nil
+        if buffer.readableBytes > 0 { write(buffer, context: context) }
     }
 
     /// Whether the peer takes what it is sent (an HMI that does not is sent
@@ -259,17 +277,24 @@ final class ConnectionHandler: ChannelInboundHandler {
     func encode(_ envelope: HUEnvelope) -> ByteBuffer? {
         guard let context else { return nil }
         var buffer = context.channel.allocator.buffer(capacity: 128)
+        return encode(envelope, into: &buffer) ? buffer : nil
+    }
+
+    /// Appends the frame to `buffer`; false (nothing appended) when dropped.
+    @discardableResult
+    private func encode(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) -> Bool {
+        let start = buffer.writerIndex
         EnvelopeCodec.writeFrame(envelope, into: &buffer)
         let maxPayload = Int(host.configuration.connection.limits.maxPayloadBytes)
-        guard buffer.readableBytes - FrameHeader.size > maxPayload else { return buffer }
-        let size = buffer.readableBytes - FrameHeader.size
+        let size = buffer.writerIndex - start - FrameHeader.size
+        guard size > maxPayload else { return true }
         logger.error("not sending a frame over max_payload_bytes", metadata: ["bytes": "\(size)", "limit": "\(maxPayload)"])
-        guard case .result = envelope.body else { return nil }
+        buffer.moveWriterIndex(to: start)
+        guard case .result = envelope.body else { return false }
         let refusal = ConnectionStateMachine.result(
             .answerTooLarge, "the answer would be \(size) bytes, over max_payload_bytes (\(maxPayload))", requestID: envelope.requestID)
-        buffer.clear()
         EnvelopeCodec.writeFrame(refusal, into: &buffer)
-        return buffer
+        return true
     }
 
     /// A frame encoded once for several peers (the bytes are not copied).
@@ -287,6 +312,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         // Not inside the write's completion: the catch-up it may cause is written on the next tick.
         let loop = context.eventLoop.assumeIsolated()
         promise.futureResult.assumeIsolated().whenComplete { _ in loop.execute(written) }
+        writePending(context)
         context.write(wrapOutboundOut(frame), promise: promise)
         if flushNow {
             context.flush()
@@ -318,6 +344,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     }
 
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        writePending(context)
         context.write(wrapOutboundOut(buffer), promise: nil)
         if !needsFlush {
             needsFlush = true
@@ -335,7 +362,9 @@ final class ConnectionHandler: ChannelInboundHandler {
     func flushIfNeeded() {
         guard needsFlush else { return }
         needsFlush = false
-        context?.flush()
+        guard let context else { return }
+        writePending(context)
+        context.flush()
     }
 
     /// Goodbye(code, reason), then close once it is written.
@@ -348,6 +377,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         logger.debug("closing", metadata: ["code": "\(code)", "reason": "\(reason)"])
         let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(code, reason), allocator: context.channel.allocator)
         needsFlush = false
+        writePending(context)  // what it was sent before, then the Goodbye
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(goodbye)).whenComplete { _ in
             channel.close(promise: nil)
@@ -369,6 +399,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         machine.closed()
         tick?.cancel()
         needsFlush = false
+        pending = nil  // nothing more is queued for it
         let channel = context.channel
         channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
         let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.slowConsumer, reason), allocator: channel.allocator)
@@ -401,6 +432,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func forceClose() {
         open = false
+        pending = nil
         machine.closed()
         context?.close(promise: nil)
     }
@@ -470,6 +502,7 @@ extension ConnectionHandler {
     func flushBarrier() -> EventLoopFuture<Void> {
         guard open, let context else { return host.eventLoop.makeFailedFuture(HandoverRefused.closed) }
         needsFlush = false
+        writePending(context)
         let barrier = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
         barrier.assumeIsolated().whenSuccess { [weak self] in self?.isDrained = true }
         return barrier
