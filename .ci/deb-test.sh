@@ -45,9 +45,12 @@ fi
 
 DEB=${1:-}
 if [ -z "$DEB" ]; then
-    DEB=$(scripts/build-deb.sh --no-lintian 2>/tmp/headunitd-build-deb.log | tail -n 1)
-    check "scripts/build-deb.sh builds the package" $? "$DEB"
-    [ -f "$DEB" ] || { tail -n 30 /tmp/headunitd-build-deb.log; finish; }
+    DEB=$(scripts/build-deb.sh --no-lintian 2>/tmp/headunitd-build-deb.log)
+    status=$?
+    DEB=$(printf '%s\n' "$DEB" | tail -n 1)
+    [ $status -eq 0 ] && [ -f "$DEB" ] || status=1
+    check "scripts/build-deb.sh builds the package" $status "$DEB"
+    [ $status -eq 0 ] || { tail -n 30 /tmp/headunitd-build-deb.log; finish; }
 fi
 DEB=$(readlink -f "$DEB")
 [ -f "$DEB" ] || { check "package $DEB exists" 1; finish; }
@@ -173,8 +176,15 @@ check "the running daemon maps no toolchain library" $? "$(echo "$maps" | xargs 
 # --- a phone session end to end -----------------------------------------------
 out=$(ctl play /usr/share/doc/headunitd/examples/quickstart.json 2>&1)
 check "phone session end to end over the Unix socket (headunitctl play quickstart)" $? "$(echo "$out" | tail -n 1)"
+# TCP phones must pair (the packaged configuration keeps allowUnpairedTcp off).
 out=$(ctl play --tcp 127.0.0.1:7420 /usr/share/doc/headunitd/examples/quickstart.json 2>&1)
-check "phone session end to end over TCP" $? "$(echo "$out" | tail -n 1)"
+[ $? -ne 0 ] && echo "$out" | grep -q "paired"
+check "an unpaired phone on TCP cannot play: the car asks for a paired key (the packaged default)" $? "$(echo "$out" | tail -n 1)"
+code=$(ctl pair 2>&1 | sed -n 's/^pairing code \([0-9]*\).*/\1/p')
+out=$(ctl pair-phone --tcp 127.0.0.1:7420 --code "${code:-none}" 2>&1)
+check "pairing: headunitctl pair on the car, pair-phone on the phone" $? "$(echo "$out" | tail -n 1)"
+out=$(ctl play --tcp 127.0.0.1:7420 /usr/share/doc/headunitd/examples/quickstart.json 2>&1)
+check "phone session end to end over TCP (paired, authenticated)" $? "$(echo "$out" | tail -n 1)"
 
 # --- restart: no refused connection, then a new session -------------------------
 old=$(show headunitd.service MainPID)
@@ -219,6 +229,8 @@ ns_run test ! -e /usr/sbin/headunitd -a ! -e /usr/bin/headunitctl -a ! -e /lib/s
 check "after remove: units stopped, binaries, units and the socket gone" $gone
 ns_run test -f /etc/headunitd/headunitd.json
 check "after remove: the conffile stays (policy: only purge removes it)" $?
+ns_run test -d /var/lib/private/headunitd
+check "after remove: the state directory stays (only purge removes it)" $?
 out=$(ns_run apt-get purge -y -q headunitd 2>&1)
 check "apt-get purge" $? "$(echo "$out" | tail -n 1)"
 ns_run sh -c "$SNAP" > "$WORK/after.txt"
@@ -230,6 +242,8 @@ leftover=$(echo "$new_paths" | grep -i -e headunit -e '^/var/lib/dpkg/info/' | t
 [ -z "${leftover// /}" ]
 check "after purge: no file of the package left (/etc, /usr, /var/lib/systemd, dpkg info)" $? \
     "${leftover:-none}; other new paths: $(echo "$new_paths" | tr '\n' ' ' | cut -c1-200)"
+ns_run test ! -e /var/lib/private/headunitd -a ! -e /var/lib/headunitd
+check "after purge: the state directory (paired phones' keys) is gone" $?
 ns_run test ! -e /run/headunitd/headunitd.sock
 check "after purge: no socket left (/run/headunitd itself is tmpfiles' and goes at reboot)" $?
 ns_run sh -c '! dpkg -s headunitd >/dev/null 2>&1'

@@ -29,17 +29,11 @@ done
 SCRATCH=${HEADUNIT_DEB_SCRATCH:-.build-static}
 OUT=$ROOT/.build-deb
 
-missing=()
-for p in debhelper dpkg-dev fakeroot $([ $run_lintian = 1 ] && echo lintian); do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "build-deb: installing ${missing[*]}" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# debhelper, dpkg-dev, fakeroot (and lintian) from Debian, through
+# scripts/setup.sh (apt-get update at most once, only when something is missing).
+scripts/setup.sh debhelper dpkg-dev fakeroot binutils $([ $run_lintian = 1 ] && echo lintian) >&2
 
 if [ $build = 1 ]; then
-    scripts/setup.sh >&2
     for product in headunitd headunitctl; do
         nice -n 10 swift build -c release --static-swift-stdlib --scratch-path "$SCRATCH" --product "$product" >&2
     done

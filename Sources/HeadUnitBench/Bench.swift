@@ -40,6 +40,9 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Duration of the throughput test, seconds.")
     var seconds = 5.0
 
+    @Option(help: "The phone's transport, for the floor and the daemon alike: unix, or tcp (loopback; the daemon's HMIs stay on its Unix socket).")
+    var transport: PhoneTransport = .unix
+
     @Option(help: "Items in the pushed list.")
     var items = 12
 
@@ -73,13 +76,17 @@ struct HeadUnitBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if let echoServer { try EchoFloor.serve(unixPath: echoServer) }
+        let phoneTCPPort = transport == .tcp && spawn != nil ? try freeTCPPort() : nil
+        if let echoServer {
+            if echoServer.hasPrefix("tcp:"), let port = Int(echoServer.dropFirst(4)) { try EchoFloor.serve(tcpPort: port) }
+            try EchoFloor.serve(unixPath: echoServer)
+        }
         let floorResult = floor && clusterSubscribers == 0 ? try await measureFloor() : nil
         var daemon: SpawnedDaemon?
         let socketPath: String
         if let spawn {
             if idleConnections > 0 { raiseOpenFileLimit() }
-            let spawned = try SpawnedDaemon.start(binary: spawn, arguments: daemonArgs, connections: idleConnections)
+            let spawned = try SpawnedDaemon.start(binary: spawn, arguments: daemonArgs, connections: idleConnections, tcpPort: phoneTCPPort)
             daemon = spawned
             socketPath = spawned.socketPath
             print("spawned \(spawn) as pid \(spawned.pid) on \(socketPath) (log: \(spawned.logPath))")
@@ -90,6 +97,9 @@ struct HeadUnitBench: AsyncParsableCommand {
 
         let endpoint = HeadUnitEndpoint.unix(path: socketPath)
         try await waitForSocket(endpoint)
+        // The phone's way in: the Unix socket, or the daemon's TCP listener.
+        let phoneEndpoint = phoneTCPPort.map { HeadUnitEndpoint.tcp(host: "127.0.0.1", port: $0) } ?? endpoint
+        if phoneEndpoint != endpoint { try await waitForSocket(phoneEndpoint) }
         // Idle: listening, nobody connected (this probe connection closed).
         try await Task.sleep(nanoseconds: 200_000_000)
         let idleRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
@@ -102,7 +112,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         }
 
         let hmi = try await HMISession.connect(to: endpoint, name: "bench-hmi")
-        let phone = try await PhoneSession.connect(to: endpoint, deviceName: "bench-phone")
+        let phone = try await PhoneSession.connect(to: phoneEndpoint, deviceName: "bench-phone")
         var app = HUAppInfo()
         app.appID = "com.example.bench"
         app.displayName = "Bench"
@@ -142,7 +152,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         for drain in drains + idle { await drain.close() }
 
         print("")
-        print("headunitd benchmark (\(socketPath), client and daemon as separate processes; \(items)-item lists, \(hmis) HMI(s), \(idleConnections) idle connections)")
+        print("headunitd benchmark (phone on \(phoneEndpoint), client and daemon as separate processes; \(items)-item lists, \(hmis) HMI(s), \(idleConnections) idle connections)")
         print(row("measure", "value"))
         print(row(String(repeating: "-", count: 44), String(repeating: "-", count: 20)))
         print(row("RTT p50 (push/pop of a \(items)-item list)", String(format1(latency.p50)) + " us"))
@@ -280,10 +290,11 @@ struct HeadUnitBench: AsyncParsableCommand {
     /// The same requests, frames and client against the bare echo server.
     func measureFloor() async throws -> FloorResult {
         let me = CommandLine.arguments[0].hasPrefix("/") ? CommandLine.arguments[0] : (currentDirectory() + "/" + CommandLine.arguments[0])
-        let server = try SpawnedDaemon.start(binary: me, arguments: ["--echo-server", "{socket}"])
+        let port = transport == .tcp ? try freeTCPPort() : nil
+        let server = try SpawnedDaemon.start(binary: me, arguments: ["--echo-server", port.map { "tcp:\($0)" } ?? "{socket}"])
         defer { server.stop() }
-        print("spawned the floor (bare SwiftNIO echo) as pid \(server.pid) on \(server.socketPath)")
-        let endpoint = HeadUnitEndpoint.unix(path: server.socketPath)
+        let endpoint = port.map { HeadUnitEndpoint.tcp(host: "127.0.0.1", port: $0) } ?? .unix(path: server.socketPath)
+        print("spawned the floor (bare SwiftNIO echo) as pid \(server.pid) on \(endpoint)")
         try await waitForSocket(endpoint)
         try await Task.sleep(nanoseconds: 200_000_000)
         let idleRSS = readRSSKiB(pid: server.pid)
@@ -418,7 +429,9 @@ struct SpawnedDaemon {
     var logPath: String
     var directory: String
 
-    static func start(binary: String, arguments: [String], connections: Int = 0) throws -> SpawnedDaemon {
+    /// `tcpPort`: the daemon also listens on 127.0.0.1:tcpPort and lets
+    /// unpaired phones in there (the benchmark's phone does not pair).
+    static func start(binary: String, arguments: [String], connections: Int = 0, tcpPort: Int? = nil) throws -> SpawnedDaemon {
         var template = Array("/tmp/headunit-bench.XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw Failure("mkdtemp failed") }
         let directory = String(cString: dir)
@@ -430,10 +443,12 @@ struct SpawnedDaemon {
         if let file = fopen(configPath, "w") {
             // Room for the idle connections of a scaling run, over the default caps.
             let caps = connections > 400 ? ", \"maxConnections\": \(connections + 64), \"maxUnixConnections\": \(connections + 32)" : ""
-            fputs("{\"limits\": {\"maxRequestsPerSecond\": 1000000000\(caps)}}\n", file)
+            let unpaired = tcpPort == nil ? "" : "\"allowUnpairedTcp\": true, "
+            fputs("{\(unpaired)\"limits\": {\"maxRequestsPerSecond\": 1000000000\(caps)}}\n", file)
             fclose(file)
         }
-        let args = (arguments.isEmpty ? ["--unix-socket", "{socket}", "--no-tcp", "--config", "{config}"] : arguments).map {
+        let tcp = tcpPort.map { ["--tcp", "127.0.0.1:\($0)"] } ?? ["--no-tcp"]
+        let args = (arguments.isEmpty ? ["--unix-socket", "{socket}"] + tcp + ["--config", "{config}"] : arguments).map {
             $0.replacingAll("{socket}", with: socketPath).replacingAll("{config}", with: configPath)
         }
         // XDG_RUNTIME_DIR too, so a daemon that ignores the flag still lands in the temp dir.
@@ -495,3 +510,25 @@ func currentDirectory() -> String {
     return getcwd(&buffer, buffer.count).map { String(cString: $0) } ?? "."
 }
 
+
+/// Where the benchmark's phone (and the floor's client) connects.
+enum PhoneTransport: String, ExpressibleByArgument, CaseIterable {
+    case unix, tcp
+}
+
+/// A loopback TCP port nobody listens on now (bound to port 0, then released).
+func freeTCPPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw Failure("socket: errno \(errno)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw Failure("bind: errno \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -28,6 +28,20 @@ enum EchoFloor {
         exit(0)
     }
 
+    /// The same on 127.0.0.1:port (SwiftNIO sets TCP_NODELAY on accepted channels, as the daemon does).
+    static func serve(tcpPort: Int) throws -> Never {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let channel = try ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(EchoHandler()) }
+            }
+            .bind(host: "127.0.0.1", port: tcpPort).wait()
+        try channel.closeFuture.wait()
+        exit(0)
+    }
+
     /// Welcome first, then every byte back as it came.
     final class EchoHandler: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
