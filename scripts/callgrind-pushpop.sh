@@ -38,7 +38,7 @@ cc -shared -fPIC -O2 "$out/sigsuspend.c" -o "$out/sigsuspend.so"
 
 instructions() {  # instructions N -> total Ir of the daemon for N measured requests
   local n="$1" file="$out/callgrind.$1"
-  "$bin/HeadUnitBench" --spawn /usr/bin/env --no-floor --startup-timeout 120 --items "$items" --hmis "$hmis" --requests "$n" --warmup 200 --seconds 0 \
+  "$bin/HeadUnitBench" --spawn /usr/bin/env --transport unix --no-floor --startup-timeout 120 --items "$items" --hmis "$hmis" --requests "$n" --warmup 200 --seconds 0 \
     --daemon-arg=LD_PRELOAD="$out/sigsuspend.so" --daemon-arg="$(command -v valgrind)" --daemon-arg=--tool=callgrind --daemon-arg=--callgrind-out-file="$file" \
     --daemon-arg="$out/headunitd" --daemon-arg=--unix-socket --daemon-arg='{socket}' \
     --daemon-arg=--no-tcp --daemon-arg=--config --daemon-arg='{config}' >/dev/null

@@ -40,8 +40,8 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Duration of the throughput test, seconds.")
     var seconds = 5.0
 
-    @Option(help: "The phone's transport, for the floor and the daemon alike: unix, or tcp (loopback; the daemon's HMIs stay on its Unix socket).")
-    var transport: PhoneTransport = .unix
+    @Option(help: "The phone's transport, for the floor and the daemon alike: unix, tcp (loopback; the daemon's HMIs stay on its Unix socket), or both, one after the other (a floor and a daemon each).")
+    var transport: PhoneTransport = .both
 
     @Option(help: "Items in the pushed list.")
     var items = 12
@@ -76,12 +76,21 @@ struct HeadUnitBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let phoneTCPPort = transport == .tcp && spawn != nil ? try freeTCPPort() : nil
         if let echoServer {
             if echoServer.hasPrefix("tcp:"), let port = Int(echoServer.dropFirst(4)) { try EchoFloor.serve(tcpPort: port) }
             try EchoFloor.serve(unixPath: echoServer)
         }
-        let floorResult = floor && clusterSubscribers == 0 ? try await measureFloor() : nil
+        // The accessory and metadata-stream runs are about the daemon, not the
+        // phone's transport: once, on the Unix socket (as is a daemon given by --unix-socket).
+        let transports: [PhoneTransport] =
+            accessoryMiB > 0 || clusterSubscribers > 0 || spawn == nil ? [.unix] : (transport == .both ? [.unix, .tcp] : [transport])
+        for phoneTransport in transports { try await measure(phoneTransport) }
+    }
+
+    /// One floor and one daemon, the phone on `transport`.
+    func measure(_ transport: PhoneTransport) async throws {
+        let phoneTCPPort = transport == .tcp && spawn != nil ? try freeTCPPort() : nil
+        let floorResult = floor && clusterSubscribers == 0 ? try await measureFloor(transport) : nil
         var daemon: SpawnedDaemon?
         let socketPath: String
         if let spawn {
@@ -288,7 +297,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     }
 
     /// The same requests, frames and client against the bare echo server.
-    func measureFloor() async throws -> FloorResult {
+    func measureFloor(_ transport: PhoneTransport) async throws -> FloorResult {
         let me = CommandLine.arguments[0].hasPrefix("/") ? CommandLine.arguments[0] : (currentDirectory() + "/" + CommandLine.arguments[0])
         let port = transport == .tcp ? try freeTCPPort() : nil
         let server = try SpawnedDaemon.start(binary: me, arguments: ["--echo-server", port.map { "tcp:\($0)" } ?? "{socket}"])
@@ -513,7 +522,7 @@ func currentDirectory() -> String {
 
 /// Where the benchmark's phone (and the floor's client) connects.
 enum PhoneTransport: String, ExpressibleByArgument, CaseIterable {
-    case unix, tcp
+    case unix, tcp, both
 }
 
 /// A loopback TCP port nobody listens on now (bound to port 0, then released).
