@@ -5,7 +5,9 @@
 
 For the daemon: file size, NEEDED shared libraries (objdump -p), the shared
 objects it actually maps (/proc/PID/maps), start-to-READY (exec until READY=1
-arrives on NOTIFY_SOCKET), VmRSS idle (1 s after READY), VmRSS after a phone
+arrives on NOTIFY_SOCKET), binding its socket itself and socket-activated
+(a listener passed in LISTEN_FDS, as systemd does; also until the first
+connection, headunitctl status, is served), VmRSS idle (1 s after READY), VmRSS after a phone
 session (`headunitctl play scenarios/quickstart.json`) with one phone
 (holding, apps announced) and one HMI (`headunitctl watch`) connected.
 For the echo server: VmRSS idle and with one client connected (bytes echoed).
@@ -60,6 +62,44 @@ def wait_connectable(path, timeout=20):
         except OSError:
             time.sleep(0.01)
     raise RuntimeError(f"{path} not connectable")
+
+
+def activated_ready_ms(args, tmp):
+    """Start-to-READY under socket activation: the listener made here and
+    handed over as systemd does (fd 3, LISTEN_FDS=1, LISTEN_FDNAMES=unix,
+    LISTEN_PID the daemon's own pid), so the daemon adopts it instead of
+    binding; then the first connection is served (a status request)."""
+    sock = os.path.join(tmp, "activated.sock")
+    notify = os.path.join(tmp, "notify-activated.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock)
+    listener.listen(128)
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(notify)
+    ns.settimeout(30)
+    env = dict(os.environ, NOTIFY_SOCKET=notify, LISTEN_FDS="1", LISTEN_FDNAMES="unix")
+    fd = listener.fileno()
+    t0 = time.monotonic()
+    # sh sets LISTEN_PID to its own pid, which exec hands to the daemon.
+    proc = subprocess.Popen(["sh", "-c", 'LISTEN_PID=$$ exec "$0" "$@"', args.daemon], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: os.set_inheritable(3, True) if fd == 3 else os.dup2(fd, 3),
+                            close_fds=False)
+    try:
+        while True:
+            msg = ns.recv(4096).decode()
+            if "READY=1" in msg.split("\n"):
+                break
+        ready_ms = (time.monotonic() - t0) * 1000
+        subprocess.run([args.ctl, "status", "--unix-socket", sock], check=True,
+                       stdout=subprocess.DEVNULL, timeout=30)
+        served_ms = (time.monotonic() - t0) * 1000
+        return ready_ms, served_ms
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        ns.close()
+        listener.close()
 
 
 def daemon_run(args, tmp):
@@ -147,17 +187,20 @@ def main():
     for i in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="headunitd-footprint.") as tmp:
             ready_ms, idle, connected, maps = daemon_run(args, tmp)
-            row = [ready_ms, idle, connected]
+            act_ready, act_served = activated_ready_ms(args, tmp)
+            row = [ready_ms, idle, connected, act_ready, act_served]
             if args.echo:
                 e_idle, e_conn, e_maps = echo_run(args, tmp)
                 row += [e_idle, e_conn]
+            tail = f"; echo RSS idle {mib(row[5])}, one client {mib(row[6])}" if args.echo else ""
             rows.append(row)
-            print(f"run {i + 1}: start-to-READY {ready_ms:.0f} ms, daemon RSS idle {mib(idle)}, "
-                  f"phone+HMI {mib(connected)}"
-                  + (f"; echo RSS idle {mib(row[3])}, one client {mib(row[4])}" if args.echo else ""))
+            print(f"run {i + 1}: start-to-READY {ready_ms:.0f} ms (socket-activated {act_ready:.0f} ms, "
+                  f"first connection served at {act_served:.0f} ms), daemon RSS idle {mib(idle)}, "
+                  f"phone+HMI {mib(connected)}" + tail)
     med = [statistics.median(c) for c in zip(*rows)]
-    print(f"median: start-to-READY {med[0]:.0f} ms, daemon RSS idle {mib(med[1])}, phone+HMI {mib(med[2])}"
-          + (f"; echo RSS idle {mib(med[3])}, one client {mib(med[4])}" if args.echo else ""))
+    print(f"median: start-to-READY {med[0]:.0f} ms (socket-activated {med[3]:.0f} ms, first connection served at "
+          f"{med[4]:.0f} ms), daemon RSS idle {mib(med[1])}, phone+HMI {mib(med[2])}"
+          + (f"; echo RSS idle {mib(med[5])}, one client {mib(med[6])}" if args.echo else ""))
     print("daemon maps: " + " ".join(os.path.basename(m) for m in maps))
     if args.echo:
         print("echo maps: " + " ".join(os.path.basename(m) for m in e_maps))
