@@ -60,6 +60,10 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v python3 >/dev/null || missing+=(python3)
 command -v ss >/dev/null || missing+=(iproute2)
 { command -v unshare && command -v nsenter && command -v findmnt; } >/dev/null 2>&1 || missing+=(util-linux)
+# The handover test's client (Tests/SystemdIntegration/handover_client.py):
+# Python classes generated from Protocol/*.proto, run by Debian's python3.
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
+/usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || missing+=(python3-protobuf)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "installing: ${missing[*]}"
     if [ "$(id -u)" -ne 0 ]; then
