@@ -252,7 +252,11 @@ ns_run getent group headunit >/dev/null
 check "after purge: the headunit group stays (Debian does not remove system groups)" $?
 
 if [ $failed -gt 0 ] || [ -n "${HU_TEST_VERBOSE:-}" ]; then
+    echo "--- systemctl status ---"
+    ns_run systemctl status --no-pager -n 20 headunitd.service headunitd.socket 2>&1 | tail -n 40
+    echo "--- headunitd's journal (tail) ---"
+    ns_run journalctl --no-pager -n 40 -u headunitd.service -u headunitd.socket -u headunitd-tcp.socket 2>/dev/null || ns_log | tail -n 40
     echo "--- journal / console (tail) ---"
-    ns_run journalctl --no-pager -n 40 2>/dev/null || ns_log | tail -n 40
+    ns_run journalctl --no-pager -n 20 2>/dev/null || ns_log | tail -n 20
 fi
 finish
