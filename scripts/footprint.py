@@ -64,6 +64,21 @@ def wait_connectable(path, timeout=20):
     raise RuntimeError(f"{path} not connectable")
 
 
+def notify_socket(path):
+    """The NOTIFY_SOCKET the daemon reports to, as systemd's would be."""
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(path)
+    ns.settimeout(30)
+    return ns
+
+
+def wait_ready(ns, t0):
+    """Milliseconds from t0 until READY=1 arrives on ns."""
+    while True:
+        if "READY=1" in ns.recv(4096).decode().split("\n"):
+            return (time.monotonic() - t0) * 1000
+
+
 def activated_ready_ms(args, tmp):
     """Start-to-READY under socket activation: the listener made here and
     handed over as systemd does (fd 3, LISTEN_FDS=1, LISTEN_FDNAMES=unix,
@@ -74,9 +89,7 @@ def activated_ready_ms(args, tmp):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock)
     listener.listen(128)
-    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    ns.bind(notify)
-    ns.settimeout(30)
+    ns = notify_socket(notify)
     env = dict(os.environ, NOTIFY_SOCKET=notify, LISTEN_FDS="1", LISTEN_FDNAMES="unix")
     fd = listener.fileno()
     t0 = time.monotonic()
@@ -86,11 +99,7 @@ def activated_ready_ms(args, tmp):
                             preexec_fn=lambda: os.set_inheritable(3, True) if fd == 3 else os.dup2(fd, 3),
                             close_fds=False)
     try:
-        while True:
-            msg = ns.recv(4096).decode()
-            if "READY=1" in msg.split("\n"):
-                break
-        ready_ms = (time.monotonic() - t0) * 1000
+        ready_ms = wait_ready(ns, t0)
         subprocess.run([args.ctl, "status", "--unix-socket", sock], check=True,
                        stdout=subprocess.DEVNULL, timeout=30)
         served_ms = (time.monotonic() - t0) * 1000
@@ -105,20 +114,14 @@ def activated_ready_ms(args, tmp):
 def daemon_run(args, tmp):
     sock = os.path.join(tmp, "hu.sock")
     notify = os.path.join(tmp, "notify.sock")
-    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    ns.bind(notify)
-    ns.settimeout(30)
+    ns = notify_socket(notify)
     env = dict(os.environ, NOTIFY_SOCKET=notify)
     env.pop("LISTEN_FDS", None)
     t0 = time.monotonic()
     proc = subprocess.Popen([args.daemon, "--unix-socket", sock, "--no-tcp"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while True:
-            msg = ns.recv(4096).decode()
-            if "READY=1" in msg.split("\n"):
-                break
-        ready_ms = (time.monotonic() - t0) * 1000
+        ready_ms = wait_ready(ns, t0)
         time.sleep(1)
         idle = rss_kib(proc.pid)
         maps = mapped_objects(proc.pid)

@@ -89,7 +89,8 @@ struct HeadUnitBench: AsyncParsableCommand {
 
     /// One floor and one daemon, the phone on `transport`.
     func measure(_ transport: PhoneTransport) async throws {
-        let phoneTCPPort = transport == .tcp && spawn != nil ? try freeTCPPort() : nil
+        // `run` measures TCP only with a spawned daemon (whose port this picks).
+        let phoneTCPPort = transport == .tcp ? try freeTCPPort() : nil
         let floorResult = floor && clusterSubscribers == 0 ? try await measureFloor(transport) : nil
         var daemon: SpawnedDaemon?
         let socketPath: String

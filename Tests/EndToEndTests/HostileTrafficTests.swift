@@ -384,13 +384,7 @@ final class ScreenFollower: @unchecked Sendable {
         // another decodes.
         let inbox = FrameInbox()
         Thread.detachNewThread { [self] in
-            while let frame = try? client.readFrame(timeout: 120) {
-                if frame.kind == FrameKind.ping.rawValue {
-                    try? client.sendFrame(.pong, payload: frame.payload)
-                } else if frame.kind == FrameKind.message.rawValue {
-                    inbox.put(frame.payload)
-                }
-            }
+            while let payload = nextMessage(timeout: 120) { inbox.put(payload) }
             inbox.end()
         }
         Thread.detachNewThread { [self] in
@@ -406,18 +400,28 @@ final class ScreenFollower: @unchecked Sendable {
     func readUntil(title wanted: String, timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            // A real HMI answers the daemon's PINGs, slow or not (a long run under load outlasts the heartbeat timeout).
-            guard let frame = try? client.readFrame(timeout: max(0, deadline.timeIntervalSinceNow)) else { return false }
-            if frame.kind == FrameKind.ping.rawValue {
-                try? client.sendFrame(.pong, payload: frame.payload)
-                continue
-            }
-            guard frame.kind == FrameKind.message.rawValue, let envelope = try? EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload)) else { continue }
+            guard let payload = nextMessage(timeout: max(0, deadline.timeIntervalSinceNow)) else { return false }
+            guard let envelope = try? EnvelopeCodec.decode(ByteBuffer(bytes: payload)) else { continue }
             if pause > 0 { Thread.sleep(forTimeInterval: pause) }
             if handle(envelope, wanted: wanted) { return true }
             if sawGoodbye { return false }
         }
         return false
+    }
+
+    /// The next MESSAGE frame's payload; nil on timeout or EOF. A real HMI
+    /// answers the daemon's PINGs, slow or not (a long run under load outlasts
+    /// the heartbeat timeout), so the PINGs met on the way are answered.
+    private func nextMessage(timeout: Double) -> [UInt8]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while let frame = try? client.readFrame(timeout: max(0, deadline.timeIntervalSinceNow)) {
+            if frame.kind == FrameKind.ping.rawValue {
+                try? client.sendFrame(.pong, payload: frame.payload)
+            } else if frame.kind == FrameKind.message.rawValue {
+                return frame.payload
+            }
+        }
+        return nil
     }
 
     /// Notes the main screen's title or a Goodbye; true when the title is `wanted`.
