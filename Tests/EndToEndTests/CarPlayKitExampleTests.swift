@@ -71,7 +71,10 @@ struct CarPlayKitExampleTests {
         static func start(_ name: String) async throws -> Rig {
             let daemon = try TestDaemon.launch()
             let example = try ExampleProcess(name, socket: daemon.unixSocketPath)
-            await example.expect("connected", timeout: 20)
+            // A readiness wait, not a speed check: a debug example process
+            // starting and connecting while the whole suite runs in parallel
+            // on 2 cores once took just over 20 s.
+            await example.expect("connected", timeout: 60)
             let hmi = try await HMISession.connect(to: .unix(path: daemon.unixSocketPath))
             return Rig(daemon: daemon, example: example, hmi: hmi)
         }
