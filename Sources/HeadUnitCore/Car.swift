@@ -179,13 +179,15 @@ public struct Car: Sendable {
         accessories.accessoryLeft(peer, outputs: &outputs)
         clusterFeed.unsubscribe(peer)
         if peer == phonePeer {
+            let graceSerial = phoneLink.lost(departure)
             // Byte streams cannot resume without loss: the phone's accessory
-            // sessions end now (a resuming phone is told in its backlog).
+            // sessions end now. A phone that may resume is told in its
+            // backlog; one gone for good is not told (it has no connection).
             for appID in appOrder {
-                accessories.appEnded(appID, reason: .phoneGone, tellPhone: true, outputs: &outputs)
+                accessories.appEnded(appID, reason: .phoneGone, tellPhone: graceSerial != nil, outputs: &outputs)
             }
-            if let serial = phoneLink.lost(departure) {
-                effects.append(.startTimer(.resumeGrace(serial: serial), milliseconds: configuration.resumeGraceMilliseconds))
+            if let graceSerial {
+                effects.append(.startTimer(.resumeGrace(serial: graceSerial), milliseconds: configuration.resumeGraceMilliseconds))
             } else {
                 endPhoneApps()
             }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HeadUnitCore
 import HeadUnitWire
 import NIOCore
@@ -55,6 +58,13 @@ struct SessionFuzz {
         receive(frame)
     }
 
+    /// `HEADUNIT_FUZZ_TRACE=1 HeadUnitFuzz crash-file` prints what each peer sent and what the car did.
+    static let tracing = getenv("HEADUNIT_FUZZ_TRACE") != nil
+
+    func trace(_ line: @autoclosure () -> String) {
+        if Self.tracing { print("[\(now)] \(line())") }
+    }
+
     mutating func join(_ id: PeerID, role: HURole, transport: Transport) {
         var connection = ConnectionStateMachine(
             connectionID: id, transport: transport, configuration: ConnectionConfiguration(), now: now)
@@ -88,6 +98,7 @@ struct SessionFuzz {
         let target = target(of: frame)
         guard var connection = connections[target] else { return }
         let action = connection.receive(frame, now: now)
+        trace("peer \(target) sent \(frame.header.kind) (\(frame.payload.readableBytes) bytes): \(action)")
         connections[target] = connection
         switch action {
         case .deliver(let envelope):
@@ -150,12 +161,14 @@ struct SessionFuzz {
         while let (timer, due) = timers.min(by: { $0.value < $1.value }), due <= time {
             timers[timer] = nil
             now = max(now, due)
+            trace("timer \(timer) fired")
             apply(car.timerFired(timer, nowMilliseconds: now))
         }
     }
 
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
+            trace("  car: \(effect)")
             switch effect {
             case .send(let peer, _):
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")

@@ -261,6 +261,23 @@ struct AccessorySessionTests {
         #expect(h.car.accessories.sessions.isEmpty)
     }
 
+    /// Found by the long fuzz run: a phone leaving for good (Goodbye, or no
+    /// resumption token) was sent its own SessionClosed after it had gone.
+    @Test(arguments: [PeerDeparture.saidGoodbye, .cutOff(.tooManyErrors), .lost])
+    func aPhoneGoneForGoodIsNotToldItsSessionsClosedTheAccessoryIs(departure: PeerDeparture) {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        _ = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(accessory)
+        let effects = h.car.peerLeft(h.phone, departure: departure)
+        let toPhone = effects.filter { if case .send(h.phone, _) = $0 { return true } else { return false } }
+        #expect(toPhone.isEmpty, "the phone has gone: \(toPhone)")
+        h.apply(effects)
+        #expect(Self.closedReasons(h.drain(accessory)) == [.phoneGone])
+        #expect(h.car.accessories.sessions.isEmpty)
+    }
+
     @Test func withdrawingAProtocolEndsItsSessions() {
         var h = harness()
         _ = announce(&h, [("track-laps", [Self.performance])])

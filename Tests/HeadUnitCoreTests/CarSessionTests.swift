@@ -21,7 +21,10 @@ struct CarHarness {
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
             switch effect {
-            case .send(let peer, let envelope): sent[peer, default: []].append(envelope)
+            case .send(let peer, let envelope):
+                // Found by the long fuzz run: a phone that left was still sent SessionClosed.
+                #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected: \(envelope)")
+                sent[peer, default: []].append(envelope)
             case .toHMIs(_, let envelope):
                 for peer in car.hmiPeerIDs { sent[peer, default: []].append(envelope) }
             case .close(let peer, let code, _): closed[peer] = code
