@@ -6,10 +6,10 @@
 # Builds an optimised fuzz build (-c release --sanitize=fuzzer in
 # .build-fuzz-long; Swift's bounds and overflow checks stay on, `assert` is
 # off, none is used in Core or Wire), starts each target from the committed
-# corpus (as scripts/fuzz.sh does), writes OUT/<target>.log and keeps
-# OUT/corpus-<target>, and prints one line per target. A crash leaves
-# OUT/crash-<sha1> (or leak-/timeout-/oom-) and fails the run; replay it as
-# scripts/fuzz.sh says. Results: Tests/FuzzCorpus/README.md.
+# corpus with the flags scripts/fuzz.sh uses (both from scripts/fuzz-common.sh),
+# writes OUT/<target>.log and keeps OUT/corpus-<target>, and prints one line
+# per target. A crash leaves OUT/crash-<sha1> (or leak-/timeout-/oom-) and
+# fails the run; replay it as scripts/fuzz.sh says. Results: Tests/FuzzCorpus/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-10000000}"
@@ -17,6 +17,7 @@ jobs="${2:-2}"
 out="${3:-.build-fuzz-long/run}"
 scratch=.build-fuzz-long
 targets=(stream templates phone hmi navigation accessory handshake)
+. scripts/fuzz-common.sh
 
 echo "==> fuzz-long: build (swift build -c release --product HeadUnitFuzz --sanitize=fuzzer)"
 swift build -c release --product HeadUnitFuzz --sanitize=fuzzer --scratch-path "$scratch"
@@ -26,20 +27,13 @@ cp "$(swift build -c release --product HeadUnitFuzz --sanitize=fuzzer --scratch-
 echo "commit $(git rev-parse HEAD), $runs runs per target, $jobs at a time, $(nproc) cores" >"$out/README"
 
 for target in "${targets[@]}"; do
-  dir="$out/corpus-$target"
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  if [ "$target" = stream ]; then
-    scripts/fuzz-seeds.sh "$dir"
-    find Tests/FuzzCorpus/regressions -type f ! -name '.*' ! -name '*.md' -exec cp {} "$dir/" \;
-  else
-    cp Tests/FuzzCorpus/families/"$target"/* "$dir/"
-  fi
+  fuzz_corpus "$target" "$out/corpus-$target"
 done
 
 one() {  # one TARGET: runs it to the end; its exit status is libFuzzer's
-  local target="$1" family="$1" flags=(-max_len=4096)
-  if [ "$target" = stream ]; then family="" flags=(-dict=Tests/FuzzCorpus/headunit.dict -max_len=8192); fi
+  local target="$1" family="$1" flags
+  if [ "$target" = stream ]; then family=""; fi
+  mapfile -t flags < <(fuzz_flags "$target")
   local started=$SECONDS status=0
   HEADUNIT_FUZZ_FAMILY="$family" SWIFT_BACKTRACE=enable=no "$out/HeadUnitFuzz" "$out/corpus-$target" \
     -runs="$runs" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$out/" \
@@ -50,7 +44,7 @@ one() {  # one TARGET: runs it to the end; its exit status is libFuzzer's
   echo "$target: exit $status, ${executed:-?} executions in $((SECONDS - started)) s (${rate:-?}/s), corpus $(find "$out/corpus-$target" -type f | wc -l) inputs"
   return "$status"
 }
-export -f one
+export -f one fuzz_flags
 export out runs
 
 status=0

@@ -14,6 +14,7 @@ seconds="${1:-60}"
 family_seconds="${2:-15}"
 families=(handshake phone templates hmi navigation accessory)
 scratch=.build-fuzz
+. scripts/fuzz-common.sh
 
 echo "==> fuzz: build (swift build --product HeadUnitFuzz --sanitize=fuzzer)"
 swift build --product HeadUnitFuzz --sanitize=fuzzer --scratch-path "$scratch"
@@ -21,10 +22,7 @@ binary="$(swift build --product HeadUnitFuzz --sanitize=fuzzer --scratch-path "$
 
 echo "==> fuzz: corpus"
 corpus="$scratch/corpus"
-rm -rf "$corpus"
-mkdir -p "$corpus"
-scripts/fuzz-seeds.sh "$corpus"
-find Tests/FuzzCorpus/regressions -type f ! -name '.*' ! -name '*.md' -exec cp {} "$corpus/" \;
+fuzz_corpus stream "$corpus"
 
 run() {  # run NAME SECONDS CORPUS [libFuzzer flags...]
   local name="$1" time="$2" dir="$3"
@@ -40,14 +38,14 @@ run() {  # run NAME SECONDS CORPUS [libFuzzer flags...]
 }
 
 status=0
-run stream "$seconds" "$corpus" -dict=Tests/FuzzCorpus/headunit.dict -max_len=8192 || status=$?
+mapfile -t flags < <(fuzz_flags stream)
+run stream "$seconds" "$corpus" "${flags[@]}" || status=$?
 for family in "${families[@]}"; do
   [ "$status" -eq 0 ] || break
   dir="$scratch/corpus-$family"
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  cp Tests/FuzzCorpus/families/"$family"/* "$dir/"
-  HEADUNIT_FUZZ_FAMILY="$family" run "$family" "$family_seconds" "$dir" -max_len=4096 || status=$?
+  fuzz_corpus "$family" "$dir"
+  mapfile -t flags < <(fuzz_flags "$family")
+  HEADUNIT_FUZZ_FAMILY="$family" run "$family" "$family_seconds" "$dir" "${flags[@]}" || status=$?
 done
 
 if [ "$status" -ne 0 ]; then

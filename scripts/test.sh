@@ -20,8 +20,9 @@ echo "==> test: fuzz corpus replay"
 swift build "${scratch[@]}" --product HeadUnitFuzz
 seeds="$(mktemp -d)"
 trap 'rm -rf "$seeds"' EXIT
-scripts/fuzz-seeds.sh "$seeds" >/dev/null
-find "$seeds" Tests/FuzzCorpus/regressions -type f ! -name '.*' ! -name '*.md' -print0 \
+. scripts/fuzz-common.sh
+fuzz_corpus stream "$seeds" >/dev/null
+find "$seeds" -type f -print0 \
   | xargs -0 "$(swift build "${scratch[@]}" --show-bin-path)/HeadUnitFuzz"
 for family in Tests/FuzzCorpus/families/*/; do
   HEADUNIT_FUZZ_FAMILY="$(basename "$family")" "$(swift build "${scratch[@]}" --show-bin-path)/HeadUnitFuzz" "$family"*
