@@ -96,6 +96,8 @@ let package = Package(
             dependencies: [
                 "HeadUnitWire",
                 .product(name: "NIOCore", package: "swift-nio"),
+                // Ed25519 and SHA-256: the kit's TCP phone pairs and authenticates (PROTOCOL.md section 20).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

@@ -8,12 +8,15 @@ public final class CheckContext {
     public let options: ConformanceOptions
     /// The Welcome of the kit's first handshake (phone, 1..1), if it worked.
     public let reference: HUWelcome?
+    /// The kit's paired key, for endpoints whose TCP phones must authenticate (§20).
+    let identity: KitIdentity
     private var connections: [WireConnection] = []
     private var cleanups: [() -> Void] = []
 
-    init(options: ConformanceOptions, reference: HUWelcome?) {
+    init(options: ConformanceOptions, reference: HUWelcome?, identity: KitIdentity) {
         self.options = options
         self.reference = reference
+        self.identity = identity
     }
 
     var timeoutMs: Int { options.timeoutMs }
@@ -74,8 +77,15 @@ public final class CheckContext {
             throw CheckFailure(expected: "Welcome to Hello{\(roleName(role)), versions \(min)..\(max)}", got: describe(envelope))
         }
         try require(envelope.requestID == id, "Welcome echoing request_id \(id) (§5)", got: "request_id \(envelope.requestID)")
+        if welcome.authRequired && authenticatePhones {
+            // §20: a TCP phone joins the car only after Authenticate.
+            try identity.authenticate(connection, welcome: welcome, context: self)
+        }
         return welcome
     }
+
+    /// Cleared by the §20 checks that drive the authentication themselves.
+    var authenticatePhones = true
 
     func phone(_ label: String = "phone") throws -> WireConnection {
         let connection = try connect(label: label)

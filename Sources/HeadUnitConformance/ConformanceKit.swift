@@ -93,16 +93,20 @@ public enum ConformanceKit {
         // Reach the endpoint once and learn its limits; a broken handshake is
         // left for the §5 checks to report.
         let reference: HUWelcome?
+        let identity = KitIdentity()
+        defer { identity.unpair(options: options) }
         do {
             let probe = try WireConnection.connect(options.endpoint, timeoutMs: options.timeoutMs, label: "probe")
-            let context = CheckContext(options: options, reference: nil)
+            let context = CheckContext(options: options, reference: nil, identity: identity)
+            context.authenticatePhones = false
             reference = try? context.handshake(probe, role: .phone, name: "conformance probe")
             probe.leave()
-            // The kit's phone does not pair: every phone check would end in
+            // The kit's phone pairs through an HMI (§20.2), which needs the
+            // Unix socket: without one every phone check would end in
             // AUTH_REQUIRED. Say so once instead of failing the whole table.
-            if reference?.authRequired == true {
+            if reference?.authRequired == true && !options.endpoint.isUnix && options.hmiEndpoint == nil {
                 report.unreachable =
-                    "its phones on TCP must pair and authenticate (PROTOCOL.md §20), which the kit does not do: run the daemon with \"allowUnpairedTcp\": true (a test bench), or test its Unix socket"
+                    "its phones on TCP must pair and authenticate (PROTOCOL.md §20); the kit pairs through an HMI: give --hmi-endpoint unix:PATH (the same daemon's Unix socket), or run the daemon with \"allowUnpairedTcp\": true (a test bench)"
                 output(report.summary)
                 return report
             }
@@ -113,7 +117,7 @@ public enum ConformanceKit {
         }
         for check in checks {
             let began = WireConnection.nowMs()
-            let outcome = runOne(check, options: options, reference: reference)
+            let outcome = runOne(check, options: options, reference: reference, identity: identity)
             let result = CheckResult(check: check, outcome: outcome, milliseconds: Int(WireConnection.nowMs() - began))
             report.results.append(result)
             output(line(check, outcome))
@@ -123,7 +127,7 @@ public enum ConformanceKit {
         return report
     }
 
-    static func runOne(_ check: ConformanceCheck, options: ConformanceOptions, reference: HUWelcome?) -> CheckOutcome {
+    static func runOne(_ check: ConformanceCheck, options: ConformanceOptions, reference: HUWelcome?, identity: KitIdentity) -> CheckOutcome {
         if check.slow && !options.slow {
             return .skipped("slow (waits for a time-out); include it with --slow")
         }
@@ -133,7 +137,7 @@ public enum ConformanceKit {
         if check.needsCarRole && !options.endpoint.isUnix && options.hmiEndpoint == nil {
             return .skipped("needs a car role (Unix socket only, §1) on a TCP endpoint; give --hmi-endpoint unix:PATH")
         }
-        let context = CheckContext(options: options, reference: reference)
+        let context = CheckContext(options: options, reference: reference, identity: identity)
         var outcome: CheckOutcome
         do {
             try check.run(context)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The conformance kit in CI (.ci/run): `headunitctl conform` against a freshly
-# started headunitd on the Unix socket, then over TCP with the HMI on the Unix
+# started headunitd (its defaults) on the Unix socket, then over TCP with the HMI on the Unix
 # socket, then against broken_endpoint.py, which must fail with a §5 line.
 #   Tests/Conformance/ci.sh BIN_DIR     (BIN_DIR holds headunitd and headunitctl)
 set -euo pipefail
@@ -23,14 +23,12 @@ wait_ready() {
   echo "conformance: $2 did not get ready"; cat "$1"; return 1
 }
 
-# Short time-outs, so the heartbeat and handshake time-out checks run too.
-# allowUnpairedTcp: the kit's TCP phone does not pair (PROTOCOL.md section 20;
-# pairing is tested in Tests/EndToEndTests/AuthenticationTests.swift).
-cat >"$work/config.json" <<'EOF'
-{"limits": {"heartbeatIntervalMs": 1000, "heartbeatTimeoutMs": 3000, "handshakeTimeoutMs": 1000, "completionTimeoutMs": 1000},
- "allowUnpairedTcp": true}
-EOF
-"$bin/headunitd" --unix-socket "$work/hu.sock" --tcp 127.0.0.1:0 --config "$work/config.json" \
+# The daemon with its defaults (no configuration file), as a new user starts
+# it: every limit at its default, and TCP phones must pair and authenticate
+# (PROTOCOL.md section 20), which the kit does through the HMI on the Unix
+# socket. Only the addresses are ours (a free TCP port) and the state
+# directory that keeps the paired-device list (a scratch one).
+STATE_DIRECTORY="$work/state" "$bin/headunitd" --unix-socket "$work/hu.sock" --tcp 127.0.0.1:0 \
   >"$work/daemon.out" 2>"$work/daemon.log" &
 pids+=($!)
 wait_ready "$work/daemon.out" headunitd || { cat "$work/daemon.log"; exit 1; }
@@ -38,7 +36,7 @@ port="$(sed -n 's/^listening tcp .*:\([0-9][0-9]*\)$/\1/p' "$work/daemon.out")"
 
 echo "--- conform: unix:$work/hu.sock"
 "$bin/headunitctl" conform --endpoint "unix:$work/hu.sock" --slow
-echo "--- conform: tcp:127.0.0.1:$port (HMI on the Unix socket)"
+echo "--- conform: tcp:127.0.0.1:$port (HMI on the Unix socket; the kit's phone pairs)"
 "$bin/headunitctl" conform --endpoint "tcp:127.0.0.1:$port" --hmi-endpoint "unix:$work/hu.sock" --slow
 
 echo "--- conform: the deliberately broken endpoint (must fail §5)"
