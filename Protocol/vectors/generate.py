@@ -85,7 +85,7 @@ VECTORS = []
 
 
 def vector(name, description, frames, expect, sender="client", state="established", transport="any",
-           framing_error=None, trailing=b"", raw=None, max_payload=MAX):
+           framing_error=None, trailing=b"", raw=None, max_payload=MAX, role=None, given=(), ids=None):
     """frames: what the parser yields, in order. trailing: bytes after them
     (a framing error's trigger, or an incomplete frame). raw: the whole input
     when it is not just frames + trailing."""
@@ -114,7 +114,45 @@ def vector(name, description, frames, expect, sender="client", state="establishe
     # Bytes left in the buffer when the input ends: a frame cut short.
     v["incomplete"] = framing_error is None and len(data) > sum(len(f.wire()) for f in frames)
     v["expect"] = expect
+    if sender == "client" and state == "established":
+        # Who sends the bytes, and what the car must have seen first (README: "Preconditions").
+        v["role"] = role or "phone"
+        v["given"] = [{"by": by, "envelope": " ".join(text.split())} for by, text in given]
+        if ids:
+            v["ids"] = ids
     VECTORS.append(v)
+
+
+# Preconditions (README "Preconditions"): requests other connections (or the
+# sender) make first, each answered OK. Ids the daemon chooses are written as
+# the vector's values and stand for the daemon's (the "ids" key).
+RADIO = [("phone", '''announce_apps { device_name: "Alice's iPhone"
+    apps { app_id: "com.example.radio" display_name: "Radio" entitlements: "com.apple.developer.carplay-audio" } }''')]
+RADIO_LAUNCHED = RADIO + [("hmi", 'launch_app { app_id: "com.example.radio" kind: SCENE_KIND_MAIN }')]
+RADIO_ROOT = RADIO_LAUNCHED + [("phone", '''template_request { app_id: "com.example.radio" scene_id: 1
+    set_root { id: "root" list { title: "Radio" sections { id: "s1"
+        items { id: "jazz" general { text: "Jazz FM" } } items { id: "news" general { text: "News 24" } } } } } }''')]
+RADIO_PUSHED = RADIO_ROOT + [("phone", '''template_request { app_id: "com.example.radio" scene_id: 1
+    push { id: "more" list { title: "More" sections { id: "s1" items { id: "talk" general { text: "Talk" } } } } } }''')]
+RADIO_ALERT = RADIO_ROOT + [("phone", '''template_request { app_id: "com.example.radio" scene_id: 1
+    present { id: "alert" alert { title_variants: "Station offline" actions { id: "ok" title: "OK" } } } }''')]
+RADIO_SELECTED = RADIO_ROOT + [("hmi", 'hmi_input { template_id: "root" select_item { item_id: "jazz" } }')]
+SERVED = [("accessory", 'serve_protocols { protocols: "com.openmotors.performance" }')]
+TRACKLAPS = SERVED + [("phone", '''announce_apps { device_name: "Alice's iPhone" apps { app_id: "com.openmotors.tracklaps"
+    display_name: "Track Laps" entitlements: "com.apple.developer.carplay-protocols" accessory_protocols: "com.openmotors.performance" } }''')]
+OPENING = TRACKLAPS + [("phone", 'open_session { app_id: "com.openmotors.tracklaps" protocol: "com.openmotors.performance" }')]
+OPEN = OPENING + [("accessory", 'answer_session { channel: 1 accept: true }')]
+MAPS = [("phone", '''announce_apps { device_name: "Alice's iPhone"
+    apps { app_id: "com.example.maps" display_name: "Maps" entitlements: "com.apple.developer.carplay-maps" } }'''),
+        ("hmi", 'launch_app { app_id: "com.example.maps" kind: SCENE_KIND_MAIN }'),
+        ("phone", 'template_request { app_id: "com.example.maps" scene_id: 1 set_root { id: "map" map { } } }')]
+MAPS_PREVIEWS = MAPS + [("phone", '''navigation_request { app_id: "com.example.maps" show_trip_previews {
+    trips { id: "home" destination { name: "Home" } route_choices { id: "fast" summary_variants: "Ring road" } } } }''')]
+MAPS_GUIDING = MAPS + [("phone", '''navigation_request { app_id: "com.example.maps" start {
+    trip { id: "home" route_choices { id: "fast" summary_variants: "Ring road" } } } }''')]
+MAPS_MANEUVER = MAPS_GUIDING + [("phone", '''navigation_request { app_id: "com.example.maps" update_maneuvers {
+    maneuvers { id: "m1" instruction_variants: "Turn right" estimates { distance_remaining_m: 800 time_remaining_s: 90 } } } }''')]
+MAPS_CLUSTER = MAPS + [("hmi", 'launch_app { app_id: "com.example.maps" kind: SCENE_KIND_INSTRUMENT_CLUSTER }')]
 
 
 def ok(reply):
@@ -215,7 +253,7 @@ vector("ping-64-bytes",
 
 vector("ping-then-message",
        "Two frames in one read: both are parsed, in order.",
-       [Frame(0x02, b"\x01\x02"), message('request_id: 9 get_status { }')], ok("PONG"))
+       [Frame(0x02, b"\x01\x02"), message('request_id: 9 get_status { }')], ok("PONG"), role="hmi", transport="unix")
 
 # ------------------------------------------------------------------ valid: phone session
 
@@ -233,7 +271,7 @@ vector("result-app-decisions",
 vector("launch-app",
        "The HMI launches the app's main scene.",
        [message('request_id: 4 launch_app { app_id: "com.example.radio" kind: SCENE_KIND_MAIN }')],
-       ok("Result"), transport="unix")
+       ok("Result"), transport="unix", role="hmi", given=RADIO)
 
 vector("scene-connected",
        "Event to the phone: the app's main scene is connected (request_id 0).",
@@ -249,7 +287,7 @@ vector("template-set-root-list-2-items",
            set_root { id: "root" list { title: "Radio" sections { id: "s1"
                items { id: "jazz" general { text: "Jazz FM" detail_text: "Smooth" } }
                items { id: "news" general { text: "News 24" accessory: ACCESSORY_TYPE_DISCLOSURE_INDICATOR } } } } } }''')],
-       ok("Result"))
+       ok("Result"), given=RADIO_LAUNCHED, ids={"scene_id": 1})
 
 vector("result-template-shown",
        "The answer to the set_root above.",
@@ -259,7 +297,7 @@ vector("result-template-shown",
 vector("hmi-input-select-item",
        "The driver taps the first item of the list on screen.",
        [message('request_id: 6 hmi_input { template_id: "root" select_item { item_id: "jazz" } }')],
-       ok("Result"), transport="unix")
+       ok("Result"), transport="unix", role="hmi", given=RADIO_ROOT, ids={"scene_id": 1})
 
 vector("app-event-item-selected",
        "Event to the phone: the item was selected; event_id 42 is non-zero, so the car shows a spinner "
@@ -270,28 +308,28 @@ vector("app-event-item-selected",
 vector("complete-event",
        "The app completes event 42 (the spinner stops).",
        [message('request_id: 7 complete_event { app_id: "com.example.radio" event_id: 42 }')],
-       ok("Result"))
+       ok("Result"), given=RADIO_SELECTED, ids={"scene_id": 1, "event_id": 42})
 
 vector("template-pop",
        "Pop the top template.",
        [message('request_id: 8 template_request { app_id: "com.example.radio" scene_id: 1 animated: true pop { } }')],
-       ok("Result"))
+       ok("Result"), given=RADIO_PUSHED, ids={"scene_id": 1})
 
 vector("template-present-alert",
        "Present an alert over the stack.",
        [message('''request_id: 10 template_request { app_id: "com.example.radio" scene_id: 1
            present { id: "alert" alert { title_variants: "Station offline" actions { id: "ok" title: "OK" } } } }''')],
-       ok("Result"))
+       ok("Result"), given=RADIO_ROOT, ids={"scene_id": 1})
 
 vector("template-dismiss",
        "Dismiss the presented alert.",
        [message('request_id: 11 template_request { app_id: "com.example.radio" scene_id: 1 dismiss { } }')],
-       ok("Result"))
+       ok("Result"), given=RADIO_ALERT, ids={"scene_id": 1})
 
 vector("app-closed",
        "The phone says the app went away; its scenes end. Sent with request_id 0: still a request, "
        "so it is answered with a Result carrying request_id 0 (PROTOCOL.md section 4).",
-       [message('app_closed { app_id: "com.example.radio" }')], ok("Result"))
+       [message('app_closed { app_id: "com.example.radio" }')], ok("Result"), given=RADIO_LAUNCHED)
 
 # ------------------------------------------------------------------ valid: HMI
 
@@ -315,21 +353,21 @@ vector("screen-update-full",
 
 vector("get-status",
        "A car component asks for the daemon's status.",
-       [message('request_id: 12 get_status { }')], ok("Result"), transport="unix")
+       [message('request_id: 12 get_status { }')], ok("Result"), transport="unix", role="hmi")
 
 # ------------------------------------------------------------------ valid: External Accessory sessions
 
 vector("accessory-serve-protocols",
        "An accessory peer serves the vehicle's performance protocol.",
        [message('request_id: 30 serve_protocols { protocols: "com.openmotors.performance" }')],
-       ok("Result"), transport="unix")
+       ok("Result"), transport="unix", role="accessory")
 
 vector("announce-automaker-app",
        "An automaker app (carplay-protocols) speaking the performance protocol.",
        [message('''request_id: 31 announce_apps { device_name: "Alice's iPhone" apps { app_id: "com.openmotors.tracklaps"
            display_name: "Track Laps" entitlements: "com.apple.developer.carplay-protocols"
            accessory_protocols: "com.openmotors.performance" } }''')],
-       ok("Result"))
+       ok("Result"), given=SERVED)
 
 vector("accessory-availability",
        "Event to the phone: the app's matched protocols and whether a peer serves each now.",
@@ -339,7 +377,7 @@ vector("accessory-availability",
 vector("open-session",
        "The app asks for a session; answered with Result{accessory_session{channel}}.",
        [message('request_id: 32 open_session { app_id: "com.openmotors.tracklaps" protocol: "com.openmotors.performance" }')],
-       ok("Result"))
+       ok("Result"), given=TRACKLAPS)
 
 vector("result-accessory-session",
        "The answer to open-session: the channel the car chose.",
@@ -354,7 +392,7 @@ vector("session-requested",
 vector("answer-session",
        "The accessory accepts the session on channel 1.",
        [message('request_id: 33 answer_session { channel: 1 accept: true }')],
-       ok("Result"), transport="unix")
+       ok("Result"), transport="unix", role="accessory", given=OPENING, ids={"channel": 1})
 
 vector("session-opened",
        "Event to the phone: the session is open; the app may send 65536 bytes.",
@@ -367,11 +405,11 @@ vector("data-frame-to-phone",
 
 vector("session-credit",
        "The receiver grants 65536 more bytes on channel 1: one-way, not answered when accepted.",
-       [message('session_credit { channel: 1 bytes: 65536 }')], ok("nothing"))
+       [message('session_credit { channel: 1 bytes: 65536 }')], ok("nothing"), given=OPEN, ids={"channel": 1})
 
 vector("close-session",
        "The app ends its session.",
-       [message('request_id: 34 close_session { channel: 1 detail: "lap done" }')], ok("Result"))
+       [message('request_id: 34 close_session { channel: 1 detail: "lap done" }')], ok("Result"), given=OPEN, ids={"channel": 1})
 
 vector("session-closed",
        "Event to the other side: the session on channel 1 ended, and why.",
@@ -402,9 +440,10 @@ vector("length-max-u32",
        trailing=header(0x01, 0xFFFFFFFF))
 
 vector("length-over-small-max",
-       "With max_payload_bytes 16, a 17-byte frame is too large (the 16-byte one before it is fine).",
-       [Frame(0x02, bytes(16))], err("FRAME_TOO_LARGE", True), framing_error="ERROR_CODE_FRAME_TOO_LARGE",
-       trailing=header(0x02, 17) + bytes(17), max_payload=16)
+       "With max_payload_bytes 4096 (configured), a 4097-byte frame is too large (the 4096-byte PONG before it is "
+       "fine). 4096, not less: the daemon must still fit its Welcome in a frame to reach this state.",
+       [Frame(0x03, bytes(4096))], err("FRAME_TOO_LARGE", True), framing_error="ERROR_CODE_FRAME_TOO_LARGE",
+       trailing=header(0x03, 4097) + bytes(17), max_payload=4096)
 
 vector("bad-magic-before-length",
        "Bad magic and an oversized length: magic is checked first.",
@@ -541,12 +580,12 @@ vector("navigation-show-trip-previews",
                                estimates { distance_remaining_m: 12000 time_remaining_s: 1200 } }
                route_choices { id: "scenic" summary_variants: "Along the river" } }
            texts { start_button_title: "Drive" } } }''')],
-       ok("Result"))
+       ok("Result"), given=MAPS, ids={"scene_id": 1})
 
 vector("navigation-input-start-trip",
        "The HMI starts the previewed route (the app is told with NavigationEvent.trip_started).",
        [message('request_id: 21 navigation_input { app_id: "com.example.maps" start_trip { trip_id: "home" route_choice_id: "fast" } }')],
-       ok("Result"), transport="unix")
+       ok("Result"), transport="unix", role="hmi", given=MAPS_PREVIEWS, ids={"scene_id": 1})
 
 vector("navigation-event-trip-started",
        "Event to the phone: the driver pressed start on trip home, route fast.",
@@ -557,12 +596,12 @@ vector("navigation-start",
        "The app starts guidance for the trip, on route fast.",
        [message('''request_id: 22 navigation_request { app_id: "com.example.maps" start {
            trip { id: "home" route_choices { id: "fast" summary_variants: "Ring road" } } route_choice_id: "fast" } }''')],
-       ok("Result"))
+       ok("Result"), given=MAPS, ids={"scene_id": 1})
 
 vector("navigation-pause-loading",
        "The app pauses guidance while it computes the route.",
        [message('request_id: 23 navigation_request { app_id: "com.example.maps" pause { reason: PAUSE_REASON_LOADING description: "Loading route" } }')],
-       ok("Result"))
+       ok("Result"), given=MAPS_GUIDING, ids={"scene_id": 1})
 
 vector("navigation-update-maneuvers-lane-guidance",
        "The next maneuver (symbol, light and dark, a junction image, estimates) and lane guidance as a symbol-only "
@@ -575,19 +614,19 @@ vector("navigation-update-maneuvers-lane-guidance",
                estimates { distance_remaining_m: 800 time_remaining_s: 90 } }
            maneuvers { id: "lanes" symbol { asset: "lanes-2-of-3" width_px: 240 height_px: 36 }
                display_style: MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY } } }''')],
-       ok("Result"))
+       ok("Result"), given=MAPS_GUIDING, ids={"scene_id": 1})
 
 vector("navigation-update-estimates",
        "New estimates for maneuver m1 (shown only when significant: another minute or another 10 m below 1 km).",
        [message('request_id: 25 navigation_request { app_id: "com.example.maps" update_estimates { maneuver_id: "m1" estimates { distance_remaining_m: 300 time_remaining_s: 30 } } }')],
-       ok("Result"))
+       ok("Result"), given=MAPS_MANEUVER, ids={"scene_id": 1})
 
 vector("navigation-show-alert",
        "A navigation alert with one action that the car dismisses after 10 s.",
        [message('''request_id: 26 navigation_request { app_id: "com.example.maps" show_alert { id: "closure"
            title_variants: "Road closed ahead" subtitle_variants: "Main Street"
            actions { id: "avoid" title: "Avoid" } duration_ms: 10000 } }''')],
-       ok("Result"))
+       ok("Result"), given=MAPS, ids={"scene_id": 1})
 
 vector("navigation-event-alert-dismissed-timeout",
        "Event to the phone: the alert's duration ran out.",
@@ -608,7 +647,7 @@ vector("result-navigation-cancelled-by-car",
 
 vector("subscribe-metadata",
        "A cluster subscribes to the metadata stream: Result, then MetadataUpdate{full}, then changes.",
-       [message('request_id: 2 subscribe_metadata { }')], ok("Result"), transport="unix")
+       [message('request_id: 2 subscribe_metadata { }')], ok("Result"), transport="unix", role="cluster")
 
 vector("metadata-update-full",
        "The first update a subscriber gets: every section, full set. Empty sections are present and empty.",
@@ -617,7 +656,9 @@ vector("metadata-update-full",
            maneuvers { maneuvers { id: "m1" instruction_variants: "Turn right" estimates { distance_remaining_m: 800 time_remaining_s: 90 } } }
            trip_estimates { estimates { distance_remaining_m: 12000 time_remaining_s: 1200 } present: true }
            alert { } now_playing { app_id: "com.example.radio" title: "Song" artist: "Artist" elapsed_seconds: 12 duration_seconds: 200 playback_rate: 1 }
-           display { content_style: CONTENT_STYLE_DARK } previews { } cluster { app_id: "com.example.maps" } } }''')],
+           display { content_style: CONTENT_STYLE_DARK } previews { } cluster { app_id: "com.example.maps" }
+           audio { main_owner: AUDIO_OWNER_PHONE app_id: "com.example.radio" prompt_style: PROMPT_STYLE_NORMAL }
+           phone { link: PHONE_LINK_CONNECTED device_name: "Alice's iPhone" } } }''')],
        ok("nothing"), sender="daemon")
 
 vector("metadata-update-change",
@@ -628,7 +669,8 @@ vector("metadata-update-change",
 
 vector("cluster-input-zoom-in",
        "The cluster asks the navigation app to zoom in (NavigationEvent.cluster_input to its cluster scene).",
-       [message('request_id: 3 cluster_input { zoom_in: true }')], ok("Result"), transport="unix")
+       [message('request_id: 3 cluster_input { zoom_in: true }')], ok("Result"), transport="unix", role="cluster",
+       given=MAPS_CLUSTER, ids={"scene_id": 1})
 
 
 def render():

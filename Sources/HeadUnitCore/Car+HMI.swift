@@ -88,6 +88,11 @@ extension Car {
         }
         apps[appID]!.scenes[kind] = scene
         screenOwners[screen] = ref
+        // A navigation app assumes NORMAL until told otherwise (PROTOCOL.md 19.8):
+        // a main scene connecting while the style is not NORMAL is told at once.
+        if kind == .main, apps[appID]!.category == .navigation, audio.promptStyle != .normal {
+            sendNavigationEvent(appID, .main, .promptStyle(audio.promptStyle))
+        }
     }
 
     /// What the phone is told of a scene: on connecting, and again on resuming.

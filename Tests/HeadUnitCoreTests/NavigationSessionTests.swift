@@ -83,9 +83,10 @@ import Testing
     @Test func aSlowDriftIsShownOnceItAddsUp() {
         var session = started()
         _ = session.updateManeuvers([Nav.maneuver("m1")], scale: 2)
-        // Each step is 4 m: compared with what is shown, the third one crosses a 10 m step.
+        // Each step is 4 m, rounded down (PROTOCOL.md 19.2): 796 m shows as 790 m, a new
+        // 10 m step; 792 m still shows as 790 m (dropped); 788 m as 780 m.
         let shown = [796.0, 792, 788].map { session.updateEstimates(maneuverID: "m1", Nav.estimates(meters: $0, seconds: 90)).success }
-        #expect(shown == [false, true, false])
+        #expect(shown == [true, false, true])
     }
 
     @Test func estimatesForAManeuverThatIsNotUpcomingAreUnknownItem() {

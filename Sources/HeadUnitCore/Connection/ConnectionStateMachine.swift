@@ -213,6 +213,10 @@ public struct ConnectionStateMachine: Sendable {
         guard nameBytes <= limits.message.maxStringBytes else {
             return close(.helloTooLarge, "Hello.name is \(nameBytes) bytes, over max_string_bytes (\(limits.message.maxStringBytes))")
         }
+        // Section 10.3's bytes limit holds for Hello's one bytes field too, although it is unused.
+        guard hello.auth.count <= limits.message.maxImageBytes else {
+            return close(.helloTooLarge, "Hello.auth is \(hello.auth.count) bytes, over max_image_bytes (\(limits.message.maxImageBytes))")
+        }
         if let refusal = configuration.security.access.refusal(role: hello.role, credentials: peerCredentials) {
             return close(.peerNotAllowed, refusal)
         }
@@ -251,8 +255,19 @@ public struct ConnectionStateMachine: Sendable {
     /// Strict, like before Hello: only Pair, Authenticate, Goodbye and the
     /// heartbeat frames; anything else means the peer will not authenticate.
     private mutating func receiveWhileAuthenticating(_ frame: Frame, now: UInt64) -> ConnectionAction {
-        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind else {
-            return close(.authRequired, "authenticate first: only MESSAGE, PING and PONG frames are accepted before authentication")
+        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data else {
+            // The reason names what was sent (section 20.1), so the phone's developer sees the mistake.
+            let what: String
+            if frame.header.kind == .data {
+                what = "a DATA frame on channel \(frame.header.channel)"
+            } else if frame.header.kind == nil {
+                what = "a frame of unknown kind 0x\(String(frame.header.kindByte, radix: 16))"
+            } else if frame.header.flags != 0 {
+                what = "a frame with flags 0x\(String(frame.header.flags, radix: 16))"
+            } else {
+                what = "a frame on channel \(frame.header.channel)"
+            }
+            return close(.authRequired, "authenticate first: got \(what); only Pair, Authenticate, Goodbye, PING and PONG are accepted before authentication")
         }
         switch kind {
         case .ping:

@@ -43,7 +43,9 @@ public struct MessageLimitViolation: Error, Sendable, Equatable {
     public var limit: String
     public var limitValue: Int
     public var actual: Int
-    /// Field numbers from the Envelope down to the offending field, e.g. "11.3.2.1".
+    /// Field numbers from the Envelope down to the offending field, an element
+    /// of a repeated field with its 0-based index: "11.10.10.2[0].3[10].1"
+    /// (PROTOCOL.md section 10.3), so an app can tell which item was too long.
     public var fieldPath: String
 
     public var message: String {
@@ -58,51 +60,53 @@ public struct MessageLimitViolation: Error, Sendable, Equatable {
 private struct LimitVisitor: SwiftProtobuf.Visitor {
     let limits: MessageLimits
     var elements = 0
-    var path: [Int] = []
+    var path: [String] = []
 
     init(limits: MessageLimits) { self.limits = limits }
 
-    private func violation(_ limit: String, _ value: Int, _ actual: Int, _ field: Int) -> MessageLimitViolation {
-        MessageLimitViolation(limit: limit, limitValue: value, actual: actual, fieldPath: (path + [field]).map(String.init).joined(separator: "."))
+    private func violation(_ limit: String, _ value: Int, _ actual: Int, _ field: String) -> MessageLimitViolation {
+        MessageLimitViolation(limit: limit, limitValue: value, actual: actual, fieldPath: (path + [field]).joined(separator: "."))
     }
 
     private mutating func count(_ n: Int, _ field: Int) throws {
         elements += n
-        if elements > limits.maxElements { throw violation("max_message_elements", limits.maxElements, elements, field) }
+        if elements > limits.maxElements { throw violation("max_message_elements", limits.maxElements, elements, String(field)) }
     }
 
-    private func checkString(_ value: String, _ field: Int) throws {
+    private func checkString(_ value: String, _ field: String) throws {
         let bytes = value.utf8.count
         if bytes > limits.maxStringBytes { throw violation("max_string_bytes", limits.maxStringBytes, bytes, field) }
     }
 
-    private func checkBytes(_ value: Data, _ field: Int) throws {
+    private func checkBytes(_ value: Data, _ field: String) throws {
         if value.count > limits.maxImageBytes { throw violation("max_image_bytes", limits.maxImageBytes, value.count, field) }
     }
 
-    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws { try checkString(value, fieldNumber) }
-    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws { try checkBytes(value, fieldNumber) }
+    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws { try checkString(value, String(fieldNumber)) }
+    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws { try checkBytes(value, String(fieldNumber)) }
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        path.append(fieldNumber)
+        path.append(String(fieldNumber))
         try value.traverse(visitor: &self)
         path.removeLast()
     }
 
     mutating func visitRepeatedStringField(value: [String], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
-        for string in value { try checkString(string, fieldNumber) }
+        for (index, string) in value.enumerated() { try checkString(string, "\(fieldNumber)[\(index)]") }
     }
     mutating func visitRepeatedBytesField(value: [Data], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
-        for bytes in value { try checkBytes(bytes, fieldNumber) }
+        for (index, bytes) in value.enumerated() { try checkBytes(bytes, "\(fieldNumber)[\(index)]") }
     }
     mutating func visitRepeatedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
     mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
-        path.append(fieldNumber)
-        for element in value { try element.traverse(visitor: &self) }
-        path.removeLast()
+        for (index, element) in value.enumerated() {
+            path.append("\(fieldNumber)[\(index)]")
+            try element.traverse(visitor: &self)
+            path.removeLast()
+        }
     }
 
     // Numbers carry no length; their repeated forms (none in the protocol today) count as elements.

@@ -219,6 +219,7 @@ public enum NavigationRules {
 
     static func displayedDistance(_ meters: Double) -> Int64 {
         let step: Double = meters >= 1000 ? 100 : 10
-        return Int64((meters / step).rounded()) * Int64(step)
+        // Down, like the minutes: a display shows "1.2 km" until 1.1 km is left (PROTOCOL.md 19.2).
+        return Int64((meters / step).rounded(.down)) * Int64(step)
     }
 }

@@ -273,7 +273,7 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxMessageElements = newValue}
   }
 
-  /// default 64 apps in one AnnounceApps
+  /// default 64 apps announced by the phone, all its AnnounceApps together (PROTOCOL.md 16.1)
   public var maxApps: UInt32 {
     get {_storage._maxApps}
     set {_uniqueStorage()._maxApps = newValue}

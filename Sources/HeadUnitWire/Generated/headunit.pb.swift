@@ -609,6 +609,10 @@ public nonisolated struct HUWelcome: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
+/// The daemon's limits (PROTOCOL.md section 10). Every field is non-zero in a
+/// Welcome of this daemon (a zero in its configuration means the default, so a
+/// zero is never announced); a client that receives 0 (an implementation that
+/// lacks the field) assumes section 10's default.
 public nonisolated struct HULimits: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -629,7 +633,7 @@ public nonisolated struct HULimits: Sendable {
   public var maxErrorsPerSecond: UInt32 = 0
 
   /// Requests (MESSAGE and PING frames) served per second, sustained; a burst of
-  /// as many is allowed. 0: no limit. Over it: Result{TOO_MANY_REQUESTS}.
+  /// as many is allowed. Over it: Result{TOO_MANY_REQUESTS}.
   public var maxRequestsPerSecond: UInt32 = 0
 
   /// Longest string (UTF-8 bytes) in any message a peer sends.
@@ -641,7 +645,7 @@ public nonisolated struct HULimits: Sendable {
   /// Most repeated-field elements (items, sections, buttons, apps...) in one message, nested ones included.
   public var maxMessageElements: UInt32 = 0
 
-  /// A phone whose apps are not accepted this long after Welcome is closed (ANNOUNCE_TIMEOUT). 0: never.
+  /// A phone whose apps are not accepted this long after Welcome is closed (ANNOUNCE_TIMEOUT).
   public var announceTimeoutMs: UInt32 = 0
 
   /// How long the car keeps the apps of a phone whose connection was lost,

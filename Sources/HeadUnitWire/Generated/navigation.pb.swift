@@ -261,7 +261,7 @@ public nonisolated enum HUAlertDismissReason: SwiftProtobuf.Enum, Swift.CaseIter
   /// the app dismissed it or replaced it
   case app // = 3
 
-  /// guidance ended or the app's scene went away
+  /// another app's alert replaced it, or the car cancelled the app's guidance (native navigation, another app started guidance; PROTOCOL.md 19.2)
   case system // = 4
   case UNRECOGNIZED(Int)
 
@@ -514,7 +514,7 @@ public nonisolated struct HURouteChoice: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// unique within its trip
+  /// non-empty, unique within its trip
   public var id: String = String()
 
   /// longest first, at least one
@@ -547,7 +547,7 @@ public nonisolated struct HUTrip: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// unique within the previews
+  /// non-empty, unique within the previews
   public var id: String = String()
 
   public var origin: HUPlace {
@@ -656,7 +656,7 @@ public nonisolated struct HUManeuver: @unchecked Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// unique among the maneuvers sent together
+  /// non-empty, unique among the maneuvers sent together (update_estimates names it)
   public var id: String {
     get {_storage._id}
     set {_uniqueStorage()._id = newValue}

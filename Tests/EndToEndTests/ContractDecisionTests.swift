@@ -1,0 +1,465 @@
+import Foundation
+import HeadUnitWire
+import Testing
+
+/// The rules decided in the second round of the contract (PROTOCOL.md
+/// section 17, issue 26), each quoted and provoked over a real socket.
+@Suite("Contract decisions (issue 26) over real sockets", .serialized)
+struct ContractDecisionTests {
+    static let audio = "com.apple.developer.carplay-audio"
+
+    static func app(_ id: String, _ entitlement: String = NavWire.maps) -> HUAppInfo {
+        HUAppInfo.with { $0.appID = id; $0.displayName = id; $0.entitlements = [entitlement] }
+    }
+
+    static func nav(_ appID: String, _ op: HUNavigationRequest.OneOf_Op) -> HUEnvelope.OneOf_Body {
+        .navigationRequest(HUNavigationRequest.with { $0.appID = appID; $0.op = op })
+    }
+
+    static func previews(_ trips: [String], selected: String = "") -> HUEnvelope.OneOf_Body {
+        NavWire.nav(.showTripPreviews(HUTripPreviews.with { $0.trips = trips.map(NavWire.trip); $0.selectedTripID = selected }))
+    }
+
+    static func start(_ trip: String = "home", route: String = "") -> HUEnvelope.OneOf_Body {
+        NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip(trip); $0.routeChoiceID = route }))
+    }
+
+    static func launch(_ appID: String, _ kind: HUSceneKind = .main) -> HUEnvelope.OneOf_Body {
+        .launchApp(HULaunchApp.with { $0.appID = appID; $0.kind = kind })
+    }
+
+    static func vehicle(_ build: (inout HUVehicleState) -> Void) -> HUEnvelope.OneOf_Body {
+        var state = HUVehicleState()
+        build(&state)
+        return .setVehicleState(HUSetVehicleState.with { $0.state = state })
+    }
+
+    static func metadataUpdates(_ peer: RecordingPeer) -> [HUMetadataUpdate] {
+        var updates: [HUMetadataUpdate] = []
+        while let update = try? peer.waitFor(timeout: 0, { envelope -> HUMetadataUpdate? in
+            if case .metadataUpdate(let update) = envelope.body { return update }
+            return nil
+        }) { updates.append(update) }
+        return updates
+    }
+
+    // MARK: - B1: section 1's complete role table
+
+    /// Section 1: "This table is complete ... A phone may not send `GetStatus`."
+    @Test func roleTableIsCompleteAndAPhoneMayNotSendGetStatus() throws {
+        let daemon = try TestDaemon.launch(limits: ["maxErrorsPerSecond": 1000])
+        defer { _ = try? daemon.terminate() }
+        let bodies: [(String, HUEnvelope.OneOf_Body)] = [
+            ("AnnounceApps", .announceApps(HUAnnounceApps())), ("ResumeSession", .resumeSession(HUResumeSession())),
+            ("TemplateRequest", .templateRequest(HUTemplateRequest())), ("CompleteEvent", .completeEvent(HUCompleteEvent())),
+            ("AppClosed", .appClosed(HUAppClosed())), ("NavigationRequest", .navigationRequest(HUNavigationRequest())),
+            ("OpenSession", .openSession(HUOpenSession())), ("CloseSession", .closeSession(HUCloseSession())),
+            ("SessionCredit", .sessionCredit(HUSessionCredit())), ("Pair", .pair(HUPair())), ("Authenticate", .authenticate(HUAuthenticate())),
+            ("LaunchApp", .launchApp(HULaunchApp())), ("HmiInput", .hmiInput(HUHmiInput())), ("SetVehicleState", .setVehicleState(HUSetVehicleState())),
+            ("CloseApp", .closeApp(HUCloseApp())), ("NavigationInput", .navigationInput(HUNavigationInput())),
+            ("SubscribeMetadata", .subscribeMetadata(HUSubscribeMetadata())), ("StartPairing", .startPairing(HUStartPairing())),
+            ("ListPairedDevices", .listPairedDevices(HUListPairedDevices())), ("RemovePairedDevice", .removePairedDevice(HURemovePairedDevice())),
+            ("GetStatus", .getStatus(HUGetStatus())), ("ClusterInput", .clusterInput(HUClusterInput())),
+            ("ServeProtocols", .serveProtocols(HUServeProtocols())), ("AnswerSession", .answerSession(HUAnswerSession())),
+            ("Welcome", .welcome(HUWelcome())), ("Result", .result(HUResult())), ("HomeScreen", .homeScreen(HUHomeScreen())),
+            ("MetadataUpdate", .metadataUpdate(HUMetadataUpdate())), ("NavigationEvent", .navigationEvent(HUNavigationEvent())),
+        ]
+        // PROTOCOL.md section 1's "sends" column (Pair and Authenticate only while authenticating: never here, on the Unix socket).
+        let sends: [HURole: Set<String>] = [
+            .phone: ["AnnounceApps", "ResumeSession", "TemplateRequest", "CompleteEvent", "AppClosed", "NavigationRequest", "OpenSession", "CloseSession", "SessionCredit"],
+            .hmi: ["LaunchApp", "HmiInput", "SetVehicleState", "CloseApp", "NavigationInput", "SubscribeMetadata", "StartPairing", "ListPairedDevices", "RemovePairedDevice", "GetStatus"],
+            .cluster: ["SubscribeMetadata", "ClusterInput", "GetStatus"],
+            .accessory: ["ServeProtocols", "AnswerSession", "CloseSession", "SessionCredit", "GetStatus"],
+        ]
+        for role in [HURole.phone, .hmi, .cluster, .accessory] {
+            let peer = RecordingPeer(try daemon.connectUnix())
+            defer { peer.close() }
+            _ = try peer.client.handshake(role: role)
+            for (name, body) in bodies {
+                let code = try peer.request(body).code
+                if sends[role]!.contains(name) {
+                    #expect(code != .notForRole, "\(role) may send \(name)")
+                } else {
+                    #expect(code == .notForRole, "\(role) may not send \(name): got \(code)")
+                }
+            }
+        }
+    }
+
+    // MARK: - B5, B6, B7: limits
+
+    /// Section 10: "`max_apps` ... the apps the phone announced so far plus those in the request (all its `AnnounceApps` together)".
+    @Test func maxAppsCountsEveryAppThePhoneAnnounced() throws {
+        let daemon = try TestDaemon.launch(limits: ["maxApps": 3])
+        defer { _ = try? daemon.terminate() }
+        let phone = RecordingPeer(try daemon.connectUnix())
+        _ = try phone.client.handshake(role: .phone)
+        let announce = { (ids: [String]) in HUEnvelope.OneOf_Body.announceApps(HUAnnounceApps.with { $0.apps = ids.map { Self.app($0, Self.audio) } }) }
+        #expect(try phone.request(announce(["a", "b"])).code == .ok)
+        let refused = try phone.request(announce(["c", "d"]))
+        #expect(refused.code == .limitExceeded && refused.limit == "announce.apps" && refused.limitValue == 3)
+        #expect(try phone.request(announce(["c"])).code == .ok)
+    }
+
+    /// Section 10: "Every W limit is announced non-zero: a configured 0 is the default".
+    @Test func welcomeLimitsAreNeverZero() throws {
+        let daemon = try TestDaemon.launch(limits: ["maxRequestsPerSecond": 0, "announceTimeoutMs": 0, "maxStringBytes": 0])
+        defer { _ = try? daemon.terminate() }
+        let limits = try daemon.connectUnix().handshake(role: .phone).limits
+        let values = [limits.maxPayloadBytes, limits.heartbeatIntervalMs, limits.heartbeatTimeoutMs, limits.completionTimeoutMs,
+                      limits.maxErrorsPerSecond, limits.maxRequestsPerSecond, limits.maxStringBytes, limits.maxImageBytes,
+                      limits.maxMessageElements, limits.announceTimeoutMs, limits.resumeGraceMs]
+        #expect(values.allSatisfy { $0 > 0 }, "\(limits)")
+        #expect(limits.maxRequestsPerSecond == 1000 && limits.announceTimeoutMs == 10000 && limits.maxStringBytes == 1024)
+    }
+
+    /// Section 5 step 4: "`auth` over `max_image_bytes` (262144 bytes ...): `Goodbye{HELLO_TOO_LARGE}`".
+    @Test func helloAuthOverMaxImageBytesIsHelloTooLarge() throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        for (size, welcome) in [(262_144, true), (262_145, false)] {
+            let client = try daemon.connectUnix()
+            defer { client.close() }
+            var hello = HUHello()
+            (hello.minVersion, hello.maxVersion, hello.role, hello.auth) = (1, 1, .phone, Data(count: size))
+            try client.send(.hello(hello), requestID: 1)
+            let envelope = try client.readEnvelope()
+            if welcome {
+                guard case .welcome = envelope.body else { Issue.record("auth of \(size) bytes: \(envelope)"); continue }
+            } else {
+                guard case .goodbye(let bye) = envelope.body else { Issue.record("auth of \(size) bytes: \(envelope)"); continue }
+                #expect(bye.code == .helloTooLarge && bye.reason.contains("auth"), "\(bye)")
+            }
+        }
+    }
+
+    // MARK: - B8, B10: status and authentication
+
+    /// Section 16.9: "a phone still AUTHENTICATING is in no count and no list ... while a session waits to be
+    /// resumed, `Status` says `phones: 0`, `apps` and `scenes` as before the loss, and `phone_link: PHONE_LINK_RECONNECTING`".
+    @Test func statusCountsNoAuthenticatingPhoneAndKeepsAppsWhileReconnecting() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        defer { _ = try? daemon.terminate() }
+        let hmi = RecordingPeer(try daemon.connectUnix())
+        _ = try hmi.client.handshake(role: .hmi)
+        let tcp = try RawSocketClient.tcp(port: try #require(daemon.tcpPort))
+        defer { tcp.close() }
+        #expect(try tcp.handshake(role: .phone).authRequired)
+        var status = try hmi.request(.getStatus(HUGetStatus())).status
+        #expect(status.phones == 0 && status.peers == 1 && status.peer.count == 1 && status.authenticatedPhones == 0, "\(status)")
+        let phone = RecordingPeer(try daemon.connectUnix())
+        _ = try phone.client.handshake(role: .phone)
+        #expect(try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = [Self.app("com.example.a", Self.audio)] })).code == .ok)
+        #expect(try hmi.request(Self.launch("com.example.a")).code == .ok)
+        status = try hmi.request(.getStatus(HUGetStatus())).status
+        #expect(status.phones == 1 && status.apps == 1 && status.scenes == 1)
+        phone.close()  // no Goodbye: the session waits to be resumed (section 21)
+        var reconnecting = false
+        for _ in 0..<50 where !reconnecting {
+            status = try hmi.request(.getStatus(HUGetStatus())).status
+            reconnecting = status.phoneLink == .reconnecting
+            if !reconnecting { usleep(20_000) }
+        }
+        #expect(reconnecting && status.phones == 0 && status.apps == 1 && status.scenes == 1, "\(status)")
+    }
+
+    /// Section 20.1: "`Goodbye{AUTH_REQUIRED}`, whose reason names what was sent: ... `got a DATA frame on channel 3`".
+    @Test func authRequiredNamesADataFrameAndItsChannel() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        defer { _ = try? daemon.terminate() }
+        let tcp = try RawSocketClient.tcp(port: try #require(daemon.tcpPort))
+        defer { tcp.close() }
+        #expect(try tcp.handshake(role: .phone).authRequired)
+        try tcp.sendFrame(.data, channel: 3, payload: [1, 2, 3])
+        let bye = try tcp.readGoodbye()
+        #expect(bye.code == .authRequired && bye.reason.contains("DATA frame on channel 3"), "\(bye)")
+    }
+
+    // MARK: - B9: the field path
+
+    /// Section 10.3: "an element of a repeated field carries its 0-based index in brackets after its field number".
+    @Test func messageTooLargePathIndexesRepeatedElements() throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let phone = RecordingPeer(try daemon.connectUnix())
+        _ = try phone.client.handshake(role: .phone)
+        var apps = ["a", "b", "c"].map { Self.app("com.example.\($0)", Self.audio) }
+        apps[2].displayName = String(repeating: "x", count: 1025)
+        let result = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps }))
+        #expect(result.code == .messageTooLarge && result.limit == "max_string_bytes")
+        // Envelope.announce_apps (10) . AnnounceApps.apps (2), element 2 . AppInfo.display_name (2)
+        #expect(result.message.contains("10.2[2].2"), "\(result.message)")
+    }
+
+    // MARK: - N2, N23: NavigationRequest's order of checks
+
+    /// Section 16.13: "The app is not a navigation app: `NOT_ALLOWED_FOR_CATEGORY` (so an audio app that was never
+    /// launched gets 100, not 106)"; "The main scene must be connected, not on screen".
+    @Test func navigationRequestChecksCategoryBeforeSceneAndNeedsTheSceneConnectedNotShown() throws {
+        let rig = try NavRig.start(extraApps: [Self.app("com.example.music", Self.audio), Self.app("com.example.maps2")])
+        defer { rig.stop() }
+        #expect(try rig.phone.request(Self.nav("com.example.music", .hideTripPreviews(HUHideTripPreviews()))).code == .notAllowedForCategory)
+        #expect(try rig.phone.request(Self.nav("com.example.maps2", .hideTripPreviews(HUHideTripPreviews()))).code == .notConnected)
+        #expect(try rig.phone.request(.navigationRequest(HUNavigationRequest.with { $0.appID = NavWire.appID })).code == .invalidArgument)
+        #expect(try rig.hmi.request(.navigationInput(HUNavigationInput.with { $0.appID = NavWire.appID })).code == .invalidArgument)
+        // On the home screen, the app's main scene is still connected: it may show previews.
+        try rig.ok(.hmiInput(HUHmiInput.with { $0.goHome = HUGoHome() }), on: rig.hmi)
+        try rig.ok(Self.previews(["home"]), on: rig.phone)
+    }
+
+    // MARK: - N3: alerts
+
+    /// Section 19.2: "the app's own `finish` or `cancel` leaves its alert shown ... another app starting guidance
+    /// cancels the first app's guidance by the car, so the first app's alert is dismissed (`SYSTEM`)".
+    @Test func anAlertOutlivesItsAppsFinishAndIsDismissedWhenAnotherAppTakesGuidance() throws {
+        var rig = try NavRig.start(extraApps: [Self.app("com.example.maps2")])
+        defer { rig.stop() }
+        let alert = HUNavigationAlert.with { $0.id = "closure"; $0.titleVariants = ["Road closed"] }
+        try rig.ok(Self.start(), on: rig.phone)
+        try rig.ok(NavWire.nav(.showAlert(alert)), on: rig.phone)
+        try rig.ok(NavWire.nav(.finish(HUFinishNavigation())), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.alert.alert.id == "closure")
+        try rig.ok(Self.start(), on: rig.phone)
+        // Another app takes guidance: the first app's guidance is cancelled by the car, its alert dismissed.
+        try rig.ok(Self.launch("com.example.maps2"), on: rig.hmi)
+        let scene = try rig.phone.waitFor { envelope -> UInt32? in
+            if case .sceneConnected(let connected) = envelope.body, connected.appID == "com.example.maps2" { return connected.sceneID }
+            return nil
+        }
+        try rig.ok(.templateRequest(HUTemplateRequest.with { $0.appID = "com.example.maps2"; $0.sceneID = scene; $0.setRoot = NavWire.mapRoot() }), on: rig.phone)
+        try rig.ok(Self.nav("com.example.maps2", .start(HUStartNavigation.with { $0.trip = NavWire.trip("work") })), on: rig.phone)
+        let dismissed = try rig.phone.waitFor { envelope -> HUAlertDismissed? in
+            if case .navigationEvent(let event) = envelope.body, case .alertDismissed(let dismissed) = event.kind { return dismissed }
+            return nil
+        }
+        #expect(dismissed.alertID == "closure" && dismissed.reason == .system)
+    }
+
+    // MARK: - N4, N5: estimates and versions
+
+    /// Section 19.2: "the distance **rounded down** like the minutes ... (1049 m shows as 1000 m, 1050 m as 1000 m ...)".
+    @Test func distancesAreRoundedDownLikeTheMinutes() throws {
+        var rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(Self.start(), on: rig.phone)
+        var first = NavWire.maneuver("m1", "Turn left")
+        first.estimates = NavWire.estimates(1000, 90)
+        try rig.ok(NavWire.maneuvers([first]), on: rig.phone)
+        rig.settle()
+        let update = { (meters: Double) in NavWire.nav(.updateEstimates(HUEstimatesUpdate.with { $0.maneuverID = "m1"; $0.estimates = NavWire.estimates(meters, 90) })) }
+        // 1060 m shows as 1000 m (rounded to the nearest it would be 1100 m): not significant.
+        try rig.ok(update(1060), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.maneuvers.maneuvers.first?.estimates.distanceRemainingM == 1000)
+        try rig.ok(update(1100), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.maneuvers.maneuvers.first?.estimates.distanceRemainingM == 1100)
+        // Below 1000 m: 10 m steps, down: 995 m shows as 990 m, so 999 m after it changes nothing.
+        try rig.ok(update(995), on: rig.phone)
+        try rig.ok(update(999), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.maneuvers.maneuvers.first?.estimates.distanceRemainingM == 995)
+    }
+
+    /// Section 19.5: "One request that changes several sections is one version".
+    @Test func oneRequestChangingSeveralSectionsIsOneVersion() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(Self.previews(["home"]), on: rig.phone)
+        rig.cluster.drain(for: 0.2)
+        let before = Self.metadataUpdates(rig.cluster).last?.version ?? 0
+        try rig.ok(Self.start(), on: rig.phone)  // guidance starts and the previews go
+        rig.cluster.drain(for: 0.2)
+        let updates = Self.metadataUpdates(rig.cluster)
+        #expect(updates.count == 1 && updates[0].version == before + 1, "\(updates.map(\.version)) after \(before)")
+        #expect(updates.first.map { $0.state.hasGuidance && $0.state.hasPreviews } == true)
+    }
+
+    // MARK: - N8, N9
+
+    /// Section 16.15: "A second `SubscribeMetadata` on a subscribed connection is `Result{OK}` too and changes nothing: no second `full`".
+    @Test func aSecondSubscribeIsOKAndSendsNoNewFull() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        rig.cluster.drain(for: 0.2)
+        _ = Self.metadataUpdates(rig.cluster)
+        #expect(try rig.cluster.request(.subscribeMetadata(HUSubscribeMetadata())).code == .ok)
+        rig.cluster.drain(for: 0.3)
+        #expect(Self.metadataUpdates(rig.cluster).isEmpty)
+    }
+
+    /// Section 19.8: "a navigation app whose main scene connects while the style is not `NORMAL` gets it right after its `SceneConnected`".
+    @Test func aMainSceneConnectingWhileThePromptStyleIsNotNormalIsTold() throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let hmi = RecordingPeer(try daemon.connectUnix())
+        _ = try hmi.client.handshake(role: .hmi)
+        let phone = RecordingPeer(try daemon.connectUnix())
+        _ = try phone.client.handshake(role: .phone)
+        #expect(try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = [Self.app(NavWire.appID)] })).code == .ok)
+        #expect(try hmi.request(Self.vehicle { $0.callActive = true }).code == .ok)
+        #expect(try hmi.request(Self.launch(NavWire.appID)).code == .ok)
+        var order: [String] = []
+        while order.count < 2 {
+            let envelope = try phone.client.readEnvelope()
+            switch envelope.body {
+            case .sceneConnected: order.append("SceneConnected")
+            case .navigationEvent(let event): order.append("prompt_style \(event.promptStyle)")
+            default: break
+            }
+        }
+        #expect(order == ["SceneConnected", "prompt_style short"])
+    }
+
+    // MARK: - N10, N11, N12, N14
+
+    /// Section 16.13: "`previewed_trip_id` is `selected_trip_id` (empty: the first trip) ... before any driver input";
+    /// 19.4: "`trip_previewed` and `trip_started` carry the resolved id".
+    @Test func previewsStartAtTheSelectedTripAndEventsCarryTheResolvedRoute() throws {
+        var rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(Self.previews(["home", "work"], selected: "work"), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.previews.previewedTripID == "work" && rig.clusterModel.state.previews.previewedRouteChoiceID == "fast")
+        try rig.ok(NavWire.input(.previewTrip(HUTripChosen.with { $0.tripID = "home" })), on: rig.hmi)
+        let event = try rig.phone.navigationEvent()
+        #expect(event.tripPreviewed.tripID == "home" && event.tripPreviewed.routeChoiceID == "fast")
+    }
+
+    /// Section 19.4: "the app does not guide (its session is neither ACTIVE nor PAUSED)": a paused session guides.
+    @Test func aPausedSessionGuidesSoDashboardButtonsAreRefused() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(Self.launch(NavWire.appID, .dashboard), on: rig.hmi)
+        try rig.ok(NavWire.nav(.setDashboardButtons(HUDashboardButtons.with {
+            $0.buttons = [HUDashboardButton.with { $0.id = "home"; $0.titleVariants = ["Home"]; $0.image = NavWire.asset("home", 80, 80) }]
+        })), on: rig.phone)
+        try rig.ok(Self.start(), on: rig.phone)
+        try rig.ok(NavWire.nav(.pause(HUPauseNavigation.with { $0.reason = .loading })), on: rig.phone)
+        #expect(try rig.hmi.request(NavWire.input(.dashboardButton("home"))).code == .invalidPosition)
+        try rig.ok(NavWire.nav(.cancel(HUCancelNavigation())), on: rig.phone)
+        try rig.ok(NavWire.input(.dashboardButton("home")), on: rig.hmi)
+    }
+
+    /// Section 19.4: "With `app_id` empty and the home screen on the main screen, the answer is `NOT_CONNECTED`".
+    @Test func navigationInputForTheMainScreenWhileHomeIsShownIsNotConnected() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(.hmiInput(HUHmiInput.with { $0.goHome = HUGoHome() }), on: rig.hmi)
+        #expect(try rig.hmi.request(.navigationInput(HUNavigationInput.with { $0.exitPanning = HUDismissPanning() })).code == .notConnected)
+    }
+
+    // MARK: - N13, N16, N17
+
+    /// TEMPLATES.md section 9: "an empty one is `INVALID_ARGUMENT`" and "A minimum ... refused for none carries `limit` and `limit_value` 1".
+    @Test func navigationIdsAreNonEmptyAndMinimumsCarryLimitValueOne() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(Self.start(), on: rig.phone)
+        #expect(try rig.phone.request(NavWire.maneuvers([NavWire.maneuver("", "Turn left")])).code == .invalidArgument)
+        let none = try rig.phone.request(NavWire.nav(.showTripPreviews(HUTripPreviews())))
+        #expect(none.code == .invalidArgument && none.limit == "navigation.trips" && none.limitValue == 1)
+        var trip = NavWire.trip("bare")
+        trip.routeChoices = []
+        let noRoute = try rig.phone.request(NavWire.nav(.showTripPreviews(HUTripPreviews.with { $0.trips = [trip] })))
+        #expect(noRoute.code == .invalidArgument && noRoute.limit == "navigation.routeChoices" && noRoute.limitValue == 1)
+    }
+
+    /// Section 19.5: "the `trip` and `route_choice_id` while ACTIVE or PAUSED (ENDED clears them ...)".
+    @Test func endedGuidanceClearsTripAndRoute() throws {
+        var rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(Self.start("home", route: "scenic"), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.guidance.trip.id == "home" && rig.clusterModel.state.guidance.routeChoiceID == "scenic")
+        try rig.ok(NavWire.nav(.finish(HUFinishNavigation())), on: rig.phone)
+        rig.settle()
+        let guidance = rig.clusterModel.state.guidance
+        #expect(guidance.state == .ended && !guidance.hasTrip && guidance.routeChoiceID.isEmpty && guidance.endReason == .finished)
+    }
+
+    // MARK: - N15, N19: the edges
+
+    /// Section 16.13: "`dismiss_panning` ... left, `panning{ended}` (the app is told even when it asked itself)";
+    /// "already panning: OK, no event"; "not panning: `INVALID_POSITION`".
+    @Test func panningEdges() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        #expect(try rig.phone.request(NavWire.nav(.dismissPanning(HUDismissPanning()))).code == .invalidPosition)
+        try rig.ok(NavWire.nav(.showPanning(HUShowPanning())), on: rig.phone)
+        #expect(try rig.phone.navigationEvent().panning.began)
+        try rig.ok(NavWire.nav(.showPanning(HUShowPanning())), on: rig.phone)
+        try rig.ok(NavWire.nav(.dismissPanning(HUDismissPanning())), on: rig.phone)
+        let event = try rig.phone.navigationEvent()
+        #expect(event.panning.ended, "a second show_panning sends no second began: \(event)")
+    }
+
+    /// Section 16.13: "`end_prompt` ... none playing: OK"; "`active: false` without one: OK"; previews "also while the app
+    /// guides: guidance is not touched"; a prompt "also with no main audio: then nothing is ducked or paused".
+    @Test func audioAndPreviewEdgesAreOK() throws {
+        var rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(NavWire.nav(.endPrompt(HUEndPrompt())), on: rig.phone)
+        try rig.ok(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = false })), on: rig.phone)
+        try rig.ok(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 5000 })), on: rig.phone)
+        try rig.ok(Self.start(), on: rig.phone)
+        try rig.ok(Self.previews(["work"]), on: rig.phone)
+        rig.settle()
+        let state = rig.clusterModel.state
+        #expect(state.audio.promptAppID == NavWire.appID && !state.audio.mainDucked && !state.audio.mainPaused && state.audio.mainOwner == .none)
+        #expect(state.guidance.state == .active && state.previews.appID == NavWire.appID)
+    }
+
+    // MARK: - N20, N21, N22
+
+    /// Section 19.3: "`scene_id` ... main for ... `navigation_cancelled` and `prompt_style`".
+    @Test func navigationCancelledAndPromptStyleCarryTheMainSceneID() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        let status = try rig.hmi.request(.getStatus(HUGetStatus())).status
+        let main = try #require(status.app.first { $0.appID == NavWire.appID }?.scene.first { $0.kind == .main }).sceneID
+        try rig.ok(Self.launch(NavWire.appID, .instrumentCluster), on: rig.hmi)
+        try rig.ok(Self.start(), on: rig.phone)
+        try rig.ok(Self.vehicle { $0.nativeNavigationActive = true }, on: rig.hmi)
+        let cancelled = try rig.phone.navigationEvent()
+        #expect(cancelled.sceneID == main && cancelled.navigationCancelled.reason == .nativeNavigation)
+        try rig.ok(Self.vehicle { $0.nativeNavigationActive = true; $0.callActive = true }, on: rig.hmi)
+        let style = try rig.phone.navigationEvent()
+        #expect(style.sceneID == main && style.promptStyle == .short)
+    }
+
+    /// Section 16.16: "When two navigation apps have cluster scenes connected, the input goes to ... the one launched there last".
+    @Test func clusterInputGoesToTheAppShownOnTheCluster() throws {
+        let rig = try NavRig.start(extraApps: [Self.app("com.example.maps2")])
+        defer { rig.stop() }
+        try rig.ok(Self.launch(NavWire.appID, .instrumentCluster), on: rig.hmi)
+        try rig.ok(Self.launch("com.example.maps2", .instrumentCluster), on: rig.hmi)
+        try rig.ok(.clusterInput(HUClusterInput.with { $0.zoomIn = true }), on: rig.cluster)
+        let event = try rig.phone.navigationEvent()
+        #expect(event.appID == "com.example.maps2" && event.clusterInput.zoomIn)
+    }
+
+    /// Section 19.5: "its content stays while paused (`playback_rate` 0) ... An app closed (`AppClosed`, `CloseApp`)
+    /// keeps its content here ... a gone phone's is cleared".
+    @Test func nowPlayingShowsPausedContentAClosedAppsContentAndNothingOfAGonePhone() throws {
+        var rig = try NavRig.start(extraApps: [Self.app("com.example.music", Self.audio)])
+        defer { rig.stop() }
+        try rig.ok(Self.launch("com.example.music"), on: rig.hmi)
+        let scene = try rig.phone.waitFor { envelope -> UInt32? in
+            if case .sceneConnected(let connected) = envelope.body, connected.appID == "com.example.music" { return connected.sceneID }
+            return nil
+        }
+        let content = HUNowPlayingTemplate.with { $0.title = "Song"; $0.playbackRate = 0 }
+        try rig.ok(.templateRequest(HUTemplateRequest.with { $0.appID = "com.example.music"; $0.sceneID = scene; $0.updateNowPlaying = content }), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.nowPlaying.appID == "com.example.music" && rig.clusterModel.state.nowPlaying.title == "Song"
+                && rig.clusterModel.state.nowPlaying.playbackRate == 0)
+        try rig.ok(.appClosed(HUAppClosed.with { $0.appID = "com.example.music" }), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.nowPlaying.appID == "com.example.music")
+        try rig.phone.client.send(.goodbye(HUGoodbye()), requestID: 0)
+        rig.settle(0.3)
+        #expect(rig.clusterModel.state.nowPlaying.appID.isEmpty)
+    }
+}
