@@ -45,6 +45,8 @@ public final class WireConnection {
     /// ScreenUpdate.sequence per screen (§12.3), and the gaps found.
     private var lastSequence: [Int: UInt64] = [:]
     private(set) var sequenceProblems: [String] = []
+    /// The metadata stream as this connection applied it, one state per update (§19.5).
+    var metadataStates: [HUMetadataState] = []
     var label: String
 
     init(endpoint: ConformanceEndpoint, fd: CInt, timeoutMs: Int, label: String) {
