@@ -390,7 +390,7 @@ struct NavigationEndToEndTests {
     /// PROTOCOL.md 19.5 (issue 26, N6 and N7): "A frame is **taken** when the kernel accepted it ... a subscriber
     /// that stops reading may still find in its socket buffers the frames written before they filled, then at most
     /// one catch-up frame with the newest values"; "A subscriber is cut off only by the ordinary rules, which apply
-    /// to it as to any peer" (it answers PINGs here, so it stays).
+    /// to it as to any peer" (this test ends well within the heartbeat timeout, so it stays).
     @Test func aStalledSubscriberNeitherSlowsOthersNorGrowsAQueue() throws {
         // The phone posts 3,000 updates as fast as it can: over the default request rate.
         var rig = try NavRig.start(limits: ["maxRequestsPerSecond": 1_000_000])
