@@ -411,6 +411,33 @@ struct ContractDecisionTests {
         #expect(state.guidance.state == .active && state.previews.appID == NavWire.appID)
     }
 
+    /// Section 16.13: "The session lasts until `active: false` or the app's scenes end: dismissing the
+    /// voice-control template does not end it".
+    @Test func dismissingTheVoiceControlTemplateDoesNotEndTheVoiceSession() throws {
+        var rig = try NavRig.start()
+        defer { rig.stop() }
+        let status = try rig.hmi.request(.getStatus(HUGetStatus())).status
+        let main = try #require(status.app.first { $0.appID == NavWire.appID }?.scene.first { $0.kind == .main }).sceneID
+        let voice = HUTemplate.with {
+            $0.id = "voice"
+            $0.voiceControl = HUVoiceControlTemplate.with {
+                $0.states = [HUVoiceControlState.with { $0.id = "listening"; $0.titleVariants = ["Listening"] }]
+                $0.activeStateID = "listening"
+            }
+        }
+        let template = { (op: HUTemplateRequest.OneOf_Op) in
+            HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with { $0.appID = NavWire.appID; $0.sceneID = main; $0.op = op })
+        }
+        try rig.ok(template(.present(voice)), on: rig.phone)
+        try rig.ok(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = true })), on: rig.phone)
+        try rig.ok(template(.dismiss(HUPopTemplate())), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.audio.voiceAppID == NavWire.appID && rig.clusterModel.state.audio.promptStyle == .none)
+        try rig.ok(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = false })), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.audio.voiceAppID.isEmpty && rig.clusterModel.state.audio.promptStyle == .normal)
+    }
+
     // MARK: - N20, N21, N22
 
     /// Section 19.3: "`scene_id` ... main for ... `navigation_cancelled` and `prompt_style`".

@@ -173,6 +173,20 @@ struct VectorLiveTests {
         try Self.check(vector, sender)
     }
 
+    /// Issue 26, N18: "`metadata-update-full` has every section" (PROTOCOL.md 19.5: `full` carries every section).
+    @Test func theFullMetadataVectorCarriesEverySection() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Protocol/vectors/vectors.json")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let vectors = try #require(json["vectors"] as? [[String: Any]])
+        let full = try #require(vectors.first { $0["name"] as? String == "metadata-update-full" })
+        let frames = try #require(full["frames"] as? [[String: Any]])
+        let text = try #require(frames.first?["envelope"] as? String)
+        let state = try HUEnvelope(textFormatString: text).metadataUpdate.state
+        #expect(state.hasGuidance && state.hasManeuvers && state.hasTripEstimates && state.hasAlert && state.hasNowPlaying
+                && state.hasDisplay && state.hasPreviews && state.hasCluster && state.hasAudio && state.hasPhone)
+    }
+
     /// The outcome on the wire: README's `expect`.
     static func check(_ vector: LiveVector, _ sender: RawSocketClient) throws {
         let expect = vector.expect
