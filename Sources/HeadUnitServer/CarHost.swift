@@ -71,7 +71,7 @@ final class CarHost: @unchecked Sendable {
     /// When it takes an unauthenticated connection's place, that one is told
     /// Goodbye{CONNECTION_EVICTED} now.
     func admit(_ peer: PeerID, _ who: AdmissionPeer) -> String? {
-        switch admission.admit(peer, who) {
+        switch admission.admit(peer, who, now: monotonicMilliseconds()) {
         case .admit:
             return nil
         case .admitEvicting(let victim, let reason):

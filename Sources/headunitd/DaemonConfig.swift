@@ -52,6 +52,7 @@ enum DaemonConfig {
         config.limits.maxTcpUnauthenticated = UInt32(server.connectionCaps.maxTCPUnauthenticated)
         config.limits.maxTcpUnauthenticatedPerSource = UInt32(server.connectionCaps.maxTCPUnauthenticatedPerSource)
         config.limits.unixReservedConnections = UInt32(server.connectionCaps.unixReserved)
+        config.limits.tcpEvictionsPerSourcePerSecond = UInt32(server.connectionCaps.tcpEvictionsPerSourcePerSecond)
         config.limits.authTimeoutMs = UInt32(limits.authTimeoutMilliseconds)
         config.limits.maxUnauthenticatedFrames = limits.maxUnauthenticatedFrames
         config.limits.announceTimeoutMs = UInt32(limits.announceTimeoutMilliseconds)

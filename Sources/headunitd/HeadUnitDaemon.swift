@@ -145,6 +145,9 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxTcpUnauthenticatedPerSource > 0 {
             serverConfiguration.connectionCaps.maxTCPUnauthenticatedPerSource = Int(fileLimits.maxTcpUnauthenticatedPerSource)
         }
+        if fileLimits.tcpEvictionsPerSourcePerSecond > 0 {
+            serverConfiguration.connectionCaps.tcpEvictionsPerSourcePerSecond = Int(fileLimits.tcpEvictionsPerSourcePerSecond)
+        }
         if fileLimits.unixReservedConnections > 0 { serverConfiguration.connectionCaps.unixReserved = Int(fileLimits.unixReservedConnections) }
         serverConfiguration.restored = restored
         do {

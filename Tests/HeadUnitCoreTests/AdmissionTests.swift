@@ -99,6 +99,27 @@ import Testing
         guard case .admitEvicting(2, _) = admission.admit(5, .tcp(address: "10.8.8.8")) else { Issue.record("2 not evicted"); return }
     }
 
+    @Test func anAddressEvictsOthersOnlyWithinItsBudget() {
+        var admission = Admission(caps: Self.caps)
+        for id in 1...4 { #expect(admission.admit(UInt64(id), .tcp(address: "10.0.0.\(id)")) == .admit) }
+        // 10.6.6.6 reconnects as fast as it can: 4 evictions of others, then refused.
+        var id: UInt64 = 10
+        var evicted = 0
+        while case .admitEvicting = admission.admit(id, .tcp(address: "10.6.6.6"), now: 5_000) {
+            evicted += 1
+            // It closes its own at once, to evict again; the evicted peer comes back.
+            admission.release(id)
+            #expect(admission.admit(id + 1, .tcp(address: "10.0.1.\(id)"), now: 5_000) == .admit)
+            id += 2
+        }
+        #expect(evicted == 4)
+        guard case .refuse(let reason) = admission.admit(id, .tcp(address: "10.6.6.6"), now: 5_000) else { Issue.record("not refused"); return }
+        #expect(reason.contains("made room"))
+        // A phone from elsewhere still gets in; the budget refills with time.
+        guard case .admitEvicting = admission.admit(100, .tcp(address: "10.0.9.1"), now: 5_000) else { Issue.record("phone refused"); return }
+        guard case .admitEvicting = admission.admit(101, .tcp(address: "10.6.6.6"), now: 5_250) else { Issue.record("not refilled"); return }
+    }
+
     @Test func theUnixReserveIsKeptForConfiguredUsers() {
         let hmi = PeerCredentials(pid: 1, uid: 990, gid: 990)
         let stranger = PeerCredentials(pid: 2, uid: 4242, gid: 4242)
@@ -127,6 +148,11 @@ import Testing
         #expect(!policy.names(PeerCredentials(pid: 1, uid: 5, gid: 5)))
         #expect(policy.refusal(role: .phone, credentials: PeerCredentials(pid: 1, uid: 5, gid: 5)) != nil)
     }
+}
+
+extension Admission {
+    /// At one instant (the eviction budgets do not refill).
+    mutating func admit(_ id: UInt64, _ peer: AdmissionPeer) -> AdmissionDecision { admit(id, peer, now: 1_000) }
 }
 
 /// Every frame counts (PROTOCOL.md section 10.2): the budget before

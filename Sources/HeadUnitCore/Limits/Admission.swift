@@ -45,6 +45,10 @@ public struct Admission: Sendable {
     private var unreservedUnix = 0
     /// Unauthenticated TCP connections, oldest first (at most the cap: small).
     private var unauthenticated: [UInt64] = []
+    /// Per address, what is left of its eviction budget (a token bucket in
+    /// thousandths) and when it was last refilled. At most `maxSources`.
+    private var evictionBudgets: [String: (milli: UInt64, at: UInt64)] = [:]
+    private static let maxSources = 64
 
     public init(caps: ConnectionCaps, access: PeerAccessPolicy = PeerAccessPolicy()) {
         self.caps = caps
@@ -61,7 +65,7 @@ public struct Admission: Sendable {
     public var unauthenticatedTCP: Int { unauthenticated.count }
 
     /// A connection was accepted (`id` is new and increasing: a higher id is a newer connection).
-    public mutating func admit(_ id: UInt64, _ peer: AdmissionPeer) -> AdmissionDecision {
+    public mutating func admit(_ id: UInt64, _ peer: AdmissionPeer, now: UInt64) -> AdmissionDecision {
         switch peer {
         case .unix(let credentials):
             if total >= caps.maxTotal { return .refuse("the daemon holds its maximum of \(caps.maxTotal) connections") }
@@ -79,6 +83,11 @@ public struct Admission: Sendable {
         case .tcp(let address):
             var decision = AdmissionDecision.admit
             if let (victim, reason) = tcpVictim(for: address) {
+                // Its own connections an address may replace at will; others' only within its budget.
+                if entries[victim]?.source != address, !takeEviction(address, now: now) {
+                    return .refuse(
+                        "every unauthenticated TCP slot is taken, and this address already made room \(caps.tcpEvictionsPerSourcePerSecond) times in the last second")
+                }
                 // The newcomer takes the victim's place: no count grows.
                 remove(victim)
                 decision = .admitEvicting(victim, reason: reason)
@@ -110,6 +119,25 @@ public struct Admission: Sendable {
         guard let oldest = unauthenticated.first(where: { held[entries[$0]?.source ?? ""] == most }) else { return nil }
         let cap = tcp >= caps.maxTCP ? "TCP's cap of \(caps.maxTCP) connections" : "the cap of \(caps.maxTCPUnauthenticated) unauthenticated TCP connections"
         return (oldest, "not authenticated, and the oldest when a newer connection reached \(cap)")
+    }
+
+    /// Takes one eviction from `address`'s budget; false when it has none left.
+    private mutating func takeEviction(_ address: String, now: UInt64) -> Bool {
+        let rate = UInt64(max(1, caps.tcpEvictionsPerSourcePerSecond))
+        let capacity = rate * 1000
+        var budget = evictionBudgets[address] ?? (milli: capacity, at: now)
+        if now > budget.at { budget = (min(capacity, budget.milli + (now - budget.at) * rate), now) }
+        guard budget.milli >= 1000 else {
+            evictionBudgets[address] = budget
+            return false
+        }
+        budget.milli -= 1000
+        if evictionBudgets[address] == nil, evictionBudgets.count >= Self.maxSources {
+            // Bounded: forget the address that evicted longest ago (a full bucket is the default anyway).
+            if let stalest = evictionBudgets.min(by: { $0.value.at < $1.value.at })?.key { evictionBudgets[stalest] = nil }
+        }
+        evictionBudgets[address] = budget
+        return true
     }
 
     /// A connection a previous daemon process handed over: established

@@ -12,6 +12,10 @@ public struct ConnectionCaps: Sendable, Equatable {
     /// Unauthenticated TCP connections from one remote address: a newcomer
     /// from an address at this count evicts that address's own oldest.
     public var maxTCPUnauthenticatedPerSource: Int
+    /// How many connections of other addresses one address may evict per
+    /// second (a burst of as many): strangers reconnecting as fast as they
+    /// are evicted cannot churn the set faster than a phone authenticates.
+    public var tcpEvictionsPerSourcePerSecond: Int
     /// Unix slots kept for peers whose credentials a configured access rule
     /// names (`hmi_access`, `cluster_access`, `accessory_access`,
     /// `phone_access`): other local users can fill at most `maxUnix - unixReserved`.
@@ -19,12 +23,14 @@ public struct ConnectionCaps: Sendable, Equatable {
 
     /// Defaults: 8 TCP (phones only, one of which carries apps; the rest are
     /// waiting, pairing or resuming), at most 4 of them unauthenticated and 2
-    /// per address; the rest of 512 for the car's roles, 64 of the Unix
+    /// per address, 4 evictions a second per address; the rest of 512 for the car's roles, 64 of the Unix
     /// socket's 448 kept for the configured users.
     public init(
         maxTotal: Int = 512, maxUnix: Int = 448, maxTCP: Int = 8,
-        maxTCPUnauthenticated: Int = 4, maxTCPUnauthenticatedPerSource: Int = 2, unixReserved: Int = 64
+        maxTCPUnauthenticated: Int = 4, maxTCPUnauthenticatedPerSource: Int = 2, unixReserved: Int = 64,
+        tcpEvictionsPerSourcePerSecond: Int = 4
     ) {
+        self.tcpEvictionsPerSourcePerSecond = tcpEvictionsPerSourcePerSecond
         self.maxTotal = maxTotal
         self.maxUnix = maxUnix
         self.maxTCP = maxTCP

@@ -327,6 +327,13 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxUnauthenticatedFrames = newValue}
   }
 
+  /// Connections of other addresses one address may evict per second (a burst of as many);
+  /// past it its newcomers are refused (TOO_MANY_CONNECTIONS) while the unauthenticated set is full.
+  public var tcpEvictionsPerSourcePerSecond: UInt32 {
+    get {_storage._tcpEvictionsPerSourcePerSecond}
+    set {_uniqueStorage()._tcpEvictionsPerSourcePerSecond = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -573,7 +580,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -600,6 +607,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _unixReservedConnections: UInt32 = 0
     var _authTimeoutMs: UInt32 = 0
     var _maxUnauthenticatedFrames: UInt32 = 0
+    var _tcpEvictionsPerSourcePerSecond: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -634,6 +642,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _unixReservedConnections = source._unixReservedConnections
       _authTimeoutMs = source._authTimeoutMs
       _maxUnauthenticatedFrames = source._maxUnauthenticatedFrames
+      _tcpEvictionsPerSourcePerSecond = source._tcpEvictionsPerSourcePerSecond
     }
   }
 
@@ -676,6 +685,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 22: try { try decoder.decodeSingularUInt32Field(value: &_storage._unixReservedConnections) }()
         case 23: try { try decoder.decodeSingularUInt32Field(value: &_storage._authTimeoutMs) }()
         case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnauthenticatedFrames) }()
+        case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._tcpEvictionsPerSourcePerSecond) }()
         default: break
         }
       }
@@ -756,6 +766,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._maxUnauthenticatedFrames != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxUnauthenticatedFrames, fieldNumber: 24)
       }
+      if _storage._tcpEvictionsPerSourcePerSecond != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._tcpEvictionsPerSourcePerSecond, fieldNumber: 25)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -789,6 +802,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._unixReservedConnections != rhs_storage._unixReservedConnections {return false}
         if _storage._authTimeoutMs != rhs_storage._authTimeoutMs {return false}
         if _storage._maxUnauthenticatedFrames != rhs_storage._maxUnauthenticatedFrames {return false}
+        if _storage._tcpEvictionsPerSourcePerSecond != rhs_storage._tcpEvictionsPerSourcePerSecond {return false}
         return true
       }
       if !storagesAreEqual {return false}
