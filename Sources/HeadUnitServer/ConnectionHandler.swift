@@ -101,7 +101,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         // Who it is, for admission: credentials were read in handlerAdded, before this decision.
         let who: AdmissionPeer
         switch transport {
-        case .tcp: who = .tcp(address: context.remoteAddress?.ipAddress ?? "")
+        case .tcp: who = .tcp(address: AdmissionSource.key(context.remoteAddress))
         case .unix: who = .unix(machine.peerCredentials)
         }
         if restoring != nil {
