@@ -92,6 +92,11 @@ final class CarHost: @unchecked Sendable {
         admission.release(peer)
     }
 
+    /// A TCP phone said Hello and must now authenticate.
+    func greeted(_ peer: PeerID) {
+        admission.greeted(peer)
+    }
+
     private var evictionsSinceLog = 0
     private var lastEvictionLog: UInt64 = 0
 

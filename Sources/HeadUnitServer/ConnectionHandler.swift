@@ -234,6 +234,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             forceClose()
         case .challenge(let welcome):
             logger.debug("phone must authenticate")
+            host.greeted(peerID)
             send(welcome)
             rescheduleTickIfSooner()
         case .pair(let request, let requestID):

@@ -106,6 +106,7 @@ struct AdmissionSocketTests {
         var failures: [String] = []
         var connects = 0
         var evicted = 0
+        var retries = 0
     }
 
     @Test func aPairedPhoneReconnectsAndResumesThroughSilentConnectionsAndASpray() async throws {
@@ -121,7 +122,7 @@ struct AdmissionSocketTests {
         #expect(token.count == 32)
         let phone = Handed(first)
         let outcome = try await Self.offThePool { Self.spray(daemon, port: port, alice, phone, token: token) }
-        print("admission spray: \(outcome.connects) attacker connects, \(outcome.evicted) evicted, phone back in \(outcome.times.map { Int($0 * 1000) }) ms")
+        print("admission spray: \(outcome.connects) attacker connects, \(outcome.evicted) evicted, phone back in \(outcome.times.map { Int($0 * 1000) }) ms, \(outcome.retries) retries")
         #expect(outcome.failures.isEmpty, "\(outcome.failures)")
         #expect(outcome.times.count == 12)
         #expect(outcome.times.allSatisfy { $0 < 1 }, "\(outcome.times)")
@@ -129,7 +130,7 @@ struct AdmissionSocketTests {
         #expect(outcome.evicted > 12)
         #expect(outcome.connects > 100)
         // The session went on: the last connection still carries the apps.
-        #expect(try phone.value.pingRoundTrip())
+        if outcome.failures.isEmpty { #expect(try phone.value.pingRoundTrip()) }
     }
 
     /// The attack and the phone's 12 returns; `phone` ends as the last connection.
@@ -168,7 +169,12 @@ struct AdmissionSocketTests {
             phone.value.close()  // the link drops, no Goodbye: the session waits (section 21)
             Thread.sleep(forTimeInterval: 0.3)
             let start = RawSocketClient.now()
-            let (back, why) = Self.authenticated(daemon, alice)
+            // Told CONNECTION_EVICTED before it authenticated, a phone connects again at once (section 10.1).
+            var (back, why) = Self.authenticated(daemon, alice)
+            while back == nil, why.contains("connectionEvicted"), RawSocketClient.now() - start < 1 {
+                outcome.retries += 1
+                (back, why) = Self.authenticated(daemon, alice)
+            }
             guard let back else {
                 outcome.failures.append("attempt \(attempt): \(why)")
                 continue
@@ -202,7 +208,7 @@ struct AdmissionSocketTests {
         defer { _ = try? daemon.terminate() }
         guard let port = daemon.tcpPort else { Issue.record("no TCP port"); return }
         let a = try RawSocketClient.tcp(port: port, source: "127.0.0.2")
-        _ = try a.handshake(role: .phone)  // authenticating counts as unauthenticated
+        Thread.sleep(forTimeInterval: 0.2)
         let b = try RawSocketClient.tcp(port: port, source: "127.0.0.3")
         Thread.sleep(forTimeInterval: 0.2)
         let c = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
@@ -210,16 +216,17 @@ struct AdmissionSocketTests {
         #expect(goodbye.code == .connectionEvicted)
         #expect(goodbye.reason.contains("oldest"))
         #expect(a.waitForClose())
-        // The newcomer was taken, not refused.
+        // The newcomer was taken, not refused; once it has said Hello, silent b goes before it.
         _ = try c.handshake(role: .phone)
         // From one address, a third unauthenticated connection replaces that address's oldest.
         let d = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
         Thread.sleep(forTimeInterval: 0.2)
         let e = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
+        #expect(try b.readGoodbye().code == .connectionEvicted)
         let own = try c.readGoodbye()
         #expect(own.code == .connectionEvicted)
         #expect(own.reason.contains("same address"))
-        _ = (b, d, e)
+        _ = (d, e)
     }
 
     @Test func aTCPSideFullOfAuthenticatedPhonesRefusesNewcomers() throws {

@@ -134,8 +134,10 @@ struct HostileTrafficTests {
             let (id, result) = try hmi.readResult()
             if result.code == .ok { served += 1 } else if result.code == .tooManyRequests { refused.append(id) }
         }
-        #expect(served == 40)
-        #expect(refused == [41, 42, 43, 44, 45])
+        // The bucket refills a token every 25 ms while the daemon reads the batch:
+        // on a loaded machine one or two more may be served, never fewer.
+        #expect((40...42).contains(served))
+        #expect(refused.count == 45 - served && refused.allSatisfy { $0 > 40 })
         // The bucket refills: a second later requests are served again.
         Thread.sleep(forTimeInterval: 1.1)
         try hmi.send(.getStatus(HUGetStatus()), requestID: 100)

@@ -120,6 +120,17 @@ import Testing
         guard case .admitEvicting = admission.admit(101, .tcp(address: "10.6.6.6"), now: 5_250) else { Issue.record("not refilled"); return }
     }
 
+    @Test func connectionsThatHaveNotSaidHelloGoFirst() {
+        var admission = Admission(caps: Self.caps)
+        #expect(admission.admit(1, .tcp(address: "10.0.0.1")) == .admit)  // the phone, oldest
+        admission.greeted(1)
+        for id in 2...4 { #expect(admission.admit(UInt64(id), .tcp(address: "10.6.6.\(id)")) == .admit) }
+        guard case .admitEvicting(2, _) = admission.admit(5, .tcp(address: "10.7.7.7")) else { Issue.record("2 not evicted"); return }
+        // Once everyone has said Hello, the oldest goes again.
+        for id: UInt64 in [3, 4, 5] { admission.greeted(id) }
+        guard case .admitEvicting(1, _) = admission.admit(6, .tcp(address: "10.8.8.8")) else { Issue.record("1 not evicted"); return }
+    }
+
     @Test func theUnixReserveIsKeptForConfiguredUsers() {
         let hmi = PeerCredentials(pid: 1, uid: 990, gid: 990)
         let stranger = PeerCredentials(pid: 2, uid: 4242, gid: 4242)

@@ -34,6 +34,8 @@ public struct Admission: Sendable {
         var transport: Transport
         /// The TCP remote address.
         var source: String
+        /// It said Hello (and was answered): a phone on its way to authenticating.
+        var greeted = false
         /// A Unix peer in the reserved share.
         var reserved: Bool
     }
@@ -111,12 +113,15 @@ public struct Admission: Sendable {
             return (oldest, "a newer connection from the same address took its place (at most \(perSource) unauthenticated connections per address)")
         }
         guard unauthenticated.count >= max(1, caps.maxTCPUnauthenticated) || (tcp >= caps.maxTCP && !unauthenticated.isEmpty) else { return nil }
-        // The oldest of the address holding the most: a source with many
-        // connections makes room before a lone phone does.
+        // Connections that have not even said Hello go first (a phone that
+        // has is one round trip from being safe); among them, the oldest of
+        // the address holding the most: a crowd makes room before a lone phone.
+        let silent = unauthenticated.filter { entries[$0]?.greeted == false }
+        let candidates = silent.isEmpty ? unauthenticated : silent
         var held: [String: Int] = [:]
-        for id in unauthenticated { held[entries[id]?.source ?? "", default: 0] += 1 }
+        for id in candidates { held[entries[id]?.source ?? "", default: 0] += 1 }
         let most = held.values.max() ?? 0
-        guard let oldest = unauthenticated.first(where: { held[entries[$0]?.source ?? ""] == most }) else { return nil }
+        guard let oldest = candidates.first(where: { held[entries[$0]?.source ?? ""] == most }) else { return nil }
         let cap = tcp >= caps.maxTCP ? "TCP's cap of \(caps.maxTCP) connections" : "the cap of \(caps.maxTCPUnauthenticated) unauthenticated TCP connections"
         return (oldest, "not authenticated, and the oldest when a newer connection reached \(cap)")
     }
@@ -153,6 +158,12 @@ public struct Admission: Sendable {
             entries[id] = Entry(transport: .tcp, source: address, reserved: false)
             tcp += 1
         }
+    }
+
+    /// The connection's Hello was accepted (a TCP phone now authenticating):
+    /// it is evicted only after every connection that has not said Hello.
+    public mutating func greeted(_ id: UInt64) {
+        entries[id]?.greeted = true
     }
 
     /// The connection authenticated (a TCP phone's Authenticate, or any
