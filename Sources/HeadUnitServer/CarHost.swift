@@ -45,7 +45,8 @@ final class CarHost: @unchecked Sendable {
     var taps: [ObjectIdentifier: HandoverTap] = [:]
     private var allClosedPromise: EventLoopPromise<Void>?
     private let clusterHub = ClusterHub()
-    private var caps: ConnectionCaps
+    /// Connection caps, the unauthenticated TCP set and the Unix reserve (PROTOCOL.md section 10.1).
+    private var admission: Admission
     /// HMI streams whose updates an HMI skipped while it was behind (not
     /// writable); it gets their latest state when it catches up.
     var staleStreams: [PeerID: Set<HMIStream>] = [:]
@@ -57,7 +58,7 @@ final class CarHost: @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.car = Car(configuration: configuration.car)
-        self.caps = configuration.connectionCaps
+        self.admission = Admission(caps: configuration.connectionCaps, access: configuration.connection.security.access)
         self.pairing = PairingRegistry(
             devices: configuration.pairedDevices, codeValidMilliseconds: configuration.pairingCodeValidMilliseconds)
     }
@@ -67,12 +68,46 @@ final class CarHost: @unchecked Sendable {
     // MARK: - Connections
 
     /// Counts a new connection in, or returns why it must be turned away.
-    func admit(_ transport: Transport) -> String? {
-        caps.admit(transport)
+    /// When it takes an unauthenticated connection's place, that one is told
+    /// Goodbye{CONNECTION_EVICTED} now.
+    func admit(_ peer: PeerID, _ who: AdmissionPeer) -> String? {
+        switch admission.admit(peer, who, now: monotonicMilliseconds()) {
+        case .admit:
+            return nil
+        case .admitEvicting(let victim, let reason):
+            noteEviction(reason)
+            connections[victim]?.closeWithGoodbye(.connectionEvicted, reason)
+            return nil
+        case .refuse(let reason):
+            return reason
+        }
     }
 
-    func release(_ transport: Transport) {
-        caps.release(transport)
+    /// A connection handed over by the previous process: counted, never refused.
+    func readmit(_ peer: PeerID, _ who: AdmissionPeer) {
+        admission.restore(peer, who)
+    }
+
+    func release(_ peer: PeerID) {
+        admission.release(peer)
+    }
+
+    /// A TCP phone said Hello and must now authenticate.
+    func greeted(_ peer: PeerID) {
+        admission.greeted(peer)
+    }
+
+    private var evictionsSinceLog = 0
+    private var lastEvictionLog: UInt64 = 0
+
+    /// Like refusals: a churn of strangers is logged once a second with a count.
+    private func noteEviction(_ reason: String) {
+        evictionsSinceLog += 1
+        let now = monotonicMilliseconds()
+        guard lastEvictionLog == 0 || now >= lastEvictionLog + 1_000 else { return }
+        logger.notice("evicting unauthenticated connections", metadata: ["reason": "\(reason)", "evicted": "\(evictionsSinceLog)"])
+        lastEvictionLog = now
+        evictionsSinceLog = 0
     }
 
     private var refusalsSinceLog = 0
@@ -97,6 +132,8 @@ final class CarHost: @unchecked Sendable {
     }
 
     func peerJoined(_ peer: PeerID, info: PeerInfo) {
+        // Joined means authenticated where that is required: never evicted from now on.
+        admission.authenticated(peer)
         performDeferred()
         perform(car.peerJoined(peer, info: info))
         checkStatus()

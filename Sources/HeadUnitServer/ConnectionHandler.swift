@@ -59,6 +59,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             machine = ConnectionStateMachine(
                 connectionID: peerID, transport: transport, configuration: host.configuration.connection, now: now)
             machine.restoreEstablished(restoring.info, version: restoring.version, now: now)
+            if transport == .unix { machine.peerCredentials = PeerCredentialsReader.read(context.channel) }
             joined = true
             open = context.channel.isActive
             if open { connected(context: context) }
@@ -97,13 +98,20 @@ final class ConnectionHandler: ChannelInboundHandler {
                 "remote": "\(context.remoteAddress.map { "\($0)" } ?? "-")",
                 "credentials": "\(machine.peerCredentials.map { "\($0)" } ?? "-")",
             ])
+        // Who it is, for admission: credentials were read in handlerAdded, before this decision.
+        let who: AdmissionPeer
+        switch transport {
+        case .tcp: who = .tcp(address: AdmissionSource.key(context.remoteAddress))
+        case .unix: who = .unix(machine.peerCredentials)
+        }
         if restoring != nil {
             // Admitted before the restart: counted again, never turned away.
-            admitted = host.admit(transport) == nil
+            host.readmit(peerID, who)
+            admitted = true
             scheduleTick()
             return
         }
-        if let refusal = host.admit(transport) {
+        if let refusal = host.admit(peerID, who) {
             host.noteRefusedConnection(refusal)
             perform(machine.refuseConnection(.tooManyConnections, refusal))
             return
@@ -182,7 +190,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         machine.closed()
         if admitted {
             admitted = false
-            host.release(transport)
+            host.release(peerID)
         }
         logger.debug("disconnected", metadata: joined ? ["role": "\(machine.peer.map { RolePolicy.name(of: $0.role) } ?? "-")"] : [:])
         let wasJoined = joined
@@ -226,6 +234,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             forceClose()
         case .challenge(let welcome):
             logger.debug("phone must authenticate")
+            host.greeted(peerID)
             send(welcome)
             rescheduleTickIfSooner()
         case .pair(let request, let requestID):

@@ -35,3 +35,25 @@ enum PeerCredentialsReader {
         var gid: UInt32 = 0
     }
 }
+
+/// The address a TCP peer is counted under for admission's per-address
+/// limits (PROTOCOL.md section 10.1): an IPv4 address as it is; an IPv6
+/// address by its /64 prefix, since one host on a network is handed a whole
+/// /64 and could otherwise be a new "address" for every connection.
+enum AdmissionSource {
+    static func key(_ address: SocketAddress?) -> String {
+        guard let address else { return "" }
+        switch address {
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            // ::ffff:a.b.c.d is an IPv4 peer on a dual-stack socket: its own address.
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
+                return bytes[12..<16].map(String.init).joined(separator: ".")
+            }
+            return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+                .joined(separator: ":") + "::/64"
+        case .v4, .unixDomainSocket:
+            return address.ipAddress ?? ""
+        }
+    }
+}

@@ -49,6 +49,12 @@ enum DaemonConfig {
         config.limits.maxConnections = UInt32(server.connectionCaps.maxTotal)
         config.limits.maxUnixConnections = UInt32(server.connectionCaps.maxUnix)
         config.limits.maxTcpConnections = UInt32(server.connectionCaps.maxTCP)
+        config.limits.maxTcpUnauthenticated = UInt32(server.connectionCaps.maxTCPUnauthenticated)
+        config.limits.maxTcpUnauthenticatedPerSource = UInt32(server.connectionCaps.maxTCPUnauthenticatedPerSource)
+        config.limits.unixReservedConnections = UInt32(server.connectionCaps.unixReserved)
+        config.limits.tcpEvictionsPerSourcePerSecond = UInt32(server.connectionCaps.tcpEvictionsPerSourcePerSecond)
+        config.limits.authTimeoutMs = UInt32(limits.authTimeoutMilliseconds)
+        config.limits.maxUnauthenticatedFrames = limits.maxUnauthenticatedFrames
         config.limits.announceTimeoutMs = UInt32(limits.announceTimeoutMilliseconds)
         config.limits.maxRequestsPerSecond = limits.maxRequestsPerSecond
         config.limits.maxStringBytes = UInt32(limits.message.maxStringBytes)
@@ -173,7 +179,9 @@ enum DaemonConfig {
         }
         return ConnectionSecurity(
             authenticatePhonesOverTCP: !config.allowUnpairedTcp,
-            access: PeerAccessPolicy(hmi: access(config.hmiAccess), cluster: access(config.clusterAccess), accessory: access(config.accessoryAccess)))
+            access: PeerAccessPolicy(
+                hmi: access(config.hmiAccess), cluster: access(config.clusterAccess), accessory: access(config.accessoryAccess),
+                phone: access(config.phoneAccess)))
     }
 
     /// `state_directory`, else systemd's $STATE_DIRECTORY (its first entry),

@@ -86,6 +86,8 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxMessageElements > 0 { limits.message.maxElements = Int(fileLimits.maxMessageElements) }
         if fileLimits.announceTimeoutMs > 0 { limits.announceTimeoutMilliseconds = UInt64(fileLimits.announceTimeoutMs) }
         if fileLimits.resumeGraceMs > 0 { limits.resumeGraceMilliseconds = UInt64(fileLimits.resumeGraceMs) }
+        if fileLimits.authTimeoutMs > 0 { limits.authTimeoutMilliseconds = UInt64(fileLimits.authTimeoutMs) }
+        if fileLimits.maxUnauthenticatedFrames > 0 { limits.maxUnauthenticatedFrames = fileLimits.maxUnauthenticatedFrames }
 
         let vehicle = file.hasVehicle ? file.vehicle : .standard
         let car = CarConfiguration(
@@ -139,6 +141,14 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxConnections > 0 { serverConfiguration.connectionCaps.maxTotal = Int(fileLimits.maxConnections) }
         if fileLimits.maxUnixConnections > 0 { serverConfiguration.connectionCaps.maxUnix = Int(fileLimits.maxUnixConnections) }
         if fileLimits.maxTcpConnections > 0 { serverConfiguration.connectionCaps.maxTCP = Int(fileLimits.maxTcpConnections) }
+        if fileLimits.maxTcpUnauthenticated > 0 { serverConfiguration.connectionCaps.maxTCPUnauthenticated = Int(fileLimits.maxTcpUnauthenticated) }
+        if fileLimits.maxTcpUnauthenticatedPerSource > 0 {
+            serverConfiguration.connectionCaps.maxTCPUnauthenticatedPerSource = Int(fileLimits.maxTcpUnauthenticatedPerSource)
+        }
+        if fileLimits.tcpEvictionsPerSourcePerSecond > 0 {
+            serverConfiguration.connectionCaps.tcpEvictionsPerSourcePerSecond = Int(fileLimits.tcpEvictionsPerSourcePerSecond)
+        }
+        if fileLimits.unixReservedConnections > 0 { serverConfiguration.connectionCaps.unixReserved = Int(fileLimits.unixReservedConnections) }
         serverConfiguration.restored = restored
         do {
             try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)

@@ -53,6 +53,9 @@ final class TestDaemon: @unchecked Sendable {
         // handshake timeout set their own.
         var limits = limits
         if limits["handshakeTimeoutMs"] == nil { limits["handshakeTimeoutMs"] = 30_000 }
+        // The same for a TCP phone's time to authenticate (3 s by default, from
+        // connecting): as long as Hello and Authenticate had before it existed.
+        if limits["authTimeoutMs"] == nil { limits["authTimeoutMs"] = 2 * (limits["handshakeTimeoutMs"] ?? 30_000) }
         if !limits.isEmpty {
             members.append("\"limits\": {" + limits.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}")
         }

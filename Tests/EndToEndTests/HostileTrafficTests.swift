@@ -43,8 +43,10 @@ struct HostileTrafficTests {
     // MARK: - Connections
 
     /// Bullet 1: 2,000 TCP connections attempted (and held open) while an HMI
-    /// connects on the Unix socket: the HMI is welcomed at once; TCP beyond
-    /// its cap of 8 is told TOO_MANY_CONNECTIONS and closed.
+    /// connects on the Unix socket: the HMI is welcomed at once; TCP holds at
+    /// most 2 unauthenticated connections of this one address (issue 23):
+    /// each newcomer evicts the address's oldest (CONNECTION_EVICTED), or is
+    /// told TOO_MANY_CONNECTIONS, and closed.
     @Test func hmiIsWelcomedWhile2000TCPConnectionsAreAttempted() throws {
         let daemon = try TestDaemon.launch()
         defer { _ = try? daemon.terminate() }
@@ -58,10 +60,10 @@ struct HostileTrafficTests {
         let hmi = try daemon.connectUnix()
         let welcome = try hmi.handshake(role: .hmi, timeout: 5)
         #expect(welcome.version == 1)
-        // Connections past the cap were told why.
+        // Connections past the caps were told why; the address's two newest are held.
         var refused = 0
-        for client in flood.suffix(20) {
-            if let goodbye = try? client.readGoodbye(timeout: 5), goodbye.code == .tooManyConnections { refused += 1 }
+        for client in flood.suffix(22).prefix(20) {
+            if let goodbye = try? client.readGoodbye(timeout: 5), [.tooManyConnections, .connectionEvicted].contains(goodbye.code) { refused += 1 }
         }
         #expect(refused == 20)
         // The daemon holds no more than the cap (the HMI counts itself).
@@ -132,8 +134,10 @@ struct HostileTrafficTests {
             let (id, result) = try hmi.readResult()
             if result.code == .ok { served += 1 } else if result.code == .tooManyRequests { refused.append(id) }
         }
-        #expect(served == 40)
-        #expect(refused == [41, 42, 43, 44, 45])
+        // The bucket refills a token every 25 ms while the daemon reads the batch:
+        // on a loaded machine one or two more may be served, never fewer.
+        #expect((40...42).contains(served))
+        #expect(refused.count == 45 - served && refused.allSatisfy { $0 > 40 })
         // The bucket refills: a second later requests are served again.
         Thread.sleep(forTimeInterval: 1.1)
         try hmi.send(.getStatus(HUGetStatus()), requestID: 100)

@@ -78,9 +78,27 @@ final class RawSocketClient {
         return RawSocketClient(fd: fd)
     }
 
-    static func tcp(host: String = "127.0.0.1", port: Int) throws -> RawSocketClient {
+    /// `source`: the local address to connect from (another 127.x.y.z on
+    /// loopback), so tests can play several hosts of a network.
+    static func tcp(host: String = "127.0.0.1", port: Int, source: String? = nil) throws -> RawSocketClient {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawClientError.system("socket", errno) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            guard inet_pton(AF_INET, source, &local.sin_addr) == 1 else {
+                _ = Glibc.close(fd)
+                throw RawClientError.unexpected("bad IPv4 address \(source)")
+            }
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                let code = errno
+                _ = Glibc.close(fd)
+                throw RawClientError.system("bind \(source)", code)
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

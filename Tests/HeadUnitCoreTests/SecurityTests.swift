@@ -156,9 +156,22 @@ import Testing
         #expect(policy.refusal(role: .cluster, credentials: nil) == nil)
     }
 
-    @Test func phonesAreNeverCheckedByCredentials() {
+    @Test func phonesAreCheckedOnlyByTheirOwnRule() {
         let policy = PeerAccessPolicy(hmi: PeerAccess(uids: [1]), cluster: PeerAccess(uids: [1]), accessory: PeerAccess(uids: [1]))
         #expect(policy.refusal(role: .phone, credentials: Self.root) == nil)
+        let phones = PeerAccessPolicy(phone: PeerAccess(uids: [1000]))
+        #expect(phones.refusal(role: .phone, credentials: Self.root)?.contains("phone") == true)
+        #expect(phones.refusal(role: .phone, credentials: Self.hmiUser) == nil)
+    }
+
+    @Test func aPhoneOnTCPIsNeverCheckedByCredentials() {
+        var configuration = ConnectionConfiguration(limits: ConnectionStateMachineTests.limits)
+        configuration.security = ConnectionSecurity(access: PeerAccessPolicy(phone: PeerAccess(uids: [1000])))
+        var tcp = ConnectionStateMachine(connectionID: 1, transport: .tcp, configuration: configuration, now: 0)
+        guard case .join = tcp.receive(ConnectionStateMachineTests.hello(.phone), now: 0) else { Issue.record("TCP phone refused"); return }
+        var unix = ConnectionStateMachine(connectionID: 2, transport: .unix, configuration: configuration, now: 0)
+        unix.peerCredentials = Self.root
+        #expect(ConnectionStateMachineTests.closeCode(unix.receive(ConnectionStateMachineTests.hello(.phone), now: 0)) == .peerNotAllowed)
     }
 
     @Test func onlyPhonesOnTCPAuthenticate() {
@@ -295,9 +308,11 @@ import Testing
 
     @Test func notAuthenticatingInTimeIsAuthRequired() {
         var machine = Self.challenged()
-        #expect(machine.nextDeadline == 1_000 + Fixtures.limits.handshakeTimeoutMilliseconds)
-        #expect(machine.tick(now: 1_000 + Fixtures.limits.handshakeTimeoutMilliseconds - 1) == .none)
-        let action = machine.tick(now: 1_000 + Fixtures.limits.handshakeTimeoutMilliseconds)
+        // Whichever comes first: the handshake timeout from Welcome, or auth_timeout_ms from connecting.
+        let limit = min(Fixtures.limits.handshakeTimeoutMilliseconds, Fixtures.limits.authTimeoutMilliseconds)
+        #expect(machine.nextDeadline == 1_000 + limit)
+        #expect(machine.tick(now: 1_000 + limit - 1) == .none)
+        let action = machine.tick(now: 1_000 + limit)
         #expect(Fixtures.closeCode(action) == .authRequired)
     }
 

@@ -11,6 +11,12 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var heartbeatTimeoutMilliseconds: UInt64
     /// A peer that has not sent Hello this long after connecting is cut off.
     public var handshakeTimeoutMilliseconds: UInt64
+    /// A TCP phone that must authenticate has this long from connecting to
+    /// be authenticated (Hello, Pair, Authenticate: two or three round trips).
+    public var authTimeoutMilliseconds: UInt64
+    /// Frames a phone may send between Welcome and authentication, all kinds
+    /// together: Pair and Authenticate need two; the rest is slack.
+    public var maxUnauthenticatedFrames: UInt32
     /// Non-fatal protocol errors tolerated in any sliding second.
     public var maxErrorsPerSecond: UInt32
     /// Announced in Welcome; the Car enforces it.
@@ -36,8 +42,12 @@ public struct ConnectionLimits: Sendable, Equatable {
         maxRequestsPerSecond: UInt32 = 1000,
         message: MessageLimits = MessageLimits(),
         announceTimeoutMilliseconds: UInt64 = 10_000,
-        resumeGraceMilliseconds: UInt64 = 30_000
+        resumeGraceMilliseconds: UInt64 = 30_000,
+        authTimeoutMilliseconds: UInt64 = 3_000,
+        maxUnauthenticatedFrames: UInt32 = 8
     ) {
+        self.authTimeoutMilliseconds = authTimeoutMilliseconds
+        self.maxUnauthenticatedFrames = maxUnauthenticatedFrames
         self.resumeGraceMilliseconds = resumeGraceMilliseconds
         self.maxPayloadBytes = maxPayloadBytes
         self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds

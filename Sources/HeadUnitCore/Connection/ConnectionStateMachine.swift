@@ -56,6 +56,13 @@ public struct ConnectionStateMachine: Sendable {
     private var lastHeard: UInt64
     /// When the next heartbeat PING is due (established only).
     private var nextPing: UInt64 = 0
+    /// PINGs the daemon sent that no PONG answered yet: a PONG beyond them is
+    /// unsolicited and counts as a protocol error (section 6).
+    private var pingsUnanswered: UInt32 = 0
+    /// A TCP phone that must authenticate must be done by then (nil: no such deadline).
+    private let authDeadline: UInt64?
+    /// What is left of the frame budget between Welcome and authentication.
+    private var unauthenticatedFramesLeft: UInt32
     /// Set by the server before the first frame: the Unix peer's SO_PEERCRED
     /// credentials, and the random bytes a TCP phone must sign.
     public var peerCredentials: PeerCredentials?
@@ -69,6 +76,10 @@ public struct ConnectionStateMachine: Sendable {
         self.errors = ErrorBudget(maxPerSecond: configuration.limits.maxErrorsPerSecond)
         self.requests = RequestRate(perSecond: configuration.limits.maxRequestsPerSecond, now: now)
         self.lastHeard = now
+        self.unauthenticatedFramesLeft = configuration.limits.maxUnauthenticatedFrames
+        // Only TCP can carry a phone that must authenticate (car roles are Unix only).
+        self.authDeadline = transport == .tcp && configuration.security.authenticatePhonesOverTCP
+            ? now + configuration.limits.authTimeoutMilliseconds : nil
     }
 
     /// A connection a previous daemon process handed over (systemd's fd store,
@@ -78,6 +89,8 @@ public struct ConnectionStateMachine: Sendable {
         state = .established(info, version: version)
         lastHeard = now
         nextPing = now + limits.heartbeatIntervalMilliseconds
+        // The previous process's last PING may still be answered here.
+        pingsUnanswered = 1
     }
 
     /// The negotiated version of an established connection.
@@ -140,9 +153,15 @@ public struct ConnectionStateMachine: Sendable {
         case .closing:
             return .none
         case .awaitingHello(let since):
+            if let authDeadline, now >= authDeadline, authDeadline < since + limits.handshakeTimeoutMilliseconds {
+                return close(.handshakeTimeout, "no Hello within auth_timeout_ms (\(limits.authTimeoutMilliseconds) ms) of connecting")
+            }
             guard now >= since + limits.handshakeTimeoutMilliseconds else { return .none }
             return close(.handshakeTimeout, "no Hello within \(limits.handshakeTimeoutMilliseconds) ms of connecting")
         case .authenticating(_, _, let since):
+            if let authDeadline, now >= authDeadline, authDeadline < since + limits.handshakeTimeoutMilliseconds {
+                return close(.authRequired, "not authenticated within auth_timeout_ms (\(limits.authTimeoutMilliseconds) ms) of connecting")
+            }
             guard now >= since + limits.handshakeTimeoutMilliseconds else { return .none }
             return close(.authRequired, "not authenticated within \(limits.handshakeTimeoutMilliseconds) ms of Welcome")
         case .established:
@@ -151,6 +170,7 @@ public struct ConnectionStateMachine: Sendable {
             }
             if limits.heartbeatIntervalMilliseconds > 0, now >= nextPing {
                 nextPing = now + limits.heartbeatIntervalMilliseconds
+                pingsUnanswered = min(pingsUnanswered + 1, 16)
                 var payload = ByteBuffer()
                 payload.writeInteger(now)
                 return .ping(payload)
@@ -165,7 +185,7 @@ public struct ConnectionStateMachine: Sendable {
         case .closing:
             return nil
         case .awaitingHello(let since), .authenticating(_, _, let since):
-            return since + limits.handshakeTimeoutMilliseconds
+            return min(since + limits.handshakeTimeoutMilliseconds, authDeadline ?? .max)
         case .established:
             var deadline: UInt64? = nil
             if limits.heartbeatTimeoutMilliseconds > 0 { deadline = lastHeard + limits.heartbeatTimeoutMilliseconds }
@@ -217,7 +237,8 @@ public struct ConnectionStateMachine: Sendable {
         guard hello.auth.count <= limits.message.maxImageBytes else {
             return close(.helloTooLarge, "Hello.auth is \(hello.auth.count) bytes, over max_image_bytes (\(limits.message.maxImageBytes))")
         }
-        if let refusal = configuration.security.access.refusal(role: hello.role, credentials: peerCredentials) {
+        // Credentials exist on the Unix socket only; a TCP phone authenticates instead.
+        if transport == .unix, let refusal = configuration.security.access.refusal(role: hello.role, credentials: peerCredentials) {
             return close(.peerNotAllowed, refusal)
         }
         let info = PeerInfo(role: hello.role, name: hello.name, transport: transport)
@@ -255,6 +276,14 @@ public struct ConnectionStateMachine: Sendable {
     /// Strict, like before Hello: only Pair, Authenticate, Goodbye and the
     /// heartbeat frames; anything else means the peer will not authenticate.
     private mutating func receiveWhileAuthenticating(_ frame: Frame, now: UInt64) -> ConnectionAction {
+        // A handful of frames, whatever they are: a stranger cannot make the
+        // daemon do more for it than an honest phone needs (section 10.2).
+        guard unauthenticatedFramesLeft > 0 else {
+            return close(
+                .tooManyRequests,
+                "more than max_unauthenticated_frames (\(limits.maxUnauthenticatedFrames)) frames before authenticating")
+        }
+        unauthenticatedFramesLeft -= 1
         guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data else {
             // The reason names what was sent (section 20.1), so the phone's developer sees the mistake.
             let what: String
@@ -340,11 +369,25 @@ public struct ConnectionStateMachine: Sendable {
             break
         }
 
-        // Requests are rate limited; DATA frames are bounded by their session's credit instead.
-        if kind == .message || kind == .ping, !requests.take(now: now) {
-            return protocolError(
-                .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); request not served",
-                requestID: Self.requestID(of: frame), now: now, cutOffCode: .tooManyRequests)
+        // Requests are rate limited; a DATA frame takes a sixteenth of a token
+        // (credit bounds its bytes, this how many of them); a PONG is bounded
+        // by the PINGs the daemon sent.
+        switch kind {
+        case .message, .ping, .data:
+            let cost = kind == .data ? RequestRate.dataFrame : RequestRate.request
+            guard requests.take(now: now, cost: cost) else {
+                let what = kind == .data ? "DATA frame not taken (a sixteenth of a request each)" : "request not served"
+                return protocolError(
+                    .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); \(what)",
+                    requestID: Self.requestID(of: frame), now: now, cutOffCode: .tooManyRequests)
+            }
+        case .pong:
+            guard pingsUnanswered > 0 else {
+                // Not answered (a PONG never is, section 3), but counted: a
+                // stream of them is a flood like any other.
+                return silentProtocolError("more PONGs than the daemon sent PINGs", now: now)
+            }
+            pingsUnanswered -= 1
         }
         switch kind {
         case .ping:
@@ -426,6 +469,14 @@ public struct ConnectionStateMachine: Sendable {
         _ code: HUErrorCode, _ message: String, requestID: UInt32, now: UInt64, cutOffCode: HUErrorCode = .tooManyErrors
     ) -> ConnectionAction {
         protocolError(Self.result(code, message, requestID: requestID), now: now, cutOffCode: cutOffCode)
+    }
+
+    /// An error that gets no answer (an unsolicited PONG) but counts in the same budget.
+    private mutating func silentProtocolError(_ message: String, now: UInt64) -> ConnectionAction {
+        guard errors.record(now: now) else {
+            return close(.tooManyErrors, "more than \(errors.maxPerSecond) protocol errors in one second (last: \(message))")
+        }
+        return .none
     }
 
     /// A refused request that keeps coming (over the rate) is cut off with its own code.

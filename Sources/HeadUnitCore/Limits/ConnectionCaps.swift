@@ -1,43 +1,41 @@
-/// How many connections the daemon holds, per transport and in all. Past a
-/// cap the new connection is told TOO_MANY_CONNECTIONS and closed at once, so
-/// a flood of TCP "phones" can neither exhaust the descriptors the car's own
-/// roles need on the Unix socket nor grow the daemon's memory.
+/// How many connections the daemon holds, per transport and in all, and how
+/// many of them may be strangers (PROTOCOL.md section 10.1). Settings only;
+/// `Admission` applies them.
 public struct ConnectionCaps: Sendable, Equatable {
     public var maxTotal: Int
     public var maxUnix: Int
     public var maxTCP: Int
-    public private(set) var unix = 0
-    public private(set) var tcp = 0
+    /// TCP connections that have not authenticated yet (no Hello, or a phone
+    /// between Welcome and Authenticate). Small: a phone needs two or three
+    /// round trips to get through, and a full set evicts its oldest member.
+    public var maxTCPUnauthenticated: Int
+    /// Unauthenticated TCP connections from one remote address: a newcomer
+    /// from an address at this count evicts that address's own oldest.
+    public var maxTCPUnauthenticatedPerSource: Int
+    /// How many connections of other addresses one address may evict per
+    /// second (a burst of as many): strangers reconnecting as fast as they
+    /// are evicted cannot churn the set faster than a phone authenticates.
+    public var tcpEvictionsPerSourcePerSecond: Int
+    /// Unix slots kept for peers whose credentials a configured access rule
+    /// names (`hmi_access`, `cluster_access`, `accessory_access`,
+    /// `phone_access`): other local users can fill at most `maxUnix - unixReserved`.
+    public var unixReserved: Int
 
     /// Defaults: 8 TCP (phones only, one of which carries apps; the rest are
-    /// waiting, pairing or resuming) and the rest of 512 for the car's roles.
-    public init(maxTotal: Int = 512, maxUnix: Int = 448, maxTCP: Int = 8) {
+    /// waiting, pairing or resuming), at most 4 of them unauthenticated and 2
+    /// per address, 4 evictions a second per address; the rest of 512 for the car's roles, 64 of the Unix
+    /// socket's 448 kept for the configured users.
+    public init(
+        maxTotal: Int = 512, maxUnix: Int = 448, maxTCP: Int = 8,
+        maxTCPUnauthenticated: Int = 4, maxTCPUnauthenticatedPerSource: Int = 2, unixReserved: Int = 64,
+        tcpEvictionsPerSourcePerSecond: Int = 4
+    ) {
+        self.tcpEvictionsPerSourcePerSecond = tcpEvictionsPerSourcePerSecond
         self.maxTotal = maxTotal
         self.maxUnix = maxUnix
         self.maxTCP = maxTCP
-    }
-
-    public var total: Int { unix + tcp }
-
-    /// Counts a new connection in, or says which cap it would break.
-    public mutating func admit(_ transport: Transport) -> String? {
-        if total >= maxTotal { return "the daemon holds its maximum of \(maxTotal) connections" }
-        switch transport {
-        case .unix:
-            if unix >= maxUnix { return "the Unix socket holds its maximum of \(maxUnix) connections" }
-            unix += 1
-        case .tcp:
-            if tcp >= maxTCP { return "TCP holds its maximum of \(maxTCP) connections (phones)" }
-            tcp += 1
-        }
-        return nil
-    }
-
-    /// An admitted connection closed.
-    public mutating func release(_ transport: Transport) {
-        switch transport {
-        case .unix: unix = max(0, unix - 1)
-        case .tcp: tcp = max(0, tcp - 1)
-        }
+        self.maxTCPUnauthenticated = maxTCPUnauthenticated
+        self.maxTCPUnauthenticatedPerSource = maxTCPUnauthenticatedPerSource
+        self.unixReserved = unixReserved
     }
 }

@@ -41,18 +41,22 @@ public struct PeerAccess: Sendable, Equatable {
     }
 }
 
-/// The per-role SO_PEERCRED rules for the car roles (HMI, cluster, accessory).
-/// Phones are never checked here: on the Unix socket they are local processes
-/// the socket's mode already admits, on TCP they authenticate (section 20).
+/// The per-role SO_PEERCRED rules on the Unix socket: the car roles (HMI,
+/// cluster, accessory) and phones (`phone_access`: a USB bridge, so that not
+/// every local user that can open the socket can act as the phone and end a
+/// paired phone's waiting session, section 21). On TCP a phone authenticates
+/// instead (section 20); these rules never apply there.
 public struct PeerAccessPolicy: Sendable, Equatable {
     public var hmi: PeerAccess
     public var cluster: PeerAccess
     public var accessory: PeerAccess
+    public var phone: PeerAccess
 
-    public init(hmi: PeerAccess = PeerAccess(), cluster: PeerAccess = PeerAccess(), accessory: PeerAccess = PeerAccess()) {
+    public init(hmi: PeerAccess = PeerAccess(), cluster: PeerAccess = PeerAccess(), accessory: PeerAccess = PeerAccess(), phone: PeerAccess = PeerAccess()) {
         self.hmi = hmi
         self.cluster = cluster
         self.accessory = accessory
+        self.phone = phone
     }
 
     public func access(for role: HURole) -> PeerAccess? {
@@ -60,8 +64,18 @@ public struct PeerAccessPolicy: Sendable, Equatable {
         case .hmi: return hmi
         case .cluster: return cluster
         case .accessory: return accessory
-        case .phone, .unspecified, .UNRECOGNIZED: return nil
+        case .phone: return phone
+        case .unspecified, .UNRECOGNIZED: return nil
         }
+    }
+
+    /// No rule configured: every local peer is alike (the socket's mode decides).
+    public var isUnrestricted: Bool { [hmi, cluster, accessory, phone].allSatisfy(\.isUnrestricted) }
+
+    /// Whether a configured (restricted) rule names these credentials: such a
+    /// peer may use the Unix slots kept for the configured users (section 10.1).
+    public func names(_ credentials: PeerCredentials) -> Bool {
+        [hmi, cluster, accessory, phone].contains { !$0.isUnrestricted && $0.allows(credentials) }
     }
 
     /// Why a peer with these credentials may not take `role`, or nil when it may.

@@ -143,6 +143,17 @@ public nonisolated struct HUDaemonConfig: @unchecked Sendable {
     set {_uniqueStorage()._pairingCodeValidMs = newValue}
   }
 
+  /// Who may take the phone role on the Unix socket (a USB bridge), by
+  /// SO_PEERCRED, as the car roles above. Absent: anyone who can open the socket.
+  public var phoneAccess: HUPeerAccess {
+    get {_storage._phoneAccess ?? HUPeerAccess()}
+    set {_uniqueStorage()._phoneAccess = newValue}
+  }
+  /// Returns true if `phoneAccess` has been explicitly set.
+  public var hasPhoneAccess: Bool {_storage._phoneAccess != nil}
+  /// Clears the value of `phoneAccess`. Subsequent reads from it will return its default value.
+  public mutating func clearPhoneAccess() {_uniqueStorage()._phoneAccess = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -285,6 +296,44 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._resumeGraceMs = newValue}
   }
 
+  /// Admission and flood control before authentication (PROTOCOL.md sections 10.1, 10.2).
+  /// TCP connections not authenticated yet; past it the oldest is evicted (CONNECTION_EVICTED).
+  public var maxTcpUnauthenticated: UInt32 {
+    get {_storage._maxTcpUnauthenticated}
+    set {_uniqueStorage()._maxTcpUnauthenticated = newValue}
+  }
+
+  /// Unauthenticated TCP connections per remote address; past it that address's oldest is evicted.
+  public var maxTcpUnauthenticatedPerSource: UInt32 {
+    get {_storage._maxTcpUnauthenticatedPerSource}
+    set {_uniqueStorage()._maxTcpUnauthenticatedPerSource = newValue}
+  }
+
+  /// Unix slots only peers named by an access rule (hmi/cluster/accessory/phone_access) may take.
+  public var unixReservedConnections: UInt32 {
+    get {_storage._unixReservedConnections}
+    set {_uniqueStorage()._unixReservedConnections = newValue}
+  }
+
+  /// A TCP phone that must authenticate has this long from connecting (HANDSHAKE_TIMEOUT / AUTH_REQUIRED).
+  public var authTimeoutMs: UInt32 {
+    get {_storage._authTimeoutMs}
+    set {_uniqueStorage()._authTimeoutMs = newValue}
+  }
+
+  /// Frames a phone may send between Welcome and authentication (TOO_MANY_REQUESTS).
+  public var maxUnauthenticatedFrames: UInt32 {
+    get {_storage._maxUnauthenticatedFrames}
+    set {_uniqueStorage()._maxUnauthenticatedFrames = newValue}
+  }
+
+  /// Connections of other addresses one address may evict per second (a burst of as many);
+  /// past it its newcomers are refused (TOO_MANY_CONNECTIONS) while the unauthenticated set is full.
+  public var tcpEvictionsPerSourcePerSecond: UInt32 {
+    get {_storage._tcpEvictionsPerSourcePerSecond}
+    set {_uniqueStorage()._tcpEvictionsPerSourcePerSecond = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -328,7 +377,7 @@ fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonConfig"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0\u{4}\u{c}allow_unpaired_tcp\0\u{3}state_directory\0\u{3}hmi_access\0\u{3}cluster_access\0\u{3}accessory_access\0\u{3}pairing_code_valid_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0\u{4}\u{c}allow_unpaired_tcp\0\u{3}state_directory\0\u{3}hmi_access\0\u{3}cluster_access\0\u{3}accessory_access\0\u{3}pairing_code_valid_ms\0\u{3}phone_access\0")
 
   fileprivate class _StorageClass {
     var _unixSocketPath: String = String()
@@ -345,6 +394,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _clusterAccess: HUPeerAccess? = nil
     var _accessoryAccess: HUPeerAccess? = nil
     var _pairingCodeValidMs: UInt32 = 0
+    var _phoneAccess: HUPeerAccess? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -369,6 +419,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _clusterAccess = source._clusterAccess
       _accessoryAccess = source._accessoryAccess
       _pairingCodeValidMs = source._pairingCodeValidMs
+      _phoneAccess = source._phoneAccess
     }
   }
 
@@ -401,6 +452,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 23: try { try decoder.decodeSingularMessageField(value: &_storage._clusterAccess) }()
         case 24: try { try decoder.decodeSingularMessageField(value: &_storage._accessoryAccess) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._pairingCodeValidMs) }()
+        case 26: try { try decoder.decodeSingularMessageField(value: &_storage._phoneAccess) }()
         default: break
         }
       }
@@ -455,6 +507,9 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._pairingCodeValidMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._pairingCodeValidMs, fieldNumber: 25)
       }
+      try { if let v = _storage._phoneAccess {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -478,6 +533,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._clusterAccess != rhs_storage._clusterAccess {return false}
         if _storage._accessoryAccess != rhs_storage._accessoryAccess {return false}
         if _storage._pairingCodeValidMs != rhs_storage._pairingCodeValidMs {return false}
+        if _storage._phoneAccess != rhs_storage._phoneAccess {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -524,7 +580,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -546,6 +602,12 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxMessageElements: UInt32 = 0
     var _maxApps: UInt32 = 0
     var _resumeGraceMs: UInt32 = 0
+    var _maxTcpUnauthenticated: UInt32 = 0
+    var _maxTcpUnauthenticatedPerSource: UInt32 = 0
+    var _unixReservedConnections: UInt32 = 0
+    var _authTimeoutMs: UInt32 = 0
+    var _maxUnauthenticatedFrames: UInt32 = 0
+    var _tcpEvictionsPerSourcePerSecond: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -575,6 +637,12 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxMessageElements = source._maxMessageElements
       _maxApps = source._maxApps
       _resumeGraceMs = source._resumeGraceMs
+      _maxTcpUnauthenticated = source._maxTcpUnauthenticated
+      _maxTcpUnauthenticatedPerSource = source._maxTcpUnauthenticatedPerSource
+      _unixReservedConnections = source._unixReservedConnections
+      _authTimeoutMs = source._authTimeoutMs
+      _maxUnauthenticatedFrames = source._maxUnauthenticatedFrames
+      _tcpEvictionsPerSourcePerSecond = source._tcpEvictionsPerSourcePerSecond
     }
   }
 
@@ -612,6 +680,12 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 17: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxMessageElements) }()
         case 18: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxApps) }()
         case 19: try { try decoder.decodeSingularUInt32Field(value: &_storage._resumeGraceMs) }()
+        case 20: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTcpUnauthenticated) }()
+        case 21: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTcpUnauthenticatedPerSource) }()
+        case 22: try { try decoder.decodeSingularUInt32Field(value: &_storage._unixReservedConnections) }()
+        case 23: try { try decoder.decodeSingularUInt32Field(value: &_storage._authTimeoutMs) }()
+        case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnauthenticatedFrames) }()
+        case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._tcpEvictionsPerSourcePerSecond) }()
         default: break
         }
       }
@@ -677,6 +751,24 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._resumeGraceMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._resumeGraceMs, fieldNumber: 19)
       }
+      if _storage._maxTcpUnauthenticated != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxTcpUnauthenticated, fieldNumber: 20)
+      }
+      if _storage._maxTcpUnauthenticatedPerSource != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxTcpUnauthenticatedPerSource, fieldNumber: 21)
+      }
+      if _storage._unixReservedConnections != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._unixReservedConnections, fieldNumber: 22)
+      }
+      if _storage._authTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._authTimeoutMs, fieldNumber: 23)
+      }
+      if _storage._maxUnauthenticatedFrames != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxUnauthenticatedFrames, fieldNumber: 24)
+      }
+      if _storage._tcpEvictionsPerSourcePerSecond != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._tcpEvictionsPerSourcePerSecond, fieldNumber: 25)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -705,6 +797,12 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxMessageElements != rhs_storage._maxMessageElements {return false}
         if _storage._maxApps != rhs_storage._maxApps {return false}
         if _storage._resumeGraceMs != rhs_storage._resumeGraceMs {return false}
+        if _storage._maxTcpUnauthenticated != rhs_storage._maxTcpUnauthenticated {return false}
+        if _storage._maxTcpUnauthenticatedPerSource != rhs_storage._maxTcpUnauthenticatedPerSource {return false}
+        if _storage._unixReservedConnections != rhs_storage._unixReservedConnections {return false}
+        if _storage._authTimeoutMs != rhs_storage._authTimeoutMs {return false}
+        if _storage._maxUnauthenticatedFrames != rhs_storage._maxUnauthenticatedFrames {return false}
+        if _storage._tcpEvictionsPerSourcePerSecond != rhs_storage._tcpEvictionsPerSourcePerSecond {return false}
         return true
       }
       if !storagesAreEqual {return false}

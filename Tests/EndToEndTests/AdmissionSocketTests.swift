@@ -1,0 +1,512 @@
+import Foundation
+import HeadUnitClient
+import HeadUnitWire
+import NIOCore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 23's admission and flood findings, over real sockets against the
+/// real daemon (PROTOCOL.md sections 10.1, 10.2, 20.5): strangers holding or
+/// spraying TCP connections cannot keep a paired phone out, unauthenticated
+/// connections cannot flood the serving loop, and a local user without a
+/// configured role cannot keep the HMI out or act as the phone.
+// Serialized, and the two attacks run their blocking part on threads of their
+// own: Swift Testing's cooperative pool has one thread per core, and other
+// suites' async clients must still get their turn (DaemonLauncher.swift).
+@Suite("Admission and flood control before authentication", .serialized)
+struct AdmissionSocketTests {
+    /// Runs blocking socket work on a thread of its own, not the cooperative
+    /// pool. `body` records no issues (it returns what the test then checks).
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// A value that crosses to that thread and back, used by one side at a time.
+    // @unchecked: handed over through `offThePool`, never used by both threads at once.
+    final class Handed<Value>: @unchecked Sendable {
+        var value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    /// A stop flag and counters shared with attacker threads.
+    // @unchecked: every field is read and written under `lock`.
+    final class Attack: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stopped = false
+        private var counts: [String: Int] = [:]
+
+        var isStopped: Bool { lock.withLock { stopped } }
+        func stop() { lock.withLock { stopped = true } }
+        func count(_ what: String) { lock.withLock { counts[what, default: 0] += 1 } }
+        func count(of what: String) -> Int { lock.withLock { counts[what] ?? 0 } }
+
+        /// Runs `body` on `threads` threads until stopped; returns a join.
+        func run(threads: Int, _ body: @escaping @Sendable (Int) -> Void) -> () -> Void {
+            let done = DispatchGroup()
+            for index in 0..<threads {
+                done.enter()
+                Thread.detachNewThread {
+                    body(index)
+                    done.leave()
+                }
+            }
+            return { self.stop(); done.wait() }
+        }
+    }
+
+    /// What a connection heard before it closed: the Goodbye's code, if any.
+    static func goodbyeCode(_ client: RawSocketClient, timeout: Double) -> HUErrorCode? {
+        let deadline = RawSocketClient.now() + timeout
+        while let frame = try? client.readFrame(timeout: max(0, deadline - RawSocketClient.now())) {
+            guard frame.kind == FrameKind.message.rawValue,
+                let envelope = try? EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload))
+            else { continue }
+            if case .goodbye(let goodbye) = envelope.body { return goodbye.code }
+        }
+        return nil
+    }
+
+    /// Pairs `identity` through the HMI's window and a TCP connection.
+    static func pair(_ daemon: TestDaemon, _ identity: PhoneIdentity) throws {
+        let code = try AuthenticationTests.startPairing(daemon)
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        #expect(try AuthenticationTests.pair(phone, code: code, identity: identity).code == .ok)
+        phone.close()
+    }
+
+    /// Connects from 127.0.0.1, authenticates; nil (and why) when turned away.
+    static func authenticated(_ daemon: TestDaemon, _ identity: PhoneIdentity) -> (RawSocketClient?, String) {
+        do {
+            let phone = try daemon.connectTCP()
+            let welcome = try phone.handshake(role: .phone, timeout: 2)
+            try AuthenticationTests.authenticate(phone, welcome: welcome, identity: identity)
+            let (id, result) = try phone.readResult(timeout: 2)
+            guard id == 3, result.code == .ok else { return (nil, "authenticate: \(result.code) \(result.message)") }
+            return (phone, "")
+        } catch {
+            return (nil, "\(error)")
+        }
+    }
+
+    // MARK: - TCP: the owner's phone is never locked out
+
+    /// Issue 23's attack: 8 connections that never send a byte, refreshed by
+    /// ~20 connects a second from other hosts, plus 8 more hosts that
+    /// reconnect the moment they are evicted. The paired phone drops its link
+    /// and comes back 12 times: every time it is in within 1 s and resumes
+    /// its session (section 21).
+    struct SprayOutcome: Sendable {
+        var times: [Double] = []
+        var failures: [String] = []
+        var connects = 0
+        var evicted = 0
+        var retries = 0
+        /// The last connection answered a PING after the attack: the session went on.
+        var lastAnswers = false
+    }
+
+    @Test func aPairedPhoneReconnectsAndResumesThroughSilentConnectionsAndASpray() async throws {
+        let daemon = try TestDaemon.launch(limits: ["authTimeoutMs": 3_000], pairing: true)
+        defer { _ = try? daemon.terminate() }
+        guard let port = daemon.tcpPort else { Issue.record("no TCP port"); return }
+        let alice = PhoneIdentity()
+        try Self.pair(daemon, alice)
+        let (first, why) = Self.authenticated(daemon, alice)
+        guard let first else { Issue.record("first authentication: \(why)"); return }
+        try AuthenticationTests.announce(first)
+        let token = try AuthenticationTests.readResult(first, requestID: 10).appDecisions.resumptionToken
+        #expect(token.count == 32)
+        let phone = Handed(first)
+        let outcome = try await Self.offThePool { Self.spray(daemon, port: port, alice, phone, token: token) }
+        print("admission spray: \(outcome.connects) attacker connects, \(outcome.evicted) evicted, phone back in \(outcome.times.map { Int($0 * 1000) }) ms, \(outcome.retries) retries")
+        #expect(outcome.failures.isEmpty, "\(outcome.failures)")
+        #expect(outcome.times.count == 12)
+        #expect(outcome.times.allSatisfy { $0 < 1 }, "\(outcome.times)")
+        // The attack really ran: strangers were evicted, told why.
+        #expect(outcome.evicted > 12)
+        #expect(outcome.connects > 100)
+        // The session went on: the last connection still carries the apps.
+        #expect(outcome.lastAnswers)
+    }
+
+    /// The attack and the phone's 12 returns; `phone` ends as the last connection.
+    static func spray(_ daemon: TestDaemon, port: Int, _ alice: PhoneIdentity, _ phone: Handed<RawSocketClient>, token: String) -> SprayOutcome {
+        var token = token
+        let attack = Attack()
+        // Hosts 127.0.0.2-9: silent connections, each reconnecting as soon as it is evicted or timed out.
+        let holders = attack.run(threads: 8) { index in
+            while !attack.isStopped {
+                guard let client = try? RawSocketClient.tcp(port: port, source: "127.0.0.\(2 + index)") else { continue }
+                attack.count("connects")
+                if let code = Self.goodbyeCode(client, timeout: 1) { attack.count("goodbye \(code)") }
+                client.close()
+                Thread.sleep(forTimeInterval: 0.005)  // a shared test machine: aggressive, not a busy loop
+            }
+        }
+        // Hosts 127.0.1.x: 20 connects a second, each kept (silent) until the next 8 replace it.
+        let spray = attack.run(threads: 1) { _ in
+            var open: [RawSocketClient] = []
+            var host = 0
+            while !attack.isStopped {
+                host += 1
+                if let client = try? RawSocketClient.tcp(port: port, source: "127.0.1.\(1 + host % 250)") {
+                    attack.count("connects")
+                    open.append(client)
+                    if open.count > 8 { open.removeFirst().close() }
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            for client in open { client.close() }
+        }
+        Thread.sleep(forTimeInterval: 1)
+
+        var outcome = SprayOutcome()
+        for attempt in 0..<12 {
+            phone.value.close()  // the link drops, no Goodbye: the session waits (section 21)
+            Thread.sleep(forTimeInterval: 0.3)
+            let start = RawSocketClient.now()
+            // Told CONNECTION_EVICTED before it authenticated, a phone connects again at once (section 10.1).
+            var (back, why) = Self.authenticated(daemon, alice)
+            while back == nil, why.contains("connectionEvicted"), RawSocketClient.now() - start < 1 {
+                outcome.retries += 1
+                (back, why) = Self.authenticated(daemon, alice)
+            }
+            guard let back else {
+                outcome.failures.append("attempt \(attempt): \(why)")
+                continue
+            }
+            do {
+                let result = try ResumptionTests.resume(back, token: token, requestID: 20)
+                let elapsed = RawSocketClient.now() - start
+                guard result.code == .ok else {
+                    outcome.failures.append("attempt \(attempt): resume \(result.code) \(result.message)")
+                    continue
+                }
+                outcome.times.append(elapsed)
+                token = result.resumed.resumptionToken
+                phone.value = back
+            } catch {
+                outcome.failures.append("attempt \(attempt): \(error)")
+            }
+        }
+        outcome.lastAnswers = outcome.failures.isEmpty && (try? phone.value.pingRoundTrip()) == true
+        spray()
+        holders()
+        outcome.connects = attack.count(of: "connects")
+        outcome.evicted = attack.count(of: "goodbye \(HUErrorCode.connectionEvicted)")
+        return outcome
+    }
+
+    /// Past the unauthenticated cap the oldest stranger is evicted, told
+    /// `CONNECTION_EVICTED`; one address evicts its own oldest first; a TCP
+    /// side full of authenticated phones refuses with `TOO_MANY_CONNECTIONS`.
+    @Test func theOldestUnauthenticatedConnectionIsEvictedAndToldWhy() throws {
+        let daemon = try TestDaemon.launch(limits: ["maxTcpUnauthenticated": 2, "maxTcpConnections": 3], pairing: true)
+        defer { _ = try? daemon.terminate() }
+        guard let port = daemon.tcpPort else { Issue.record("no TCP port"); return }
+        let a = try RawSocketClient.tcp(port: port, source: "127.0.0.2")
+        Thread.sleep(forTimeInterval: 0.2)
+        let b = try RawSocketClient.tcp(port: port, source: "127.0.0.3")
+        Thread.sleep(forTimeInterval: 0.2)
+        let c = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
+        let goodbye = try a.readGoodbye()
+        #expect(goodbye.code == .connectionEvicted)
+        #expect(goodbye.reason.contains("oldest"))
+        #expect(a.waitForClose())
+        // The newcomer was taken, not refused; once it has said Hello, silent b goes before it.
+        _ = try c.handshake(role: .phone)
+        // From one address, a third unauthenticated connection replaces that address's oldest.
+        let d = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
+        Thread.sleep(forTimeInterval: 0.2)
+        let e = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
+        #expect(try b.readGoodbye().code == .connectionEvicted)
+        let own = try c.readGoodbye()
+        #expect(own.code == .connectionEvicted)
+        #expect(own.reason.contains("same address"))
+        _ = (d, e)
+    }
+
+    @Test func aTCPSideFullOfAuthenticatedPhonesRefusesNewcomers() throws {
+        // A bench: a TCP phone is authenticated (joined) at its Welcome.
+        let daemon = try TestDaemon.launch(limits: ["maxTcpConnections": 2])
+        defer { _ = try? daemon.terminate() }
+        let one = try daemon.connectTCP()
+        _ = try one.handshake(role: .phone)
+        let two = try daemon.connectTCP()
+        _ = try two.handshake(role: .phone)
+        let three = try daemon.connectTCP()
+        let goodbye = try three.readGoodbye()
+        #expect(goodbye.code == .tooManyConnections)
+        #expect(goodbye.reason.contains("authenticated"))
+        #expect(try one.pingRoundTrip() && two.pingRoundTrip())
+    }
+
+    /// An address that reconnects as fast as it is evicted may make room only
+    /// `tcp_evictions_per_source_per_second` times a second; then it is refused.
+    @Test func anAddressThatKeepsEvictingIsRefused() throws {
+        let daemon = try TestDaemon.launch(
+            limits: ["maxTcpUnauthenticated": 2, "maxTcpUnauthenticatedPerSource": 2, "tcpEvictionsPerSourcePerSecond": 1], pairing: true)
+        defer { _ = try? daemon.terminate() }
+        guard let port = daemon.tcpPort else { Issue.record("no TCP port"); return }
+        var held = [try RawSocketClient.tcp(port: port, source: "127.0.0.2"), try RawSocketClient.tcp(port: port, source: "127.0.0.3")]
+        Thread.sleep(forTimeInterval: 0.1)
+        var codes: [HUErrorCode?] = []
+        for index in 0..<3 {
+            // 127.0.0.9 connects, then closes at once; an evicted holder comes back.
+            let attacker = try RawSocketClient.tcp(port: port, source: "127.0.0.9")
+            codes.append(Self.goodbyeCode(attacker, timeout: 0.3))
+            attacker.close()
+            held.append(try RawSocketClient.tcp(port: port, source: "127.0.0.\(4 + index)"))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        // Admitted once (silent until the test's long handshake timeout), then refused until its budget refills.
+        #expect(codes == [nil, .tooManyConnections, .tooManyConnections], "\(codes)")
+        _ = held
+    }
+
+    /// A TCP phone that must authenticate has `auth_timeout_ms` from connecting.
+    @Test func aTCPPhoneThatDoesNotAuthenticateInTimeIsClosed() throws {
+        let daemon = try TestDaemon.launch(limits: ["authTimeoutMs": 400], pairing: true)
+        defer { _ = try? daemon.terminate() }
+        let silent = try daemon.connectTCP()
+        let slow = try daemon.connectTCP()
+        _ = try slow.handshake(role: .phone)
+        let noHello = try silent.readGoodbye(timeout: 5)
+        #expect(noHello.code == .handshakeTimeout)
+        #expect(noHello.reason.contains("auth_timeout_ms"))
+        let noAuthenticate = try slow.readGoodbye(timeout: 5)
+        #expect(noAuthenticate.code == .authRequired)
+        #expect(noAuthenticate.reason.contains("auth_timeout_ms"))
+    }
+
+    // MARK: - Every frame counts
+
+    /// Between Welcome and authentication a phone has a handful of frames,
+    /// PINGs, PONGs and `Pair` alike; one more is `TOO_MANY_REQUESTS`.
+    @Test func aPhoneHasAHandfulOfFramesBeforeAuthenticating() throws {
+        let daemon = try TestDaemon.launch(limits: ["maxUnauthenticatedFrames": 5], pairing: true)
+        defer { _ = try? daemon.terminate() }
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        try phone.sendFrame(.ping, payload: [1])
+        try phone.sendFrame(.pong, payload: [2])
+        try phone.send(.pair(HUPair.with { $0.code = "000000" }), requestID: 4)
+        try phone.sendFrame(.ping, payload: [3])
+        try phone.send(.pair(HUPair.with { $0.code = "000000" }), requestID: 5)
+        try phone.sendFrame(.ping, payload: [4])
+        var pongs = 0, results = 0
+        var goodbye: HUGoodbye?
+        while goodbye == nil, let frame = try phone.readFrame() {
+            switch FrameKind(rawValue: frame.kind) {
+            case .pong: pongs += 1
+            case .message:
+                let envelope = try EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload))
+                if case .goodbye(let bye) = envelope.body { goodbye = bye } else if case .result = envelope.body { results += 1 }
+            default: break
+            }
+        }
+        #expect(pongs == 2 && results == 2)
+        #expect(goodbye?.code == .tooManyRequests)
+        #expect(goodbye?.reason.contains("max_unauthenticated_frames") == true)
+    }
+
+    /// A PONG the daemon did not ask for gets no answer, but counts: a stream
+    /// of them is cut off like any flood (`TOO_MANY_ERRORS`).
+    @Test func unsolicitedPongsAreCutOff() throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let hmi = try daemon.connectUnix()
+        _ = try hmi.handshake(role: .hmi)
+        // One is harmless (section 3: a PONG is never answered).
+        try hmi.sendFrame(.pong, payload: [9])
+        #expect(try hmi.pingRoundTrip())
+        let flood = RawSocketClient.frameBytes(kind: FrameKind.pong.rawValue, payload: [9])
+        try hmi.send(Array([[UInt8]](repeating: flood, count: 5_000).joined()))
+        let goodbye = try hmi.readGoodbye()
+        #expect(goodbye.code == .tooManyErrors)
+        #expect(goodbye.reason.contains("PONG"))
+    }
+
+    /// Empty DATA frames are not free: each takes a sixteenth of a request token.
+    @Test func emptyDataFramesTakeFromTheRate() throws {
+        let daemon = try TestDaemon.launch(limits: ["maxRequestsPerSecond": 10, "maxErrorsPerSecond": 1_000])
+        defer { _ = try? daemon.terminate() }
+        let phone = try daemon.connectUnix()
+        _ = try phone.handshake(role: .phone)
+        let empty = RawSocketClient.frameBytes(kind: FrameKind.data.rawValue, channel: 5, payload: [])
+        try phone.send(Array([[UInt8]](repeating: empty, count: 400).joined()))
+        var codes: [HUErrorCode] = []
+        while codes.count < 400 { codes.append(try phone.readResult().result.code) }
+        // 160 (10 tokens) reach the Car, which has no session on channel 5 (plus what
+        // refills, 1.6 a millisecond, while the daemon reads them); then the rate refuses.
+        let firstRefusal = codes.firstIndex(of: .tooManyRequests) ?? codes.count
+        #expect((160..<240).contains(firstRefusal), "\(firstRefusal)")
+        #expect(codes.prefix(firstRefusal).allSatisfy { $0 == .notConnected })
+        #expect(codes.filter { $0 == .tooManyRequests }.count > 100)
+    }
+
+    /// Issue 23: 8 unauthenticated connections flooding PINGs, PONGs and
+    /// `Pair` held the HMI's PING round trip at p99 0.34 s (release) and 3.9 s
+    /// (debug). Each is now cut off after a handful of frames, so what they
+    /// can make the serving loop do is a few frames per connect.
+    @Test func theHMIsPingStaysFastWhileUnauthenticatedConnectionsFlood() async throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        defer { _ = try? daemon.terminate() }
+        guard let port = daemon.tcpPort else { Issue.record("no TCP port"); return }
+        let hmi = try daemon.connectUnix()
+        _ = try hmi.handshake(role: .hmi)
+        var burst: [UInt8] = RawSocketClient.envelopeBytes(HUEnvelope.with { $0.requestID = 1; $0.body = RawSocketClient.hello(role: .phone) })
+        var pair = HUEnvelope()
+        pair.requestID = 2
+        pair.body = .pair(HUPair.with { $0.code = "123456"; $0.publicKey = Data(repeating: 7, count: 32); $0.deviceName = "flood" })
+        let pairBytes = RawSocketClient.envelopeBytes(pair)
+        for index in 0..<200 {
+            switch index % 3 {
+            case 0: burst += RawSocketClient.frameBytes(kind: FrameKind.ping.rawValue, payload: [1, 2, 3, 4])
+            case 1: burst += RawSocketClient.frameBytes(kind: FrameKind.pong.rawValue, payload: [1, 2, 3, 4])
+            default: burst += pairBytes
+            }
+        }
+        let flood = burst
+        let handed = Handed(hmi)
+        let (rtts, connects, cutOff, unanswered) = try await Self.offThePool { () -> ([Double], Int, Int, Int) in
+            let hmi = handed.value
+            let attack = Attack()
+            let flooders = attack.run(threads: 8) { index in
+                while !attack.isStopped {
+                    guard let client = try? RawSocketClient.tcp(port: port, source: "127.0.0.\(2 + index)") else { continue }
+                    attack.count("connects")
+                    try? client.send(flood)
+                    if Self.goodbyeCode(client, timeout: 1) == .tooManyRequests { attack.count("cut off") }
+                    client.close()
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            var rtts: [Double] = []
+            var unanswered = 0
+            for index in 0..<400 {
+                let payload = withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
+                let start = RawSocketClient.now()
+                if (try? hmi.pingRoundTrip(payload)) != true { unanswered += 1 }
+                rtts.append(RawSocketClient.now() - start)
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            flooders()
+            return (rtts.sorted(), attack.count(of: "connects"), attack.count(of: "cut off"), unanswered)
+        }
+        #expect(unanswered == 0)
+        let p50 = rtts[rtts.count / 2] * 1000, p99 = rtts[rtts.count * 99 / 100] * 1000
+        print("flood: \(connects) connects, \(cutOff) cut off; HMI PING p50 \(p50) ms, p99 \(p99) ms")
+        #expect(cutOff > 100)
+        // The design target is p99 < 10 ms (release daemon: see PROTOCOL.md
+        // section 10.2); a debug build on a loaded 2-core machine running the
+        // flooders too gets a wide margin, still far below the 3.9 s it was.
+        #expect(p99 < 100, "p99 \(p99) ms")
+    }
+
+    // MARK: - Unix: credentials at accept, a reserve for the configured users
+
+    /// Runs perl as uid/gid 4242 (no groups) with the socket opened to it;
+    /// `script` gets the socket path as $ARGV[0] and `arguments` after it.
+    static func asStranger(_ daemon: TestDaemon, _ script: String, _ arguments: [String] = []) throws -> Process {
+        // The test daemon's directory and socket are private to root; a unit
+        // shipping `SocketMode=0666` looks like this.
+        chmod(daemon.directory, 0o755)
+        chmod(daemon.unixSocketPath, 0o666)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=4242", "--regid=4242", "--clear-groups", "/usr/bin/perl", "-e", script, daemon.unixSocketPath] + arguments
+        return process
+    }
+
+    static let perlPrelude = """
+        use strict; use warnings; use IO::Socket::UNIX; use IO::Select;
+        $| = 1;
+        sub conn { IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => $ARGV[0]) or die "connect: $!"; }
+        sub drain { my ($s, $t) = @_; my $sel = IO::Select->new($s); my $all = '';
+          while ($sel->can_read($t)) { my $n = sysread($s, my $buf, 65536); last unless $n; $all .= $buf; } return unpack('H*', $all); }
+        """
+
+    /// Bytes (hex) the daemon sent: the first frame's Envelope.
+    static func firstEnvelope(_ hex: Substring) throws -> HUEnvelope {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), let byte = UInt8(hex[index..<next], radix: 16) {
+            bytes.append(byte)
+            index = next
+        }
+        guard bytes.count >= FrameHeader.size else { throw RawClientError.unexpected("no frame: \(hex)") }
+        let length = Int(bytes[8]) << 24 | Int(bytes[9]) << 16 | Int(bytes[10]) << 8 | Int(bytes[11])
+        return try EnvelopeCodec.decode(ByteBuffer(bytes: bytes[12..<(12 + length)]))
+    }
+
+    /// A user no rule names fills every Unix slot it can: the HMI's uid
+    /// (named by `hmi_access`) still connects, into the reserved share.
+    @Test func aUidWithoutACarRoleCannotKeepTheAllowedHMIOut() throws {
+        let daemon = try TestDaemon.launch(
+            limits: ["maxUnixConnections": 20, "unixReservedConnections": 5],
+            configJSON: "\"hmiAccess\": {\"uids\": [\(getuid())]}")
+        defer { _ = try? daemon.terminate() }
+        let stranger = try Self.asStranger(
+            daemon,
+            Self.perlPrelude + """
+                my @held; for (1..30) { push @held, conn(); }
+                select(undef, undef, undef, 0.5);
+                my $refused = 0; for my $s (@held) { $refused++ if drain($s, 0.01) ne ''; }
+                print "refused $refused\\n"; <STDIN>;
+                """)
+        let input = Pipe(), output = Pipe()
+        stranger.standardInput = input
+        stranger.standardOutput = output
+        try stranger.run()
+        defer { try? input.fileHandleForWriting.close(); stranger.waitUntilExit() }
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        // 15 unreserved slots: the other 15 were told TOO_MANY_CONNECTIONS.
+        #expect(line.hasPrefix("refused 15"), "\(line)")
+        #expect(daemon.log.contains("uid 4242"))
+        // The HMI restarts: its uid is named, the reserve takes it.
+        let hmi = try daemon.connectUnix()
+        let welcome = try hmi.handshake(role: .hmi)
+        #expect(welcome.version == 1)
+        #expect(try hmi.pingRoundTrip())
+    }
+
+    /// `phone_access`: a local user it does not name cannot act as the phone,
+    /// so it cannot end a paired phone's waiting session (section 21).
+    @Test func aUidWithoutPhoneAccessCannotReplaceThePhone() throws {
+        let daemon = try TestDaemon.launch(configJSON: "\"phoneAccess\": {\"uids\": [\(getuid())]}")
+        defer { _ = try? daemon.terminate() }
+        let phone = try daemon.connectUnix()
+        _ = try phone.handshake(role: .phone)
+        try AuthenticationTests.announce(phone)
+        let token = try AuthenticationTests.readResult(phone, requestID: 10).appDecisions.resumptionToken
+        phone.close()  // lost: the session waits
+        Thread.sleep(forTimeInterval: 0.2)
+
+        // The stranger says Hello as a phone and would announce its own apps.
+        let hello = RawSocketClient.envelopeBytes(HUEnvelope.with { $0.requestID = 1; $0.body = RawSocketClient.hello(role: .phone) })
+        let hex = hello.map { String(format: "%02x", $0) }.joined()
+        let stranger = try Self.asStranger(
+            daemon, Self.perlPrelude + "my $s = conn(); syswrite($s, pack('H*', $ARGV[1])); print drain($s, 3), \"\\n\";", [hex])
+        let output = Pipe()
+        stranger.standardOutput = output
+        try stranger.run()
+        stranger.waitUntilExit()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let envelope = try Self.firstEnvelope(answer.split(separator: "\n").first ?? "")
+        guard case .goodbye(let goodbye) = envelope.body else { Issue.record("expected Goodbye, got \(envelope)"); return }
+        #expect(goodbye.code == .peerNotAllowed)
+        #expect(goodbye.reason.contains("uid 4242") && goodbye.reason.contains("phone"))
+
+        // The owner's phone (an allowed uid) comes back and resumes.
+        let back = try daemon.connectUnix()
+        _ = try back.handshake(role: .phone)
+        #expect(try ResumptionTests.resume(back, token: token).code == .ok)
+    }
+}
