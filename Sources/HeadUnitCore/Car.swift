@@ -152,7 +152,7 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, .navigationEvent, .metadataUpdate, nil:
+            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -177,6 +177,7 @@ public struct Car: Sendable {
         hmiPeers.removeAll { $0 == peer }
         var outputs: [AccessoryHub.Output] = []
         accessories.accessoryLeft(peer, outputs: &outputs)
+        accessories.forget(peer)
         clusterFeed.unsubscribe(peer)
         if peer == phonePeer {
             let graceSerial = phoneLink.lost(departure)
@@ -244,6 +245,10 @@ public struct Car: Sendable {
             navigationAlertExpired(serial: serial)
         case .navigationPrompt(let serial):
             audio.endPrompt(serial: serial)
+        case .accessoryOpen(let channel, let serial):
+            var outputs: [AccessoryHub.Output] = []
+            accessories.openTimedOut(channel: channel, serial: serial, outputs: &outputs)
+            perform(outputs)
         case .resumeGrace(let serial):
             guard phoneLink.graceExpired(serial: serial) else { return [] }
             endPhoneApps()

@@ -175,7 +175,10 @@ struct AccessorySessionTests {
         #expect(h.refusedData[h.phone] == [.flowControl])
         #expect(Self.closedReasons(h.drain(h.phone)) == [.flowControl])
         #expect(Self.closedReasons(h.drain(accessory)) == [.flowControl])
+        // Bytes still in flight when the session closed are dropped, not errors (18.6).
         h.apply(h.car.receiveData(channel: channel, ByteBuffer(bytes: [1]), from: h.phone))
+        #expect(h.refusedData[h.phone] == [.flowControl])
+        h.apply(h.car.receiveData(channel: channel + 100, ByteBuffer(bytes: [1]), from: h.phone))
         #expect(h.refusedData[h.phone] == [.flowControl, .notConnected])
     }
 
@@ -229,7 +232,9 @@ struct AccessorySessionTests {
         _ = h.drain(accessory)
         #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel; $0.detail = "done" })).code == .ok)
         #expect(Self.closedReasons(h.drain(accessory)) == [.closedByApp])
-        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel })).code == .unknownSession)
+        // Closing a session that closed recently is not an error: both sides may close at once (18.6).
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel })).code == .ok)
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel + 100 })).code == .unknownSession)
         let again = openAccepted(&h, app: "track-laps", Self.performance)
         _ = h.drain(h.phone)
         #expect(h.request(accessory, .closeSession(HUCloseSession.with { $0.channel = again })).code == .ok)
