@@ -77,7 +77,7 @@ public struct Car: Sendable {
         state.contentStyle = configuration.vehicle.initialContentStyle == .unspecified ? .dark : configuration.vehicle.initialContentStyle
         state.safeArea = configuration.vehicle.mainDisplay.safeArea
         self.vehicleState = state
-        self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols)
+        self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols, peerBudget: configuration.accessoryPeerBudget)
     }
 
     // MARK: - inputs

@@ -77,6 +77,8 @@ public enum CarTimer: Hashable, Sendable {
 /// Everything the car is configured with.
 public struct CarConfiguration: Sendable {
     public var vehicle: HUVehicleProfile
+    /// What the sessions towards one peer may have in flight (AccessoryHub, PROTOCOL.md 18.5).
+    public var accessoryPeerBudget: UInt64 = AccessoryHub.defaultPeerBudget
     public var entitlements: EntitlementPolicy
     /// How long the car waits for an app to complete an event.
     public var completionTimeoutMilliseconds: UInt64

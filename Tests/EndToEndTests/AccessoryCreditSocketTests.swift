@@ -72,7 +72,7 @@ struct AccessoryCreditSocketTests {
     /// spending all the credit it is given at once, towards an accessory that
     /// reads a steady 2 MB/s and grants back what it read. Before, 128 x 64 KiB
     /// = 8 MiB queued for it and it was cut off as a slow consumer in 2.2 s;
-    /// now the sessions towards one peer share its budget (1 MiB), so the
+    /// now the sessions towards one peer share its budget (512 KiB), so the
     /// phone never holds more credit than that, and the reader is never cut.
     @Test func creditAddsUpPerPeerSoManySessionsBurstingDoNotCutASteadyReader() throws {
         let apps = (0..<64).map { Self.automakerApp("app\($0)", [Self.performance, Self.climate]) }
@@ -84,7 +84,7 @@ struct AccessoryCreditSocketTests {
             credit[channel] = Int(o.initialCredit)
             #expect(o.window == 65536)
         }
-        let budget = 1 << 20
+        let budget = 512 << 10
         #expect(credit.values.reduce(0, +) <= budget, "the initial credits towards one accessory add up to at most its budget")
 
         let rate = 2_000_000.0  // bytes a second the accessory reads

@@ -18,9 +18,11 @@ public struct AccessoryHub: Sendable {
     /// The most a receiver may have granted and not yet received, per session direction.
     public static let maxCredit: UInt64 = 256 << 10
     /// Per receiving peer, what its sessions' senders may hold in credit plus
-    /// send before the receiver grants it back: a quarter of the default
-    /// 4 MiB unsent-output bound (`max_outbound_bytes`), its high-water mark.
-    public static let peerBudget: UInt64 = 1 << 20
+    /// send before the receiver grants it back: by default half the write
+    /// buffer's high-water mark (an eighth of `max_outbound_bytes`, 512 KiB),
+    /// so session bytes alone never make an honest reader look behind (10.5).
+    public static let defaultPeerBudget: UInt64 = 512 << 10
+    let peerBudget: UInt64
     /// Caps on sessions (opening or open) (PROTOCOL.md 18.3).
     public static let maxSessionsPerApp = 16
     public static let maxSessionsPerPhone = 256
@@ -86,7 +88,8 @@ public struct AccessoryHub: Sendable {
     /// Per peer: channels of its sessions that closed recently, oldest first.
     private var recentlyClosed: [PeerID: [UInt32]] = [:]
 
-    public init(vehicleProtocols: [String]) {
+    public init(vehicleProtocols: [String], peerBudget: UInt64 = AccessoryHub.defaultPeerBudget) {
+        self.peerBudget = max(UInt64(AccessoryHub.initialCredit), peerBudget)
         var declared: [String: String] = [:]
         for name in AccessoryProtocols.declared(vehicleProtocols) {
             declared[AccessoryProtocols.key(name)] = name
@@ -329,7 +332,7 @@ public struct AccessoryHub: Sendable {
     /// Moves what `direction`'s receiver has room for from held to credit; returns how much.
     private mutating func take(from receiver: PeerID, upTo direction: inout Direction) -> UInt64 {
         let used = committed[receiver, default: 0]
-        let room = used < Self.peerBudget ? Self.peerBudget - used : 0
+        let room = used < peerBudget ? peerBudget - used : 0
         let give = min(room, direction.held)
         direction.held -= give
         direction.credit += give
@@ -342,7 +345,7 @@ public struct AccessoryHub: Sendable {
     private mutating func release(to receiver: PeerID, outputs: inout [Output]) {
         guard var queue = waiting[receiver], !queue.isEmpty else { return }
         var index = 0
-        while index < queue.count, committed[receiver, default: 0] < Self.peerBudget {
+        while index < queue.count, committed[receiver, default: 0] < peerBudget {
             let channel = queue[index]
             guard var session = sessions[channel] else { index += 1; continue }
             let toApp = receiver == session.phone
