@@ -30,6 +30,11 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     private var writers: [CheckedContinuation<Void, Error>] = []
     private var consumedSinceGrant = 0
     private let grantStep: Int
+    private let window: Int
+    /// The receive window this side asks for: the most a side may have
+    /// outstanding (18.5). The daemon's per-peer budget keeps many such
+    /// sessions from adding up to more than this peer can hold.
+    static let widenedWindow = 256 << 10
     /// Why the session ended (nil while open).
     private var ended: HUSessionClosed?
     /// The other side sent its last byte (SessionFinished): reading ends once the inbox is empty.
@@ -47,10 +52,11 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
         self.appID = appID
         self.protocolName = protocolName
         self.sendCredit = Int(initialCredit)
-        // Grant what was read once a quarter of the window is consumed: few
-        // messages, no stall. (The window is what this side granted; a daemon
-        // before `window` existed gave both directions `initial_credit`.)
-        self.grantStep = Swift.max(1, Int(window == 0 ? initialCredit : window) / 4)
+        // The window starts at what the daemon gave (a daemon before `window`
+        // existed gave both directions `initial_credit`); `start` widens it.
+        self.window = Int(window == 0 ? initialCredit : window)
+        // Grant what was read once a quarter of the widened window is consumed: few messages, no stall.
+        self.grantStep = Swift.max(1, Swift.max(self.window, Self.widenedWindow) / 4)
         self.connection = connection
         self.closedHere = closedHere
     }
@@ -194,6 +200,13 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
         }
     }
 
+    /// On the loop, once routed: widens the receive window to `widenedWindow`
+    /// with one grant, so a stream is not held to the daemon's small default.
+    func start() {
+        guard window < Self.widenedWindow, ended == nil else { return }
+        connection.sendOneWay(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(Self.widenedWindow - window) }))
+    }
+
     /// The other side sent its last byte.
     func otherSideFinished() {
         otherFinished = true
@@ -323,7 +336,10 @@ extension PhoneSession {
                 channel: opened.channel, appID: appID, protocolName: opened.protocol, initialCredit: opened.initialCredit, window: opened.window,
                 connection: connection,
                 closedHere: .closedByApp)
-            await connection.onLoopAsync { self.sessionRouter.add(stream) }
+            await connection.onLoopAsync {
+                self.sessionRouter.add(stream)
+                stream.start()
+            }
             return stream
         case .sessionClosed(let closed):
             throw HeadUnitError(code: .notConnected, message: "accessory session refused: \(closed.reason) \(closed.detail)", origin: .result)
@@ -407,6 +423,7 @@ public final class AccessoryPeer: @unchecked Sendable {
             channel: requested.channel, appID: requested.appID, protocolName: requested.protocol,
             initialCredit: requested.initialCredit, window: requested.window, connection: connection, closedHere: .closedByAccessory)
         router.add(stream)
+        stream.start()
         sessionContinuation.yield(stream)
     }
 }
