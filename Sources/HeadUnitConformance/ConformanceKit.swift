@@ -54,6 +54,7 @@ public enum ConformanceKit {
         FramingChecks.all + FrameKindChecks.all + EnvelopeChecks.all + HandshakeChecks.all
             + HeartbeatChecks.all + CloseChecks.all + RoleChecks.all + FloodChecks.all
             + PhoneSessionChecks.all + HMIChecks.all + TemplateChecks.all
+            + AccessoryHalfCloseChecks.all
     }
 
     /// Checks whose section matches one of `sections` (`5`, `11.7`, `T5`) and
