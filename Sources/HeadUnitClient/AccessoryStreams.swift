@@ -29,7 +29,7 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     private var sendCredit: Int
     private var writers: [CheckedContinuation<Void, Error>] = []
     private var consumedSinceGrant = 0
-    private let grantStep: Int
+    private var grantStep: Int
     private let window: Int
     /// The receive window this side asks for: the most a side may have
     /// outstanding (18.5). The daemon's per-peer budget keeps many such
@@ -59,6 +59,13 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
         self.grantStep = Swift.max(1, Swift.max(self.window, Self.widenedWindow) / 4)
         self.connection = connection
         self.closedHere = closedHere
+    }
+
+    /// Grants credit back every `bytes` read instead of every quarter of the
+    /// window (at least 1; PROTOCOL.md 18.5: grants under 4096 bytes count
+    /// against the request rate).
+    public func grant(every bytes: Int) async {
+        await connection.onLoopAsync { self.grantStep = Swift.max(1, bytes) }
     }
 
     /// Why the session ended, once it has.
