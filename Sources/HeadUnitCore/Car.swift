@@ -176,8 +176,9 @@ public struct Car: Sendable {
         }
         hmiPeers.removeAll { $0 == peer }
         var outputs: [AccessoryHub.Output] = []
+        accessories.departing = peer
+        defer { accessories.departing = nil }
         accessories.accessoryLeft(peer, outputs: &outputs)
-        accessories.forget(peer)
         clusterFeed.unsubscribe(peer)
         if peer == phonePeer {
             let graceSerial = phoneLink.lost(departure)
@@ -193,6 +194,7 @@ public struct Car: Sendable {
                 endPhoneApps()
             }
         }
+        accessories.forget(peer)
         perform(outputs)
         settlePhoneLink()
         publishScreens()

@@ -87,6 +87,9 @@ public struct AccessoryHub: Sendable {
     private var waiting: [PeerID: [UInt32]] = [:]
     /// Per peer: channels of its sessions that closed recently, oldest first.
     private var recentlyClosed: [PeerID: [UInt32]] = [:]
+    /// A peer whose sessions are being ended because it left: it is sent no
+    /// credit meanwhile (it has no connection to send it on).
+    var departing: PeerID?
 
     public init(vehicleProtocols: [String], peerBudget: UInt64 = AccessoryHub.defaultPeerBudget) {
         self.peerBudget = max(UInt64(AccessoryHub.initialCredit), peerBudget)
@@ -353,7 +356,7 @@ public struct AccessoryHub: Sendable {
             let give = take(from: receiver, upTo: &direction)
             if toApp { session.toApp = direction } else { session.toAccessory = direction }
             sessions[channel] = session
-            if give > 0 {
+            if give > 0, session.other(than: receiver) != departing {
                 outputs.append(.send(session.other(than: receiver), .sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(give) })))
             }
             if direction.held > 0 { break }
