@@ -373,7 +373,7 @@ public struct ConnectionStateMachine: Sendable {
         if case .sessionCredit(let credit) = envelope.body, credit.bytes >= Self.grantWithoutToken { freeGrant = true }
         if !charged, !freeGrant, !requests.take(now: now) {
             return protocolError(
-                .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); a SessionCredit under \(Self.grantWithoutToken) bytes counts as a request",
+                .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); request not served (a SessionCredit counts only under \(Self.grantWithoutToken) bytes)",
                 requestID: envelope.requestID, now: now, cutOffCode: .tooManyRequests)
         }
         guard let body = envelope.body else {
