@@ -82,6 +82,19 @@ else
   fail "the scripted session over TCP ran:"; cat "$work/play.log"
 fi
 python3 Tests/Dissector/wire_cases.py "$port" > "$work/cases.log" 2>&1 || { fail "wire_cases.py ran:"; cat "$work/cases.log"; }
+# An accessory session with half-close (PROTOCOL.md 18.6): an echo on the
+# Unix socket, the phone over TCP piping 5 bytes through it and back.
+"$bin/headunitctl" accessory --unix-socket "$work/hu.sock" --echo com.openmotors.climate > "$work/echo.log" 2>&1 &
+echo_pid=$!
+pids+=("$echo_pid")
+for _ in $(seq 100); do grep -q 'waiting for sessions' "$work/echo.log" 2>/dev/null && break; sleep 0.1; done
+if printf 'hello' | "$bin/headunitctl" session --tcp "127.0.0.1:$port" com.example.comfort com.openmotors.climate > "$work/session.out" 2> "$work/session.log" \
+  && [ "$(cat "$work/session.out")" = hello ]; then
+  pass "an accessory session with half-close ran (5 bytes back)"
+else
+  fail "an accessory session with half-close ran:"; cat "$work/session.log" "$work/echo.log"
+fi
+kill "$echo_pid" 2>/dev/null
 stop_capture "$work/tcp.pcap"
 
 decode "$work/tcp.pcap" "$work/tcp.txt"
@@ -94,6 +107,11 @@ check "TCP: the push" "$work/tcp.txt" "TemplateRequest{push: list 'genres'} [req
 check "TCP: a lifecycle event" "$work/tcp.txt" "AppEvent{LIFECYCLE_PHASE_DID_APPEAR 'genres'}"
 check "TCP: the error Result by code name" "$work/tcp.txt" "Result ERROR_CODE_INVALID_POSITION: the root template cannot be popped [req 6]"
 check "TCP: Goodbye" "$work/tcp.txt" "Goodbye ERROR_CODE_OK"
+check_re "TCP: session bytes in a DATA frame" "$work/tcp.txt" "DATA ch=[1-9][0-9]* len=5"
+check_re "TCP: the phone's half-close" "$work/tcp.txt" "CloseSession\\{channel [1-9][0-9]*, half\\}"
+check_re "TCP: the echo's SessionFinished" "$work/tcp.txt" "SessionFinished\\{channel [1-9][0-9]*\\}"
+check_re "TCP: the session's end once both finished" "$work/tcp.txt" "SessionClosed\\{channel [1-9][0-9]* SESSION_CLOSE_REASON_FINISHED\\}"
+check_re "TCP: the SDK widening its window" "$work/tcp.txt" "SessionCredit\\{channel [1-9][0-9]*, 196608 bytes\\}"
 # The split Hello: a 5-byte segment held for reassembly, then the whole frame.
 check_re "TCP: a 5-byte piece of a frame is held for reassembly" "$work/tcp.txt" "Len=5 .*\\[TCP segment of a reassembled PDU\\]"
 check "TCP: the frame split across segments, reassembled" "$work/tcp.txt" "Hello{ROLE_PHONE 'Alice's iPhone'} [req 1]"

@@ -247,6 +247,23 @@ local function summarize(bytes, first, last)
       local gi = field_named("ScreenUpdate", g.number)
       if gi and g.number >= 10 and g.wire == 2 then detail = "{" .. gi.name .. "}" end
     end
+  elseif name == "CloseSession" or name == "SessionCredit" or name == "SessionFinished" or name == "SessionClosed" then
+    -- Accessory sessions (PROTOCOL.md 18): the channel, and a half-close,
+    -- a grant's size or a close's reason.
+    local at = (name == "CloseSession" or name == "SessionCredit") and 1 or 2
+    local channel = first_field(inner, at)
+    detail = string.format("{channel %d", channel and channel.value or 0)
+    if name == "CloseSession" then
+      local half = first_field(inner, 3)
+      if half and half.value ~= 0 then detail = detail .. ", half" end
+    elseif name == "SessionCredit" then
+      local bytes_field = first_field(inner, 2)
+      detail = detail .. string.format(", %d bytes", bytes_field and bytes_field.value or 0)
+    elseif name == "SessionClosed" then
+      local reason = first_field(inner, 4)
+      detail = detail .. " " .. enum_name("SessionCloseReason", reason and reason.value or 0)
+    end
+    detail = detail .. "}"
   elseif name == "AnnounceApps" then
     local count = 0
     for _, g in ipairs(inner) do if g.number == 2 then count = count + 1 end end

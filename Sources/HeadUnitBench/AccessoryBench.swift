@@ -64,37 +64,95 @@ struct AccessoryBench {
         return Report(sessionSeconds: sessionSeconds, rawSeconds: try Self.rawSocketPair(total), intact: intact, echoRTTs: rtts)
     }
 
+    /// `megabytes` from the accessory to the phone through one session whose
+    /// reader grants credit back every `grantBytes` (18.5's advice: 16 KiB),
+    /// so tens of thousands of grants a second, far over the request rate:
+    /// they must not be refused (issue 25). Returns (seconds, bytes received, intact).
+    func streamWithSmallGrants(grantBytes: Int) async throws -> (Double, Int, Bool) {
+        let ecu = try await AccessoryPeer.connect(to: endpoint, name: "bench grants ECU")
+        try await ecu.serve([Self.bulkProtocol])
+        let phone = try await PhoneSession.connect(to: endpoint, deviceName: "bench grants phone")
+        _ = try await phone.announce([HUAppInfo.with {
+            $0.appID = "com.example.grants"; $0.displayName = "Grants"; $0.entitlements = ["com.apple.developer.carplay-protocols"]
+            $0.accessoryProtocols = [Self.bulkProtocol]
+        }])
+        let reader = try await phone.openAccessorySession(appID: "com.example.grants", protocol: Self.bulkProtocol)
+        await reader.grant(every: grantBytes)
+        var writer: AccessoryStream?
+        for await stream in ecu.sessions { writer = stream; break }
+        guard let writer else { throw Failure("the accessory got no session") }
+        let total = megabytes << 20
+        let clock = ContinuousClock()
+        let start = clock.now
+        async let sent = Self.pump(total, seed: 3, into: writer)
+        async let got = Self.drain(total, from: reader)
+        let (a, b) = try await (sent, got)
+        let seconds = Self.seconds(clock.now - start)
+        await phone.close()
+        await ecu.close()
+        return (seconds, total, a == b)
+    }
+
     /// Writes `total` bytes in 64 KiB writes; returns their FNV-1a hash.
     static func pump(_ total: Int, seed: UInt64, into stream: AccessoryStream) async throws -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var hash = WordFNV()
         var block = [UInt8](repeating: 0, count: 64 << 10)
         var sent = 0, index: UInt64 = 0
         while sent < total {
             // Each block starts with its index and the seed: reordering or repeats change the hash.
             withUnsafeBytes(of: (index ^ seed << 48).bigEndian) { block.replaceSubrange(0..<8, with: $0) }
-            hash = fnv(hash, block)
+            block.withUnsafeBytes { hash.add($0) }
             try await stream.write(block)
             sent += block.count
             index += 1
         }
-        return hash
+        return hash.value
     }
 
     static func drain(_ total: Int, from stream: AccessoryStream) async throws -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var hash = WordFNV()
         var received = 0
         for try await bytes in stream {
-            hash = bytes.withUnsafeReadableBytes { fnv(hash, $0) }
+            bytes.withUnsafeReadableBytes { hash.add($0) }
             received += bytes.readableBytes
             if received >= total { break }
         }
-        return hash
+        return hash.value
     }
 
-    static func fnv<C: Collection>(_ start: UInt64, _ bytes: C) -> UInt64 where C.Element == UInt8 {
-        var hash = start
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return hash
+    /// FNV-1a over the stream's 64-bit little-endian words (a partial word
+    /// carried over to the next buffer, the tail byte by byte at the end):
+    /// eight times fewer steps than per byte, still order-sensitive, and the
+    /// same however the stream is cut into frames.
+    struct WordFNV {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var carry: UInt64 = 0
+        var carried = 0
+
+        mutating func add(_ bytes: UnsafeRawBufferPointer) {
+            var offset = 0
+            while carried > 0, carried < 8, offset < bytes.count {
+                carry |= UInt64(bytes[offset]) << (8 * UInt64(carried))
+                carried += 1
+                offset += 1
+            }
+            if carried == 8 {
+                hash = (hash ^ carry) &* 0x100_0000_01b3
+                carry = 0
+                carried = 0
+            }
+            while offset + 8 <= bytes.count {
+                hash = (hash ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))) &* 0x100_0000_01b3
+                offset += 8
+            }
+            while offset < bytes.count {
+                carry |= UInt64(bytes[offset]) << (8 * UInt64(carried))
+                carried += 1
+                offset += 1
+            }
+        }
+
+        var value: UInt64 { carried == 0 ? hash : (hash ^ carry ^ UInt64(carried) << 56) &* 0x100_0000_01b3 }
     }
 
     /// Round trips (microseconds) on the echo session until cancelled.

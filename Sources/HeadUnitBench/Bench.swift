@@ -55,6 +55,9 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(name: .customLong("accessory-mib"), help: "Also send this many MiB each way through one External Accessory session (0: skip).")
     var accessoryMiB = 0
 
+    @Option(name: .customLong("accessory-grant-mib"), help: "Also stream this many MiB from an accessory to a phone that grants credit every 16 KiB (0: skip).")
+    var accessoryGrantMiB = 0
+
     @Option(help: "Instead of the RTT run: the metadata stream with this many cluster subscribers (one stalled), e.g. 100.")
     var clusterSubscribers = 0
 
@@ -83,7 +86,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         // The accessory and metadata-stream runs are about the daemon, not the
         // phone's transport: once, on the Unix socket (as is a daemon given by --unix-socket).
         let transports: [PhoneTransport] =
-            accessoryMiB > 0 || clusterSubscribers > 0 || spawn == nil ? [.unix] : (transport == .both ? [.unix, .tcp] : [transport])
+            accessoryMiB > 0 || accessoryGrantMiB > 0 || clusterSubscribers > 0 || spawn == nil ? [.unix] : (transport == .both ? [.unix, .tcp] : [transport])
         for phoneTransport in transports { try await measure(phoneTransport) }
     }
 
@@ -214,6 +217,14 @@ struct HeadUnitBench: AsyncParsableCommand {
             print(row("second session RTT p50 during it", format1(percentile(0.5)) + " us (\(rtts.count) round trips)"))
             print(row("second session RTT p99 during it", format1(percentile(0.99)) + " us"))
             if let beforeRSS, let peakRSS { print(row("daemon RSS before / after", formatMiB(beforeRSS) + " / " + formatMiB(peakRSS))) }
+        }
+
+        if accessoryGrantMiB > 0 {
+            let (seconds, bytes, intact) = try await AccessoryBench(endpoint: endpoint, megabytes: accessoryGrantMiB).streamWithSmallGrants(grantBytes: 16 << 10)
+            print("")
+            print("External Accessory session: \(accessoryGrantMiB) MiB one way, the reader granting every 16 KiB")
+            print(row("bytes intact (FNV-1a both ends)", intact ? "yes" : "NO"))
+            print(row("streamed", "\(bytes >> 20) MiB in \(format1(seconds)) s, \(format1(Double(bytes >> 20) / seconds)) MiB/s, \(bytes / (16 << 10)) grants"))
         }
     }
 

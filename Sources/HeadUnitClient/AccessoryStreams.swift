@@ -29,21 +29,43 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     private var sendCredit: Int
     private var writers: [CheckedContinuation<Void, Error>] = []
     private var consumedSinceGrant = 0
-    private let grantStep: Int
+    private var grantStep: Int
+    private let window: Int
+    /// The receive window this side asks for: the most a side may have
+    /// outstanding (18.5). The daemon's per-peer budget keeps many such
+    /// sessions from adding up to more than this peer can hold.
+    static let widenedWindow = 256 << 10
     /// Why the session ended (nil while open).
     private var ended: HUSessionClosed?
+    /// The other side sent its last byte (SessionFinished): reading ends once the inbox is empty.
+    private var otherFinished = false
+    /// This side sent its last byte (`finish`).
+    private var finishedHere = false
     /// How this side's own `close` is recorded: by the app (phone side) or the accessory.
     private let closedHere: HUSessionCloseReason
 
-    init(channel: UInt32, appID: String, protocolName: String, initialCredit: UInt32, connection: HeadUnitConnection, closedHere: HUSessionCloseReason) {
+    init(
+        channel: UInt32, appID: String, protocolName: String, initialCredit: UInt32, window: UInt32, connection: HeadUnitConnection,
+        closedHere: HUSessionCloseReason
+    ) {
         self.channel = channel
         self.appID = appID
         self.protocolName = protocolName
         self.sendCredit = Int(initialCredit)
-        // Grant what was read once a quarter of the window is consumed: few messages, no stall.
-        self.grantStep = Swift.max(1, Int(initialCredit) / 4)
+        // The window starts at what the daemon gave (a daemon before `window`
+        // existed gave both directions `initial_credit`); `start` widens it.
+        self.window = Int(window == 0 ? initialCredit : window)
+        // Grant what was read once a quarter of the widened window is consumed: few messages, no stall.
+        self.grantStep = Swift.max(1, Swift.max(self.window, Self.widenedWindow) / 4)
         self.connection = connection
         self.closedHere = closedHere
+    }
+
+    /// Grants credit back every `bytes` read instead of every quarter of the
+    /// window (at least 1; PROTOCOL.md 18.5: grants under 4096 bytes count
+    /// against the request rate).
+    public func grant(every bytes: Int) async {
+        await connection.onLoopAsync { self.grantStep = Swift.max(1, bytes) }
     }
 
     /// Why the session ended, once it has.
@@ -62,6 +84,8 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
                     continuation.resume(returning: self.take())
                 } else if let ended = self.ended {
                     Self.finish(continuation, ended)
+                } else if self.otherFinished {
+                    continuation.resume(returning: nil)
                 } else {
                     self.reader = continuation
                 }
@@ -79,7 +103,7 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     private func take() -> ByteBuffer {
         let buffer = inbox.removeFirst()
         consumedSinceGrant += buffer.readableBytes
-        if consumedSinceGrant >= grantStep, ended == nil {
+        if consumedSinceGrant >= grantStep, ended == nil, !otherFinished {
             connection.sendOneWay(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(consumedSinceGrant) }))
             consumedSinceGrant = 0
         }
@@ -88,7 +112,7 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
 
     private static func finish(_ continuation: CheckedContinuation<ByteBuffer?, Error>, _ ended: HUSessionClosed) {
         switch ended.reason {
-        case .closedByApp, .closedByAccessory, .appClosed:
+        case .closedByApp, .closedByAccessory, .appClosed, .finished:
             continuation.resume(returning: nil)
         default:
             continuation.resume(throwing: HeadUnitError(code: .notConnected, message: "accessory session ended: \(ended.reason) \(ended.detail)", origin: .connectionClosed))
@@ -109,6 +133,9 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
             try await connection.onLoopAsyncThrowing {
                 if let ended = self.ended {
                     throw HeadUnitError(code: .notConnected, message: "accessory session ended: \(ended.reason)", origin: .connectionClosed)
+                }
+                if self.finishedHere {
+                    throw HeadUnitError(code: .notConnected, message: "this side finished writing", origin: .connectionClosed)
                 }
                 self.sendCredit -= count
                 self.connection.sendData(channel: self.channel, slice)
@@ -142,6 +169,24 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
         }
     }
 
+    /// Half-close, like TCP's FIN or closing an EASession's output stream:
+    /// this side sends no more bytes (everything written so far arrives
+    /// first), and goes on reading until the other side finishes or closes.
+    /// Once both sides finished, the session ends (SessionClosed{FINISHED}).
+    public func finish(detail: String = "") async throws {
+        let already = await connection.onLoopAsync { () -> Bool in
+            defer { self.finishedHere = true }
+            return self.finishedHere || self.ended != nil
+        }
+        guard !already else { return }
+        try await connection.request(.closeSession(HUCloseSession.with { $0.channel = channel; $0.detail = detail; $0.half = true }))
+    }
+
+    /// Whether the session ended in both directions (closed, or both sides finished).
+    public var isEnded: Bool {
+        get async { await connection.onLoopAsync { self.ended != nil } }
+    }
+
     /// Ends the session; the other side gets SessionClosed.
     public func close(detail: String = "") async throws {
         try await connection.request(.closeSession(HUCloseSession.with { $0.channel = channel; $0.detail = detail }))
@@ -159,6 +204,22 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
             reader.resume(returning: take())
         } else {
             inbox.append(payload)
+        }
+    }
+
+    /// On the loop, once routed: widens the receive window to `widenedWindow`
+    /// with one grant, so a stream is not held to the daemon's small default.
+    func start() {
+        guard window < Self.widenedWindow, ended == nil else { return }
+        connection.sendOneWay(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(Self.widenedWindow - window) }))
+    }
+
+    /// The other side sent its last byte.
+    func otherSideFinished() {
+        otherFinished = true
+        if let reader, inbox.isEmpty {
+            self.reader = nil
+            reader.resume(returning: nil)
         }
     }
 
@@ -210,6 +271,8 @@ final class SessionRouter: @unchecked Sendable {
         switch body {
         case .sessionCredit(let credit):
             streams[credit.channel]?.granted(credit.bytes)
+        case .sessionFinished(let finished):
+            streams[finished.channel]?.otherSideFinished()
         case .sessionClosed(let closed):
             if let stream = streams.removeValue(forKey: closed.channel) {
                 stream.end(closed)
@@ -277,9 +340,13 @@ extension PhoneSession {
         switch await sessionRouter.outcome(of: session.channel) {
         case .sessionOpened(let opened):
             let stream = AccessoryStream(
-                channel: opened.channel, appID: appID, protocolName: opened.protocol, initialCredit: opened.initialCredit, connection: connection,
+                channel: opened.channel, appID: appID, protocolName: opened.protocol, initialCredit: opened.initialCredit, window: opened.window,
+                connection: connection,
                 closedHere: .closedByApp)
-            await connection.onLoopAsync { self.sessionRouter.add(stream) }
+            await connection.onLoopAsync {
+                self.sessionRouter.add(stream)
+                stream.start()
+            }
             return stream
         case .sessionClosed(let closed):
             throw HeadUnitError(code: .notConnected, message: "accessory session refused: \(closed.reason) \(closed.detail)", origin: .result)
@@ -361,8 +428,9 @@ public final class AccessoryPeer: @unchecked Sendable {
         guard refusal == nil else { return }
         let stream = AccessoryStream(
             channel: requested.channel, appID: requested.appID, protocolName: requested.protocol,
-            initialCredit: requested.initialCredit, connection: connection, closedHere: .closedByAccessory)
+            initialCredit: requested.initialCredit, window: requested.window, connection: connection, closedHere: .closedByAccessory)
         router.add(stream)
+        stream.start()
         sessionContinuation.yield(stream)
     }
 }

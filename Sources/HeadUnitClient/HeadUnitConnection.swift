@@ -61,6 +61,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
     private var nextRequestID: UInt32 = 1
     private var outbound: ByteBuffer
     private var flushScheduled = false
+    /// Written to the channel (a large DATA payload, as it is) and not flushed yet.
+    private var writtenUnflushed = false
     private var closeReason: HeadUnitError?
     private var isClosed = false
     private var sweepTask: RepeatedTask?
@@ -309,10 +311,15 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     private func flushNow() {
         flushScheduled = false
-        guard outbound.readableBytes > 0, let channel, !isClosed else { return }
-        let bytes = outbound
-        outbound = channel.allocator.buffer(capacity: 4096)
-        channel.writeAndFlush(bytes, promise: nil)
+        guard let channel, !isClosed else { return }
+        if outbound.readableBytes > 0 {
+            let bytes = outbound
+            outbound = channel.allocator.buffer(capacity: 4096)
+            channel.writeAndFlush(bytes, promise: nil)
+        } else if writtenUnflushed {
+            channel.flush()
+        }
+        writtenUnflushed = false
     }
 
     // MARK: closing
@@ -378,7 +385,15 @@ public final class HeadUnitConnection: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         guard !isClosed else { return }
         outbound.writeFrameHeader(FrameHeader(kind: .data, channel: channel, length: UInt32(payload.readableBytes)))
-        outbound.writeImmutableBuffer(payload)
+        if payload.readableBytes >= 4096, let socket = self.channel {
+            // A large payload goes out as it is, behind what is pending: not copied.
+            socket.write(outbound, promise: nil)
+            socket.write(payload, promise: nil)
+            outbound = socket.allocator.buffer(capacity: 4096)
+            writtenUnflushed = true
+        } else {
+            outbound.writeImmutableBuffer(payload)
+        }
         scheduleFlush()
     }
 

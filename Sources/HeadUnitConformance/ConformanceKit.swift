@@ -55,6 +55,7 @@ public enum ConformanceKit {
             + HeartbeatChecks.all + CloseChecks.all + RoleChecks.all + FloodChecks.all
             + PhoneSessionChecks.all + HMIChecks.all + TemplateChecks.all
             + LimitChecks.all + AccessoryChecks.all + NavigationChecks.all + AuthChecks.all + ResumptionChecks.all
+            + AccessoryHalfCloseChecks.all
     }
 
     /// Checks whose section matches one of `sections` (`5`, `11.7`, `T5`) and

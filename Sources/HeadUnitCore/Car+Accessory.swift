@@ -7,24 +7,31 @@ extension Car {
     /// An accessory-session message; true when `body` was one.
     mutating func receiveAccessoryMessage(_ body: HUEnvelope.OneOf_Body, requestID: UInt32, from peer: PeerID) -> Bool {
         var outputs: [AccessoryHub.Output] = []
+        let outcome: Result<HUResult, RuleViolation>
         switch body {
         case .serveProtocols(let serve):
-            answer(peer, requestID, Self.outcome(accessories.serve(serve.protocols, by: peer, outputs: &outputs)))
+            outcome = Self.outcome(accessories.serve(serve.protocols, by: peer, outputs: &outputs))
         case .openSession(let open):
-            answer(peer, requestID, openSession(open, from: peer, outputs: &outputs))
+            outcome = openSession(open, from: peer, outputs: &outputs)
         case .answerSession(let answerSession):
-            answer(peer, requestID, Self.outcome(accessories.answer(answerSession, from: peer, outputs: &outputs)))
+            outcome = Self.outcome(accessories.answer(answerSession, from: peer, outputs: &outputs))
         case .closeSession(let close):
-            answer(peer, requestID, Self.outcome(accessories.close(channel: close.channel, detail: close.detail, from: peer, outputs: &outputs)))
+            outcome = Self.outcome(accessories.close(close, from: peer, outputs: &outputs))
         case .sessionCredit(let credit):
-            // One-way: answered only when refused.
+            // One-way: answered only when refused, and then it counts as a protocol error (18.5).
             if let violation = accessories.credit(credit, from: peer, outputs: &outputs) {
-                answer(peer, requestID, .failure(violation))
+                perform(outputs)
+                effects.append(.refuseRequest(peer, violation.result, requestID: requestID))
+            } else {
+                perform(outputs)
             }
+            return true
         default:
             return false
         }
+        // Every request that ends sessions: the events it caused first, then its Result (18.6).
         perform(outputs)
+        answer(peer, requestID, outcome)
         return true
     }
 
@@ -33,7 +40,8 @@ extension Car {
     }
 
     /// OpenSession's checks before the hub's: NO_PHONE, UNKNOWN_APP,
-    /// ENTITLEMENT_REFUSED, NOT_ALLOWED_FOR_CATEGORY, UNKNOWN_PROTOCOL.
+    /// ENTITLEMENT_REFUSED, NOT_ALLOWED_FOR_CATEGORY, UNKNOWN_PROTOCOL (then
+    /// the hub's PROTOCOL_UNAVAILABLE, TOO_MANY_SESSIONS).
     mutating func openSession(_ open: HUOpenSession, from peer: PeerID, outputs: inout [AccessoryHub.Output]) -> Result<HUResult, RuleViolation> {
         let app: AppState
         switch announcedApp(open.appID, from: peer) {
@@ -73,6 +81,9 @@ extension Car {
             case .data(let peer, let channel, let payload): effects.append(.sendData(peer, channel: channel, payload))
             case .refuseData(let peer, let code, let message): effects.append(.refuseData(peer, code, message))
             case .availabilityChanged(let keys): sendAvailability(changed: keys)
+            case .startOpenTimer(let channel, let serial):
+                effects.append(.startTimer(.accessoryOpen(channel: channel, serial: serial), milliseconds: AccessoryHub.openTimeoutMilliseconds))
+            case .cancelOpenTimer(let channel, let serial): effects.append(.cancelTimer(.accessoryOpen(channel: channel, serial: serial)))
             }
         }
     }

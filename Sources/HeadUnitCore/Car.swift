@@ -77,7 +77,7 @@ public struct Car: Sendable {
         state.contentStyle = configuration.vehicle.initialContentStyle == .unspecified ? .dark : configuration.vehicle.initialContentStyle
         state.safeArea = configuration.vehicle.mainDisplay.safeArea
         self.vehicleState = state
-        self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols)
+        self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols, peerBudget: configuration.accessoryPeerBudget)
     }
 
     // MARK: - inputs
@@ -152,7 +152,7 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, .navigationEvent, .metadataUpdate, nil:
+            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -176,6 +176,8 @@ public struct Car: Sendable {
         }
         hmiPeers.removeAll { $0 == peer }
         var outputs: [AccessoryHub.Output] = []
+        accessories.departing = peer
+        defer { accessories.departing = nil }
         accessories.accessoryLeft(peer, outputs: &outputs)
         clusterFeed.unsubscribe(peer)
         if peer == phonePeer {
@@ -192,6 +194,7 @@ public struct Car: Sendable {
                 endPhoneApps()
             }
         }
+        accessories.forget(peer)
         perform(outputs)
         settlePhoneLink()
         publishScreens()
@@ -244,6 +247,10 @@ public struct Car: Sendable {
             navigationAlertExpired(serial: serial)
         case .navigationPrompt(let serial):
             audio.endPrompt(serial: serial)
+        case .accessoryOpen(let channel, let serial):
+            var outputs: [AccessoryHub.Output] = []
+            accessories.openTimedOut(channel: channel, serial: serial, outputs: &outputs)
+            perform(outputs)
         case .resumeGrace(let serial):
             guard phoneLink.graceExpired(serial: serial) else { return [] }
             endPhoneApps()

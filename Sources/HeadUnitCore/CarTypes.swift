@@ -47,6 +47,9 @@ public enum CarEffect: Sendable, Equatable {
     /// A DATA frame from the peer was refused: a non-fatal protocol error that
     /// counts against its error budget (PROTOCOL.md section 10).
     case refuseData(PeerID, HUErrorCode, String)
+    /// A one-way message (SessionCredit) was refused: answered with this
+    /// Result, counted against the peer's error budget like `refuseData`.
+    case refuseRequest(PeerID, HUResult, requestID: UInt32)
 }
 
 /// The state streams an HMI follows: the home screen and each screen.
@@ -67,11 +70,15 @@ public enum CarTimer: Hashable, Sendable {
     case announce(peer: PeerID)
     /// A lost phone's grace period ran out: its apps end (PROTOCOL.md section 21).
     case resumeGrace(serial: UInt64)
+    /// An accessory did not answer a requested session in time (PROTOCOL.md 18.3).
+    case accessoryOpen(channel: UInt32, serial: UInt64)
 }
 
 /// Everything the car is configured with.
 public struct CarConfiguration: Sendable {
     public var vehicle: HUVehicleProfile
+    /// What the sessions towards one peer may have in flight (AccessoryHub, PROTOCOL.md 18.5).
+    public var accessoryPeerBudget: UInt64 = AccessoryHub.defaultPeerBudget
     public var entitlements: EntitlementPolicy
     /// How long the car waits for an app to complete an event.
     public var completionTimeoutMilliseconds: UInt64
@@ -88,6 +95,8 @@ public struct CarConfiguration: Sendable {
     ) {
         self.resumeGraceMilliseconds = resumeGraceMilliseconds
         self.vehicle = vehicle
+        // Strings that are not reverse DNS, and repeats, are dropped everywhere (18.1).
+        self.vehicle.accessoryProtocols = AccessoryProtocols.declared(vehicle.accessoryProtocols)
         self.entitlements = entitlements
         self.completionTimeoutMilliseconds = completionTimeoutMilliseconds
         self.announceTimeoutMilliseconds = announceTimeoutMilliseconds

@@ -186,9 +186,16 @@ struct SessionFuzz {
                 timers[timer] = nil
             case .sendData(let peer, let channel, _):
                 FuzzChecks.check(connections[peer] != nil && channel != 0, "session bytes go to a connected peer on a channel (peer \(peer))")
-            case .refuseData(let peer, let code, let message):
-                guard var connection = connections[peer] else { FuzzChecks.fail("a refused DATA frame came from a connected peer") }
-                let action = connection.refuse(code, message, now: now)
+            case .refuseData, .refuseRequest:
+                let peer: PeerID
+                if case .refuseData(let from, _, _) = effect { peer = from } else if case .refuseRequest(let from, _, _) = effect { peer = from } else { continue }
+                guard var connection = connections[peer] else { FuzzChecks.fail("a refused DATA frame or grant came from a connected peer") }
+                let action: ConnectionAction
+                switch effect {
+                case .refuseData(_, let code, let message): action = connection.refuse(code, message, now: now)
+                case .refuseRequest(_, let result, let requestID): action = connection.refuse(result, requestID: requestID, now: now)
+                default: continue
+                }
                 connections[peer] = connection
                 if case .close(let code, _) = action {
                     connections[peer] = nil

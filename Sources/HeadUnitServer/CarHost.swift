@@ -154,7 +154,7 @@ final class CarHost: @unchecked Sendable {
         for effect in effects {
             let recipient: PeerID?
             switch effect {
-            case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _):
+            case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _), .refuseRequest(let to, _, _):
                 recipient = to
             case .toHMIs:
                 recipient = nil
@@ -318,6 +318,8 @@ final class CarHost: @unchecked Sendable {
                 connections[peer]?.sendData(channel: channel, payload)
             case .refuseData(let peer, let code, let message):
                 connections[peer]?.refuseData(code, message)
+            case .refuseRequest(let peer, let result, let requestID):
+                connections[peer]?.refuse(result, requestID: requestID)
             }
         }
     }

@@ -352,6 +352,11 @@ final class ConnectionHandler: ChannelInboundHandler {
         perform(machine.refuse(code, message, now: monotonicMilliseconds()))
     }
 
+    /// The Car refused a one-way message of this peer (a SessionCredit).
+    func refuse(_ result: HUResult, requestID: UInt32) {
+        perform(machine.refuse(result, requestID: requestID, now: monotonicMilliseconds()))
+    }
+
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         writePending(context)
         context.write(wrapOutboundOut(buffer), promise: nil)

@@ -29,7 +29,9 @@ public struct ServerConfiguration: Sendable {
     public var connection: ConnectionConfiguration
     public var car: CarConfiguration
     /// A peer whose unsent output exceeds this is cut off with SLOW_CONSUMER.
-    public var maxOutboundBytes: Int
+    public var maxOutboundBytes: Int {
+        didSet { car.accessoryPeerBudget = Self.accessoryPeerBudget(maxOutboundBytes) }
+    }
     /// A peer that cannot take writes for this long is cut off with SLOW_CONSUMER.
     public var slowConsumerTimeoutMilliseconds: UInt64
     /// A graceful stop closes whatever is still open after this long.
@@ -62,11 +64,18 @@ public struct ServerConfiguration: Sendable {
         self.listeners = listeners
         self.connection = connection
         self.car = car
+        // Session bytes towards a peer stay under half its write buffer's high-water mark (PROTOCOL.md 18.5).
+        self.car.accessoryPeerBudget = Self.accessoryPeerBudget(maxOutboundBytes)
         self.maxOutboundBytes = maxOutboundBytes
         self.slowConsumerTimeoutMilliseconds = slowConsumerTimeoutMilliseconds
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         self.connectionCaps = connectionCaps
         self.slowConsumerGoodbyeMilliseconds = slowConsumerGoodbyeMilliseconds
+    }
+
+    /// Half the write buffer's high-water mark (a quarter of max_outbound_bytes).
+    static func accessoryPeerBudget(_ maxOutboundBytes: Int) -> UInt64 {
+        UInt64(max(64 << 10, maxOutboundBytes / 8))
     }
 }
 

@@ -50,8 +50,11 @@ struct Accessory: AsyncParsableCommand {
         }
     }
 
+    /// Every byte back, then finishes its own direction once the app finished
+    /// (half-close): the app reads the whole echo before the session ends.
     static func echo(_ stream: AccessoryStream) async throws {
         for try await bytes in stream { try await stream.write(bytes) }
+        if !(await stream.isEnded) { try await stream.finish(detail: "echoed everything") }
     }
 
     static func send(file: String, to stream: AccessoryStream) async throws {
@@ -108,20 +111,27 @@ enum EntitlementKeys {
     static let protocols = "com.apple.developer.carplay-protocols"
 }
 
-/// stdin -> the session, the session -> stdout. Returns when the session
-/// ends (the stdin reader, blocked in read(2), is left behind: the command exits).
+/// stdin -> the session, the session -> stdout. At the end of stdin only this
+/// side's direction ends (half-close, 18.6): what the other side still sends
+/// is read to the end. Returns when the session ended, or when the other side
+/// finished and stdin ended too (a stdin reader still blocked in read(2) after
+/// the session ended is left behind: the command exits).
 func pipe(_ stream: AccessoryStream) async throws {
-    Task.detached {
-        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+    let writer = Task.detached {
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let count = read(0, &chunk, chunk.count)
             if count <= 0 { break }
             try await stream.write(Array(chunk[0..<count]))
         }
-        try await stream.close(detail: "end of input")
+        try await stream.finish(detail: "end of input")
     }
     for try await bytes in stream {
         bytes.withUnsafeReadableBytes { writeOutput($0) }
+    }
+    // The other side finished but the session is open: our input may still be going.
+    if !(await stream.isEnded) {
+        try? await writer.value
     }
     if let closed = await stream.closeReason() {
         writeError("session \(stream.channel) ended: \(closed.reason) \(closed.detail)\n")

@@ -89,13 +89,17 @@ struct AccessorySessionSocketTests {
         // FLOW_CONTROL: more bytes than the credit; the session closes on both sides.
         let channel = try rig.openAccepted("track-laps", Self.performance)
         try rig.phone.sendFrame(.data, channel: channel, payload: [UInt8](repeating: 1, count: Int(65536) + 1))
-        let refused = try rig.phone.readResult()
-        #expect(refused.result.code == .flowControl)
+        // The event first, then the Result (18.6: one order for every request that ends sessions).
         let closed = try Rig.next(rig.phone) { if case .sessionClosed(let c) = $0 { return c } else { return nil } }
         #expect(closed.reason == .flowControl && closed.channel == channel)
-        // NOT_CONNECTED: DATA on a channel with no session.
+        let refused = try rig.phone.readResult()
+        #expect(refused.result.code == .flowControl)
+        // NOT_CONNECTED: DATA on a channel with no session (DATA on the one
+        // that just closed is dropped without a word: it was in flight).
         try rig.phone.sendFrame(.data, channel: channel, payload: [1])
-        #expect(try rig.phone.readResult().result.code == .notConnected)
+        try rig.phone.sendFrame(.data, channel: 4242, payload: [1])
+        let notConnected = try rig.phone.readResult()
+        #expect(notConnected.result.code == .notConnected && notConnected.result.message.contains("4242"))
     }
 
     @Test func statusShowsDeclaredProtocolsServedOrUnavailable() throws {

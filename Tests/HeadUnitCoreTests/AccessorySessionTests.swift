@@ -44,6 +44,53 @@ struct AccessorySessionTests {
         return channel
     }
 
+    /// A car whose sessions towards one peer may hold one window in all (18.5).
+    func tightBudgetHarness() -> CarHarness {
+        var h = CarHarness()
+        var configuration = CarConfiguration(vehicle: .standard, entitlements: .acceptAll)
+        configuration.accessoryPeerBudget = UInt64(AccessoryHub.initialCredit)
+        h.car = Car(configuration: configuration)
+        h.join(h.hmi, .hmi)
+        h.join(h.phone, .phone)
+        h.join(accessory, .accessory)
+        return h
+    }
+
+    static func requestedCredits(_ envelopes: [HUEnvelope]) -> [UInt32] {
+        envelopes.compactMap { if case .sessionRequested(let r) = $0.body { return r.initialCredit } else { return nil } }
+    }
+
+    static func grants(_ envelopes: [HUEnvelope]) -> [HUSessionCredit] {
+        envelopes.compactMap { if case .sessionCredit(let c) = $0.body { return c } else { return nil } }
+    }
+
+    @Test func creditAddsUpPerPeerAndWhatIsHeldIsPassedOnAsTheBudgetFrees() {
+        var h = tightBudgetHarness()
+        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let first = openAccepted(&h, app: "a", Self.performance)
+        let second = openAccepted(&h, app: "b", Self.performance)
+        // The phone's budget went to the first session; the second's accessory waits.
+        #expect(Self.requestedCredits(h.drain(accessory)) == [AccessoryHub.initialCredit, 0])
+        // The first session ends: its share goes to the second, as a SessionCredit from the daemon.
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = first })).code == .ok)
+        let passed = Self.grants(h.drain(accessory))
+        #expect(passed.map(\.channel) == [second] && passed.map(\.bytes) == [AccessoryHub.initialCredit])
+    }
+
+    @Test func creditHeldForAPeerThatLeftIsNotSentToIt() {
+        var h = tightBudgetHarness()
+        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        _ = openAccepted(&h, app: "a", Self.performance)
+        _ = openAccepted(&h, app: "b", Self.performance)
+        _ = h.drain(accessory)
+        _ = h.drain(h.phone)
+        // The harness fails any send to a peer that is not connected.
+        h.apply(h.car.peerLeft(accessory))
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.accessoryGone, .accessoryGone])
+    }
+
     static func closedReasons(_ envelopes: [HUEnvelope]) -> [HUSessionCloseReason] {
         envelopes.compactMap { if case .sessionClosed(let closed) = $0.body { return closed.reason } else { return nil } }
     }
@@ -175,7 +222,10 @@ struct AccessorySessionTests {
         #expect(h.refusedData[h.phone] == [.flowControl])
         #expect(Self.closedReasons(h.drain(h.phone)) == [.flowControl])
         #expect(Self.closedReasons(h.drain(accessory)) == [.flowControl])
+        // Bytes still in flight when the session closed are dropped, not errors (18.6).
         h.apply(h.car.receiveData(channel: channel, ByteBuffer(bytes: [1]), from: h.phone))
+        #expect(h.refusedData[h.phone] == [.flowControl])
+        h.apply(h.car.receiveData(channel: channel + 100, ByteBuffer(bytes: [1]), from: h.phone))
         #expect(h.refusedData[h.phone] == [.flowControl, .notConnected])
     }
 
@@ -229,7 +279,9 @@ struct AccessorySessionTests {
         _ = h.drain(accessory)
         #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel; $0.detail = "done" })).code == .ok)
         #expect(Self.closedReasons(h.drain(accessory)) == [.closedByApp])
-        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel })).code == .unknownSession)
+        // Closing a session that closed recently is not an error: both sides may close at once (18.6).
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel })).code == .ok)
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = channel + 100 })).code == .unknownSession)
         let again = openAccepted(&h, app: "track-laps", Self.performance)
         _ = h.drain(h.phone)
         #expect(h.request(accessory, .closeSession(HUCloseSession.with { $0.channel = again })).code == .ok)

@@ -32,6 +32,8 @@ struct CarHarness {
             case .cancelTimer(let timer): timers.remove(timer)
             case .sendData(let peer, let channel, let payload): data[peer, default: []].append((channel, Array(payload.readableBytesView)))
             case .refuseData(let peer, let code, _): refusedData[peer, default: []].append(code)
+            case .refuseRequest(let peer, let result, let requestID):
+                sent[peer, default: []].append(HUEnvelope.with { $0.requestID = requestID; $0.body = .result(result) })
             }
         }
     }

@@ -50,6 +50,28 @@ import Testing
         return nil
     }
 
+    /// PROTOCOL.md 10.2 and 18.5: a SessionCredit of 4096 bytes or more takes no
+    /// token from the request rate (credit bounds it); a smaller one, and a
+    /// frame that only looked like a grant, take one.
+    @Test func grantsOfAUsefulSizeTakeNoRequestToken() {
+        var limits = Self.limits
+        limits.maxRequestsPerSecond = 3
+        var machine = ConnectionStateMachine(connectionID: 7, transport: .unix, configuration: ConnectionConfiguration(limits: limits), now: 1_000)
+        guard case .join = machine.receive(Self.hello(.phone), now: 1_000) else { Issue.record("handshake failed"); return }
+        let big = Self.message(.sessionCredit(HUSessionCredit.with { $0.channel = 1; $0.bytes = 16384 }))
+        for _ in 0..<100 {
+            guard case .deliver = machine.receive(big, now: 1_000) else { Issue.record("a 16 KiB grant was not delivered"); return }
+        }
+        let small = Self.message(.sessionCredit(HUSessionCredit.with { $0.channel = 1; $0.bytes = 100 }), requestID: 9)
+        for _ in 0..<3 {
+            guard case .deliver = machine.receive(small, now: 1_000) else { Issue.record("a small grant within the rate was not delivered"); return }
+        }
+        #expect(Self.resultCode(machine.receive(small, now: 1_000)) == .tooManyRequests)
+        #expect(Self.resultCode(machine.receive(Self.message(.getStatus(HUGetStatus()), requestID: 10), now: 1_000)) == .tooManyRequests)
+        // Big grants still pass while the bucket is empty.
+        guard case .deliver = machine.receive(big, now: 1_000) else { Issue.record("a 16 KiB grant was refused by the rate"); return }
+    }
+
     // MARK: - Handshake
 
     @Test func helloJoinsWithWelcomeEchoingRequestID() {

@@ -20,6 +20,13 @@ public enum AccessoryProtocols {
         String(decoding: name.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
 
+    /// A vehicle profile's list as the daemon declares it: reverse-DNS strings
+    /// only, each protocol once (the first spelling), in the profile's order.
+    public static func declared(_ names: [String]) -> [String] {
+        var seen = Set<String>()
+        return names.filter { isValid($0) && seen.insert(key($0)).inserted }
+    }
+
     /// The vehicle's protocols an app may use: those it declares too (valid strings
     /// only, case ignored), in the vehicle's order and spelling.
     public static func match(app: [String], vehicle: [String]) -> [String] {

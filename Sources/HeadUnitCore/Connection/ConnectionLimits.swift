@@ -89,6 +89,8 @@ public struct ConnectionConfiguration: Sendable {
     public init(limits: ConnectionLimits = ConnectionLimits(), vehicle: HUVehicleProfile = .standard, daemonName: String = "headunitd") {
         self.limits = limits
         self.vehicle = vehicle
+        // Welcome.vehicle lists the protocols the daemon really declares (18.1).
+        self.vehicle.accessoryProtocols = AccessoryProtocols.declared(vehicle.accessoryProtocols)
         self.daemonName = daemonName
     }
 }

@@ -369,10 +369,16 @@ public struct ConnectionStateMachine: Sendable {
             break
         }
 
-        // Requests are rate limited; a DATA frame takes a sixteenth of a token
-        // (credit bounds its bytes, this how many of them); a PONG is bounded
-        // by the PINGs the daemon sent.
+        // Requests are rate limited. A DATA frame takes a sixteenth of a token
+        // (credit bounds its bytes, this how many of them); a credit grant of a
+        // useful size takes none here (checked once decoded, in
+        // `receiveMessage`: a grant needs bytes the other side sent, so credit
+        // already bounds how many come, 18.5); a PONG is bounded by the PINGs
+        // the daemon sent.
+        let creditFrame = kind == .message && Self.isSessionCredit(frame)
         switch kind {
+        case .message where creditFrame:
+            break
         case .message, .ping, .data:
             let cost = kind == .data ? RequestRate.dataFrame : RequestRate.request
             guard requests.take(now: now, cost: cost) else {
@@ -406,11 +412,11 @@ public struct ConnectionStateMachine: Sendable {
             }
             return .deliverData(channel: frame.header.channel, frame.payload)
         case .message:
-            return receiveMessage(frame.payload, peer: peer, now: now)
+            return receiveMessage(frame.payload, peer: peer, now: now, charged: !creditFrame)
         }
     }
 
-    private mutating func receiveMessage(_ payload: ByteBuffer, peer: PeerInfo, now: UInt64) -> ConnectionAction {
+    private mutating func receiveMessage(_ payload: ByteBuffer, peer: PeerInfo, now: UInt64, charged: Bool = true) -> ConnectionAction {
         let envelope: HUEnvelope
         do {
             envelope = try EnvelopeCodec.decode(payload)
@@ -422,6 +428,13 @@ public struct ConnectionStateMachine: Sendable {
             result.result.limit = violation.limit
             result.result.limitValue = UInt32(clamping: violation.limitValue)
             return protocolError(result, now: now)
+        }
+        var freeGrant = false
+        if case .sessionCredit(let credit) = envelope.body, credit.bytes >= Self.grantWithoutToken { freeGrant = true }
+        if !charged, !freeGrant, !requests.take(now: now) {
+            return protocolError(
+                .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); request not served (a SessionCredit counts only under \(Self.grantWithoutToken) bytes)",
+                requestID: envelope.requestID, now: now, cutOffCode: .tooManyRequests)
         }
         guard let body = envelope.body else {
             return protocolError(.unknownMessage, "Envelope has no body this daemon knows (empty, or from a newer protocol version)", requestID: envelope.requestID, now: now)
@@ -440,7 +453,7 @@ public struct ConnectionStateMachine: Sendable {
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
             .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
-            .sessionOpened, .closeSession, .sessionClosed, .sessionCredit,
+            .sessionOpened, .closeSession, .sessionClosed, .sessionCredit, .sessionFinished,
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
             .startPairing, .listPairedDevices, .removePairedDevice:
             guard RolePolicy.maySend(body, role: peer.role) else {
@@ -461,6 +474,16 @@ public struct ConnectionStateMachine: Sendable {
     public mutating func refuse(_ code: HUErrorCode, _ message: String, now: UInt64) -> ConnectionAction {
         guard case .established = state else { return .none }
         return protocolError(code, message, requestID: 0, now: now)
+    }
+
+    /// A refused one-way message (a SessionCredit the Car refused): its
+    /// Result counts against the error budget like the connection's own errors.
+    public mutating func refuse(_ result: HUResult, requestID: UInt32, now: UInt64) -> ConnectionAction {
+        guard case .established = state else { return .none }
+        var envelope = HUEnvelope()
+        envelope.requestID = requestID
+        envelope.body = .result(result)
+        return protocolError(envelope, now: now)
     }
 
     /// A non-fatal error: answered with a Result, unless the peer has used up
@@ -485,6 +508,28 @@ public struct ConnectionStateMachine: Sendable {
             return close(cutOffCode, "more than \(errors.maxPerSecond) protocol errors in one second (last: \(answer.result.message))")
         }
         return .reply(answer)
+    }
+
+    /// Grants of at least this many bytes take no token from the request rate.
+    public static let grantWithoutToken: UInt32 = 4096
+
+    /// Whether a MESSAGE frame carries a SessionCredit (Envelope field 88),
+    /// read from the first bytes without decoding: request_id (field 1) if
+    /// present, then the body's tag. A frame that lies about it is decoded
+    /// and, if it is not a SessionCredit after all, charged then.
+    static func isSessionCredit(_ frame: Frame) -> Bool {
+        var payload = frame.payload
+        if payload.getInteger(at: payload.readerIndex, as: UInt8.self) == 0x08 {
+            payload.moveReaderIndex(forwardBy: 1)
+            var length = 0
+            while let byte = payload.readInteger(as: UInt8.self) {
+                length += 1
+                if byte & 0x80 == 0 { break }
+                if length == 5 { return false }
+            }
+        }
+        // Field 88, wire type 2: the varint 706 = 0xC2 0x05.
+        return payload.readInteger(as: UInt8.self) == 0xC2 && payload.readInteger(as: UInt8.self) == 0x05
     }
 
     /// The request id of a MESSAGE frame, read without decoding the whole

@@ -21,7 +21,7 @@ public enum RolePolicy {
         // Only the car sends these.
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .navigationEvent, .metadataUpdate,
-            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed:
+            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished:
             return false
         case .navigationRequest: return role == .phone
         case .navigationInput: return role == .hmi
@@ -95,6 +95,7 @@ public enum RolePolicy {
         case .closeSession: return "CloseSession"
         case .sessionClosed: return "SessionClosed"
         case .sessionCredit: return "SessionCredit"
+        case .sessionFinished: return "SessionFinished"
         case .navigationRequest: return "NavigationRequest"
         case .navigationEvent: return "NavigationEvent"
         case .navigationInput: return "NavigationInput"

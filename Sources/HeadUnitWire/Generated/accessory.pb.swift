@@ -58,6 +58,12 @@ public nonisolated enum HUSessionCloseReason: SwiftProtobuf.Enum, Swift.CaseIter
 
   /// the daemon is stopping
   case shuttingDown // = 10
+
+  /// both sides finished their direction (CloseSession{half})
+  case finished // = 11
+
+  /// the accessory did not answer SessionRequested in time
+  case openTimeout // = 12
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -77,6 +83,8 @@ public nonisolated enum HUSessionCloseReason: SwiftProtobuf.Enum, Swift.CaseIter
     case 8: self = .protocolWithdrawn
     case 9: self = .flowControl
     case 10: self = .shuttingDown
+    case 11: self = .finished
+    case 12: self = .openTimeout
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -94,6 +102,8 @@ public nonisolated enum HUSessionCloseReason: SwiftProtobuf.Enum, Swift.CaseIter
     case .protocolWithdrawn: return 8
     case .flowControl: return 9
     case .shuttingDown: return 10
+    case .finished: return 11
+    case .openTimeout: return 12
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -111,6 +121,8 @@ public nonisolated enum HUSessionCloseReason: SwiftProtobuf.Enum, Swift.CaseIter
     .protocolWithdrawn,
     .flowControl,
     .shuttingDown,
+    .finished,
+    .openTimeout,
   ]
 
 }
@@ -208,8 +220,11 @@ public nonisolated struct HUSessionRequested: Sendable {
 
   public var `protocol`: String = String()
 
-  /// bytes the accessory may send before the app grants more
+  /// bytes the accessory may send now (the daemon may pass the rest of the app's window later, in SessionCredit)
   public var initialCredit: UInt32 = 0
+
+  /// the app's initial window: what the app may send before the accessory grants more (18.5)
+  public var window: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -246,8 +261,11 @@ public nonisolated struct HUSessionOpened: Sendable {
 
   public var `protocol`: String = String()
 
-  /// bytes the app may send before the accessory grants more
+  /// bytes the app may send now (the daemon may pass the rest of the accessory's window later, in SessionCredit)
   public var initialCredit: UInt32 = 0
+
+  /// the accessory's initial window: what the accessory may send before the app grants more (18.5)
+  public var window: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -255,12 +273,38 @@ public nonisolated struct HUSessionOpened: Sendable {
 }
 
 /// Either side -> car (request): end a session. The other side gets SessionClosed.
+/// With `half` set, only the sender's direction ends (TCP's FIN, 18.6): the other
+/// side gets SessionFinished and may go on sending; the session closes once both
+/// directions are finished (SessionClosed{FINISHED} to both).
 public nonisolated struct HUCloseSession: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   public var channel: UInt32 = 0
+
+  public var detail: String = String()
+
+  public var half: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Car -> the other side (event): the sender of `channel` sent its last byte
+/// (CloseSession{half}); every DATA frame it sent came before this event. Go on
+/// reading nothing more from it; you may still send until you finish or close.
+public nonisolated struct HUSessionFinished: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var channel: UInt32 = 0
+
+  public var `protocol`: String = String()
 
   public var detail: String = String()
 
@@ -292,7 +336,10 @@ public nonisolated struct HUSessionClosed: Sendable {
 
 /// Either side -> car (one-way): the sender can take `bytes` more on `channel`.
 /// Not answered when accepted (send it with request_id 0); a refused grant is
-/// answered with a Result carrying its code.
+/// answered with a Result carrying its code and counts as a protocol error.
+/// Grants of 4096 bytes or more take no token from the request rate (10.2).
+/// The daemon also sends SessionCredit on its own: the part of a window it held
+/// back while the receiving peer's budget was full (18.5).
 public nonisolated struct HUSessionCredit: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -312,7 +359,7 @@ public nonisolated struct HUSessionCredit: Sendable {
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUSessionCloseReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SESSION_CLOSE_REASON_UNSPECIFIED\0\u{1}SESSION_CLOSE_REASON_CLOSED_BY_APP\0\u{1}SESSION_CLOSE_REASON_CLOSED_BY_ACCESSORY\0\u{1}SESSION_CLOSE_REASON_REFUSED\0\u{1}SESSION_CLOSE_REASON_REPLACED\0\u{1}SESSION_CLOSE_REASON_APP_CLOSED\0\u{1}SESSION_CLOSE_REASON_PHONE_GONE\0\u{1}SESSION_CLOSE_REASON_ACCESSORY_GONE\0\u{1}SESSION_CLOSE_REASON_PROTOCOL_WITHDRAWN\0\u{1}SESSION_CLOSE_REASON_FLOW_CONTROL\0\u{1}SESSION_CLOSE_REASON_SHUTTING_DOWN\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SESSION_CLOSE_REASON_UNSPECIFIED\0\u{1}SESSION_CLOSE_REASON_CLOSED_BY_APP\0\u{1}SESSION_CLOSE_REASON_CLOSED_BY_ACCESSORY\0\u{1}SESSION_CLOSE_REASON_REFUSED\0\u{1}SESSION_CLOSE_REASON_REPLACED\0\u{1}SESSION_CLOSE_REASON_APP_CLOSED\0\u{1}SESSION_CLOSE_REASON_PHONE_GONE\0\u{1}SESSION_CLOSE_REASON_ACCESSORY_GONE\0\u{1}SESSION_CLOSE_REASON_PROTOCOL_WITHDRAWN\0\u{1}SESSION_CLOSE_REASON_FLOW_CONTROL\0\u{1}SESSION_CLOSE_REASON_SHUTTING_DOWN\0\u{1}SESSION_CLOSE_REASON_FINISHED\0\u{1}SESSION_CLOSE_REASON_OPEN_TIMEOUT\0")
 }
 
 nonisolated extension HUServeProtocols: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -487,7 +534,7 @@ nonisolated extension HUAccessorySession: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension HUSessionRequested: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SessionRequested"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{3}app_id\0\u{1}protocol\0\u{3}initial_credit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{3}app_id\0\u{1}protocol\0\u{3}initial_credit\0\u{1}window\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -499,6 +546,7 @@ nonisolated extension HUSessionRequested: SwiftProtobuf.Message, SwiftProtobuf._
       case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.`protocol`) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.initialCredit) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.window) }()
       default: break
       }
     }
@@ -517,6 +565,9 @@ nonisolated extension HUSessionRequested: SwiftProtobuf.Message, SwiftProtobuf._
     if self.initialCredit != 0 {
       try visitor.visitSingularUInt32Field(value: self.initialCredit, fieldNumber: 4)
     }
+    if self.window != 0 {
+      try visitor.visitSingularUInt32Field(value: self.window, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -525,6 +576,7 @@ nonisolated extension HUSessionRequested: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.appID != rhs.appID {return false}
     if lhs.`protocol` != rhs.`protocol` {return false}
     if lhs.initialCredit != rhs.initialCredit {return false}
+    if lhs.window != rhs.window {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -572,7 +624,7 @@ nonisolated extension HUAnswerSession: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension HUSessionOpened: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SessionOpened"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}channel\0\u{1}protocol\0\u{3}initial_credit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}channel\0\u{1}protocol\0\u{3}initial_credit\0\u{1}window\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -584,6 +636,7 @@ nonisolated extension HUSessionOpened: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.channel) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.`protocol`) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.initialCredit) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.window) }()
       default: break
       }
     }
@@ -602,6 +655,9 @@ nonisolated extension HUSessionOpened: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.initialCredit != 0 {
       try visitor.visitSingularUInt32Field(value: self.initialCredit, fieldNumber: 4)
     }
+    if self.window != 0 {
+      try visitor.visitSingularUInt32Field(value: self.window, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -610,6 +666,7 @@ nonisolated extension HUSessionOpened: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.channel != rhs.channel {return false}
     if lhs.`protocol` != rhs.`protocol` {return false}
     if lhs.initialCredit != rhs.initialCredit {return false}
+    if lhs.window != rhs.window {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -617,7 +674,7 @@ nonisolated extension HUSessionOpened: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension HUCloseSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CloseSession"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{1}detail\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{1}detail\0\u{1}half\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -627,6 +684,7 @@ nonisolated extension HUCloseSession: SwiftProtobuf.Message, SwiftProtobuf._Mess
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.channel) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.detail) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.half) }()
       default: break
       }
     }
@@ -639,11 +697,60 @@ nonisolated extension HUCloseSession: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.detail.isEmpty {
       try visitor.visitSingularStringField(value: self.detail, fieldNumber: 2)
     }
+    if self.half != false {
+      try visitor.visitSingularBoolField(value: self.half, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUCloseSession, rhs: HUCloseSession) -> Bool {
     if lhs.channel != rhs.channel {return false}
+    if lhs.detail != rhs.detail {return false}
+    if lhs.half != rhs.half {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUSessionFinished: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SessionFinished"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}channel\0\u{1}protocol\0\u{1}detail\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.channel) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.`protocol`) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.detail) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.channel != 0 {
+      try visitor.visitSingularUInt32Field(value: self.channel, fieldNumber: 2)
+    }
+    if !self.`protocol`.isEmpty {
+      try visitor.visitSingularStringField(value: self.`protocol`, fieldNumber: 3)
+    }
+    if !self.detail.isEmpty {
+      try visitor.visitSingularStringField(value: self.detail, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUSessionFinished, rhs: HUSessionFinished) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.channel != rhs.channel {return false}
+    if lhs.`protocol` != rhs.`protocol` {return false}
     if lhs.detail != rhs.detail {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

@@ -340,6 +340,15 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .sessionCredit(newValue)}
   }
 
+  /// car -> phone or accessory (half-close)
+  public var sessionFinished: HUSessionFinished {
+    get {
+      if case .sessionFinished(let v)? = body {return v}
+      return HUSessionFinished()
+    }
+    set {body = .sessionFinished(newValue)}
+  }
+
   /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 19).
   public var navigationRequest: HUNavigationRequest {
     get {
@@ -486,6 +495,8 @@ public nonisolated struct HUEnvelope: Sendable {
     case sessionClosed(HUSessionClosed)
     /// phone or accessory -> car (one-way)
     case sessionCredit(HUSessionCredit)
+    /// car -> phone or accessory (half-close)
+    case sessionFinished(HUSessionFinished)
     /// Navigation, dashboard and instrument cluster (navigation.proto, PROTOCOL.md section 19).
     case navigationRequest(HUNavigationRequest)
     /// car -> phone
@@ -968,7 +979,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{4}\u{2}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1432,6 +1443,19 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .sessionCredit(v)
         }
       }()
+      case 89: try {
+        var v: HUSessionFinished?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sessionFinished(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sessionFinished(v)
+        }
+      }()
       case 90: try {
         var v: HUStartPairing?
         var hadOneofValue = false
@@ -1650,6 +1674,10 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .sessionCredit?: try {
       guard case .sessionCredit(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
+    }()
+    case .sessionFinished?: try {
+      guard case .sessionFinished(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 89)
     }()
     case .startPairing?: try {
       guard case .startPairing(let v)? = self.body else { preconditionFailure() }
