@@ -204,7 +204,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
+                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance", "HeadUnitSecurity",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

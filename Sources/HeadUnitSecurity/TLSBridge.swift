@@ -25,12 +25,16 @@ public enum TLSBridge {
 
     /// Connects, completes the TLS handshake (pinning `pinnedCarKey` when
     /// given) within `timeoutMs`, and returns the plaintext end.
-    public static func connect(host: String, port: Int, pinnedCarKey: [UInt8]? = nil, timeoutMs: Int = 5_000) throws -> Connection {
+    public static func connect(
+        host: String, port: Int, pinnedCarKey: [UInt8]? = nil, from source: String? = nil, timeoutMs: Int = 5_000
+    ) throws -> Connection {
         let group = MultiThreadedEventLoopGroup.singleton
         let context = try TLSSetup.clientContext()
         let seenKey = NIOLockedValueBox<[UInt8]>([])
         let ready = group.next().makePromise(of: Void.self)
-        let tls = try ClientBootstrap(group: group)
+        var bootstrap = ClientBootstrap(group: group)
+        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+        let tls = try bootstrap
             .connectTimeout(.milliseconds(Int64(timeoutMs)))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelOption(.allowRemoteHalfClosure, value: true)
