@@ -78,7 +78,6 @@ struct AuthenticationTests {
         try phone.send(.pairStart(start), requestID: requestID)
         let started = try readResult(phone, requestID: requestID)
         guard started.code == .ok else { return started }
-        #expect(started.pairing.carPublicKey == Data(phone.carPublicKey))
         let key = try exchange.finish(peerMessage: Array(started.pairing.spake2Message))
         let transcript = PairingKeySchedule.transcriptHash(
             phoneMessage: exchange.message, carMessage: Array(started.pairing.spake2Message), carPublicKey: phone.carPublicKey)
