@@ -108,13 +108,17 @@ final class HandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 /// Joins two channels of one event loop: what one reads the other writes
-/// (as NIO's own examples glue a proxy), and a close or half-close passes over.
+/// (as NIO's own examples glue a proxy), and a close or half-close passes
+/// over. Backpressure passes over too: a side whose partner cannot take
+/// more stops reading, so a client that does not read slows the car's
+/// writes exactly as a direct socket would (slow-consumer rules apply).
 final class GlueHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     private var partner: GlueHandler?
     private var context: ChannelHandlerContext?
+    private var pendingRead = false
 
     static func pair() -> (GlueHandler, GlueHandler) {
         let a = GlueHandler(), b = GlueHandler()
@@ -130,6 +134,26 @@ final class GlueHandler: ChannelDuplexHandler {
     }
 
     private func write(_ buffer: ByteBuffer) { context?.write(wrapOutboundOut(buffer), promise: nil) }
+    private var isWritable: Bool { context?.channel.isWritable ?? false }
+    private func partnerWritabilityChanged(_ writable: Bool) {
+        if writable, pendingRead {
+            pendingRead = false
+            context?.read()
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if partner?.isWritable ?? true {
+            context.read()
+        } else {
+            pendingRead = true
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        partner?.partnerWritabilityChanged(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
+    }
     private func flush() { context?.flush() }
     private func closeFully() { context?.close(promise: nil) }
     private func closeOutput() {

@@ -47,9 +47,9 @@ struct AuthenticationTests {
     }
 
     /// The next PairingAttempt the HMI is shown.
-    static func readPairingAttempt(_ hmi: RawSocketClient) throws -> HUPairingAttempt {
+    static func readPairingAttempt(_ hmi: RawSocketClient, timeout: Double = 5) throws -> HUPairingAttempt {
         while true {
-            let envelope = try hmi.readEnvelope()
+            let envelope = try hmi.readEnvelope(timeout: timeout)
             if case .pairingAttempt(let attempt) = envelope.body { return attempt }
         }
     }

@@ -104,7 +104,8 @@ struct TLSProxyTests {
     /// is not the TLS session's), the car shows the abandoned attempt, and
     /// nothing is paired.
     @Test func aManInTheMiddleOfPairingFailsAndTheCarShowsIt() async throws {
-        let daemon = try TestDaemon.launch(pairing: true)
+        // The watching HMI answers no PING while the SDK phone works: no heartbeat cut-off here.
+        let daemon = try TestDaemon.launch(limits: ["heartbeatIntervalMs": 60_000, "heartbeatTimeoutMs": 120_000], pairing: true)
         let proxy = try TLSProxy(toPort: daemon.tcpPort!, mode: .manInTheMiddle)
         defer { proxy.close() }
         let (hmi, code) = try AuthenticationTests.startPairingWatching(daemon)
@@ -117,7 +118,7 @@ struct TLSProxyTests {
         } catch let error as HeadUnitError {
             #expect(error.message.contains("someone is"))
         }
-        let shown = try AuthenticationTests.readPairingAttempt(hmi)
+        let shown = try AuthenticationTests.readPairingAttempt(hmi, timeout: 30)
         #expect(shown.outcome == .abandoned)
         try hmi.send(.listPairedDevices(HUListPairedDevices()), requestID: 11)
         #expect(try AuthenticationTests.readResult(hmi, requestID: 11).pairing.devices.isEmpty)
