@@ -142,7 +142,9 @@ let package = Package(
         .executableTarget(
             name: "HeadUnitBench",
             dependencies: [
-                "HeadUnitClient", "HeadUnitWire",
+                "HeadUnitClient", "HeadUnitWire", "HeadUnitSecurity",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -496,6 +496,32 @@ struct AuthenticationTests {
         _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
     }
 
+    /// The car's TLS identity key (PROTOCOL.md section 20.8): created 0600 on
+    /// first start, kept across restarts (a paired phone's pin stays valid),
+    /// and refused when others can read it.
+    @Test func theCarIdentityKeyIsCreatedKeptAndChecked() throws {
+        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let path = state + "/car-identity.pem"
+        let first = try TestDaemon.launch(stateDirectory: state)
+        let firstKey = try first.connectTCP().carPublicKey
+        _ = try first.terminate()
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let second = try TestDaemon.launch(stateDirectory: state)
+        #expect(try second.connectTCP().carPublicKey == firstKey)
+        #expect(!firstKey.isEmpty)
+        _ = try second.terminate()
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        do {
+            _ = try TestDaemon.launch(stateDirectory: state, timeout: 10)
+            Issue.record("the daemon started with a 0644 identity key")
+        } catch let error as TestDaemon.LaunchError {
+            #expect(error.message.contains("open to other users"), "\(error.message)")
+        }
+    }
+
     // MARK: - The SDK and headunitctl's path
 
     @Test func phoneSessionPairsAndAuthenticates() async throws {
