@@ -19,6 +19,10 @@ public enum TLSSetup {
             certificateChain: [.certificate(identity.certificate)], privateKey: .privateKey(identity.tlsKey))
         configuration.minimumTLSVersion = .tlsv13
         configuration.maximumTLSVersion = .tlsv13
+        // On close the car sends close_notify and waits this long for the
+        // peer's (NIOSSL's default is 5 s): a restart or a cut-off peer must
+        // not hold the connection (or the exiting process) for seconds.
+        configuration.shutdownTimeout = .milliseconds(300)
         configuration.keyLogCallback = KeyLogFile.fromEnvironment()?.callback
         return try NIOSSLContext(configuration: configuration)
     }
