@@ -23,6 +23,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"4.0.0"),
+        // TLS 1.3 on TCP (NIOSSL, BoringSSL's SPAKE2 for pairing) and the car's self-signed certificate.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         // Only the web simulator (headunit-sim) uses these; headunitd never links them.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
@@ -46,12 +49,27 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // TLS on TCP and pairing crypto (PROTOCOL.md section 20): the car's identity
+        // key and certificate, pinning, SPAKE2 (BoringSSL's) and the pairing key schedule.
+        .target(
+            name: "HeadUnitSecurity",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
         // SwiftNIO listeners and connection pipelines around the Core.
         .target(
             name: "HeadUnitServer",
             dependencies: [
-                "HeadUnitCore", "HeadUnitWire",
+                "HeadUnitCore", "HeadUnitWire", "HeadUnitSecurity",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 // Ed25519 for phone authentication (pairing keys, challenge signatures).
@@ -77,7 +95,9 @@ let package = Package(
         .target(
             name: "HeadUnitClient",
             dependencies: [
-                "HeadUnitWire",
+                "HeadUnitWire", "HeadUnitSecurity",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // The phone's Ed25519 identity (PhoneIdentity) for TCP authentication.
@@ -94,7 +114,7 @@ let package = Package(
         .target(
             name: "HeadUnitConformance",
             dependencies: [
-                "HeadUnitWire",
+                "HeadUnitWire", "HeadUnitSecurity",
                 .product(name: "NIOCore", package: "swift-nio"),
                 // Ed25519 and SHA-256: the kit's TCP phone pairs and authenticates (PROTOCOL.md section 20).
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -103,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "headunitd",
             dependencies: [
-                "HeadUnitServer", "HeadUnitCore", "HeadUnitWire", "Systemd",
+                "HeadUnitServer", "HeadUnitCore", "HeadUnitWire", "HeadUnitSecurity", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
@@ -124,7 +144,9 @@ let package = Package(
         .executableTarget(
             name: "HeadUnitBench",
             dependencies: [
-                "HeadUnitClient", "HeadUnitWire",
+                "HeadUnitClient", "HeadUnitWire", "HeadUnitSecurity",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -186,7 +208,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
+                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance", "HeadUnitSecurity",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # The Wireshark dissector (Protocol/headunit.lua) against real captures:
+#   (TCP is TLS 1.3: the daemon runs with SSLKEYLOGFILE and tshark decrypts
+#   the capture with that key log, docs/WIRESHARK.md; without it no frame
+#   shows.)
 #   1. a scripted session on loopback TCP, captured with dumpcap on a random
 #      port (so the heuristic, not port 7420, finds it): the phone says Hello
 #      and announces an audio app over TCP, an HMI on the Unix socket launches
@@ -45,9 +48,10 @@ check() {  # check NAME FILE TEXT: the decoded capture contains TEXT
 check_re() {  # check_re NAME FILE REGEX
   if grep -qE -- "$3" "$2"; then pass "$1"; else fail "$1: nothing matches '$3' in $(basename "$2")"; fi
 }
-# The documented command, nothing added (stderr holds tshark's root warning).
-decode() { tshark -X lua_script:Protocol/headunit.lua -r "$1" > "$2" 2> "$2.err"; }
-decode_tree() { tshark -X lua_script:Protocol/headunit.lua -r "$1" -V "${@:3}" > "$2" 2> "$2.err"; }
+# The documented command (docs/WIRESHARK.md), nothing added (stderr holds
+# tshark's root warning). TCP is TLS: the daemon's key log decrypts it.
+decode() { tshark -X lua_script:Protocol/headunit.lua -o "tls.keylog_file:$work/keys.log" -r "$1" > "$2" 2> "$2.err"; }
+decode_tree() { tshark -X lua_script:Protocol/headunit.lua -o "tls.keylog_file:$work/keys.log" -r "$1" -V "${@:3}" > "$2" 2> "$2.err"; }
 
 # dumpcap writes the pcap header as it opens the interface, a moment before
 # packets flow: wait for the header, then a little longer.
@@ -69,7 +73,8 @@ stop_capture() {  # stop_capture FILE
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # allowUnpairedTcp: the captured TCP phone does not pair (PROTOCOL.md section 20).
 echo '{"allowUnpairedTcp": true}' > "$work/config.json"
-"$bin/headunitd" --unix-socket "$work/hu.sock" --tcp "127.0.0.1:$port" --config "$work/config.json" > "$work/daemon.log" 2>&1 &
+# SSLKEYLOGFILE: the daemon writes its TLS secrets there (NSS key log format).
+SSLKEYLOGFILE="$work/keys.log" "$bin/headunitd" --unix-socket "$work/hu.sock" --tcp "127.0.0.1:$port" --config "$work/config.json" > "$work/daemon.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^ready' "$work/daemon.log" 2>/dev/null && break; sleep 0.1; done
 grep -q '^ready' "$work/daemon.log" || { echo "dissector: the daemon did not start:"; cat "$work/daemon.log"; echo "0 passed, 1 failed"; exit 1; }
@@ -97,6 +102,11 @@ fi
 kill "$echo_pid" 2>/dev/null
 stop_capture "$work/tcp.pcap"
 
+# Without the secrets the capture is TLS and nothing else: no frame in clear.
+tshark -X lua_script:Protocol/headunit.lua -r "$work/tcp.pcap" > "$work/tcp-nokeys.txt" 2> /dev/null
+if grep -q HEADUNIT "$work/tcp-nokeys.txt"; then fail "without the key log, a frame in clear"; else pass "without the key log, no frame in clear"; fi
+check "without the key log: TLS 1.3 application data only" "$work/tcp-nokeys.txt" "Application Data"
+if [ -s "$work/keys.log" ] && grep -q '^CLIENT_TRAFFIC_SECRET_0 ' "$work/keys.log"; then pass "SSLKEYLOGFILE: the daemon wrote the TLS secrets"; else fail "SSLKEYLOGFILE: no secrets in keys.log"; fi
 decode "$work/tcp.pcap" "$work/tcp.txt"
 check "TCP: the phone's Hello by name (heuristic, port $port)" "$work/tcp.txt" "Hello{ROLE_PHONE 'Capture iPhone'} [req 1]"
 check "TCP: Welcome" "$work/tcp.txt" "Welcome{version 1} [req 1]"
@@ -113,7 +123,7 @@ check_re "TCP: the echo's SessionFinished" "$work/tcp.txt" "SessionFinished\\{ch
 check_re "TCP: the session's end once both finished" "$work/tcp.txt" "SessionClosed\\{channel [1-9][0-9]* SESSION_CLOSE_REASON_FINISHED\\}"
 check_re "TCP: the SDK widening its window" "$work/tcp.txt" "SessionCredit\\{channel [1-9][0-9]*, 196608 bytes\\}"
 # The split Hello: a 5-byte segment held for reassembly, then the whole frame.
-check_re "TCP: a 5-byte piece of a frame is held for reassembly" "$work/tcp.txt" "Len=5 .*\\[TCP segment of a reassembled PDU\\]"
+check_re "TCP: a 5-byte piece of a frame (its own TLS record) is held for reassembly" "$work/tcp.txt" "TLSv1\\.3 [0-9]+ \\[TLS segment of a reassembled PDU\\]"
 check "TCP: the frame split across segments, reassembled" "$work/tcp.txt" "Hello{ROLE_PHONE 'Alice's iPhone'} [req 1]"
 check "TCP: two frames in one segment" "$work/tcp.txt" "PING ch=0 len=2 0102 | PING ch=0 len=2 0304"
 check "TCP: a reassembled frame and a whole one in one segment" "$work/tcp.txt" "PING ch=0 len=2 0506 | PING ch=0 len=2 0708"

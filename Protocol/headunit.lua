@@ -8,6 +8,10 @@
 -- Registered on TCP port 7420 and as a heuristic TCP dissector (the "HU"
 -- magic and a plausible header), so a daemon on any port is found. Frames
 -- split across TCP segments are reassembled; several in a segment are split.
+-- headunitd's TCP is TLS 1.3: the frames are inside TLS application data.
+-- Given the TLS secrets (SSLKEYLOGFILE, `-o tls.keylog_file:FILE`), Wireshark
+-- decrypts them and this dissector, registered as a heuristic TLS
+-- subdissector too, decodes the frames inside (docs/WIRESHARK.md).
 --
 -- The Envelope is decoded here, with the message, field and enum names read
 -- from the .proto files next to this script: the Info column reads
@@ -482,16 +486,42 @@ end
 
 -- A plausible first header: "HU", a known kind, flags 0, length within the
 -- maximum; as much of it as the first segment holds (a header may be split).
-local function heuristic(tvb, pinfo, tree)
+local function plausible(tvb)
   local n = tvb:len()
   if n < 2 or tvb(0, 2):string() ~= "HU" then return false end
   if n >= 3 and not KINDS[tvb(2, 1):uint()] then return false end
   if n >= 4 and tvb(3, 1):uint() ~= 0 then return false end
   if n >= HEADER and tvb(8, 4):uint() > MAX_PAYLOAD then return false end
+  return true
+end
+
+local function heuristic(tvb, pinfo, tree)
+  if not plausible(tvb) then return false end
   pinfo.conversation = headunit
   headunit.dissector(tvb, pinfo, tree)
   return true
 end
 
+-- Inside TLS: setting the TCP conversation here would take the stream away
+-- from TLS, so the TLS streams found to carry frames are remembered by TCP
+-- stream number, and every later record of theirs (a malformed header
+-- included, as the daemon would read it) comes here.
+local f_tcp_stream = Field.new("tcp.stream")
+local tls_streams = {}
+local function heuristic_tls(tvb, pinfo, tree)
+  local stream = f_tcp_stream()
+  local key = stream and stream.value
+  if not (key and tls_streams[key]) then
+    if not plausible(tvb) then return false end
+    if key then tls_streams[key] = true end
+  end
+  headunit.dissector(tvb, pinfo, tree)
+  return true
+end
+function headunit.init()
+  tls_streams = {}
+end
+
 DissectorTable.get("tcp.port"):add(7420, headunit)
 headunit:register_heuristic("tcp", heuristic)
+headunit:register_heuristic("tls", heuristic_tls)

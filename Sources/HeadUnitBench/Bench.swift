@@ -124,6 +124,17 @@ struct HeadUnitBench: AsyncParsableCommand {
             return
         }
 
+        // Connect to Welcome, 50 times (on TCP: TCP connect, the TLS 1.3
+        // handshake, Hello, Welcome), median and p90.
+        var handshakes: [Double] = []
+        for _ in 0..<50 {
+            let start = NIODeadline.now().uptimeNanoseconds
+            let probe = try await HeadUnitConnection.connect(to: phoneEndpoint, configuration: .init(role: .phone, name: "bench-probe"))
+            handshakes.append(Double(NIODeadline.now().uptimeNanoseconds - start) / 1000)
+            await probe.close()
+        }
+        handshakes.sort()
+
         let hmi = try await HMISession.connect(to: endpoint, name: "bench-hmi")
         let phone = try await PhoneSession.connect(to: phoneEndpoint, deviceName: "bench-phone")
         var app = HUAppInfo()
@@ -168,6 +179,8 @@ struct HeadUnitBench: AsyncParsableCommand {
         print("headunitd benchmark (phone on \(phoneEndpoint), client and daemon as separate processes; \(items)-item lists, \(hmis) HMI(s), \(idleConnections) idle connections)")
         print(row("measure", "value"))
         print(row(String(repeating: "-", count: 44), String(repeating: "-", count: 20)))
+        print(row("connect to Welcome p50 (\(phoneTCPPort == nil ? "Unix" : "TCP + TLS 1.3"))", format1(handshakes[handshakes.count / 2]) + " us"))
+        print(row("connect to Welcome p90", format1(handshakes[handshakes.count * 9 / 10]) + " us"))
         print(row("RTT p50 (push/pop of a \(items)-item list)", String(format1(latency.p50)) + " us"))
         print(row("RTT p99", format1(latency.p99) + " us"))
         print(row("RTT p999", format1(latency.p999) + " us"))

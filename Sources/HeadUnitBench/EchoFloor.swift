@@ -1,7 +1,10 @@
+import Crypto
 import HeadUnitClient
+import HeadUnitSecurity
 import HeadUnitWire
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 #if canImport(Glibc)
 import Glibc
@@ -28,14 +31,20 @@ enum EchoFloor {
         exit(0)
     }
 
-    /// The same on 127.0.0.1:port (SwiftNIO sets TCP_NODELAY on accepted channels, as the daemon does).
+    /// The same on 127.0.0.1:port (SwiftNIO sets TCP_NODELAY on accepted channels, as the daemon does),
+    /// over TLS 1.3 as the daemon's TCP is (a throwaway P-256 identity), so
+    /// the floor pays for TLS too.
     static func serve(tcpPort: Int) throws -> Never {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let tls = try TLSSetup.serverContext(identity: CarIdentity(privateKey: P256.Signing.PrivateKey()))
         let channel = try ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(EchoHandler()) }
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                    try channel.pipeline.syncOperations.addHandler(EchoHandler())
+                }
             }
             .bind(host: "127.0.0.1", port: tcpPort).wait()
         try channel.closeFuture.wait()

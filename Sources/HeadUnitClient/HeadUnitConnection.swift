@@ -5,8 +5,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HeadUnitSecurity
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// One connection to headunitd: handshake, automatic PONG, requests matched to
 /// their answers by request_id, and everything else delivered as events.
@@ -31,8 +34,14 @@ public final class HeadUnitConnection: @unchecked Sendable {
         /// A phone's key: used when the Welcome says authentication is required
         /// (TCP, PROTOCOL.md section 20).
         public var identity: PhoneIdentity?
-        /// Pair the identity with this code (shown by the car) before authenticating.
+        /// Pair the identity with this code (shown by the car) before
+        /// authenticating (SPAKE2 over TLS, PROTOCOL.md section 20.2).
         public var pairingCode: String?
+        /// TCP is TLS: the car's key (SPKI DER) this phone pinned when it
+        /// paired; nil: the identity's (`PhoneIdentity.carKey`). Without a pin
+        /// (and to pair) any car key is accepted for the TLS handshake, and
+        /// only pairing binds it.
+        public var carKey: [UInt8]?
         /// Without `identity`: when the car asks, use the key `headunitctl
         /// pair-phone` stored (PhoneIdentity.defaultPath). Read only then, so
         /// a car that asks for nothing never touches the file.
@@ -42,12 +51,25 @@ public final class HeadUnitConnection: @unchecked Sendable {
             self.role = role
             self.name = name
         }
+
+        /// The car key to pin: `carKey`, else the identity's (given, or the
+        /// stored one when `useStoredIdentity`).
+        var pinnedCarKey: [UInt8]? {
+            if let carKey { return carKey }
+            if let identity { return identity.carKey }
+            if useStoredIdentity { return (try? PhoneIdentity.load(path: PhoneIdentity.defaultPath))??.carKey }
+            return nil
+        }
     }
 
     public let eventLoop: EventLoop
     public let configuration: Configuration
     /// The daemon's Welcome (version, limits, vehicle profile).
     public private(set) var welcome = HUWelcome()
+    /// TCP: the key (SPKI DER) the car presented in the TLS handshake; after
+    /// a successful pairing, the key to pin (`PhoneIdentity.carKey`).
+    public var carPublicKey: [UInt8] { tlsCarKey.withLockedValue { $0 } }
+    private let tlsCarKey = NIOLockedValueBox<[UInt8]>([])
     /// Envelopes that are not answers to this client's requests (events,
     /// notifications, non-fatal errors with request_id 0). Not used when a
     /// session installed its own handler (PhoneSession, HMISession).
@@ -118,10 +140,26 @@ public final class HeadUnitConnection: @unchecked Sendable {
         let loop = group.next()
         let connection = HeadUnitConnection(eventLoop: loop, configuration: configuration)
         let maxPayload = configuration.maxPayloadBytes
+        // TCP is TLS 1.3 (PROTOCOL.md section 1); the car's key is pinned once paired.
+        var tls: (NIOSSLContext, [UInt8]?)?
+        if case .tcp = endpoint {
+            do {
+                tls = (try TLSSetup.clientContext(), configuration.pairingCode != nil ? nil : configuration.pinnedCarKey)
+            } catch {
+                throw HeadUnitError(code: .notConnected, message: "cannot set up TLS: \(error)", origin: .connectionClosed)
+            }
+        }
+        let seen = connection.tlsCarKey
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(configuration.connectTimeout)
-            .channelInitializer { channel in
+            .channelInitializer { [tls] channel in
                 do {
+                    if let (context, pin) = tls {
+                        let handler = try TLSSetup.clientHandler(context: context, pinnedCarKey: pin) { key in
+                            seen.withLockedValue { $0 = key }
+                        }
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                    }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(maxPayload: maxPayload)))
                     try channel.pipeline.syncOperations.addHandler(ClientHandler(connection: connection))
                     return channel.eventLoop.makeSucceededVoidFuture()
@@ -205,14 +243,52 @@ public final class HeadUnitConnection: @unchecked Sendable {
                 origin: .usage)
         }
         if let code = configuration.pairingCode {
-            var pair = HUPair()
-            pair.code = code
-            pair.publicKey = .init(identity.publicKey)
-            pair.deviceName = configuration.name
-            try await request(.pair(pair))
+            try await pair(identity: identity, code: code, deviceName: configuration.name)
         }
         let authenticate = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
         try await request(.authenticate(authenticate))
+    }
+
+    /// SPAKE2 pairing (PROTOCOL.md section 20.2): PairStart, check the car's
+    /// confirmation (which proves it knows the code *and* that the TLS key this
+    /// phone saw is the car's), then Pair with this phone's confirmation,
+    /// key and signature. A wrong code or a man in the middle fails here.
+    private func pair(identity: PhoneIdentity, code: String, deviceName: String) async throws {
+        let exchange: SPAKE2Exchange
+        do {
+            exchange = try SPAKE2Exchange(role: .phone, password: Array(code.utf8))
+        } catch {
+            throw HeadUnitError(code: .invalidArgument, message: "SPAKE2: \(error)", origin: .usage)
+        }
+        var start = HUPairStart()
+        start.spake2Message = .init(exchange.message)
+        let answer = try await request(.pairStart(start)).pairing
+        let seenKey = carPublicKey
+        guard !seenKey.isEmpty, PairingKeySchedule.constantTimeEqual(Array(answer.carPublicKey), seenKey) else {
+            throw HeadUnitError(
+                code: .badPairingCode, message: "the car's key in the pairing answer is not the key of this TLS session: someone is in between",
+                origin: .unexpectedAnswer)
+        }
+        let key: [UInt8]
+        do {
+            key = try exchange.finish(peerMessage: Array(answer.spake2Message))
+        } catch {
+            throw HeadUnitError(code: .badPairingCode, message: "the car's SPAKE2 message is not valid: \(error)", origin: .unexpectedAnswer)
+        }
+        let transcript = PairingKeySchedule.transcriptHash(phoneMessage: exchange.message, carMessage: Array(answer.spake2Message), carPublicKey: seenKey)
+        guard PairingKeySchedule.constantTimeEqual(PairingKeySchedule.carConfirmation(spakeKey: key, transcript: transcript), Array(answer.carConfirmation)) else {
+            throw HeadUnitError(
+                code: .badPairingCode,
+                message: "the car's pairing confirmation does not verify: the code is wrong, or someone is between this phone and the car (the car shows the attempt)",
+                origin: .unexpectedAnswer)
+        }
+        var pair = HUPair()
+        pair.publicKey = .init(identity.publicKey)
+        pair.deviceName = deviceName
+        pair.confirmation = .init(
+            PairingKeySchedule.phoneConfirmation(spakeKey: key, transcript: transcript, publicKey: identity.publicKey, deviceName: deviceName))
+        pair.signature = .init(try identity.privateKey.signature(for: PairingKeySchedule.signedMessage(transcript: transcript)))
+        try await request(.pair(pair))
     }
 
     // MARK: requests

@@ -27,6 +27,9 @@ import Darwin
 public struct PhoneIdentity: Sendable {
     /// Kept as raw bytes: the key type itself is not Sendable.
     private let rawPrivateKey: [UInt8]
+    /// The car this phone paired with: its TLS key (SPKI DER), pinned on every
+    /// later TLS connection (PROTOCOL.md section 20). nil: not paired yet.
+    public var carKey: [UInt8]?
 
     public init(privateKey: Curve25519.Signing.PrivateKey = .init()) {
         self.rawPrivateKey = Array(privateKey.rawRepresentation)
@@ -94,16 +97,25 @@ public struct PhoneIdentity: Sendable {
         guard info.st_mode & 0o077 == 0 else {
             throw IdentityError("\(path) is readable by other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it")
         }
-        var buffer = [UInt8](repeating: 0, count: 256)
+        var buffer = [UInt8](repeating: 0, count: 1024)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { throw IdentityError("\(path): empty or unreadable") }
         let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace
-        guard let bytes = Self.bytes(hex: text), bytes.count == 32,
+        // Line 1: the key; line 2 (once paired): "car " and the car's key in hex.
+        let lines = text.split(separator: "\n").map { String($0).trimmingWhitespace }
+        guard let first = lines.first, let bytes = Self.bytes(hex: first), bytes.count == 32,
             let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: bytes)
         else {
             throw IdentityError("\(path): not a phone key (64 hex digits)")
         }
-        return PhoneIdentity(privateKey: key)
+        var identity = PhoneIdentity(privateKey: key)
+        if lines.count > 1, lines[1].hasPrefix("car ") {
+            guard let car = Self.bytes(hex: String(lines[1].dropFirst(4))), !car.isEmpty else {
+                throw IdentityError("\(path): line 2 is not 'car' and the car's key in hex")
+            }
+            identity.carKey = car
+        }
+        return identity
     }
 
     public func save(path: String) throws {
@@ -120,10 +132,15 @@ public struct PhoneIdentity: Sendable {
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw IdentityError("\(temporary): \(String(cString: strerror(errno)))") }
-        let text = Array((Array(privateKey.rawRepresentation).map { byte in
-            let digit = String(byte, radix: 16)
-            return byte < 16 ? "0" + digit : digit
-        }.joined() + "\n").utf8)
+        func hex(_ bytes: [UInt8]) -> String {
+            bytes.map { byte in
+                let digit = String(byte, radix: 16)
+                return byte < 16 ? "0" + digit : digit
+            }.joined()
+        }
+        var content = hex(Array(privateKey.rawRepresentation)) + "\n"
+        if let carKey { content += "car " + hex(carKey) + "\n" }
+        let text = Array(content.utf8)
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)

@@ -134,7 +134,7 @@ public enum ConformanceKit {
             return .skipped("slow (waits for a time-out); include it with --slow")
         }
         if check.transport == .tcpOnly && options.endpoint.isUnix {
-            return .skipped("the rule is about TCP; run against a tcp: endpoint")
+            return .skipped("the rule is about TCP; run against a tls: (or tcp:) endpoint")
         }
         if check.needsCarRole && !options.endpoint.isUnix && options.hmiEndpoint == nil {
             return .skipped("needs a car role (Unix socket only, §1) on a TCP endpoint; give --hmi-endpoint unix:PATH")

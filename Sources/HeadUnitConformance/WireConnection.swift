@@ -1,3 +1,4 @@
+import HeadUnitSecurity
 import HeadUnitWire
 import NIOCore
 
@@ -85,6 +86,15 @@ public final class WireConnection {
                 throw CheckFailure("cannot connect to \(endpoint): \(text)")
             }
             return WireConnection(endpoint: endpoint, fd: fd, timeoutMs: timeoutMs, label: label)
+        case .tls(let host, let port):
+            // A real TLS 1.3 client (NIOSSL), whose plaintext end the checks
+            // read and write like any socket: they still see only frames.
+            do {
+                let bridged = try TLSBridge.connect(host: host, port: port, timeoutMs: timeoutMs)
+                return WireConnection(endpoint: endpoint, fd: bridged.fd, timeoutMs: timeoutMs, label: label)
+            } catch {
+                throw CheckFailure("cannot connect to \(endpoint): \(error)")
+            }
         case .tcp(let host, let port):
             var hints = addrinfo()
             hints.ai_family = AF_UNSPEC

@@ -146,13 +146,13 @@ public struct Car: Sendable {
             answer(peer, request, subscribeMetadata(peer))
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit:
             break  // handled above
-        case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .authenticate:
+        case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .pairStart, .authenticate:
             // Pairing needs keys, randomness and files: the server's PairingRegistry
             // answers these before the Car (CarHost); a bare Car has no registry.
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, nil:
+            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }

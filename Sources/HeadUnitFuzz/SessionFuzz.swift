@@ -134,7 +134,7 @@ struct SessionFuzz {
             }
         case .none, .pong, .ping, .join:
             break
-        case .challenge, .authenticate, .pair:
+        case .challenge, .authenticate, .pair, .pairStart:
             // ConnectionConfiguration() leaves TCP authentication off, and no peer here is a TCP phone.
             FuzzChecks.fail("authentication actions without authentication configured")
         }

@@ -1,4 +1,5 @@
 import HeadUnitCore
+import HeadUnitSecurity
 import HeadUnitWire
 import Logging
 import NIOCore
@@ -52,6 +53,10 @@ final class CarHost: @unchecked Sendable {
     var staleStreams: [PeerID: Set<HMIStream>] = [:]
     /// Paired phones and the pairing window (PROTOCOL.md section 20).
     var pairing: PairingRegistry
+    /// Pairing attempts between PairStart and Pair, by connection (Pairing.swift).
+    var pendingPairings: [PeerID: PendingPairing] = [:]
+    /// PairStarts per connection (at most `PendingPairing.maxPerConnection`).
+    var pairStartsByPeer: [PeerID: Int] = [:]
 
     init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
@@ -175,6 +180,7 @@ final class CarHost: @unchecked Sendable {
     /// The connection is gone; `joined` says whether the Car knew it.
     func connectionClosed(_ peer: PeerID, joined: Bool, departure: PeerDeparture) {
         connections[peer] = nil
+        pairingConnectionClosed(peer)
         staleStreams[peer] = nil
         clusterHub.remove(peer)
         // Once handed over, the Car's state is the next process's: it learns
@@ -230,32 +236,6 @@ final class CarHost: @unchecked Sendable {
         return true
     }
 
-    /// A phone's Pair, between Welcome and Authenticate.
-    func pair(_ request: HUPair, requestID: UInt32, from peer: PeerID, now: UInt64) -> HUEnvelope {
-        let key = Array(request.publicKey)
-        let id = PhoneKeys.deviceID(publicKey: key)
-        var result = HUResult()
-        switch pairing.pair(
-            code: request.code, publicKey: key, deviceID: id, name: request.deviceName, now: now, unixMilliseconds: unixMilliseconds())
-        {
-        case .paired(let record):
-            logger.notice("phone paired", metadata: ["device": "\(record.id)", "name": "\(record.name)", "peer": "\(peer)"])
-            result.pairing.deviceID = record.id
-            if let failure = save() {
-                // Paired for as long as the daemon runs; the phone is told it will not survive a restart.
-                result.message = "paired, but the device list could not be saved (\(failure)); it is lost on restart"
-            }
-        case .refused(let code, let message):
-            logger.notice("pairing refused", metadata: ["code": "\(code)", "reason": "\(message)", "peer": "\(peer)"])
-            result.code = code
-            result.message = message
-        }
-        var envelope = HUEnvelope()
-        envelope.requestID = requestID
-        envelope.body = .result(result)
-        return envelope
-    }
-
     /// A phone's Authenticate: the device must be paired and the signature
     /// over this connection's challenge valid.
     func verify(_ request: HUAuthenticate, message: [UInt8]) -> Result<AuthenticatedDevice, AuthenticationFailure> {
@@ -275,7 +255,7 @@ final class CarHost: @unchecked Sendable {
 
     /// Persists the devices; returns why it failed, if it did (logged).
     @discardableResult
-    private func save() -> String? {
+    func save() -> String? {
         guard let store = configuration.pairingStore else { return nil }
         do {
             try store.save(pairing.devices)
@@ -286,7 +266,7 @@ final class CarHost: @unchecked Sendable {
         }
     }
 
-    private func unixMilliseconds() -> UInt64 {
+    func unixMilliseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000

@@ -28,6 +28,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var slowConsumerTimer: Scheduled<Void>?
     /// Counted in the host's connection caps (released when the connection ends).
     private var admitted = false
+    /// The peer's address (TCP), for pairing's per-source backoff.
+    private var source = "local"
 
     /// A connection a previous daemon process handed over (PROTOCOL.md section 22).
     private let restoring: RestoredConnection?
@@ -73,6 +75,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         case .tcp:
             // Fresh per connection: a signature can only ever prove this one.
             machine.authChallenge = PhoneKeys.challenge()
+            source = context.remoteAddress?.ipAddress ?? "unknown"
         case .unix:
             // Who is on the other end, by the kernel's word (checked against
             // the car roles' uids/gids at Hello).
@@ -239,10 +242,13 @@ final class ConnectionHandler: ChannelInboundHandler {
             rescheduleTickIfSooner()
         case .pair(let request, let requestID):
             send(host.pair(request, requestID: requestID, from: peerID, now: now ?? monotonicMilliseconds()))
+        case .pairStart(let request, let requestID):
+            send(host.pairStart(request, requestID: requestID, from: peerID, source: source, now: now ?? monotonicMilliseconds()))
         case .authenticate(let request, let requestID, let message):
             switch host.verify(request, message: message) {
             case .success(let device):
                 logger.notice("phone authenticated", metadata: ["device": "\(device.deviceID)", "name": "\(device.name)"])
+                host.pairingConnectionClosed(peerID)
                 perform(machine.authenticated(device, requestID: requestID, now: now ?? monotonicMilliseconds()))
             case .failure(let failure):
                 logger.notice("phone authentication failed", metadata: ["reason": "\(failure.reason)"])
@@ -533,6 +539,11 @@ extension ConnectionHandler {
             shutdown(reason: reason)
         }
     }
+
+    /// Whether the connection can go to the next process with its socket: not
+    /// over TLS, whose session state stays in this process (PROTOCOL.md
+    /// section 22: a TLS phone reconnects and resumes).
+    var canBeHandedOver: Bool { transport != .tcp }
 
     /// The state that goes with the socket: role, version and the bytes read
     /// but not yet parsed (the decoder's partial frame, then what the tap held).

@@ -102,16 +102,14 @@ extension HeadUnitServer {
     /// like an accepted one's (established as before when `restoring`, else
     /// waiting for its Hello), not reading until the restore turns reading on.
     func adoptConnection(fd: CInt, transport: Transport, restoring: RestoredConnection?) -> EventLoopFuture<Channel> {
-        let host = self.host
-        let maxPayload = configuration.connection.limits.maxPayloadBytes
         let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
+        let pipeline = self.pipeline
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(maxPayload: maxPayload)))
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host, transport: transport, restoring: restoring))
+                    try pipeline.configure(channel, transport: transport, restoring: restoring)
                 }
             }
             .withConnectedSocket(fd)
@@ -142,7 +140,11 @@ extension CarHost {
             // Carried: phones, HMIs, clusters, and connections that have not sent
             // their Hello yet. Not: accessories, a TCP phone between Welcome
             // and Authenticate (its signature covers this connection's challenge).
-            let carried = car.peerInfo(peer).map { Car.survivesRestart($0.role) } ?? handler.isAwaitingHello
+            // A TLS connection's socket is useless without its TLS state: a
+            // joined TLS phone stays in the snapshot without it (the next
+            // process keeps its session for resumption), anything else over
+            // TLS is told to connect again.
+            let carried = car.peerInfo(peer).map { Car.survivesRestart($0.role) } ?? (handler.isAwaitingHello && handler.canBeHandedOver)
             if !carried { handler.leaveForRestart(reason) }
         }
         // A navigation alert is dismissed now, its app told (the next process does not carry it).
@@ -185,7 +187,7 @@ extension CarHost {
         var states: [PeerID: HUConnectionSnapshot] = [:]
         for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
             let tap = taps[ObjectIdentifier(handler)]
-            if let tap, handler.isDrained, let state = handler.handoverState(tap: tap) {
+            if let tap, handler.isDrained, handler.canBeHandedOver, let state = handler.handoverState(tap: tap) {
                 states[peer] = state
             } else {
                 report.closed += 1

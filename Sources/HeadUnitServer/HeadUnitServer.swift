@@ -15,6 +15,8 @@ public final class HeadUnitServer: @unchecked Sendable {
     let group: MultiThreadedEventLoopGroup
     let logger: Logger
     let host: CarHost
+    /// Builds every connection's pipeline (listeners and handover alike).
+    let pipeline: ConnectionPipeline
     private var serverChannels: [Channel] = []
     private var boundPaths: [String] = []
     var stopped = false
@@ -27,6 +29,7 @@ public final class HeadUnitServer: @unchecked Sendable {
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.eventLoop = group.next()
         self.host = CarHost(eventLoop: eventLoop, configuration: configuration, logger: logger)
+        self.pipeline = ConnectionPipeline(host: host, maxPayload: configuration.connection.limits.maxPayloadBytes)
     }
 
     /// Called on the event loop whenever the phone, app or scene count changes.
@@ -45,6 +48,9 @@ public final class HeadUnitServer: @unchecked Sendable {
     /// On failure, whatever was already bound is closed again.
     public func start() async throws -> [BoundListener] {
         var bound: [BoundListener] = []
+        if let identity = configuration.carIdentity {
+            try pipeline.useTLS(identity: identity)
+        }
         // Connections a previous process handed over are back before anyone
         // new is accepted (their peer ids come first).
         if let restored = configuration.restored { await restore(restored) }
@@ -62,7 +68,7 @@ public final class HeadUnitServer: @unchecked Sendable {
 
     private func bootstrap(transport: Transport) -> ServerBootstrap {
         let host = self.host
-        let maxPayload = configuration.connection.limits.maxPayloadBytes
+        let pipeline = self.pipeline
         // Writability flips early enough to notice a peer that does not read
         // long before its queue reaches the hard limit.
         let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
@@ -81,8 +87,7 @@ public final class HeadUnitServer: @unchecked Sendable {
             .childChannelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(maxPayload: maxPayload)))
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host, transport: transport))
+                    try pipeline.configure(channel, transport: transport, restoring: nil)
                 }
             }
     }

@@ -1,4 +1,5 @@
 import HeadUnitCore
+import HeadUnitSecurity
 import HeadUnitWire
 import NIOCore
 
@@ -45,6 +46,9 @@ public struct ServerConfiguration: Sendable {
     /// devices loaded from there at start (PROTOCOL.md section 20).
     public var pairingStore: PairingStore?
     public var pairedDevices: [PairedDeviceRecord] = []
+    /// The car's TLS identity (PROTOCOL.md section 20): required to serve TCP,
+    /// which is always TLS.
+    public var carIdentity: CarIdentity?
     /// How long a pairing code stays valid.
     public var pairingCodeValidMilliseconds: UInt64 = 120_000
     /// What a previous daemon process handed over through systemd's fd

@@ -18,10 +18,10 @@ struct Conform: ParsableCommand {
             """
     )
 
-    @Option(help: "The endpoint under test: unix:PATH or tcp:HOST:PORT (default: unix:\(defaultPath)).")
+    @Option(help: "The endpoint under test: unix:PATH, tls:HOST:PORT (headunitd's TCP: TLS 1.3) or tcp:HOST:PORT (plain TCP) (default: unix:\(defaultPath)).")
     var endpoint: String?
 
-    @Option(help: "With a tcp: endpoint, the Unix socket for the car roles (the HMI that launches the TCP phone's apps).")
+    @Option(help: "With a tls: or tcp: endpoint, the Unix socket for the car roles (the HMI that launches the TCP phone's apps).")
     var hmiEndpoint: String?
 
     @Option(name: .customLong("section"), help: "Run only checks of this section: 5, 11.7, T5 (TEMPLATES.md §5). Repeatable.")
@@ -46,7 +46,7 @@ struct Conform: ParsableCommand {
 
     func validate() throws {
         if let endpoint, ConformanceEndpoint(parsing: endpoint) == nil {
-            throw ValidationError("--endpoint wants unix:PATH or tcp:HOST:PORT, got '\(endpoint)'")
+            throw ValidationError("--endpoint wants unix:PATH, tls:HOST:PORT or tcp:HOST:PORT, got '\(endpoint)'")
         }
         if let hmiEndpoint {
             guard let parsed = ConformanceEndpoint(parsing: hmiEndpoint), parsed.isUnix else {

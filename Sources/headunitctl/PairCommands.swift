@@ -13,7 +13,7 @@ import Darwin
 struct Pair: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Car side: open a pairing window and print its one-time code (or --list / --remove ID).",
-        discussion: "A phone on TCP must be paired once: run this on the car, then `headunitctl pair-phone --code CODE --tcp HOST:PORT` on the phone side within the code's validity (2 minutes by default; 5 wrong codes void it)."
+        discussion: "A phone on TCP must be paired once: run this on the car, then `headunitctl pair-phone --code CODE --tcp HOST:PORT` on the phone side within the code's validity (2 minutes by default). Every attempt shows here; wrong attempts from one address wait longer each time (1 s, doubling, up to 30 s)."
     )
     @OptionGroup var connection: ConnectionOptions
 
@@ -77,14 +77,18 @@ struct PairPhone: AsyncParsableCommand {
         guard case .tcp = connection.endpoint else {
             throw fail("pairing is for phones on TCP (give --tcp HOST:PORT); the Unix socket needs none")
         }
-        let identity: PhoneIdentity
+        var identity: PhoneIdentity
         do { identity = try PhoneIdentity.loadOrCreate(path: key) } catch { throw fail("\(error)") }
         do {
+            let pairing = identity
             let phone = try await PhoneSession.connect(to: connection.endpoint, deviceName: name) {
-                $0.identity = identity
+                $0.identity = pairing
                 $0.pairingCode = code
             }
-            print("paired: device id \(identity.deviceID), key \(key)")
+            // Pinned from now on: a later TLS connection to another key fails.
+            identity.carKey = phone.connection.carPublicKey
+            do { try identity.save(path: key) } catch { throw fail("paired, but the car's key could not be saved: \(error)") }
+            print("paired: device id \(identity.deviceID), key \(key) (car key pinned)")
             await phone.close()
         } catch {
             throw fail("pairing with \(connection.endpoint): \(error)")

@@ -1,4 +1,5 @@
 import HeadUnitCore
+import HeadUnitSecurity
 import HeadUnitServer
 import HeadUnitWire
 import Logging
@@ -202,8 +203,10 @@ enum DaemonConfig {
         return nil
     }
 
-    /// Loads the paired devices when phones on TCP must authenticate; a bench
-    /// without TCP or with `allow_unpaired_tcp` keeps them in memory only.
+    /// Serving TCP (always TLS) needs the car's identity key from the state
+    /// directory, created on first start; the paired devices are loaded when
+    /// phones on TCP must authenticate (a bench with `allow_unpaired_tcp`
+    /// keeps them in memory only).
     static func applyPairing(_ config: HUDaemonConfig, to server: inout ServerConfiguration, logger: Logger) throws {
         if config.pairingCodeValidMs > 0 { server.pairingCodeValidMilliseconds = UInt64(config.pairingCodeValidMs) }
         let servesTCP = server.listeners.contains { listener in
@@ -213,12 +216,16 @@ enum DaemonConfig {
             case .unix: return false
             }
         }
-        guard servesTCP, server.connection.security.authenticatePhonesOverTCP else { return }
+        guard servesTCP else { return }
         guard let directory = stateDirectory(config) else {
-            throw ConfigError(description: "no state directory for paired devices: set state_directory, STATE_DIRECTORY or HOME")
+            throw ConfigError(description: "no state directory for the car's TLS key and paired devices: set state_directory, STATE_DIRECTORY or HOME")
         }
         let store = PairingStore(directory: directory)
         try store.prepare()
+        let identity = try CarIdentity.loadOrCreate(directory: directory)
+        server.carIdentity = identity
+        logger.info("TLS identity", metadata: ["file": "\(directory)/\(CarIdentity.fileName)"])
+        guard server.connection.security.authenticatePhonesOverTCP else { return }
         server.pairedDevices = try store.load()
         server.pairingStore = store
         logger.info("paired devices", metadata: ["file": "\(store.path)", "devices": "\(server.pairedDevices.count)"])

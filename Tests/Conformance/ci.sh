@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The conformance kit in CI (.ci/run): `headunitctl conform` against a freshly
-# started headunitd (its defaults) on the Unix socket, then over TCP with the HMI on the Unix
+# started headunitd (its defaults) on the Unix socket, then over TCP (TLS) with the HMI on the Unix
 # socket, then against broken_endpoint.py, which must fail with a §5 line.
 #   Tests/Conformance/ci.sh BIN_DIR     (BIN_DIR holds headunitd and headunitctl)
 set -euo pipefail
@@ -36,8 +36,8 @@ port="$(sed -n 's/^listening tcp .*:\([0-9][0-9]*\)$/\1/p' "$work/daemon.out")"
 
 echo "--- conform: unix:$work/hu.sock"
 "$bin/headunitctl" conform --endpoint "unix:$work/hu.sock" --slow
-echo "--- conform: tcp:127.0.0.1:$port (HMI on the Unix socket; the kit's phone pairs)"
-"$bin/headunitctl" conform --endpoint "tcp:127.0.0.1:$port" --hmi-endpoint "unix:$work/hu.sock" --slow
+echo "--- conform: tls:127.0.0.1:$port (HMI on the Unix socket; the kit's phone pairs)"
+"$bin/headunitctl" conform --endpoint "tls:127.0.0.1:$port" --hmi-endpoint "unix:$work/hu.sock" --slow
 
 echo "--- conform: the deliberately broken endpoint (must fail §5)"
 python3 "$here/broken_endpoint.py" --unix "$work/broken.sock" >"$work/broken.out" 2>&1 &

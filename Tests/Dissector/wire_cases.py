@@ -16,6 +16,7 @@ Frames are encoded by hand (PROTOCOL.md sections 2-4, the Hello of section
 15), so this needs only the Python 3 standard library.
 """
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -37,10 +38,16 @@ def hello(name):
 
 
 def connect():
+    # headunitd's TCP is TLS 1.3 (PROTOCOL.md section 1). Each write below is
+    # one TLS record; the daemon's key log lets tshark decrypt them.
     s = socket.create_connection(("127.0.0.1", PORT))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.settimeout(5)
-    return s
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # an unpaired test client: it pins nothing
+    return context.wrap_socket(s)
 
 
 def writes(s, *pieces):

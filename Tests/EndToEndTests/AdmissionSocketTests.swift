@@ -142,7 +142,7 @@ struct AdmissionSocketTests {
         // Hosts 127.0.0.2-9: silent connections, each reconnecting as soon as it is evicted or timed out.
         let holders = attack.run(threads: 8) { index in
             while !attack.isStopped {
-                guard let client = try? RawSocketClient.tcp(port: port, source: "127.0.0.\(2 + index)") else { continue }
+                guard let client = try? RawSocketClient.tcp(port: port, from: "127.0.0.\(2 + index)") else { continue }
                 attack.count("connects")
                 if let code = Self.goodbyeCode(client, timeout: 1) { attack.count("goodbye \(code)") }
                 client.close()
@@ -155,7 +155,7 @@ struct AdmissionSocketTests {
             var host = 0
             while !attack.isStopped {
                 host += 1
-                if let client = try? RawSocketClient.tcp(port: port, source: "127.0.1.\(1 + host % 250)") {
+                if let client = try? RawSocketClient.tcp(port: port, from: "127.0.1.\(1 + host % 250)") {
                     attack.count("connects")
                     open.append(client)
                     if open.count > 8 { open.removeFirst().close() }
@@ -210,11 +210,11 @@ struct AdmissionSocketTests {
         let daemon = try TestDaemon.launch(limits: ["maxTcpUnauthenticated": 2, "maxTcpConnections": 3], pairing: true)
         defer { _ = try? daemon.terminate() }
         guard let port = daemon.tcpPort else { Issue.record("no TCP port"); return }
-        let a = try RawSocketClient.tcp(port: port, source: "127.0.0.2")
+        let a = try RawSocketClient.tcp(port: port, from: "127.0.0.2")
         Thread.sleep(forTimeInterval: 0.2)
-        let b = try RawSocketClient.tcp(port: port, source: "127.0.0.3")
+        let b = try RawSocketClient.tcp(port: port, from: "127.0.0.3")
         Thread.sleep(forTimeInterval: 0.2)
-        let c = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
+        let c = try RawSocketClient.tcp(port: port, from: "127.0.0.4")
         let goodbye = try a.readGoodbye()
         #expect(goodbye.code == .connectionEvicted)
         #expect(goodbye.reason.contains("oldest"))
@@ -222,9 +222,9 @@ struct AdmissionSocketTests {
         // The newcomer was taken, not refused; once it has said Hello, silent b goes before it.
         _ = try c.handshake(role: .phone)
         // From one address, a third unauthenticated connection replaces that address's oldest.
-        let d = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
+        let d = try RawSocketClient.tcp(port: port, from: "127.0.0.4")
         Thread.sleep(forTimeInterval: 0.2)
-        let e = try RawSocketClient.tcp(port: port, source: "127.0.0.4")
+        let e = try RawSocketClient.tcp(port: port, from: "127.0.0.4")
         #expect(try b.readGoodbye().code == .connectionEvicted)
         let own = try c.readGoodbye()
         #expect(own.code == .connectionEvicted)
@@ -254,15 +254,15 @@ struct AdmissionSocketTests {
             limits: ["maxTcpUnauthenticated": 2, "maxTcpUnauthenticatedPerSource": 2, "tcpEvictionsPerSourcePerSecond": 1], pairing: true)
         defer { _ = try? daemon.terminate() }
         guard let port = daemon.tcpPort else { Issue.record("no TCP port"); return }
-        var held = [try RawSocketClient.tcp(port: port, source: "127.0.0.2"), try RawSocketClient.tcp(port: port, source: "127.0.0.3")]
+        var held = [try RawSocketClient.tcp(port: port, from: "127.0.0.2"), try RawSocketClient.tcp(port: port, from: "127.0.0.3")]
         Thread.sleep(forTimeInterval: 0.1)
         var codes: [HUErrorCode?] = []
         for index in 0..<3 {
             // 127.0.0.9 connects, then closes at once; an evicted holder comes back.
-            let attacker = try RawSocketClient.tcp(port: port, source: "127.0.0.9")
+            let attacker = try RawSocketClient.tcp(port: port, from: "127.0.0.9")
             codes.append(Self.goodbyeCode(attacker, timeout: 0.3))
             attacker.close()
-            held.append(try RawSocketClient.tcp(port: port, source: "127.0.0.\(4 + index)"))
+            held.append(try RawSocketClient.tcp(port: port, from: "127.0.0.\(4 + index)"))
             Thread.sleep(forTimeInterval: 0.05)
         }
         // Admitted once (silent until the test's long handshake timeout), then refused until its budget refills.
@@ -380,7 +380,7 @@ struct AdmissionSocketTests {
             let attack = Attack()
             let flooders = attack.run(threads: 8) { index in
                 while !attack.isStopped {
-                    guard let client = try? RawSocketClient.tcp(port: port, source: "127.0.0.\(2 + index)") else { continue }
+                    guard let client = try? RawSocketClient.tcp(port: port, from: "127.0.0.\(2 + index)") else { continue }
                     attack.count("connects")
                     try? client.send(flood)
                     if Self.goodbyeCode(client, timeout: 1) == .tooManyRequests { attack.count("cut off") }

@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import HeadUnitClient
+import HeadUnitSecurity
 import HeadUnitWire
 import Testing
 
@@ -24,16 +26,32 @@ struct AuthenticationTests {
     }
 
     /// The HMI opens a pairing window; returns its code.
-    static func startPairing(_ daemon: TestDaemon) throws -> String {
+    static func startPairing(_ daemon: TestDaemon, allow: [String] = []) throws -> String {
+        let (hmi, code) = try startPairingWatching(daemon, allow: allow)
+        hmi.close()
+        return code
+    }
+
+    /// The same, keeping the HMI open to watch the PairingAttempts the car shows.
+    static func startPairingWatching(_ daemon: TestDaemon, allow: [String] = []) throws -> (RawSocketClient, String) {
         let hmi = try daemon.connectUnix()
         try hmi.handshake(role: .hmi)
-        try hmi.send(.startPairing(HUStartPairing()), requestID: 7)
+        var start = HUStartPairing()
+        start.allowedEntitlements = allow
+        try hmi.send(.startPairing(start), requestID: 7)
         let result = try readResult(hmi, requestID: 7)
         #expect(result.code == .ok)
         #expect(result.pairing.code.count == 6 && result.pairing.code.allSatisfy(\.isNumber))
         #expect(result.pairing.validMs == 120_000)
-        hmi.close()
-        return result.pairing.code
+        return (hmi, result.pairing.code)
+    }
+
+    /// The next PairingAttempt the HMI is shown.
+    static func readPairingAttempt(_ hmi: RawSocketClient, timeout: Double = 5) throws -> HUPairingAttempt {
+        while true {
+            let envelope = try hmi.readEnvelope(timeout: timeout)
+            if case .pairingAttempt(let attempt) = envelope.body { return attempt }
+        }
     }
 
     /// Skips events (the HMI's HomeScreen...) until the Result for `requestID`.
@@ -45,14 +63,34 @@ struct AuthenticationTests {
         }
     }
 
-    static func pair(_ phone: RawSocketClient, code: String, identity: PhoneIdentity, requestID: UInt32 = 2) throws -> HUResult {
+    /// The whole SPAKE2 pairing (PROTOCOL.md section 20.2) as a raw client
+    /// does it: PairStart (`requestID`), then Pair (`requestID + 100`) with
+    /// this side's confirmation even when the car's did not verify (a wrong
+    /// code), signed by `signer` (default: the identity itself). Returns the
+    /// first refusal, or Pair's answer.
+    static func pair(
+        _ phone: RawSocketClient, code: String, identity: PhoneIdentity, requestID: UInt32 = 2, name: String = "Alice's phone",
+        signer: PhoneIdentity? = nil
+    ) throws -> HUResult {
+        let exchange = try SPAKE2Exchange(role: .phone, password: Array(code.utf8))
+        var start = HUPairStart()
+        start.spake2Message = Data(exchange.message)
+        try phone.send(.pairStart(start), requestID: requestID)
+        let started = try readResult(phone, requestID: requestID)
+        guard started.code == .ok else { return started }
+        let key = try exchange.finish(peerMessage: Array(started.pairing.spake2Message))
+        let transcript = PairingKeySchedule.transcriptHash(
+            phoneMessage: exchange.message, carMessage: Array(started.pairing.spake2Message), carPublicKey: phone.carPublicKey)
         var pair = HUPair()
-        pair.code = code
         pair.publicKey = Data(identity.publicKey)
-        pair.deviceName = "Alice's phone"
-        try phone.send(.pair(pair), requestID: requestID)
-        return try readResult(phone, requestID: requestID)
+        pair.deviceName = name
+        pair.confirmation = Data(
+            PairingKeySchedule.phoneConfirmation(spakeKey: key, transcript: transcript, publicKey: identity.publicKey, deviceName: name))
+        pair.signature = Data(try (signer ?? identity).privateKey.signature(for: PairingKeySchedule.signedMessage(transcript: transcript)))
+        try phone.send(.pair(pair), requestID: requestID + 100)
+        return try readResult(phone, requestID: requestID + 100)
     }
+
 
     static func authenticate(_ phone: RawSocketClient, welcome: HUWelcome, identity: PhoneIdentity, as deviceID: String? = nil, requestID: UInt32 = 3) throws {
         var authenticate = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
@@ -283,19 +321,103 @@ struct AuthenticationTests {
         #expect(try phone.pingRoundTrip())
     }
 
-    @Test func wrongCodesUseUpTheWindow() throws {
+    /// The old exchange sent the code itself; it is refused, and so is a Pair
+    /// without a PairStart before it.
+    @Test func aPairCarryingTheCodeOrWithoutPairStartIsRefused() throws {
         let daemon = try TestDaemon.launch(pairing: true)
         let code = try Self.startPairing(daemon)
+        let phone = try daemon.connectTCP()
+        _ = try phone.handshake(role: .phone)
+        var old = HUPair()
+        old.code = code
+        old.publicKey = Data(PhoneIdentity().publicKey)
+        try phone.send(.pair(old), requestID: 2)
+        let refused = try Self.readResult(phone, requestID: 2)
+        #expect(refused.code == .invalidArgument)
+        #expect(refused.message.contains("PairStart"))
+        old.code = ""
+        try phone.send(.pair(old), requestID: 3)
+        #expect(try Self.readResult(phone, requestID: 3).code == .pairingNotOpen)
+    }
+
+    /// A wrong code fails the confirmation (BAD_PAIRING_CODE), the car's
+    /// screen shows it, and the same source must then wait (PAIRING_THROTTLED).
+    @Test func aWrongCodeFailsIsShownAndBacksOff() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let (hmi, code) = try Self.startPairingWatching(daemon)
         let wrong = code == "000000" ? "000001" : "000000"
         let phone = try daemon.connectTCP()
         _ = try phone.handshake(role: .phone)
-        let identity = PhoneIdentity()
-        for attempt in 1...5 {
-            let result = try Self.pair(phone, code: wrong, identity: identity, requestID: UInt32(attempt))
-            #expect(result.code == .badPairingCode)
+        let result = try Self.pair(phone, code: wrong, identity: PhoneIdentity(), name: "Mallory")
+        #expect(result.code == .badPairingCode)
+        let shown = try Self.readPairingAttempt(hmi)
+        #expect(shown.outcome == .failed)
+        #expect(shown.source == "127.0.0.1")
+        #expect(shown.deviceName == "Mallory")
+        #expect(shown.failedAttempts == 1)
+        let again = try Self.pair(phone, code: code, identity: PhoneIdentity(), requestID: 4)
+        #expect(again.code == .pairingThrottled)
+        #expect(again.message.contains("try again in"))
+    }
+
+    /// Issue 23: a client polling wrong codes (from its own address) made
+    /// pairing impossible for the owner. Now it only slows itself down: every
+    /// one of its attempts is shown, and the owner pairs at once.
+    @Test func aClientVoidingPairingWindowsDoesNotStopTheOwner() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let (hmi, code) = try Self.startPairingWatching(daemon)
+        let wrong = code == "000000" ? "000001" : "000000"
+        var failed = 0
+        var throttled = 0
+        let until = Date().addingTimeInterval(2.5)
+        while Date() < until {
+            let attacker = try daemon.connectTCP(from: "127.0.0.2")
+            _ = try attacker.handshake(role: .phone)
+            let result = try Self.pair(attacker, code: wrong, identity: PhoneIdentity())
+            if result.code == .badPairingCode { failed += 1 }
+            if result.code == .pairingThrottled { throttled += 1 }
+            attacker.close()
+            usleep(50_000)
         }
-        // The window is void: even the right code is refused now.
-        #expect(try Self.pair(phone, code: code, identity: identity, requestID: 6).code == .pairingNotOpen)
+        // 0 s, 1 s, 3 s: at most three guesses in 2.5 s; the rest wait.
+        #expect(failed >= 2 && failed <= 3)
+        #expect(throttled > 10)
+        for _ in 0..<failed {
+            #expect(try Self.readPairingAttempt(hmi).outcome == .failed)
+        }
+        let owner = try daemon.connectTCP()
+        let welcome = try owner.handshake(role: .phone)
+        let identity = PhoneIdentity()
+        #expect(try Self.pair(owner, code: code, identity: identity).code == .ok)
+        try Self.authenticate(owner, welcome: welcome, identity: identity)
+        #expect(try Self.readResult(owner, requestID: 3).code == .ok)
+        #expect(try Self.readPairingAttempt(hmi).outcome == .paired)
+    }
+
+    /// Issue 23: a passenger given an audio-only code re-paired the owner's
+    /// public key (which travels in clear) and narrowed it. `Pair` now proves
+    /// possession: someone else's key is refused, and the owner's record stays.
+    @Test func pairOfSomeoneElsesKeyIsRefused() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let owner = PhoneIdentity()
+        do {
+            let code = try Self.startPairing(daemon)
+            let phone = try daemon.connectTCP()
+            _ = try phone.handshake(role: .phone)
+            #expect(try Self.pair(phone, code: code, identity: owner, name: "Owner").code == .ok)
+        }
+        let code = try Self.startPairing(daemon, allow: [Self.audio])
+        let passenger = try daemon.connectTCP()
+        _ = try passenger.handshake(role: .phone)
+        let result = try Self.pair(passenger, code: code, identity: owner, name: "renamed", signer: PhoneIdentity())
+        #expect(result.code == .keyNotProven)
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        try hmi.send(.listPairedDevices(HUListPairedDevices()), requestID: 11)
+        let devices = try Self.readResult(hmi, requestID: 11).pairing.devices
+        #expect(devices.count == 1)
+        #expect(devices.first?.name == "Owner")
+        #expect(devices.first?.defaultPolicy == true)
     }
 
     @Test func removingAnUnknownDeviceIsRefused() throws {
@@ -372,6 +494,32 @@ struct AuthenticationTests {
         // 0600 and the same content: it starts.
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+    }
+
+    /// The car's TLS identity key (PROTOCOL.md section 20.8): created 0600 on
+    /// first start, kept across restarts (a paired phone's pin stays valid),
+    /// and refused when others can read it.
+    @Test func theCarIdentityKeyIsCreatedKeptAndChecked() throws {
+        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let path = state + "/car-identity.pem"
+        let first = try TestDaemon.launch(stateDirectory: state)
+        let firstKey = try first.connectTCP().carPublicKey
+        _ = try first.terminate()
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let second = try TestDaemon.launch(stateDirectory: state)
+        #expect(try second.connectTCP().carPublicKey == firstKey)
+        #expect(!firstKey.isEmpty)
+        _ = try second.terminate()
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        do {
+            _ = try TestDaemon.launch(stateDirectory: state, timeout: 10)
+            Issue.record("the daemon started with a 0644 identity key")
+        } catch let error as TestDaemon.LaunchError {
+            #expect(error.message.contains("open to other users"), "\(error.message)")
+        }
     }
 
     // MARK: - The SDK and headunitctl's path

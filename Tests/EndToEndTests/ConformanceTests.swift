@@ -44,7 +44,7 @@ struct ConformanceTests {
     @Test func tcpWithAnHMIOnTheUnixSocketPassesEveryCheck() throws {
         let daemon = try TestDaemon.launch(limits: Self.limits, pairing: true)
         let port = try #require(daemon.tcpPort)
-        var options = ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
+        var options = ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
         options.hmiEndpoint = .unix(path: daemon.unixSocketPath)
         let (report, log) = Self.run(options)
         Self.expectClean(report, log) { _ in false }
@@ -53,7 +53,7 @@ struct ConformanceTests {
     @Test func tcpAloneSkipsCarRoleChecksWithAReason() throws {
         let daemon = try TestDaemon.launch(limits: Self.limits)
         let port = try #require(daemon.tcpPort)
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true))
+        let (report, log) = Self.run(ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true))
         Self.expectClean(report, log) { $0.needsCarRole || Self.isAuthentication($0) }
         let skipped = report.results.filter { if case .skipped(let reason) = $0.outcome { return reason.contains("--hmi-endpoint") } else { return false } }
         #expect(skipped.count == ConformanceKit.allChecks.filter(\.needsCarRole).count)
@@ -65,7 +65,7 @@ struct ConformanceTests {
     @Test func tcpTestBenchSkipsOnlyTheAuthenticationChecks() throws {
         let daemon = try TestDaemon.launch(limits: Self.limits)
         let port = try #require(daemon.tcpPort)
-        var options = ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
+        var options = ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
         options.hmiEndpoint = .unix(path: daemon.unixSocketPath)
         let (report, log) = Self.run(options, checks: ConformanceKit.select(sections: ["20", "21", "5"]))
         Self.expectClean(report, log, total: nil) { Self.isAuthentication($0) && $0.transport == .tcpOnly }
@@ -74,7 +74,7 @@ struct ConformanceTests {
     @Test func tcpRequiringAuthenticationStopsWithTheReason() throws {
         let daemon = try TestDaemon.launch(limits: Self.limits, pairing: true)
         let port = try #require(daemon.tcpPort)
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000))
+        let (report, log) = Self.run(ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000))
         #expect(report.results.isEmpty)
         #expect(report.unreachable?.contains("§20") == true && report.unreachable?.contains("--hmi-endpoint") == true, "\(log)")
         #expect(!report.succeeded)
@@ -129,6 +129,7 @@ struct ConformanceTests {
         #expect(!templates5.isEmpty && templates5.allSatisfy { $0.section == .t("5") })
         #expect(ConformanceKit.select(filter: "BAD-MAGIC").count == 2)
         #expect(ConformanceEndpoint(parsing: "tcp:127.0.0.1:7420") == .tcp(host: "127.0.0.1", port: 7420))
+        #expect(ConformanceEndpoint(parsing: "tls::7420") == .tls(host: "127.0.0.1", port: 7420))
         #expect(ConformanceEndpoint(parsing: "unix:/run/x.sock") == .unix(path: "/run/x.sock"))
         #expect(ConformanceEndpoint(parsing: "tcp:nohost") == nil)
     }

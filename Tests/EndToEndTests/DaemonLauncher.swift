@@ -133,9 +133,10 @@ final class TestDaemon: @unchecked Sendable {
         try RawSocketClient.unix(unixSocketPath)
     }
 
-    func connectTCP() throws -> RawSocketClient {
+    /// A TLS connection (the TCP listener speaks nothing else), `from` a given local address.
+    func connectTCP(from source: String? = nil) throws -> RawSocketClient {
         guard let tcpPort else { throw LaunchError(message: "launched without TCP") }
-        return try RawSocketClient.tcp(port: tcpPort)
+        return try RawSocketClient.tcp(port: tcpPort, from: source)
     }
 
     /// Sends `signal` (SIGTERM by default) and waits for the exit; returns the exit status.

@@ -1,3 +1,4 @@
+import HeadUnitSecurity
 import HeadUnitWire
 import NIOCore
 
@@ -38,6 +39,8 @@ enum RawClientError: Error, CustomStringConvertible {
 /// For black-box tests of the daemon over real sockets.
 final class RawSocketClient {
     let fd: CInt
+    /// TCP (TLS): the key the car presented in the TLS handshake.
+    private(set) var carPublicKey: [UInt8] = []
     private var inbox: [UInt8] = []
     private(set) var sawEOF = false
 
@@ -78,9 +81,20 @@ final class RawSocketClient {
         return RawSocketClient(fd: fd)
     }
 
-    /// `source`: the local address to connect from (another 127.x.y.z on
-    /// loopback), so tests can play several hosts of a network.
-    static func tcp(host: String = "127.0.0.1", port: Int, source: String? = nil) throws -> RawSocketClient {
+    /// The daemon's TCP listener speaks TLS 1.3 only: the raw frames go
+    /// through a real TLS connection (TLSBridge), `from` a given local address
+    /// when set (per-source pairing limits).
+    static func tcp(host: String = "127.0.0.1", port: Int, from source: String? = nil, pinnedCarKey: [UInt8]? = nil) throws -> RawSocketClient {
+        let connection = try TLSBridge.connect(host: host, port: port, pinnedCarKey: pinnedCarKey, from: source)
+        let client = RawSocketClient(fd: connection.fd)
+        client.carPublicKey = connection.carPublicKey
+        return client
+    }
+
+    /// A plain TCP connection, no TLS: what an attacker or an old client
+    /// sends; `from` another 127.x.y.z on loopback, so tests can play several
+    /// hosts of a network.
+    static func plainTCP(host: String = "127.0.0.1", port: Int, from source: String? = nil) throws -> RawSocketClient {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawClientError.system("socket", errno) }
         if let source {

@@ -17,9 +17,18 @@ import Testing
         return (registry, info.code)
     }
 
+    /// A guess started and confirmed (the server checked the SPAKE2 confirmation).
+    static func pairs(_ registry: inout PairingRegistry, source: String = "10.0.0.2", id: String = "d1", name: String = "", now: UInt64 = 1_001)
+        -> PairingRegistry.PairOutcome
+    {
+        guard case .proceed(let attempt) = registry.beginAttempt(source: source, now: now) else { return .refused(.pairingNotOpen, "no attempt") }
+        return registry.complete(
+            generation: attempt.generation, source: source, publicKey: Self.key, deviceID: id, name: name, now: now, unixMilliseconds: 0)
+    }
+
     @Test func pairingNeedsAnOpenWindow() {
         var registry = PairingRegistry()
-        let outcome = registry.pair(code: "123456", publicKey: Self.key, deviceID: "d1", name: "p", now: 0, unixMilliseconds: 0)
+        let outcome = registry.beginAttempt(source: "10.0.0.2", now: 0)
         guard case .refused(.pairingNotOpen, _) = outcome else { Issue.record("\(outcome)"); return }
         #expect(registry.devices.isEmpty)
     }
@@ -33,61 +42,94 @@ import Testing
         #expect(registry.window?.expiresAt == 60_005)
     }
 
-    @Test func theRightCodePairsOnceAndClosesTheWindow() {
+    @Test func aConfirmedAttemptPairsOnceAndClosesTheWindow() {
         var (registry, code) = Self.opened()
-        let outcome = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "Alice", now: 2_000, unixMilliseconds: 77)
+        guard case .proceed(let attempt) = registry.beginAttempt(source: "10.0.0.2", now: 2_000) else { Issue.record("no attempt"); return }
+        #expect(attempt.code == code)
+        let outcome = registry.complete(
+            generation: attempt.generation, source: "10.0.0.2", publicKey: Self.key, deviceID: "d1", name: "Alice", now: 2_000, unixMilliseconds: 77)
         guard case .paired(let record) = outcome else { Issue.record("\(outcome)"); return }
         #expect(record == PairedDeviceRecord(id: "d1", name: "Alice", publicKey: Self.key, pairedAtUnixMilliseconds: 77))
         #expect(registry.devices == [record])
         #expect(registry.window == nil)
-        // One code pairs one device.
-        let second = registry.pair(code: code, publicKey: Self.key, deviceID: "d2", name: "Bob", now: 2_001, unixMilliseconds: 78)
+        // One code pairs one device: a second confirmation of the same attempt is refused.
+        let second = registry.complete(
+            generation: attempt.generation, source: "10.0.0.3", publicKey: Self.key, deviceID: "d2", name: "Bob", now: 2_001, unixMilliseconds: 78)
         guard case .refused(.pairingNotOpen, _) = second else { Issue.record("\(second)"); return }
     }
 
     @Test func anExpiredCodeIsNotOpen() {
-        var (registry, code) = Self.opened(now: 1_000)
-        let outcome = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 121_000, unixMilliseconds: 0)
+        var (registry, _) = Self.opened(now: 1_000)
+        let outcome = registry.beginAttempt(source: "10.0.0.2", now: 121_000)
         guard case .refused(.pairingNotOpen, let message) = outcome else { Issue.record("\(outcome)"); return }
         #expect(message.contains("expired"))
         #expect(registry.window == nil)
     }
 
-    @Test func wrongCodesUseUpTheAttemptsThenVoidTheWindow() {
-        var (registry, code) = Self.opened()
-        for left in [2, 1] {
-            let outcome = registry.pair(code: "999999", publicKey: Self.key, deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
-            guard case .refused(.badPairingCode, let message) = outcome else { Issue.record("\(outcome)"); return }
-            #expect(message.contains("\(left) attempt"))
-        }
-        let last = registry.pair(code: "999999", publicKey: Self.key, deviceID: "d1", name: "", now: 1_002, unixMilliseconds: 0)
-        guard case .refused(.badPairingCode, let message) = last else { Issue.record("\(last)"); return }
-        #expect(message.contains("void"))
-        let right = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 1_003, unixMilliseconds: 0)
-        guard case .refused(.pairingNotOpen, _) = right else { Issue.record("\(right)"); return }
+    @Test func anAttemptUnderAReplacedWindowDoesNotPair() {
+        var (registry, _) = Self.opened()
+        guard case .proceed(let attempt) = registry.beginAttempt(source: "10.0.0.2", now: 1_001) else { Issue.record("no attempt"); return }
+        _ = registry.open(code: "111111", now: 1_002)
+        let outcome = registry.complete(
+            generation: attempt.generation, source: "10.0.0.2", publicKey: Self.key, deviceID: "d1", name: "", now: 1_003, unixMilliseconds: 0)
+        guard case .refused(.pairingNotOpen, _) = outcome else { Issue.record("\(outcome)"); return }
     }
 
-    @Test func aMalformedKeyOrNameIsRefusedWithoutUsingAnAttempt() {
+    /// Issue 23: wrong codes from one source no longer void the window; they
+    /// make that source wait (1 s, 2 s, 4 s ... at most 30 s), and another
+    /// source (the owner's phone) pairs meanwhile.
+    @Test func failedAttemptsBackOffPerSourceAndNeverVoidTheOwnersWindow() {
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000, maxAttempts: 60)
+        _ = registry.open(code: "042917", now: 0)
+        var now: UInt64 = 0
+        var started = 0
+        // The attacker tries every 50 ms for the whole window.
+        while now < 119_000 {
+            if case .proceed = registry.beginAttempt(source: "10.0.0.66", now: now) { started += 1 }
+            now += 50
+        }
+        // 0, 1, 3, 7, 15, 31, 61, 91 s: eight guesses in two minutes.
+        #expect(started == 8)
+        guard case .refused(.pairingThrottled, let message) = registry.beginAttempt(source: "10.0.0.66", now: now) else {
+            Issue.record("not throttled"); return
+        }
+        #expect(message.contains("try again in"))
+        #expect(registry.window != nil)
+        let owner = Self.pairs(&registry, source: "10.0.0.2", id: "owner", now: now)
+        guard case .paired = owner else { Issue.record("\(owner)"); return }
+    }
+
+    @Test func theWindowsGuessBudgetBoundsManySources() {
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000, maxAttempts: 3)
+        _ = registry.open(code: "042917", now: 0)
+        for index in 0..<3 {
+            guard case .proceed = registry.beginAttempt(source: "10.0.1.\(index)", now: 10) else { Issue.record("refused"); return }
+        }
+        guard case .refused(.pairingThrottled, _) = registry.beginAttempt(source: "10.0.2.1", now: 11) else { Issue.record("not refused"); return }
+        #expect(registry.attemptsOnOpenCode == 3)
+    }
+
+    @Test func aMalformedKeyOrNameIsRefused() {
         var (registry, _) = Self.opened()
-        let short = registry.pair(code: "999999", publicKey: [1, 2, 3], deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
+        guard case .proceed(let attempt) = registry.beginAttempt(source: "s", now: 1_001) else { Issue.record("no attempt"); return }
+        let short = registry.complete(generation: attempt.generation, source: "s", publicKey: [1, 2, 3], deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
         guard case .refused(.invalidArgument, _) = short else { Issue.record("\(short)"); return }
         let long = String(repeating: "x", count: PairingRegistry.maxDeviceNameBytes + 1)
-        let named = registry.pair(code: "999999", publicKey: Self.key, deviceID: "d1", name: long, now: 1_001, unixMilliseconds: 0)
+        let named = registry.complete(generation: attempt.generation, source: "s", publicKey: Self.key, deviceID: "d1", name: long, now: 1_001, unixMilliseconds: 0)
         guard case .refused(.invalidArgument, _) = named else { Issue.record("\(named)"); return }
-        #expect(registry.window?.attemptsLeft == 3)
+        #expect(registry.window != nil)
     }
 
     @Test func theWindowsAllowListGoesToTheDeviceThatPairs() {
-        var (registry, code) = Self.opened(allowed: [EntitlementKey.audio])
-        guard case .paired(let record) = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
-        else { Issue.record("not paired"); return }
+        var (registry, _) = Self.opened(allowed: [EntitlementKey.audio])
+        guard case .paired(let record) = Self.pairs(&registry) else { Issue.record("not paired"); return }
         #expect(record.allowedEntitlements == [EntitlementKey.audio])
         let policy = record.entitlementPolicy(global: EntitlementPolicy(allowed: EntitlementKey.all, perApp: ["com.x": ["k"]]))
         #expect(policy == EntitlementPolicy(allowed: [EntitlementKey.audio], perApp: ["com.x": ["k"]]))
-        // Re-pairing the same key replaces the record, not duplicates it.
+        // Re-pairing the same key (which only its holder can: the server checks
+        // its signature) replaces the record, not duplicates it.
         _ = registry.open(code: "111111", now: 2_000)
-        guard case .paired(let again) = registry.pair(code: "111111", publicKey: Self.key, deviceID: "d1", name: "new", now: 2_001, unixMilliseconds: 1)
-        else { Issue.record("not re-paired"); return }
+        guard case .paired(let again) = Self.pairs(&registry, name: "new", now: 2_001) else { Issue.record("not re-paired"); return }
         #expect(registry.devices == [again])
         #expect(again.allowedEntitlements == nil)
         #expect(again.entitlementPolicy(global: .acceptAll) == nil)
@@ -102,8 +144,8 @@ import Testing
     }
 
     @Test func removingForgetsOnlyAPairedDevice() {
-        var (registry, code) = Self.opened()
-        _ = registry.pair(code: code, publicKey: Self.key, deviceID: "d1", name: "", now: 1_001, unixMilliseconds: 0)
+        var (registry, _) = Self.opened()
+        _ = Self.pairs(&registry)
         let removedUnknown = registry.remove("nope")
         let removedPaired = registry.remove("d1")
         #expect(!removedUnknown)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal headunitd client for the systemd black-box tests (no dependencies).
 
-Addresses: unix:/path/to.sock or tcp:HOST:PORT.
+Addresses: unix:/path/to.sock or tcp:HOST:PORT (TLS 1.3, as headunitd's TCP is).
 
   huclient.py hello ADDR                 Hello as a phone, expect Welcome.
   huclient.py hold ADDR [--ready FILE] [--announce]
@@ -19,6 +19,7 @@ import argparse
 import errno
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -115,6 +116,14 @@ class Connection:
             raise SystemExit("address must be unix:PATH or tcp:HOST:PORT")
         self.sock.settimeout(timeout)
         self.sock.connect(target)
+        if address.startswith("tcp:"):
+            # headunitd's TCP is TLS 1.3 (PROTOCOL.md section 1); these test
+            # clients do not pair (allowUnpairedTcp), so they pin no car key.
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.minimum_version = ssl.TLSVersion.TLSv1_3
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            self.sock = context.wrap_socket(self.sock)
         self.buffer = b""
 
     def send(self, kind, payload):
@@ -213,7 +222,7 @@ def cmd_hold(args):
 
 
 def cmd_loop(args):
-    counts = {"ok": 0, "refused": 0, "goodbye": 0, "dropped": 0, "timeout": 0, "other": 0}
+    counts = {"ok": 0, "refused": 0, "goodbye": 0, "dropped": 0, "ended": 0, "timeout": 0, "other": 0}
     started = time.monotonic()
     while not os.path.exists(args.until) and time.monotonic() - started < args.max_seconds:
         try:
@@ -224,6 +233,12 @@ def cmd_loop(args):
         except FileNotFoundError:
             counts["refused"] += 1  # the socket path vanished: as bad as a refusal
             continue
+        except (ssl.SSLError, ConnectionResetError) as error:
+            # TLS state cannot go to the next process (PROTOCOL.md section 22): a
+            # TCP connection still in its TLS handshake at a restart ends, and
+            # the client connects again. With --ends-ok that is expected.
+            counts["ended" if args.ends_ok else "other"] += 1
+            continue
         except OSError as error:
             counts["refused" if error.errno == errno.ECONNREFUSED else "other"] += 1
             continue
@@ -232,8 +247,8 @@ def cmd_loop(args):
             counts["ok"] += 1
         except ValueError:
             counts["goodbye"] += 1  # accepted by a stopping daemon, told why
-        except (Closed, ConnectionResetError):
-            counts["dropped"] += 1
+        except (Closed, ConnectionResetError, ssl.SSLError):
+            counts["ended" if args.ends_ok else "dropped"] += 1
         except socket.timeout:
             counts["timeout"] += 1
         finally:
@@ -260,6 +275,8 @@ def main():
     p = sub.add_parser("loop")
     p.add_argument("address")
     p.add_argument("--until", required=True)
+    p.add_argument("--ends-ok", action="store_true",
+                   help="TLS: a connection ended by a restart (mid-handshake) is expected; the client connects again")
     p.add_argument("--timeout", type=float, default=10)
     p.add_argument("--interval", type=float, default=0.01)
     p.add_argument("--max-seconds", type=float, default=120)

@@ -22,6 +22,9 @@ the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
    saying the session could not be restored, then close; the daemon starts
    clean and serves new connections. Likewise a connection stored with no
    snapshot, and a snapshot of another format (another daemon version).
+4. A phone on TCP (TLS 1.3) at the restart: its connection ends (TLS state
+   cannot be stored), its session waits; on a new TLS connection
+   ResumeSession restores it (the time it took is printed).
 Prints PASS:/FAIL: lines and `N passed, N failed`.
 """
 import array
@@ -316,6 +319,102 @@ def handover_run(binary, workdir):
             print(open(log).read()[-3000:])
 
 
+def tls_resume_run(binary, workdir):
+    """A phone on TCP (TLS 1.3): its TLS state cannot go through the fd store,
+    so its connection ends at the restart, and its session waits for it
+    (PROTOCOL.md section 22): it connects again and ResumeSession finds its
+    apps. Prints how long the phone was without its session."""
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        f.write('{"allowUnpairedTcp": true, "stateDirectory": "%s"}\n' % os.path.join(workdir, "state"))
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(64)
+    address = "tcp:127.0.0.1:%d" % tcp.getsockname()[1]
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
+    first = start_daemon(binary, workdir, [listen.fileno(), tcp.fileno()], ["unix", "tcp"], env, log)
+    second = None
+    phone = again = hmi = None
+    try:
+        check("TLS run: first daemon ready", manager.wait(lambda f: f.get("READY") == "1") is not None, open(log).read()[-2000:])
+        phone = huclient.Connection(address, 10)
+        phone.handshake("tls phone")
+        phone.send(huclient.KIND_MESSAGE, huclient.announce_apps_envelope("TLS Phone"))
+        token = b""
+        while True:
+            envelope = phone.receive_envelope()
+            if envelope.get(1) == 1 and ENVELOPE_RESULT in envelope:
+                decisions = dict(huclient.parse_fields(dict(huclient.parse_fields(envelope[ENVELOPE_RESULT])).get(10, b"")))
+                token = decisions.get(2, b"")
+                break
+        check("TLS run: the TLS phone's apps are accepted, with a resumption token", len(token) == 32, repr(token))
+        hmi = hmi_connection(path)
+        started = time.monotonic()
+        os.kill(first, signal.SIGUSR1)
+        code = wait_exit(first, 15)
+        check("TLS run: SIGUSR1 with FDSTORE: hands over and exits 0", code == 0, "exit %r" % code)
+        with manager.lock:
+            stored = dict(manager.store)
+        connections = sorted(name for name in stored if name.startswith("conn-"))
+        check("TLS run: the HMI is stored, the TLS phone's connection is not", len(connections) == 1 and "snapshot" in stored, repr(sorted(stored)))
+        ended = ""
+        try:
+            phone.sock.settimeout(5)
+            while True:
+                phone.receive_envelope()
+        except socket.timeout:
+            ended = ""
+        except Exception as error:  # noqa: BLE001 (EOF, TLS close_notify or reset: the connection ended)
+            ended = repr(error)
+        check("TLS run: the TLS phone's connection ended at the restart (no Goodbye)", ended != "",
+              "%s after %.0f ms" % (ended, (time.monotonic() - started) * 1000))
+        names = ["unix", "tcp"] + sorted(stored)
+        fds = [listen.fileno(), tcp.fileno()] + [stored[name] for name in sorted(stored)]
+        before = len(manager.messages)
+        second = start_daemon(binary, workdir, fds, names, env, log)
+        check("TLS run: second daemon ready", manager.wait(lambda f: f.get("READY") == "1", since=before) is not None)
+        with manager.lock:
+            for name in list(manager.store):
+                os.close(manager.store.pop(name))
+        reconnect = time.monotonic()
+        again = huclient.Connection(address, 10)
+        again.handshake("tls phone")
+        resume = huclient.field(1, 2, token)
+        again.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 2) + huclient.field(14, 2, resume))
+        result = {}
+        while True:
+            envelope = again.receive_envelope()
+            if envelope.get(1) == 2 and ENVELOPE_RESULT in envelope:
+                result = dict(huclient.parse_fields(envelope[ENVELOPE_RESULT]))
+                break
+        took = time.monotonic() - started
+        check("TLS run: on a new TLS connection, ResumeSession restores the session (Result OK, resumed)",
+              result.get(1, 0) == 0 and 13 in result, repr(result))
+        print("# TLS phone: SIGUSR1 to its session resumed on a new TLS connection: %.0f ms; connect, TLS, Hello and ResumeSession on the new process: %.0f ms"
+              % (took * 1000, (time.monotonic() - reconnect) * 1000), flush=True)
+        status = get_status(hmi, 9)
+        check("TLS run: the HMI carried on across the restart", status.get(1, 0) == 0, repr(status))
+        os.kill(second, signal.SIGTERM)
+        code = wait_exit(second, 15)
+        check("TLS run: the new process exits 0", code == 0, "exit %r" % code)
+    finally:
+        for conn in (phone, again, hmi):
+            if conn:
+                conn.close()
+        wait_exit(first, 0.1)
+        if second:
+            wait_exit(second, 0.1)
+        manager.close()
+        listen.close()
+        tcp.close()
+        if RESULTS["failed"]:
+            print(open(log).read()[-3000:])
+
+
 def sigusr1_without_store_run(binary, workdir):
     path = os.path.join(workdir, "hu.sock")
     listen = listener(path)
@@ -501,6 +600,7 @@ def main():
     binary = os.path.abspath(sys.argv[1])
     runs = [
         lambda b, w: handover_run(b, w),
+        lambda b, w: tls_resume_run(b, w),
         lambda b, w: sigusr1_without_store_run(b, w),
         lambda b, w: undrained_run(b, w),
         lambda b, w: bad_state_run(b, w, b"\xff\xff not a snapshot", "could not restore"),

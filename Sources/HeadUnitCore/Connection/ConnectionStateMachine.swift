@@ -30,6 +30,8 @@ public enum ConnectionAction: Sendable, Equatable {
     case authenticate(HUAuthenticate, requestID: UInt32, message: [UInt8])
     /// Pair a new key (the registry answers; the peer stays unauthenticated).
     case pair(HUPair, requestID: UInt32)
+    /// Start a pairing attempt (SPAKE2, section 20.2); the server answers.
+    case pairStart(HUPairStart, requestID: UInt32)
 }
 
 /// One connection's protocol rules, as a value: handshake, frame checks,
@@ -321,6 +323,8 @@ public struct ConnectionStateMachine: Sendable {
                 message: AuthenticationChallenge.signedMessage(challenge: authChallenge, connectionID: connectionID))
         case .pair(let pair):
             return .pair(pair, requestID: envelope.requestID)
+        case .pairStart(let start):
+            return .pairStart(start, requestID: envelope.requestID)
         case .goodbye(let goodbye):
             state = .closing
             return .peerLeaving(goodbye)
@@ -442,7 +446,7 @@ public struct ConnectionStateMachine: Sendable {
         switch body {
         case .hello:
             return protocolError(.alreadyHandshaken, "Hello was already accepted on this connection", requestID: envelope.requestID, now: now)
-        case .pair, .authenticate:
+        case .pair, .pairStart, .authenticate:
             return protocolError(
                 .notForRole, "\(RolePolicy.name(of: body)) is only accepted from a phone on TCP between Welcome and authentication",
                 requestID: envelope.requestID, now: now)
@@ -455,7 +459,7 @@ public struct ConnectionStateMachine: Sendable {
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
             .sessionOpened, .closeSession, .sessionClosed, .sessionCredit, .sessionFinished,
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
-            .startPairing, .listPairedDevices, .removePairedDevice:
+            .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

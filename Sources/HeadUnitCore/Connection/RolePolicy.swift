@@ -44,7 +44,10 @@ public enum RolePolicy {
         case .startPairing, .listPairedDevices, .removePairedDevice:
             return role == .hmi
         // Only between Welcome and authentication (ConnectionStateMachine), never after.
-        case .pair, .authenticate:
+        case .pair, .pairStart, .authenticate:
+            return false
+        // The daemon's own notices.
+        case .pairingAttempt:
             return false
         // Status shows every peer and app: for the car's own components, not for phones.
         case .getStatus:
@@ -104,6 +107,8 @@ public enum RolePolicy {
         case .clusterInput: return "ClusterInput"
         case .startPairing: return "StartPairing"
         case .pair: return "Pair"
+        case .pairStart: return "PairStart"
+        case .pairingAttempt: return "PairingAttempt"
         case .authenticate: return "Authenticate"
         case .listPairedDevices: return "ListPairedDevices"
         case .removePairedDevice: return "RemovePairedDevice"

@@ -50,31 +50,53 @@ public struct PairedDeviceRecord: Sendable, Equatable {
 }
 
 /// The car's paired devices and its pairing window, as a value. No clock, no
-/// randomness, no files: the server passes the code it drew, monotonic
-/// milliseconds and the key's id in, and persists `devices` when a call says so.
+/// randomness, no crypto, no files: the server passes the code it drew,
+/// monotonic milliseconds and the key's id in, runs SPAKE2 itself, and
+/// persists `devices` when a call says so.
 ///
 /// One window at a time: `open` draws a new code (replacing any earlier one),
-/// valid `codeValidMilliseconds`, voided after `maxAttempts` wrong codes or
-/// one successful pairing.
+/// valid `codeValidMilliseconds`. Every `PairStart` is one guess of the code
+/// (PROTOCOL.md section 20.2), counted when it starts (a man in the middle
+/// learns whether its guess was right from the car's confirmation, even if
+/// it never sends `Pair`). Guesses are limited per source address with
+/// backoff (1 s, doubling, at most `maxBackoffMilliseconds`), so one
+/// attacker cannot void the owner's window, and at most `maxAttempts` per
+/// window in all, which bounds an attacker with many addresses. A
+/// successful pairing closes the window.
 public struct PairingRegistry: Sendable, Equatable {
     public static let codeDigits = 6
     public static let publicKeyBytes = 32
     public static let maxDeviceNameBytes = 256
+    /// Sources remembered for backoff; the least recently seen goes first.
+    public static let maxSources = 256
+    public static let firstBackoffMilliseconds: UInt64 = 1_000
+    public static let maxBackoffMilliseconds: UInt64 = 30_000
 
     public struct Window: Sendable, Equatable {
         public var code: String
+        /// Tells a Pair whose PairStart ran under an earlier window.
+        public var generation: UInt64
         public var expiresAt: UInt64
-        public var attemptsLeft: Int
+        /// Guesses started on this code, all sources together.
+        public var attempts: Int
         /// The allow-list the device that pairs with this code gets; nil: the global policy.
         public var allowedEntitlements: Set<String>?
     }
 
+    struct SourceRecord: Sendable, Equatable {
+        var attempts: Int
+        var nextAllowedAt: UInt64
+        var lastSeen: UInt64
+    }
+
     public private(set) var devices: [PairedDeviceRecord]
     public private(set) var window: Window?
+    private var sources: [String: SourceRecord] = [:]
+    private var generation: UInt64 = 0
     public var codeValidMilliseconds: UInt64
     public var maxAttempts: Int
 
-    public init(devices: [PairedDeviceRecord] = [], codeValidMilliseconds: UInt64 = 120_000, maxAttempts: Int = 5) {
+    public init(devices: [PairedDeviceRecord] = [], codeValidMilliseconds: UInt64 = 120_000, maxAttempts: Int = 60) {
         self.devices = devices
         self.codeValidMilliseconds = codeValidMilliseconds
         self.maxAttempts = maxAttempts
@@ -87,14 +109,16 @@ public struct PairingRegistry: Sendable, Equatable {
     /// Opens a window with `code` (six decimal digits drawn by the caller).
     /// `allowedEntitlements` (StartPairing's): the device that pairs may claim
     /// only these; empty: the car's global policy. An unknown key refuses the
-    /// request and leaves any open window as it was.
+    /// request and leaves any open window as it was. Backoff starts afresh.
     public mutating func open(code: String, allowedEntitlements: [String] = [], now: UInt64) -> Result<HUPairingInfo, RuleViolation> {
         precondition(code.utf8.count == Self.codeDigits && code.utf8.allSatisfy { (0x30...0x39).contains($0) }, "a pairing code is six digits")
         if let unknown = allowedEntitlements.first(where: { !EntitlementKey.all.contains($0) }) {
             return .failure(RuleViolation(.invalidArgument, "allowed_entitlements: '\(unknown)' is not an entitlement key this car knows"))
         }
+        generation += 1
+        sources.removeAll()
         window = Window(
-            code: code, expiresAt: now + codeValidMilliseconds, attemptsLeft: maxAttempts,
+            code: code, generation: generation, expiresAt: now + codeValidMilliseconds, attempts: 0,
             allowedEntitlements: allowedEntitlements.isEmpty ? nil : Set(allowedEntitlements))
         var info = HUPairingInfo()
         info.code = code
@@ -103,19 +127,24 @@ public struct PairingRegistry: Sendable, Equatable {
         return .success(info)
     }
 
-    public enum PairOutcome: Sendable, Equatable {
-        /// Paired (or re-paired: same key, new name): persist `devices`.
-        case paired(PairedDeviceRecord)
+    /// A guess may start: the code to run SPAKE2 with, and the window it belongs to.
+    public struct Attempt: Sendable, Equatable {
+        public var code: String
+        public var generation: UInt64
+        /// Attempts on this code so far, this one included.
+        public var attempts: Int
+    }
+
+    public enum AttemptStart: Sendable, Equatable {
+        case proceed(Attempt)
         case refused(HUErrorCode, String)
     }
 
-    /// A phone's `Pair`. `deviceID` is derived from `publicKey` by the caller.
-    /// Order of checks: a window is open and not expired (PAIRING_NOT_OPEN),
-    /// the key is 32 bytes and the name fits (INVALID_ARGUMENT, no attempt
-    /// used), the code matches (BAD_PAIRING_CODE, one attempt used).
-    public mutating func pair(
-        code: String, publicKey: [UInt8], deviceID: String, name: String, now: UInt64, unixMilliseconds: UInt64
-    ) -> PairOutcome {
+    /// A phone's `PairStart` from `source` (its address). Order of checks: a
+    /// window is open and not expired (PAIRING_NOT_OPEN), the window has
+    /// guesses left and the source is not in backoff (PAIRING_THROTTLED).
+    /// Counts the guess.
+    public mutating func beginAttempt(source: String, now: UInt64) -> AttemptStart {
         guard var open = window else {
             return .refused(.pairingNotOpen, "no pairing code is open: run `headunitctl pair` on the car first")
         }
@@ -123,34 +152,68 @@ public struct PairingRegistry: Sendable, Equatable {
             window = nil
             return .refused(.pairingNotOpen, "the pairing code expired; open a new one on the car")
         }
+        guard open.attempts < maxAttempts else {
+            return .refused(.pairingThrottled, "this code had \(maxAttempts) attempts: open a new one on the car")
+        }
+        var record = sources[source] ?? SourceRecord(attempts: 0, nextAllowedAt: 0, lastSeen: now)
+        guard now >= record.nextAllowedAt else {
+            return .refused(.pairingThrottled, "too many attempts from \(source): try again in \(record.nextAllowedAt - now) ms")
+        }
+        record.attempts += 1
+        record.lastSeen = now
+        let backoff = Self.firstBackoffMilliseconds << UInt64(min(record.attempts - 1, 16))
+        record.nextAllowedAt = now + min(backoff, Self.maxBackoffMilliseconds)
+        if sources[source] == nil, sources.count >= Self.maxSources,
+            let oldest = sources.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key
+        {
+            sources[oldest] = nil
+        }
+        sources[source] = record
+        open.attempts += 1
+        window = open
+        return .proceed(Attempt(code: open.code, generation: open.generation, attempts: open.attempts))
+    }
+
+    public enum PairOutcome: Sendable, Equatable {
+        /// Paired (or re-paired by the same key, which proved possession): persist `devices`.
+        case paired(PairedDeviceRecord)
+        case refused(HUErrorCode, String)
+    }
+
+    /// A phone's `Pair` whose confirmation and signature the server verified
+    /// for the attempt of `generation`. Order of checks: the window is still
+    /// that one and open (PAIRING_NOT_OPEN), the key is 32 bytes and the name
+    /// fits (INVALID_ARGUMENT). Re-pairing a key already paired replaces its
+    /// record: only the holder of that key can do it (it signed), so nobody
+    /// narrows or renames another phone's pairing.
+    public mutating func complete(
+        generation: UInt64, source: String, publicKey: [UInt8], deviceID: String, name: String, now: UInt64, unixMilliseconds: UInt64
+    ) -> PairOutcome {
+        guard let open = window, open.generation == generation, now < open.expiresAt else {
+            return .refused(.pairingNotOpen, "the pairing code this attempt used is no longer open (expired, used or replaced)")
+        }
         guard publicKey.count == Self.publicKeyBytes else {
             return .refused(.invalidArgument, "public_key must be a raw Ed25519 key of \(Self.publicKeyBytes) bytes, got \(publicKey.count)")
         }
         guard name.utf8.count <= Self.maxDeviceNameBytes else {
             return .refused(.invalidArgument, "device_name is over \(Self.maxDeviceNameBytes) bytes")
         }
-        guard Self.constantTimeEqual(Array(code.utf8), Array(open.code.utf8)) else {
-            open.attemptsLeft -= 1
-            if open.attemptsLeft <= 0 {
-                window = nil
-                return .refused(.badPairingCode, "wrong pairing code; that was the last attempt, the code is void")
-            }
-            window = open
-            return .refused(.badPairingCode, "wrong pairing code (\(open.attemptsLeft) attempt\(open.attemptsLeft == 1 ? "" : "s") left)")
-        }
         // One code pairs one device.
         window = nil
+        sources.removeAll()
         let record = PairedDeviceRecord(
             id: deviceID, name: name, publicKey: publicKey, pairedAtUnixMilliseconds: unixMilliseconds,
             allowedEntitlements: open.allowedEntitlements)
         if let index = devices.firstIndex(where: { $0.id == deviceID }) {
-            // Re-pairing the same key: the new window's allow-list and name replace the old.
             devices[index] = record
         } else {
             devices.append(record)
         }
         return .paired(record)
     }
+
+    /// Guesses started on the open code (for the car's screen).
+    public var attemptsOnOpenCode: Int { window?.attempts ?? 0 }
 
     /// Forgets a device; false when it was not paired.
     public mutating func remove(_ id: String) -> Bool {

@@ -31,6 +31,58 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
+public nonisolated enum HUPairingAttemptOutcome: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// The confirmation did not verify: a wrong code, or a man in the middle.
+  case failed // = 1
+
+  /// The phone left (or sent something else) between PairStart and Pair.
+  case abandoned // = 2
+  case paired // = 3
+
+  /// Refused before any guess: the source must wait (backoff) or the code had too many attempts.
+  case throttled // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .failed
+    case 2: self = .abandoned
+    case 3: self = .paired
+    case 4: self = .throttled
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .failed: return 1
+    case .abandoned: return 2
+    case .paired: return 3
+    case .throttled: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUPairingAttemptOutcome] = [
+    .unspecified,
+    .failed,
+    .abandoned,
+    .paired,
+    .throttled,
+  ]
+
+}
+
 /// HMI -> car: open a pairing window. The answer's `pairing` carries the
 /// one-time code the car shows to the driver. A new StartPairing replaces
 /// the code of an earlier one.
@@ -50,12 +102,31 @@ public nonisolated struct HUStartPairing: Sendable {
 }
 
 /// Phone -> car, on TCP between Welcome and Authenticate: register a key.
+/// Pairing, step 1 (phone -> car, TCP, before Authenticate; PROTOCOL.md
+/// section 20.2): the phone's SPAKE2 message, made from the code the car shows.
+/// The car answers Result{pairing{spake2_message, car_confirmation, car_public_key}}.
+public nonisolated struct HUPairStart: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 32 bytes: BoringSSL SPAKE2, the phone as Alice
+  public var spake2Message: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Pairing, step 2: the phone's key confirmation, its long-term key and its
+/// proof of possession of that key. The code never travels.
 public nonisolated struct HUPair: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// the 6 digits the car shows
+  /// No longer used: a code in clear could be tested offline. A Pair that
+  /// carries one is INVALID_ARGUMENT (pair with PairStart first).
   public var code: String = String()
 
   /// Ed25519 public key, 32 bytes (raw)
@@ -63,6 +134,37 @@ public nonisolated struct HUPair: Sendable {
 
   /// shown in the paired-device list: "Alice's iPhone"
   public var deviceName: String = String()
+
+  /// HMAC-SHA256(K_phone, transcript || public_key || device_name), section 20.2.
+  public var confirmation: Data = Data()
+
+  /// Ed25519 signature by public_key over "headunitd-pair-v1" || transcript.
+  public var signature: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Car -> HMI: a pairing attempt the car's screen should show (every failed
+/// one, so an attack is never silent; PROTOCOL.md section 20.2).
+public nonisolated struct HUPairingAttempt: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var outcome: HUPairingAttemptOutcome = .unspecified
+
+  /// the phone's address ("192.168.1.20")
+  public var source: String = String()
+
+  /// as the phone gave it (empty before Pair)
+  public var deviceName: String = String()
+
+  /// failed attempts on the open code so far
+  public var failedAttempts: UInt32 = 0
+
+  public var message: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -123,7 +225,7 @@ public nonisolated struct HUPairingInfo: Sendable {
   /// StartPairing: how long it stays valid
   public var validMs: UInt32 = 0
 
-  /// StartPairing: wrong codes tolerated before it is void
+  /// StartPairing: attempts (from all sources) before the code is void
   public var attempts: UInt32 = 0
 
   /// Pair: the id to authenticate with; Authenticate: the device
@@ -131,6 +233,15 @@ public nonisolated struct HUPairingInfo: Sendable {
 
   /// ListPairedDevices
   public var devices: [HUPairedDevice] = []
+
+  /// PairStart: the car's SPAKE2 message (32 bytes, Bob)
+  public var spake2Message: Data = Data()
+
+  /// PairStart: HMAC-SHA256(K_car, transcript)
+  public var carConfirmation: Data = Data()
+
+  /// PairStart: the car's TLS key (SPKI DER), to pin once paired
+  public var carPublicKey: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -166,6 +277,10 @@ public nonisolated struct HUPairedDevice: Sendable {
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
+nonisolated extension HUPairingAttemptOutcome: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PAIRING_ATTEMPT_OUTCOME_UNSPECIFIED\0\u{1}PAIRING_ATTEMPT_OUTCOME_FAILED\0\u{1}PAIRING_ATTEMPT_OUTCOME_ABANDONED\0\u{1}PAIRING_ATTEMPT_OUTCOME_PAIRED\0\u{1}PAIRING_ATTEMPT_OUTCOME_THROTTLED\0")
+}
+
 nonisolated extension HUStartPairing: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartPairing"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}allowed_entitlements\0")
@@ -196,9 +311,39 @@ nonisolated extension HUStartPairing: SwiftProtobuf.Message, SwiftProtobuf._Mess
   }
 }
 
+nonisolated extension HUPairStart: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PairStart"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}spake2_message\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBytesField(value: &self.spake2Message) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.spake2Message.isEmpty {
+      try visitor.visitSingularBytesField(value: self.spake2Message, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUPairStart, rhs: HUPairStart) -> Bool {
+    if lhs.spake2Message != rhs.spake2Message {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension HUPair: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Pair"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{3}public_key\0\u{3}device_name\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{3}public_key\0\u{3}device_name\0\u{1}confirmation\0\u{1}signature\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -209,6 +354,8 @@ nonisolated extension HUPair: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
       case 1: try { try decoder.decodeSingularStringField(value: &self.code) }()
       case 2: try { try decoder.decodeSingularBytesField(value: &self.publicKey) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.confirmation) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.signature) }()
       default: break
       }
     }
@@ -224,6 +371,12 @@ nonisolated extension HUPair: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
     if !self.deviceName.isEmpty {
       try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 3)
     }
+    if !self.confirmation.isEmpty {
+      try visitor.visitSingularBytesField(value: self.confirmation, fieldNumber: 4)
+    }
+    if !self.signature.isEmpty {
+      try visitor.visitSingularBytesField(value: self.signature, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -231,6 +384,58 @@ nonisolated extension HUPair: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
     if lhs.code != rhs.code {return false}
     if lhs.publicKey != rhs.publicKey {return false}
     if lhs.deviceName != rhs.deviceName {return false}
+    if lhs.confirmation != rhs.confirmation {return false}
+    if lhs.signature != rhs.signature {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUPairingAttempt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PairingAttempt"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{1}source\0\u{3}device_name\0\u{3}failed_attempts\0\u{1}message\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.outcome) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.source) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.failedAttempts) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.outcome != .unspecified {
+      try visitor.visitSingularEnumField(value: self.outcome, fieldNumber: 1)
+    }
+    if !self.source.isEmpty {
+      try visitor.visitSingularStringField(value: self.source, fieldNumber: 2)
+    }
+    if !self.deviceName.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 3)
+    }
+    if self.failedAttempts != 0 {
+      try visitor.visitSingularUInt32Field(value: self.failedAttempts, fieldNumber: 4)
+    }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUPairingAttempt, rhs: HUPairingAttempt) -> Bool {
+    if lhs.outcome != rhs.outcome {return false}
+    if lhs.source != rhs.source {return false}
+    if lhs.deviceName != rhs.deviceName {return false}
+    if lhs.failedAttempts != rhs.failedAttempts {return false}
+    if lhs.message != rhs.message {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -322,7 +527,7 @@ nonisolated extension HURemovePairedDevice: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension HUPairingInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PairingInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{3}valid_ms\0\u{1}attempts\0\u{3}device_id\0\u{1}devices\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{3}valid_ms\0\u{1}attempts\0\u{3}device_id\0\u{1}devices\0\u{3}spake2_message\0\u{3}car_confirmation\0\u{3}car_public_key\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -335,6 +540,9 @@ nonisolated extension HUPairingInfo: SwiftProtobuf.Message, SwiftProtobuf._Messa
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.attempts) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
+      case 6: try { try decoder.decodeSingularBytesField(value: &self.spake2Message) }()
+      case 7: try { try decoder.decodeSingularBytesField(value: &self.carConfirmation) }()
+      case 8: try { try decoder.decodeSingularBytesField(value: &self.carPublicKey) }()
       default: break
       }
     }
@@ -356,6 +564,15 @@ nonisolated extension HUPairingInfo: SwiftProtobuf.Message, SwiftProtobuf._Messa
     if !self.devices.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 5)
     }
+    if !self.spake2Message.isEmpty {
+      try visitor.visitSingularBytesField(value: self.spake2Message, fieldNumber: 6)
+    }
+    if !self.carConfirmation.isEmpty {
+      try visitor.visitSingularBytesField(value: self.carConfirmation, fieldNumber: 7)
+    }
+    if !self.carPublicKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.carPublicKey, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -365,6 +582,9 @@ nonisolated extension HUPairingInfo: SwiftProtobuf.Message, SwiftProtobuf._Messa
     if lhs.attempts != rhs.attempts {return false}
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.devices != rhs.devices {return false}
+    if lhs.spake2Message != rhs.spake2Message {return false}
+    if lhs.carConfirmation != rhs.carConfirmation {return false}
+    if lhs.carPublicKey != rhs.carPublicKey {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,40 @@
+import HeadUnitCore
+import HeadUnitSecurity
+import HeadUnitWire
+import NIOCore
+import NIOSSL
+
+/// The one place a connection's pipeline is built, for accepted connections
+/// and handed-over ones alike (DESIGN.md, "TLS on TCP"):
+/// TCP: NIOSSLServerHandler -> FrameDecoder -> ConnectionHandler;
+/// Unix: FrameDecoder -> ConnectionHandler. No frame crosses TCP in clear.
+// @unchecked: `tls` is set once in `start()`, before any listener accepts.
+final class ConnectionPipeline: @unchecked Sendable {
+    let host: CarHost
+    let maxPayload: UInt32
+    private(set) var tls: NIOSSLContext?
+
+    init(host: CarHost, maxPayload: UInt32) {
+        self.host = host
+        self.maxPayload = maxPayload
+    }
+
+    func useTLS(identity: CarIdentity) throws {
+        tls = try TLSSetup.serverContext(identity: identity)
+    }
+
+    func configure(_ channel: Channel, transport: Transport, restoring: RestoredConnection?) throws {
+        let operations = channel.pipeline.syncOperations
+        if transport == .tcp {
+            // Never plaintext on TCP: without an identity the connection is refused.
+            guard let tls else { throw TLSUnavailable() }
+            try operations.addHandler(NIOSSLServerHandler(context: tls))
+        }
+        try operations.addHandler(ByteToMessageHandler(FrameDecoder(maxPayload: maxPayload)))
+        try operations.addHandler(ConnectionHandler(host: host, transport: transport, restoring: restoring))
+    }
+
+    struct TLSUnavailable: Error, CustomStringConvertible {
+        var description: String { "TCP is served over TLS only, and the daemon has no TLS identity" }
+    }
+}
