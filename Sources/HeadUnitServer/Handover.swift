@@ -104,7 +104,7 @@ extension HeadUnitServer {
     func adoptConnection(fd: CInt, transport: Transport, restoring: RestoredConnection?) -> EventLoopFuture<Channel> {
         let host = self.host
         let maxPayload = configuration.connection.limits.maxPayloadBytes
-        let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
+        let high = configuration.writeHighWaterMark
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))

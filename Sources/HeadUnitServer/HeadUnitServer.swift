@@ -65,7 +65,7 @@ public final class HeadUnitServer: @unchecked Sendable {
         let maxPayload = configuration.connection.limits.maxPayloadBytes
         // Writability flips early enough to notice a peer that does not read
         // long before its queue reaches the hard limit.
-        let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
+        let high = configuration.writeHighWaterMark
         return ServerBootstrap(group: eventLoop)
             // The kernel caps this at net.core.somaxconn (4096 on current kernels): a
             // burst of connects waits in the queue instead of failing with EAGAIN.
