@@ -44,6 +44,8 @@ let package = Package(
                 "HeadUnitWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                // SHA-256 names each image the HMIs are sent once (Observers/HMIImages.swift).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // SwiftNIO listeners and connection pipelines around the Core.
@@ -187,6 +189,8 @@ let package = Package(
                 "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // SHA-256, to check image refs (PROTOCOL.md section 12.6).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
     ],

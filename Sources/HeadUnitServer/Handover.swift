@@ -150,7 +150,7 @@ extension CarHost {
         flush()
         // An HMI that was behind gets its latest state now, so the next process
         // need not know it was behind.
-        for peer in Array(staleStreams.keys) { caughtUp(peer) }
+        catchUpHMIsBeforeHandover()
         var quieted: [EventLoopFuture<Void>] = []
         for handler in connections.values where !handler.handingOver {
             let tap = HandoverTap()

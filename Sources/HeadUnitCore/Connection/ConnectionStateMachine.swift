@@ -380,7 +380,7 @@ public struct ConnectionStateMachine: Sendable {
             return .peerLeaving(goodbye)
         case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed, .resumeSession,
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
-            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
+            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate, .getImage, .imageData,
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
             .sessionOpened, .closeSession, .sessionClosed, .sessionCredit,
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
