@@ -126,6 +126,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         // the high-water mark, its next requests wait too, in order.
         guard held.isEmpty, context.channel.isWritable || !open else {
             held.append(frame)
+            machine.heard(now: monotonicMilliseconds())
             return
         }
         let now = monotonicMilliseconds()
@@ -176,6 +177,8 @@ final class ConnectionHandler: ChannelInboundHandler {
             slowConsumerTimer?.cancel()
             slowConsumerTimer = nil
             if open, !handingOver {
+                // Not read meanwhile: a fresh heartbeat window from now.
+                machine.heard(now: monotonicMilliseconds())
                 // Serve what it sent meanwhile; read again once that is done;
                 // (for an HMI) send the latest state of what it skipped.
                 let drained = serveHeld(context: context)
@@ -508,6 +511,10 @@ final class ConnectionHandler: ChannelInboundHandler {
         tick = nil
         tickDeadline = .max
         let now = monotonicMilliseconds()
+        // While its output waits above the high-water mark the peer is not
+        // read (section 10.2): its PONGs wait too. Silence is not judged then;
+        // a peer that takes nothing is cut off as a slow consumer instead.
+        if let context, !context.channel.isWritable { machine.heard(now: now) }
         perform(machine.tick(now: now), now: now)
         host.flush()
         if open { scheduleTick() }

@@ -62,316 +62,348 @@ struct AuthenticationTests {
 
     // MARK: - Unpaired phones
 
-    @Test func unpairedTCPPhoneCannotAnnounce() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let phone = try daemon.connectTCP()
-        let welcome = try phone.handshake(role: .phone)
-        #expect(welcome.authRequired)
-        #expect(welcome.authChallenge.count == 32)
-        try Self.announce(phone)
-        let goodbye = try phone.readGoodbye()
-        #expect(goodbye.code == .authRequired)
-        #expect(goodbye.reason.contains("AnnounceApps"))
-        #expect(phone.waitForClose())
+    @Test func unpairedTCPPhoneCannotAnnounce() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let phone = try daemon.connectTCP()
+            let welcome = try phone.handshake(role: .phone)
+            #expect(welcome.authRequired)
+            #expect(welcome.authChallenge.count == 32)
+            try Self.announce(phone)
+            let goodbye = try phone.readGoodbye()
+            #expect(goodbye.code == .authRequired)
+            #expect(goodbye.reason.contains("AnnounceApps"))
+            #expect(phone.waitForClose())
 
-        // Nothing reached the car: no phone, no app.
-        let hmi = try daemon.connectUnix()
-        try hmi.handshake(role: .hmi)
-        try hmi.send(.getStatus(HUGetStatus()), requestID: 9)
-        let status = try Self.readResult(hmi, requestID: 9).status
-        #expect(status.phones == 0 && status.apps == 0 && status.authenticatedPhones == 0)
+            // Nothing reached the car: no phone, no app.
+            let hmi = try daemon.connectUnix()
+            try hmi.handshake(role: .hmi)
+            try hmi.send(.getStatus(HUGetStatus()), requestID: 9)
+            let status = try Self.readResult(hmi, requestID: 9).status
+            #expect(status.phones == 0 && status.apps == 0 && status.authenticatedPhones == 0)
+        }
     }
 
-    @Test func unixPhoneNeedsNoAuthentication() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let phone = try daemon.connectUnix()
-        let welcome = try phone.handshake(role: .phone)
-        #expect(!welcome.authRequired)
-        #expect(welcome.authChallenge.isEmpty)
-        try Self.announce(phone)
-        #expect(try Self.readResult(phone, requestID: 10).code == .ok)
+    @Test func unixPhoneNeedsNoAuthentication() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let phone = try daemon.connectUnix()
+            let welcome = try phone.handshake(role: .phone)
+            #expect(!welcome.authRequired)
+            #expect(welcome.authChallenge.isEmpty)
+            try Self.announce(phone)
+            #expect(try Self.readResult(phone, requestID: 10).code == .ok)
+        }
     }
 
-    @Test func notAuthenticatedInTimeIsClosed() throws {
-        let daemon = try TestDaemon.launch(limits: ["handshakeTimeoutMs": 400], pairing: true)
-        let phone = try daemon.connectTCP()
-        _ = try phone.handshake(role: .phone)
-        let goodbye = try phone.readGoodbye(timeout: 5)
-        #expect(goodbye.code == .authRequired)
-        #expect(goodbye.reason.contains("not authenticated within 400 ms"))
+    @Test func notAuthenticatedInTimeIsClosed() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(limits: ["handshakeTimeoutMs": 400], pairing: true)
+            let phone = try daemon.connectTCP()
+            _ = try phone.handshake(role: .phone)
+            let goodbye = try phone.readGoodbye(timeout: 5)
+            #expect(goodbye.code == .authRequired)
+            #expect(goodbye.reason.contains("not authenticated within 400 ms"))
+        }
     }
 
     // MARK: - Pairing and authenticating
 
-    @Test func pairedPhoneAuthenticatesAndAnnounces() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let identity = PhoneIdentity()
-        let code = try Self.startPairing(daemon)
+    @Test func pairedPhoneAuthenticatesAndAnnounces() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let identity = PhoneIdentity()
+            let code = try Self.startPairing(daemon)
 
-        let phone = try daemon.connectTCP()
-        let welcome = try phone.handshake(role: .phone)
-        let paired = try Self.pair(phone, code: code, identity: identity)
-        #expect(paired.code == .ok)
-        #expect(paired.pairing.deviceID == identity.deviceID)
-        try Self.authenticate(phone, welcome: welcome, identity: identity)
-        let authenticated = try Self.readResult(phone, requestID: 3)
-        #expect(authenticated.code == .ok)
-        #expect(authenticated.pairing.deviceID == identity.deviceID)
-        try Self.announce(phone)
-        let announced = try Self.readResult(phone, requestID: 10)
-        #expect(announced.code == .ok)
-        #expect(announced.appDecisions.decisions.map(\.accepted) == [true])
-        phone.close()
+            let phone = try daemon.connectTCP()
+            let welcome = try phone.handshake(role: .phone)
+            let paired = try Self.pair(phone, code: code, identity: identity)
+            #expect(paired.code == .ok)
+            #expect(paired.pairing.deviceID == identity.deviceID)
+            try Self.authenticate(phone, welcome: welcome, identity: identity)
+            let authenticated = try Self.readResult(phone, requestID: 3)
+            #expect(authenticated.code == .ok)
+            #expect(authenticated.pairing.deviceID == identity.deviceID)
+            try Self.announce(phone)
+            let announced = try Self.readResult(phone, requestID: 10)
+            #expect(announced.code == .ok)
+            #expect(announced.appDecisions.decisions.map(\.accepted) == [true])
+            phone.close()
 
-        // A later connection authenticates without a code; the HMI sees the device.
-        let again = try daemon.connectTCP()
-        let second = try again.handshake(role: .phone)
-        #expect(second.authChallenge != welcome.authChallenge)
-        try Self.authenticate(again, welcome: second, identity: identity)
-        #expect(try Self.readResult(again, requestID: 3).code == .ok)
-        let hmi = try daemon.connectUnix()
-        try hmi.handshake(role: .hmi)
-        try hmi.send(.getStatus(HUGetStatus()), requestID: 9)
-        #expect(try Self.readResult(hmi, requestID: 9).status.authenticatedPhones == 1)
-        try hmi.send(.listPairedDevices(HUListPairedDevices()), requestID: 11)
-        let devices = try Self.readResult(hmi, requestID: 11).pairing.devices
-        #expect(devices.map(\.deviceID) == [identity.deviceID])
-        #expect(devices.first?.name == "Alice's phone")
-        #expect(devices.first?.defaultPolicy == true)
+            // A later connection authenticates without a code; the HMI sees the device.
+            let again = try daemon.connectTCP()
+            let second = try again.handshake(role: .phone)
+            #expect(second.authChallenge != welcome.authChallenge)
+            try Self.authenticate(again, welcome: second, identity: identity)
+            #expect(try Self.readResult(again, requestID: 3).code == .ok)
+            let hmi = try daemon.connectUnix()
+            try hmi.handshake(role: .hmi)
+            try hmi.send(.getStatus(HUGetStatus()), requestID: 9)
+            #expect(try Self.readResult(hmi, requestID: 9).status.authenticatedPhones == 1)
+            try hmi.send(.listPairedDevices(HUListPairedDevices()), requestID: 11)
+            let devices = try Self.readResult(hmi, requestID: 11).pairing.devices
+            #expect(devices.map(\.deviceID) == [identity.deviceID])
+            #expect(devices.first?.name == "Alice's phone")
+            #expect(devices.first?.defaultPolicy == true)
 
-        // The key file: 0600 in a 0700 directory.
-        let state = daemon.directory + "/state"
-        let file = try FileManager.default.attributesOfItem(atPath: state + "/paired-devices.json")
-        #expect((file[.posixPermissions] as? Int) == 0o600)
-        let directory = try FileManager.default.attributesOfItem(atPath: state)
-        #expect((directory[.posixPermissions] as? Int) == 0o700)
+            // The key file: 0600 in a 0700 directory.
+            let state = daemon.directory + "/state"
+            let file = try FileManager.default.attributesOfItem(atPath: state + "/paired-devices.json")
+            #expect((file[.posixPermissions] as? Int) == 0o600)
+            let directory = try FileManager.default.attributesOfItem(atPath: state)
+            #expect((directory[.posixPermissions] as? Int) == 0o700)
+        }
     }
 
-    @Test func aSignatureFromAnotherKeyFails() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let identity = PhoneIdentity()
-        let code = try Self.startPairing(daemon)
-        let phone = try daemon.connectTCP()
-        _ = try phone.handshake(role: .phone)
-        #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
-        phone.close()
-
-        // The paired device's id, signed by someone else's key.
-        let thief = try daemon.connectTCP()
-        let welcome = try thief.handshake(role: .phone)
-        try Self.authenticate(thief, welcome: welcome, identity: PhoneIdentity(), as: identity.deviceID)
-        let goodbye = try thief.readGoodbye()
-        #expect(goodbye.code == .authFailed)
-        #expect(goodbye.reason.contains("signature"))
-        #expect(thief.waitForClose())
-
-        // A replayed signature (another connection's challenge) fails too.
-        let replay = try daemon.connectTCP()
-        let replayWelcome = try replay.handshake(role: .phone)
-        var stale = replayWelcome
-        stale.authChallenge = Data(repeating: 7, count: 32)
-        try Self.authenticate(replay, welcome: stale, identity: identity)
-        #expect(try replay.readGoodbye().code == .authFailed)
-    }
-
-    /// A captured, valid Authenticate sent again on another connection: the
-    /// challenge and connection id differ, so the signature does not verify.
-    @Test func aReplayedAuthenticateFails() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let identity = PhoneIdentity()
-        let code = try Self.startPairing(daemon)
-        let phone = try daemon.connectTCP()
-        let welcome = try phone.handshake(role: .phone)
-        #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
-        let captured = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
-        try phone.send(.authenticate(captured), requestID: 3)
-        #expect(try Self.readResult(phone, requestID: 3).code == .ok)
-
-        let attacker = try daemon.connectTCP()
-        let other = try attacker.handshake(role: .phone)
-        #expect(other.connectionID != welcome.connectionID)
-        try attacker.send(.authenticate(captured), requestID: 3)
-        let goodbye = try attacker.readGoodbye()
-        #expect(goodbye.code == .authFailed)
-        #expect(goodbye.reason.contains("signature"))
-        // The genuine phone is untouched.
-        #expect(try phone.pingRoundTrip())
-    }
-
-    /// A removed device is unknown again: its next connection fails.
-    @Test func aRemovedDeviceCannotAuthenticate() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let identity = PhoneIdentity()
-        let code = try Self.startPairing(daemon)
-        let phone = try daemon.connectTCP()
-        _ = try phone.handshake(role: .phone)
-        #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
-        phone.close()
-
-        let hmi = try daemon.connectUnix()
-        try hmi.handshake(role: .hmi)
-        var remove = HURemovePairedDevice()
-        remove.deviceID = identity.deviceID
-        try hmi.send(.removePairedDevice(remove), requestID: 4)
-        #expect(try Self.readResult(hmi, requestID: 4).code == .ok)
-
-        let again = try daemon.connectTCP()
-        let welcome = try again.handshake(role: .phone)
-        try Self.authenticate(again, welcome: welcome, identity: identity)
-        let goodbye = try again.readGoodbye()
-        #expect(goodbye.code == .authFailed)
-        #expect(goodbye.reason.contains("not paired"))
-    }
-
-    /// A paired phone's session (section 21) can only be resumed by the same
-    /// paired device, even with the right token.
-    @Test func onlyTheSamePairedDeviceResumesASession() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let alice = PhoneIdentity()
-        let mallory = PhoneIdentity()
-        for identity in [alice, mallory] {
+    @Test func aSignatureFromAnotherKeyFails() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let identity = PhoneIdentity()
             let code = try Self.startPairing(daemon)
             let phone = try daemon.connectTCP()
             _ = try phone.handshake(role: .phone)
             #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
             phone.close()
+
+            // The paired device's id, signed by someone else's key.
+            let thief = try daemon.connectTCP()
+            let welcome = try thief.handshake(role: .phone)
+            try Self.authenticate(thief, welcome: welcome, identity: PhoneIdentity(), as: identity.deviceID)
+            let goodbye = try thief.readGoodbye()
+            #expect(goodbye.code == .authFailed)
+            #expect(goodbye.reason.contains("signature"))
+            #expect(thief.waitForClose())
+
+            // A replayed signature (another connection's challenge) fails too.
+            let replay = try daemon.connectTCP()
+            let replayWelcome = try replay.handshake(role: .phone)
+            var stale = replayWelcome
+            stale.authChallenge = Data(repeating: 7, count: 32)
+            try Self.authenticate(replay, welcome: stale, identity: identity)
+            #expect(try replay.readGoodbye().code == .authFailed)
         }
-        func authenticated(_ identity: PhoneIdentity) throws -> RawSocketClient {
+    }
+
+    /// A captured, valid Authenticate sent again on another connection: the
+    /// challenge and connection id differ, so the signature does not verify.
+    @Test func aReplayedAuthenticateFails() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let identity = PhoneIdentity()
+            let code = try Self.startPairing(daemon)
             let phone = try daemon.connectTCP()
             let welcome = try phone.handshake(role: .phone)
-            try Self.authenticate(phone, welcome: welcome, identity: identity)
+            #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
+            let captured = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
+            try phone.send(.authenticate(captured), requestID: 3)
             #expect(try Self.readResult(phone, requestID: 3).code == .ok)
-            return phone
+
+            let attacker = try daemon.connectTCP()
+            let other = try attacker.handshake(role: .phone)
+            #expect(other.connectionID != welcome.connectionID)
+            try attacker.send(.authenticate(captured), requestID: 3)
+            let goodbye = try attacker.readGoodbye()
+            #expect(goodbye.code == .authFailed)
+            #expect(goodbye.reason.contains("signature"))
+            // The genuine phone is untouched.
+            #expect(try phone.pingRoundTrip())
         }
-        let first = try authenticated(alice)
-        try Self.announce(first)
-        let token = try Self.readResult(first, requestID: 10).appDecisions.resumptionToken
-        #expect(token.count == 32)
-        first.close()  // lost without a Goodbye: the session waits
+    }
 
-        func resume(_ phone: RawSocketClient) throws -> HUResult {
-            var resume = HUResumeSession()
-            resume.resumptionToken = token
-            try phone.send(.resumeSession(resume), requestID: 20)
-            return try Self.readResult(phone, requestID: 20)
+    /// A removed device is unknown again: its next connection fails.
+    @Test func aRemovedDeviceCannotAuthenticate() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let identity = PhoneIdentity()
+            let code = try Self.startPairing(daemon)
+            let phone = try daemon.connectTCP()
+            _ = try phone.handshake(role: .phone)
+            #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
+            phone.close()
+
+            let hmi = try daemon.connectUnix()
+            try hmi.handshake(role: .hmi)
+            var remove = HURemovePairedDevice()
+            remove.deviceID = identity.deviceID
+            try hmi.send(.removePairedDevice(remove), requestID: 4)
+            #expect(try Self.readResult(hmi, requestID: 4).code == .ok)
+
+            let again = try daemon.connectTCP()
+            let welcome = try again.handshake(role: .phone)
+            try Self.authenticate(again, welcome: welcome, identity: identity)
+            let goodbye = try again.readGoodbye()
+            #expect(goodbye.code == .authFailed)
+            #expect(goodbye.reason.contains("not paired"))
         }
-        let thief = try authenticated(mallory)
-        let refused = try resume(thief)
-        #expect(refused.code == .resumeRefused)
-        #expect(refused.message.contains("another paired device"))
-        let back = try authenticated(alice)
-        #expect(try resume(back).code == .ok)
     }
 
-    @Test func anUnknownDeviceFails() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let phone = try daemon.connectTCP()
-        let welcome = try phone.handshake(role: .phone)
-        try Self.authenticate(phone, welcome: welcome, identity: PhoneIdentity())
-        let goodbye = try phone.readGoodbye()
-        #expect(goodbye.code == .authFailed)
-        #expect(goodbye.reason.contains("not paired"))
-    }
+    /// A paired phone's session (section 21) can only be resumed by the same
+    /// paired device, even with the right token.
+    @Test func onlyTheSamePairedDeviceResumesASession() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let alice = PhoneIdentity()
+            let mallory = PhoneIdentity()
+            for identity in [alice, mallory] {
+                let code = try Self.startPairing(daemon)
+                let phone = try daemon.connectTCP()
+                _ = try phone.handshake(role: .phone)
+                #expect(try Self.pair(phone, code: code, identity: identity).code == .ok)
+                phone.close()
+            }
+            func authenticated(_ identity: PhoneIdentity) throws -> RawSocketClient {
+                let phone = try daemon.connectTCP()
+                let welcome = try phone.handshake(role: .phone)
+                try Self.authenticate(phone, welcome: welcome, identity: identity)
+                #expect(try Self.readResult(phone, requestID: 3).code == .ok)
+                return phone
+            }
+            let first = try authenticated(alice)
+            try Self.announce(first)
+            let token = try Self.readResult(first, requestID: 10).appDecisions.resumptionToken
+            #expect(token.count == 32)
+            first.close()  // lost without a Goodbye: the session waits
 
-    @Test func pairWithoutAWindowIsRefused() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let phone = try daemon.connectTCP()
-        _ = try phone.handshake(role: .phone)
-        let result = try Self.pair(phone, code: "123456", identity: PhoneIdentity())
-        #expect(result.code == .pairingNotOpen)
-        // Not fatal: the phone may still authenticate (or pair once a window opens).
-        #expect(try phone.pingRoundTrip())
-    }
-
-    @Test func wrongCodesUseUpTheWindow() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let code = try Self.startPairing(daemon)
-        let wrong = code == "000000" ? "000001" : "000000"
-        let phone = try daemon.connectTCP()
-        _ = try phone.handshake(role: .phone)
-        let identity = PhoneIdentity()
-        for attempt in 1...5 {
-            let result = try Self.pair(phone, code: wrong, identity: identity, requestID: UInt32(attempt))
-            #expect(result.code == .badPairingCode)
+            func resume(_ phone: RawSocketClient) throws -> HUResult {
+                var resume = HUResumeSession()
+                resume.resumptionToken = token
+                try phone.send(.resumeSession(resume), requestID: 20)
+                return try Self.readResult(phone, requestID: 20)
+            }
+            let thief = try authenticated(mallory)
+            let refused = try resume(thief)
+            #expect(refused.code == .resumeRefused)
+            #expect(refused.message.contains("another paired device"))
+            let back = try authenticated(alice)
+            #expect(try resume(back).code == .ok)
         }
-        // The window is void: even the right code is refused now.
-        #expect(try Self.pair(phone, code: code, identity: identity, requestID: 6).code == .pairingNotOpen)
     }
 
-    @Test func removingAnUnknownDeviceIsRefused() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let hmi = try daemon.connectUnix()
-        try hmi.handshake(role: .hmi)
-        var remove = HURemovePairedDevice()
-        remove.deviceID = "0123456789abcdef0123456789abcdef"
-        try hmi.send(.removePairedDevice(remove), requestID: 4)
-        let result = try Self.readResult(hmi, requestID: 4)
-        #expect(result.code == .unknownDevice)
-        #expect(try hmi.pingRoundTrip())
+    @Test func anUnknownDeviceFails() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let phone = try daemon.connectTCP()
+            let welcome = try phone.handshake(role: .phone)
+            try Self.authenticate(phone, welcome: welcome, identity: PhoneIdentity())
+            let goodbye = try phone.readGoodbye()
+            #expect(goodbye.code == .authFailed)
+            #expect(goodbye.reason.contains("not paired"))
+        }
     }
 
-    @Test func aPhoneMayNotOpenPairing() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let phone = try daemon.connectUnix()
-        try phone.handshake(role: .phone)
-        try phone.send(.startPairing(HUStartPairing()), requestID: 4)
-        #expect(try Self.readResult(phone, requestID: 4).code == .notForRole)
+    @Test func pairWithoutAWindowIsRefused() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let phone = try daemon.connectTCP()
+            _ = try phone.handshake(role: .phone)
+            let result = try Self.pair(phone, code: "123456", identity: PhoneIdentity())
+            #expect(result.code == .pairingNotOpen)
+            // Not fatal: the phone may still authenticate (or pair once a window opens).
+            #expect(try phone.pingRoundTrip())
+        }
+    }
+
+    @Test func wrongCodesUseUpTheWindow() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let code = try Self.startPairing(daemon)
+            let wrong = code == "000000" ? "000001" : "000000"
+            let phone = try daemon.connectTCP()
+            _ = try phone.handshake(role: .phone)
+            let identity = PhoneIdentity()
+            for attempt in 1...5 {
+                let result = try Self.pair(phone, code: wrong, identity: identity, requestID: UInt32(attempt))
+                #expect(result.code == .badPairingCode)
+            }
+            // The window is void: even the right code is refused now.
+            #expect(try Self.pair(phone, code: code, identity: identity, requestID: 6).code == .pairingNotOpen)
+        }
+    }
+
+    @Test func removingAnUnknownDeviceIsRefused() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let hmi = try daemon.connectUnix()
+            try hmi.handshake(role: .hmi)
+            var remove = HURemovePairedDevice()
+            remove.deviceID = "0123456789abcdef0123456789abcdef"
+            try hmi.send(.removePairedDevice(remove), requestID: 4)
+            let result = try Self.readResult(hmi, requestID: 4)
+            #expect(result.code == .unknownDevice)
+            #expect(try hmi.pingRoundTrip())
+        }
+    }
+
+    @Test func aPhoneMayNotOpenPairing() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let phone = try daemon.connectUnix()
+            try phone.handshake(role: .phone)
+            try phone.send(.startPairing(HUStartPairing()), requestID: 4)
+            #expect(try Self.readResult(phone, requestID: 4).code == .notForRole)
+        }
     }
 
     /// The allow-list is the paired device's own: written in the state file
     /// before start, it refuses what the global policy would accept.
-    @Test func entitlementsArePerPairedDevice() throws {
-        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(atPath: state) }
-        let identity = PhoneIdentity()
-        var device = HUPairedDevice()
-        device.deviceID = identity.deviceID
-        device.name = "audio only"
-        device.publicKey = Data(identity.publicKey)
-        device.allowedEntitlements = [Self.audio]
-        var list = HUPairingInfo()
-        list.devices = [device]
-        let path = state + "/paired-devices.json"
-        try list.jsonString().write(toFile: path, atomically: false, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    @Test func entitlementsArePerPairedDevice() async throws {
+        try await onOwnThread {
+            let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            let identity = PhoneIdentity()
+            var device = HUPairedDevice()
+            device.deviceID = identity.deviceID
+            device.name = "audio only"
+            device.publicKey = Data(identity.publicKey)
+            device.allowedEntitlements = [Self.audio]
+            var list = HUPairingInfo()
+            list.devices = [device]
+            let path = state + "/paired-devices.json"
+            try list.jsonString().write(toFile: path, atomically: false, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
 
-        let daemon = try TestDaemon.launch(pairing: true, stateDirectory: state)
-        let phone = try daemon.connectTCP()
-        let welcome = try phone.handshake(role: .phone)
-        try Self.authenticate(phone, welcome: welcome, identity: identity)
-        #expect(try Self.readResult(phone, requestID: 3).code == .ok)
-        try Self.announce(phone, entitlements: [[Self.audio], [Self.maps]])
-        let decisions = try Self.readResult(phone, requestID: 10).appDecisions.decisions
-        #expect(decisions.map(\.accepted) == [true, false])
-        #expect(decisions.last?.code == .entitlementRefused)
-    }
-
-    @Test func aStateFileOpenToOthersStopsTheDaemon() throws {
-        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
-        defer { try? FileManager.default.removeItem(atPath: state) }
-        #expect(throws: TestDaemon.LaunchError.self) {
-            _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+            let daemon = try TestDaemon.launch(pairing: true, stateDirectory: state)
+            let phone = try daemon.connectTCP()
+            let welcome = try phone.handshake(role: .phone)
+            try Self.authenticate(phone, welcome: welcome, identity: identity)
+            #expect(try Self.readResult(phone, requestID: 3).code == .ok)
+            try Self.announce(phone, entitlements: [[Self.audio], [Self.maps]])
+            let decisions = try Self.readResult(phone, requestID: 10).appDecisions.decisions
+            #expect(decisions.map(\.accepted) == [true, false])
+            #expect(decisions.last?.code == .entitlementRefused)
         }
     }
 
-    @Test func aPairedDeviceFileOpenToOthersStopsTheDaemon() throws {
-        let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(atPath: state) }
-        let path = state + "/paired-devices.json"
-        try "{}".write(toFile: path, atomically: false, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
-        do {
-            _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
-            Issue.record("the daemon started with a 0644 key file")
-        } catch let error as TestDaemon.LaunchError {
-            #expect(error.message.contains("open to other users"), "\(error.message)")
+    @Test func aStateFileOpenToOthersStopsTheDaemon() async throws {
+        try await onOwnThread {
+            let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            #expect(throws: TestDaemon.LaunchError.self) {
+                _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+            }
         }
-        // 0600 and the same content: it starts.
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
-        _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+    }
+
+    @Test func aPairedDeviceFileOpenToOthersStopsTheDaemon() async throws {
+        try await onOwnThread {
+            let state = NSTemporaryDirectory() + "hu-state-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            let path = state + "/paired-devices.json"
+            try "{}".write(toFile: path, atomically: false, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+            do {
+                _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+                Issue.record("the daemon started with a 0644 key file")
+            } catch let error as TestDaemon.LaunchError {
+                #expect(error.message.contains("open to other users"), "\(error.message)")
+            }
+            // 0600 and the same content: it starts.
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+            _ = try TestDaemon.launch(pairing: true, stateDirectory: state, timeout: 10)
+        }
     }
 
     // MARK: - The SDK and headunitctl's path
@@ -412,54 +444,58 @@ struct AuthenticationTests {
     /// (HMI, Unix socket) prints a code; `headunitctl pair-phone` stores a key
     /// and pairs over TCP; the phone's apps are judged by that allow-list;
     /// `pair --list` and `pair --remove` manage the device.
-    @Test func headunitctlPairsAPhone() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let socket = daemon.unixSocketPath
-        let opened = try Self.ctl(["pair", "--unix-socket", socket, "--allow", Self.audio])
-        #expect(opened.status == 0, "\(opened)")
-        let code = try #require(opened.stdout.split(separator: " ").dropFirst(2).first.map(String.init))
-        #expect(opened.stdout.hasPrefix("pairing code ") && code.count == 6, "\(opened.stdout)")
+    @Test func headunitctlPairsAPhone() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let socket = daemon.unixSocketPath
+            let opened = try Self.ctl(["pair", "--unix-socket", socket, "--allow", Self.audio])
+            #expect(opened.status == 0, "\(opened)")
+            let code = try #require(opened.stdout.split(separator: " ").dropFirst(2).first.map(String.init))
+            #expect(opened.stdout.hasPrefix("pairing code ") && code.count == 6, "\(opened.stdout)")
 
-        let key = daemon.directory + "/phone/phone-key"
-        let paired = try Self.ctl(["pair-phone", "--tcp", "127.0.0.1:\(daemon.tcpPort!)", "--code", code, "--key", key, "--name", "ctl phone"])
-        #expect(paired.status == 0, "\(paired)")
-        let identity = try #require(try PhoneIdentity.load(path: key))
-        #expect(paired.stdout.contains(identity.deviceID))
-        let file = try FileManager.default.attributesOfItem(atPath: key)
-        #expect((file[.posixPermissions] as? Int) == 0o600)
-        let folder = try FileManager.default.attributesOfItem(atPath: daemon.directory + "/phone")
-        #expect((folder[.posixPermissions] as? Int) == 0o700)
+            let key = daemon.directory + "/phone/phone-key"
+            let paired = try Self.ctl(["pair-phone", "--tcp", "127.0.0.1:\(daemon.tcpPort!)", "--code", code, "--key", key, "--name", "ctl phone"])
+            #expect(paired.status == 0, "\(paired)")
+            let identity = try #require(try PhoneIdentity.load(path: key))
+            #expect(paired.stdout.contains(identity.deviceID))
+            let file = try FileManager.default.attributesOfItem(atPath: key)
+            #expect((file[.posixPermissions] as? Int) == 0o600)
+            let folder = try FileManager.default.attributesOfItem(atPath: daemon.directory + "/phone")
+            #expect((folder[.posixPermissions] as? Int) == 0o700)
 
-        let listed = try Self.ctl(["pair", "--unix-socket", socket, "--list"])
-        #expect(listed.stdout.contains(identity.deviceID) && listed.stdout.contains("\"ctl phone\"") && listed.stdout.contains(Self.audio), "\(listed)")
+            let listed = try Self.ctl(["pair", "--unix-socket", socket, "--list"])
+            #expect(listed.stdout.contains(identity.deviceID) && listed.stdout.contains("\"ctl phone\"") && listed.stdout.contains(Self.audio), "\(listed)")
 
-        // The stored key authenticates; the allow-list given at pairing applies.
-        let phone = try daemon.connectTCP()
-        let welcome = try phone.handshake(role: .phone)
-        try Self.authenticate(phone, welcome: welcome, identity: identity)
-        #expect(try Self.readResult(phone, requestID: 3).code == .ok)
-        try Self.announce(phone, entitlements: [[Self.audio], [Self.maps]])
-        let decisions = try Self.readResult(phone, requestID: 10).appDecisions.decisions
-        #expect(decisions.map(\.accepted) == [true, false])
-        phone.close()
+            // The stored key authenticates; the allow-list given at pairing applies.
+            let phone = try daemon.connectTCP()
+            let welcome = try phone.handshake(role: .phone)
+            try Self.authenticate(phone, welcome: welcome, identity: identity)
+            #expect(try Self.readResult(phone, requestID: 3).code == .ok)
+            try Self.announce(phone, entitlements: [[Self.audio], [Self.maps]])
+            let decisions = try Self.readResult(phone, requestID: 10).appDecisions.decisions
+            #expect(decisions.map(\.accepted) == [true, false])
+            phone.close()
 
-        let removed = try Self.ctl(["pair", "--unix-socket", socket, "--remove", identity.deviceID])
-        #expect(removed.status == 0, "\(removed)")
-        let again = try Self.ctl(["pair", "--unix-socket", socket, "--remove", identity.deviceID])
-        #expect(again.status != 0)
-        #expect((again.stdout + again.stderr).contains("UNKNOWN_DEVICE") || (again.stdout + again.stderr).contains("no paired device"), "\(again)")
+            let removed = try Self.ctl(["pair", "--unix-socket", socket, "--remove", identity.deviceID])
+            #expect(removed.status == 0, "\(removed)")
+            let again = try Self.ctl(["pair", "--unix-socket", socket, "--remove", identity.deviceID])
+            #expect(again.status != 0)
+            #expect((again.stdout + again.stderr).contains("UNKNOWN_DEVICE") || (again.stdout + again.stderr).contains("no paired device"), "\(again)")
+        }
     }
 
-    @Test func pairingWithAnUnknownEntitlementIsRefused() throws {
-        let daemon = try TestDaemon.launch(pairing: true)
-        let hmi = try daemon.connectUnix()
-        try hmi.handshake(role: .hmi)
-        var start = HUStartPairing()
-        start.allowedEntitlements = ["com.example.not-an-entitlement"]
-        try hmi.send(.startPairing(start), requestID: 5)
-        let result = try Self.readResult(hmi, requestID: 5)
-        #expect(result.code == .invalidArgument)
-        #expect(result.message.contains("com.example.not-an-entitlement"))
+    @Test func pairingWithAnUnknownEntitlementIsRefused() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            let hmi = try daemon.connectUnix()
+            try hmi.handshake(role: .hmi)
+            var start = HUStartPairing()
+            start.allowedEntitlements = ["com.example.not-an-entitlement"]
+            try hmi.send(.startPairing(start), requestID: 5)
+            let result = try Self.readResult(hmi, requestID: 5)
+            #expect(result.code == .invalidArgument)
+            #expect(result.message.contains("com.example.not-an-entitlement"))
+        }
     }
 
     /// Runs headunitctl (beside headunitd) to completion.
@@ -485,26 +521,30 @@ struct AuthenticationTests {
 
     // MARK: - SO_PEERCRED
 
-    @Test func aCarRoleFromAUidNotAllowedIsRefused() throws {
-        let other = getuid() == 4242 ? 4343 : 4242
-        let daemon = try TestDaemon.launch(configJSON: "\"hmiAccess\": {\"uids\": [\(other)]}")
-        let hmi = try daemon.connectUnix()
-        try hmi.send(RawSocketClient.hello(role: .hmi))
-        let goodbye = try hmi.readGoodbye()
-        #expect(goodbye.code == .peerNotAllowed)
-        #expect(goodbye.reason.contains("uid \(getuid())"))
-        #expect(hmi.waitForClose())
-        // Other roles keep their own (here unrestricted) rules.
-        let cluster = try daemon.connectUnix()
-        _ = try cluster.handshake(role: .cluster)
-        #expect(daemon.log.contains("uid \(getuid())"))
+    @Test func aCarRoleFromAUidNotAllowedIsRefused() async throws {
+        try await onOwnThread {
+            let other = getuid() == 4242 ? 4343 : 4242
+            let daemon = try TestDaemon.launch(configJSON: "\"hmiAccess\": {\"uids\": [\(other)]}")
+            let hmi = try daemon.connectUnix()
+            try hmi.send(RawSocketClient.hello(role: .hmi))
+            let goodbye = try hmi.readGoodbye()
+            #expect(goodbye.code == .peerNotAllowed)
+            #expect(goodbye.reason.contains("uid \(getuid())"))
+            #expect(hmi.waitForClose())
+            // Other roles keep their own (here unrestricted) rules.
+            let cluster = try daemon.connectUnix()
+            _ = try cluster.handshake(role: .cluster)
+            #expect(daemon.log.contains("uid \(getuid())"))
+        }
     }
 
-    @Test func aCarRoleFromAnAllowedUidOrGidIsWelcomed() throws {
-        let daemon = try TestDaemon.launch(configJSON: "\"hmiAccess\": {\"uids\": [4242], \"gids\": [\(getgid())]}, \"clusterAccess\": {\"uids\": [\(getuid())]}")
-        let hmi = try daemon.connectUnix()
-        _ = try hmi.handshake(role: .hmi)
-        let cluster = try daemon.connectUnix()
-        _ = try cluster.handshake(role: .cluster)
+    @Test func aCarRoleFromAnAllowedUidOrGidIsWelcomed() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(configJSON: "\"hmiAccess\": {\"uids\": [4242], \"gids\": [\(getgid())]}, \"clusterAccess\": {\"uids\": [\(getuid())]}")
+            let hmi = try daemon.connectUnix()
+            _ = try hmi.handshake(role: .hmi)
+            let cluster = try daemon.connectUnix()
+            _ = try cluster.handshake(role: .cluster)
+        }
     }
 }

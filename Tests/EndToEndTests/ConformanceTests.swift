@@ -28,94 +28,106 @@ struct ConformanceTests {
         #expect(report.results.count == ConformanceKit.allChecks.count)
     }
 
-    @Test func unixSocketPassesEveryCheck() throws {
-        let daemon = try TestDaemon.launch(limits: Self.limits)
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .unix(path: daemon.unixSocketPath), timeoutMs: 3000, slow: true))
-        // Only the rules about TCP are skipped on a Unix endpoint.
-        Self.expectClean(report, log) { $0.transport == .tcpOnly }
-        #expect(report.passed > 150)
-        #expect(daemon.isRunning)
+    @Test func unixSocketPassesEveryCheck() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(limits: Self.limits)
+            let (report, log) = Self.run(ConformanceOptions(endpoint: .unix(path: daemon.unixSocketPath), timeoutMs: 3000, slow: true))
+            // Only the rules about TCP are skipped on a Unix endpoint.
+            Self.expectClean(report, log) { $0.transport == .tcpOnly }
+            #expect(report.passed > 150)
+            #expect(daemon.isRunning)
+        }
     }
 
-    @Test func tcpWithAnHMIOnTheUnixSocketPassesEveryCheck() throws {
-        let daemon = try TestDaemon.launch(limits: Self.limits)
-        let port = try #require(daemon.tcpPort)
-        var options = ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
-        options.hmiEndpoint = .unix(path: daemon.unixSocketPath)
-        let (report, log) = Self.run(options)
-        Self.expectClean(report, log) { _ in false }
+    @Test func tcpWithAnHMIOnTheUnixSocketPassesEveryCheck() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(limits: Self.limits)
+            let port = try #require(daemon.tcpPort)
+            var options = ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
+            options.hmiEndpoint = .unix(path: daemon.unixSocketPath)
+            let (report, log) = Self.run(options)
+            Self.expectClean(report, log) { _ in false }
+        }
     }
 
-    @Test func tcpAloneSkipsCarRoleChecksWithAReason() throws {
-        let daemon = try TestDaemon.launch(limits: Self.limits)
-        let port = try #require(daemon.tcpPort)
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true))
-        Self.expectClean(report, log) { $0.needsCarRole }
-        let skipped = report.results.filter { if case .skipped(let reason) = $0.outcome { return reason.contains("--hmi-endpoint") } else { return false } }
-        #expect(skipped.count == ConformanceKit.allChecks.filter(\.needsCarRole).count)
+    @Test func tcpAloneSkipsCarRoleChecksWithAReason() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(limits: Self.limits)
+            let port = try #require(daemon.tcpPort)
+            let (report, log) = Self.run(ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true))
+            Self.expectClean(report, log) { $0.needsCarRole }
+            let skipped = report.results.filter { if case .skipped(let reason) = $0.outcome { return reason.contains("--hmi-endpoint") } else { return false } }
+            #expect(skipped.count == ConformanceKit.allChecks.filter(\.needsCarRole).count)
+        }
     }
 
     /// The kit's phone does not pair: against a car that requires it, the kit
     /// says so once (exit 2 in headunitctl) instead of failing every check.
-    @Test func tcpRequiringAuthenticationStopsWithTheReason() throws {
-        let daemon = try TestDaemon.launch(limits: Self.limits, pairing: true)
-        let port = try #require(daemon.tcpPort)
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000))
-        #expect(report.results.isEmpty)
-        #expect(report.unreachable?.contains("§20") == true, "\(log)")
-        #expect(!report.succeeded)
+    @Test func tcpRequiringAuthenticationStopsWithTheReason() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(limits: Self.limits, pairing: true)
+            let port = try #require(daemon.tcpPort)
+            let (report, log) = Self.run(ConformanceOptions(endpoint: .tcp(host: "127.0.0.1", port: port), timeoutMs: 3000))
+            #expect(report.results.isEmpty)
+            #expect(report.unreachable?.contains("§20") == true, "\(log)")
+            #expect(!report.succeeded)
+        }
     }
 
     @Test(arguments: ["wrong-version", "no-echo"])
-    func brokenEndpointFailsSection5(mode: String) throws {
-        let directory = try TestDaemon.makeScratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let socket = directory + "/broken.sock"
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Conformance/broken_endpoint.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--unix", socket, "--mode", mode]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        defer {
-            // SIGKILL: the test runner may block SIGTERM in the children it spawns.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        // Wait for "ready".
-        var text = ""
-        while !text.contains("ready") {
-            let data = out.fileHandleForReading.availableData
-            if data.isEmpty { Issue.record("broken_endpoint.py exited: \(text)"); return }
-            text += String(decoding: data, as: UTF8.self)
-        }
-        let checks = ConformanceKit.select(sections: ["5"])
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .unix(path: socket), timeoutMs: 500), checks: checks)
-        #expect(!report.succeeded)
-        let versionFailure = report.failed.first { $0.check.id == "handshake.versions-1-1" }
-        #expect(versionFailure != nil, "\(log)")
-        if let versionFailure {
-            let line = ConformanceKit.line(versionFailure.check, versionFailure.outcome)
-            #expect(line.hasPrefix("FAIL  §5 "), "\(line)")
-            #expect(line.contains(mode == "wrong-version" ? "got Welcome.version 7" : "request_id"), "\(line)")
+    func brokenEndpointFailsSection5(mode: String) async throws {
+        try await onOwnThread {
+            let directory = try TestDaemon.makeScratchDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let socket = directory + "/broken.sock"
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Conformance/broken_endpoint.py").path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", script, "--unix", socket, "--mode", mode]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            defer {
+                // SIGKILL: the test runner may block SIGTERM in the children it spawns.
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            // Wait for "ready".
+            var text = ""
+            while !text.contains("ready") {
+                let data = out.fileHandleForReading.availableData
+                if data.isEmpty { Issue.record("broken_endpoint.py exited: \(text)"); return }
+                text += String(decoding: data, as: UTF8.self)
+            }
+            let checks = ConformanceKit.select(sections: ["5"])
+            let (report, log) = Self.run(ConformanceOptions(endpoint: .unix(path: socket), timeoutMs: 500), checks: checks)
+            #expect(!report.succeeded)
+            let versionFailure = report.failed.first { $0.check.id == "handshake.versions-1-1" }
+            #expect(versionFailure != nil, "\(log)")
+            if let versionFailure {
+                let line = ConformanceKit.line(versionFailure.check, versionFailure.outcome)
+                #expect(line.hasPrefix("FAIL  §5 "), "\(line)")
+                #expect(line.contains(mode == "wrong-version" ? "got Welcome.version 7" : "request_id"), "\(line)")
+            }
         }
     }
 
-    @Test func checkTableIsWellFormed() {
-        let checks = ConformanceKit.allChecks
-        #expect(Set(checks.map(\.id)).count == checks.count, "check ids must be unique")
-        #expect(checks.allSatisfy { !$0.title.isEmpty && !$0.section.number.isEmpty })
-        let section5 = ConformanceKit.select(sections: ["5"])
-        #expect(!section5.isEmpty && section5.allSatisfy { $0.section == .p("5") })
-        let section11 = ConformanceKit.select(sections: ["§11"])
-        #expect(section11.contains { $0.section == .p("11.7") } && section11.allSatisfy { $0.section.number.hasPrefix("11") })
-        let templates5 = ConformanceKit.select(sections: ["T5"])
-        #expect(!templates5.isEmpty && templates5.allSatisfy { $0.section == .t("5") })
-        #expect(ConformanceKit.select(filter: "BAD-MAGIC").count == 2)
-        #expect(ConformanceEndpoint(parsing: "tcp:127.0.0.1:7420") == .tcp(host: "127.0.0.1", port: 7420))
-        #expect(ConformanceEndpoint(parsing: "unix:/run/x.sock") == .unix(path: "/run/x.sock"))
-        #expect(ConformanceEndpoint(parsing: "tcp:nohost") == nil)
+    @Test func checkTableIsWellFormed() async throws {
+        try await onOwnThread {
+            let checks = ConformanceKit.allChecks
+            #expect(Set(checks.map(\.id)).count == checks.count, "check ids must be unique")
+            #expect(checks.allSatisfy { !$0.title.isEmpty && !$0.section.number.isEmpty })
+            let section5 = ConformanceKit.select(sections: ["5"])
+            #expect(!section5.isEmpty && section5.allSatisfy { $0.section == .p("5") })
+            let section11 = ConformanceKit.select(sections: ["§11"])
+            #expect(section11.contains { $0.section == .p("11.7") } && section11.allSatisfy { $0.section.number.hasPrefix("11") })
+            let templates5 = ConformanceKit.select(sections: ["T5"])
+            #expect(!templates5.isEmpty && templates5.allSatisfy { $0.section == .t("5") })
+            #expect(ConformanceKit.select(filter: "BAD-MAGIC").count == 2)
+            #expect(ConformanceEndpoint(parsing: "tcp:127.0.0.1:7420") == .tcp(host: "127.0.0.1", port: 7420))
+            #expect(ConformanceEndpoint(parsing: "unix:/run/x.sock") == .unix(path: "/run/x.sock"))
+            #expect(ConformanceEndpoint(parsing: "tcp:nohost") == nil)
+        }
     }
 }

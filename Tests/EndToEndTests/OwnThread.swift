@@ -1,16 +1,83 @@
 import Foundation
 
 /// Runs blocking test work (RawSocketClient's poll and recv, waiting for a
-/// process) on a thread of its own and awaits its result. Swift Testing runs
-/// tests on the cooperative pool, which has one thread per core: a test that
-/// blocks one of them on a busy 2-core machine starves every async test (a
-/// client's Hello not sent within the daemon's handshake timeout, issue 24).
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
-        let thread = Thread {
-            continuation.resume(with: Result { try body() })
+/// process, Thread.sleep) on a thread of its own, not on Swift Testing's
+/// cooperative pool. That pool has one thread per core: on a busy 2-core
+/// machine two blocked tests starved every async test (a CarPlayKit client's
+/// Hello not sent within the daemon's 30 s handshake timeout, issue 24). The
+/// body runs in the calling task (on a task executor of its own thread), so
+/// `#expect` and `Issue.record` still count against the right test. At most
+/// `TestGate.limit` such bodies run at once, as many as the pool let run
+/// before: the daemons they start share the machine.
+func onOwnThread<T>(_ body: () throws -> T) async throws -> T {
+    await TestGate.shared.acquire()
+    let executor = ThreadTaskExecutor()
+    defer {
+        executor.stop()
+        Task { await TestGate.shared.release() }
+    }
+    return try await withTaskExecutorPreference(executor) { try body() }
+}
+
+/// Bounds how many blocking test bodies run at once (waiting never blocks a thread).
+actor TestGate {
+    static let limit = 3
+    static let shared = TestGate()
+    private var available = TestGate.limit
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if available > 0 {
+            available -= 1
+            return
         }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func release() {
+        if waiters.isEmpty { available += 1 } else { waiters.removeFirst().resume() }
+    }
+}
+
+/// A task executor with one thread of its own, for as long as it is used.
+final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked: `jobs` and `stopped` are only touched with `condition` held.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopped = false
+
+    init() {
+        let thread = Thread { [self] in run() }
         thread.stackSize = 8 << 20
         thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.withLock {
+            jobs.append(job)
+            condition.signal()
+        }
+    }
+
+    func stop() {
+        condition.withLock {
+            stopped = true
+            condition.signal()
+        }
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopped { condition.wait() }
+            guard !jobs.isEmpty else {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
     }
 }

@@ -93,6 +93,12 @@ public struct ConnectionStateMachine: Sendable {
 
     // MARK: - Inputs
 
+    /// A frame arrived that waits its turn (backpressure, PROTOCOL.md section
+    /// 10.2): not served yet, but the peer is alive.
+    public mutating func heard(now: UInt64) {
+        lastHeard = max(lastHeard, now)
+    }
+
     /// A whole frame arrived.
     public mutating func receive(_ frame: Frame, now: UInt64) -> ConnectionAction {
         // Any frame, even a bad one, proves the peer is alive.
