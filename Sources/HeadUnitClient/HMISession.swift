@@ -172,17 +172,18 @@ public final class HMISession: @unchecked Sendable {
     }
 
     /// Waits until the screen satisfies `condition` (checked now and after
-    /// every update); returns the screen, or nil after `timeout`.
+    /// every update); returns the screen, or nil after `timeout` (a safety
+    /// net: it returns as soon as the condition holds, so it is generous).
     public func waitForScreen(
         _ screen: HUScreen = .main,
-        timeout: TimeAmount = .seconds(3),
+        timeout: TimeAmount = .seconds(30),
         where condition: @escaping @Sendable (HURenderedScreen) -> Bool
     ) async -> HURenderedScreen? {
         let satisfied = await waitUntil(timeout: timeout) { self.screens[screen].map(condition) ?? false }
         return satisfied ? await self.screen(screen) : nil
     }
 
-    public func waitForHomeScreen(timeout: TimeAmount = .seconds(3)) async -> HUHomeScreen? {
+    public func waitForHomeScreen(timeout: TimeAmount = .seconds(30)) async -> HUHomeScreen? {
         let satisfied = await waitUntil(timeout: timeout) { self.home != nil }
         return satisfied ? await homeScreen() : nil
     }

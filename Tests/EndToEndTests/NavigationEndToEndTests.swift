@@ -14,7 +14,7 @@ final class RecordingPeer {
 
     /// Sends a request and waits for its Result; everything else is logged.
     @discardableResult
-    func request(_ body: HUEnvelope.OneOf_Body, timeout: Double = 5) throws -> HUResult {
+    func request(_ body: HUEnvelope.OneOf_Body, timeout: Double = 30) throws -> HUResult {
         nextRequest += 1
         let id = nextRequest
         try client.send(body, requestID: id)
@@ -34,7 +34,7 @@ final class RecordingPeer {
 
     /// Waits until an envelope matching `match` has arrived; returns it and forgets everything before it.
     @discardableResult
-    func waitFor<T>(timeout: Double = 5, _ match: (HUEnvelope) -> T?) throws -> T {
+    func waitFor<T>(timeout: Double = 30, _ match: (HUEnvelope) -> T?) throws -> T {
         let deadline = RawSocketClient.now() + timeout
         var index = 0
         while true {
@@ -49,7 +49,7 @@ final class RecordingPeer {
         }
     }
 
-    func navigationEvent(timeout: Double = 5) throws -> HUNavigationEvent {
+    func navigationEvent(timeout: Double = 30) throws -> HUNavigationEvent {
         try waitFor(timeout: timeout) { envelope in
             if case .navigationEvent(let event) = envelope.body { return event }
             return nil

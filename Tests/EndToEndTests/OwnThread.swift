@@ -9,12 +9,13 @@ import Foundation
 /// `#expect` and `Issue.record` still count against the right test. At most
 /// `TestGate.limit` such bodies run at once, as many as the pool let run
 /// before: the daemons they start share the machine.
-func onOwnThread<T>(_ body: () throws -> T) async throws -> T {
-    await TestGate.shared.acquire()
+/// `gated` false: a short blocking step of an async test (starting a daemon).
+func onOwnThread<T>(gated: Bool = true, _ body: () throws -> T) async throws -> T {
+    if gated { await TestGate.shared.acquire() }
     let executor = ThreadTaskExecutor()
     defer {
         executor.stop()
-        Task { await TestGate.shared.release() }
+        if gated { Task { await TestGate.shared.release() } }
     }
     return try await withTaskExecutorPreference(executor) { try body() }
 }
