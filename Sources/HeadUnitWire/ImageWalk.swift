@@ -41,25 +41,6 @@ public enum ImageWalk {
         }
     }
 
-    /// The same over the elements of a diff.
-    public static func rewrite(_ diff: inout HUTemplateDiff, where needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void) {
-        guard contains(diff, where: needs) else { return }
-        withRewriter(needs, body) { walker in
-        for index in diff.changes.indices {
-            switch diff.changes[index].element {
-            case .listItem(var item): walker.walk(&item); diff.changes[index].listItem = item
-            case .gridButton(var button): walker.walk(&button.image); diff.changes[index].gridButton = button
-            case .barButton(var button): walker.walk(&button.image); diff.changes[index].barButton = button
-            case .tab(var tab): walker.walk(&tab); diff.changes[index].tab = tab
-            case .point(var point): walker.walk(&point); diff.changes[index].point = point
-            case .nowPlaying(var nowPlaying): walker.walk(&nowPlaying); diff.changes[index].nowPlaying = nowPlaying
-            case .replaced(var template): walker.walk(&template); diff.changes[index].replaced = template
-            case .informationItem, .removedID, .selectedPointIndex, .itemsShown, .title, nil: break
-            }
-        }
-        }
-    }
-
     private static func withRewriter(_ needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void, _ run: (Rewriter) -> Void) {
         withoutActuallyEscaping(needs) { needs in
             withoutActuallyEscaping(body) { body in run(Rewriter(needs: needs, body: body)) }
