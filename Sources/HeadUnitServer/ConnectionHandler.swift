@@ -31,7 +31,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// Frames read while the peer's answers wait above the high-water mark
     /// (PROTOCOL.md section 10.2): served once they drain. Bounded by what
     /// one read batch held, since nothing more is read meanwhile.
-    private var held: [Frame] = []
+    private var held = CircularBuffer<Frame>()
 
     /// A connection a previous daemon process handed over (PROTOCOL.md section 22).
     private let restoring: RestoredConnection?
@@ -141,7 +141,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             let now = monotonicMilliseconds()
             perform(machine.receive(frame, now: now), now: now)
         }
-        if !open { held.removeAll() }
+        if !open { held.removeAll(keepingCapacity: false) }
         return held.isEmpty
     }
 
@@ -222,7 +222,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         open = false
-        held.removeAll()
+        held.removeAll(keepingCapacity: false)
         tick?.cancel()
         tick = nil
         slowConsumerTimer?.cancel()
