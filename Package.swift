@@ -47,6 +47,8 @@ let package = Package(
                 "HeadUnitWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                // SHA-256 names each image the HMIs are sent once (Observers/HMIImages.swift).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // TLS on TCP and pairing crypto (PROTOCOL.md section 20): the car's identity
@@ -212,6 +214,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // SHA-256, to check image refs (PROTOCOL.md section 12.6).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
     ],

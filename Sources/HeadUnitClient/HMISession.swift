@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import HeadUnitWire
 import NIOCore
 import NIOPosix
@@ -7,6 +12,9 @@ import NIOPosix
 public enum HMIUpdate: Sendable {
     case homeScreen(HUHomeScreen)
     case screen(HUScreenUpdate, HURenderedScreen)
+    /// An image's bytes (PROTOCOL.md section 12.6); the session already put
+    /// them in place of the ref in `homeScreen` and `screen`.
+    case image(HUImageData)
     /// A non-fatal protocol error the car reported with request_id 0.
     case notice(HUResult)
     case goodbye(HUGoodbye)
@@ -26,6 +34,13 @@ public final class HMISession: @unchecked Sendable {
     private var screens: [HUScreen: HURenderedScreen] = [:]
     private var sequences: [HUScreen: UInt64] = [:]
     private var home: HUHomeScreen?
+    /// Images the car sent (`ImageData`, PROTOCOL.md section 12.6), by ref;
+    /// the newest `maxImages` kept (one dropped is asked for again).
+    private var images: [String: Data] = [:]
+    private var imageOrder: [String] = []
+    private static let maxImages = 1024
+    /// Refs asked for with GetImage and not answered yet.
+    private var requestedImages: Set<String> = []
     /// Updates that arrived out of sequence (a gap means the state may be stale until the next `full`).
     public private(set) var sequenceGaps = 0
     private var stateWaiters: [StateWaiter] = []
@@ -157,17 +172,18 @@ public final class HMISession: @unchecked Sendable {
     }
 
     /// Waits until the screen satisfies `condition` (checked now and after
-    /// every update); returns the screen, or nil after `timeout`.
+    /// every update); returns the screen, or nil after `timeout` (a safety
+    /// net: it returns as soon as the condition holds, so it is generous).
     public func waitForScreen(
         _ screen: HUScreen = .main,
-        timeout: TimeAmount = .seconds(3),
+        timeout: TimeAmount = .seconds(30),
         where condition: @escaping @Sendable (HURenderedScreen) -> Bool
     ) async -> HURenderedScreen? {
         let satisfied = await waitUntil(timeout: timeout) { self.screens[screen].map(condition) ?? false }
         return satisfied ? await self.screen(screen) : nil
     }
 
-    public func waitForHomeScreen(timeout: TimeAmount = .seconds(3)) async -> HUHomeScreen? {
+    public func waitForHomeScreen(timeout: TimeAmount = .seconds(30)) async -> HUHomeScreen? {
         let satisfied = await waitUntil(timeout: timeout) { self.home != nil }
         return satisfied ? await homeScreen() : nil
     }
@@ -194,9 +210,13 @@ public final class HMISession: @unchecked Sendable {
     private func handle(_ envelope: HUEnvelope) {
         let update: HMIUpdate
         switch envelope.body {
-        case .homeScreen(let homeScreen):
+        case .homeScreen(var homeScreen):
+            resolveImages(&homeScreen)
             home = homeScreen
             update = .homeScreen(homeScreen)
+        case .imageData(let data):
+            keepImage(data)
+            update = .image(data)
         case .screenUpdate(let screenUpdate):
             if let last = sequences[screenUpdate.screen], screenUpdate.sequence != last + 1, screenUpdate.sequence != 0 {
                 if case .full? = screenUpdate.change {} else { sequenceGaps += 1 }
@@ -204,6 +224,7 @@ public final class HMISession: @unchecked Sendable {
             sequences[screenUpdate.screen] = screenUpdate.sequence
             var rendered = screens[screenUpdate.screen] ?? HURenderedScreen()
             ScreenModel.apply(screenUpdate, to: &rendered)
+            resolveImages(&rendered)
             screens[screenUpdate.screen] = rendered
             update = .screen(screenUpdate, rendered)
         case .result(let result):
@@ -215,6 +236,58 @@ public final class HMISession: @unchecked Sendable {
         }
         updateContinuation.yield(update)
         checkWaiters()
+    }
+
+    // MARK: images (section 12.6)
+
+    private func keepImage(_ data: HUImageData) {
+        requestedImages.remove(data.ref)
+        if images.updateValue(data.png, forKey: data.ref) == nil {
+            imageOrder.append(data.ref)
+            if imageOrder.count > Self.maxImages { images[imageOrder.removeFirst()] = nil }
+        }
+    }
+
+    /// Swaps each ref for the PNG the car sent; asks for any it lacks and
+    /// fills it in when the answer comes.
+    private func resolveImages(_ home: inout HUHomeScreen) {
+        var missing: [String] = []
+        ImageWalk.rewrite(&home, where: ImageWalk.isRef) { resolve(&$0, missing: &missing) }
+        request(missing)
+    }
+
+    private func resolveImages(_ screen: inout HURenderedScreen) {
+        var missing: [String] = []
+        ImageWalk.rewrite(&screen, where: ImageWalk.isRef) { resolve(&$0, missing: &missing) }
+        request(missing)
+    }
+
+    private func resolve(_ image: inout HUImage, missing: inout [String]) {
+        guard case .ref(let ref) = image.source else { return }
+        if let png = images[ref] { image.source = .png(png) } else { missing.append(ref) }
+    }
+
+    private func request(_ missing: [String]) {
+        for ref in missing where requestedImages.insert(ref).inserted {
+            let connection = self.connection
+            Task { [weak self] in
+                var get = HUGetImage()
+                get.ref = ref
+                let result = try? await connection.request(.getImage(get))
+                connection.onLoop { [weak self] in
+                    guard let self else { return }
+                    self.requestedImages.remove(ref)
+                    guard let result, case .imageData? = result.detail else { return }
+                    self.keepImage(result.imageData)
+                    if var home = self.home { self.resolveImages(&home); self.home = home }
+                    for (screen, var rendered) in self.screens {
+                        self.resolveImages(&rendered)
+                        self.screens[screen] = rendered
+                    }
+                    self.checkWaiters()
+                }
+            }
+        }
     }
 
     private func checkWaiters() {

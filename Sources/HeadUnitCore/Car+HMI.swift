@@ -492,13 +492,17 @@ extension Car {
     /// element diffs when only the top template's content changed, else the
     /// whole screen. Also refreshes the home screen when it changed.
     mutating func publishScreens() {
-        let home = homeScreen()
+        // What the HMIs are sent carries images by ref (section 12.6).
+        defer { hmiImages.endRound() }
+        var home = homeScreen()
+        hmiImages.externalize(&home)
         if home != lastHomeScreen {
             lastHomeScreen = home
             sendToHMIs(.home, .homeScreen(home))
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
-            let new = render(screen)
+            var new = render(screen)
+            hmiImages.externalize(&new)
             // The dashboard and cluster appear to the HMI once an app first owns them.
             if screen != .main, rendered[screen] == nil, new.appID.isEmpty { continue }
             let old = rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
@@ -510,6 +514,17 @@ extension Car {
             } else {
                 sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))))
             }
+        }
+    }
+
+    /// After a restart (section 22) the screens carry refs whose bytes this
+    /// process never saw: rendering once holds them again.
+    mutating func reloadHMIImages() {
+        var home = homeScreen()
+        hmiImages.externalize(&home)
+        for screen in rendered.keys {
+            var full = render(screen)
+            hmiImages.externalize(&full)
         }
     }
 

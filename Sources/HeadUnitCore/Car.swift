@@ -40,6 +40,8 @@ public struct Car: Sendable {
     public internal(set) var navigation = NavigationCenter()
     public internal(set) var clusterFeed = ClusterFeed()
     public internal(set) var audio = AudioFocus()
+    /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
+    public internal(set) var hmiImages = HMIImages()
 
     struct TimedOutEvent: Equatable, Sendable {
         var id: UInt64
@@ -90,13 +92,12 @@ public struct Car: Sendable {
         }
         if info.role == .hmi {
             hmiPeers.append(peer)
-            emit(peer, body: .homeScreen(homeScreen()))
-            for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
-                let full = render(screen)
-                if screen == .main || screenOwners[screen] != nil {
-                    emit(peer, body: .screenUpdate(screenUpdate(screen, .full(full), advance: false)))
-                }
+            // The latest state, shared with HMIs catching up (images first, section 12.6).
+            var streams: [HMIStream] = [.home, .screen(.main)]
+            for screen in [HUScreen.dashboard, .instrumentCluster] where screenOwners[screen] != nil {
+                streams.append(.screen(screen))
             }
+            effects.append(.hmiJoined(peer, streams))
         }
         return takeEffects()
     }
@@ -132,6 +133,8 @@ public struct Car: Sendable {
             answer(peer, request, setVehicleState(set.state))
         case .closeApp(let close):
             answer(peer, request, closeApp(close.appID))
+        case .getImage(let get):
+            answer(peer, request, getImage(get))
         case .getStatus:
             var result = HUResult()
             result.status = status()
@@ -151,7 +154,7 @@ public struct Car: Sendable {
             // answers these before the Car (CarHost); a bare Car has no registry.
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
-            .sessionConfiguration, .homeScreen, .screenUpdate, .accessoryAvailability, .sessionRequested,
+            .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .accessoryAvailability, .sessionRequested,
             .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
@@ -360,7 +363,26 @@ public struct Car: Sendable {
         guard !hmiPeers.isEmpty else { return }
         var envelope = HUEnvelope()
         envelope.body = body
-        effects.append(.toHMIs(stream, envelope))
+        effects.append(.toHMIs(stream, envelope, images: HMIImages.refs(in: envelope)))
+    }
+
+    /// The bytes of an image the HMIs' current state shows (section 12.6).
+    public func hmiImage(_ ref: String) -> HUImageData? {
+        guard let png = hmiImages.png(ref) else { return nil }
+        var data = HUImageData()
+        data.ref = ref
+        data.png = png
+        return data
+    }
+
+    /// `GetImage`: an image the HMI lacks.
+    func getImage(_ request: HUGetImage) -> Result<HUResult, RuleViolation> {
+        guard let data = hmiImage(request.ref) else {
+            return .failure(RuleViolation(.unknownImage, "no image shown now has the ref '\(request.ref)'"))
+        }
+        var result = HUResult()
+        result.imageData = data
+        return .success(result)
     }
 
     /// The HMI peers, in join order (for the server's fan-out).
@@ -369,20 +391,31 @@ public struct Car: Sendable {
     /// The latest state of a stream, for an HMI that fell behind: the home
     /// screen, or a `full` ScreenUpdate at the screen's current sequence.
     /// Nil when the HMI has never been shown that screen.
-    public func catchUp(_ stream: HMIStream) -> HUEnvelope? {
+    /// `images`: the refs it shows (`HMIImages`).
+    public mutating func catchUp(_ stream: HMIStream) -> (envelope: HUEnvelope, images: [String])? {
         var envelope = HUEnvelope()
         switch stream {
         case .home:
-            envelope.body = .homeScreen(lastHomeScreen ?? homeScreen())
+            if lastHomeScreen == nil {
+                var home = homeScreen()
+                hmiImages.externalize(&home)
+                lastHomeScreen = home
+            }
+            envelope.body = .homeScreen(lastHomeScreen!)
         case .screen(let screen):
-            guard let full = rendered[screen] ?? (screen == .main ? render(.main) : nil) else { return nil }
+            if rendered[screen] == nil, screen == .main || screenOwners[screen] != nil {
+                var full = render(screen)
+                hmiImages.externalize(&full)
+                rendered[screen] = full
+            }
+            guard let full = rendered[screen] else { return nil }
             var update = HUScreenUpdate()
             update.screen = screen
             update.sequence = screenSequence[screen, default: 0]
             update.full = full
             envelope.body = .screenUpdate(update)
         }
-        return envelope
+        return (envelope, HMIImages.refs(in: envelope))
     }
 }
 

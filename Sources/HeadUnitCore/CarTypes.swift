@@ -36,7 +36,12 @@ public enum CarEffect: Sendable, Equatable {
     /// Send a `HomeScreen` or `ScreenUpdate` to every HMI. It is state: the
     /// server encodes it once, and an HMI that is behind gets the latest state
     /// of that stream (`Car.catchUp`) instead of every intermediate one.
-    case toHMIs(HMIStream, HUEnvelope)
+    /// `images`: the refs it shows; an HMI not sent one yet gets its
+    /// `ImageData` first (`Car.hmiImage`, PROTOCOL.md section 12.6).
+    case toHMIs(HMIStream, HUEnvelope, images: [String])
+    /// A new HMI: send it the latest state of these streams, in this order
+    /// (`Car.catchUp`), as to an HMI that caught up.
+    case hmiJoined(PeerID, [HMIStream])
     /// Send Goodbye(code, reason) to a peer and close its connection.
     case close(PeerID, HUErrorCode, String)
     /// Call `Car.timerFired(timer)` after the given milliseconds (replacing a timer of the same identity).

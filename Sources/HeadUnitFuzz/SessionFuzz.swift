@@ -172,8 +172,12 @@ struct SessionFuzz {
             switch effect {
             case .send(let peer, _):
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
-            case .toHMIs:
+            case .toHMIs(_, _, let images):
                 FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
+                // Section 12.6: every image the HMIs are shown can be sent to them.
+                for ref in images { FuzzChecks.check(car.hmiImage(ref) != nil, "an image shown to the HMIs is held (\(ref))") }
+            case .hmiJoined(let peer, _):
+                FuzzChecks.check(connections[peer] != nil, "a joining HMI is connected (peer \(peer))")
             case .close(let peer, let code, _):
                 FuzzChecks.check(connections[peer] != nil, "the car closes only connected peers (peer \(peer))")
                 connections[peer] = nil

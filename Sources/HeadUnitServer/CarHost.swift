@@ -46,11 +46,9 @@ final class CarHost: @unchecked Sendable {
     var taps: [ObjectIdentifier: HandoverTap] = [:]
     private var allClosedPromise: EventLoopPromise<Void>?
     private let clusterHub = ClusterHub()
+    private let hmiHub = HMIHub()
     /// Connection caps, the unauthenticated TCP set and the Unix reserve (PROTOCOL.md section 10.1).
     private var admission: Admission
-    /// HMI streams whose updates an HMI skipped while it was behind (not
-    /// writable); it gets their latest state when it catches up.
-    var staleStreams: [PeerID: Set<HMIStream>] = [:]
     /// Paired phones and the pairing window (PROTOCOL.md section 20).
     var pairing: PairingRegistry
     /// Pairing attempts between PairStart and Pair, by connection (Pairing.swift).
@@ -163,6 +161,8 @@ final class CarHost: @unchecked Sendable {
                 recipient = to
             case .toHMIs:
                 recipient = nil
+            case .hmiJoined(let to, _):
+                recipient = to
             case .startTimer, .cancelTimer:
                 recipient = peer
             }
@@ -181,7 +181,7 @@ final class CarHost: @unchecked Sendable {
     func connectionClosed(_ peer: PeerID, joined: Bool, departure: PeerDeparture) {
         connections[peer] = nil
         pairingConnectionClosed(peer)
-        staleStreams[peer] = nil
+        hmiHub.remove(peer)
         clusterHub.remove(peer)
         // Once handed over, the Car's state is the next process's: it learns
         // of a peer that did not make it from the snapshot.
@@ -283,8 +283,10 @@ final class CarHost: @unchecked Sendable {
             switch effect {
             case .send(let peer, let envelope):
                 connections[peer]?.send(envelope)
-            case .toHMIs(let stream, let envelope):
-                sendToHMIs(stream, envelope)
+            case .toHMIs(let stream, let envelope, let images):
+                hmiHub.publish(stream, envelope, images: images, car: &car, connections: connections)
+            case .hmiJoined(let peer, let streams):
+                hmiHub.joined(peer, streams: streams, car: &car, handler: connections[peer])
             case .close(let peer, let code, let reason):
                 connections[peer]?.closeWithGoodbye(code, reason)
             case .startTimer(let timer, let milliseconds):
@@ -314,30 +316,17 @@ final class CarHost: @unchecked Sendable {
 
     // MARK: - HMI fan-out
 
-    /// Encoded once and shared by every HMI that keeps up; an HMI that is
-    /// behind skips it and later gets the stream's latest state instead.
-    private func sendToHMIs(_ stream: HMIStream, _ envelope: HUEnvelope) {
-        var frame: ByteBuffer?
-        for peer in car.hmiPeerIDs {
-            guard let handler = connections[peer] else { continue }
-            if !handler.isKeepingUp || staleStreams[peer]?.contains(stream) == true {
-                staleStreams[peer, default: []].insert(stream)
-                continue
-            }
-            if frame == nil { frame = handler.encode(envelope) }
-            if let frame { handler.writeShared(frame) }
-        }
-    }
-
-    /// The HMI can take writes again: the latest state of what it skipped.
+    /// The HMI can take writes again: the latest state of what it skipped (HMIHub).
     func caughtUp(_ peer: PeerID) {
         performDeferred()
-        guard let streams = staleStreams.removeValue(forKey: peer), let handler = connections[peer] else { return }
-        // Home first, then the screens in a fixed order, as on joining.
-        let order: [HMIStream] = [.home, .screen(.main), .screen(.dashboard), .screen(.instrumentCluster)]
-        for stream in order where streams.contains(stream) {
-            if let envelope = car.catchUp(stream) { handler.send(envelope) }
-        }
+        guard let handler = connections[peer], car.hmiPeerIDs.contains(peer) else { return }
+        hmiHub.caughtUp(peer, car: &car, handler: handler)
+        flush()
+    }
+
+    func catchUpHMIsBeforeHandover() {
+        performDeferred()
+        hmiHub.catchUpAll(car: &car, connections: connections)
         flush()
     }
 

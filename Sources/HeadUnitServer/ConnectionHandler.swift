@@ -30,6 +30,10 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var admitted = false
     /// The peer's address (TCP), for pairing's per-source backoff.
     private var source = "local"
+    /// Frames read while the peer's answers wait above the high-water mark
+    /// (PROTOCOL.md section 10.2): served once they drain. Bounded by what
+    /// one read batch held, since nothing more is read meanwhile.
+    private var held = CircularBuffer<Frame>()
 
     /// A connection a previous daemon process handed over (PROTOCOL.md section 22).
     private let restoring: RestoredConnection?
@@ -129,8 +133,27 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        // Backpressure (section 10.2): while this peer's answers wait above
+        // the high-water mark, its next requests wait too, in order.
+        guard held.isEmpty, context.channel.isWritable || !open else {
+            held.append(frame)
+            machine.heard(now: monotonicMilliseconds())
+            return
+        }
         let now = monotonicMilliseconds()
         perform(machine.receive(frame, now: now), now: now)
+    }
+
+    /// Serves held frames while the peer takes its answers; true when none is left.
+    @discardableResult
+    private func serveHeld(context: ChannelHandlerContext, evenIfBehind: Bool = false) -> Bool {
+        while !held.isEmpty, open, evenIfBehind || context.channel.isWritable {
+            let frame = held.removeFirst()
+            let now = monotonicMilliseconds()
+            perform(machine.receive(frame, now: now), now: now)
+        }
+        if !open { held.removeAll(keepingCapacity: false) }
+        return held.isEmpty
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -165,27 +188,52 @@ final class ConnectionHandler: ChannelInboundHandler {
             slowConsumerTimer?.cancel()
             slowConsumerTimer = nil
             if open, !handingOver {
-                // Read again, and (for an HMI) send the latest state of what it skipped.
-                context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-                context.read()
+                // Not read meanwhile: a fresh heartbeat window from now.
+                machine.heard(now: monotonicMilliseconds())
+                // Serve what it sent meanwhile; read again once that is done;
+                // (for an HMI) send the latest state of what it skipped.
+                let drained = serveHeld(context: context)
+                if drained, open {
+                    context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                    context.read()
+                }
                 host.caughtUp(peerID)
+                host.flush()
             }
         } else if slowConsumerTimer == nil, open, !handingOver {
             // Requests in flight are bounded by what the peer reads: while its
             // answers pile up, its next requests wait in its own socket.
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             // Not reading for a while is tolerated; not reading for long is cut off.
-            let timeout = host.configuration.slowConsumerTimeoutMilliseconds
-            slowConsumerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
-                self?.slowConsumerTimer = nil
-                self?.cutOffSlowConsumer("the peer took no data for \(timeout) ms")
-            }
+            armSlowConsumerTimer(context: context)
         }
         context.fireChannelWritabilityChanged()
     }
 
+    /// Cuts the peer off once it took nothing for `slow_consumer_timeout_ms`
+    /// (section 10.5). A peer that took some bytes meanwhile (less is waiting
+    /// than when the timer started: while it is behind, its requests wait and
+    /// an HMI's state is skipped, so little is added) is slow, not stalled:
+    /// the timer starts again.
+    private func armSlowConsumerTimer(context: ChannelHandlerContext) {
+        let timeout = host.configuration.slowConsumerTimeoutMilliseconds
+        let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        slowConsumerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
+            guard let self else { return }
+            self.slowConsumerTimer = nil
+            guard self.open, let context = self.context, !context.channel.isWritable else { return }
+            let now = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+            if now < waiting {
+                self.armSlowConsumerTimer(context: context)
+            } else {
+                self.cutOffSlowConsumer("the peer took no data for \(timeout) ms")
+            }
+        }
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         open = false
+        held.removeAll(keepingCapacity: false)
         tick?.cancel()
         tick = nil
         slowConsumerTimer?.cancel()
@@ -271,6 +319,9 @@ final class ConnectionHandler: ChannelInboundHandler {
             needsFlush = true
             host.markDirty(self)
         }
+        // Past the high-water mark the bytes go to the channel now, so its
+        // writability (and backpressure, section 10.2) sees them.
+        if buffer.readableBytes >= host.configuration.writeHighWaterMark { writePending(context) }
     }
 
     /// What `send` framed since the last write, written before anything else
@@ -370,12 +421,16 @@ final class ConnectionHandler: ChannelInboundHandler {
             needsFlush = true
             host.markDirty(self)
         }
-        // Bound what a peer that does not read can make us hold.
+        // Bound what a peer that does not read can make us hold. A peer that
+        // reads is never over it: its requests wait while its answers pass
+        // the high-water mark (at most `max_outbound_bytes`), so they pass it
+        // by one frame at most (section 10.5).
+        let limit = host.configuration.maxOutboundBytes + Int(host.configuration.connection.limits.maxPayloadBytes) + FrameHeader.size
         if !context.channel.isWritable,
             let pending = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
-            pending > host.configuration.maxOutboundBytes
+            pending > limit
         {
-            cutOffSlowConsumer("\(pending) bytes waiting for the peer (limit \(host.configuration.maxOutboundBytes))")
+            cutOffSlowConsumer("\(pending) bytes waiting for the peer (limit \(host.configuration.maxOutboundBytes) and one frame)")
         }
     }
 
@@ -476,6 +531,10 @@ final class ConnectionHandler: ChannelInboundHandler {
         tick = nil
         tickDeadline = .max
         let now = monotonicMilliseconds()
+        // While its output waits above the high-water mark the peer is not
+        // read (section 10.2): its PONGs wait too. Silence is not judged then;
+        // a peer that takes nothing is cut off as a slow consumer instead.
+        if let context, !context.channel.isWritable { machine.heard(now: now) }
         perform(machine.tick(now: now), now: now)
         host.flush()
         if open { scheduleTick() }
@@ -506,6 +565,8 @@ extension ConnectionHandler {
         slowConsumerTimer?.cancel()
         slowConsumerTimer = nil
         let channel = context.channel
+        // Frames held back by backpressure are handled now, like the decoder's.
+        serveHeld(context: context, evenIfBehind: true)
         do {
             try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
             try channel.pipeline.syncOperations.addHandler(tap, position: .first)

@@ -102,7 +102,7 @@ extension HeadUnitServer {
     /// like an accepted one's (established as before when `restoring`, else
     /// waiting for its Hello), not reading until the restore turns reading on.
     func adoptConnection(fd: CInt, transport: Transport, restoring: RestoredConnection?) -> EventLoopFuture<Channel> {
-        let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
+        let high = configuration.writeHighWaterMark
         let pipeline = self.pipeline
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
@@ -152,7 +152,7 @@ extension CarHost {
         flush()
         // An HMI that was behind gets its latest state now, so the next process
         // need not know it was behind.
-        for peer in Array(staleStreams.keys) { caughtUp(peer) }
+        catchUpHMIsBeforeHandover()
         var quieted: [EventLoopFuture<Void>] = []
         for handler in connections.values where !handler.handingOver {
             let tap = HandoverTap()

@@ -71,7 +71,7 @@ public final class HeadUnitServer: @unchecked Sendable {
         let pipeline = self.pipeline
         // Writability flips early enough to notice a peer that does not read
         // long before its queue reaches the hard limit.
-        let high = max(64 * 1024, configuration.maxOutboundBytes / 4)
+        let high = configuration.writeHighWaterMark
         return ServerBootstrap(group: eventLoop)
             // The kernel caps this at net.core.somaxconn (4096 on current kernels): a
             // burst of connects waits in the queue instead of failing with EAGAIN.

@@ -29,10 +29,14 @@ public struct ServerConfiguration: Sendable {
     public var listeners: [ListenerSpec]
     public var connection: ConnectionConfiguration
     public var car: CarConfiguration
-    /// A peer whose unsent output exceeds this is cut off with SLOW_CONSUMER.
+    /// A peer whose unsent output exceeds this (by more than one frame) is cut off with SLOW_CONSUMER.
     public var maxOutboundBytes: Int {
         didSet { car.accessoryPeerBudget = Self.accessoryPeerBudget(maxOutboundBytes) }
     }
+    /// Past this much unsent output a peer's next requests wait (backpressure,
+    /// PROTOCOL.md section 10.2) and an HMI skips state it gets later (10.5):
+    /// a quarter of `maxOutboundBytes`, at least 64 KiB, at most all of it.
+    var writeHighWaterMark: Int { min(maxOutboundBytes, max(64 * 1024, maxOutboundBytes / 4)) }
     /// A peer that cannot take writes for this long is cut off with SLOW_CONSUMER.
     public var slowConsumerTimeoutMilliseconds: UInt64
     /// A graceful stop closes whatever is still open after this long.

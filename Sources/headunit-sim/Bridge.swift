@@ -87,6 +87,12 @@ actor Bridge {
                     ("update", JSON.proto(screenUpdate)),
                     ("rendered", JSON.proto(rendered)),
                 ]))
+            case .image(var data):
+                // The page shows the bytes in place of the ref (the screens' "rendered"); the log names it only.
+                let size = data.png.count
+                data.png = Data()
+                await log("in", "hmi", { $0.body = .imageData(data) })
+                await hub.logEntry(JSON.object("notice", [("text", JSON.quote("image \(data.ref.prefix(12)): \(size) bytes, sent once"))]))
             case .notice(let result):
                 await log("in", "hmi", { $0.body = .result(result) })
             case .goodbye(let goodbye):

@@ -141,6 +141,8 @@ struct Watch: AsyncParsableCommand {
                     print(ScreenText.render(screenUpdate))
                     if !brief { print("  -> " + ScreenText.summary(rendered)) }
                 }
+            case .image(let data):
+                print("image \(data.ref.prefix(12)) (\(data.png.count) bytes, shown by ref from now on)")
             case .notice(let result):
                 print("notice: \(HeadUnitError(result: result))")
             case .goodbye(let goodbye):

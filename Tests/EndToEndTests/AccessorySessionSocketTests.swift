@@ -69,101 +69,109 @@ struct AccessorySessionSocketTests {
         }
     }
 
-    @Test func everySessionErrorCodeOverTheWire() throws {
-        var rig = try Rig()
-        // UNKNOWN_PROTOCOL: serving what the vehicle does not declare.
-        #expect(try rig.serve(rig.accessory, ["com.openmotors.radio"]) == .unknownProtocol)
-        // PROTOCOL_UNAVAILABLE: declared, nobody serves it yet.
-        #expect(try rig.open("track-laps", Self.performance).code == .protocolUnavailable)
-        #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
-        // PROTOCOL_ALREADY_SERVED: a second peer for the same protocol.
-        let second = try rig.daemon.connectUnix()
-        try second.handshake(role: .accessory)
-        #expect(try rig.serve(second, [Self.performance]) == .protocolAlreadyServed)
-        // NOT_ALLOWED_FOR_CATEGORY and UNKNOWN_PROTOCOL for apps.
-        #expect(try rig.open("radio", Self.performance).code == .notAllowedForCategory)
-        #expect(try rig.open("track-laps", Self.climate).code == .unknownProtocol)
-        // UNKNOWN_SESSION: closing or answering a channel that is not yours.
-        #expect(try rig.request(rig.phone, .closeSession(HUCloseSession.with { $0.channel = 999 })).code == .unknownSession)
-        #expect(try rig.request(second, .answerSession(HUAnswerSession.with { $0.channel = 1; $0.accept = true })).code == .unknownSession)
-        // FLOW_CONTROL: more bytes than the credit; the session closes on both sides.
-        let channel = try rig.openAccepted("track-laps", Self.performance)
-        try rig.phone.sendFrame(.data, channel: channel, payload: [UInt8](repeating: 1, count: Int(65536) + 1))
-        // The event first, then the Result (18.6: one order for every request that ends sessions).
-        let closed = try Rig.next(rig.phone) { if case .sessionClosed(let c) = $0 { return c } else { return nil } }
-        #expect(closed.reason == .flowControl && closed.channel == channel)
-        let refused = try rig.phone.readResult()
-        #expect(refused.result.code == .flowControl)
-        // NOT_CONNECTED: DATA on a channel with no session (DATA on the one
-        // that just closed is dropped without a word: it was in flight).
-        try rig.phone.sendFrame(.data, channel: channel, payload: [1])
-        try rig.phone.sendFrame(.data, channel: 4242, payload: [1])
-        let notConnected = try rig.phone.readResult()
-        #expect(notConnected.result.code == .notConnected && notConnected.result.message.contains("4242"))
+    @Test func everySessionErrorCodeOverTheWire() async throws {
+        try await onOwnThread {
+            var rig = try Rig()
+            // UNKNOWN_PROTOCOL: serving what the vehicle does not declare.
+            #expect(try rig.serve(rig.accessory, ["com.openmotors.radio"]) == .unknownProtocol)
+            // PROTOCOL_UNAVAILABLE: declared, nobody serves it yet.
+            #expect(try rig.open("track-laps", Self.performance).code == .protocolUnavailable)
+            #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
+            // PROTOCOL_ALREADY_SERVED: a second peer for the same protocol.
+            let second = try rig.daemon.connectUnix()
+            try second.handshake(role: .accessory)
+            #expect(try rig.serve(second, [Self.performance]) == .protocolAlreadyServed)
+            // NOT_ALLOWED_FOR_CATEGORY and UNKNOWN_PROTOCOL for apps.
+            #expect(try rig.open("radio", Self.performance).code == .notAllowedForCategory)
+            #expect(try rig.open("track-laps", Self.climate).code == .unknownProtocol)
+            // UNKNOWN_SESSION: closing or answering a channel that is not yours.
+            #expect(try rig.request(rig.phone, .closeSession(HUCloseSession.with { $0.channel = 999 })).code == .unknownSession)
+            #expect(try rig.request(second, .answerSession(HUAnswerSession.with { $0.channel = 1; $0.accept = true })).code == .unknownSession)
+            // FLOW_CONTROL: more bytes than the credit; the session closes on both sides.
+            let channel = try rig.openAccepted("track-laps", Self.performance)
+            try rig.phone.sendFrame(.data, channel: channel, payload: [UInt8](repeating: 1, count: Int(65536) + 1))
+            // The event first, then the Result (18.6: one order for every request that ends sessions).
+            let closed = try Rig.next(rig.phone) { if case .sessionClosed(let c) = $0 { return c } else { return nil } }
+            #expect(closed.reason == .flowControl && closed.channel == channel)
+            let refused = try rig.phone.readResult()
+            #expect(refused.result.code == .flowControl)
+            // NOT_CONNECTED: DATA on a channel with no session (DATA on the one
+            // that just closed is dropped without a word: it was in flight).
+            try rig.phone.sendFrame(.data, channel: channel, payload: [1])
+            try rig.phone.sendFrame(.data, channel: 4242, payload: [1])
+            let notConnected = try rig.phone.readResult()
+            #expect(notConnected.result.code == .notConnected && notConnected.result.message.contains("4242"))
+        }
     }
 
-    @Test func statusShowsDeclaredProtocolsServedOrUnavailable() throws {
-        var rig = try Rig()
-        #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
-        let hmi = try rig.daemon.connectUnix()
-        try hmi.handshake(role: .hmi)
-        let status = try rig.request(hmi, .getStatus(HUGetStatus())).status.accessoryProtocols
-        #expect(status.map(\.protocol) == [Self.performance, Self.climate])
-        #expect(status.map(\.available) == [true, false])
+    @Test func statusShowsDeclaredProtocolsServedOrUnavailable() async throws {
+        try await onOwnThread {
+            var rig = try Rig()
+            #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
+            let hmi = try rig.daemon.connectUnix()
+            try hmi.handshake(role: .hmi)
+            let status = try rig.request(hmi, .getStatus(HUGetStatus())).status.accessoryProtocols
+            #expect(status.map(\.protocol) == [Self.performance, Self.climate])
+            #expect(status.map(\.available) == [true, false])
+        }
     }
 
-    @Test func killingTheAccessoryEndsTheSessionWithAReason() throws {
-        var rig = try Rig()
-        #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
-        let channel = try rig.openAccepted("track-laps", Self.performance)
-        rig.accessory.close()
-        let closed = try Rig.next(rig.phone) { if case .sessionClosed(let c) = $0 { return c } else { return nil } }
-        #expect(closed.channel == channel && closed.reason == .accessoryGone)
-        let availability = try Rig.next(rig.phone) { if case .accessoryAvailability(let a) = $0 { return a } else { return nil } }
-        #expect(availability.protocols.first?.available == false)
+    @Test func killingTheAccessoryEndsTheSessionWithAReason() async throws {
+        try await onOwnThread {
+            var rig = try Rig()
+            #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
+            let channel = try rig.openAccepted("track-laps", Self.performance)
+            rig.accessory.close()
+            let closed = try Rig.next(rig.phone) { if case .sessionClosed(let c) = $0 { return c } else { return nil } }
+            #expect(closed.channel == channel && closed.reason == .accessoryGone)
+            let availability = try Rig.next(rig.phone) { if case .accessoryAvailability(let a) = $0 { return a } else { return nil } }
+            #expect(availability.protocols.first?.available == false)
+        }
     }
 
     /// Bytes both ways through one session, in order and intact, paced by
     /// credit, while a second session on another protocol keeps answering.
-    @Test func bytesFlowBothWaysIntactWithCreditWhileAnotherSessionAnswers() throws {
-        var rig = try Rig()
-        #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
-        let climateECU = try rig.daemon.connectUnix()
-        try climateECU.handshake(role: .accessory)
-        #expect(try rig.serve(climateECU, [Self.climate]) == .ok)
-        let bulk = try rig.openAccepted("track-laps", Self.performance)
-        let echo = try rig.openAccepted("comfort", Self.climate, accessory: climateECU)
+    @Test func bytesFlowBothWaysIntactWithCreditWhileAnotherSessionAnswers() async throws {
+        try await onOwnThread {
+            var rig = try Rig()
+            #expect(try rig.serve(rig.accessory, [Self.performance]) == .ok)
+            let climateECU = try rig.daemon.connectUnix()
+            try climateECU.handshake(role: .accessory)
+            #expect(try rig.serve(climateECU, [Self.climate]) == .ok)
+            let bulk = try rig.openAccepted("track-laps", Self.performance)
+            let echo = try rig.openAccepted("comfort", Self.climate, accessory: climateECU)
 
-        let total = 4 << 20
-        let chunk = 16 << 10
-        var toAccessory = ByteSource(seed: 1), toPhone = ByteSource(seed: 2)
-        var checkAtAccessory = ByteSource(seed: 1), checkAtPhone = ByteSource(seed: 2)
-        var phoneCredit = 65536, accessoryCredit = 65536
-        var sentByPhone = 0, sentByAccessory = 0, gotAtAccessory = 0, gotAtPhone = 0
-        var echoRoundTrips = 0
-        while gotAtAccessory < total || gotAtPhone < total {
-            // Each side sends what its credit allows.
-            while sentByPhone < total, phoneCredit >= chunk {
-                try rig.phone.sendFrame(.data, channel: bulk, payload: toAccessory.take(chunk))
-                sentByPhone += chunk; phoneCredit -= chunk
+            let total = 4 << 20
+            let chunk = 16 << 10
+            var toAccessory = ByteSource(seed: 1), toPhone = ByteSource(seed: 2)
+            var checkAtAccessory = ByteSource(seed: 1), checkAtPhone = ByteSource(seed: 2)
+            var phoneCredit = 65536, accessoryCredit = 65536
+            var sentByPhone = 0, sentByAccessory = 0, gotAtAccessory = 0, gotAtPhone = 0
+            var echoRoundTrips = 0
+            while gotAtAccessory < total || gotAtPhone < total {
+                // Each side sends what its credit allows.
+                while sentByPhone < total, phoneCredit >= chunk {
+                    try rig.phone.sendFrame(.data, channel: bulk, payload: toAccessory.take(chunk))
+                    sentByPhone += chunk; phoneCredit -= chunk
+                }
+                while sentByAccessory < total, accessoryCredit >= chunk {
+                    try rig.accessory.sendFrame(.data, channel: bulk, payload: toPhone.take(chunk))
+                    sentByAccessory += chunk; accessoryCredit -= chunk
+                }
+                // Each side reads one batch, checks it and grants what it consumed.
+                gotAtAccessory += try drain(rig.accessory, channel: bulk, check: &checkAtAccessory, credit: &accessoryCredit)
+                gotAtPhone += try drain(rig.phone, channel: bulk, check: &checkAtPhone, credit: &phoneCredit)
+                // The other session answers meanwhile.
+                if echoRoundTrips < 8 {
+                    try rig.phone.sendFrame(.data, channel: echo, payload: [UInt8(echoRoundTrips)])
+                    let frame = try readData(climateECU)
+                    #expect(frame.channel == echo && frame.payload == [UInt8(echoRoundTrips)])
+                    echoRoundTrips += 1
+                }
             }
-            while sentByAccessory < total, accessoryCredit >= chunk {
-                try rig.accessory.sendFrame(.data, channel: bulk, payload: toPhone.take(chunk))
-                sentByAccessory += chunk; accessoryCredit -= chunk
-            }
-            // Each side reads one batch, checks it and grants what it consumed.
-            gotAtAccessory += try drain(rig.accessory, channel: bulk, check: &checkAtAccessory, credit: &accessoryCredit)
-            gotAtPhone += try drain(rig.phone, channel: bulk, check: &checkAtPhone, credit: &phoneCredit)
-            // The other session answers meanwhile.
-            if echoRoundTrips < 8 {
-                try rig.phone.sendFrame(.data, channel: echo, payload: [UInt8(echoRoundTrips)])
-                let frame = try readData(climateECU)
-                #expect(frame.channel == echo && frame.payload == [UInt8(echoRoundTrips)])
-                echoRoundTrips += 1
-            }
+            #expect(gotAtAccessory == total && gotAtPhone == total)
+            #expect(echoRoundTrips == 8)
         }
-        #expect(gotAtAccessory == total && gotAtPhone == total)
-        #expect(echoRoundTrips == 8)
     }
 
     /// Reads one frame; session bytes are checked against the expected stream

@@ -43,7 +43,7 @@ final class ExampleProcess: @unchecked Sendable {
     }
 
     /// Waits until the example printed a line equal to `line`; fails the test after `timeout`.
-    func expect(_ line: String, timeout: Double = 5, sourceLocation: SourceLocation = #_sourceLocation) async {
+    func expect(_ line: String, timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) async {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if output.split(separator: "\n").contains(where: { $0 == line }) { return }
@@ -69,7 +69,7 @@ struct CarPlayKitExampleTests {
         var endpoint: HeadUnitEndpoint { .unix(path: daemon.unixSocketPath) }
 
         static func start(_ name: String) async throws -> Rig {
-            let daemon = try TestDaemon.launch()
+            let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
             let example = try ExampleProcess(name, socket: daemon.unixSocketPath)
             // A readiness wait, not a speed check: a debug example process
             // starting and connecting while the whole suite runs in parallel

@@ -46,7 +46,7 @@ struct CarPlayKitInterfaceControllerTests {
         }
     }
 
-    static func eventually(_ timeout: Double = 3, _ condition: () -> Bool) async -> Bool {
+    static func eventually(_ timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if condition() { return true }
@@ -68,7 +68,7 @@ struct CarPlayKitInterfaceControllerTests {
 
     @Test("stack operations in both forms, the car's codes, refused updates, back button, lifecycle, disconnect")
     func interfaceController() async throws {
-        let daemon = try TestDaemon.launch()
+        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
         defer { _ = try? daemon.terminate() }
         let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
         let app = CPApplication(bundleIdentifier: "com.test.audio", displayName: "Audio", entitlements: [.audio])
@@ -154,7 +154,7 @@ struct CarPlayKitInterfaceControllerTests {
 
     @Test("a refused app: connect throws the car's code")
     func refusedApp() async throws {
-        let daemon = try TestDaemon.launch()
+        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
         defer { _ = try? daemon.terminate() }
         let app = CPApplication(bundleIdentifier: "com.test.nothing", displayName: "Nothing",
                                 entitlements: [CPEntitlement(rawValue: "com.apple.developer.carplay-teleport")])

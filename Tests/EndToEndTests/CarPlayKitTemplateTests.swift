@@ -17,7 +17,7 @@ struct CarPlayKitTemplateTests {
         private var lines: [String] = []
 
         func record(_ line: String) { lock.withLock { lines.append(line) } }
-        func saw(_ line: String, timeout: Double = 3) async -> Bool {
+        func saw(_ line: String, timeout: Double = 30) async -> Bool {
             await CarPlayKitInterfaceControllerTests.eventually(timeout) { self.lock.withLock { self.lines.contains(line) } }
         }
         var all: [String] { lock.withLock { lines } }
@@ -62,7 +62,7 @@ struct CarPlayKitTemplateTests {
         let controller: CPInterfaceController
 
         static func start(_ appID: String, _ entitlements: [CPEntitlement], _ recorder: Recorder) async throws -> Rig {
-            let daemon = try TestDaemon.launch()
+            let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
             let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
             let app = CPApplication(bundleIdentifier: appID, displayName: appID, entitlements: entitlements)
             app.sceneDelegate = recorder

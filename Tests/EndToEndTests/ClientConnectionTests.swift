@@ -156,34 +156,38 @@ import Testing
         }
     }
 
-    @Test func errorCodeNamesRoundTrip() {
-        #expect(ErrorCodeNames.name(.depthExceeded) == "ERROR_CODE_DEPTH_EXCEEDED")
-        #expect(ErrorCodeNames.code(named: "ERROR_CODE_LIMIT_EXCEEDED") == .limitExceeded)
-        #expect(ErrorCodeNames.code(named: "ok") == .ok)
+    @Test func errorCodeNamesRoundTrip() async throws {
+        try await onOwnThread {
+            #expect(ErrorCodeNames.name(.depthExceeded) == "ERROR_CODE_DEPTH_EXCEEDED")
+            #expect(ErrorCodeNames.code(named: "ERROR_CODE_LIMIT_EXCEEDED") == .limitExceeded)
+            #expect(ErrorCodeNames.code(named: "ok") == .ok)
+        }
     }
 
-    @Test func screenModelAppliesDiffs() {
-        var screen = HURenderedScreen()
-        var update = HUScreenUpdate()
-        var full = HURenderedScreen()
-        full.appID = "a"
-        var item = HUListItem()
-        item.id = "i1"
-        item.general.text = "old"
-        var section = HUListSection()
-        section.items = [item]
-        full.top.id = "root"
-        full.top.list.sections = [section]
-        update.change = .full(full)
-        ScreenModel.apply(update, to: &screen)
-        item.general.text = "new"
-        var change = HUElementChange()
-        change.listItem = item
-        var diff = HUTemplateDiff()
-        diff.templateID = "root"
-        diff.changes = [change]
-        update.change = .diff(diff)
-        ScreenModel.apply(update, to: &screen)
-        #expect(screen.top.list.sections[0].items[0].general.text == "new")
+    @Test func screenModelAppliesDiffs() async throws {
+        try await onOwnThread {
+            var screen = HURenderedScreen()
+            var update = HUScreenUpdate()
+            var full = HURenderedScreen()
+            full.appID = "a"
+            var item = HUListItem()
+            item.id = "i1"
+            item.general.text = "old"
+            var section = HUListSection()
+            section.items = [item]
+            full.top.id = "root"
+            full.top.list.sections = [section]
+            update.change = .full(full)
+            ScreenModel.apply(update, to: &screen)
+            item.general.text = "new"
+            var change = HUElementChange()
+            change.listItem = item
+            var diff = HUTemplateDiff()
+            diff.templateID = "root"
+            diff.changes = [change]
+            update.change = .diff(diff)
+            ScreenModel.apply(update, to: &screen)
+            #expect(screen.top.list.sections[0].items[0].general.text == "new")
+        }
     }
 }

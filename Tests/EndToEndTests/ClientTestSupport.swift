@@ -38,10 +38,10 @@ final class ClientTestDaemon {
         let port = try freeTCPPort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        // A long handshake timeout, for the reason TestDaemon.launch gives.
+        // Long handshake and announce timeouts, for the reason TestDaemon.launch gives.
         let config = directory.appendingPathComponent("config.json").path
         // TCP phones without pairing: these tests are about the SDK, not authentication.
-        try #"{"limits": {"handshakeTimeoutMs": 30000}, "allowUnpairedTcp": true}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try #"{"limits": {"handshakeTimeoutMs": 30000, "announceTimeoutMs": 60000}, "allowUnpairedTcp": true}"#.write(toFile: config, atomically: true, encoding: .utf8)
         process.arguments = ["--unix-socket", socketPath, "--tcp", "127.0.0.1:\(port)", "--config", config]
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = directory.path
@@ -64,13 +64,14 @@ final class ClientTestDaemon {
     }
 
     func waitUntilListening() async throws {
-        for attempt in 0..<200 {
+        // Up to a minute: a safety net for a loaded machine, not a speed check.
+        for attempt in 0..<1200 {
             do {
                 let probe = try await HeadUnitConnection.connect(to: unixEndpoint, configuration: .init(role: .phone, name: "probe"))
                 await probe.close()
                 return
             } catch {
-                if attempt == 199 || !process.isRunning { throw error }
+                if attempt == 1199 || !process.isRunning { throw error }
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
         }

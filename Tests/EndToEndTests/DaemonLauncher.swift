@@ -47,15 +47,15 @@ final class TestDaemon: @unchecked Sendable {
         let logPath = directory + "/headunitd.log"
 
         var members: [String] = []
-        // Swift Testing runs suites in parallel on a cooperative pool of one thread
-        // per core, and many of these tests block a thread on socket reads: a
-        // client may wait seconds for a turn to send its Hello. Tests of the
-        // handshake timeout set their own.
+        // The daemon's own timeouts are deliberate in tests: on a busy machine a
+        // client may wait seconds for a turn to send its Hello, or a phone to
+        // announce its apps (issue 24). Tests of these timeouts set their own.
         var limits = limits
         if limits["handshakeTimeoutMs"] == nil { limits["handshakeTimeoutMs"] = 30_000 }
         // The same for a TCP phone's time to authenticate (3 s by default, from
         // connecting): as long as Hello and Authenticate had before it existed.
         if limits["authTimeoutMs"] == nil { limits["authTimeoutMs"] = 2 * (limits["handshakeTimeoutMs"] ?? 30_000) }
+        if limits["announceTimeoutMs"] == nil { limits["announceTimeoutMs"] = 60_000 }
         if !limits.isEmpty {
             members.append("\"limits\": {" + limits.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}")
         }

@@ -14,7 +14,7 @@ final class RecordingPeer {
 
     /// Sends a request and waits for its Result; everything else is logged.
     @discardableResult
-    func request(_ body: HUEnvelope.OneOf_Body, timeout: Double = 5) throws -> HUResult {
+    func request(_ body: HUEnvelope.OneOf_Body, timeout: Double = 30) throws -> HUResult {
         nextRequest += 1
         let id = nextRequest
         try client.send(body, requestID: id)
@@ -34,7 +34,7 @@ final class RecordingPeer {
 
     /// Waits until an envelope matching `match` has arrived; returns it and forgets everything before it.
     @discardableResult
-    func waitFor<T>(timeout: Double = 5, _ match: (HUEnvelope) -> T?) throws -> T {
+    func waitFor<T>(timeout: Double = 30, _ match: (HUEnvelope) -> T?) throws -> T {
         let deadline = RawSocketClient.now() + timeout
         var index = 0
         while true {
@@ -49,7 +49,7 @@ final class RecordingPeer {
         }
     }
 
-    func navigationEvent(timeout: Double = 5) throws -> HUNavigationEvent {
+    func navigationEvent(timeout: Double = 30) throws -> HUNavigationEvent {
         try waitFor(timeout: timeout) { envelope in
             if case .navigationEvent(let event) = envelope.body { return event }
             return nil
@@ -229,199 +229,215 @@ struct NavRig {
 
 @Suite("Navigation, dashboard and cluster over real sockets", .serialized)
 struct NavigationEndToEndTests {
-    @Test func navigationWalkthroughIsSeenByTheHMIAndTheClusterInOrder() throws {
-        var rig = try NavRig.start()
-        defer { rig.stop() }
-        rig.settle()
-        #expect(rig.clusterModel.updates >= 1)
-        #expect(rig.clusterModel.state.guidance.state == .idle)
-        // Previews: the HMI previews a route and starts it; the app is told which.
-        try rig.ok(NavWire.nav(.showTripPreviews(HUTripPreviews.with {
-            $0.trips = [NavWire.trip("home"), NavWire.trip("work")]
-            $0.texts = HUTripPreviewTexts.with { $0.startButtonTitle = "Drive" }
-        })), on: rig.phone)
-        rig.settle()
-        #expect(rig.hmiModel.state.previews.previews.trips.map(\.id) == ["home", "work"])
-        try rig.ok(NavWire.input(.previewTrip(HUTripChosen.with { $0.tripID = "work"; $0.routeChoiceID = "scenic" })), on: rig.hmi)
-        #expect(try rig.phone.navigationEvent().tripPreviewed.routeChoiceID == "scenic")
-        try rig.ok(NavWire.input(.startTrip(HUTripChosen.with { $0.tripID = "work"; $0.routeChoiceID = "scenic" })), on: rig.hmi)
-        let started = try rig.phone.navigationEvent().tripStarted
-        #expect(started.tripID == "work" && started.routeChoiceID == "scenic")
-        // Start, loading, maneuvers with lane guidance and a junction image.
-        try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("work"); $0.routeChoiceID = "scenic" })), on: rig.phone)
-        rig.settle()
-        try rig.ok(NavWire.nav(.pause(HUPauseNavigation.with { $0.reason = .loading; $0.description_p = "Loading route" })), on: rig.phone)
-        rig.settle()
-        try rig.ok(NavWire.maneuvers([NavWire.maneuver("m1", "Turn right onto Main St", junction: true), NavWire.lanes]), on: rig.phone)
-        rig.settle()
-        #expect(rig.clusterModel.state.maneuvers.maneuvers.map(\.id) == ["m1", "lanes"])
-        #expect(rig.clusterModel.state.maneuvers.maneuvers[0].hasJunctionImage)
-        try rig.ok(NavWire.nav(.updateEstimates(HUEstimatesUpdate.with { $0.maneuverID = "m1"; $0.estimates = NavWire.estimates(300, 30) })), on: rig.phone)
-        try rig.ok(NavWire.nav(.updateEstimates(HUEstimatesUpdate.with { $0.estimates = NavWire.estimates(11_000, 1_100) })), on: rig.phone)
-        rig.settle()
-        #expect(rig.clusterModel.state.maneuvers.maneuvers[0].estimates == NavWire.estimates(300, 30))
-        #expect(rig.clusterModel.state.tripEstimates.estimates == NavWire.estimates(11_000, 1_100))
-        // Reroute.
-        try rig.ok(NavWire.nav(.pause(HUPauseNavigation.with { $0.reason = .rerouting; $0.description_p = "Rerouting" })), on: rig.phone)
-        rig.settle()
-        try rig.ok(NavWire.maneuvers([NavWire.maneuver("m2", "Turn left")]), on: rig.phone)
-        rig.settle()
-        // Alert, the driver acts on it.
-        try rig.ok(NavWire.nav(.showAlert(HUNavigationAlert.with {
-            $0.id = "closure"; $0.titleVariants = ["Road closed ahead"]; $0.actions = [HUTextButton.with { $0.id = "avoid"; $0.title = "Avoid" }]
-            $0.durationMs = 10_000
-        })), on: rig.phone)
-        rig.settle()
-        #expect(rig.clusterModel.state.alert.alert.id == "closure")
-        try rig.ok(NavWire.input(.alertAction("avoid")), on: rig.hmi)
-        let dismissed = try rig.phone.navigationEvent().alertDismissed
-        #expect(dismissed.reason == .userAction && dismissed.actionID == "avoid")
-        rig.settle()
-        #expect(!rig.clusterModel.state.alert.hasAlert)
-        // Arrive and finish.
-        try rig.ok(NavWire.nav(.pause(HUPauseNavigation.with { $0.reason = .arrived })), on: rig.phone)
-        rig.settle()
-        try rig.ok(NavWire.nav(.finish(HUFinishNavigation())), on: rig.phone)
-        rig.settle()
-        let expected = [
-            "idle", "active", "paused(loading)", "active", "paused(rerouting)", "active", "paused(arrived)", "ended(finished)",
-        ]
-        #expect(rig.clusterModel.guidanceSteps == expected)
-        #expect(rig.hmiModel.guidanceSteps == expected)
-        #expect(rig.clusterModel.state == rig.hmiModel.state)
+    @Test func navigationWalkthroughIsSeenByTheHMIAndTheClusterInOrder() async throws {
+        try await onOwnThread {
+            var rig = try NavRig.start()
+            defer { rig.stop() }
+            rig.settle()
+            #expect(rig.clusterModel.updates >= 1)
+            #expect(rig.clusterModel.state.guidance.state == .idle)
+            // Previews: the HMI previews a route and starts it; the app is told which.
+            try rig.ok(NavWire.nav(.showTripPreviews(HUTripPreviews.with {
+                $0.trips = [NavWire.trip("home"), NavWire.trip("work")]
+                $0.texts = HUTripPreviewTexts.with { $0.startButtonTitle = "Drive" }
+            })), on: rig.phone)
+            rig.settle()
+            #expect(rig.hmiModel.state.previews.previews.trips.map(\.id) == ["home", "work"])
+            try rig.ok(NavWire.input(.previewTrip(HUTripChosen.with { $0.tripID = "work"; $0.routeChoiceID = "scenic" })), on: rig.hmi)
+            #expect(try rig.phone.navigationEvent().tripPreviewed.routeChoiceID == "scenic")
+            try rig.ok(NavWire.input(.startTrip(HUTripChosen.with { $0.tripID = "work"; $0.routeChoiceID = "scenic" })), on: rig.hmi)
+            let started = try rig.phone.navigationEvent().tripStarted
+            #expect(started.tripID == "work" && started.routeChoiceID == "scenic")
+            // Start, loading, maneuvers with lane guidance and a junction image.
+            try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("work"); $0.routeChoiceID = "scenic" })), on: rig.phone)
+            rig.settle()
+            try rig.ok(NavWire.nav(.pause(HUPauseNavigation.with { $0.reason = .loading; $0.description_p = "Loading route" })), on: rig.phone)
+            rig.settle()
+            try rig.ok(NavWire.maneuvers([NavWire.maneuver("m1", "Turn right onto Main St", junction: true), NavWire.lanes]), on: rig.phone)
+            rig.settle()
+            #expect(rig.clusterModel.state.maneuvers.maneuvers.map(\.id) == ["m1", "lanes"])
+            #expect(rig.clusterModel.state.maneuvers.maneuvers[0].hasJunctionImage)
+            try rig.ok(NavWire.nav(.updateEstimates(HUEstimatesUpdate.with { $0.maneuverID = "m1"; $0.estimates = NavWire.estimates(300, 30) })), on: rig.phone)
+            try rig.ok(NavWire.nav(.updateEstimates(HUEstimatesUpdate.with { $0.estimates = NavWire.estimates(11_000, 1_100) })), on: rig.phone)
+            rig.settle()
+            #expect(rig.clusterModel.state.maneuvers.maneuvers[0].estimates == NavWire.estimates(300, 30))
+            #expect(rig.clusterModel.state.tripEstimates.estimates == NavWire.estimates(11_000, 1_100))
+            // Reroute.
+            try rig.ok(NavWire.nav(.pause(HUPauseNavigation.with { $0.reason = .rerouting; $0.description_p = "Rerouting" })), on: rig.phone)
+            rig.settle()
+            try rig.ok(NavWire.maneuvers([NavWire.maneuver("m2", "Turn left")]), on: rig.phone)
+            rig.settle()
+            // Alert, the driver acts on it.
+            try rig.ok(NavWire.nav(.showAlert(HUNavigationAlert.with {
+                $0.id = "closure"; $0.titleVariants = ["Road closed ahead"]; $0.actions = [HUTextButton.with { $0.id = "avoid"; $0.title = "Avoid" }]
+                $0.durationMs = 10_000
+            })), on: rig.phone)
+            rig.settle()
+            #expect(rig.clusterModel.state.alert.alert.id == "closure")
+            try rig.ok(NavWire.input(.alertAction("avoid")), on: rig.hmi)
+            let dismissed = try rig.phone.navigationEvent().alertDismissed
+            #expect(dismissed.reason == .userAction && dismissed.actionID == "avoid")
+            rig.settle()
+            #expect(!rig.clusterModel.state.alert.hasAlert)
+            // Arrive and finish.
+            try rig.ok(NavWire.nav(.pause(HUPauseNavigation.with { $0.reason = .arrived })), on: rig.phone)
+            rig.settle()
+            try rig.ok(NavWire.nav(.finish(HUFinishNavigation())), on: rig.phone)
+            rig.settle()
+            let expected = [
+                "idle", "active", "paused(loading)", "active", "paused(rerouting)", "active", "paused(arrived)", "ended(finished)",
+            ]
+            #expect(rig.clusterModel.guidanceSteps == expected)
+            #expect(rig.hmiModel.guidanceSteps == expected)
+            #expect(rig.clusterModel.state == rig.hmiModel.state)
+        }
     }
 
-    @Test func guidanceCancelledByTheCarsNativeNavigation() throws {
-        var rig = try NavRig.start()
-        defer { rig.stop() }
-        try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
-        try rig.ok(NavWire.maneuvers([NavWire.maneuver("m1", "Turn right")]), on: rig.phone)
-        try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.nativeNavigationActive = true } }), on: rig.hmi)
-        let cancelled = try rig.phone.navigationEvent()
-        #expect(cancelled.navigationCancelled.reason == .nativeNavigation)
-        rig.settle()
-        #expect(rig.clusterModel.guidanceSteps.suffix(2) == ["active", "ended(nativeNavigation)"])
-        #expect(rig.hmiModel.state.guidance.endReason == .nativeNavigation)
-        // Further maneuver updates get a typed error; so does starting again while the car guides.
-        #expect(try rig.phone.request(NavWire.maneuvers([NavWire.maneuver("m2", "Turn left")])).code == .navigationCancelledByCar)
-        #expect(try rig.phone.request(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") }))).code == .nativeNavigationActive)
+    @Test func guidanceCancelledByTheCarsNativeNavigation() async throws {
+        try await onOwnThread {
+            var rig = try NavRig.start()
+            defer { rig.stop() }
+            try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
+            try rig.ok(NavWire.maneuvers([NavWire.maneuver("m1", "Turn right")]), on: rig.phone)
+            try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.nativeNavigationActive = true } }), on: rig.hmi)
+            let cancelled = try rig.phone.navigationEvent()
+            #expect(cancelled.navigationCancelled.reason == .nativeNavigation)
+            rig.settle()
+            #expect(rig.clusterModel.guidanceSteps.suffix(2) == ["active", "ended(nativeNavigation)"])
+            #expect(rig.hmiModel.state.guidance.endReason == .nativeNavigation)
+            // Further maneuver updates get a typed error; so does starting again while the car guides.
+            #expect(try rig.phone.request(NavWire.maneuvers([NavWire.maneuver("m2", "Turn left")])).code == .navigationCancelledByCar)
+            #expect(try rig.phone.request(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") }))).code == .nativeNavigationActive)
+        }
     }
 
     /// A dropped phone may resume (section 21): guidance goes on, the cluster
     /// shows "reconnecting"; when the grace period ends, guidance ends.
-    @Test func losingThePhoneMidRouteEndsGuidanceForTheClusterAndTheHMI() throws {
-        var rig = try NavRig.start(limits: ["resumeGraceMs": 1_500])
-        defer { rig.stop() }
-        try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
-        try rig.ok(NavWire.maneuvers([NavWire.maneuver("m1", "Turn right")]), on: rig.phone)
-        rig.settle()
-        #expect(rig.clusterModel.state.maneuvers.maneuvers.count == 1)
-        rig.phone.close()  // dropped, no Goodbye
-        rig.settle(0.3)
-        #expect(rig.clusterModel.state.phone.link == .reconnecting)
-        #expect(rig.clusterModel.state.guidance.state == .active)
-        #expect(rig.clusterModel.state.maneuvers.maneuvers.count == 1)
-        rig.settle(2.0)
-        #expect(rig.clusterModel.state.phone.link == .none)
-        #expect(rig.clusterModel.state.guidance.state == .ended)
-        #expect(rig.clusterModel.state.guidance.endReason == .phoneGone)
-        #expect(rig.clusterModel.state.maneuvers.maneuvers.isEmpty)
-        #expect(rig.hmiModel.state.guidance.endReason == .phoneGone)
-    }
-
-    @Test func navigationNotActiveAndNavigationAlreadyActive() throws {
-        let rig = try NavRig.start()
-        defer { rig.stop() }
-        #expect(try rig.phone.request(NavWire.maneuvers([NavWire.maneuver("m1", "Turn")])).code == .navigationNotActive)
-        try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
-        #expect(try rig.phone.request(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("work") }))).code == .navigationAlreadyActive)
-    }
-
-    @Test func noMapTemplate() throws {
-        let rig = try NavRig.start(extraApps: [HUAppInfo.with { $0.appID = "com.example.other-maps"; $0.displayName = "Other"; $0.entitlements = [NavWire.maps] }])
-        defer { rig.stop() }
-        try rig.ok(.launchApp(HULaunchApp.with { $0.appID = "com.example.other-maps" }), on: rig.hmi)
-        let result = try rig.phone.request(.navigationRequest(HUNavigationRequest.with {
-            $0.appID = "com.example.other-maps"
-            $0.showTripPreviews = HUTripPreviews.with { $0.trips = [NavWire.trip("home")] }
-        }))
-        #expect(result.code == .noMapTemplate)
-    }
-
-    @Test func clusterInputReachesTheAppAndOtherRolesAreRefused() throws {
-        let rig = try NavRig.start()
-        defer { rig.stop() }
-        #expect(try rig.cluster.request(.clusterInput(HUClusterInput.with { $0.zoomIn = true })).code == .notConnected)
-        try rig.ok(.launchApp(HULaunchApp.with { $0.appID = NavWire.appID; $0.kind = .instrumentCluster }), on: rig.hmi)
-        let window = try rig.phone.waitFor { envelope -> HUDisplay? in
-            if case .sceneConnected(let connected) = envelope.body, connected.kind == .instrumentCluster { return connected.window }
-            return nil
+    @Test func losingThePhoneMidRouteEndsGuidanceForTheClusterAndTheHMI() async throws {
+        try await onOwnThread {
+            var rig = try NavRig.start(limits: ["resumeGraceMs": 1_500])
+            defer { rig.stop() }
+            try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
+            try rig.ok(NavWire.maneuvers([NavWire.maneuver("m1", "Turn right")]), on: rig.phone)
+            rig.settle()
+            #expect(rig.clusterModel.state.maneuvers.maneuvers.count == 1)
+            rig.phone.close()  // dropped, no Goodbye
+            rig.settle(0.3)
+            #expect(rig.clusterModel.state.phone.link == .reconnecting)
+            #expect(rig.clusterModel.state.guidance.state == .active)
+            #expect(rig.clusterModel.state.maneuvers.maneuvers.count == 1)
+            rig.settle(2.0)
+            #expect(rig.clusterModel.state.phone.link == .none)
+            #expect(rig.clusterModel.state.guidance.state == .ended)
+            #expect(rig.clusterModel.state.guidance.endReason == .phoneGone)
+            #expect(rig.clusterModel.state.maneuvers.maneuvers.isEmpty)
+            #expect(rig.hmiModel.state.guidance.endReason == .phoneGone)
         }
-        #expect(window.widthPt == 480 && window.heightPt == 240)
-        try rig.ok(.clusterInput(HUClusterInput.with { $0.speedLimit = .disabled }), on: rig.cluster)
-        #expect(try rig.phone.navigationEvent().clusterInput.speedLimit == .disabled)
-        // A phone may not subscribe; a cluster may not send navigation requests.
-        #expect(try rig.phone.request(.subscribeMetadata(HUSubscribeMetadata())).code == .notForRole)
-        #expect(try rig.cluster.request(NavWire.maneuvers([])).code == .notForRole)
     }
 
-    @Test func audioFocusIsVisibleToTheClusterAndPromptStyleReachesTheApp() throws {
-        var rig = try NavRig.start()
-        defer { rig.stop() }
-        try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.carAudioSource = "FM 101.1" } }), on: rig.hmi)
-        try rig.ok(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 1500 })), on: rig.phone)
-        rig.settle()
-        var audio = rig.clusterModel.state.audio
-        #expect(audio.mainOwner == .car && audio.carSource == "FM 101.1" && audio.mainDucked && audio.promptAppID == NavWire.appID, "\(audio)")
-        // The car ends the prompt after its duration.
-        let deadline = RawSocketClient.now() + 5
-        while rig.clusterModel.state.audio.mainDucked && RawSocketClient.now() < deadline { rig.settle(0.1) }
-        audio = rig.clusterModel.state.audio
-        #expect(!audio.mainDucked && audio.promptAppID.isEmpty)
-        #expect(rig.hmiModel.state.audio == audio)
-        // A call: prompts become a short tone, and the app is told.
-        try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.callActive = true } }), on: rig.hmi)
-        #expect(try rig.phone.navigationEvent().promptStyle == .short)
-        // A voice session needs the voice-control template presented.
-        #expect(try rig.phone.request(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = true }))).code == .invalidPosition)
-        #expect(try rig.phone.request(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 60_000 }))).code == .invalidArgument)
+    @Test func navigationNotActiveAndNavigationAlreadyActive() async throws {
+        try await onOwnThread {
+            let rig = try NavRig.start()
+            defer { rig.stop() }
+            #expect(try rig.phone.request(NavWire.maneuvers([NavWire.maneuver("m1", "Turn")])).code == .navigationNotActive)
+            try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
+            #expect(try rig.phone.request(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("work") }))).code == .navigationAlreadyActive)
+        }
+    }
+
+    @Test func noMapTemplate() async throws {
+        try await onOwnThread {
+            let rig = try NavRig.start(extraApps: [HUAppInfo.with { $0.appID = "com.example.other-maps"; $0.displayName = "Other"; $0.entitlements = [NavWire.maps] }])
+            defer { rig.stop() }
+            try rig.ok(.launchApp(HULaunchApp.with { $0.appID = "com.example.other-maps" }), on: rig.hmi)
+            let result = try rig.phone.request(.navigationRequest(HUNavigationRequest.with {
+                $0.appID = "com.example.other-maps"
+                $0.showTripPreviews = HUTripPreviews.with { $0.trips = [NavWire.trip("home")] }
+            }))
+            #expect(result.code == .noMapTemplate)
+        }
+    }
+
+    @Test func clusterInputReachesTheAppAndOtherRolesAreRefused() async throws {
+        try await onOwnThread {
+            let rig = try NavRig.start()
+            defer { rig.stop() }
+            #expect(try rig.cluster.request(.clusterInput(HUClusterInput.with { $0.zoomIn = true })).code == .notConnected)
+            try rig.ok(.launchApp(HULaunchApp.with { $0.appID = NavWire.appID; $0.kind = .instrumentCluster }), on: rig.hmi)
+            let window = try rig.phone.waitFor { envelope -> HUDisplay? in
+                if case .sceneConnected(let connected) = envelope.body, connected.kind == .instrumentCluster { return connected.window }
+                return nil
+            }
+            #expect(window.widthPt == 480 && window.heightPt == 240)
+            try rig.ok(.clusterInput(HUClusterInput.with { $0.speedLimit = .disabled }), on: rig.cluster)
+            #expect(try rig.phone.navigationEvent().clusterInput.speedLimit == .disabled)
+            // A phone may not subscribe; a cluster may not send navigation requests.
+            #expect(try rig.phone.request(.subscribeMetadata(HUSubscribeMetadata())).code == .notForRole)
+            #expect(try rig.cluster.request(NavWire.maneuvers([])).code == .notForRole)
+        }
+    }
+
+    @Test func audioFocusIsVisibleToTheClusterAndPromptStyleReachesTheApp() async throws {
+        try await onOwnThread {
+            var rig = try NavRig.start()
+            defer { rig.stop() }
+            try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.carAudioSource = "FM 101.1" } }), on: rig.hmi)
+            try rig.ok(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 1500 })), on: rig.phone)
+            rig.settle()
+            var audio = rig.clusterModel.state.audio
+            #expect(audio.mainOwner == .car && audio.carSource == "FM 101.1" && audio.mainDucked && audio.promptAppID == NavWire.appID, "\(audio)")
+            // The car ends the prompt after its duration.
+            let deadline = RawSocketClient.now() + 5
+            while rig.clusterModel.state.audio.mainDucked && RawSocketClient.now() < deadline { rig.settle(0.1) }
+            audio = rig.clusterModel.state.audio
+            #expect(!audio.mainDucked && audio.promptAppID.isEmpty)
+            #expect(rig.hmiModel.state.audio == audio)
+            // A call: prompts become a short tone, and the app is told.
+            try rig.ok(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.callActive = true } }), on: rig.hmi)
+            #expect(try rig.phone.navigationEvent().promptStyle == .short)
+            // A voice session needs the voice-control template presented.
+            #expect(try rig.phone.request(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = true }))).code == .invalidPosition)
+            #expect(try rig.phone.request(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 60_000 }))).code == .invalidArgument)
+        }
     }
 
     /// PROTOCOL.md 19.5 (issue 26, N6 and N7): "A frame is **taken** when the kernel accepted it ... a subscriber
     /// that stops reading may still find in its socket buffers the frames written before they filled, then at most
     /// one catch-up frame with the newest values"; "A subscriber is cut off only by the ordinary rules, which apply
     /// to it as to any peer" (this test ends well within the heartbeat timeout, so it stays).
-    @Test func aStalledSubscriberNeitherSlowsOthersNorGrowsAQueue() throws {
-        // The phone posts 3,000 updates as fast as it can: over the default request rate.
-        var rig = try NavRig.start(limits: ["maxRequestsPerSecond": 1_000_000])
-        defer { rig.stop() }
-        // A second cluster subscribes and then stops reading.
-        let stalled = RecordingPeer(try rig.daemon.connectUnix())
-        try stalled.client.handshake(role: .cluster, name: "stalled")
-        #expect(try stalled.request(.subscribeMetadata(HUSubscribeMetadata())).code == .ok)
-        try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
-        // Big maneuvers (inline-sized junction images) so the stalled socket's buffer fills quickly.
-        let updates = 3_000
-        for index in 0..<updates {
-            var maneuver = NavWire.maneuver("m\(index % 2)", "Turn right onto a very long street name number \(index)", junction: true)
-            maneuver.dashboardInstructionVariants = [String(repeating: "x", count: 400)]
-            try rig.phone.post(NavWire.maneuvers([maneuver]))
-            if index % 200 == 199 { rig.phone.drain(for: 0.001) }
+    @Test func aStalledSubscriberNeitherSlowsOthersNorGrowsAQueue() async throws {
+        try await onOwnThread {
+            // The phone posts 3,000 updates as fast as it can: over the default request rate.
+            var rig = try NavRig.start(limits: ["maxRequestsPerSecond": 1_000_000])
+            defer { rig.stop() }
+            // A second cluster subscribes and then stops reading.
+            let stalled = RecordingPeer(try rig.daemon.connectUnix())
+            try stalled.client.handshake(role: .cluster, name: "stalled")
+            #expect(try stalled.request(.subscribeMetadata(HUSubscribeMetadata())).code == .ok)
+            try rig.ok(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("home") })), on: rig.phone)
+            // Big maneuvers (inline-sized junction images) so the stalled socket's buffer fills quickly.
+            let updates = 3_000
+            for index in 0..<updates {
+                var maneuver = NavWire.maneuver("m\(index % 2)", "Turn right onto a very long street name number \(index)", junction: true)
+                maneuver.dashboardInstructionVariants = [String(repeating: "x", count: 400)]
+                try rig.phone.post(NavWire.maneuvers([maneuver]))
+                if index % 200 == 199 { rig.phone.drain(for: 0.001) }
+            }
+            // The reading cluster sees the last one.
+            let deadline = RawSocketClient.now() + 10
+            while rig.clusterModel.state.maneuvers.maneuvers.first?.instructionVariants.first?.hasSuffix("number \(updates - 1)") != true {
+                #expect(RawSocketClient.now() < deadline, "the reading cluster never saw the latest maneuver")
+                if RawSocketClient.now() >= deadline { return }
+                rig.settle(0.05)
+            }
+            // The stalled one was not cut off, and when it reads it ends at the latest state
+            // having received far fewer frames than there were updates.
+            var model = MetadataModel()
+            stalled.drain(for: 1.0)
+            model.consume(stalled)
+            #expect(model.state.maneuvers.maneuvers.first?.instructionVariants.first?.hasSuffix("number \(updates - 1)") == true)
+            #expect(model.updates < updates / 2, "\(model.updates) frames for \(updates) updates")
+            #expect(try stalled.request(.getStatus(HUGetStatus())).code == .ok)
         }
-        // The reading cluster sees the last one.
-        let deadline = RawSocketClient.now() + 10
-        while rig.clusterModel.state.maneuvers.maneuvers.first?.instructionVariants.first?.hasSuffix("number \(updates - 1)") != true {
-            #expect(RawSocketClient.now() < deadline, "the reading cluster never saw the latest maneuver")
-            if RawSocketClient.now() >= deadline { return }
-            rig.settle(0.05)
-        }
-        // The stalled one was not cut off, and when it reads it ends at the latest state
-        // having received far fewer frames than there were updates.
-        var model = MetadataModel()
-        stalled.drain(for: 1.0)
-        model.consume(stalled)
-        #expect(model.state.maneuvers.maneuvers.first?.instructionVariants.first?.hasSuffix("number \(updates - 1)") == true)
-        #expect(model.updates < updates / 2, "\(model.updates) frames for \(updates) updates")
-        #expect(try stalled.request(.getStatus(HUGetStatus())).code == .ok)
     }
 }

@@ -188,7 +188,7 @@ final class RawSocketClient {
 
     /// Sends Hello and waits for Welcome.
     @discardableResult
-    func handshake(role: HURole, name: String = "e2e", timeout: Double = 5) throws -> HUWelcome {
+    func handshake(role: HURole, name: String = "e2e", timeout: Double = 30) throws -> HUWelcome {
         try send(Self.hello(role: role, name: name))
         let envelope = try readEnvelope(timeout: timeout)
         guard case .welcome(let welcome) = envelope.body else {
@@ -220,7 +220,7 @@ final class RawSocketClient {
     }
 
     /// The next frame, or nil when the daemon closed the connection first.
-    func readFrame(timeout: Double = 5) throws -> RawFrame? {
+    func readFrame(timeout: Double = 30) throws -> RawFrame? {
         let deadline = Self.now() + timeout
         while true {
             if inbox.count >= FrameHeader.size {
@@ -244,7 +244,7 @@ final class RawSocketClient {
     }
 
     /// The next envelope; PING and PONG frames in between are skipped.
-    func readEnvelope(timeout: Double = 5) throws -> HUEnvelope {
+    func readEnvelope(timeout: Double = 30) throws -> HUEnvelope {
         let deadline = Self.now() + timeout
         while true {
             guard let frame = try readFrame(timeout: max(0, deadline - Self.now())) else {
@@ -262,7 +262,7 @@ final class RawSocketClient {
     }
 
     /// Reads until a Result arrives (skipping other envelopes) and returns it.
-    func readResult(timeout: Double = 5) throws -> (requestID: UInt32, result: HUResult) {
+    func readResult(timeout: Double = 30) throws -> (requestID: UInt32, result: HUResult) {
         let deadline = Self.now() + timeout
         while true {
             let envelope = try readEnvelope(timeout: max(0, deadline - Self.now()))
@@ -275,7 +275,7 @@ final class RawSocketClient {
     }
 
     /// Reads until Goodbye (skipping other envelopes), then checks the daemon closes.
-    func readGoodbye(timeout: Double = 5) throws -> HUGoodbye {
+    func readGoodbye(timeout: Double = 30) throws -> HUGoodbye {
         let deadline = Self.now() + timeout
         while true {
             let envelope = try readEnvelope(timeout: max(0, deadline - Self.now()))
@@ -286,7 +286,7 @@ final class RawSocketClient {
     }
 
     /// Discards whatever arrives until the daemon closes; false on timeout.
-    func waitForClose(timeout: Double = 5) -> Bool {
+    func waitForClose(timeout: Double = 30) -> Bool {
         let deadline = Self.now() + timeout
         do {
             while try readFrame(timeout: max(0, deadline - Self.now())) != nil {}
@@ -300,7 +300,7 @@ final class RawSocketClient {
     }
 
     /// PING with a payload, and the matching PONG back: proves the connection (and daemon) serve.
-    func pingRoundTrip(_ payload: [UInt8] = [1, 2, 3, 4], timeout: Double = 5) throws -> Bool {
+    func pingRoundTrip(_ payload: [UInt8] = [1, 2, 3, 4], timeout: Double = 30) throws -> Bool {
         try sendFrame(.ping, payload: payload)
         let deadline = Self.now() + timeout
         while true {

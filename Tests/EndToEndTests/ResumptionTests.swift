@@ -95,129 +95,139 @@ struct ResumptionTests {
     }
 
     /// Done-means: a phone resumes its session after a 3 s drop.
-    @Test func aPhoneResumesItsSessionAfterA3sDrop() throws {
-        let car = try Car()
-        defer { car.stop() }
-        #expect(car.token.count == 32)
-        #expect(car.grace == 30_000)
+    @Test func aPhoneResumesItsSessionAfterA3sDrop() async throws {
+        try await onOwnThread {
+            let car = try Car()
+            defer { car.stop() }
+            #expect(car.token.count == 32)
+            #expect(car.grace == 30_000)
 
-        // Wi-Fi drops: the socket closes with no Goodbye.
-        car.phone.close()
-        let home = try Self.homeScreen(car.hmi, link: .reconnecting)
-        #expect(home?.icons.map(\.appID) == [Self.appID])
-        #expect(home?.deviceName == "Test Phone")
-        #expect(try Self.phoneSection(car.cluster, link: .reconnecting)?.deviceName == "Test Phone")
-        var status = try Self.status(car.hmi)
-        #expect(status.phoneLink == .reconnecting)
-        #expect(status.app.first?.scene.first?.stack == ["root", "second"])
+            // Wi-Fi drops: the socket closes with no Goodbye.
+            car.phone.close()
+            let home = try Self.homeScreen(car.hmi, link: .reconnecting)
+            #expect(home?.icons.map(\.appID) == [Self.appID])
+            #expect(home?.deviceName == "Test Phone")
+            #expect(try Self.phoneSection(car.cluster, link: .reconnecting)?.deviceName == "Test Phone")
+            var status = try Self.status(car.hmi)
+            #expect(status.phoneLink == .reconnecting)
+            #expect(status.app.first?.scene.first?.stack == ["root", "second"])
 
-        // While it is away the car changes: the phone is told when it is back.
-        try car.hmi.send(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.driving = true } }), requestID: 30)
-        #expect(try car.hmi.readResult().result.code == .ok)
-        Thread.sleep(forTimeInterval: 3)
+            // While it is away the car changes: the phone is told when it is back.
+            try car.hmi.send(.setVehicleState(HUSetVehicleState.with { $0.state = HUVehicleState.with { $0.driving = true } }), requestID: 30)
+            #expect(try car.hmi.readResult().result.code == .ok)
+            Thread.sleep(forTimeInterval: 3)
 
-        let phone = try car.daemon.connectTCP()
-        try phone.handshake(role: .phone, name: "Alice's iPhone")
-        let result = try Self.resume(phone, token: car.token)
-        #expect(result.code == .ok, "\(result.message)")
-        let resumed = result.resumed
-        #expect(resumed.resumptionToken.count == 32)
-        #expect(resumed.resumptionToken != car.token)
-        #expect(resumed.apps.map(\.appID) == [Self.appID])
-        #expect(resumed.apps.first?.scene.first?.stack == ["root", "second"])
-        #expect(resumed.scenes.map(\.sceneID) == [car.sceneID])
-        #expect(resumed.scenes.first?.vehicleState.driving == true)
-        #expect(resumed.replayed == 1)
-        // The replay: the driving state's SessionConfiguration.
-        let replayed = try phone.readEnvelope()
-        #expect(replayed.sessionConfiguration.limitLists == true)
-        #expect(replayed.sessionConfiguration.sceneID == car.sceneID)
+            let phone = try car.daemon.connectTCP()
+            try phone.handshake(role: .phone, name: "Alice's iPhone")
+            let result = try Self.resume(phone, token: car.token)
+            #expect(result.code == .ok, "\(result.message)")
+            let resumed = result.resumed
+            #expect(resumed.resumptionToken.count == 32)
+            #expect(resumed.resumptionToken != car.token)
+            #expect(resumed.apps.map(\.appID) == [Self.appID])
+            #expect(resumed.apps.first?.scene.first?.stack == ["root", "second"])
+            #expect(resumed.scenes.map(\.sceneID) == [car.sceneID])
+            #expect(resumed.scenes.first?.vehicleState.driving == true)
+            #expect(resumed.replayed == 1)
+            // The replay: the driving state's SessionConfiguration.
+            let replayed = try phone.readEnvelope()
+            #expect(replayed.sessionConfiguration.limitLists == true)
+            #expect(replayed.sessionConfiguration.sceneID == car.sceneID)
 
-        // The HMI and cluster see the phone back; the session goes on where it was.
-        #expect(try Self.homeScreen(car.hmi, link: .connected) != nil)
-        #expect(try Self.phoneSection(car.cluster, link: .connected) != nil)
-        try Self.request(phone, .pop(HUPopTemplate()), scene: car.sceneID, id: 12)
-        status = try Self.status(car.hmi)
-        #expect(status.phoneLink == .connected)
-        #expect(status.app.first?.scene.first?.stack == ["root"])
+            // The HMI and cluster see the phone back; the session goes on where it was.
+            #expect(try Self.homeScreen(car.hmi, link: .connected) != nil)
+            #expect(try Self.phoneSection(car.cluster, link: .connected) != nil)
+            try Self.request(phone, .pop(HUPopTemplate()), scene: car.sceneID, id: 12)
+            status = try Self.status(car.hmi)
+            #expect(status.phoneLink == .connected)
+            #expect(status.app.first?.scene.first?.stack == ["root"])
 
-        // The old token is spent.
-        let thief = try car.daemon.connectTCP()
-        try thief.handshake(role: .phone)
-        #expect(try Self.resume(thief, token: car.token).code == .resumeRefused)
+            // The old token is spent.
+            let thief = try car.daemon.connectTCP()
+            try thief.handshake(role: .phone)
+            #expect(try Self.resume(thief, token: car.token).code == .resumeRefused)
+        }
     }
 
     /// After the grace period the apps end as a disconnect; the token is refused.
-    @Test func afterTheGracePeriodEverythingIsCleanedUp() throws {
-        let car = try Car(limits: ["resumeGraceMs": 800])
-        defer { car.stop() }
-        #expect(car.grace == 800)
-        car.phone.close()
-        #expect(try Self.homeScreen(car.hmi, link: .reconnecting) != nil)
-        let home = try Self.homeScreen(car.hmi, link: .none)
-        #expect(home?.icons.isEmpty == true)
-        #expect(try Self.phoneSection(car.cluster, link: .none) != nil)
-        let status = try Self.status(car.hmi)
-        #expect(status.apps == 0)
-        let phone = try car.daemon.connectTCP()
-        try phone.handshake(role: .phone)
-        let refused = try Self.resume(phone, token: car.token)
-        #expect(refused.code == .resumeRefused)
-        // The phone announces afresh and starts over.
-        #expect(try RequestErrorTests.announce(phone, [RequestErrorTests.app(Self.appID)], requestID: 6).1.code == .ok)
+    @Test func afterTheGracePeriodEverythingIsCleanedUp() async throws {
+        try await onOwnThread {
+            let car = try Car(limits: ["resumeGraceMs": 800])
+            defer { car.stop() }
+            #expect(car.grace == 800)
+            car.phone.close()
+            #expect(try Self.homeScreen(car.hmi, link: .reconnecting) != nil)
+            let home = try Self.homeScreen(car.hmi, link: .none)
+            #expect(home?.icons.isEmpty == true)
+            #expect(try Self.phoneSection(car.cluster, link: .none) != nil)
+            let status = try Self.status(car.hmi)
+            #expect(status.apps == 0)
+            let phone = try car.daemon.connectTCP()
+            try phone.handshake(role: .phone)
+            let refused = try Self.resume(phone, token: car.token)
+            #expect(refused.code == .resumeRefused)
+            // The phone announces afresh and starts over.
+            #expect(try RequestErrorTests.announce(phone, [RequestErrorTests.app(Self.appID)], requestID: 6).1.code == .ok)
+        }
     }
 
     /// A phone that says Goodbye meant to leave: its apps end at once.
-    @Test func aPhoneThatSaysGoodbyeCannotResume() throws {
-        let car = try Car()
-        defer { car.stop() }
-        try car.phone.send(.goodbye(HUGoodbye.with { $0.code = .ok; $0.reason = "user disconnected" }))
-        #expect(car.phone.waitForClose())
-        let home = try Self.homeScreen(car.hmi, link: .none)
-        #expect(home?.icons.isEmpty == true)
-        let phone = try car.daemon.connectTCP()
-        try phone.handshake(role: .phone)
-        #expect(try Self.resume(phone, token: car.token).code == .resumeRefused)
+    @Test func aPhoneThatSaysGoodbyeCannotResume() async throws {
+        try await onOwnThread {
+            let car = try Car()
+            defer { car.stop() }
+            try car.phone.send(.goodbye(HUGoodbye.with { $0.code = .ok; $0.reason = "user disconnected" }))
+            #expect(car.phone.waitForClose())
+            let home = try Self.homeScreen(car.hmi, link: .none)
+            #expect(home?.icons.isEmpty == true)
+            let phone = try car.daemon.connectTCP()
+            try phone.handshake(role: .phone)
+            #expect(try Self.resume(phone, token: car.token).code == .resumeRefused)
+        }
     }
 
     /// A phone silent past the heartbeat timeout (a half-open Wi-Fi link) is
     /// cut off, and may resume.
-    @Test func aPhoneCutOffByTheHeartbeatResumes() throws {
-        let car = try Car(limits: ["heartbeatIntervalMs": 300, "heartbeatTimeoutMs": 1500])
-        defer { car.stop() }
-        // The phone stops answering (no reads, no PONGs) and the daemon cuts
-        // it off; the HMI and cluster stay alive by pinging.
-        var status = HUStatus()
-        let deadline = RawSocketClient.now() + 10
-        repeat {
-            #expect(try car.hmi.pingRoundTrip())
-            #expect(try car.cluster.pingRoundTrip())
-            status = try Self.status(car.hmi)
-            Thread.sleep(forTimeInterval: 0.2)
-        } while status.phoneLink != .reconnecting && RawSocketClient.now() < deadline
-        #expect(status.phoneLink == .reconnecting)
-        let phone = try car.daemon.connectTCP()
-        try phone.handshake(role: .phone)
-        let result = try Self.resume(phone, token: car.token)
-        #expect(result.code == .ok, "\(result.message)")
-        #expect(result.resumed.apps.first?.scene.first?.stack == ["root", "second"])
+    @Test func aPhoneCutOffByTheHeartbeatResumes() async throws {
+        try await onOwnThread {
+            let car = try Car(limits: ["heartbeatIntervalMs": 300, "heartbeatTimeoutMs": 1500])
+            defer { car.stop() }
+            // The phone stops answering (no reads, no PONGs) and the daemon cuts
+            // it off; the HMI and cluster stay alive by pinging.
+            var status = HUStatus()
+            let deadline = RawSocketClient.now() + 10
+            repeat {
+                #expect(try car.hmi.pingRoundTrip())
+                #expect(try car.cluster.pingRoundTrip())
+                status = try Self.status(car.hmi)
+                Thread.sleep(forTimeInterval: 0.2)
+            } while status.phoneLink != .reconnecting && RawSocketClient.now() < deadline
+            #expect(status.phoneLink == .reconnecting)
+            let phone = try car.daemon.connectTCP()
+            try phone.handshake(role: .phone)
+            let result = try Self.resume(phone, token: car.token)
+            #expect(result.code == .ok, "\(result.message)")
+            #expect(result.resumed.apps.first?.scene.first?.stack == ["root", "second"])
+        }
     }
 
     /// A wrong token does not end the waiting session; a phone that announces
     /// afresh replaces it (a phone that lost its token need not wait).
-    @Test func aWrongTokenIsRefusedAndAFreshAnnounceReplacesTheWaitingSession() throws {
-        let car = try Car()
-        defer { car.stop() }
-        car.phone.close()
-        #expect(try Self.homeScreen(car.hmi, link: .reconnecting) != nil)
-        let phone = try car.daemon.connectTCP()
-        try phone.handshake(role: .phone)
-        #expect(try Self.resume(phone, token: String(repeating: "0", count: 32)).code == .resumeRefused)
-        #expect(try Self.status(car.hmi).phoneLink == .reconnecting)
-        let (_, result) = try RequestErrorTests.announce(phone, [RequestErrorTests.app("com.example.other")], requestID: 6)
-        #expect(result.code == .ok)
-        let home = try Self.homeScreen(car.hmi, link: .connected)
-        #expect(home?.icons.map(\.appID) == ["com.example.other"])
+    @Test func aWrongTokenIsRefusedAndAFreshAnnounceReplacesTheWaitingSession() async throws {
+        try await onOwnThread {
+            let car = try Car()
+            defer { car.stop() }
+            car.phone.close()
+            #expect(try Self.homeScreen(car.hmi, link: .reconnecting) != nil)
+            let phone = try car.daemon.connectTCP()
+            try phone.handshake(role: .phone)
+            #expect(try Self.resume(phone, token: String(repeating: "0", count: 32)).code == .resumeRefused)
+            #expect(try Self.status(car.hmi).phoneLink == .reconnecting)
+            let (_, result) = try RequestErrorTests.announce(phone, [RequestErrorTests.app("com.example.other")], requestID: 6)
+            #expect(result.code == .ok)
+            let home = try Self.homeScreen(car.hmi, link: .connected)
+            #expect(home?.icons.map(\.appID) == ["com.example.other"])
+        }
     }
 }
 

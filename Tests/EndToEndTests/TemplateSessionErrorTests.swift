@@ -194,32 +194,34 @@ struct CategoryScenarioTests {
 
 /// Every error code in errors.proto is provoked by some test in this target.
 @Suite struct ErrorCodeCoverageTests {
-    @Test func everyErrorCodeHasAnEndToEndTest() throws {
-        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let root = here.deletingLastPathComponent().deletingLastPathComponent()
-        let proto = try String(contentsOf: root.appendingPathComponent("Protocol/errors.proto"), encoding: .utf8)
-        let names = proto.split(separator: "\n").compactMap { line -> String? in
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard trimmed.hasPrefix("ERROR_CODE_"), !trimmed.hasPrefix("ERROR_CODE_OK") else { return nil }
-            return String(trimmed.prefix { $0 != " " && $0 != "=" })
+    @Test func everyErrorCodeHasAnEndToEndTest() async throws {
+        try await onOwnThread {
+            let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            let root = here.deletingLastPathComponent().deletingLastPathComponent()
+            let proto = try String(contentsOf: root.appendingPathComponent("Protocol/errors.proto"), encoding: .utf8)
+            let names = proto.split(separator: "\n").compactMap { line -> String? in
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                guard trimmed.hasPrefix("ERROR_CODE_"), !trimmed.hasPrefix("ERROR_CODE_OK") else { return nil }
+                return String(trimmed.prefix { $0 != " " && $0 != "=" })
+            }
+            #expect(names.count > 30)
+            var sources = ""
+            for file in try FileManager.default.contentsOfDirectory(atPath: here.path) where file.hasSuffix(".swift") {
+                sources += try String(contentsOf: here.appendingPathComponent(file), encoding: .utf8)
+            }
+            // Scenario files run by CategoryScenarioTests count too.
+            for file in try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("scenarios").path) where file.hasSuffix(".json") {
+                sources += try String(contentsOf: root.appendingPathComponent("scenarios/\(file)"), encoding: .utf8)
+            }
+            let missing = names.filter { name in
+                // ERROR_CODE_DEPTH_EXCEEDED -> .depthExceeded, as the tests spell it.
+                let words = name.dropFirst("ERROR_CODE_".count).lowercased().split(separator: "_")
+                let swiftName = "." + words.first! + words.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+                // A test named after the code counts (slowConsumerIsCutOff: its Goodbye is best effort).
+                return !sources.contains(name) && !sources.contains("func " + swiftName.dropFirst()) && !sources.contains(swiftName + ")") && !sources.contains(swiftName + ",")
+                    && !sources.contains(swiftName + " ") && !sources.contains(swiftName + "]")
+            }
+            #expect(missing.isEmpty, "error codes with no end-to-end test: \(missing)")
         }
-        #expect(names.count > 30)
-        var sources = ""
-        for file in try FileManager.default.contentsOfDirectory(atPath: here.path) where file.hasSuffix(".swift") {
-            sources += try String(contentsOf: here.appendingPathComponent(file), encoding: .utf8)
-        }
-        // Scenario files run by CategoryScenarioTests count too.
-        for file in try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("scenarios").path) where file.hasSuffix(".json") {
-            sources += try String(contentsOf: root.appendingPathComponent("scenarios/\(file)"), encoding: .utf8)
-        }
-        let missing = names.filter { name in
-            // ERROR_CODE_DEPTH_EXCEEDED -> .depthExceeded, as the tests spell it.
-            let words = name.dropFirst("ERROR_CODE_".count).lowercased().split(separator: "_")
-            let swiftName = "." + words.first! + words.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
-            // A test named after the code counts (slowConsumerIsCutOff: its Goodbye is best effort).
-            return !sources.contains(name) && !sources.contains("func " + swiftName.dropFirst()) && !sources.contains(swiftName + ")") && !sources.contains(swiftName + ",")
-                && !sources.contains(swiftName + " ") && !sources.contains(swiftName + "]")
-        }
-        #expect(missing.isEmpty, "error codes with no end-to-end test: \(missing)")
     }
 }

@@ -25,8 +25,13 @@ struct CarHarness {
                 // Found by the long fuzz run: a phone that left was still sent SessionClosed.
                 #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected: \(envelope)")
                 sent[peer, default: []].append(envelope)
-            case .toHMIs(_, let envelope):
+            case .toHMIs(_, let envelope, _):
                 for peer in car.hmiPeerIDs { sent[peer, default: []].append(envelope) }
+            case .hmiJoined(let peer, let streams):
+                // As the server does (HMIHub): the latest state of each stream.
+                for stream in streams {
+                    if let state = car.catchUp(stream) { sent[peer, default: []].append(state.envelope) }
+                }
             case .close(let peer, let code, _): closed[peer] = code
             case .startTimer(let timer, _): timers.insert(timer)
             case .cancelTimer(let timer): timers.remove(timer)

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import HeadUnitWire
 
 /// PROTOCOL.md §12 The HMI session.
@@ -51,6 +56,31 @@ enum HMIChecks {
             }
             try require(full.sequence == sequences.last!, "the screen's current number \(sequences.last!) in the new HMI's full", got: "\(full.sequence)")
         },
+        ConformanceCheck("hmi.images-once", .p("12.6"), "an app icon's PNG reaches a new HMI as ImageData before the HomeScreen that names it by ref; GetImage returns it; an unknown ref is UNKNOWN_IMAGE", needsCarRole: true) { ctx in
+            let phone = try ctx.phone()
+            var app = appInfo("com.example.iconic", [Entitlement.audio])
+            let png = HMIChecks.png(side: 120)
+            app.icon = HUImage.with { $0.png = Data(png) }
+            _ = try ctx.announce(phone, [app])
+            let hmi = try ctx.hmi("hmi-images")
+            var sent: [String: [UInt8]] = [:]
+            let home = try hmi.take("a HomeScreen showing com.example.iconic") { envelope -> HUHomeScreen? in
+                if case .imageData(let data) = envelope.body { sent[data.ref] = Array(data.png) }
+                if case .homeScreen(let home) = envelope.body, home.icons.contains(where: { $0.appID == app.appID }) { return home }
+                return nil
+            }
+            guard let icon = home.icons.first(where: { $0.appID == app.appID })?.icon, case .ref(let ref) = icon.source else {
+                throw CheckFailure(expected: "the icon as Image{ref}", got: "\(home.icons.first(where: { $0.appID == app.appID })?.icon.source.map { "\($0)" } ?? "no icon")")
+            }
+            try require(sent[ref] == png, "the icon's bytes as ImageData{ref} before the HomeScreen", got: sent[ref].map { "\($0.count) other bytes" } ?? "none")
+            let again = try hmi.request(.getImage(HUGetImage.with { $0.ref = ref }), "GetImage for the icon")
+            try requireCode(again, .ok, "GetImage for an image shown")
+            guard case .imageData(let data)? = again.detail, Array(data.png) == png else {
+                throw CheckFailure(expected: "Result.image_data with the icon's bytes", got: describe(again))
+            }
+            let unknown = try hmi.request(.getImage(HUGetImage.with { $0.ref = String(repeating: "0", count: 64) }), "GetImage for an unknown ref")
+            try requireCode(unknown, .unknownImage, "GetImage for a ref nothing shows")
+        },
         ConformanceCheck("hmi.get-status", .p("12.5"), "GetStatus is answered with Result{OK, status}", needsCarRole: true) { ctx in
             let hmi = try ctx.hmi()
             let result = try hmi.request(.getStatus(HUGetStatus()), "GetStatus")
@@ -88,4 +118,17 @@ enum HMIChecks {
             try requireCode(try app.hmi.request(PhoneSessionChecks.hmiInput("second", PhoneSessionChecks.selectItem("nope")), "select nope"), .unknownItem, "input naming an unknown item")
         },
     ]
+
+    /// A PNG of `side` x `side` pixels: the signature and an IHDR chunk with
+    /// its CRC-32 (all the car reads), then a few filler bytes.
+    static func png(side: UInt32) -> [UInt8] {
+        func be(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)] }
+        let ihdr = Array("IHDR".utf8) + be(side) + be(side) + [8, 6, 0, 0, 0]
+        var crc: UInt32 = 0xffff_ffff
+        for byte in ihdr {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xedb8_8320 : crc >> 1 }
+        }
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be(13) + ihdr + be(~crc) + Array("conformance".utf8)
+    }
 }

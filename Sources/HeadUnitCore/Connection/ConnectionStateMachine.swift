@@ -108,6 +108,12 @@ public struct ConnectionStateMachine: Sendable {
 
     // MARK: - Inputs
 
+    /// A frame arrived that waits its turn (backpressure, PROTOCOL.md section
+    /// 10.2): not served yet, but the peer is alive.
+    public mutating func heard(now: UInt64) {
+        lastHeard = max(lastHeard, now)
+    }
+
     /// A whole frame arrived.
     public mutating func receive(_ frame: Frame, now: UInt64) -> ConnectionAction {
         // Any frame, even a bad one, proves the peer is alive.
@@ -455,7 +461,7 @@ public struct ConnectionStateMachine: Sendable {
             return .peerLeaving(goodbye)
         case .welcome, .result, .announceApps, .templateRequest, .completeEvent, .appClosed, .resumeSession,
             .sceneConnected, .sceneDisconnected, .appEvent, .sessionConfiguration,
-            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate,
+            .launchApp, .hmiInput, .setVehicleState, .getStatus, .closeApp, .homeScreen, .screenUpdate, .getImage, .imageData,
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
             .sessionOpened, .closeSession, .sessionClosed, .sessionCredit, .sessionFinished,
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,

@@ -20,7 +20,7 @@ public enum RolePolicy {
         case .hello, .goodbye: return true
         // Only the car sends these.
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
-            .sessionConfiguration, .homeScreen, .screenUpdate, .navigationEvent, .metadataUpdate,
+            .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
             .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished:
             return false
         case .navigationRequest: return role == .phone
@@ -38,7 +38,7 @@ public enum RolePolicy {
         case .closeSession, .sessionCredit:
             return role == .phone || role == .accessory
         // HMI -> car.
-        case .launchApp, .hmiInput, .setVehicleState, .closeApp:
+        case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getImage:
             return role == .hmi
         // Pairing is the car's business: its HMI shows the code and manages the list.
         case .startPairing, .listPairedDevices, .removePairedDevice:
@@ -89,6 +89,8 @@ public enum RolePolicy {
         case .closeApp: return "CloseApp"
         case .homeScreen: return "HomeScreen"
         case .screenUpdate: return "ScreenUpdate"
+        case .imageData: return "ImageData"
+        case .getImage: return "GetImage"
         case .serveProtocols: return "ServeProtocols"
         case .accessoryAvailability: return "AccessoryAvailability"
         case .openSession: return "OpenSession"

@@ -66,6 +66,9 @@ public enum ImageRules {
                 return RuleViolation(.invalidArgument, "\(what()): declared \(image.widthPx)x\(image.heightPx) px but the PNG is \(measured.width)x\(measured.height) px")
             }
             size = measured
+        case .ref:
+            // Refs are the car's own, in what it sends an HMI (section 12.6).
+            return RuleViolation(.invalidArgument, "\(what()): image refs are sent by the car only; send the PNG or an asset")
         }
         let points = use.maximumPoints
         // The guide's profiles are 2x or 3x; 0 (not configured) counts as 1x, the strictest.

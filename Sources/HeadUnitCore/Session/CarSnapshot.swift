@@ -339,6 +339,7 @@ extension Car {
                 effects.append(.startTimer(.announce(peer: id), milliseconds: configuration.announceTimeoutMilliseconds))
             }
         }
+        car.reloadHMIImages()
         return (car, effects)
     }
 

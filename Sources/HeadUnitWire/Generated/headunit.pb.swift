@@ -242,6 +242,15 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .closeApp(newValue)}
   }
 
+  /// PROTOCOL.md section 12.6
+  public var getImage: HUGetImage {
+    get {
+      if case .getImage(let v)? = body {return v}
+      return HUGetImage()
+    }
+    set {body = .getImage(newValue)}
+  }
+
   /// Car -> HMI.
   public var homeScreen: HUHomeScreen {
     get {
@@ -257,6 +266,15 @@ public nonisolated struct HUEnvelope: Sendable {
       return HUScreenUpdate()
     }
     set {body = .screenUpdate(newValue)}
+  }
+
+  /// each image once per connection, before the first state that shows it (12.6)
+  public var imageData: HUImageData {
+    get {
+      if case .imageData(let v)? = body {return v}
+      return HUImageData()
+    }
+    set {body = .imageData(newValue)}
   }
 
   /// External Accessory sessions (accessory.proto, PROTOCOL.md section 18).
@@ -492,9 +510,13 @@ public nonisolated struct HUEnvelope: Sendable {
     case setVehicleState(HUSetVehicleState)
     case getStatus(HUGetStatus)
     case closeApp(HUCloseApp)
+    /// PROTOCOL.md section 12.6
+    case getImage(HUGetImage)
     /// Car -> HMI.
     case homeScreen(HUHomeScreen)
     case screenUpdate(HUScreenUpdate)
+    /// each image once per connection, before the first state that shows it (12.6)
+    case imageData(HUImageData)
     /// External Accessory sessions (accessory.proto, PROTOCOL.md section 18).
     case serveProtocols(HUServeProtocols)
     /// car -> phone
@@ -778,6 +800,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .pairing(newValue)}
   }
 
+  /// GetImage
+  public var imageData: HUImageData {
+    get {
+      if case .imageData(let v)? = detail {return v}
+      return HUImageData()
+    }
+    set {detail = .imageData(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Request-specific answers.
@@ -791,6 +822,8 @@ public nonisolated struct HUResult: Sendable {
     case accessorySession(HUAccessorySession)
     /// StartPairing, Pair, Authenticate, ListPairedDevices
     case pairing(HUPairingInfo)
+    /// GetImage
+    case imageData(HUImageData)
 
   }
 
@@ -1001,7 +1034,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{4}\u{6}home_screen\0\u{3}screen_update\0\u{4}\u{13}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1244,6 +1277,19 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .closeApp(v)
         }
       }()
+      case 35: try {
+        var v: HUGetImage?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getImage(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getImage(v)
+        }
+      }()
       case 40: try {
         var v: HUHomeScreen?
         var hadOneofValue = false
@@ -1268,6 +1314,19 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.body = .screenUpdate(v)
+        }
+      }()
+      case 42: try {
+        var v: HUImageData?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .imageData(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .imageData(v)
         }
       }()
       case 60: try {
@@ -1655,6 +1714,10 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
       guard case .closeApp(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
     }()
+    case .getImage?: try {
+      guard case .getImage(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 35)
+    }()
     case .homeScreen?: try {
       guard case .homeScreen(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
@@ -1662,6 +1725,10 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .screenUpdate?: try {
       guard case .screenUpdate(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .imageData?: try {
+      guard case .imageData(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
     }()
     case .navigationRequest?: try {
       guard case .navigationRequest(let v)? = self.body else { preconditionFailure() }
@@ -2061,7 +2128,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2151,6 +2218,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
           self.detail = .pairing(v)
         }
       }()
+      case 25: try {
+        var v: HUImageData?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .imageData(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .imageData(v)
+        }
+      }()
       default: break
       }
     }
@@ -2197,6 +2277,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     case .pairing?: try {
       guard case .pairing(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+    }()
+    case .imageData?: try {
+      guard case .imageData(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
     }()
     case nil: break
     }

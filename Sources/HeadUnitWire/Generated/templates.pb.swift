@@ -461,6 +461,18 @@ public nonisolated struct HUImage: Sendable {
     set {source = .png(newValue)}
   }
 
+  /// Set by the car only, in what it sends an HMI (HomeScreen, ScreenUpdate):
+  /// the lowercase hex SHA-256 of the PNG's bytes, which the HMI was sent
+  /// before as ImageData (PROTOCOL.md section 12.6). An app never sends it
+  /// (INVALID_ARGUMENT).
+  public var ref: String {
+    get {
+      if case .ref(let v)? = source {return v}
+      return String()
+    }
+    set {source = .ref(newValue)}
+  }
+
   /// required for assets; read from the PNG header otherwise
   public var widthPx: UInt32 = 0
 
@@ -474,6 +486,11 @@ public nonisolated struct HUImage: Sendable {
   public nonisolated enum OneOf_Source: Equatable, Sendable {
     case asset(String)
     case png(Data)
+    /// Set by the car only, in what it sends an HMI (HomeScreen, ScreenUpdate):
+    /// the lowercase hex SHA-256 of the PNG's bytes, which the HMI was sent
+    /// before as ImageData (PROTOCOL.md section 12.6). An app never sends it
+    /// (INVALID_ARGUMENT).
+    case ref(String)
 
   }
 
@@ -1496,7 +1513,7 @@ nonisolated extension HUContactActionKind: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUImage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Image"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}asset\0\u{1}png\0\u{3}width_px\0\u{3}height_px\0\u{3}dark_asset\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}asset\0\u{1}png\0\u{3}width_px\0\u{3}height_px\0\u{3}dark_asset\0\u{1}ref\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1523,6 +1540,14 @@ nonisolated extension HUImage: SwiftProtobuf.Message, SwiftProtobuf._MessageImpl
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.widthPx) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.heightPx) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.darkAsset) }()
+      case 6: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.source != nil {try decoder.handleConflictingOneOf()}
+          self.source = .ref(v)
+        }
+      }()
       default: break
       }
     }
@@ -1542,7 +1567,7 @@ nonisolated extension HUImage: SwiftProtobuf.Message, SwiftProtobuf._MessageImpl
       guard case .png(let v)? = self.source else { preconditionFailure() }
       try visitor.visitSingularBytesField(value: v, fieldNumber: 2)
     }()
-    case nil: break
+    default: break
     }
     if self.widthPx != 0 {
       try visitor.visitSingularUInt32Field(value: self.widthPx, fieldNumber: 3)
@@ -1553,6 +1578,9 @@ nonisolated extension HUImage: SwiftProtobuf.Message, SwiftProtobuf._MessageImpl
     if !self.darkAsset.isEmpty {
       try visitor.visitSingularStringField(value: self.darkAsset, fieldNumber: 5)
     }
+    try { if case .ref(let v)? = self.source {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 

@@ -107,12 +107,15 @@ const first = (variants) => (variants && variants.length ? variants[0] : "");
 const dark = () => S.vehicle.contentStyle !== "CONTENT_STYLE_LIGHT";
 
 // Images: PNGs are shown; assets (names in the phone's catalogue) as a labelled tile.
+// The car sends each PNG once and names it by ref (PROTOCOL.md 12.6); the bridge's
+// HMI session puts the bytes back, so a ref shows only while its bytes are on the way.
 function image(img, size, alt) {
   size = size || 40;
   const box = h("span", { class: "img", style: `width:${size}px;height:${size}px`, title: alt || "" });
   if (!img) return box;
   if (img.png) box.append(h("img", { src: "data:image/png;base64," + img.png, alt: alt || "" }));
   else if (img.asset) { box.textContent = (dark() && img.darkAsset) || img.asset; box.title = "asset " + box.textContent; }
+  else if (img.ref) { box.textContent = "…"; box.title = "image " + img.ref.slice(0, 12) + " (loading)"; }
   return box;
 }
 function iconColor(s) { let x = 0; for (const c of s || "") x = (x * 31 + c.charCodeAt(0)) >>> 0; return `hsl(${x % 360},55%,42%)`; }
@@ -194,7 +197,7 @@ function renderHome() {
   if (!home.deviceName) grid.append(h("div", { class: "home-empty" }, "No phone connected"));
   for (const icon of home.icons || []) {
     grid.append(tap("button", { class: "app-icon", "data-app-id": icon.appId, title: icon.appId }, () => launch(icon.appId),
-      icon.icon && (icon.icon.png || icon.icon.asset) ? image(icon.icon, 64, icon.displayName)
+      icon.icon && (icon.icon.png || icon.icon.asset || icon.icon.ref) ? image(icon.icon, 64, icon.displayName)
         : h("span", { class: "glyph", style: "background:" + iconColor(icon.appId) }, (icon.displayName || "?")[0]),
       h("span", { class: "label" }, icon.displayName || icon.appId),
       icon.running ? h("span", { class: "running" }, "● running") : null));

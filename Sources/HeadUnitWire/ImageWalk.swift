@@ -1,0 +1,235 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials  // Data, in SwiftProtobuf's Visitor signatures
+#else
+import Foundation
+#endif
+import SwiftProtobuf
+
+/// Every `Image` in what the car shows an HMI (home screen, rendered screen,
+/// templates): the car swaps inline PNGs for refs (`Image.ref`) and an HMI
+/// swaps refs back for the bytes it was sent (PROTOCOL.md section 12.6).
+/// The walk names each image field of templates.proto; a test checks none is
+/// missed (no inline PNG left after the car's rewrite).
+public enum ImageWalk {
+    public static func isInline(_ image: HUImage) -> Bool {
+        if case .png = image.source { return true }
+        return false
+    }
+
+    public static func isRef(_ image: HUImage) -> Bool {
+        if case .ref = image.source { return true }
+        return false
+    }
+
+    /// Calls `body` on every image of the home screen that `needs` picks.
+    public static func rewrite(_ home: inout HUHomeScreen, where needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void) {
+        guard contains(home, where: needs) else { return }
+        withRewriter(needs, body) { walker in
+            for index in home.icons.indices { walker.walk(&home.icons[index].icon) }
+        }
+    }
+
+    /// The same over a screen: its top template, the presented one and the search results.
+    public static func rewrite(_ screen: inout HURenderedScreen, where needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void) {
+        guard contains(screen, where: needs) else { return }
+        let top = screen.hasTop && contains(screen.top, where: needs)
+        let presented = screen.hasPresented && contains(screen.presented, where: needs)
+        withRewriter(needs, body) { walker in
+            if top { walker.walk(&screen.top) }
+            if presented { walker.walk(&screen.presented) }
+            for index in screen.searchResults.indices { walker.walk(&screen.searchResults[index]) }
+        }
+    }
+
+    private static func withRewriter(_ needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void, _ run: (Rewriter) -> Void) {
+        withoutActuallyEscaping(needs) { needs in
+            withoutActuallyEscaping(body) { body in run(Rewriter(needs: needs, body: body)) }
+        }
+    }
+
+    /// Whether any image of the message is one `needs` picks (one read-only walk).
+    public static func contains(_ message: some SwiftProtobuf.Message, where needs: (HUImage) -> Bool) -> Bool {
+        withoutActuallyEscaping(needs) { needs in
+            var visitor = ImageFinder(needs: needs)
+            do { try message.traverse(visitor: &visitor) } catch { return true }
+            return false
+        }
+    }
+
+    /// The refs a message carries, in order of appearance, each once.
+    public static func refs(in message: some SwiftProtobuf.Message) -> [String] {
+        var visitor = RefVisitor()
+        try? message.traverse(visitor: &visitor)
+        return visitor.refs
+    }
+}
+
+private struct Rewriter {
+    let needs: (HUImage) -> Bool
+    let body: (inout HUImage) -> Void
+
+    func walk(_ template: inout HUTemplate) {
+        switch template.kind {
+        case .list(var list):
+            walk(&list.leadingButtons)
+            walk(&list.trailingButtons)
+            for section in list.sections.indices {
+                for item in list.sections[section].items.indices { walk(&list.sections[section].items[item]) }
+            }
+            template.list = list
+        case .grid(var grid):
+            for index in grid.buttons.indices { walk(&grid.buttons[index].image) }
+            walk(&grid.leadingButtons)
+            walk(&grid.trailingButtons)
+            template.grid = grid
+        case .tabBar(var bar):
+            for index in bar.tabs.indices { walk(&bar.tabs[index]) }
+            template.tabBar = bar
+        case .nowPlaying(var nowPlaying):
+            walk(&nowPlaying)
+            template.nowPlaying = nowPlaying
+        case .information(var information):
+            walk(&information.leadingButtons)
+            walk(&information.trailingButtons)
+            template.information = information
+        case .pointOfInterest(var poi):
+            for index in poi.points.indices { walk(&poi.points[index]) }
+            template.pointOfInterest = poi
+        case .contact(var contact):
+            walk(&contact.image)
+            for index in contact.actions.indices { walk(&contact.actions[index].image) }
+            walk(&contact.leadingButtons)
+            walk(&contact.trailingButtons)
+            template.contact = contact
+        case .map(var map):
+            walk(&map.leadingButtons)
+            walk(&map.trailingButtons)
+            for index in map.mapButtons.indices {
+                walk(&map.mapButtons[index].image)
+                walk(&map.mapButtons[index].focusedImage)
+            }
+            template.map = map
+        case .voiceControl(var voice):
+            for index in voice.states.indices { walk(&voice.states[index].image) }
+            template.voiceControl = voice
+        case .alert, .actionSheet, .search, nil:
+            break  // no images
+        }
+    }
+
+    func walk(_ image: inout HUImage) {
+        if needs(image) { body(&image) }
+    }
+
+    func walk(_ buttons: inout [HUBarButton]) {
+        for index in buttons.indices where needs(buttons[index].image) { walk(&buttons[index].image) }
+    }
+
+    func walk(_ item: inout HUListItem) {
+        switch item.kind {
+        case .general(var general):
+            guard needs(general.image) || needs(general.accessoryImage) else { return }
+            walk(&general.image)
+            walk(&general.accessoryImage)
+            item.general = general
+        case .imageRow(var row):
+            guard row.images.contains(where: { needs($0) }) else { return }
+            for index in row.images.indices { walk(&row.images[index]) }
+            item.imageRow = row
+        case .message(var message):
+            guard needs(message.leadingImage) || needs(message.trailingImage) else { return }
+            walk(&message.leadingImage)
+            walk(&message.trailingImage)
+            item.message = message
+        case nil:
+            break
+        }
+    }
+
+    func walk(_ tab: inout HUTab) {
+        guard ImageWalk.contains(tab, where: { needs($0) }) else { return }
+        walk(&tab.image)
+        if tab.hasTemplate { walk(&tab.template) }
+    }
+
+    func walk(_ nowPlaying: inout HUNowPlayingTemplate) {
+        walk(&nowPlaying.artwork)
+        for index in nowPlaying.buttons.indices { walk(&nowPlaying.buttons[index].image) }
+    }
+
+    func walk(_ point: inout HUPointOfInterest) {
+        walk(&point.pinImage)
+        walk(&point.selectedPinImage)
+    }
+}
+
+/// Collects `Image.ref` values.
+private struct RefVisitor: SwiftProtobuf.Visitor {
+    var refs: [String] = []
+    var seen: Set<String> = []
+
+    mutating func note(_ image: HUImage) {
+        if case .ref(let ref) = image.source, seen.insert(ref).inserted { refs.append(ref) }
+    }
+
+    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
+        if let image = value as? HUImage { note(image) } else { try value.traverse(visitor: &self) }
+    }
+    mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
+        for element in value {
+            if let image = element as? HUImage { note(image) } else { try element.traverse(visitor: &self) }
+        }
+    }
+    mutating func visitUnknown(bytes: Data) throws {}
+    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws {}
+    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
+    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
+    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
+    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws {}
+    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {}
+    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {}
+    mutating func visitMapField<KeyType, ValueType: MapValueType>(
+        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws {}
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws where ValueType.RawValue == Int {}
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws {}
+}
+
+/// Stops (throws) at the first image that `needs` picks.
+private struct ImageFinder: SwiftProtobuf.Visitor {
+    struct Found: Error {}
+    let needs: (HUImage) -> Bool
+
+    func check(_ value: some Message) throws -> Bool {
+        guard let image = value as? HUImage else { return false }
+        if needs(image) { throw Found() }
+        return true
+    }
+    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
+        if try !check(value) { try value.traverse(visitor: &self) }
+    }
+    mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
+        for element in value where try !check(element) { try element.traverse(visitor: &self) }
+    }
+    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {}
+    mutating func visitUnknown(bytes: Data) throws {}
+    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws {}
+    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
+    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
+    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
+    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws {}
+    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {}
+    mutating func visitMapField<KeyType, ValueType: MapValueType>(
+        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws {}
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws where ValueType.RawValue == Int {}
+    mutating func visitMapField<KeyType, ValueType>(
+        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
+    ) throws {}
+}
