@@ -285,6 +285,15 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._resumeGraceMs = newValue}
   }
 
+  /// The templates all apps of the phone may hold together, encoded (stacks,
+  /// modals, search results, now playing): default 16777216. A request past it
+  /// is refused with MESSAGE_TOO_LARGE, limit "max_phone_template_bytes"
+  /// (PROTOCOL.md section 10.4). It also bounds the restart snapshot (section 22).
+  public var maxPhoneTemplateBytes: UInt32 {
+    get {_storage._maxPhoneTemplateBytes}
+    set {_uniqueStorage()._maxPhoneTemplateBytes = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -524,7 +533,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{4}\u{10}max_phone_template_bytes\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -546,6 +555,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxMessageElements: UInt32 = 0
     var _maxApps: UInt32 = 0
     var _resumeGraceMs: UInt32 = 0
+    var _maxPhoneTemplateBytes: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -575,6 +585,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxMessageElements = source._maxMessageElements
       _maxApps = source._maxApps
       _resumeGraceMs = source._resumeGraceMs
+      _maxPhoneTemplateBytes = source._maxPhoneTemplateBytes
     }
   }
 
@@ -612,6 +623,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 17: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxMessageElements) }()
         case 18: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxApps) }()
         case 19: try { try decoder.decodeSingularUInt32Field(value: &_storage._resumeGraceMs) }()
+        case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPhoneTemplateBytes) }()
         default: break
         }
       }
@@ -677,6 +689,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._resumeGraceMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._resumeGraceMs, fieldNumber: 19)
       }
+      if _storage._maxPhoneTemplateBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxPhoneTemplateBytes, fieldNumber: 35)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -705,6 +720,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxMessageElements != rhs_storage._maxMessageElements {return false}
         if _storage._maxApps != rhs_storage._maxApps {return false}
         if _storage._resumeGraceMs != rhs_storage._resumeGraceMs {return false}
+        if _storage._maxPhoneTemplateBytes != rhs_storage._maxPhoneTemplateBytes {return false}
         return true
       }
       if !storagesAreEqual {return false}
