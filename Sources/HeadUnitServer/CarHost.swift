@@ -44,7 +44,7 @@ final class CarHost: @unchecked Sendable {
     /// Per connection being handed over: what it still read.
     var taps: [ObjectIdentifier: HandoverTap] = [:]
     private var allClosedPromise: EventLoopPromise<Void>?
-    private let clusterHub = ClusterHub()
+    private lazy var clusterHub = ClusterHub(maxPayload: Int(configuration.connection.limits.maxPayloadBytes))
     private var caps: ConnectionCaps
     /// HMI streams whose updates an HMI skipped while it was behind (not
     /// writable); it gets their latest state when it catches up.
@@ -306,7 +306,13 @@ final class CarHost: @unchecked Sendable {
                 continue
             }
             if frame == nil { frame = handler.encode(envelope) }
-            if let frame { handler.writeShared(frame) }
+            if let frame {
+                handler.writeShared(frame)
+            } else {
+                // Over the maximum despite the composed bounds (section 10.4): told, not skipped.
+                handler.closeOversized(OutboundFrameCheck.goodbyeReason(
+                    envelope, bytes: LinearEncoder.size(of: envelope), maxPayload: Int(configuration.connection.limits.maxPayloadBytes)))
+            }
         }
     }
 
