@@ -150,7 +150,8 @@ let package = Package(
         .executableTarget(
             name: "HeadUnitFuzz",
             dependencies: [
-                "HeadUnitWire", "HeadUnitCore", "CFuzzMain",
+                // HeadUnitClient: its ScreenModel is the HMI's model in the bounds mode.
+                "HeadUnitWire", "HeadUnitCore", "HeadUnitClient", "CFuzzMain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],

@@ -16,7 +16,7 @@ runs="${1:-10000000}"
 jobs="${2:-2}"
 out="${3:-.build-fuzz-long/run}"
 scratch=.build-fuzz-long
-targets=(stream templates phone hmi navigation accessory handshake)
+targets=(stream templates phone hmi navigation accessory handshake bounds)
 . scripts/fuzz-common.sh
 
 echo "==> fuzz-long: build (swift build -c release --product HeadUnitFuzz --sanitize=fuzzer)"
