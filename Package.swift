@@ -150,8 +150,7 @@ let package = Package(
         .executableTarget(
             name: "HeadUnitFuzz",
             dependencies: [
-                // HeadUnitClient: its ScreenModel is the HMI's model in the bounds mode.
-                "HeadUnitWire", "HeadUnitCore", "HeadUnitClient", "CFuzzMain",
+                "HeadUnitWire", "HeadUnitCore", "CFuzzMain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],

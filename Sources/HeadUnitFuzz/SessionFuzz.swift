@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import HeadUnitClient
 import HeadUnitCore
 import HeadUnitWire
 import NIOCore
