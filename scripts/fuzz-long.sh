@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The long fuzz run (issue 10): every target of Sources/HeadUnitFuzz (the
-# byte stream and the six message families) to RUNS executions each, one
+# byte stream and the seven families, bounds included) to RUNS executions each, one
 # libFuzzer process per target, JOBS targets at a time, longest first.
 #   scripts/fuzz-long.sh [RUNS [JOBS [OUT]]]   (default 10000000, 2, .build-fuzz-long/run)
 # Builds an optimised fuzz build (-c release --sanitize=fuzzer in
