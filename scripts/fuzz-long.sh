@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The long fuzz run (issue 10): every target of Sources/HeadUnitFuzz (the
-# byte stream and the six message families) to RUNS executions each, one
+# byte stream and the seven families, bounds included) to RUNS executions each, one
 # libFuzzer process per target, JOBS targets at a time, longest first.
 #   scripts/fuzz-long.sh [RUNS [JOBS [OUT]]]   (default 10000000, 2, .build-fuzz-long/run)
 # Builds an optimised fuzz build (-c release --sanitize=fuzzer in
@@ -16,7 +16,7 @@ runs="${1:-10000000}"
 jobs="${2:-2}"
 out="${3:-.build-fuzz-long/run}"
 scratch=.build-fuzz-long
-targets=(stream templates phone hmi navigation accessory handshake)
+targets=(stream templates phone hmi navigation accessory handshake bounds)
 . scripts/fuzz-common.sh
 
 echo "==> fuzz-long: build (swift build -c release --product HeadUnitFuzz --sanitize=fuzzer)"

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 family_seconds="${2:-15}"
-families=(handshake phone templates hmi navigation accessory)
+families=(handshake phone templates hmi navigation accessory bounds)
 scratch=.build-fuzz
 . scripts/fuzz-common.sh
 

@@ -416,11 +416,18 @@ extension Car {
     /// What a screen shows now, with the car's own adjustments applied
     /// (shared now-playing content, the selected tab, list truncation).
     func render(_ screen: HUScreen) -> HURenderedScreen {
+        render(screen, owner: screenOwners[screen], listCap: listCap)
+    }
+
+    /// A screen showing `owner`'s scene (nil: the home screen), lists cut to
+    /// `listCap`. The composed bound measures every scene this way, uncut, as
+    /// if shown (Car+Bounds).
+    func render(_ screen: HUScreen, owner: SceneRef?, listCap: Int?) -> HURenderedScreen {
         var rendered = HURenderedScreen()
         rendered.screen = screen
         rendered.contentStyle = vehicleState.contentStyle
         rendered.rightHandDrive = configuration.vehicle.rightHandDrive
-        guard let owner = screenOwners[screen], let app = apps[owner.appID], let scene = app.scenes[owner.kind] else {
+        guard let owner, let app = apps[owner.appID], let scene = app.scenes[owner.kind] else {
             return rendered
         }
         rendered.appID = owner.appID
@@ -509,7 +516,9 @@ extension Car {
             guard new != old else { continue }
             rendered[screen] = new
             if hmiPeers.isEmpty { continue }
-            if let diff = contentDiff(from: old, to: new) {
+            // A diff larger than a frame (many removed ids) goes as the full
+            // screen, which the composed bound keeps within one (Car+Bounds).
+            if let diff = contentDiff(from: old, to: new), !diffIsOversized(diff, screen: screen) {
                 if !diff.changes.isEmpty { sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .diff(diff)))) }
             } else {
                 sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))))

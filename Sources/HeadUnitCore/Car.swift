@@ -110,6 +110,15 @@ public struct Car: Sendable {
     ) -> [CarEffect] {
         guard let info = peers[peer] else { return [] }
         let request = envelope.requestID
+        // A value this version does not know, in any enum field of any request (section 9, code 113).
+        if let unknown = KnownEnums.firstUnknown(in: envelope) {
+            answer(peer, request, .failure(RuleViolation(.invalidArgument, unknown.message)))
+            return takeEffects()
+        }
+        // The state before the request: restored if the request leaves composed
+        // state no frame can carry (Car+Bounds). Copy-on-write: cheap until changed.
+        let scope = ComposedScope(envelope.body)
+        let before = scope.isEmpty ? nil : self
         // Accessory-session traffic changes no screen: no re-render after it.
         if let body = envelope.body, receiveAccessoryMessage(body, requestID: request, from: peer) {
             return takeEffects()
@@ -158,6 +167,12 @@ public struct Car: Sendable {
             .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
+        }
+        if let before, answeredOK(peer, request),
+            let violation = composedViolation(scope, appID: Self.scenesApp(of: envelope.body))
+        {
+            self = before
+            answer(peer, request, .failure(violation))
         }
         settlePhoneLink()
         if publishingScreens { publishScreens() }

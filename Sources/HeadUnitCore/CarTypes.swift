@@ -93,6 +93,9 @@ public struct CarConfiguration: Sendable {
     public var maxApps: Int
     /// How long a lost phone's apps are kept for it to resume.
     public var resumeGraceMilliseconds: UInt64
+    /// What requests may add up to (PROTOCOL.md section 10.4): the frame size
+    /// every state must fit, and the templates one phone may hold.
+    public var composed = ComposedLimits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

@@ -17,6 +17,8 @@ import SwiftProtobuf
 /// `stream` (or unset) is the byte-stream target in FuzzEntry.swift.
 enum FuzzFamily: String, CaseIterable {
     case stream, handshake, phone, templates, hmi, navigation, accessory
+    /// Maximal valid requests and the composed bounds' invariants (BoundsFuzz.swift).
+    case bounds
 
     static let selected: FuzzFamily = {
         guard let name = getenv("HEADUNIT_FUZZ_FAMILY").map({ String(cString: $0) }), !name.isEmpty else { return .stream }
@@ -53,6 +55,8 @@ enum FuzzFamily: String, CaseIterable {
         switch self {
         case .stream:
             return nil
+        case .bounds:
+            return BoundsFuzz.body(selector: selector, parameters: Array(bytes))
         case .handshake:
             return message(HUHello.self).map { .hello($0) }
         case .phone:
@@ -148,7 +152,7 @@ enum FuzzFamily: String, CaseIterable {
             envelope.body = body
             envelopes.append(envelope)
         }
-        var session = Self.prepared
+        var session = self == .bounds ? BoundsFuzz.prepared : Self.prepared
         session.play(Self.frames(envelopes))
     }
 
@@ -196,6 +200,11 @@ extension FuzzFamily {
             bytes += [UInt8(length >> 8), UInt8(length & 0xFF), selector] + body
         }
         return bytes
+    }
+
+    /// Chunks of (selector, raw parameter bytes): the bounds family's format.
+    static func raw(_ chunks: [(UInt8, [UInt8])]) -> [UInt8] {
+        chunks.flatMap { selector, parameters in [UInt8((parameters.count + 1) >> 8), UInt8((parameters.count + 1) & 0xFF), selector] + parameters }
     }
 
     static func list(_ id: String, items: Int) -> HUTemplate {
@@ -248,6 +257,14 @@ extension FuzzFamily {
                 input([(0, navigation(.start(HUStartNavigation.with { $0.trip = trip }))), (0, navigation(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [maneuver] })))]),
                 input([(1, HUNavigationInput.with { $0.appID = navigationAppID; $0.dashboardButton = "b" }), (2, HUClusterInput.with { $0.zoomIn = true })]),
                 input([(0, navigation(.startPrompt(HUAudioPrompt.with { $0.durationMs = 2000 }))), (0, navigation(.finish(HUFinishNavigation())))]),
+            ],
+            .bounds: [
+                // The largest list, then the largest alert over it; pop; push more.
+                raw([(0, [255, 255]), (2, [255, 255, 255]), (1, [200, 255, 1]), (3, []), (1, [255, 255, 2])]),
+                // Icons near the image limit until the home screen is full.
+                raw([(6, [128, 40, 3, 0, 255]), (6, [128, 40, 3, 10, 255]), (6, [128, 40, 3, 20, 255]), (13, [0])]),
+                // Guidance, maneuvers, previews and alerts with many long variants.
+                raw([(7, [0, 255, 0, 0, 0, 255, 255, 255]), (8, [0, 255, 255, 255, 255]), (10, [0, 255, 255, 255]), (9, [0, 255, 255, 0, 0, 255, 255, 255]), (12, [1])]),
             ],
             .accessory: [
                 input([(1, HUOpenSession.with { $0.appID = automakerAppID; $0.protocol = accessoryProtocol }), (2, HUAnswerSession.with { $0.channel = 1; $0.accept = true })]),

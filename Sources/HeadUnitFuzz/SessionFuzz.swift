@@ -22,6 +22,13 @@ struct SessionFuzz {
     static let accessoryID: PeerID = 3
 
     var car = Car(configuration: CarConfiguration(vehicle: .standard, entitlements: .acceptAll))
+    var connectionConfiguration = ConnectionConfiguration()
+    /// The bounds mode (`FuzzFamily.bounds`, PROTOCOL.md section 10.4): no
+    /// frame the car makes may be over this many bytes, and after every step
+    /// the HMI's model (built from what it was sent) must equal the car's.
+    var frameLimit: Int?
+    var hmiScreens: [HUScreen: HURenderedScreen] = [:]
+    var hmiHome: HUHomeScreen?
     var connections: [PeerID: ConnectionStateMachine] = [:]
     var timers: [CarTimer: UInt64] = [:]
     var now: UInt64 = 1_000
@@ -32,13 +39,15 @@ struct SessionFuzz {
     /// The three peers past their handshakes, made once: `Car` and the
     /// connection state machines are values, so each input starts from a copy
     /// instead of paying for three handshakes again.
-    static let joined: SessionFuzz = {
-        var session = SessionFuzz()
+    static let joined: SessionFuzz = joined(SessionFuzz())
+
+    static func joined(_ fresh: SessionFuzz) -> SessionFuzz {
+        var session = fresh
         session.join(phoneID, role: .phone, transport: .tcp)
         session.join(hmiID, role: .hmi, transport: .unix)
         session.join(accessoryID, role: .accessory, transport: .unix)
         return session
-    }()
+    }
 
     static func run(_ frames: [Frame]) {
         var session = joined
@@ -56,6 +65,54 @@ struct SessionFuzz {
         now += 250
         fireTimers(upTo: now)
         receive(frame)
+        if frameLimit != nil { checkBounds() }
+    }
+
+    /// The bounds mode's invariants after a step: the metadata stream's full
+    /// update fits a frame (so every partial one does), and what the HMI was
+    /// sent adds up to what the car holds for it: nothing was dropped.
+    mutating func checkBounds() {
+        guard let limit = frameLimit else { return }
+        _ = car.takeMetadata()
+        let metadata = HUEnvelope.with { $0.metadataUpdate = car.clusterFeed.snapshot }
+        FuzzChecks.check(LinearEncoder.size(of: metadata) <= limit, "the metadata snapshot fits a frame (\(LinearEncoder.size(of: metadata)) > \(limit))")
+        if let home = hmiHome {
+            FuzzChecks.check(car.catchUp(.home)?.homeScreen == home, "the HMI's home screen is the car's")
+        }
+        for (screen, model) in hmiScreens {
+            guard case .screenUpdate(let update)? = car.catchUp(.screen(screen))?.body, case .full(var full) = update.change else {
+                FuzzChecks.fail("the HMI holds a \(screen) screen the car does not")
+            }
+            var shown = model
+            // The spinner travels on its own (spinner_started/stopped); the car re-renders it lazily.
+            full.clearPending()
+            shown.clearPending()
+            FuzzChecks.check(full == shown, "the HMI's \(screen) screen is the car's")
+        }
+    }
+
+    /// What the HMI peer is sent, applied as an HMI would (section 12).
+    mutating func hmiReceives(_ envelope: HUEnvelope) {
+        switch envelope.body {
+        case .homeScreen(let home):
+            hmiHome = home
+        case .screenUpdate(let update):
+            if case .full(let full) = update.change {
+                hmiScreens[update.screen] = full
+            } else if var screen = hmiScreens[update.screen] {
+                ScreenModel.apply(update, to: &screen)
+                hmiScreens[update.screen] = screen
+            }
+        default:
+            break
+        }
+    }
+
+    /// Every frame the car makes, as the server would write it: within the limit.
+    func checkFrame(_ envelope: HUEnvelope) {
+        guard let limit = frameLimit else { return }
+        let size = LinearEncoder.size(of: envelope)
+        FuzzChecks.check(size <= limit, "no frame over the maximum (\(size) > \(limit)): \(envelope.body.map { "\($0)".prefix(80) } ?? "")")
     }
 
     /// `HEADUNIT_FUZZ_TRACE=1 HeadUnitFuzz crash-file` prints what each peer sent and what the car did.
@@ -67,7 +124,7 @@ struct SessionFuzz {
 
     mutating func join(_ id: PeerID, role: HURole, transport: Transport) {
         var connection = ConnectionStateMachine(
-            connectionID: id, transport: transport, configuration: ConnectionConfiguration(), now: now)
+            connectionID: id, transport: transport, configuration: connectionConfiguration, now: now)
         var hello = HUEnvelope()
         hello.requestID = 1
         hello.hello = .with {
@@ -170,12 +227,16 @@ struct SessionFuzz {
         for effect in effects {
             trace("  car: \(effect)")
             switch effect {
-            case .send(let peer, _):
+            case .send(let peer, let envelope):
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
-            case .toHMIs(_, _, let images):
+                checkFrame(envelope)
+                if peer == Self.hmiID { hmiReceives(envelope) }
+            case .toHMIs(_, let envelope, let images):
                 FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
                 // Section 12.6: every image the HMIs are shown can be sent to them.
                 for ref in images { FuzzChecks.check(car.hmiImage(ref) != nil, "an image shown to the HMIs is held (\(ref))") }
+                checkFrame(envelope)
+                hmiReceives(envelope)
             case .hmiJoined(let peer, _):
                 FuzzChecks.check(connections[peer] != nil, "a joining HMI is connected (peer \(peer))")
             case .close(let peer, let code, _):

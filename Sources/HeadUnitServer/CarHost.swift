@@ -45,7 +45,7 @@ final class CarHost: @unchecked Sendable {
     /// Per connection being handed over: what it still read.
     var taps: [ObjectIdentifier: HandoverTap] = [:]
     private var allClosedPromise: EventLoopPromise<Void>?
-    private let clusterHub = ClusterHub()
+    private lazy var clusterHub = ClusterHub(maxPayload: Int(configuration.connection.limits.maxPayloadBytes))
     private let hmiHub = HMIHub()
     /// Connection caps, the unauthenticated TCP set and the Unix reserve (PROTOCOL.md section 10.1).
     private var admission: Admission

@@ -17,6 +17,11 @@ final class ClusterHub {
     /// subscribers that fell behind the same way share one encoding too.
     private var catchUps: [MetadataSections: ByteBuffer] = [:]
     private let allocator = ByteBufferAllocator()
+    private let maxPayload: Int
+
+    init(maxPayload: Int) {
+        self.maxPayload = maxPayload
+    }
 
     var subscriberCount: Int { subscriptions.count }
 
@@ -29,7 +34,8 @@ final class ClusterHub {
             var subscription = ClusterSubscription()
             _ = subscription.offer(.all)
             subscriptions[peer] = subscription
-            write(frame(feed.snapshot), to: handler, peer: peer, flushNow: false)
+            guard let snapshot = frame(feed.snapshot, for: handler) else { continue }
+            write(snapshot, to: handler, peer: peer, flushNow: false)
         }
         guard !changed.isEmpty else { return }
         var shared: ByteBuffer?
@@ -38,8 +44,8 @@ final class ClusterHub {
             let delivery = subscription.offer(changed)
             subscriptions[peer] = subscription
             if delivery == .sendShared {
-                if shared == nil { shared = frame(feed.update(sections: changed)) }
-                write(shared!, to: handler, peer: peer, flushNow: false)
+                if shared == nil { shared = frame(feed.update(sections: changed), for: handler) }
+                if let shared { write(shared, to: handler, peer: peer, flushNow: false) }
             }
         }
     }
@@ -48,10 +54,15 @@ final class ClusterHub {
         subscriptions[peer] = nil
     }
 
-    private func frame(_ update: HUMetadataUpdate) -> ByteBuffer {
+    /// Through the one outbound check (section 10.4). The Car keeps the full
+    /// metadata state within a frame (`metadata.bytes`); should a frame still
+    /// be over, its recipient is told (Goodbye FRAME_TOO_LARGE), not skipped.
+    private func frame(_ update: HUMetadataUpdate, for handler: ConnectionHandler) -> ByteBuffer? {
         var envelope = HUEnvelope()
         envelope.metadataUpdate = update
-        return EnvelopeCodec.frame(envelope, allocator: allocator)
+        if let frame = OutboundFrameCheck.frame(envelope, allocator: allocator, maxPayload: maxPayload) { return frame }
+        handler.closeOversized(OutboundFrameCheck.goodbyeReason(envelope, bytes: LinearEncoder.size(of: envelope), maxPayload: maxPayload))
+        return nil
     }
 
     private func write(_ frame: ByteBuffer, to handler: ConnectionHandler, peer: PeerID, flushNow: Bool) {
@@ -71,7 +82,8 @@ final class ClusterHub {
         if let cached = catchUps[catchUp] {
             bytes = cached
         } else {
-            bytes = frame(feed.update(sections: catchUp))
+            guard let fresh = frame(feed.update(sections: catchUp), for: handler) else { return }
+            bytes = fresh
             catchUps[catchUp] = bytes
         }
         write(bytes, to: handler, peer: peer, flushNow: true)

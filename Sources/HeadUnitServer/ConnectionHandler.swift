@@ -336,36 +336,49 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// state later, coalesced).
     var isKeepingUp: Bool { open && (context?.channel.isWritable ?? false) }
 
-    /// The frame for `envelope`, or nil (logged) when it would be over the
-    /// frame limit: no peer is ever sent a frame over `max_payload_bytes`. An
-    /// answer that would be is replaced by Result{ANSWER_TOO_LARGE}; the limits
-    /// on what peers send (section 10) keep everything else below it.
+    /// The frame for `envelope` shared by several peers, or nil when it
+    /// would be over the frame limit (the caller closes the recipients:
+    /// `closeOversized`). Checked by `OutboundFrameCheck`, as every frame.
     func encode(_ envelope: HUEnvelope) -> ByteBuffer? {
         guard let context else { return nil }
-        var buffer = context.channel.allocator.buffer(capacity: 128)
-        return encode(envelope, into: &buffer) ? buffer : nil
+        return OutboundFrameCheck.frame(envelope, allocator: context.channel.allocator, maxPayload: maxPayload)
     }
 
-    /// Appends the frame to `buffer`; false (nothing appended) when dropped.
-    @discardableResult
-    private func encode(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) -> Bool {
-        let start = buffer.writerIndex
-        EnvelopeCodec.writeFrame(envelope, into: &buffer)
-        let maxPayload = Int(host.configuration.connection.limits.maxPayloadBytes)
-        let size = buffer.writerIndex - start - FrameHeader.size
-        guard size > maxPayload else { return true }
-        logger.error("not sending a frame over max_payload_bytes", metadata: ["bytes": "\(size)", "limit": "\(maxPayload)"])
-        buffer.moveWriterIndex(to: start)
-        guard case .result = envelope.body else { return false }
-        let refusal = ConnectionStateMachine.result(
-            .answerTooLarge, "the answer would be \(size) bytes, over max_payload_bytes (\(maxPayload))", requestID: envelope.requestID)
-        EnvelopeCodec.writeFrame(refusal, into: &buffer)
-        return true
+    private var maxPayload: Int { Int(host.configuration.connection.limits.maxPayloadBytes) }
+
+    /// Appends the frame to `buffer` through the one outbound check (section
+    /// 10.4): an answer over the maximum becomes Result{ANSWER_TOO_LARGE};
+    /// anything else over it is not sent and the peer is told (Goodbye
+    /// FRAME_TOO_LARGE), never left with a silent gap.
+    private func encode(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
+        switch OutboundFrameCheck.write(envelope, into: &buffer, maxPayload: maxPayload) {
+        case .fits:
+            break
+        case .answerRefused(let bytes):
+            logger.error("an answer over max_payload_bytes refused", metadata: ["bytes": "\(bytes)", "limit": "\(maxPayload)"])
+        case .oversized(let bytes):
+            // After the current write: `send` is still assembling `pending`.
+            let reason = OutboundFrameCheck.goodbyeReason(envelope, bytes: bytes, maxPayload: maxPayload)
+            context?.eventLoop.assumeIsolated().execute { [weak self] in self?.closeOversized(reason) }
+        }
+    }
+
+    /// A frame for this peer could not be sent within the maximum (a daemon bug: section 10.4).
+    func closeOversized(_ reason: String) {
+        logger.error("a frame over max_payload_bytes: closing its recipient", metadata: ["reason": "\(reason)"])
+        closeWithGoodbye(.frameTooLarge, reason)
     }
 
     /// A frame encoded once for several peers (the bytes are not copied).
     func writeShared(_ frame: ByteBuffer) {
         guard open, let context else { return }
+        // Section 10.4's one size check, for the frames HMIHub shares (state,
+        // catch-up, images): the composed bounds keep them within the maximum.
+        let payload = frame.readableBytes - FrameHeader.size
+        guard OutboundFrameCheck.dataFits(payload, maxPayload: maxPayload) else {
+            closeOversized("the daemon cannot send you a frame of \(payload) bytes (over max_payload_bytes \(maxPayload)); reconnect")
+            return
+        }
         write(frame, context: context)
     }
 
@@ -398,6 +411,10 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// Session bytes: the header alone is new, the payload is written as it came.
     func sendData(channel: UInt32, _ payload: ByteBuffer) {
         guard open, let context else { return }
+        guard OutboundFrameCheck.dataFits(payload.readableBytes, maxPayload: maxPayload) else {
+            closeOversized("the daemon cannot send you DATA of \(payload.readableBytes) bytes (over max_payload_bytes \(maxPayload)); reconnect")
+            return
+        }
         var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
         header.writeFrameHeader(FrameHeader(kind: .data, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
         write(header, context: context)

@@ -51,6 +51,20 @@ public enum LinearEncoder {
         return total
     }
 
+    /// The encoded size of `message` in bytes, without encoding it: one walk
+    /// (the first of `encode`'s two). How the daemon measures what it would
+    /// send (composed state, PROTOCOL.md section 10.4) before it changes anything.
+    public static func size<M: Message>(of message: M) -> Int {
+        var sizes = SizingVisitor()
+        do {
+            try message.traverse(visitor: &sizes)
+        } catch {
+            // Map fields (none in the protocol): swift-protobuf's own count.
+            return ((try? message.serializedBytes()) as [UInt8]?)?.count ?? 0
+        }
+        return sizes.total
+    }
+
     /// The encoding as an array (tests and tools; the daemon writes to buffers).
     public static func bytes<M: Message>(_ message: M) throws -> [UInt8] {
         var buffer = ByteBufferAllocator().buffer(capacity: 0)

@@ -90,7 +90,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxUnauthenticatedFrames > 0 { limits.maxUnauthenticatedFrames = fileLimits.maxUnauthenticatedFrames }
 
         let vehicle = file.hasVehicle ? file.vehicle : .standard
-        let car = CarConfiguration(
+        var car = CarConfiguration(
             vehicle: vehicle,
             entitlements: DaemonConfig.entitlementPolicy(file),
             completionTimeoutMilliseconds: limits.completionTimeoutMilliseconds,
@@ -98,13 +98,21 @@ struct HeadUnitDaemon: AsyncParsableCommand {
             maxApps: fileLimits.maxApps > 0 ? Int(fileLimits.maxApps) : 64,
             resumeGraceMilliseconds: limits.resumeGraceMilliseconds
         )
+        // What requests may add up to (PROTOCOL.md section 10.4): every state frame within max_payload_bytes.
+        car.composed = ComposedLimits(
+            maxFrameBytes: Int(limits.maxPayloadBytes),
+            maxPhoneTemplateBytes: fileLimits.maxPhoneTemplateBytes > 0 ? Int(fileLimits.maxPhoneTemplateBytes) : ComposedLimits.defaultPhoneTemplateBytes)
         var connection = ConnectionConfiguration(
             limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)
         connection.security = DaemonConfig.security(file)
 
         // Listeners: systemd's when socket-activated, else our own.
         var listeners: [ListenerSpec] = []
-        let (activated, restored) = SystemdSupport.activatedListeners(logger: logger)
+        // The largest snapshot a process with these limits writes (section 22).
+        let caps = ConnectionCaps()
+        let maxConnections = fileLimits.maxConnections > 0 ? Int(fileLimits.maxConnections) : caps.maxTotal
+        let (activated, restored) = SystemdSupport.activatedListeners(
+            logger: logger, maxSnapshotBytes: SnapshotBounds.maximumBytes(composed: car.composed, maxConnections: maxConnections))
         if !activated.isEmpty {
             for listener in activated {
                 switch listener.kind {

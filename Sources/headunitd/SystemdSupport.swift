@@ -33,7 +33,7 @@ enum SystemdSupport {
     /// that: "unix" a listening AF_UNIX stream socket, "tcp" a listening AF_INET/AF_INET6
     /// stream socket. Anything else is logged and closed (our copy only: systemd keeps
     /// its own). Several fds may share a name (e.g. ListenStream=0.0.0.0:7420 and [::]:7420).
-    static func activatedListeners(logger: Logger) -> (listeners: [ActivatedListener], restored: RestoredState?) {
+    static func activatedListeners(logger: Logger, maxSnapshotBytes: Int) -> (listeners: [ActivatedListener], restored: RestoredState?) {
         let inherited: [SocketActivation.InheritedFD]
         do {
             inherited = try SocketActivation.inheritedFDs(unsetEnvironment: true)
@@ -93,9 +93,6 @@ enum SystemdSupport {
             metadata: ["connections": "\(connections.count)", "snapshot": "\(snapshot.map { "\($0.count) bytes" } ?? "none")"])
         return (listeners, RestoredState(snapshot: snapshot, connections: connections, readError: readError))
     }
-
-    /// A snapshot is a few templates per scene; anything near this is not ours.
-    static let maxSnapshotBytes = 64 << 20
 
     /// Whether SIGTERM hands the connections over instead of closing them:
     /// the unit keeps descriptors for us (FileDescriptorStoreMax=, seen as $FDSTORE).

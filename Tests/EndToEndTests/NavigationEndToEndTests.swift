@@ -77,8 +77,12 @@ struct MetadataModel {
     /// (guidance state, pause reason) each time it changed, in order.
     var guidanceSteps: [String] = []
 
+    /// Each update's frame payload in bytes (the encoding is canonical).
+    var frameSizes: [Int] = []
+
     mutating func apply(_ update: HUMetadataUpdate) {
         updates += 1
+        frameSizes.append(LinearEncoder.size(of: HUEnvelope.with { $0.metadataUpdate = update }))
         version = update.version
         if update.full { state = update.state }
         let s = update.state

@@ -270,7 +270,9 @@ struct SpecDecisionTests {
             func launch(_ appID: String, _ kind: HUSceneKind) throws -> HUErrorCode {
                 try car.request(car.hmi, .launchApp(HULaunchApp.with { $0.appID = appID; $0.kind = kind })).result.code
             }
-            #expect(try launch("com.example.nope", .UNRECOGNIZED(77)) == .unknownApp)
+            // An unknown enum value is found before any rule looks at the request (sections 9, 10.3, 16.5).
+            #expect(try launch("com.example.nope", .UNRECOGNIZED(77)) == .invalidArgument)
+            #expect(try launch("com.example.nope", .main) == .unknownApp)
             #expect(try launch("com.example.legacy", .UNRECOGNIZED(77)) == .invalidArgument)
             #expect(try launch("com.example.legacy", .dashboard) == .appNotLaunchable)
             #expect(try launch("com.example.app", .dashboard) == .notAllowedForCategory)

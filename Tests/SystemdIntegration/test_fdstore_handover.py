@@ -25,7 +25,12 @@ the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
 4. A phone on TCP (TLS 1.3) at the restart: its connection ends (TLS state
    cannot be stored), its session waits; on a new TLS connection
    ResumeSession restores it (the time it took is printed).
-Prints PASS:/FAIL: lines and `N passed, N failed`.
+5. A maximal valid session (issue 24): four audio apps fill their stacks with
+   the largest lists until the phone's templates reach
+   max_phone_template_bytes (the next list is MESSAGE_TOO_LARGE), plus a
+   modal; the ~17 MB snapshot is handed over and read back, every app,
+   scene, stack and the modal come back, the phone carries on.
+Prints PASS:/FAIL: lines and `N passed, N failed` (HU_ONLY=N runs only the N-th run).
 """
 import array
 import os
@@ -499,6 +504,105 @@ def result_code(conn, request_id):
             return dict(huclient.parse_fields(envelope[ENVELOPE_RESULT])).get(1, 0)
 
 
+def maximal_run(binary, workdir):
+    """Issue 24: a maximal valid session survives a restart. Four audio apps
+    fill their stacks with the largest lists the limits allow, and a modal,
+    until the phone's templates reach max_phone_template_bytes (the next one
+    is refused with MESSAGE_TOO_LARGE): about 16 MiB of templates. The
+    snapshot fits what the next process reads (section 22); every connection
+    and every scene comes back."""
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16"}
+    first = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
+    second = None
+    phone = hmi = None
+    f = huclient.field
+    try:
+        check("maximal: first daemon ready", manager.wait(lambda m: m.get("READY") == "1") is not None)
+        phone = huclient.Connection("unix:" + path, 30)
+        phone.handshake("phone")
+        apps = [b"com.example.max%d" % i for i in range(4)]
+        announce = f(1, 2, b"Maximal Phone") + b"".join(
+            f(2, 2, f(1, 2, app) + f(2, 2, app) + f(3, 2, b"com.apple.developer.carplay-audio")) for app in apps)
+        phone.send(huclient.KIND_MESSAGE, f(1, 0, 1) + f(10, 2, announce))
+        check("maximal: four apps announced", result_code(phone, 1) == 0)
+        hmi = hmi_connection(path)
+        scenes = {}
+        for number, app in enumerate(apps):
+            hmi.send(huclient.KIND_MESSAGE, f(1, 0, 10 + number) + f(30, 2, f(1, 2, app)))
+            result_code(hmi, 10 + number)
+        while len(scenes) < len(apps):
+            envelope = phone.receive_envelope()
+            if 20 in envelope:
+                connected = dict(huclient.parse_fields(envelope[20]))
+                scenes[connected[1]] = connected[2]
+        request, accepted, refusal = 100, 0, None
+        for app in apps:
+            for depth in range(5):
+                request += 1
+                op = 10 if depth == 0 else 11
+                template = big_list(depth)
+                if depth > 0:
+                    template = template.replace(b"root", b"pag%d" % depth, 1)  # same length: the id's length prefix stays right
+                phone.send(huclient.KIND_MESSAGE, template_request(request, app, scenes[app], op, template))
+                code = result_code(phone, request)
+                if code == 0:
+                    accepted += 1
+                elif refusal is None:
+                    refusal = code
+            if refusal is not None:
+                break
+        # And a modal on the first app.
+        request += 1
+        alert = f(1, 2, b"alert") + f(14, 2, f(1, 2, b"Really?") + f(2, 2, f(1, 2, b"ok") + f(2, 2, b"OK")))
+        phone.send(huclient.KIND_MESSAGE, template_request(request, apps[0], scenes[apps[0]], 15, alert))
+        modal = result_code(phone, request)
+        check("maximal: the phone holds lists up to max_phone_template_bytes, the next refused (MESSAGE_TOO_LARGE)",
+              refusal == 23 and accepted >= 15, "accepted %d lists, refusal %r" % (accepted, refusal))
+        status = get_status(hmi, 7)
+        os.kill(first, signal.SIGUSR1)
+        code = wait_exit(first, 30)
+        check("maximal: SIGUSR1 hands over and exits 0", code == 0, "exit %r" % code)
+        with manager.lock:
+            stored = dict(manager.store)
+        size = os.fstat(stored["snapshot"]).st_size if "snapshot" in stored else 0
+        check("maximal: the connections and the snapshot are stored", "snapshot" in stored and len(stored) == 3,
+              "%r, snapshot %d bytes" % (sorted(stored), size))
+        names = ["unix"] + sorted(stored)
+        fds = [listen.fileno()] + [stored[name] for name in sorted(stored)]
+        before = len(manager.messages)
+        second = start_daemon(binary, workdir, fds, names, env, log)
+        check("maximal: second daemon ready", manager.wait(lambda m: m.get("READY") == "1", since=before, timeout=30) is not None)
+        with manager.lock:
+            for name in list(manager.store):
+                os.close(manager.store.pop(name))
+        shown = manager.wait(lambda m: "1 phone, 4 apps, 4 scenes" in m.get("STATUS", ""), since=before, timeout=30)
+        check("maximal: the new process restored the session (%d bytes of snapshot): 1 phone, 4 apps, 4 scenes" % size, shown is not None,
+              repr([m for m in manager.messages[before:] if "STATUS" in m][-3:]) + open(log).read()[-1500:])
+        after = get_status(hmi, 9)
+
+        def app_statuses(result):
+            return [value for number, value in huclient.parse_fields(result.get(11, b"")) if number == 6]
+        check("maximal: the apps' scenes, stacks and modal are the same after the restart",
+              len(app_statuses(status)) == 4 and app_statuses(after) == app_statuses(status) and modal == 0,
+              "modal %r, %d -> %d apps" % (modal, len(app_statuses(status)), len(app_statuses(after))))
+        check("maximal: the phone's connection carries on (PING answered)", ping(phone, b"maximal"))
+    finally:
+        for conn in (phone, hmi):
+            if conn:
+                conn.close()
+        if second:
+            os.kill(second, signal.SIGTERM)
+            wait_exit(second, 15)
+        wait_exit(first, 0.1)
+        manager.close()
+        listen.close()
+
+
 def undrained_run(binary, workdir):
     """An HMI that stopped reading cannot be handed over without losing bytes:
     it is closed (EOF, no Goodbye), the others carry on, and the next process
@@ -603,6 +707,7 @@ def main():
         lambda b, w: tls_resume_run(b, w),
         lambda b, w: sigusr1_without_store_run(b, w),
         lambda b, w: undrained_run(b, w),
+        lambda b, w: maximal_run(b, w),
         lambda b, w: bad_state_run(b, w, b"\xff\xff not a snapshot", "could not restore"),
         lambda b, w: bad_state_run(b, w, None, "without a snapshot"),
         # DaemonSnapshot{format: 2}: a snapshot from another version of the daemon.
@@ -610,6 +715,8 @@ def main():
     ]
     with tempfile.TemporaryDirectory(prefix="hu-fdstore.") as workdir:
         for number, run in enumerate(runs):
+            if os.environ.get("HU_ONLY") and str(number) != os.environ["HU_ONLY"]:
+                continue
             rundir = os.path.join(workdir, "run%d" % number)
             os.mkdir(rundir)
             with open(os.path.join(rundir, "config.json"), "w") as f:

@@ -8,6 +8,11 @@ public enum NavigationLimits {
     public static let maneuvers = 2
     public static let alertActions = 2
     public static let dashboardButtons = 2
+    /// Text variants of one string (instructions, summaries, titles, cluster
+    /// descriptions): CarPlay apps send a handful, longest first. Without a
+    /// count, 880 variants of 1,000 bytes in each section made a 5 MB
+    /// metadata frame (section 10.4).
+    public static let variants = 16
 }
 
 /// Validation of trips, maneuvers, alerts and dashboard buttons: pure
@@ -15,6 +20,11 @@ public enum NavigationLimits {
 public enum NavigationRules {
     /// Variants are listed longest first so the HMI can show the longest that fits.
     static func longestFirst(_ variants: [String], _ what: @autoclosure () -> String) -> RuleViolation? {
+        if variants.count > NavigationLimits.variants {
+            return RuleViolation(
+                .limitExceeded, "\(what()): \(variants.count) variants, at most \(NavigationLimits.variants) allowed",
+                limit: "navigation.variants", limitValue: UInt32(NavigationLimits.variants))
+        }
         var previous = Int.max
         for variant in variants {
             let length = variant.unicodeScalars.count

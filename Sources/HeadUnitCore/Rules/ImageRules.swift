@@ -111,7 +111,7 @@ public enum ImageRules {
     }
 
     /// CRC-32 (ISO 3309, as PNG uses it), bitwise: 17 bytes do not need a table.
-    static func crc32<Bytes: Sequence>(_ bytes: Bytes) -> UInt32 where Bytes.Element == UInt8 {
+    public static func crc32<Bytes: Sequence>(_ bytes: Bytes) -> UInt32 where Bytes.Element == UInt8 {
         var crc: UInt32 = 0xFFFF_FFFF
         for byte in bytes {
             crc ^= UInt32(byte)

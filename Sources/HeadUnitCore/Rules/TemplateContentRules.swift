@@ -59,6 +59,11 @@ struct TemplateContentRules {
     // MARK: list
 
     func check(_ list: HUListTemplate) -> RuleViolation? {
+        if let violation = atMost("list.emptyViewTitleVariants", list.emptyViewTitleVariants.count, TemplateLimits.variants)
+            ?? atMost("list.emptyViewSubtitleVariants", list.emptyViewSubtitleVariants.count, TemplateLimits.variants)
+        {
+            return violation
+        }
         if let maximum = CategoryRules.maxListItems(for: context.category) {
             let count = list.sections.reduce(0) { $0 + $1.items.count }
             if let violation = atMost("list.items", count, maximum) { return violation }
@@ -116,6 +121,7 @@ struct TemplateContentRules {
     func check(_ grid: HUGridTemplate) -> RuleViolation? {
         if let violation = atMost("grid.buttons", grid.buttons.count, TemplateLimits.gridButtons) { return violation }
         for button in grid.buttons {
+            if let violation = atMost("grid.button.titleVariants", button.titleVariants.count, TemplateLimits.variants) { return violation }
             if let violation = image(button.image, present: button.hasImage, .gridButton, "grid button \(button.id)") {
                 return violation
             }
@@ -183,6 +189,7 @@ struct TemplateContentRules {
 
     func check(_ alert: HUAlertTemplate) -> RuleViolation? {
         atLeast("alert.titleVariants", alert.titleVariants.count, TemplateLimits.alertMinimumTitleVariants)
+            ?? atMost("alert.titleVariants", alert.titleVariants.count, TemplateLimits.variants)
             ?? atLeast("alert.actions", alert.actions.count, TemplateLimits.alertMinimumActions)
     }
 
@@ -280,6 +287,7 @@ struct TemplateContentRules {
             return RuleViolation(.invalidTemplate, "active_state_id \"\(voice.activeStateID)\" names no voice control state")
         }
         for state in voice.states {
+            if let violation = atMost("voiceControl.state.titleVariants", state.titleVariants.count, TemplateLimits.variants) { return violation }
             if let violation = image(state.image, present: state.hasImage, .voiceControlState, "voice control state \(state.id)") {
                 return violation
             }

@@ -17,6 +17,10 @@ public enum TemplateLimits {
     public static let quickOrderingListItems = 12
     /// Images in one image-row list item (our choice; the API exposes a runtime maximum).
     public static let imageRowImages = 8
+    /// Text variants of one string (alert titles, grid button titles, empty
+    /// list texts, voice control titles): CarPlay apps send a handful, longest
+    /// first; more only add up in every screen the HMI is sent (section 10.4).
+    public static let variants = 16
 
     // Minimum counts (reported as ERROR_CODE_INVALID_TEMPLATE with the limit name).
     public static let actionSheetMinimumActions = 2

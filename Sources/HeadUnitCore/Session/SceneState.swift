@@ -13,7 +13,16 @@ public struct SceneState: Sendable, Equatable {
     /// The tab the car shows, per tab bar template id (the car owns tab selection).
     public var selectedTabs: [String: String] = [:]
     /// Results of the last search, shown under the search template.
-    public var searchResults: [HUListItem] = []
+    public var searchResults: [HUListItem] = [] {
+        didSet { searchResultsBytes = searchResults.reduce(0) { $0 + LinearEncoder.size(of: $1) } }
+    }
+    /// The encoded size of each stack entry, of the modal and of the search
+    /// results, kept as they change so the phone's template bytes are a sum,
+    /// not a walk (PROTOCOL.md section 10.4, `max_phone_template_bytes`).
+    private var stackBytes: [Int] = []
+    private var presentedBytes = 0
+    private var searchResultsBytes = 0
+    public var heldBytes: Int { stackBytes.reduce(0, +) + presentedBytes + searchResultsBytes }
     /// Last in-place update per template id, for the category's refresh limits.
     var lastUpdateMilliseconds: [String: UInt64] = [:]
 
@@ -29,6 +38,8 @@ public struct SceneState: Sendable, Equatable {
         self.init(id: id, appID: appID, kind: kind)
         self.stack = stack
         self.presented = presented
+        self.stackBytes = stack.map { LinearEncoder.size(of: $0) }
+        self.presentedBytes = presented.map { LinearEncoder.size(of: $0) } ?? 0
     }
 
     public var top: HUTemplate? { stack.last }
@@ -61,7 +72,9 @@ public struct SceneState: Sendable, Equatable {
         }
         let old = visibleIDs
         stack = [template]
+        stackBytes = [LinearEncoder.size(of: template)]
         presented = nil
+        presentedBytes = 0
         searchResults = []
         return .success(Transition(disappeared: old, appeared: [template.id]))
     }
@@ -85,6 +98,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.invalidTemplate, "template id '\(template.id)' is already on the stack"))
         }
         stack.append(template)
+        stackBytes.append(LinearEncoder.size(of: template))
         return .success(Transition(disappeared: [top.id], appeared: [template.id]))
     }
 
@@ -95,9 +109,11 @@ public struct SceneState: Sendable, Equatable {
         if let top = stack.last {
             if top.id == template.id { return Transition() }
             stack.append(template)
+            stackBytes.append(LinearEncoder.size(of: template))
             return Transition(disappeared: [top.id], appeared: [template.id])
         }
         stack = [template]
+        stackBytes = [LinearEncoder.size(of: template)]
         return Transition(appeared: [template.id])
     }
 
@@ -107,6 +123,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.invalidPosition, "the root template cannot be popped"))
         }
         let gone = stack.removeLast()
+        stackBytes.removeLast()
         return .success(Transition(disappeared: [gone.id], appeared: [stack.last!.id]))
     }
 
@@ -124,6 +141,7 @@ public struct SceneState: Sendable, Equatable {
         guard index < stack.count - 1 else { return .success(Transition()) }
         let top = stack.last!.id
         stack.removeSubrange((index + 1)...)
+        stackBytes.removeSubrange((index + 1)...)
         return .success(Transition(disappeared: [top], appeared: [templateID]))
     }
 
@@ -136,6 +154,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(violation)
         }
         presented = template
+        presentedBytes = LinearEncoder.size(of: template)
         return .success(Transition(appeared: [template.id]))
     }
 
@@ -145,6 +164,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.nothingPresented, "no template is presented"))
         }
         presented = nil
+        presentedBytes = 0
         return .success(Transition(disappeared: [gone.id]))
     }
 
@@ -240,12 +260,17 @@ public struct SceneState: Sendable, Equatable {
         }
         set {
             switch location {
-            case .presented: presented = newValue
-            case .stack(let index): stack[index] = newValue
+            case .presented:
+                presented = newValue
+                presentedBytes = LinearEncoder.size(of: newValue)
+            case .stack(let index):
+                stack[index] = newValue
+                stackBytes[index] = LinearEncoder.size(of: newValue)
             case .tab(let index, let tab):
                 guard case .tabBar(var bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
                 bar.tabs[tab].template = newValue
                 stack[index].kind = .tabBar(bar)
+                stackBytes[index] = LinearEncoder.size(of: stack[index])
             }
         }
     }

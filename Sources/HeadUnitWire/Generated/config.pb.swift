@@ -334,6 +334,15 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._tcpEvictionsPerSourcePerSecond = newValue}
   }
 
+  /// The templates all apps of the phone may hold together, encoded (stacks,
+  /// modals, search results, now playing): default 16777216. A request past it
+  /// is refused with MESSAGE_TOO_LARGE, limit "max_phone_template_bytes"
+  /// (PROTOCOL.md section 10.4). It also bounds the restart snapshot (section 22).
+  public var maxPhoneTemplateBytes: UInt32 {
+    get {_storage._maxPhoneTemplateBytes}
+    set {_uniqueStorage()._maxPhoneTemplateBytes = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -580,7 +589,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -608,6 +617,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _authTimeoutMs: UInt32 = 0
     var _maxUnauthenticatedFrames: UInt32 = 0
     var _tcpEvictionsPerSourcePerSecond: UInt32 = 0
+    var _maxPhoneTemplateBytes: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -643,6 +653,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _authTimeoutMs = source._authTimeoutMs
       _maxUnauthenticatedFrames = source._maxUnauthenticatedFrames
       _tcpEvictionsPerSourcePerSecond = source._tcpEvictionsPerSourcePerSecond
+      _maxPhoneTemplateBytes = source._maxPhoneTemplateBytes
     }
   }
 
@@ -686,6 +697,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 23: try { try decoder.decodeSingularUInt32Field(value: &_storage._authTimeoutMs) }()
         case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnauthenticatedFrames) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._tcpEvictionsPerSourcePerSecond) }()
+        case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPhoneTemplateBytes) }()
         default: break
         }
       }
@@ -769,6 +781,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._tcpEvictionsPerSourcePerSecond != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._tcpEvictionsPerSourcePerSecond, fieldNumber: 25)
       }
+      if _storage._maxPhoneTemplateBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxPhoneTemplateBytes, fieldNumber: 35)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -803,6 +818,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._authTimeoutMs != rhs_storage._authTimeoutMs {return false}
         if _storage._maxUnauthenticatedFrames != rhs_storage._maxUnauthenticatedFrames {return false}
         if _storage._tcpEvictionsPerSourcePerSecond != rhs_storage._tcpEvictionsPerSourcePerSecond {return false}
+        if _storage._maxPhoneTemplateBytes != rhs_storage._maxPhoneTemplateBytes {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -1,5 +1,3 @@
-import HeadUnitWire
-
 /// Applies ScreenUpdates to a RenderedScreen, so the HMI always holds what
 /// the car means to draw. `full` replaces everything; a TemplateDiff patches
 /// the template it names (top, presented, or a tab's template) element by element.

@@ -1,0 +1,88 @@
+import HeadUnitWire
+
+// What requests add up to (PROTOCOL.md section 10.4, ComposedLimits): a
+// request whose resulting state could not be sent in one frame, or would make
+// the phone hold more templates than the car allows, is undone and refused.
+extension Car {
+    /// The first composed bound the current state breaks within `scope`, or nil.
+    /// `appID`: the app whose scenes a phone request changed.
+    func composedViolation(_ scope: ComposedScope, appID: String?) -> RuleViolation? {
+        let limits = configuration.composed
+        if scope.contains(.home) {
+            let bytes = ComposedLimits.homeScreenBytes(homeScreen())
+            if bytes > limits.maxFrameBytes {
+                return limits.frameViolation("the home screen", limit: "home_screen.bytes", bytes: bytes)
+            }
+        }
+        if scope.contains(.appScenes), let appID, let app = apps[appID] {
+            // Every scene of the app, as it would be shown, lists uncut (the
+            // car may stop limiting lists at any time).
+            for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+                let screen = screen(for: kind)
+                let bytes = ComposedLimits.screenBytes(render(screen, owner: SceneRef(appID: appID, kind: kind), listCap: nil))
+                if bytes > limits.maxFrameBytes {
+                    return limits.frameViolation("the \(kind) screen of '\(appID)'", limit: "screen.bytes", bytes: bytes)
+                }
+            }
+        }
+        if !scope.isDisjoint(with: [.home, .appScenes]) {
+            let held = phoneTemplateBytes
+            if held > limits.maxPhoneTemplateBytes { return limits.templateBytesViolation(held) }
+        }
+        if scope.contains(.shownScreens) {
+            for screen in [HUScreen.main, .dashboard, .instrumentCluster] where screenOwners[screen] != nil {
+                let bytes = ComposedLimits.screenBytes(render(screen, owner: screenOwners[screen], listCap: nil))
+                if bytes > limits.maxFrameBytes {
+                    return limits.frameViolation("the \(screen) screen", limit: "screen.bytes", bytes: bytes)
+                }
+            }
+        }
+        if scope.contains(.metadata) {
+            let bytes = ComposedLimits.metadataBytes(metadataState())
+            if bytes > limits.maxFrameBytes {
+                return limits.frameViolation("the metadata stream's full update", limit: "metadata.bytes", bytes: bytes)
+            }
+        }
+        return nil
+    }
+
+    /// What the phone's apps hold, encoded: their announcements (icons) and
+    /// templates: stacks, modals, search results (cached per scene) and now-playing content.
+    var phoneTemplateBytes: Int {
+        apps.values.reduce(0) { total, app in
+            total + LinearEncoder.size(of: app.info) + app.scenes.values.reduce(0) { $0 + $1.heldBytes }
+                + (app.nowPlayingSet ? LinearEncoder.size(of: app.nowPlaying) : 0)
+        }
+    }
+
+    /// Whether a diff would be over a frame; the full screen is sent then.
+    func diffIsOversized(_ diff: HUTemplateDiff, screen: HUScreen) -> Bool {
+        var update = HUScreenUpdate()
+        update.screen = screen
+        update.sequence = .max
+        update.diff = diff
+        var envelope = HUEnvelope()
+        envelope.screenUpdate = update
+        return LinearEncoder.size(of: envelope) > configuration.composed.maxFrameBytes
+    }
+
+    /// The app a request changes the scenes of.
+    static func scenesApp(of body: HUEnvelope.OneOf_Body?) -> String? {
+        switch body {
+        case .templateRequest(let request): return request.appID
+        case .completeEvent(let complete): return complete.appID
+        default: return nil
+        }
+    }
+
+    /// Whether the effects hold an OK answer to `requestID` for `peer` (only a
+    /// request that changed something can have broken a bound).
+    func answeredOK(_ peer: PeerID, _ requestID: UInt32) -> Bool {
+        for effect in effects.reversed() {
+            if case .send(let to, let envelope) = effect, to == peer, envelope.requestID == requestID, case .result(let result) = envelope.body {
+                return result.code == .ok
+            }
+        }
+        return false
+    }
+}

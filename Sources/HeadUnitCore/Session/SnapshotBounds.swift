@@ -1,0 +1,24 @@
+/// The largest restart snapshot (PROTOCOL.md section 22) a daemon with these
+/// limits can write: the writer checks its snapshot against it before handing
+/// over (and stops with Goodbye instead if it were ever over), and the next
+/// process reads up to it, so what one writes the other accepts.
+///
+/// What a snapshot holds is bounded by section 10.4: the phone's templates
+/// and announced apps (`max_phone_template_bytes`), the screens and home
+/// screen the HMIs last saw and the metadata state (each within one frame),
+/// per-app navigation texts (a few frames' worth), and per connection its
+/// peer record and the bytes read but not yet parsed (at most a frame plus
+/// one socket read).
+public enum SnapshotBounds {
+    /// One read NIO may still have asked for when reading stopped (its receive buffer's ceiling).
+    public static let readBytes = 64 << 10
+    /// A peer's record: name, role, token, device (strings of at most `max_string_bytes`).
+    public static let peerRecordBytes = 8 << 10
+
+    public static func maximumBytes(composed: ComposedLimits, maxConnections: Int) -> Int {
+        let frame = composed.maxFrameBytes
+        let state = composed.maxPhoneTemplateBytes + 12 * frame + (1 << 20)
+        let perConnection = frame + 8 + readBytes + peerRecordBytes
+        return state + max(maxConnections, 1) * perConnection
+    }
+}

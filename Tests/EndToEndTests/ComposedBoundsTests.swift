@@ -1,0 +1,326 @@
+import Foundation
+import HeadUnitWire
+import Testing
+
+/// Issue 24's composed-state findings (PROTOCOL.md section 10.4), each over
+/// real sockets against the real daemon: requests valid one by one that used
+/// to add up to frames no peer may be sent (dropped with a log line, or sent
+/// over the maximum). Now the request that would do it is refused with
+/// MESSAGE_TOO_LARGE naming the bound, and every frame stays within
+/// `max_payload_bytes`.
+@Suite("Composed state is bounded", .serialized)
+struct ComposedBoundsTests {
+    static let maxPayload = 1_048_576
+
+    /// A frame's payload as the daemon wrote it (the encoding is canonical).
+    static func payloadBytes(_ envelope: HUEnvelope) -> Int { LinearEncoder.size(of: envelope) }
+
+    static func variants(_ count: Int, bytes: Int = 1000) -> [String] {
+        (0..<count).map { String(repeating: Character(UnicodeScalar(UInt8(97 + $0 % 26))), count: bytes) }
+    }
+
+    static func alert(actions: Int) -> HUTemplate {
+        HUTemplate.with {
+            $0.id = "alert"
+            $0.alert = HUAlertTemplate.with { alert in
+                alert.titleVariants = ["Really?"]
+                alert.actions = (0..<actions).map { index in
+                    HUTextButton.with { $0.id = "a\(index)"; $0.title = String(repeating: "t", count: 990) + "\(index)" }
+                }
+            }
+        }
+    }
+
+    /// An HMI, a phone with one audio app launched; returns the scene id.
+    static func audioSession(_ daemon: TestDaemon) throws -> (hmi: RecordingPeer, phone: RecordingPeer, scene: UInt32) {
+        let hmi = RecordingPeer(try daemon.connectUnix())
+        try hmi.client.handshake(role: .hmi, name: "hmi")
+        let phone = RecordingPeer(try daemon.connectUnix())
+        try phone.client.handshake(role: .phone, name: "phone")
+        #expect(try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = [RequestErrorTests.app("com.example.app")] })).code == .ok)
+        #expect(try hmi.request(HostileTrafficTests.parked()).code == .ok)
+        #expect(try hmi.request(.launchApp(HULaunchApp.with { $0.appID = "com.example.app" })).code == .ok)
+        let scene = try phone.waitFor { envelope -> UInt32? in
+            if case .sceneConnected(let connected) = envelope.body { return connected.sceneID }
+            return nil
+        }
+        return (hmi, phone, scene)
+    }
+
+    /// Every ScreenUpdate in the HMI's log, the last first-screen `full` it holds.
+    static func screens(_ hmi: RecordingPeer, timeout: Double = 2) -> [HUEnvelope] {
+        hmi.drain(for: 0.3)
+        var found: [HUEnvelope] = []
+        while let envelope = try? hmi.waitFor(timeout: 0, { envelope -> HUEnvelope? in
+            if case .screenUpdate = envelope.body { return envelope }
+            return nil
+        }) {
+            found.append(envelope)
+        }
+        return found
+    }
+
+    // MARK: - Screens
+
+    /// "A 0.96 MB root list plus a 0.90 MB presented alert, both accepted: the
+    /// 1.87 MB ScreenUpdate is dropped." Now the alert is refused
+    /// (MESSAGE_TOO_LARGE, `screen.bytes`), the HMI and the car agree there is
+    /// no modal (a tap on the list is taken), and a new HMI gets the screen.
+    @Test func theLargestListPlusTheLargestAlertIsRefusedNeverDropped() throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let (hmi, phone, scene) = try Self.audioSession(daemon)
+        let root = try phone.request(HostileTrafficTests.setRoot(HostileTrafficTests.largestList("list", generation: 1), scene: scene))
+        #expect(root.code == .ok, "\(root.message)")
+        let alert = try phone.request(.templateRequest(HUTemplateRequest.with {
+            $0.appID = "com.example.app"; $0.sceneID = scene; $0.present = Self.alert(actions: 900)
+        }))
+        #expect(alert.code == .messageTooLarge, "\(alert.code) \(alert.message)")
+        #expect(alert.limit == "screen.bytes")
+        #expect(alert.limitValue == UInt32(Self.maxPayload))
+        // A smaller alert on the same list fits and is shown.
+        let small = try phone.request(.templateRequest(HUTemplateRequest.with {
+            $0.appID = "com.example.app"; $0.sceneID = scene; $0.present = Self.alert(actions: 20)
+        }))
+        #expect(small.code == .ok, "\(small.message)")
+        // The HMI is shown the list, then the small alert (a full screen each), nothing over the maximum.
+        var sizes: [Int] = []
+        let shown = try hmi.waitFor(timeout: 10) { envelope -> HURenderedScreen? in
+            guard case .screenUpdate(let update) = envelope.body else { return nil }
+            sizes.append(Self.payloadBytes(envelope))
+            if case .full(let full) = update.change, full.presented.id == "alert" { return full }
+            return nil
+        }
+        #expect(shown.top.id == "list")
+        #expect(sizes.allSatisfy { $0 <= Self.maxPayload }, "\(sizes)")
+        // What the HMI shows is what the car routes input to: the alert's action is taken.
+        let tap = try hmi.request(.hmiInput(HUHmiInput.with { $0.templateID = "alert"; $0.pressButton = HUButtonPressed.with { $0.buttonID = "a3" } }))
+        #expect(tap.code == .ok, "\(tap.message)")
+        // A new HMI gets the screen, within one frame.
+        let late = RecordingPeer(try daemon.connectUnix())
+        try late.client.handshake(role: .hmi, name: "late")
+        let full = try late.waitFor { envelope -> HUEnvelope? in
+            if case .screenUpdate(let update) = envelope.body, update.screen == .main { return envelope }
+            return nil
+        }
+        #expect(Self.payloadBytes(full) <= Self.maxPayload)
+        if case .screenUpdate(let update) = full.body, case .full(let screen) = update.change {
+            #expect(screen.top.id == "list")
+        } else {
+            Issue.record("the new HMI's first main-screen update is not a full screen")
+        }
+    }
+
+    /// "A set_root answered OK whose screen is 10 bytes over a 16 KiB maximum
+    /// is dropped." Now every set_root either is shown (its screen within the
+    /// maximum) or refused; the first refused one is within a few bytes of it.
+    @Test func aSetRootWhoseScreenIsJustOverTheConfiguredMaximumIsRefused() throws {
+        let maximum = 16_384
+        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum)])
+        defer { _ = try? daemon.terminate() }
+        let (hmi, phone, scene) = try Self.audioSession(daemon)
+        func root(_ extra: Int) -> HUTemplate {
+            HUTemplate.with { template in
+                template.id = "root"
+                template.list = HUListTemplate.with {
+                    $0.sections = [HUListSection.with { section in
+                        section.id = "s"
+                        section.items = (0..<16).map { index in
+                            HUListItem.with { $0.id = "i\(index)"; $0.general = HUGeneralItem.with { $0.text = String(repeating: "x", count: 990) } }
+                        } + [HUListItem.with { $0.id = "last"; $0.general = HUGeneralItem.with { $0.text = "y" + String(repeating: "z", count: extra) } }]
+                    }]
+                }
+            }
+        }
+        // One byte more each time, up to the first refusal: the request itself
+        // stays under the maximum (else FRAME_TOO_LARGE would end the test).
+        var low = -1
+        var refusal: HUResult?
+        for extra in 0..<400 {
+            let result = try phone.request(HostileTrafficTests.setRoot(root(extra), scene: scene))
+            if result.code == .ok {
+                low = extra
+                continue
+            }
+            #expect(result.code == .messageTooLarge, "\(result.code) \(result.message)")
+            refusal = result
+            break
+        }
+        #expect(low >= 0, "even the smallest root was refused")
+        guard let refusal else { Issue.record("never refused"); return }
+        #expect(refusal.limit == "screen.bytes")
+        #expect(refusal.limitValue == UInt32(maximum))
+        // "would be N bytes": just over the maximum, by the byte the last character added.
+        let said = refusal.message.split(separator: " ").compactMap { Int($0) }.first ?? 0
+        #expect(said > maximum && said <= maximum + 3, "\(refusal.message)")
+        // Every accepted root reached the HMI, within the maximum; the last one is the largest that fits.
+        let updates = Self.screens(hmi)
+        #expect(!updates.isEmpty)
+        #expect(updates.allSatisfy { Self.payloadBytes($0) <= maximum })
+        if case .screenUpdate(let update) = updates.last?.body, case .full(let screen) = update.change {
+            #expect(screen.top.list.sections.first?.items.last?.general.text.count == low + 1)
+        } else if case .screenUpdate(let update) = updates.last?.body, case .diff = update.change {
+            // A diff of the last item: the HMI has it too.
+        } else {
+            Issue.record("no screen update for the accepted roots")
+        }
+        #expect(try phone.client.pingRoundTrip())
+    }
+
+    // MARK: - Home screen
+
+    /// "64 valid icons of 250 KB make a 16 MB HomeScreen: dropped silently."
+    /// Until icons are sent once by hash, the home screen must fit a frame:
+    /// the announcement that would break it is refused whole
+    /// (MESSAGE_TOO_LARGE, `home_screen.bytes`), and a new HMI gets the home
+    /// screen of what was accepted.
+    @Test func anAnnouncementWhoseHomeScreenWouldBeOverTheMaximumIsRefused() throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let phone = RecordingPeer(try daemon.connectUnix())
+        try phone.client.handshake(role: .phone, name: "phone")
+        func icon() -> HUImage {
+            var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+            func be(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+            let chunk: [UInt8] = Array("IHDR".utf8) + be(120) + be(120) + [8, 6, 0, 0, 0]
+            bytes += be(13) + chunk + be(Self.crc32(chunk))
+            bytes += [UInt8](repeating: 0, count: 250_000 - bytes.count)
+            return HUImage.with { $0.png = Data(bytes) }
+        }
+        func apps(_ range: Range<Int>) -> [HUAppInfo] {
+            range.map { index in
+                var app = RequestErrorTests.app("com.example.app\(index)")
+                app.icon = icon()
+                return app
+            }
+        }
+        let first = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps(0..<3) }))
+        #expect(first.code == .ok, "\(first.message)")
+        #expect(first.appDecisions.decisions.allSatisfy { $0.accepted }, "\(first.appDecisions)")
+        let second = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps(3..<6) }))
+        #expect(second.code == .messageTooLarge, "\(second.code) \(second.message)")
+        #expect(second.limit == "home_screen.bytes")
+        let hmi = RecordingPeer(try daemon.connectUnix())
+        try hmi.client.handshake(role: .hmi, name: "hmi")
+        let home = try hmi.waitFor { envelope -> HUEnvelope? in
+            if case .homeScreen = envelope.body { return envelope }
+            return nil
+        }
+        #expect(Self.payloadBytes(home) <= Self.maxPayload)
+        #expect(home.homeScreen.icons.map(\.appID) == (0..<3).map { "com.example.app\($0)" })
+        // Nothing of the refused announcement was kept: announcing those apps again is no duplicate.
+        let third = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = [RequestErrorTests.app("com.example.app3")] }))
+        #expect(third.appDecisions.decisions.first?.accepted == true)
+    }
+
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    // MARK: - What a phone holds
+
+    /// "12 apps with 5-deep stacks of 1 MB lists (71.7 MB of valid templates)."
+    /// The phone's templates together are bounded (`max_phone_template_bytes`).
+    @Test func thePhonesTemplatesTogetherAreBounded() throws {
+        let daemon = try TestDaemon.launch(limits: ["maxPhoneTemplateBytes": 2_500_000])
+        defer { _ = try? daemon.terminate() }
+        let (_, phone, scene) = try Self.audioSession(daemon)
+        #expect(try phone.request(HostileTrafficTests.setRoot(HostileTrafficTests.largestList("l0", generation: 0), scene: scene)).code == .ok)
+        let push = { (id: String) in
+            try phone.request(.templateRequest(HUTemplateRequest.with {
+                $0.appID = "com.example.app"; $0.sceneID = scene; $0.push = HostileTrafficTests.largestList(id, generation: 1)
+            }))
+        }
+        #expect(try push("l1").code == .ok)
+        let third = try push("l2")
+        #expect(third.code == .messageTooLarge, "\(third.code) \(third.message)")
+        #expect(third.limit == "max_phone_template_bytes")
+        #expect(third.limitValue == 2_500_000)
+        // Popping frees room.
+        #expect(try phone.request(.templateRequest(HUTemplateRequest.with { $0.appID = "com.example.app"; $0.sceneID = scene; $0.pop = HUPopTemplate() })).code == .ok)
+        #expect(try push("l2").code == .ok)
+    }
+
+    // MARK: - Metadata
+
+    /// "880 variants of 1,000 bytes per metadata section: MetadataUpdate{full}
+    /// is 5,296,045 bytes." Variant lists are counted (LIMIT_EXCEEDED,
+    /// `navigation.variants`), and the largest valid state is bounded as a
+    /// whole (MESSAGE_TOO_LARGE, `metadata.bytes`): every metadata frame the
+    /// cluster and the HMI receive is within the maximum, and both see the same state.
+    @Test func theLargestNavigationStateGivesMetadataFramesWithinTheMaximum() throws {
+        var rig = try NavRig.start(limits: ["maxRequestsPerSecond": 10_000])
+        defer { rig.stop() }
+
+        // The largest valid requests, one per section.
+        let routes = (0..<3).map { route in
+            HURouteChoice.with {
+                $0.id = "r\(route)"
+                $0.summaryVariants = Self.variants(16)
+                $0.additionalInformationVariants = Self.variants(11)
+                $0.estimates = NavWire.estimates(1000, 100)
+            }
+        }
+        let trips = (0..<12).map { index in
+            HUTrip.with { $0.id = "t\(index)"; $0.destination = HUPlace.with { $0.name = "Dest \(index)" }; $0.routeChoices = routes }
+        }
+        var codes: [HUErrorCode] = []
+        var limits: [String] = []
+        func send(_ body: HUEnvelope.OneOf_Body) throws {
+            let result = try rig.phone.request(body)
+            codes.append(result.code)
+            if result.code != .ok { limits.append(result.limit) }
+        }
+        try send(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("go") })))
+        // The reproduction: 880 variants of 1,000 bytes in a maneuver.
+        var flood = NavWire.maneuver("m1", "x")
+        flood.instructionVariants = Self.variants(880)
+        let refused = try rig.phone.request(NavWire.maneuvers([flood]))
+        #expect(refused.code == .limitExceeded, "\(refused.code) \(refused.message)")
+        #expect(refused.limit == "navigation.variants")
+        #expect(refused.limitValue == 16)
+        var big = [NavWire.maneuver("m1", "a"), NavWire.maneuver("m2", "b")]
+        big[1].clearSymbol()
+        big[1].clearDarkSymbol()
+        for index in big.indices {
+            big[index].instructionVariants = Self.variants(16)
+            big[index].dashboardInstructionVariants = Self.variants(16)
+        }
+        try send(NavWire.maneuvers(big))
+        try send(NavWire.nav(.showAlert(HUNavigationAlert.with {
+            $0.id = "alert"; $0.titleVariants = Self.variants(16); $0.subtitleVariants = Self.variants(16)
+        })))
+        try send(NavWire.nav(.setClusterDescriptions(HUClusterDescriptions.with { $0.inactiveDescriptionVariants = Self.variants(16) })))
+        try send(NavWire.nav(.setDashboardButtons(HUDashboardButtons.with {
+            $0.buttons = (0..<2).map { index in
+                HUDashboardButton.with { $0.id = "b\(index)"; $0.titleVariants = Self.variants(16); $0.subtitleVariants = Self.variants(16) }
+            }
+        })))
+        // Last: starting guidance hides previews.
+        try send(NavWire.nav(.showTripPreviews(HUTripPreviews.with { $0.trips = trips })))
+        #expect(codes.allSatisfy { $0 == .ok || $0 == .messageTooLarge || $0 == .notConnected }, "\(codes)")
+        rig.settle(0.5)
+        #expect(limits.contains("metadata.bytes"), "no request was refused for the metadata bound: \(codes) \(limits) \(rig.clusterModel.frameSizes)")
+        rig.hmi.drain(for: 0.3)
+        rig.hmiModel.consume(rig.hmi)
+        // Every frame within the maximum; the cluster and the HMI hold the same state.
+        #expect(rig.clusterModel.frameSizes.allSatisfy { $0 <= Self.maxPayload }, "\(rig.clusterModel.frameSizes.max() ?? 0)")
+        #expect(rig.clusterModel.state == rig.hmiModel.state, "versions \(rig.clusterModel.version) \(rig.hmiModel.version), sizes \(rig.clusterModel.frameSizes)")
+        // A subscriber that comes now gets a full update within the maximum.
+        let late = RecordingPeer(try rig.daemon.connectUnix())
+        defer { late.close() }
+        try late.client.handshake(role: .cluster, name: "late")
+        #expect(try late.request(.subscribeMetadata(HUSubscribeMetadata())).code == .ok)
+        let full = try late.waitFor { envelope -> HUEnvelope? in
+            if case .metadataUpdate = envelope.body { return envelope }
+            return nil
+        }
+        #expect(Self.payloadBytes(full) <= Self.maxPayload)
+        #expect(full.metadataUpdate.full)
+    }
+}
