@@ -77,10 +77,10 @@ struct SessionFuzz {
         let metadata = HUEnvelope.with { $0.metadataUpdate = car.clusterFeed.snapshot }
         FuzzChecks.check(LinearEncoder.size(of: metadata) <= limit, "the metadata snapshot fits a frame (\(LinearEncoder.size(of: metadata)) > \(limit))")
         if let home = hmiHome {
-            FuzzChecks.check(car.catchUp(.home)?.homeScreen == home, "the HMI's home screen is the car's")
+            FuzzChecks.check(car.catchUp(.home)?.envelope.homeScreen == home, "the HMI's home screen is the car's")
         }
         for (screen, model) in hmiScreens {
-            guard case .screenUpdate(let update)? = car.catchUp(.screen(screen))?.body, case .full(var full) = update.change else {
+            guard case .screenUpdate(let update)? = car.catchUp(.screen(screen))?.envelope.body, case .full(var full) = update.change else {
                 FuzzChecks.fail("the HMI holds a \(screen) screen the car does not")
             }
             var shown = model
