@@ -72,6 +72,8 @@ let package = Package(
                 "HeadUnitCore", "HeadUnitWire", "HeadUnitSecurity",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // TLSUserEvent: a TCP connection's TLS handshake completed.
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 // Ed25519 for phone authentication (pairing keys, challenge signatures).

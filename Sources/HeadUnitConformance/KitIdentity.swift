@@ -1,4 +1,5 @@
 import Crypto
+import HeadUnitSecurity
 import HeadUnitWire
 
 #if canImport(Glibc)
@@ -11,8 +12,8 @@ import Darwin
 
 /// The kit's phone identity for endpoints that require TCP phones to pair and
 /// authenticate (PROTOCOL.md §20). One Ed25519 key per run; it is paired the
-/// first time a phone needs it (StartPairing from the HMI endpoint, then Pair
-/// on that phone's connection) and removed again when the run ends, so the
+/// first time a phone needs it (StartPairing from the HMI endpoint, then
+/// PairStart and Pair by SPAKE2 on that phone's connection) and removed again when the run ends, so the
 /// endpoint keeps no trace of the kit. Everything here follows §20.1-20.3
 /// from the wire; nothing is shared with the daemon's code.
 final class KitIdentity {
@@ -42,12 +43,8 @@ final class KitIdentity {
     func authenticate(_ connection: WireConnection, welcome: HUWelcome, context: CheckContext) throws {
         if pairedDeviceID == nil {
             let code = try context.openPairingWindow()
-            var pair = HUPair()
-            pair.code = code
-            pair.publicKey = .init(publicKey)
-            pair.deviceName = "conformance kit"
-            let paired = try connection.request(.pair(pair), "the answer to Pair with the code StartPairing gave (§20.2)")
-            try requireCode(paired, .ok, "Pair with the open window's code")
+            let paired = try pair(connection, code: code)
+            try requireCode(paired, .ok, "Pair with the open window's code (SPAKE2, §20.2)")
             try require(paired.pairing.deviceID == deviceID, "Pair answering the device id of §20.3 (\(deviceID))", got: "\"\(paired.pairing.deviceID)\"")
             pairedDeviceID = deviceID
         }
@@ -56,6 +53,36 @@ final class KitIdentity {
         authenticate.signature = .init(try signature(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID))
         let result = try connection.request(.authenticate(authenticate), "the answer to Authenticate (§20.3)")
         try requireCode(result, .ok, "Authenticate with a paired key over this connection's challenge")
+    }
+
+    /// §20.2 step by step: PairStart with the phone's SPAKE2 message; the
+    /// car's confirmation checked against the TLS key this connection saw;
+    /// then Pair with the phone's confirmation, key and signature. Returns
+    /// the first refusal, or Pair's answer.
+    private func pair(_ connection: WireConnection, code: String) throws -> HUResult {
+        let exchange = try SPAKE2Exchange(role: .phone, password: Array(code.utf8))
+        var start = HUPairStart()
+        start.spake2Message = .init(exchange.message)
+        let started = try connection.request(.pairStart(start), "the answer to PairStart (§20.2)")
+        guard started.code == .ok else { return started }
+        let seenKey = connection.carPublicKey
+        try require(
+            !seenKey.isEmpty && PairingKeySchedule.constantTimeEqual(Array(started.pairing.carPublicKey), seenKey),
+            "PairStart answering the car key of this TLS session (§20.2)", got: "another key")
+        let carMessage = Array(started.pairing.spake2Message)
+        let key = try exchange.finish(peerMessage: carMessage)
+        let transcript = PairingKeySchedule.transcriptHash(phoneMessage: exchange.message, carMessage: carMessage, carPublicKey: seenKey)
+        try require(
+            PairingKeySchedule.constantTimeEqual(
+                PairingKeySchedule.carConfirmation(spakeKey: key, transcript: transcript), Array(started.pairing.carConfirmation)),
+            "the car's key confirmation verifying with the code (§20.2)", got: "a confirmation that does not verify")
+        let name = "conformance kit"
+        var pair = HUPair()
+        pair.publicKey = .init(publicKey)
+        pair.deviceName = name
+        pair.confirmation = .init(PairingKeySchedule.phoneConfirmation(spakeKey: key, transcript: transcript, publicKey: publicKey, deviceName: name))
+        pair.signature = .init(try self.key.signature(for: PairingKeySchedule.signedMessage(transcript: transcript)))
+        return try connection.request(.pair(pair), "the answer to Pair (§20.2)")
     }
 
     /// Forgets the kit's device on the endpoint (RemovePairedDevice from an HMI).

@@ -57,6 +57,9 @@ public final class WireConnection {
         self.label = label
     }
 
+    /// The car's TLS key as this connection saw it (a `tls:` endpoint); pairing binds it (§20.2).
+    var carPublicKey: [UInt8] = []
+
     deinit { close() }
 
     // MARK: - Connecting
@@ -91,7 +94,9 @@ public final class WireConnection {
             // read and write like any socket: they still see only frames.
             do {
                 let bridged = try TLSBridge.connect(host: host, port: port, timeoutMs: timeoutMs)
-                return WireConnection(endpoint: endpoint, fd: bridged.fd, timeoutMs: timeoutMs, label: label)
+                let connection = WireConnection(endpoint: endpoint, fd: bridged.fd, timeoutMs: timeoutMs, label: label)
+                connection.carPublicKey = bridged.carPublicKey
+                return connection
             } catch {
                 throw CheckFailure("cannot connect to \(endpoint): \(error)")
             }

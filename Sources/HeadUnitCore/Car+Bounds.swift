@@ -9,7 +9,7 @@ extension Car {
     func composedViolation(_ scope: ComposedScope, appID: String?) -> RuleViolation? {
         let limits = configuration.composed
         if scope.contains(.home) {
-            let bytes = ComposedLimits.homeScreenBytes(homeScreen())
+            let bytes = ComposedLimits.homeScreenBytes(HMIImages.asSent(homeScreen()))
             if bytes > limits.maxFrameBytes {
                 return limits.frameViolation("the home screen", limit: "home_screen.bytes", bytes: bytes)
             }
@@ -19,7 +19,7 @@ extension Car {
             // car may stop limiting lists at any time).
             for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
                 let screen = screen(for: kind)
-                let bytes = ComposedLimits.screenBytes(render(screen, owner: SceneRef(appID: appID, kind: kind), listCap: nil))
+                let bytes = ComposedLimits.screenBytes(HMIImages.asSent(render(screen, owner: SceneRef(appID: appID, kind: kind), listCap: nil)))
                 if bytes > limits.maxFrameBytes {
                     return limits.frameViolation("the \(kind) screen of '\(appID)'", limit: "screen.bytes", bytes: bytes)
                 }
@@ -31,7 +31,7 @@ extension Car {
         }
         if scope.contains(.shownScreens) {
             for screen in [HUScreen.main, .dashboard, .instrumentCluster] where screenOwners[screen] != nil {
-                let bytes = ComposedLimits.screenBytes(render(screen, owner: screenOwners[screen], listCap: nil))
+                let bytes = ComposedLimits.screenBytes(HMIImages.asSent(render(screen, owner: screenOwners[screen], listCap: nil)))
                 if bytes > limits.maxFrameBytes {
                     return limits.frameViolation("the \(screen) screen", limit: "screen.bytes", bytes: bytes)
                 }
@@ -46,11 +46,13 @@ extension Car {
         return nil
     }
 
-    /// What the phone's apps hold, encoded: their announcements (icons) and
-    /// templates: stacks, modals, search results (cached per scene) and now-playing content.
+    /// What the phone's apps hold, encoded: their announcements and templates:
+    /// stacks, modals, search results (cached per scene) and now-playing
+    /// content. Icons are not counted: `max_apps` x `max_image_bytes` bounds
+    /// them already, and HMIs get each image once (section 12.6).
     var phoneTemplateBytes: Int {
         apps.values.reduce(0) { total, app in
-            total + LinearEncoder.size(of: app.info) + app.scenes.values.reduce(0) { $0 + $1.heldBytes }
+            total + LinearEncoder.size(of: app.info) - app.info.icon.png.count + app.scenes.values.reduce(0) { $0 + $1.heldBytes }
                 + (app.nowPlayingSet ? LinearEncoder.size(of: app.nowPlaying) : 0)
         }
     }

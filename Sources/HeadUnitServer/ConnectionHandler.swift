@@ -2,6 +2,7 @@ import HeadUnitCore
 import HeadUnitWire
 import Logging
 import NIOCore
+import NIOTLS
 
 /// The thin per-connection handler: feeds frames and timer ticks to the
 /// `ConnectionStateMachine` and performs the action it returns. Established
@@ -28,6 +29,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var slowConsumerTimer: Scheduled<Void>?
     /// Counted in the host's connection caps (released when the connection ends).
     private var admitted = false
+    /// TCP only: the TLS handshake completed (before it, nothing can be sent to the peer).
+    private var tlsEstablished = false
     /// The peer's address (TCP), for pairing's per-source backoff.
     private var source = "local"
     /// Frames read while the peer's answers wait above the high-water mark
@@ -89,6 +92,12 @@ final class ConnectionHandler: ChannelInboundHandler {
         if open { connected(context: context) }
     }
 
+    /// The TLS handshake of a TCP connection completed: frames can reach the peer.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event { tlsEstablished = true }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelActive(context: ChannelHandlerContext) {
         if !open {
             open = true
@@ -121,6 +130,12 @@ final class ConnectionHandler: ChannelInboundHandler {
         if let refusal = host.admit(peerID, who) {
             host.noteRefusedConnection(refusal)
             perform(machine.refuseConnection(.tooManyConnections, refusal))
+            if transport == .tcp {
+                // TCP is TLS (section 20.8): before its handshake no frame can
+                // reach the peer in clear, so the refusal is the close itself
+                // (section 10.1, "Over TLS"); nothing waits on a handshake.
+                context.close(promise: nil)
+            }
             return
         }
         admitted = true
@@ -467,6 +482,12 @@ final class ConnectionHandler: ChannelInboundHandler {
         tick?.cancel()
         if departure == .lost { departure = .cutOff(code) }
         logger.debug("closing", metadata: ["code": "\(code)", "reason": "\(reason)"])
+        guard transport == .unix || tlsEstablished else {
+            // TCP is TLS (section 20.8): before the handshake no frame can reach
+            // the peer in clear, so the close is all it gets (section 10.1, "Over TLS").
+            context.close(promise: nil)
+            return
+        }
         let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(code, reason), allocator: context.channel.allocator)
         needsFlush = false
         writePending(context)  // what it was sent before, then the Goodbye

@@ -210,7 +210,9 @@ extension CarHost {
         // The next process reads at most this much (section 22); the composed
         // bounds keep every snapshot below it, and should one ever be over,
         // everyone gets an orderly Goodbye rather than a restore that fails.
-        let maximum = SnapshotBounds.maximumBytes(composed: configuration.car.composed, maxConnections: configuration.connectionCaps.maxTotal)
+        let maximum = SnapshotBounds.maximumBytes(
+            composed: configuration.car.composed, maxConnections: configuration.connectionCaps.maxTotal,
+            iconBytes: configuration.car.maxApps * configuration.connection.limits.message.maxImageBytes)
         guard bytes.count <= maximum else {
             logger.error("the snapshot is over the largest a restart reads: stopping instead", metadata: ["bytes": "\(bytes.count)", "limit": "\(maximum)"])
             handedOver = false

@@ -112,7 +112,8 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         let caps = ConnectionCaps()
         let maxConnections = fileLimits.maxConnections > 0 ? Int(fileLimits.maxConnections) : caps.maxTotal
         let (activated, restored) = SystemdSupport.activatedListeners(
-            logger: logger, maxSnapshotBytes: SnapshotBounds.maximumBytes(composed: car.composed, maxConnections: maxConnections))
+            logger: logger, maxSnapshotBytes: SnapshotBounds.maximumBytes(
+                composed: car.composed, maxConnections: maxConnections, iconBytes: car.maxApps * limits.message.maxImageBytes))
         if !activated.isEmpty {
             for listener in activated {
                 switch listener.kind {

@@ -170,47 +170,44 @@ struct ComposedBoundsTests {
     // MARK: - Home screen
 
     /// "64 valid icons of 250 KB make a 16 MB HomeScreen: dropped silently."
-    /// Until icons are sent once by hash, the home screen must fit a frame:
-    /// the announcement that would break it is refused whole
+    /// Icons now reach HMIs once, by ref (section 12.6;
+    /// `ObserverTests/sixtyFourIconsOfTheMaximumSizeReachANewHMI`), so a home
+    /// screen grows only with names: with a 16 KiB frame maximum, the
+    /// announcement whose home screen would be over it is refused whole
     /// (MESSAGE_TOO_LARGE, `home_screen.bytes`), and a new HMI gets the home
     /// screen of what was accepted.
     @Test func anAnnouncementWhoseHomeScreenWouldBeOverTheMaximumIsRefused() throws {
-        let daemon = try TestDaemon.launch()
+        let maximum = 16_384
+        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum)])
         defer { _ = try? daemon.terminate() }
         let phone = RecordingPeer(try daemon.connectUnix())
         try phone.client.handshake(role: .phone, name: "phone")
-        func icon() -> HUImage {
-            var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-            func be(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-            let chunk: [UInt8] = Array("IHDR".utf8) + be(120) + be(120) + [8, 6, 0, 0, 0]
-            bytes += be(13) + chunk + be(Self.crc32(chunk))
-            bytes += [UInt8](repeating: 0, count: 250_000 - bytes.count)
-            return HUImage.with { $0.png = Data(bytes) }
-        }
         func apps(_ range: Range<Int>) -> [HUAppInfo] {
             range.map { index in
-                var app = RequestErrorTests.app("com.example.app\(index)")
-                app.icon = icon()
+                var app = RequestErrorTests.app(String(format: "com.example.app%02d", index))
+                app.displayName = String(repeating: "n", count: 1000)
                 return app
             }
         }
-        let first = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps(0..<3) }))
-        #expect(first.code == .ok, "\(first.message)")
-        #expect(first.appDecisions.decisions.allSatisfy { $0.accepted }, "\(first.appDecisions)")
-        let second = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps(3..<6) }))
-        #expect(second.code == .messageTooLarge, "\(second.code) \(second.message)")
-        #expect(second.limit == "home_screen.bytes")
+        for batch in [0..<6, 6..<12] {
+            let result = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps(batch) }))
+            #expect(result.code == .ok, "\(result.message)")
+            #expect(result.appDecisions.decisions.allSatisfy { $0.accepted }, "\(result.appDecisions)")
+        }
+        let refused = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps(12..<18) }))
+        #expect(refused.code == .messageTooLarge, "\(refused.code) \(refused.message)")
+        #expect(refused.limit == "home_screen.bytes")
         let hmi = RecordingPeer(try daemon.connectUnix())
         try hmi.client.handshake(role: .hmi, name: "hmi")
         let home = try hmi.waitFor { envelope -> HUEnvelope? in
             if case .homeScreen = envelope.body { return envelope }
             return nil
         }
-        #expect(Self.payloadBytes(home) <= Self.maxPayload)
-        #expect(home.homeScreen.icons.map(\.appID) == (0..<3).map { "com.example.app\($0)" })
-        // Nothing of the refused announcement was kept: announcing those apps again is no duplicate.
-        let third = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = [RequestErrorTests.app("com.example.app3")] }))
-        #expect(third.appDecisions.decisions.first?.accepted == true)
+        #expect(Self.payloadBytes(home) <= maximum)
+        #expect(home.homeScreen.icons.map(\.appID) == (0..<12).map { String(format: "com.example.app%02d", $0) })
+        // Nothing of the refused announcement was kept: announcing one of those apps again is no duplicate.
+        let again = try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = apps(12..<13) }))
+        #expect(again.appDecisions.decisions.first?.accepted == true)
     }
 
     static func crc32(_ bytes: [UInt8]) -> UInt32 {

@@ -1,4 +1,5 @@
 import Crypto
+import HeadUnitSecurity
 import HeadUnitWire
 
 /// PROTOCOL.md §20: pairing and authentication of phones on TCP, and the
@@ -63,17 +64,34 @@ enum AuthChecks {
             try second.expectFatal(.authFailed, after: "a signature over another connection's challenge")
             try first.pingRoundTrip([0x42], "the first connection unaffected")
         },
-        ConformanceCheck("auth.pair-bad-code", .p("20.2"), "Pair with a wrong code: BAD_PAIRING_CODE (not fatal), a key that is not 32 bytes: INVALID_ARGUMENT", needsCarRole: true, transport: .tcpOnly) { ctx in
+        ConformanceCheck("auth.pair-bad-code", .p("20.2"), "SPAKE2 pairing with a wrong code: the car's confirmation does not verify, Pair is BAD_PAIRING_CODE (not fatal); a Pair carrying the code itself: INVALID_ARGUMENT", needsCarRole: true, transport: .tcpOnly) { ctx in
             let code = try ctx.openPairingWindow()
             let (phone, _) = try authenticating(ctx)
+            let wrong = code == "000000" ? "111111" : "000000"
+            let exchange = try SPAKE2Exchange(role: .phone, password: Array(wrong.utf8))
+            var start = HUPairStart()
+            start.spake2Message = .init(exchange.message)
+            let started = try phone.request(.pairStart(start), "PairStart (§20.2)")
+            try requireCode(started, .ok, "PairStart in an open window")
+            let carMessage = Array(started.pairing.spake2Message)
+            let key = try exchange.finish(peerMessage: carMessage)
+            let transcript = PairingKeySchedule.transcriptHash(phoneMessage: exchange.message, carMessage: carMessage, carPublicKey: phone.carPublicKey)
+            try require(
+                !PairingKeySchedule.constantTimeEqual(
+                    PairingKeySchedule.carConfirmation(spakeKey: key, transcript: transcript), Array(started.pairing.carConfirmation)),
+                "the car's confirmation not verifying with a wrong code", got: "a confirmation that verifies")
+            let identity = KitIdentity()
             var pair = HUPair()
-            pair.publicKey = .init(KitIdentity().publicKey)
-            pair.code = code == "000000" ? "111111" : "000000"
+            pair.publicKey = .init(identity.publicKey)
             pair.deviceName = "wrong code"
-            try requireCode(try phone.request(.pair(pair), "Pair with a wrong code"), .badPairingCode, "a wrong pairing code")
-            pair.code = code
-            pair.publicKey = .init([1, 2, 3])
-            try requireCode(try phone.request(.pair(pair), "Pair with a 3-byte key"), .invalidArgument, "a public key that is not 32 bytes")
+            pair.confirmation = .init(
+                PairingKeySchedule.phoneConfirmation(spakeKey: key, transcript: transcript, publicKey: identity.publicKey, deviceName: pair.deviceName))
+            pair.signature = .init(try identity.key.signature(for: PairingKeySchedule.signedMessage(transcript: transcript)))
+            try requireCode(try phone.request(.pair(pair), "Pair after a wrong code"), .badPairingCode, "a wrong pairing code")
+            var old = HUPair()
+            old.code = code
+            old.publicKey = .init(identity.publicKey)
+            try requireCode(try phone.request(.pair(old), "Pair carrying the code"), .invalidArgument, "a Pair carrying the code (the exchange before SPAKE2)")
             try phone.pingRoundTrip([0x43], "the connection stays after refused Pairs")
         },
         ConformanceCheck("auth.after-authenticate", .p("20.3"), "after Authenticate, Pair and Authenticate are NOT_FOR_ROLE; an authenticated phone joins the car", needsCarRole: true, transport: .tcpOnly) { ctx in

@@ -72,6 +72,24 @@ public struct HMIImages: Sendable {
         ImageWalk.rewrite(&screen, where: ImageWalk.isInline) { intern(&$0) }
     }
 
+    /// The home screen as HMIs are sent it (every inline PNG by its 64-character
+    /// ref), for measuring it without interning anything (ComposedLimits).
+    static func asSent(_ home: HUHomeScreen) -> HUHomeScreen {
+        var home = home
+        ImageWalk.rewrite(&home, where: ImageWalk.isInline) { $0.source = .ref(placeholderRef) }
+        return home
+    }
+
+    /// The screen as HMIs are sent it (inline PNGs by ref), for measuring.
+    static func asSent(_ screen: HURenderedScreen) -> HURenderedScreen {
+        var screen = screen
+        ImageWalk.rewrite(&screen, where: ImageWalk.isInline) { $0.source = .ref(placeholderRef) }
+        return screen
+    }
+
+    /// As long as every ref (a hex SHA-256), so sizes measured with it are exact.
+    private static let placeholderRef = String(repeating: "0", count: 64)
+
     /// Ends a round of publishing: images no state showed since the previous
     /// round ended are forgotten (an HMI asking for one gets UNKNOWN_IMAGE).
     mutating func endRound() {

@@ -4,7 +4,8 @@
 /// process reads up to it, so what one writes the other accepts.
 ///
 /// What a snapshot holds is bounded by section 10.4: the phone's templates
-/// and announced apps (`max_phone_template_bytes`), the screens and home
+/// and announced apps (`max_phone_template_bytes`, and their icons:
+/// `max_apps` x `max_image_bytes`), the screens and home
 /// screen the HMIs last saw and the metadata state (each within one frame),
 /// per-app navigation texts (a few frames' worth), and per connection its
 /// peer record and the bytes read but not yet parsed (at most a frame plus
@@ -15,9 +16,11 @@ public enum SnapshotBounds {
     /// A peer's record: name, role, token, device (strings of at most `max_string_bytes`).
     public static let peerRecordBytes = 8 << 10
 
-    public static func maximumBytes(composed: ComposedLimits, maxConnections: Int) -> Int {
+    /// `iconBytes`: the apps' icons, which `max_phone_template_bytes` does not
+    /// count (`max_apps` x `max_image_bytes`).
+    public static func maximumBytes(composed: ComposedLimits, maxConnections: Int, iconBytes: Int) -> Int {
         let frame = composed.maxFrameBytes
-        let state = composed.maxPhoneTemplateBytes + 12 * frame + (1 << 20)
+        let state = composed.maxPhoneTemplateBytes + iconBytes + 12 * frame + (1 << 20)
         let perConnection = frame + 8 + readBytes + peerRecordBytes
         return state + max(maxConnections, 1) * perConnection
     }
