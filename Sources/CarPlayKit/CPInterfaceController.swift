@@ -213,10 +213,14 @@ public final class CPInterfaceController: @unchecked Sendable {
         apply: @escaping @Sendable (HUTemplateShown) -> Void
     ) async throws -> Bool {
         try await application.queue.run {
-            // Known before the request: lifecycle events for it come before the answer.
-            if let template { self.register(template) }
+            // Known and attached before the request: the car sends the template's
+            // lifecycle events before its answer, and a change the app makes in
+            // them must be queued (it reaches the car after the answer), not dropped.
+            if let template { self.beginPending(template) }
+            defer { if let template { self.endPending(template) } }
             do {
                 let shown = try await self.client.perform(op(template), animated: animated)
+                await self.answerWillApply?()
                 apply(shown)
                 return true
             } catch {
@@ -224,6 +228,35 @@ public final class CPInterfaceController: @unchecked Sendable {
             }
         }
     }
+
+    /// Test hook: runs between the car's answer and its effect on the mirrored
+    /// stack, so a test can make the app change a template in that window.
+    @CPLocked var answerWillApply: (@Sendable () async -> Void)?
+
+    /// Templates whose request is on its way: changes to them are queued behind it.
+    @CPLocked private var pending: [ObjectIdentifier: Int] = [:]
+
+    private func beginPending(_ template: CPTemplate) {
+        register(template)
+        var pending = self.pending
+        pending[ObjectIdentifier(template), default: 0] += 1
+        self.pending = pending
+        if template !== CPNowPlayingTemplate.shared, template.controllerRef.object == nil { attach(template) }
+    }
+
+    private func endPending(_ template: CPTemplate) {
+        var pending = self.pending
+        let id = ObjectIdentifier(template)
+        pending[id, default: 1] -= 1
+        if pending[id] == 0 { pending[id] = nil }
+        self.pending = pending
+        // Refused: the car does not have it, so its changes stop here.
+        if pending[id] == nil, template !== CPNowPlayingTemplate.shared, !isShown(template), template.controllerRef.object === self {
+            template.controllerRef = Weak(nil)
+        }
+    }
+
+    private func isPending(_ template: CPTemplate) -> Bool { pending[ObjectIdentifier(template)] != nil }
 
     private func register(_ template: CPTemplate) {
         var known = self.known
@@ -260,20 +293,26 @@ public final class CPInterfaceController: @unchecked Sendable {
         return known[id]?.object
     }
 
+    /// Queues the whole template (shown, or its request on its way). Whether
+    /// the car has it is checked when the update's turn comes, after every
+    /// earlier request's answer: a change made before the answer to
+    /// set_root/push/present is sent right after it, never dropped.
     func postUpdate(of template: CPTemplate) {
         let top = template.topLevel
-        guard isShown(top) else { return }
-        let wire = top.wire
-        application.queue.post { [client] in
-            _ = try await client.updateTemplate(wire)
-        }
+        guard isShown(top) || isPending(top) else { return }
         register(top)
+        application.queue.post { [weak self, client] in
+            guard let self, self.isShown(top) else { return }
+            _ = try await client.updateTemplate(top.wire)  // the content as of its turn: the latest
+        }
     }
 
     func postItemUpdate(_ item: HUListItem, in list: CPListTemplate) {
-        guard isShown(list.topLevel) else { return }
+        let top = list.topLevel
+        guard isShown(top) || isPending(top) else { return }
         let listID = list.identifier
-        application.queue.post { [client] in
+        application.queue.post { [weak self, client] in
+            guard let self, self.isShown(top) else { return }
             _ = try await client.updateItem(item, in: listID)
         }
     }
