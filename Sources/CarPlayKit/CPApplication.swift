@@ -1,3 +1,5 @@
+/// Apple's framework brings Foundation (`NSObject`, `Date`, `Measurement`, `DispatchQueue`) with `import CarPlay`.
+@_exported import Foundation
 /// Apps name the car by endpoint (`.unix(path:)`, `.default`) without importing HeadUnitClient.
 @_exported import enum HeadUnitClient.HeadUnitEndpoint
 import HeadUnitClient
@@ -142,7 +144,7 @@ public final class CPApplication: @unchecked Sendable {
         }
         phoneSession = phone
         carDecision = decision
-        eventTask = Task { [weak self] in
+        eventTask = Task { @MainActor [weak self] in
             for await event in phone.events {
                 guard let self else { return }
                 self.handle(event)
@@ -193,7 +195,7 @@ public final class CPApplication: @unchecked Sendable {
 
     // MARK: events (the event task)
 
-    private func handle(_ event: PhoneEvent) {
+    @MainActor private func handle(_ event: PhoneEvent) {
         switch event {
         case .sceneConnected(let client):
             guard client.appID == bundleIdentifier else { return }
@@ -226,7 +228,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func sceneConnected(_ client: InterfaceController) {
+    @MainActor private func sceneConnected(_ client: InterfaceController) {
         let window = CPWindow(client.scene.window)
         switch client.kind {
         case .dashboard:
@@ -251,7 +253,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func sceneDisconnected(_ sceneID: UInt32) {
+    @MainActor private func sceneDisconnected(_ sceneID: UInt32) {
         if let scene = mainScene, scene.interfaceController.sceneID == sceneID {
             mainScene = nil
             CPNowPlayingTemplate.shared.detach(scene.interfaceController)
@@ -269,7 +271,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func handleNavigation(_ event: HUNavigationEvent) {
+    @MainActor private func handleNavigation(_ event: HUNavigationEvent) {
         switch event.kind {
         case .dashboardButtonPressed(let id):
             dashboardScene?.dashboardController.press(id)
@@ -280,7 +282,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func connectionEnded() {
+    @MainActor private func connectionEnded() {
         if let scene = mainScene { sceneDisconnected(scene.interfaceController.sceneID) }
         if let scene = dashboardScene { sceneDisconnected(scene.dashboardController.sceneID) }
         if let scene = clusterScene { sceneDisconnected(scene.instrumentClusterController.sceneID) }

@@ -341,10 +341,10 @@ public final class CPMapButton: CPTemplateElement, @unchecked Sendable {
     /// Disabled buttons are greyed out.
     @CPLocked public var isEnabled = true { didSet { elementDidChange() } }
     /// Called when the driver presses it.
-    @CPLocked public var handler: (@Sendable (CPMapButton) -> Void)?
+    @CPLocked public var handler: (@MainActor (CPMapButton) -> Void)?
 
     /// A map button.
-    public init(identifier: String? = nil, handler: (@Sendable (CPMapButton) -> Void)? = nil) {
+    public init(identifier: String? = nil, handler: (@MainActor (CPMapButton) -> Void)? = nil) {
         super.init(identifier: identifier, prefix: "map-button")
         self.handler = handler
     }
@@ -361,6 +361,7 @@ public final class CPMapButton: CPTemplateElement, @unchecked Sendable {
 }
 
 /// Hears the driver on the map: trips, navigation end, alerts, panning (`CPMapTemplateDelegate`).
+@MainActor
 public protocol CPMapTemplateDelegate: AnyObject {
     /// The driver looks at `routeChoice` of `trip` in the previews.
     func mapTemplate(_ mapTemplate: CPMapTemplate, selectedPreviewFor trip: CPTrip, using routeChoice: CPRouteChoice)
@@ -477,10 +478,10 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
     }
 
     /// Dismisses the alert; `completion` gets whether one was shown.
-    public func dismissNavigationAlert(animated: Bool, completion: @escaping @Sendable (Bool) -> Void) {
+    public func dismissNavigationAlert(animated: Bool, completion: @escaping @MainActor (Bool) -> Void) {
         let shown = alert != nil
         application?.postNavigation(.dismissAlert(HUDismissNavigationAlert()))
-        completion(shown)
+        Task { @MainActor in completion(shown) }
     }
 
     /// Shows the panning interface.
@@ -505,7 +506,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
         return .map(map)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let button = mapButtons.first(where: { $0.identifier == pressed.buttonID }) {
             button.handler?(button)
@@ -522,7 +523,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
     }
 
     /// A navigation event of the car for this app's main scene.
-    func handle(_ event: HUNavigationEvent) {
+    @MainActor func handle(_ event: HUNavigationEvent) {
         let delegate = mapDelegate
         switch event.kind {
         case .tripPreviewed(let chosen):
@@ -583,11 +584,11 @@ public final class CPDashboardButton: @unchecked Sendable {
     /// The image.
     public let image: CPImage
     /// Called when the driver presses it on the dashboard.
-    public let handler: (@Sendable (CPDashboardButton) -> Void)?
+    public let handler: (@MainActor (CPDashboardButton) -> Void)?
 
     /// A dashboard button.
     public init(titleVariants: [String], subtitleVariants: [String], image: CPImage, identifier: String? = nil,
-                handler: (@Sendable (CPDashboardButton) -> Void)? = nil) {
+                handler: (@MainActor (CPDashboardButton) -> Void)? = nil) {
         self.titleVariants = titleVariants
         self.subtitleVariants = subtitleVariants
         self.image = image
@@ -627,7 +628,7 @@ public final class CPDashboardController: @unchecked Sendable {
         }
     }
 
-    func press(_ id: String) {
+    @MainActor func press(_ id: String) {
         guard let button = buttons.first(where: { $0.identifier == id }) else { return }
         button.handler?(button)
     }
@@ -655,6 +656,7 @@ public enum CPInstrumentClusterSetting: Sendable, Equatable {
 }
 
 /// Hears the instrument cluster's controls (`CPInstrumentClusterControllerDelegate`).
+@MainActor
 public protocol CPInstrumentClusterControllerDelegate: AnyObject {
     /// The driver zoomed in on the cluster's map.
     func instrumentClusterControllerDidZoom(in instrumentClusterController: CPInstrumentClusterController)
@@ -706,7 +708,7 @@ public final class CPInstrumentClusterController: @unchecked Sendable {
         }
     }
 
-    func handle(_ input: HUClusterInput) {
+    @MainActor func handle(_ input: HUClusterInput) {
         guard let delegate else { return }
         switch input.kind {
         case .zoomIn?: delegate.instrumentClusterControllerDidZoom(in: self)

@@ -7,6 +7,7 @@ import HeadUnitWire
 /// Navigation apps implement the `to window:` forms (their map is drawn in
 /// the window); the others implement the plain ones. The default of each
 /// `to window:` form calls the plain form.
+@MainActor
 public protocol CPTemplateApplicationSceneDelegate: AnyObject {
     /// The car connected the app: keep `interfaceController` and set a root template.
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didConnect interfaceController: CPInterfaceController)
@@ -56,6 +57,7 @@ public final class CPTemplateApplicationScene: @unchecked Sendable {
 }
 
 /// Hears the dashboard scene of a navigation app (`CPTemplateApplicationDashboardSceneDelegate`).
+@MainActor
 public protocol CPTemplateApplicationDashboardSceneDelegate: AnyObject {
     /// The dashboard connected.
     func templateApplicationDashboardScene(_ templateApplicationDashboardScene: CPTemplateApplicationDashboardScene, didConnect dashboardController: CPDashboardController, to window: CPWindow)
@@ -81,6 +83,7 @@ public final class CPTemplateApplicationDashboardScene: @unchecked Sendable {
 }
 
 /// Hears the instrument-cluster scene of a navigation app (`CPTemplateApplicationInstrumentClusterSceneDelegate`).
+@MainActor
 public protocol CPTemplateApplicationInstrumentClusterSceneDelegate: AnyObject {
     /// The cluster connected.
     func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene, didConnect instrumentClusterController: CPInstrumentClusterController)

@@ -5,7 +5,7 @@ import Testing
 @Suite("CarPlay sample port")
 struct SampleTests {
     @Test("the TemplateManager builds a genres list with a handler per item and a settings tab")
-    func templates() {
+    @MainActor func templates() {
         let genres = TemplateManager.shared.genresTemplate()
         #expect(genres.itemCount == 3)
         #expect(genres.sections[0].items.allSatisfy { ($0 as? CPListItem)?.handler != nil })

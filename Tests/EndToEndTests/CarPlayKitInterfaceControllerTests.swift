@@ -12,11 +12,11 @@ struct CarPlayKitInterfaceControllerTests {
     final class Delegate: CPTemplateApplicationSceneDelegate, CPInterfaceControllerDelegate, @unchecked Sendable {
         let connected = AsyncStream<CPInterfaceController>.makeStream()
         private let lock = NSLock()
-        private var appearedIDs: [String] = []
-        private var isDisconnected = false
+        nonisolated(unsafe) private var appearedIDs: [String] = []
+        nonisolated(unsafe) private var isDisconnected = false
 
-        var appeared: [String] { lock.withLock { appearedIDs } }
-        var disconnected: Bool { lock.withLock { isDisconnected } }
+        nonisolated var appeared: [String] { lock.withLock { appearedIDs } }
+        nonisolated var disconnected: Bool { lock.withLock { isDisconnected } }
 
         func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                       didConnect interfaceController: CPInterfaceController) {
@@ -156,15 +156,15 @@ struct CarPlayKitInterfaceControllerTests {
     final class RaceDelegate: CPTemplateApplicationSceneDelegate, CPInterfaceControllerDelegate, @unchecked Sendable {
         let connected = AsyncStream<CPInterfaceController>.makeStream()
         private let lock = NSLock()
-        private var changedIDs: Set<String> = []
-        private var selectedIDs: Set<String> = []
+        nonisolated(unsafe) private var changedIDs: Set<String> = []
+        nonisolated(unsafe) private var selectedIDs: Set<String> = []
         let onDidAppear: @Sendable (CPTemplate) -> Bool
 
-        init(onDidAppear: @escaping @Sendable (CPTemplate) -> Bool) { self.onDidAppear = onDidAppear }
+        nonisolated init(onDidAppear: @escaping @Sendable (CPTemplate) -> Bool) { self.onDidAppear = onDidAppear }
 
-        func changed(_ id: String) -> Bool { lock.withLock { changedIDs.contains(id) } }
-        func selected(_ id: String) -> Bool { lock.withLock { selectedIDs.contains(id) } }
-        func select(_ id: String) { _ = lock.withLock { selectedIDs.insert(id) } }
+        nonisolated func changed(_ id: String) -> Bool { lock.withLock { changedIDs.contains(id) } }
+        nonisolated func selected(_ id: String) -> Bool { lock.withLock { selectedIDs.contains(id) } }
+        nonisolated func select(_ id: String) { _ = lock.withLock { selectedIDs.insert(id) } }
 
         func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                       didConnect interfaceController: CPInterfaceController) {
