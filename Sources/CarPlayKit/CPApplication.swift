@@ -184,13 +184,16 @@ public final class CPApplication: @unchecked Sendable {
     }
 
     /// Sends a navigation request after every request made before.
-    func postNavigation(_ op: HUNavigationRequest.OneOf_Op) {
+    func postNavigation(_ op: HUNavigationRequest.OneOf_Op, accepted: (@Sendable () -> Void)? = nil) {
         guard let phone = phoneSession else { return }
         var request = HUNavigationRequest()
         request.appID = bundleIdentifier
         request.op = op
         let message = request
-        queue.post { _ = try await phone.connection.request(.navigationRequest(message)) }
+        queue.post {
+            _ = try await phone.connection.request(.navigationRequest(message))
+            accepted?()
+        }
     }
 
     // MARK: events (the event task)
@@ -219,6 +222,14 @@ public final class CPApplication: @unchecked Sendable {
                 scene.interfaceController.style = newStyle
                 if oldStyle != newStyle { sceneDelegate?.contentStyleDidChange(newStyle) }
             }
+            // The cluster's own style (the car sends it with the cluster's scene id).
+            if let scene = clusterScene, scene.instrumentClusterController.sceneID == configuration.sceneID {
+                let clusterStyle = CPContentStyle(configuration.contentStyle)
+                if scene.contentStyle != clusterStyle {
+                    scene.contentStyle = clusterStyle
+                    instrumentClusterSceneDelegate?.contentStyleDidChange(clusterStyle)
+                }
+            }
         case .other(let envelope):
             if case .navigationEvent(let navigation)? = envelope.body, navigation.appID == bundleIdentifier {
                 handleNavigation(navigation)
@@ -237,6 +248,7 @@ public final class CPApplication: @unchecked Sendable {
             dashboardSceneDelegate?.templateApplicationDashboardScene(scene, didConnect: scene.dashboardController, to: window)
         case .instrumentCluster:
             let scene = CPTemplateApplicationInstrumentClusterScene(controller: CPInstrumentClusterController(application: self, sceneID: client.sceneID))
+            scene.contentStyle = CPContentStyle(client.scene.contentStyle)
             clusterScene = scene
             instrumentClusterSceneDelegate?.templateApplicationInstrumentClusterScene(scene, didConnect: scene.instrumentClusterController)
         default:

@@ -14,6 +14,11 @@ public struct CPTravelEstimates: Sendable, Equatable {
         self.timeRemaining = timeRemaining
     }
 
+    /// Estimates with Apple's distance type; sent in meters (the wire's unit).
+    public init(distanceRemaining: Measurement<UnitLength>, timeRemaining: TimeInterval) {
+        self.init(distanceRemaining: distanceRemaining.converted(to: .meters).value, timeRemaining: timeRemaining)
+    }
+
     var wire: HUTravelEstimates {
         var estimates = HUTravelEstimates()
         estimates.distanceRemainingM = distanceRemaining
@@ -373,8 +378,16 @@ public protocol CPMapTemplateDelegate: AnyObject {
     func mapTemplate(_ mapTemplate: CPMapTemplate, didDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext)
     /// The panning interface is shown.
     func mapTemplateDidShowPanningInterface(_ mapTemplate: CPMapTemplate)
+    /// The panning interface is about to go away.
+    func mapTemplateWillDismissPanningInterface(_ mapTemplate: CPMapTemplate)
     /// The panning interface went away.
     func mapTemplateDidDismissPanningInterface(_ mapTemplate: CPMapTemplate)
+    /// A navigation alert is about to be shown (before the request is sent).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert)
+    /// The car accepted the navigation alert (its answer to `show_alert`).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, didShow navigationAlert: CPNavigationAlert)
+    /// A navigation alert is about to go away (the car's `alert_dismissed`, or the app's dismissal).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext)
     /// One pan step.
     func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPPanDirection)
 }
@@ -391,7 +404,15 @@ extension CPMapTemplateDelegate {
     /// Does nothing (optional in CarPlay).
     public func mapTemplateDidShowPanningInterface(_ mapTemplate: CPMapTemplate) {}
     /// Does nothing (optional in CarPlay).
+    public func mapTemplateWillDismissPanningInterface(_ mapTemplate: CPMapTemplate) {}
+    /// Does nothing (optional in CarPlay).
     public func mapTemplateDidDismissPanningInterface(_ mapTemplate: CPMapTemplate) {}
+    /// Does nothing (optional in CarPlay).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert) {}
+    /// Does nothing (optional in CarPlay).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, didShow navigationAlert: CPNavigationAlert) {}
+    /// Does nothing (optional in CarPlay).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext) {}
     /// Does nothing (optional in CarPlay).
     public func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPPanDirection) {}
 }
@@ -403,6 +424,8 @@ extension CPMapTemplateDelegate {
 /// in CarPlay; they reach the car in order and
 /// ``CPInterfaceController/waitForPendingUpdates()`` throws the first refused.
 public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked Sendable {
+    /// Apple's name for the pan direction (`CPMapTemplate.PanDirection`).
+    public typealias PanDirection = CPPanDirection
     /// Hears the driver (held weakly).
     public var mapDelegate: (any CPMapTemplateDelegate)? {
         get { delegateRef.object as? any CPMapTemplateDelegate }
@@ -474,14 +497,28 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
     /// Shows a navigation alert over the map.
     public func present(navigationAlert: CPNavigationAlert, animated: Bool) {
         alert = navigationAlert
-        application?.postNavigation(.showAlert(navigationAlert.wire))
+        let wire = navigationAlert.wire
+        Task { @MainActor [weak self] in
+            guard let self else { return }
+            self.mapDelegate?.mapTemplate(self, willShow: navigationAlert)
+        }
+        application?.postNavigation(.showAlert(wire)) { [weak self] in
+            // The car's answer: the alert is on screen (as CarPlay's didShow).
+            Task { @MainActor in
+                guard let self else { return }
+                self.mapDelegate?.mapTemplate(self, didShow: navigationAlert)
+            }
+        }
     }
 
     /// Dismisses the alert; `completion` gets whether one was shown.
     public func dismissNavigationAlert(animated: Bool, completion: @escaping @MainActor (Bool) -> Void) {
-        let shown = alert != nil
+        let shown = alert
         application?.postNavigation(.dismissAlert(HUDismissNavigationAlert()))
-        Task { @MainActor in completion(shown) }
+        Task { @MainActor [weak self] in
+            if let self, let shown { self.mapDelegate?.mapTemplate(self, willDismiss: shown, dismissalContext: .systemDismissed) }
+            completion(shown != nil)
+        }
     }
 
     /// Shows the panning interface.
@@ -545,6 +582,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
             case .userAction: context = .userDismissed
             default: context = .systemDismissed
             }
+            delegate?.mapTemplate(self, willDismiss: shown, dismissalContext: context)
             delegate?.mapTemplate(self, didDismiss: shown, dismissalContext: context)
         case .panning(let pan):
             switch pan.kind {
@@ -552,6 +590,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
                 isPanningInterfaceVisible = true
                 delegate?.mapTemplateDidShowPanningInterface(self)
             case .ended?:
+                delegate?.mapTemplateWillDismissPanningInterface(self)
                 isPanningInterfaceVisible = false
                 delegate?.mapTemplateDidDismissPanningInterface(self)
             case .direction(let direction)?:

@@ -89,16 +89,30 @@ public protocol CPTemplateApplicationInstrumentClusterSceneDelegate: AnyObject {
     func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene, didConnect instrumentClusterController: CPInstrumentClusterController)
     /// The cluster disconnected.
     func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene, didDisconnectInstrumentClusterController instrumentClusterController: CPInstrumentClusterController)
+    /// The cluster's content style changed (the car's `SessionConfiguration` for the cluster scene).
+    func contentStyleDidChange(_ contentStyle: CPContentStyle)
 }
 
 extension CPTemplateApplicationInstrumentClusterSceneDelegate {
     /// Does nothing (optional in CarPlay).
     public func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene, didDisconnectInstrumentClusterController instrumentClusterController: CPInstrumentClusterController) {}
+    /// Does nothing (optional in CarPlay).
+    public func contentStyleDidChange(_ contentStyle: CPContentStyle) {}
 }
 
 /// A navigation app's scene on the instrument cluster (`CPTemplateApplicationInstrumentClusterScene`).
 public final class CPTemplateApplicationInstrumentClusterScene: @unchecked Sendable {
     /// The cluster's controller.
     public let instrumentClusterController: CPInstrumentClusterController
+    /// The cluster's content style (from its `SceneConnected`, then its `SessionConfiguration`).
+    @CPLocked public internal(set) var contentStyle: CPContentStyle = .unspecified
     init(controller: CPInstrumentClusterController) { instrumentClusterController = controller }
+}
+
+/// One class may serve both the main and the cluster scene (as MapsApp does):
+/// both protocols have `contentStyleDidChange`, so one default serves both
+/// (an implementation of it hears both scenes' changes).
+extension CPTemplateApplicationInstrumentClusterSceneDelegate where Self: CPTemplateApplicationSceneDelegate {
+    /// Does nothing (optional in CarPlay).
+    public func contentStyleDidChange(_ contentStyle: CPContentStyle) {}
 }

@@ -16,3 +16,17 @@ struct SampleTests {
         #expect(tabs.templates.count == 2)
     }
 }
+
+/// The Apple-style navigation port compiles (the point) and answers its search on the main actor.
+@Suite("CarPlay navigation sample port")
+struct NavigationSampleTests {
+    @Test("the Apple-shaped navigation delegate answers a search through Apple's non-Sendable completion")
+    @MainActor func search() {
+        let delegate = NavigationSceneDelegate()
+        var answered: [CPListItem] = []
+        delegate.searchTemplate(CPSearchTemplate(), updatedSearchText: "x") { answered = $0 }
+        #expect(answered.first?.text == "Cafe x")
+        delegate.mapTemplate(CPMapTemplate(), panWith: CPMapTemplate.PanDirection.up)
+        #expect(delegate.events == ["pan \(CPPanDirection.up)"])
+    }
+}
