@@ -222,6 +222,8 @@ struct CarPlayKitInterfaceControllerTests {
         }
 
         try await controller.setRootTemplate(root, animated: false)
+        try await controller.waitForPendingUpdates()
+        #expect(await hmi.waitForScreen { $0.top.id == "race-root" && CarPlayKitExampleTests.list($0)?.sections.first?.items.first?.id == "race-fresh" } != nil)
         heldFor.withLock { expected = "race-pushed" }
         try await controller.pushTemplate(pushed, animated: true)
         controller.answerWillApply = nil
