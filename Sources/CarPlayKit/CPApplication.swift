@@ -45,8 +45,9 @@ public struct CPEntitlement: RawRepresentable, Hashable, Sendable {
 ///     try await app.connect(deviceName: "Alice's iPhone")
 ///     await app.run()   // until the car or you disconnect
 ///
-/// Every scene delegate call and every handler runs on the app's one event
-/// task, in the order the car sent them (the role of the main thread).
+/// Every scene delegate call and every handler runs on the main actor, in
+/// the order the car sent them, as CarPlay runs them on the main thread
+/// (`DispatchQueue.main` work runs in step with them).
 public final class CPApplication: @unchecked Sendable {
     /// The app's id (bundle identifier), unique on the phone.
     public let bundleIdentifier: String
