@@ -66,6 +66,13 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
                             animated: true)
     }
 
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert) { log("alert will show") }
+    func mapTemplate(_ mapTemplate: CPMapTemplate, didShow navigationAlert: CPNavigationAlert) { log("alert shown") }
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert,
+                     dismissalContext: CPNavigationAlertDismissalContext) {
+        log("alert will dismiss: \(dismissalContext)")
+    }
+
     func mapTemplate(_ mapTemplate: CPMapTemplate, didDismiss navigationAlert: CPNavigationAlert,
                      dismissalContext: CPNavigationAlertDismissalContext) {
         log("alert dismissed: \(dismissalContext)")

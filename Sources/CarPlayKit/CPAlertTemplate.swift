@@ -26,10 +26,10 @@ public final class CPAlertAction: CPTemplateElement, @unchecked Sendable {
     public let style: CPAlertActionStyle
     /// Called when the driver chooses the action. The car does not dismiss
     /// the alert itself: call `dismissTemplate` here.
-    public let handler: @Sendable (CPAlertAction) -> Void
+    public let handler: @MainActor (CPAlertAction) -> Void
 
     /// An action.
-    public init(title: String, style: CPAlertActionStyle, identifier: String? = nil, handler: @escaping @Sendable (CPAlertAction) -> Void) {
+    public init(title: String, style: CPAlertActionStyle, identifier: String? = nil, handler: @escaping @MainActor (CPAlertAction) -> Void) {
         self.title = title
         self.style = style
         self.handler = handler
@@ -66,7 +66,7 @@ public final class CPAlertTemplate: CPTemplate, @unchecked Sendable {
         return .alert(alert)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = actions.first(where: { $0.identifier == pressed.buttonID }) { action.handler(action) }
         return true
@@ -98,7 +98,7 @@ public final class CPActionSheetTemplate: CPTemplate, @unchecked Sendable {
         return .actionSheet(sheet)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = actions.first(where: { $0.identifier == pressed.buttonID }) { action.handler(action) }
         return true

@@ -1,3 +1,5 @@
+/// Apple's framework brings Foundation (`NSObject`, `Date`, `Measurement`, `DispatchQueue`) with `import CarPlay`.
+@_exported import Foundation
 /// Apps name the car by endpoint (`.unix(path:)`, `.default`) without importing HeadUnitClient.
 @_exported import enum HeadUnitClient.HeadUnitEndpoint
 import HeadUnitClient
@@ -43,8 +45,9 @@ public struct CPEntitlement: RawRepresentable, Hashable, Sendable {
 ///     try await app.connect(deviceName: "Alice's iPhone")
 ///     await app.run()   // until the car or you disconnect
 ///
-/// Every scene delegate call and every handler runs on the app's one event
-/// task, in the order the car sent them (the role of the main thread).
+/// Every scene delegate call and every handler runs on the main actor, in
+/// the order the car sent them, as CarPlay runs them on the main thread
+/// (`DispatchQueue.main` work runs in step with them).
 public final class CPApplication: @unchecked Sendable {
     /// The app's id (bundle identifier), unique on the phone.
     public let bundleIdentifier: String
@@ -142,7 +145,7 @@ public final class CPApplication: @unchecked Sendable {
         }
         phoneSession = phone
         carDecision = decision
-        eventTask = Task { [weak self] in
+        eventTask = Task { @MainActor [weak self] in
             for await event in phone.events {
                 guard let self else { return }
                 self.handle(event)
@@ -182,18 +185,21 @@ public final class CPApplication: @unchecked Sendable {
     }
 
     /// Sends a navigation request after every request made before.
-    func postNavigation(_ op: HUNavigationRequest.OneOf_Op) {
+    func postNavigation(_ op: HUNavigationRequest.OneOf_Op, accepted: (@Sendable () -> Void)? = nil) {
         guard let phone = phoneSession else { return }
         var request = HUNavigationRequest()
         request.appID = bundleIdentifier
         request.op = op
         let message = request
-        queue.post { _ = try await phone.connection.request(.navigationRequest(message)) }
+        queue.post {
+            _ = try await phone.connection.request(.navigationRequest(message))
+            accepted?()
+        }
     }
 
     // MARK: events (the event task)
 
-    private func handle(_ event: PhoneEvent) {
+    @MainActor private func handle(_ event: PhoneEvent) {
         switch event {
         case .sceneConnected(let client):
             guard client.appID == bundleIdentifier else { return }
@@ -217,6 +223,14 @@ public final class CPApplication: @unchecked Sendable {
                 scene.interfaceController.style = newStyle
                 if oldStyle != newStyle { sceneDelegate?.contentStyleDidChange(newStyle) }
             }
+            // The cluster's own style (the car sends it with the cluster's scene id).
+            if let scene = clusterScene, scene.instrumentClusterController.sceneID == configuration.sceneID {
+                let clusterStyle = CPContentStyle(configuration.contentStyle)
+                if scene.contentStyle != clusterStyle {
+                    scene.contentStyle = clusterStyle
+                    instrumentClusterSceneDelegate?.contentStyleDidChange(clusterStyle)
+                }
+            }
         case .other(let envelope):
             if case .navigationEvent(let navigation)? = envelope.body, navigation.appID == bundleIdentifier {
                 handleNavigation(navigation)
@@ -226,7 +240,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func sceneConnected(_ client: InterfaceController) {
+    @MainActor private func sceneConnected(_ client: InterfaceController) {
         let window = CPWindow(client.scene.window)
         switch client.kind {
         case .dashboard:
@@ -235,6 +249,7 @@ public final class CPApplication: @unchecked Sendable {
             dashboardSceneDelegate?.templateApplicationDashboardScene(scene, didConnect: scene.dashboardController, to: window)
         case .instrumentCluster:
             let scene = CPTemplateApplicationInstrumentClusterScene(controller: CPInstrumentClusterController(application: self, sceneID: client.sceneID))
+            scene.contentStyle = CPContentStyle(client.scene.contentStyle)
             clusterScene = scene
             instrumentClusterSceneDelegate?.templateApplicationInstrumentClusterScene(scene, didConnect: scene.instrumentClusterController)
         default:
@@ -251,7 +266,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func sceneDisconnected(_ sceneID: UInt32) {
+    @MainActor private func sceneDisconnected(_ sceneID: UInt32) {
         if let scene = mainScene, scene.interfaceController.sceneID == sceneID {
             mainScene = nil
             CPNowPlayingTemplate.shared.detach(scene.interfaceController)
@@ -269,7 +284,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func handleNavigation(_ event: HUNavigationEvent) {
+    @MainActor private func handleNavigation(_ event: HUNavigationEvent) {
         switch event.kind {
         case .dashboardButtonPressed(let id):
             dashboardScene?.dashboardController.press(id)
@@ -280,7 +295,7 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
-    private func connectionEnded() {
+    @MainActor private func connectionEnded() {
         if let scene = mainScene { sceneDisconnected(scene.interfaceController.sceneID) }
         if let scene = dashboardScene { sceneDisconnected(scene.dashboardController.sceneID) }
         if let scene = clusterScene { sceneDisconnected(scene.instrumentClusterController.sceneID) }

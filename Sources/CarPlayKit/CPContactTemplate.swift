@@ -9,10 +9,10 @@ public class CPButton: CPTemplateElement, @unchecked Sendable {
     /// A disabled button cannot be pressed (kept for source compatibility; the car's contact actions have no disabled state).
     @CPLocked public var isEnabled: Bool = true
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@Sendable (CPButton) -> Void)?
+    @CPLocked public var handler: (@MainActor (CPButton) -> Void)?
 
     /// A custom contact action.
-    public init(image: CPImage?, identifier: String? = nil, handler: (@Sendable (CPButton) -> Void)? = nil) {
+    public init(image: CPImage?, identifier: String? = nil, handler: (@MainActor (CPButton) -> Void)? = nil) {
         super.init(identifier: identifier, prefix: "contact-action")
         self.image = image
         self.handler = handler
@@ -33,7 +33,7 @@ public class CPButton: CPTemplateElement, @unchecked Sendable {
 /// The call action of a contact (`CPContactCallButton`).
 public final class CPContactCallButton: CPButton, @unchecked Sendable {
     /// A call action.
-    public init(identifier: String? = nil, handler: (@Sendable (CPButton) -> Void)?) {
+    public init(identifier: String? = nil, handler: (@MainActor (CPButton) -> Void)?) {
         super.init(image: nil, identifier: identifier, handler: handler)
     }
     override var actionKind: HUContactActionKind { .call }
@@ -54,7 +54,7 @@ public final class CPContactMessageButton: CPButton, @unchecked Sendable {
 /// The directions action of a contact (`CPContactDirectionsButton`).
 public final class CPContactDirectionsButton: CPButton, @unchecked Sendable {
     /// A directions action.
-    public init(identifier: String? = nil, handler: (@Sendable (CPButton) -> Void)?) {
+    public init(identifier: String? = nil, handler: (@MainActor (CPButton) -> Void)?) {
         super.init(image: nil, identifier: identifier, handler: handler)
     }
     override var actionKind: HUContactActionKind { .directions }
@@ -110,7 +110,7 @@ public final class CPContactTemplate: CPTemplate, CPBarButtonProviding, @uncheck
         return .contact(template)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = contact.actions.first(where: { $0.identifier == pressed.buttonID }) {
             action.handler?(action)

@@ -9,10 +9,10 @@ public final class CPGridButton: CPTemplateElement, @unchecked Sendable {
     /// A disabled button is greyed out and cannot be pressed.
     @CPLocked public var isEnabled: Bool = true { didSet { elementDidChange() } }
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@Sendable (CPGridButton) -> Void)?
+    @CPLocked public var handler: (@MainActor (CPGridButton) -> Void)?
 
     /// A grid button.
-    public init(titleVariants: [String], image: CPImage, identifier: String? = nil, handler: (@Sendable (CPGridButton) -> Void)? = nil) {
+    public init(titleVariants: [String], image: CPImage, identifier: String? = nil, handler: (@MainActor (CPGridButton) -> Void)? = nil) {
         self.titleVariants = titleVariants
         self.image = image
         self.handler = handler
@@ -75,7 +75,7 @@ public final class CPGridTemplate: CPTemplate, CPBarButtonProviding, @unchecked 
         return .grid(grid)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let button = gridButtons.first(where: { $0.identifier == pressed.buttonID }) {
             button.handler?(button)

@@ -68,7 +68,7 @@ public final class CPInformationTemplate: CPTemplate, CPBarButtonProviding, @unc
         return .information(info)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = actions.first(where: { $0.identifier == pressed.buttonID }) {
             action.handler?(action)

@@ -2,6 +2,7 @@ import HeadUnitClient
 import HeadUnitWire
 
 /// Hears templates appear and disappear (`CPInterfaceControllerDelegate`).
+@MainActor
 public protocol CPInterfaceControllerDelegate: AnyObject {
     /// `aTemplate` is about to appear.
     func templateWillAppear(_ aTemplate: CPTemplate, animated: Bool)
@@ -89,7 +90,86 @@ public final class CPInterfaceController: @unchecked Sendable {
     /// Replaces the whole stack with `rootTemplate`.
     @discardableResult
     public func setRootTemplate(_ rootTemplate: CPTemplate, animated: Bool) async throws -> Bool {
-        try await perform(animated: animated, registering: rootTemplate) { .setRoot($0!.wire) } apply: { _ in
+        try await setRootOperation(rootTemplate, animated: animated).value
+    }
+
+    /// Pushes `templateToPush` on the stack.
+    @discardableResult
+    public func pushTemplate(_ templateToPush: CPTemplate, animated: Bool) async throws -> Bool {
+        try await pushOperation(templateToPush, animated: animated).value
+    }
+
+    /// Pops the top template.
+    @discardableResult
+    public func popTemplate(animated: Bool) async throws -> Bool {
+        try await popOperation(animated: animated).value
+    }
+
+    /// Pops to the root template.
+    @discardableResult
+    public func popToRootTemplate(animated: Bool) async throws -> Bool {
+        try await popToRootOperation(animated: animated).value
+    }
+
+    /// Pops the templates above `targetTemplate`.
+    @discardableResult
+    public func pop(to targetTemplate: CPTemplate, animated: Bool) async throws -> Bool {
+        try await popToOperation(to: targetTemplate, animated: animated).value
+    }
+
+    /// Presents an alert, action sheet or voice-control template over the stack.
+    @discardableResult
+    public func presentTemplate(_ templateToPresent: CPTemplate, animated: Bool) async throws -> Bool {
+        try await presentOperation(templateToPresent, animated: animated).value
+    }
+
+    /// Dismisses the presented template.
+    @discardableResult
+    public func dismissTemplate(animated: Bool) async throws -> Bool {
+        try await dismissOperation(animated: animated).value
+    }
+
+    // MARK: stack operations without completion (iOS 12-13 shapes, still compiling on iOS)
+
+    /// Replaces the stack; a refusal surfaces from ``waitForPendingUpdates()``.
+    public func setRootTemplate(_ rootTemplate: CPTemplate, animated: Bool) {
+        post(setRootOperation(rootTemplate, animated: animated))
+    }
+
+    /// Pushes a template; a refusal surfaces from ``waitForPendingUpdates()``.
+    public func pushTemplate(_ templateToPush: CPTemplate, animated: Bool) {
+        post(pushOperation(templateToPush, animated: animated))
+    }
+
+    /// Pops the top template; a refusal surfaces from ``waitForPendingUpdates()``.
+    public func popTemplate(animated: Bool) {
+        post(popOperation(animated: animated))
+    }
+
+    /// Pops to the root; a refusal surfaces from ``waitForPendingUpdates()``.
+    public func popToRootTemplate(animated: Bool) {
+        post(popToRootOperation(animated: animated))
+    }
+
+    /// Pops to `targetTemplate`; a refusal surfaces from ``waitForPendingUpdates()``.
+    public func pop(to targetTemplate: CPTemplate, animated: Bool) {
+        post(popToOperation(to: targetTemplate, animated: animated))
+    }
+
+    /// Presents a modal template; a refusal surfaces from ``waitForPendingUpdates()``.
+    public func presentTemplate(_ templateToPresent: CPTemplate, animated: Bool) {
+        post(presentOperation(templateToPresent, animated: animated))
+    }
+
+    /// Dismisses the modal template; a refusal surfaces from ``waitForPendingUpdates()``.
+    public func dismissTemplate(animated: Bool) {
+        post(dismissOperation(animated: animated))
+    }
+
+    // MARK: the operations, queued when called (so calls reach the car in call order)
+
+    private func setRootOperation(_ rootTemplate: CPTemplate, animated: Bool) -> Task<Bool, any Error> {
+        enqueue(animated: animated, registering: rootTemplate) { .setRoot($0!.wire) } apply: { _ in
             self.detachAll()
             self.stack = [rootTemplate]
             self.presented = nil
@@ -97,94 +177,87 @@ public final class CPInterfaceController: @unchecked Sendable {
         }
     }
 
-    /// Pushes `templateToPush` on the stack.
-    @discardableResult
-    public func pushTemplate(_ templateToPush: CPTemplate, animated: Bool) async throws -> Bool {
+    private func pushOperation(_ templateToPush: CPTemplate, animated: Bool) -> Task<Bool, any Error> {
         if templateToPush === CPNowPlayingTemplate.shared {
             // The shared instance is shown with its own request, its content sent first.
-            return try await perform(animated: animated, registering: templateToPush) { _ in .showNowPlaying(HUShowNowPlaying()) } apply: { _ in
+            return enqueue(animated: animated, registering: templateToPush) { _ in .showNowPlaying(HUShowNowPlaying()) } apply: { _ in
                 self.stack.append(templateToPush)
             }
         }
-        return try await perform(animated: animated, registering: templateToPush) { .push($0!.wire) } apply: { _ in
+        return enqueue(animated: animated, registering: templateToPush) { .push($0!.wire) } apply: { _ in
             self.stack.append(templateToPush)
             self.attach(templateToPush)
         }
     }
 
-    /// Pops the top template.
-    @discardableResult
-    public func popTemplate(animated: Bool) async throws -> Bool {
-        try await perform(animated: animated, registering: nil) { _ in .pop(HUPopTemplate()) } apply: { shown in self.truncate(to: shown.templateID) }
+    private func popOperation(animated: Bool) -> Task<Bool, any Error> {
+        enqueue(animated: animated, registering: nil) { _ in .pop(HUPopTemplate()) } apply: { shown in self.truncate(to: shown.templateID) }
     }
 
-    /// Pops to the root template.
-    @discardableResult
-    public func popToRootTemplate(animated: Bool) async throws -> Bool {
-        try await perform(animated: animated, registering: nil) { _ in .popToRoot(HUPopTemplate()) } apply: { shown in self.truncate(to: shown.templateID) }
+    private func popToRootOperation(animated: Bool) -> Task<Bool, any Error> {
+        enqueue(animated: animated, registering: nil) { _ in .popToRoot(HUPopTemplate()) } apply: { shown in self.truncate(to: shown.templateID) }
     }
 
-    /// Pops the templates above `targetTemplate`.
-    @discardableResult
-    public func pop(to targetTemplate: CPTemplate, animated: Bool) async throws -> Bool {
-        try await perform(animated: animated, registering: nil) { _ in .popTo(targetTemplate.identifier) } apply: { shown in
+    private func popToOperation(to targetTemplate: CPTemplate, animated: Bool) -> Task<Bool, any Error> {
+        enqueue(animated: animated, registering: nil) { _ in .popTo(targetTemplate.identifier) } apply: { _ in
             self.truncate(to: targetTemplate.identifier)
         }
     }
 
-    /// Presents an alert, action sheet or voice-control template over the stack.
-    @discardableResult
-    public func presentTemplate(_ templateToPresent: CPTemplate, animated: Bool) async throws -> Bool {
-        try await perform(animated: animated, registering: templateToPresent) { .present($0!.wire) } apply: { _ in
+    private func presentOperation(_ templateToPresent: CPTemplate, animated: Bool) -> Task<Bool, any Error> {
+        enqueue(animated: animated, registering: templateToPresent) { .present($0!.wire) } apply: { _ in
             self.presented = templateToPresent
             self.attach(templateToPresent)
         }
     }
 
-    /// Dismisses the presented template.
-    @discardableResult
-    public func dismissTemplate(animated: Bool) async throws -> Bool {
-        try await perform(animated: animated, registering: nil) { _ in .dismiss(HUPopTemplate()) } apply: { _ in
+    private func dismissOperation(animated: Bool) -> Task<Bool, any Error> {
+        enqueue(animated: animated, registering: nil) { _ in .dismiss(HUPopTemplate()) } apply: { _ in
             self.presented?.controllerRef = Weak(nil)
             self.presented = nil
         }
     }
 
+    /// A completion-less call: a refusal is kept for ``waitForPendingUpdates()``.
+    private func post(_ operation: Task<Bool, any Error>) {
+        application.queue.post { _ = try await operation.value }
+    }
+
     // MARK: stack operations (completion handlers)
 
     /// Replaces the stack; `completion` gets `(true, nil)` or `(false, error)`.
-    public func setRootTemplate(_ rootTemplate: CPTemplate, animated: Bool, completion: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        complete(completion) { try await self.setRootTemplate(rootTemplate, animated: animated) }
+    public func setRootTemplate(_ rootTemplate: CPTemplate, animated: Bool, completion: (@MainActor (Bool, (any Error)?) -> Void)?) {
+        complete(completion, setRootOperation(rootTemplate, animated: animated))
     }
 
     /// Pushes a template; `completion` gets `(true, nil)` or `(false, error)`.
-    public func pushTemplate(_ templateToPush: CPTemplate, animated: Bool, completion: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        complete(completion) { try await self.pushTemplate(templateToPush, animated: animated) }
+    public func pushTemplate(_ templateToPush: CPTemplate, animated: Bool, completion: (@MainActor (Bool, (any Error)?) -> Void)?) {
+        complete(completion, pushOperation(templateToPush, animated: animated))
     }
 
     /// Pops the top template; `completion` gets `(true, nil)` or `(false, error)`.
-    public func popTemplate(animated: Bool, completion: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        complete(completion) { try await self.popTemplate(animated: animated) }
+    public func popTemplate(animated: Bool, completion: (@MainActor (Bool, (any Error)?) -> Void)?) {
+        complete(completion, popOperation(animated: animated))
     }
 
     /// Pops to the root; `completion` gets `(true, nil)` or `(false, error)`.
-    public func popToRootTemplate(animated: Bool, completion: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        complete(completion) { try await self.popToRootTemplate(animated: animated) }
+    public func popToRootTemplate(animated: Bool, completion: (@MainActor (Bool, (any Error)?) -> Void)?) {
+        complete(completion, popToRootOperation(animated: animated))
     }
 
     /// Pops to `targetTemplate`; `completion` gets `(true, nil)` or `(false, error)`.
-    public func pop(to targetTemplate: CPTemplate, animated: Bool, completion: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        complete(completion) { try await self.pop(to: targetTemplate, animated: animated) }
+    public func pop(to targetTemplate: CPTemplate, animated: Bool, completion: (@MainActor (Bool, (any Error)?) -> Void)?) {
+        complete(completion, popToOperation(to: targetTemplate, animated: animated))
     }
 
     /// Presents a modal template; `completion` gets `(true, nil)` or `(false, error)`.
-    public func presentTemplate(_ templateToPresent: CPTemplate, animated: Bool, completion: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        complete(completion) { try await self.presentTemplate(templateToPresent, animated: animated) }
+    public func presentTemplate(_ templateToPresent: CPTemplate, animated: Bool, completion: (@MainActor (Bool, (any Error)?) -> Void)?) {
+        complete(completion, presentOperation(templateToPresent, animated: animated))
     }
 
     /// Dismisses the modal template; `completion` gets `(true, nil)` or `(false, error)`.
-    public func dismissTemplate(animated: Bool, completion: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        complete(completion) { try await self.dismissTemplate(animated: animated) }
+    public func dismissTemplate(animated: Bool, completion: (@MainActor (Bool, (any Error)?) -> Void)?) {
+        complete(completion, dismissOperation(animated: animated))
     }
 
     /// Waits until every operation and in-place update made so far reached
@@ -196,27 +269,31 @@ public final class CPInterfaceController: @unchecked Sendable {
 
     // MARK: internals
 
-    private func complete(_ completion: (@Sendable (Bool, (any Error)?) -> Void)?, _ operation: @escaping @Sendable () async throws -> Bool) {
-        Task {
-            do {
-                let done = try await operation()
-                completion?(done, nil)
-            } catch {
-                completion?(false, error)
+    /// Hands the answer of an already queued operation to `completion`, on the main actor (as CarPlay calls it on the main thread).
+    private func complete(_ completion: (@MainActor (Bool, (any Error)?) -> Void)?, _ operation: Task<Bool, any Error>) {
+        guard let completion else { return }
+        Task { @MainActor in
+            switch await operation.result {
+            case .success(let done): completion(done, nil)
+            case .failure(let error): completion(false, error)
             }
         }
     }
 
-    private func perform(
+    private func enqueue(
         animated: Bool, registering template: CPTemplate?,
         _ op: @escaping @Sendable (CPTemplate?) -> HUTemplateRequest.OneOf_Op,
         apply: @escaping @Sendable (HUTemplateShown) -> Void
-    ) async throws -> Bool {
-        try await application.queue.run {
-            // Known before the request: lifecycle events for it come before the answer.
-            if let template { self.register(template) }
+    ) -> Task<Bool, any Error> {
+        application.queue.schedule {
+            // Known and attached before the request: the car sends the template's
+            // lifecycle events before its answer, and a change the app makes in
+            // them must be queued (it reaches the car after the answer), not dropped.
+            if let template { self.beginPending(template) }
+            defer { if let template { self.endPending(template) } }
             do {
                 let shown = try await self.client.perform(op(template), animated: animated)
+                await self.answerWillApply?()
                 apply(shown)
                 return true
             } catch {
@@ -224,6 +301,35 @@ public final class CPInterfaceController: @unchecked Sendable {
             }
         }
     }
+
+    /// Test hook: runs between the car's answer and its effect on the mirrored
+    /// stack, so a test can make the app change a template in that window.
+    @CPLocked var answerWillApply: (@Sendable () async -> Void)?
+
+    /// Templates whose request is on its way: changes to them are queued behind it.
+    @CPLocked private var pending: [ObjectIdentifier: Int] = [:]
+
+    private func beginPending(_ template: CPTemplate) {
+        register(template)
+        var pending = self.pending
+        pending[ObjectIdentifier(template), default: 0] += 1
+        self.pending = pending
+        if template !== CPNowPlayingTemplate.shared, template.controllerRef.object == nil { attach(template) }
+    }
+
+    private func endPending(_ template: CPTemplate) {
+        var pending = self.pending
+        let id = ObjectIdentifier(template)
+        pending[id, default: 1] -= 1
+        if pending[id] == 0 { pending[id] = nil }
+        self.pending = pending
+        // Refused: the car does not have it, so its changes stop here.
+        if pending[id] == nil, template !== CPNowPlayingTemplate.shared, !isShown(template), template.controllerRef.object === self {
+            template.controllerRef = Weak(nil)
+        }
+    }
+
+    private func isPending(_ template: CPTemplate) -> Bool { pending[ObjectIdentifier(template)] != nil }
 
     private func register(_ template: CPTemplate) {
         var known = self.known
@@ -260,20 +366,26 @@ public final class CPInterfaceController: @unchecked Sendable {
         return known[id]?.object
     }
 
+    /// Queues the whole template (shown, or its request on its way). Whether
+    /// the car has it is checked when the update's turn comes, after every
+    /// earlier request's answer: a change made before the answer to
+    /// set_root/push/present is sent right after it, never dropped.
     func postUpdate(of template: CPTemplate) {
         let top = template.topLevel
-        guard isShown(top) else { return }
-        let wire = top.wire
-        application.queue.post { [client] in
-            _ = try await client.updateTemplate(wire)
-        }
+        guard isShown(top) || isPending(top) else { return }
         register(top)
+        application.queue.post { [weak self, client] in
+            guard let self, self.isShown(top) else { return }
+            _ = try await client.updateTemplate(top.wire)  // the content as of its turn: the latest
+        }
     }
 
     func postItemUpdate(_ item: HUListItem, in list: CPListTemplate) {
-        guard isShown(list.topLevel) else { return }
+        let top = list.topLevel
+        guard isShown(top) || isPending(top) else { return }
         let listID = list.identifier
-        application.queue.post { [client] in
+        application.queue.post { [weak self, client] in
+            guard let self, self.isShown(top) else { return }
             _ = try await client.updateItem(item, in: listID)
         }
     }
@@ -286,7 +398,7 @@ public final class CPInterfaceController: @unchecked Sendable {
 
     // MARK: events
 
-    func handleLifecycle(_ event: HUAppEvent, _ lifecycle: HUTemplateLifecycle) {
+    @MainActor func handleLifecycle(_ event: HUAppEvent, _ lifecycle: HUTemplateLifecycle) {
         guard let template = template(withID: event.templateID) else { return }
         // The car's back button pops without a request: follow it when the template under the top reappears.
         if lifecycle.phase == .willAppear, presented == nil, stack.last !== template, stack.contains(where: { $0 === template }) {
@@ -306,7 +418,7 @@ public final class CPInterfaceController: @unchecked Sendable {
         }
     }
 
-    func handle(_ event: HUAppEvent) {
+    @MainActor func handle(_ event: HUAppEvent) {
         let context = EventContext(eventID: event.eventID, application: application, interfaceController: self)
         if case .lifecycle(let lifecycle) = event.kind { return handleLifecycle(event, lifecycle) }
         if case .timedOut = event.kind { return }  // the car stopped waiting; a late completion is dropped by the car

@@ -43,7 +43,7 @@ public protocol CPListTemplateItem: AnyObject, Sendable {
 public protocol CPSelectableListItem: CPListTemplateItem {
     /// Called when the driver selects the item. The car shows a spinner on the
     /// item until you call the completion (after your work, e.g. a push).
-    var handler: (@Sendable (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)? { get set }
+    var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)? { get set }
 }
 
 /// Base of the list items: knows its list, so a change is sent as an item update.
@@ -105,7 +105,7 @@ public final class CPListItem: CPListElement, CPSelectableListItem, @unchecked S
     /// The item was read.
     @CPLocked public var isRead: Bool = false { didSet { itemDidChange() } }
     /// Called when the driver selects the item; call the completion to stop the car's spinner.
-    @CPLocked public var handler: (@Sendable (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
+    @CPLocked public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
 
     /// An item with text and optional detail text, images and accessory.
     public init(text: String?, detailText: String?, image: CPImage? = nil, accessoryImage: CPImage? = nil,
@@ -173,9 +173,9 @@ public final class CPListImageRowItem: CPListElement, CPSelectableListItem, @unc
     /// A title under each image (no more titles than images).
     @CPLocked public private(set) var imageTitles: [String]
     /// Called when the driver selects the row's title; call the completion to stop the spinner.
-    @CPLocked public var handler: (@Sendable (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
+    @CPLocked public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
     /// Called when the driver selects one image (its index); call the completion to stop the spinner.
-    @CPLocked public var listImageRowHandler: (@Sendable (CPListImageRowItem, Int, @escaping @Sendable () -> Void) -> Void)?
+    @CPLocked public var listImageRowHandler: (@MainActor (CPListImageRowItem, Int, @escaping @Sendable () -> Void) -> Void)?
 
     /// The most images a row shows (the car's limit).
     public static let maximumImageCount = 8
@@ -275,7 +275,7 @@ public final class CPMessageListItem: CPListElement, CPListTemplateItem, @unchec
     /// What shows after the text.
     @CPLocked public var trailingConfiguration: CPMessageListItemTrailingConfiguration? { didSet { itemDidChange() } }
     /// Called when the driver selected the item and the car started its voice flow (ours).
-    @CPLocked public var voiceFlowHandler: (@Sendable (CPMessageListItem) -> Void)?
+    @CPLocked public var voiceFlowHandler: (@MainActor (CPMessageListItem) -> Void)?
 
     /// An item for an existing conversation.
     public init(conversationIdentifier: String, text: String, leadingConfiguration: CPMessageListItemLeadingConfiguration,
@@ -480,7 +480,7 @@ public final class CPListTemplate: CPTemplate, CPBarButtonProviding, @unchecked 
         return .list(list)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         switch event.kind {
         case .itemSelected(let selected):
             let completion = context.completion()
@@ -505,7 +505,7 @@ public final class CPListTemplate: CPTemplate, CPBarButtonProviding, @unchecked 
 }
 
 /// Calls the handler of the bar button with this id; false when there is none.
-func pressBarButton(_ id: String, leading: [CPBarButton], trailing: [CPBarButton]) -> Bool {
+@MainActor func pressBarButton(_ id: String, leading: [CPBarButton], trailing: [CPBarButton]) -> Bool {
     guard let button = (leading + trailing).first(where: { $0.identifier == id }) else { return false }
     button.handler?(button)
     return true

@@ -14,6 +14,11 @@ public struct CPTravelEstimates: Sendable, Equatable {
         self.timeRemaining = timeRemaining
     }
 
+    /// Estimates with Apple's distance type; sent in meters (the wire's unit).
+    public init(distanceRemaining: Measurement<UnitLength>, timeRemaining: TimeInterval) {
+        self.init(distanceRemaining: distanceRemaining.converted(to: .meters).value, timeRemaining: timeRemaining)
+    }
+
     var wire: HUTravelEstimates {
         var estimates = HUTravelEstimates()
         estimates.distanceRemainingM = distanceRemaining
@@ -341,10 +346,10 @@ public final class CPMapButton: CPTemplateElement, @unchecked Sendable {
     /// Disabled buttons are greyed out.
     @CPLocked public var isEnabled = true { didSet { elementDidChange() } }
     /// Called when the driver presses it.
-    @CPLocked public var handler: (@Sendable (CPMapButton) -> Void)?
+    @CPLocked public var handler: (@MainActor (CPMapButton) -> Void)?
 
     /// A map button.
-    public init(identifier: String? = nil, handler: (@Sendable (CPMapButton) -> Void)? = nil) {
+    public init(identifier: String? = nil, handler: (@MainActor (CPMapButton) -> Void)? = nil) {
         super.init(identifier: identifier, prefix: "map-button")
         self.handler = handler
     }
@@ -361,6 +366,7 @@ public final class CPMapButton: CPTemplateElement, @unchecked Sendable {
 }
 
 /// Hears the driver on the map: trips, navigation end, alerts, panning (`CPMapTemplateDelegate`).
+@MainActor
 public protocol CPMapTemplateDelegate: AnyObject {
     /// The driver looks at `routeChoice` of `trip` in the previews.
     func mapTemplate(_ mapTemplate: CPMapTemplate, selectedPreviewFor trip: CPTrip, using routeChoice: CPRouteChoice)
@@ -372,8 +378,16 @@ public protocol CPMapTemplateDelegate: AnyObject {
     func mapTemplate(_ mapTemplate: CPMapTemplate, didDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext)
     /// The panning interface is shown.
     func mapTemplateDidShowPanningInterface(_ mapTemplate: CPMapTemplate)
+    /// The panning interface is about to go away.
+    func mapTemplateWillDismissPanningInterface(_ mapTemplate: CPMapTemplate)
     /// The panning interface went away.
     func mapTemplateDidDismissPanningInterface(_ mapTemplate: CPMapTemplate)
+    /// A navigation alert is about to be shown (before the request is sent).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert)
+    /// The car accepted the navigation alert (its answer to `show_alert`).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, didShow navigationAlert: CPNavigationAlert)
+    /// A navigation alert is about to go away (the car's `alert_dismissed`, or the app's dismissal).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext)
     /// One pan step.
     func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPPanDirection)
 }
@@ -390,7 +404,15 @@ extension CPMapTemplateDelegate {
     /// Does nothing (optional in CarPlay).
     public func mapTemplateDidShowPanningInterface(_ mapTemplate: CPMapTemplate) {}
     /// Does nothing (optional in CarPlay).
+    public func mapTemplateWillDismissPanningInterface(_ mapTemplate: CPMapTemplate) {}
+    /// Does nothing (optional in CarPlay).
     public func mapTemplateDidDismissPanningInterface(_ mapTemplate: CPMapTemplate) {}
+    /// Does nothing (optional in CarPlay).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert) {}
+    /// Does nothing (optional in CarPlay).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, didShow navigationAlert: CPNavigationAlert) {}
+    /// Does nothing (optional in CarPlay).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext) {}
     /// Does nothing (optional in CarPlay).
     public func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPPanDirection) {}
 }
@@ -402,6 +424,8 @@ extension CPMapTemplateDelegate {
 /// in CarPlay; they reach the car in order and
 /// ``CPInterfaceController/waitForPendingUpdates()`` throws the first refused.
 public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked Sendable {
+    /// Apple's name for the pan direction (`CPMapTemplate.PanDirection`).
+    public typealias PanDirection = CPPanDirection
     /// Hears the driver (held weakly).
     public var mapDelegate: (any CPMapTemplateDelegate)? {
         get { delegateRef.object as? any CPMapTemplateDelegate }
@@ -473,14 +497,28 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
     /// Shows a navigation alert over the map.
     public func present(navigationAlert: CPNavigationAlert, animated: Bool) {
         alert = navigationAlert
-        application?.postNavigation(.showAlert(navigationAlert.wire))
+        let wire = navigationAlert.wire
+        Task { @MainActor [weak self] in
+            guard let self else { return }
+            self.mapDelegate?.mapTemplate(self, willShow: navigationAlert)
+        }
+        application?.postNavigation(.showAlert(wire)) { [weak self] in
+            // The car's answer: the alert is on screen (as CarPlay's didShow).
+            Task { @MainActor in
+                guard let self else { return }
+                self.mapDelegate?.mapTemplate(self, didShow: navigationAlert)
+            }
+        }
     }
 
     /// Dismisses the alert; `completion` gets whether one was shown.
-    public func dismissNavigationAlert(animated: Bool, completion: @escaping @Sendable (Bool) -> Void) {
-        let shown = alert != nil
+    public func dismissNavigationAlert(animated: Bool, completion: @escaping @MainActor (Bool) -> Void) {
+        let shown = alert
         application?.postNavigation(.dismissAlert(HUDismissNavigationAlert()))
-        completion(shown)
+        Task { @MainActor [weak self] in
+            if let self, let shown { self.mapDelegate?.mapTemplate(self, willDismiss: shown, dismissalContext: .systemDismissed) }
+            completion(shown != nil)
+        }
     }
 
     /// Shows the panning interface.
@@ -505,7 +543,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
         return .map(map)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let button = mapButtons.first(where: { $0.identifier == pressed.buttonID }) {
             button.handler?(button)
@@ -522,7 +560,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
     }
 
     /// A navigation event of the car for this app's main scene.
-    func handle(_ event: HUNavigationEvent) {
+    @MainActor func handle(_ event: HUNavigationEvent) {
         let delegate = mapDelegate
         switch event.kind {
         case .tripPreviewed(let chosen):
@@ -544,6 +582,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
             case .userAction: context = .userDismissed
             default: context = .systemDismissed
             }
+            delegate?.mapTemplate(self, willDismiss: shown, dismissalContext: context)
             delegate?.mapTemplate(self, didDismiss: shown, dismissalContext: context)
         case .panning(let pan):
             switch pan.kind {
@@ -551,6 +590,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
                 isPanningInterfaceVisible = true
                 delegate?.mapTemplateDidShowPanningInterface(self)
             case .ended?:
+                delegate?.mapTemplateWillDismissPanningInterface(self)
                 isPanningInterfaceVisible = false
                 delegate?.mapTemplateDidDismissPanningInterface(self)
             case .direction(let direction)?:
@@ -583,11 +623,11 @@ public final class CPDashboardButton: @unchecked Sendable {
     /// The image.
     public let image: CPImage
     /// Called when the driver presses it on the dashboard.
-    public let handler: (@Sendable (CPDashboardButton) -> Void)?
+    public let handler: (@MainActor (CPDashboardButton) -> Void)?
 
     /// A dashboard button.
     public init(titleVariants: [String], subtitleVariants: [String], image: CPImage, identifier: String? = nil,
-                handler: (@Sendable (CPDashboardButton) -> Void)? = nil) {
+                handler: (@MainActor (CPDashboardButton) -> Void)? = nil) {
         self.titleVariants = titleVariants
         self.subtitleVariants = subtitleVariants
         self.image = image
@@ -627,7 +667,7 @@ public final class CPDashboardController: @unchecked Sendable {
         }
     }
 
-    func press(_ id: String) {
+    @MainActor func press(_ id: String) {
         guard let button = buttons.first(where: { $0.identifier == id }) else { return }
         button.handler?(button)
     }
@@ -655,6 +695,7 @@ public enum CPInstrumentClusterSetting: Sendable, Equatable {
 }
 
 /// Hears the instrument cluster's controls (`CPInstrumentClusterControllerDelegate`).
+@MainActor
 public protocol CPInstrumentClusterControllerDelegate: AnyObject {
     /// The driver zoomed in on the cluster's map.
     func instrumentClusterControllerDidZoom(in instrumentClusterController: CPInstrumentClusterController)
@@ -706,7 +747,7 @@ public final class CPInstrumentClusterController: @unchecked Sendable {
         }
     }
 
-    func handle(_ input: HUClusterInput) {
+    @MainActor func handle(_ input: HUClusterInput) {
         guard let delegate else { return }
         switch input.kind {
         case .zoomIn?: delegate.instrumentClusterControllerDidZoom(in: self)

@@ -9,10 +9,10 @@ public class CPNowPlayingButton: @unchecked Sendable {
     /// Shown as selected (shuffle on...).
     @CPLocked public var isSelected: Bool = false { didSet { CPNowPlayingTemplate.shared.setNeedsUpdate() } }
     /// Called when the driver presses the button.
-    public let handler: (@Sendable (CPNowPlayingButton) -> Void)?
+    public let handler: (@MainActor (CPNowPlayingButton) -> Void)?
 
     /// A button.
-    public init(identifier: String? = nil, handler: (@Sendable (CPNowPlayingButton) -> Void)?) {
+    public init(identifier: String? = nil, handler: (@MainActor (CPNowPlayingButton) -> Void)?) {
         self.identifier = identifier ?? ElementID.make("np-button")
         self.handler = handler
     }
@@ -55,7 +55,7 @@ public final class CPNowPlayingPlaybackRateButton: CPNowPlayingButton, @unchecke
 public final class CPNowPlayingImageButton: CPNowPlayingButton, @unchecked Sendable {
     private let buttonImage: CPImage
     /// An image button.
-    public init(image: CPImage, identifier: String? = nil, handler: (@Sendable (CPNowPlayingButton) -> Void)?) {
+    public init(image: CPImage, identifier: String? = nil, handler: (@MainActor (CPNowPlayingButton) -> Void)?) {
         buttonImage = image
         super.init(identifier: identifier, handler: handler)
     }
@@ -101,6 +101,7 @@ public struct CPNowPlayingInfo: Sendable, Equatable {
 }
 
 /// Hears the now-playing screen's built-in buttons (`CPNowPlayingTemplateObserver`).
+@MainActor
 public protocol CPNowPlayingTemplateObserver: AnyObject {
     /// The driver pressed "Playing Next": push your queue (a list).
     func nowPlayingTemplateUpNextButtonTapped(_ nowPlayingTemplate: CPNowPlayingTemplate)
@@ -195,7 +196,7 @@ public final class CPNowPlayingTemplate: CPTemplate, @unchecked Sendable {
         for controller in controllers.compactMap(\.object) { controller.postNowPlaying(content) }
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .nowPlayingButton(let pressed) = event.kind else { return false }
         let observers = self.observers.compactMap { $0.object as? any CPNowPlayingTemplateObserver }
         switch pressed.buttonID {

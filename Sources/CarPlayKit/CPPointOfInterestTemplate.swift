@@ -70,6 +70,7 @@ public final class CPPointOfInterest: CPTemplateElement, @unchecked Sendable {
 }
 
 /// Tells you what the driver does on a point-of-interest map (`CPPointOfInterestTemplateDelegate`).
+@MainActor
 public protocol CPPointOfInterestTemplateDelegate: AnyObject {
     /// The driver moved the map: send the points for the new region.
     func pointOfInterestTemplate(_ pointOfInterestTemplate: CPPointOfInterestTemplate, didChangeMapRegion region: CPMapRegion)
@@ -122,7 +123,7 @@ public final class CPPointOfInterestTemplate: CPTemplate, @unchecked Sendable {
         return .pointOfInterest(poi)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         switch event.kind {
         case .poiSelected(let selected):
             if let point = pointsOfInterest.first(where: { $0.identifier == selected.poiID }) {

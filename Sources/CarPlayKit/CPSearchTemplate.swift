@@ -1,13 +1,14 @@
 import HeadUnitWire
 
 /// Answers the driver's search (`CPSearchTemplateDelegate`).
+@MainActor
 public protocol CPSearchTemplateDelegate: AnyObject {
     /// The text changed: call `completionHandler` with the results to show.
     func searchTemplate(_ searchTemplate: CPSearchTemplate, updatedSearchText searchText: String,
-                        completionHandler: @escaping @Sendable ([CPListItem]) -> Void)
+                        completionHandler: @escaping ([CPListItem]) -> Void)
     /// The driver selected a result: call `completionHandler` when done (it stops the spinner).
     func searchTemplate(_ searchTemplate: CPSearchTemplate, selectedResult item: CPListItem,
-                        completionHandler: @escaping @Sendable () -> Void)
+                        completionHandler: @escaping () -> Void)
     /// The driver pressed the keyboard's search button.
     func searchTemplateSearchButtonPressed(_ searchTemplate: CPSearchTemplate)
 }
@@ -42,7 +43,7 @@ public final class CPSearchTemplate: CPTemplate, @unchecked Sendable {
         return .search(search)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         switch event.kind {
         case .searchTextChanged(let changed):
             let completion = context.completion()

@@ -14,6 +14,7 @@ public struct CPLimitableUserInterface: OptionSet, Sendable, Hashable {
 }
 
 /// Hears the car's configuration change (`CPSessionConfigurationDelegate`).
+@MainActor
 public protocol CPSessionConfigurationDelegate: AnyObject {
     /// The car limits (or stops limiting) the keyboard or lists.
     func sessionConfiguration(_ sessionConfiguration: CPSessionConfiguration, limitedUserInterfacesChanged limitedUserInterfaces: CPLimitableUserInterface)
@@ -53,7 +54,7 @@ public final class CPSessionConfiguration: @unchecked Sendable {
     /// The content style now.
     public var contentStyle: CPContentStyle { CPSessionState.current.contentStyle }
 
-    func notify(old: CPSessionState, new: CPSessionState) {
+    @MainActor func notify(old: CPSessionState, new: CPSessionState) {
         guard let delegate else { return }
         if old.limited != new.limited { delegate.sessionConfiguration(self, limitedUserInterfacesChanged: new.limited) }
         if old.contentStyle != new.contentStyle { delegate.sessionConfiguration(self, contentStyleChanged: new.contentStyle) }
@@ -79,7 +80,7 @@ struct CPSessionState: Sendable, Equatable {
     }
 
     /// A scene connected: its limits and configuration are the current ones (nobody is told).
-    static func sceneConnected(_ scene: HUSceneConnected) {
+    @MainActor static func sceneConnected(_ scene: HUSceneConnected) {
         state.withLockedValue { state in
             var limited: CPLimitableUserInterface = []
             if scene.vehicleState.limitKeyboard { limited.insert(.keyboard) }
@@ -91,7 +92,7 @@ struct CPSessionState: Sendable, Equatable {
     }
 
     /// The car's configuration changed: tell every session configuration what changed.
-    static func configurationChanged(_ configuration: HUSessionConfiguration) {
+    @MainActor static func configurationChanged(_ configuration: HUSessionConfiguration) {
         let (old, new) = state.withLockedValue { state -> (CPSessionState, CPSessionState) in
             let old = state
             var limited: CPLimitableUserInterface = []

@@ -1,6 +1,7 @@
 import HeadUnitWire
 
 /// Tells you which tab the driver chose (`CPTabBarTemplateDelegate`).
+@MainActor
 public protocol CPTabBarTemplateDelegate: AnyObject {
     /// The driver selected the tab showing `selectedTemplate`.
     func tabBarTemplate(_ tabBarTemplate: CPTabBarTemplate, didSelect selectedTemplate: CPTemplate)
@@ -80,7 +81,7 @@ public final class CPTabBarTemplate: CPTemplate, @unchecked Sendable {
         return .tabBar(bar)
     }
 
-    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .tabSelected(let selected) = event.kind else { return false }
         guard let template = templates.first(where: { Self.tabID($0) == selected.tabID }) else { return true }
         selectedID = template.identifier

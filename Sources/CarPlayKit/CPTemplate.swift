@@ -72,7 +72,7 @@ public class CPTemplate: @unchecked Sendable {
     var children: [CPTemplate] { [] }
 
     /// Delivers an event for this template; false when it is not one this template handles.
-    func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool { false }
+    @MainActor func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool { false }
 
     /// The interface controller showing this template (or the tab bar holding it).
     var interfaceController: CPInterfaceController? {
@@ -144,17 +144,17 @@ public final class CPBarButton: CPTemplateElement, @unchecked Sendable {
     /// A disabled button is greyed out and cannot be pressed.
     @CPLocked public var isEnabled: Bool = true { didSet { elementDidChange() } }
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@Sendable (CPBarButton) -> Void)?
+    @CPLocked public var handler: (@MainActor (CPBarButton) -> Void)?
 
     /// A text button.
-    public init(title: String, identifier: String? = nil, handler: (@Sendable (CPBarButton) -> Void)? = nil) {
+    public init(title: String, identifier: String? = nil, handler: (@MainActor (CPBarButton) -> Void)? = nil) {
         super.init(identifier: identifier, prefix: "bar")
         self.title = title
         self.handler = handler
     }
 
     /// An image button.
-    public init(image: CPImage, identifier: String? = nil, handler: (@Sendable (CPBarButton) -> Void)? = nil) {
+    public init(image: CPImage, identifier: String? = nil, handler: (@MainActor (CPBarButton) -> Void)? = nil) {
         super.init(identifier: identifier, prefix: "bar")
         self.image = image
         self.handler = handler
@@ -185,10 +185,10 @@ public final class CPTextButton: CPTemplateElement, @unchecked Sendable {
     /// How it looks.
     @CPLocked public var textStyle: CPTextButtonStyle { didSet { elementDidChange() } }
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@Sendable (CPTextButton) -> Void)?
+    @CPLocked public var handler: (@MainActor (CPTextButton) -> Void)?
 
     /// A text button.
-    public init(title: String, textStyle: CPTextButtonStyle, identifier: String? = nil, handler: (@Sendable (CPTextButton) -> Void)? = nil) {
+    public init(title: String, textStyle: CPTextButtonStyle, identifier: String? = nil, handler: (@MainActor (CPTextButton) -> Void)? = nil) {
         self.title = title
         self.textStyle = textStyle
         self.handler = handler

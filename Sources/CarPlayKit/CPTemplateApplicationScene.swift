@@ -7,6 +7,7 @@ import HeadUnitWire
 /// Navigation apps implement the `to window:` forms (their map is drawn in
 /// the window); the others implement the plain ones. The default of each
 /// `to window:` form calls the plain form.
+@MainActor
 public protocol CPTemplateApplicationSceneDelegate: AnyObject {
     /// The car connected the app: keep `interfaceController` and set a root template.
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didConnect interfaceController: CPInterfaceController)
@@ -56,6 +57,7 @@ public final class CPTemplateApplicationScene: @unchecked Sendable {
 }
 
 /// Hears the dashboard scene of a navigation app (`CPTemplateApplicationDashboardSceneDelegate`).
+@MainActor
 public protocol CPTemplateApplicationDashboardSceneDelegate: AnyObject {
     /// The dashboard connected.
     func templateApplicationDashboardScene(_ templateApplicationDashboardScene: CPTemplateApplicationDashboardScene, didConnect dashboardController: CPDashboardController, to window: CPWindow)
@@ -81,21 +83,36 @@ public final class CPTemplateApplicationDashboardScene: @unchecked Sendable {
 }
 
 /// Hears the instrument-cluster scene of a navigation app (`CPTemplateApplicationInstrumentClusterSceneDelegate`).
+@MainActor
 public protocol CPTemplateApplicationInstrumentClusterSceneDelegate: AnyObject {
     /// The cluster connected.
     func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene, didConnect instrumentClusterController: CPInstrumentClusterController)
     /// The cluster disconnected.
     func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene, didDisconnectInstrumentClusterController instrumentClusterController: CPInstrumentClusterController)
+    /// The cluster's content style changed (the car's `SessionConfiguration` for the cluster scene).
+    func contentStyleDidChange(_ contentStyle: CPContentStyle)
 }
 
 extension CPTemplateApplicationInstrumentClusterSceneDelegate {
     /// Does nothing (optional in CarPlay).
     public func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene, didDisconnectInstrumentClusterController instrumentClusterController: CPInstrumentClusterController) {}
+    /// Does nothing (optional in CarPlay).
+    public func contentStyleDidChange(_ contentStyle: CPContentStyle) {}
 }
 
 /// A navigation app's scene on the instrument cluster (`CPTemplateApplicationInstrumentClusterScene`).
 public final class CPTemplateApplicationInstrumentClusterScene: @unchecked Sendable {
     /// The cluster's controller.
     public let instrumentClusterController: CPInstrumentClusterController
+    /// The cluster's content style (from its `SceneConnected`, then its `SessionConfiguration`).
+    @CPLocked public internal(set) var contentStyle: CPContentStyle = .unspecified
     init(controller: CPInstrumentClusterController) { instrumentClusterController = controller }
+}
+
+/// One class may serve both the main and the cluster scene (as MapsApp does):
+/// both protocols have `contentStyleDidChange`, so one default serves both
+/// (an implementation of it hears both scenes' changes).
+extension CPTemplateApplicationInstrumentClusterSceneDelegate where Self: CPTemplateApplicationSceneDelegate {
+    /// Does nothing (optional in CarPlay).
+    public func contentStyleDidChange(_ contentStyle: CPContentStyle) {}
 }

@@ -85,7 +85,8 @@ final class RequestQueue: @unchecked Sendable {
         lock.withLock { if firstError == nil { firstError = CPError(error) } }
     }
 
-    private func schedule<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) -> Task<T, Error> {
+    /// Queues `operation` behind every earlier one, now; its task answers its result.
+    func schedule<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) -> Task<T, Error> {
         lock.withLock {
             let previous = last
             let task = Task { () async throws -> T in

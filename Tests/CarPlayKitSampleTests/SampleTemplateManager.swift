@@ -3,7 +3,6 @@
 // singleton that builds a tab bar of lists). It compiles against CarPlayKit
 // with only the differences docs/CARPLAYKIT.md lists; each is marked "DIFF".
 import CarPlayKit  // DIFF: `import CarPlay`
-import Foundation
 
 class CarPlaySceneDelegate: CPTemplateApplicationSceneDelegate {  // DIFF: no `UIResponder` superclass
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
@@ -17,8 +16,7 @@ class CarPlaySceneDelegate: CPTemplateApplicationSceneDelegate {  // DIFF: no `U
     }
 }
 
-class TemplateManager: NSObject, CPInterfaceControllerDelegate, CPSessionConfigurationDelegate, @unchecked Sendable {
-    // DIFF: `@unchecked Sendable`, because CarPlayKit's handlers are `@Sendable` (no main thread here)
+class TemplateManager: NSObject, CPInterfaceControllerDelegate, CPSessionConfigurationDelegate {
     static let shared = TemplateManager()
 
     /// A reference to the CPInterfaceController that passes in after connecting to CarPlay.

@@ -227,8 +227,11 @@ struct CarPlayKitExampleTests {
 
         // The alert's action handler, then the delegate with the dismissal context. The
         // alert request is queued after the start: retry until the car has it.
+        await rig.example.expect("alert will show")
+        await rig.example.expect("alert shown")  // after the car accepted show_alert
         try await Self.retrying { try await rig.hmi.connection.request(Self.navigationInput(.alertAction("ok"))) }
         await rig.example.expect("alert ok")
+        await rig.example.expect("alert will dismiss: userDismissed")
         await rig.example.expect("alert dismissed: userDismissed")
 
         try await rig.hmi.pressButton("end", on: "map")

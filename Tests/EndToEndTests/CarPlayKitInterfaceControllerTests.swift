@@ -1,4 +1,4 @@
-import CarPlayKit
+@testable import CarPlayKit
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
@@ -12,11 +12,11 @@ struct CarPlayKitInterfaceControllerTests {
     final class Delegate: CPTemplateApplicationSceneDelegate, CPInterfaceControllerDelegate, @unchecked Sendable {
         let connected = AsyncStream<CPInterfaceController>.makeStream()
         private let lock = NSLock()
-        private var appearedIDs: [String] = []
-        private var isDisconnected = false
+        nonisolated(unsafe) private var appearedIDs: [String] = []
+        nonisolated(unsafe) private var isDisconnected = false
 
-        var appeared: [String] { lock.withLock { appearedIDs } }
-        var disconnected: Bool { lock.withLock { isDisconnected } }
+        nonisolated var appeared: [String] { lock.withLock { appearedIDs } }
+        nonisolated var disconnected: Bool { lock.withLock { isDisconnected } }
 
         func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                       didConnect interfaceController: CPInterfaceController) {
@@ -149,6 +149,97 @@ struct CarPlayKitInterfaceControllerTests {
         try await hmi.closeApp("com.test.audio")
         #expect(await Self.eventually { delegate.disconnected })
         #expect(app.interfaceController == nil)
+        await app.disconnect()
+    }
+
+    /// Runs `onDidAppear` in `templateDidAppear` (on CarPlayKit's event task, as an app would).
+    final class RaceDelegate: CPTemplateApplicationSceneDelegate, CPInterfaceControllerDelegate, @unchecked Sendable {
+        let connected = AsyncStream<CPInterfaceController>.makeStream()
+        private let lock = NSLock()
+        nonisolated(unsafe) private var changedIDs: Set<String> = []
+        nonisolated(unsafe) private var selectedIDs: Set<String> = []
+        let onDidAppear: @Sendable (CPTemplate) -> Bool
+
+        nonisolated init(onDidAppear: @escaping @Sendable (CPTemplate) -> Bool) { self.onDidAppear = onDidAppear }
+
+        nonisolated func changed(_ id: String) -> Bool { lock.withLock { changedIDs.contains(id) } }
+        nonisolated func selected(_ id: String) -> Bool { lock.withLock { selectedIDs.contains(id) } }
+        nonisolated func select(_ id: String) { _ = lock.withLock { selectedIDs.insert(id) } }
+
+        func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
+                                      didConnect interfaceController: CPInterfaceController) {
+            interfaceController.delegate = self
+            connected.continuation.yield(interfaceController)
+        }
+
+        func templateDidAppear(_ aTemplate: CPTemplate, animated: Bool) {
+            if onDidAppear(aTemplate) { _ = lock.withLock { changedIDs.insert(aTemplate.identifier) } }
+        }
+    }
+
+    /// Issue 29's lost update, provoked deterministically: the car sends a
+    /// template's appear events before its answer; the hook holds the answer
+    /// until the app's templateDidAppear has changed the template, so the
+    /// change is always made before CarPlayKit learns the request succeeded.
+    /// Before the fix the change was dropped (the car kept the old items, and a
+    /// tap on them completed without a handler).
+    @Test("a change made in templateDidAppear before the car's answer reaches the car (set_root, push, item update)")
+    func changeBeforeAnswerIsNotLost() async throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
+        let app = CPApplication(bundleIdentifier: "com.test.race", displayName: "Race", entitlements: [.audio])
+        let root = Self.list("race-root")
+        let pushed = Self.list("race-pushed")
+        let delegate = RaceDelegate { template in
+            if template === root {
+                let fresh = CPListItem(text: "fresh", detailText: nil, identifier: "race-fresh")
+                root.updateSections([CPListSection(items: [fresh])])
+                return true
+            }
+            if template === pushed, let item = pushed.sections.first?.items.first as? CPListItem {
+                item.setText("renamed in didAppear")
+                return true
+            }
+            return false
+        }
+        app.sceneDelegate = delegate
+        try await app.connect(to: endpoint, deviceName: "Test iPhone")
+        let hmi = try await HMISession.connect(to: endpoint)
+        defer { Task { await hmi.close() } }
+        try await hmi.launch("com.test.race")
+        var connections = delegate.connected.stream.makeAsyncIterator()
+        let controller = try #require(await connections.next())
+
+        // Hold each answer until the app changed the template it shows.
+        let heldFor = NSLock()
+        nonisolated(unsafe) var expected = "race-root"
+        nonisolated(unsafe) var changedBeforeAnswer: [String] = []
+        controller.answerWillApply = {
+            let id = heldFor.withLock { expected }
+            let changed = await Self.eventually(5) { delegate.changed(id) }
+            heldFor.withLock { if changed && controller.templates.allSatisfy({ $0.identifier != id }) { changedBeforeAnswer.append(id) } }
+        }
+
+        try await controller.setRootTemplate(root, animated: false)
+        try await controller.waitForPendingUpdates()
+        #expect(await hmi.waitForScreen { $0.top.id == "race-root" && CarPlayKitExampleTests.list($0)?.sections.first?.items.first?.id == "race-fresh" } != nil)
+        heldFor.withLock { expected = "race-pushed" }
+        try await controller.pushTemplate(pushed, animated: true)
+        controller.answerWillApply = nil
+        #expect(heldFor.withLock { changedBeforeAnswer } == ["race-root", "race-pushed"])
+        try await controller.waitForPendingUpdates()
+
+        #expect(await hmi.waitForScreen { $0.top.id == "race-pushed" && CarPlayKitExampleTests.list($0)?.sections.first?.items.first?.general.text == "renamed in didAppear" } != nil)
+        try await hmi.goBack(on: "race-pushed")
+        #expect(await hmi.waitForScreen { $0.top.id == "race-root" && CarPlayKitExampleTests.list($0)?.sections.first?.items.first?.id == "race-fresh" } != nil)
+        // The car's item is the app's: a tap reaches its handler.
+        (root.sections.first?.items.first as? CPListItem)?.handler = { item, completion in
+            delegate.select(item.identifier)
+            completion()
+        }
+        try await hmi.selectItem("race-fresh", on: "race-root")
+        #expect(await Self.eventually { delegate.selected("race-fresh") })
         await app.disconnect()
     }
 

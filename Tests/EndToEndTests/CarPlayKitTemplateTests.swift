@@ -14,13 +14,13 @@ struct CarPlayKitTemplateTests {
         CPPointOfInterestTemplateDelegate, @unchecked Sendable {
         let connected = AsyncStream<CPInterfaceController>.makeStream()
         private let lock = NSLock()
-        private var lines: [String] = []
+        nonisolated(unsafe) private var lines: [String] = []
 
-        func record(_ line: String) { lock.withLock { lines.append(line) } }
-        func saw(_ line: String, timeout: Double = 30) async -> Bool {
+        nonisolated func record(_ line: String) { lock.withLock { lines.append(line) } }
+        nonisolated func saw(_ line: String, timeout: Double = 30) async -> Bool {
             await CarPlayKitInterfaceControllerTests.eventually(timeout) { self.lock.withLock { self.lines.contains(line) } }
         }
-        var all: [String] { lock.withLock { lines } }
+        nonisolated var all: [String] { lock.withLock { lines } }
 
         func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                       didConnect interfaceController: CPInterfaceController) {
@@ -32,13 +32,13 @@ struct CarPlayKitTemplateTests {
         }
 
         func searchTemplate(_ searchTemplate: CPSearchTemplate, updatedSearchText searchText: String,
-                            completionHandler: @escaping @Sendable ([CPListItem]) -> Void) {
+                            completionHandler: @escaping ([CPListItem]) -> Void) {
             record("search \(searchText)")
             completionHandler([CPListItem(text: "Cafe \(searchText)", detailText: nil, identifier: "cafe")])
         }
 
         func searchTemplate(_ searchTemplate: CPSearchTemplate, selectedResult item: CPListItem,
-                            completionHandler: @escaping @Sendable () -> Void) {
+                            completionHandler: @escaping () -> Void) {
             record("result \(item.identifier)")
             completionHandler()
         }

@@ -1,0 +1,94 @@
+// A navigation scene delegate written the way Apple's CarPlay documentation
+// writes one (an NSObject subclass, not Sendable, `[weak self]` in handlers,
+// "hop to main" with DispatchQueue.main, completion-less stack calls,
+// `CPMapTemplate.PanDirection`, `Measurement` distances, a search delegate
+// with Apple's non-@Sendable completion). It compiles against CarPlayKit in
+// Swift 6 mode with only the differences docs/CARPLAYKIT.md lists; each is
+// marked "DIFF". A change of CarPlayKit's shapes that breaks Apple-style code
+// breaks this build.
+import CarPlayKit  // DIFF: `import CarPlay` (and no `import MapKit`)
+
+class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPMapTemplateDelegate, CPSearchTemplateDelegate {
+    var interfaceController: CPInterfaceController?
+    var mapTemplate: CPMapTemplate?
+    var navigationSession: CPNavigationSession?
+    var events: [String] = []
+    var searchResults: [CPListItem] = []
+
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
+                                  didConnect interfaceController: CPInterfaceController,
+                                  to window: CPWindow) {  // DIFF: `CPWindow` for `UIWindow`
+        self.interfaceController = interfaceController
+        let mapTemplate = CPMapTemplate()
+        mapTemplate.mapDelegate = self
+        let panButton = CPMapButton(identifier: "pan") { [weak self] _ in  // DIFF: a pan button's id starts with `pan`
+            self?.mapTemplate?.showPanningInterface(animated: true)
+        }
+        let searchButton = CPBarButton(title: "Search") { [weak self] _ in
+            guard let self else { return }
+            let search = CPSearchTemplate()
+            search.delegate = self
+            self.interfaceController?.pushTemplate(search, animated: true)  // iOS 12-13 call, no completion
+        }
+        mapTemplate.mapButtons = [panButton]
+        mapTemplate.leadingNavigationBarButtons = [searchButton]
+        self.mapTemplate = mapTemplate
+        interfaceController.setRootTemplate(mapTemplate, animated: false)  // iOS 12-13 call, no completion
+    }
+
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
+                                  didDisconnect interfaceController: CPInterfaceController,
+                                  from window: CPWindow) {
+        self.interfaceController = nil
+    }
+
+    func showPreviews() {
+        let origin = CPMapItem(name: "Home")  // DIFF: `MKMapItem(placemark:)` and `name`
+        let destination = CPMapItem(name: "Work", coordinate: CPLocationCoordinate(latitude: 48.85, longitude: 2.35))  // DIFF: `CLLocationCoordinate2D`
+        let route = CPRouteChoice(summaryVariants: ["Fastest"], additionalInformationVariants: ["Via A1"], selectionSummaryVariants: ["A1"])
+        let trip = CPTrip(origin: origin, destination: destination, routeChoices: [route])
+        mapTemplate?.showTripPreviews([trip], textConfiguration: nil)
+    }
+
+    func mapTemplate(_ mapTemplate: CPMapTemplate, startedTrip trip: CPTrip, using routeChoice: CPRouteChoice) {
+        mapTemplate.hideTripPreviews()
+        let session = mapTemplate.startNavigationSession(for: trip)
+        let maneuver = CPManeuver()
+        maneuver.instructionVariants = ["Turn right onto Main Street", "Right onto Main St"]
+        session.upcomingManeuvers = [maneuver]
+        session.updateEstimates(CPTravelEstimates(distanceRemaining: Measurement(value: 1.2, unit: UnitLength.kilometers),
+                                                  timeRemaining: 90), for: maneuver)
+        navigationSession = session
+        // Apple-style "hop to main": on Linux too, the main queue runs the main actor.
+        DispatchQueue.main.async { [weak self] in
+            self?.events.append("guiding")
+        }
+    }
+
+    func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPMapTemplate.PanDirection) {
+        events.append("pan \(direction)")
+    }
+
+    func mapTemplateWillDismissPanningInterface(_ mapTemplate: CPMapTemplate) { events.append("pan will end") }
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert) { events.append("alert will show") }
+    func mapTemplate(_ mapTemplate: CPMapTemplate, didShow navigationAlert: CPNavigationAlert) { events.append("alert shown") }
+    func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert,
+                     dismissalContext: CPNavigationAlertDismissalContext) {  // DIFF: `CPNavigationAlert.DismissalContext`
+        events.append("alert will dismiss")
+    }
+
+    // Apple's signatures: the completion handlers are not @Sendable.
+    func searchTemplate(_ searchTemplate: CPSearchTemplate, updatedSearchText searchText: String,
+                        completionHandler: @escaping ([CPListItem]) -> Void) {
+        let results = [CPListItem(text: "Cafe \(searchText)", detailText: nil)]
+        searchResults = results
+        completionHandler(results)
+    }
+
+    func searchTemplate(_ searchTemplate: CPSearchTemplate, selectedResult item: CPListItem,
+                        completionHandler: @escaping () -> Void) {
+        interfaceController?.popTemplate(animated: true)  // iOS 12-13 call, no completion
+        showPreviews()
+        completionHandler()
+    }
+}
