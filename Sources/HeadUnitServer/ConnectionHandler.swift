@@ -129,13 +129,8 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
         if let refusal = host.admit(peerID, who) {
             host.noteRefusedConnection(refusal)
+            // On TCP this is a bare close: no TLS handshake yet (closeWithGoodbye).
             perform(machine.refuseConnection(.tooManyConnections, refusal))
-            if transport == .tcp {
-                // TCP is TLS (section 20.8): before its handshake no frame can
-                // reach the peer in clear, so the refusal is the close itself
-                // (section 10.1, "Over TLS"); nothing waits on a handshake.
-                context.close(promise: nil)
-            }
             return
         }
         admitted = true
