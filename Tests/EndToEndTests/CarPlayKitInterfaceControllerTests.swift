@@ -192,7 +192,9 @@ struct CarPlayKitInterfaceControllerTests {
         let root = Self.list("race-root")
         let pushed = Self.list("race-pushed")
         let delegate = RaceDelegate { template in
-            if template === root {
+            // Only the first time: root appears again after the car's back
+            // button, and a second new item would lose the handler set below.
+            if template === root, (root.sections.first?.items.first as? CPListItem)?.identifier != "race-fresh" {
                 let fresh = CPListItem(text: "fresh", detailText: nil, identifier: "race-fresh")
                 root.updateSections([CPListSection(items: [fresh])])
                 return true
