@@ -8,7 +8,7 @@ import Testing
 /// that are not requests, bytes in flight at close that are not errors, one
 /// order for events and Results, half-close, caps and the open timeout
 /// (PROTOCOL.md sections 18.3-18.6).
-@Suite("Accessory credit, closing and half-close over real sockets")
+@Suite("Accessory credit, closing and half-close over real sockets", .ownThread)
 struct AccessoryCreditSocketTests {
     static let performance = "com.openmotors.performance"
     static let climate = "com.openmotors.climate"

@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 26's accessory points (E1, E5-E15), each as PROTOCOL.md section 18
 /// now states it, over real sockets.
-@Suite("Accessory session rules (issue 26 E points) over real sockets")
+@Suite("Accessory session rules (issue 26 E points) over real sockets", .ownThread)
 struct AccessoryRuleSocketTests {
     typealias Rig = AccessoryCreditSocketTests.Rig
     static let performance = AccessoryCreditSocketTests.performance

@@ -16,7 +16,7 @@ import Glibc
 // Serialized, and the two attacks run their blocking part on threads of their
 // own: Swift Testing's cooperative pool has one thread per core, and other
 // suites' async clients must still get their turn (DaemonLauncher.swift).
-@Suite("Admission and flood control before authentication", .serialized)
+@Suite("Admission and flood control before authentication", .serialized, .ownThread)
 struct AdmissionSocketTests {
     /// Runs blocking socket work on a thread of its own, not the cooperative
     /// pool. `body` records no issues (it returns what the test then checks).

@@ -7,7 +7,7 @@ import Testing
 
 /// Pairing and authentication of phones on TCP, and SO_PEERCRED checks of the
 /// car roles (PROTOCOL.md section 20), over real sockets against the real daemon.
-@Suite("Pairing, authentication and peer credentials")
+@Suite("Pairing, authentication and peer credentials", .ownThread)
 struct AuthenticationTests {
     static let audio = "com.apple.developer.carplay-audio"
     static let maps = "com.apple.developer.carplay-maps"

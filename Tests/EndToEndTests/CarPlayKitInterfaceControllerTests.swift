@@ -185,7 +185,7 @@ struct CarPlayKitInterfaceControllerTests {
     /// tap on them completed without a handler).
     @Test("a change made in templateDidAppear before the car's answer reaches the car (set_root, push, item update)")
     func changeBeforeAnswerIsNotLost() async throws {
-        let daemon = try TestDaemon.launch()
+        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
         defer { _ = try? daemon.terminate() }
         let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
         let app = CPApplication(bundleIdentifier: "com.test.race", displayName: "Race", entitlements: [.audio])

@@ -8,7 +8,7 @@ import Testing
 /// over the maximum). Now the request that would do it is refused with
 /// MESSAGE_TOO_LARGE naming the bound, and every frame stays within
 /// `max_payload_bytes`.
-@Suite("Composed state is bounded", .serialized)
+@Suite("Composed state is bounded", .serialized, .ownThread)
 struct ComposedBoundsTests {
     static let maxPayload = 1_048_576
 

@@ -4,7 +4,7 @@ import Testing
 
 /// The conformance kit (Sources/HeadUnitConformance) run in-process against the
 /// real daemon on both transports, and against a deliberately broken endpoint.
-@Suite("Conformance kit", .serialized)
+@Suite("Conformance kit", .serialized, .ownThread)
 struct ConformanceTests {
     /// Short heartbeat, handshake and completion time-outs so the slow checks run too.
     static let limits: [String: UInt64] = ["heartbeatIntervalMs": 400, "heartbeatTimeoutMs": 1600, "handshakeTimeoutMs": 1000, "completionTimeoutMs": 800, "announceTimeoutMs": 2500]

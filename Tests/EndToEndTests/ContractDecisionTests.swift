@@ -4,7 +4,7 @@ import Testing
 
 /// The rules decided in the second round of the contract (PROTOCOL.md
 /// section 17, issue 26), each quoted and provoked over a real socket.
-@Suite("Contract decisions (issue 26) over real sockets", .serialized)
+@Suite("Contract decisions (issue 26) over real sockets", .serialized, .ownThread)
 struct ContractDecisionTests {
     static let audio = "com.apple.developer.carplay-audio"
 

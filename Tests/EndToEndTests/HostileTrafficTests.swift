@@ -6,7 +6,7 @@ import Testing
 /// Issue 10's red-team findings, each reproduced over real sockets against
 /// the real daemon: valid traffic that used to deny service to the car, and
 /// the limits (PROTOCOL.md section 10) that now stop it.
-@Suite("Hostile but valid traffic")
+@Suite("Hostile but valid traffic", .ownThread)
 struct HostileTrafficTests {
     static let audio = "com.apple.developer.carplay-audio"
 

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Runs blocking test work (RawSocketClient's poll and recv, waiting for a
 /// process, Thread.sleep) on a thread of its own, not on Swift Testing's
@@ -11,11 +12,14 @@ import Foundation
 /// before: the daemons they start share the machine.
 /// `gated` false: a short blocking step of an async test (starting a daemon).
 func onOwnThread<T>(gated: Bool = true, _ body: () throws -> T) async throws -> T {
-    if gated { await TestGate.shared.acquire() }
+    // Inside a test that `.ownThread` already admitted: taking a second turn
+    // could wait for itself (every turn held by tests waiting for one more).
+    let takesTurn = gated && !TestGate.held
+    if takesTurn { await TestGate.shared.acquire() }
     let executor = ThreadTaskExecutor()
     defer {
         executor.stop()
-        if gated { Task { await TestGate.shared.release() } }
+        if takesTurn { Task { await TestGate.shared.release() } }
     }
     return try await withTaskExecutorPreference(executor) { try body() }
 }
@@ -24,6 +28,8 @@ func onOwnThread<T>(gated: Bool = true, _ body: () throws -> T) async throws -> 
 actor TestGate {
     static let limit = 3
     static let shared = TestGate()
+    /// True inside a test body that already holds a turn.
+    @TaskLocal static var held = false
     private var available = TestGate.limit
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
@@ -46,6 +52,9 @@ final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var stopped = false
+    static let marker = "ThreadTaskExecutor"
+    /// Whether the calling code runs on one of these executors' threads.
+    static var isCurrent: Bool { Thread.current.threadDictionary[marker] as? Bool ?? false }
 
     init() {
         let thread = Thread { [self] in run() }
@@ -69,6 +78,7 @@ final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     private func run() {
+        Thread.current.threadDictionary[Self.marker] = true
         while true {
             condition.lock()
             while jobs.isEmpty && !stopped { condition.wait() }
@@ -80,5 +90,40 @@ final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
             condition.unlock()
             job.runSynchronously(on: asUnownedTaskExecutor())
         }
+    }
+}
+
+/// `.ownThread` on a suite (or a test): every synchronous test in it runs
+/// its body through `onOwnThread`, so its blocking socket calls never hold
+/// one of the cooperative pool's threads (two such tests held both on this
+/// 2-core machine, and every async test waited behind them).
+struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+        testCase == nil ? nil : self  // each test case, not the suite around them
+    }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        await TestGate.shared.acquire()
+        let executor = ThreadTaskExecutor()
+        defer {
+            executor.stop()
+            Task { await TestGate.shared.release() }
+        }
+        try await TestGate.$held.withValue(true) {
+            try await withTaskExecutorPreference(executor) { try await function() }
+        }
+    }
+}
+
+extension Trait where Self == OwnThreadTrait {
+    static var ownThread: Self { OwnThreadTrait() }
+}
+
+@Suite("Blocking tests leave the cooperative pool", .ownThread)
+struct OwnThreadTraitTests {
+    @Test func aSynchronousTestBodyRunsOnAThreadOfItsOwn() {
+        #expect(ThreadTaskExecutor.isCurrent)
     }
 }

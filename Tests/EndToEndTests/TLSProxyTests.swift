@@ -9,7 +9,7 @@ import Glibc
 
 /// Issue 23, "Done means" (a)-(c): a real TCP proxy between phone and car
 /// (PROTOCOL.md section 20, "What an attacker on the path can do").
-@Suite("TLS on TCP: a proxy that records, tampers and sits in the middle")
+@Suite("TLS on TCP: a proxy that records, tampers and sits in the middle", .ownThread)
 struct TLSProxyTests {
     static let secretTitle = "Secret-Title-7731"
 

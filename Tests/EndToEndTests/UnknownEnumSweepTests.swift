@@ -9,7 +9,7 @@ import Testing
 /// enum field reachable from a request body a peer may send, so an enum
 /// added later is swept too. Each is sent over a real socket, from a role
 /// that may send that body, holding a value no enum of the protocol has.
-@Suite("Unknown enum values, every field")
+@Suite("Unknown enum values, every field", .ownThread)
 struct UnknownEnumSweepTests {
     /// A field of a message: its number, its type's name, and whether it is repeated.
     struct Field {

@@ -10,7 +10,7 @@ import Testing
 /// that make them, the vector's bytes written as they are (only the ids the
 /// daemon chooses substituted, `ids`), and the outcome (`expect`) checked on
 /// the wire. HeadUnitWireTests checks the same file offline.
-@Suite("Vectors played live", .serialized)
+@Suite("Vectors played live", .serialized, .ownThread)
 struct VectorLiveTests {
     struct File: Decodable { var vectors: [LiveVector] }
 
