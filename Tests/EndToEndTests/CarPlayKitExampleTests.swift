@@ -42,8 +42,9 @@ final class ExampleProcess: @unchecked Sendable {
         return text
     }
 
-    /// Waits until the example printed a line equal to `line`; fails the test after `timeout`.
-    func expect(_ line: String, timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) async {
+    /// Waits until the example printed a line equal to `line`; fails the test after
+    /// `timeout` (generous: a condition, so a passing run never waits it out).
+    func expect(_ line: String, timeout: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if output.split(separator: "\n").contains(where: { $0 == line }) { return }
