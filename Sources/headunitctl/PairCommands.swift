@@ -28,9 +28,12 @@ struct Pair: AsyncParsableCommand {
         help: "An entitlement key the paired phone's apps may claim (repeat it); none: the car's global policy.")
     var allow: [String] = []
 
+    @Flag(name: .customLong("watch"), help: "Stay until a phone pairs or the window ends, printing every attempt (PairingAttempt: wrong codes, abandoned and throttled tries).")
+    var watch = false
+
     func validate() throws {
         if list && remove != nil { throw ValidationError("give --list or --remove, not both") }
-        if !allow.isEmpty && (list || remove != nil) { throw ValidationError("--allow is for opening a pairing window") }
+        if (!allow.isEmpty || watch) && (list || remove != nil) { throw ValidationError("--allow and --watch are for opening a pairing window") }
     }
 
     func run() async throws {
@@ -49,8 +52,60 @@ struct Pair: AsyncParsableCommand {
             try await runHMI(connection, "pairing") { hmi in
                 let info = try await hmi.startPairing(allowedEntitlements: allow)
                 print("pairing code \(info.code) (valid \(info.validMs / 1000) s, \(info.attempts) attempts)")
+                flushOutput()
+                if watch {
+                    let paired = await Self.watchAttempts(hmi, for: .milliseconds(Int64(info.validMs)))
+                    if !paired { throw PairingWindowEnded() }
+                }
             }
         }
+    }
+}
+
+extension Pair {
+    /// Prints each `PairingAttempt` the car sends HMIs until one pairs (true),
+    /// the window's validity runs out or the car says Goodbye (false).
+    static func watchAttempts(_ hmi: HMISession, for validity: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await update in hmi.updates {
+                    switch update {
+                    case .other(let envelope):
+                        guard case .pairingAttempt(let attempt)? = envelope.body else { continue }
+                        print(describe(attempt))
+                        flushOutput()
+                        if attempt.outcome == .paired { return true }
+                    case .goodbye:
+                        return false
+                    default:
+                        continue
+                    }
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: validity)
+                return false
+            }
+            let paired = await group.next() ?? false
+            group.cancelAll()
+            return paired
+        }
+    }
+
+    static func describe(_ attempt: HUPairingAttempt) -> String {
+        let outcome: String
+        switch attempt.outcome {
+        case .paired: outcome = "paired"
+        case .failed: outcome = "failed (wrong code, or a man in the middle)"
+        case .abandoned: outcome = "abandoned"
+        case .throttled: outcome = "throttled (too soon after a failure, or too many attempts)"
+        case .unspecified, .UNRECOGNIZED: outcome = "outcome \(attempt.outcome.rawValue)"
+        }
+        let who = attempt.deviceName.isEmpty ? attempt.source : "\(attempt.source) \"\(attempt.deviceName)\""
+        var line = "attempt from \(who): \(outcome), \(attempt.failedAttempts) failed on this code"
+        if !attempt.message.isEmpty { line += " (\(attempt.message))" }
+        return line
     }
 }
 
@@ -94,4 +149,9 @@ struct PairPhone: AsyncParsableCommand {
             throw fail("pairing with \(connection.endpoint): \(error)")
         }
     }
+}
+
+/// `pair --watch`: the window closed (or the car left) with no phone paired.
+struct PairingWindowEnded: Error, CustomStringConvertible {
+    var description: String { "no phone paired while the window was open" }
 }

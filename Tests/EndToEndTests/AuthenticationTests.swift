@@ -611,6 +611,47 @@ struct AuthenticationTests {
     }
 
     /// Runs headunitctl (beside headunitd) to completion.
+    /// `headunitctl pair --watch` shows the car's user every attempt as it
+    /// happens (a wrong code, the backoff that follows) and ends when a phone pairs.
+    @Test func headunitctlPairWatchPrintsEveryAttemptUntilAPhonePairs() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let binary = URL(fileURLWithPath: try TestDaemon.binaryPath()).deletingLastPathComponent().appendingPathComponent("headunitctl").path
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: binary)
+        watcher.arguments = ["pair", "--unix-socket", daemon.unixSocketPath, "--watch"]
+        let out = Pipe()
+        watcher.standardOutput = out
+        watcher.standardError = FileHandle.nullDevice
+        try watcher.run()
+        defer { if watcher.isRunning { watcher.terminate() } }
+        var printed = ""
+        while !printed.contains("\n") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            printed += String(decoding: chunk, as: UTF8.self)
+        }
+        let code = try #require(printed.split(separator: " ").dropFirst(2).first.map(String.init), "\(printed)")
+        #expect(code.count == 6, "\(printed)")
+        let wrong = String(code.dropLast()) + (code.hasSuffix("0") ? "1" : "0")
+        let key = daemon.directory + "/phone/phone-key"
+        let tcp = "127.0.0.1:\(daemon.tcpPort!)"
+        let refused = try Self.ctl(["pair-phone", "--tcp", tcp, "--code", wrong, "--key", key, "--name", "watched phone"])
+        #expect(refused.status != 0)
+        // The source now waits (1 s backoff): tries until it is its turn.
+        var paired = refused
+        for _ in 0..<30 where paired.status != 0 {
+            paired = try Self.ctl(["pair-phone", "--tcp", tcp, "--code", code, "--key", key, "--name", "watched phone"])
+        }
+        #expect(paired.status == 0, "\(paired)")
+        printed += String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        watcher.waitUntilExit()
+        #expect(watcher.terminationStatus == 0, "\(printed)")
+        // The phone checks the car's confirmation first: with a wrong code it
+        // leaves before Pair, which the car counts as a failed guess.
+        #expect(printed.contains("attempt from 127.0.0.1: abandoned, 1 failed on this code"), "\(printed)")
+        #expect(printed.contains("attempt from 127.0.0.1 \"watched phone\": paired"), "\(printed)")
+    }
+
     static func ctl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let binary = URL(fileURLWithPath: try TestDaemon.binaryPath()).deletingLastPathComponent().appendingPathComponent("headunitctl").path
         let process = Process()
