@@ -6,6 +6,8 @@
 #   scripts/callgrind-pushpop.sh [REQUESTS] [ITEMS] [HMIS]
 #       (defaults 2000 requests, 12-item lists, 1 HMI; release build)
 #   SCRATCH_PATH=.build-release scripts/callgrind-pushpop.sh   (a release build kept apart from the debug one)
+#   BIN_DIR=/some/dir scripts/callgrind-pushpop.sh            (binaries built before, e.g. a copy of the last build)
+#   KEEP_CALLGRIND=/some/dir ...                              (keeps both profiles, for callgrind_annotate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 requests="${1:-2000}"
@@ -14,9 +16,13 @@ hmis="${3:-1}"
 command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null
 command -v cc >/dev/null || apt-get install -y gcc >/dev/null
 scratch=(--scratch-path "${SCRATCH_PATH:-.build}")
-swift build -c release "${scratch[@]}" --product headunitd >/dev/null
-swift build -c release "${scratch[@]}" --product HeadUnitBench >/dev/null
-bin="$(swift build -c release "${scratch[@]}" --show-bin-path)"
+if [ -n "${BIN_DIR:-}" ]; then
+  bin="$BIN_DIR"  # binaries built before (headunitd and HeadUnitBench): compare two builds
+else
+  swift build -c release "${scratch[@]}" --product headunitd >/dev/null
+  swift build -c release "${scratch[@]}" --product HeadUnitBench >/dev/null
+  bin="$(swift build -c release "${scratch[@]}" --show-bin-path)"
+fi
 out="$(mktemp -d)"
 trap '[ -n "${KEEP_CALLGRIND:-}" ] && cp "$out"/callgrind.* "$KEEP_CALLGRIND"/ ; rm -rf "$out"' EXIT
 
