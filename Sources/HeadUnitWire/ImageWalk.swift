@@ -163,6 +163,15 @@ private struct Rewriter {
     }
 }
 
+/// `value` as an image when it is one. A metatype comparison, not `as?`:
+/// the walks meet every message of a screen, and a dynamic cast per message
+/// cost more than the rest of the walk.
+@inline(__always)
+private func asImage<M: Message>(_ value: M) -> HUImage? {
+    guard M.self == HUImage.self else { return nil }
+    return unsafeBitCast(value, to: HUImage.self)
+}
+
 /// Collects `Image.ref` values.
 private struct RefVisitor: SwiftProtobuf.Visitor {
     var refs: [String] = []
@@ -173,11 +182,13 @@ private struct RefVisitor: SwiftProtobuf.Visitor {
     }
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        if let image = value as? HUImage { note(image) } else { try value.traverse(visitor: &self) }
+        if let image = asImage(value) { note(image) } else { try value.traverse(visitor: &self) }
     }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        for element in value {
-            if let image = element as? HUImage { note(image) } else { try element.traverse(visitor: &self) }
+        try value.withUnsafeBufferPointer { elements in
+            for index in elements.indices {
+                if let image = asImage(elements[index]) { note(image) } else { try elements[index].traverse(visitor: &self) }
+            }
         }
     }
     mutating func visitUnknown(bytes: Data) throws {}
@@ -205,7 +216,7 @@ private struct ImageFinder: SwiftProtobuf.Visitor {
     let needs: (HUImage) -> Bool
 
     func check(_ value: some Message) throws -> Bool {
-        guard let image = value as? HUImage else { return false }
+        guard let image = asImage(value) else { return false }
         if needs(image) { throw Found() }
         return true
     }
@@ -213,7 +224,9 @@ private struct ImageFinder: SwiftProtobuf.Visitor {
         if try !check(value) { try value.traverse(visitor: &self) }
     }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        for element in value where try !check(element) { try element.traverse(visitor: &self) }
+        try value.withUnsafeBufferPointer { elements in
+            for index in elements.indices where try !check(elements[index]) { try elements[index].traverse(visitor: &self) }
+        }
     }
     mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {}
     mutating func visitUnknown(bytes: Data) throws {}

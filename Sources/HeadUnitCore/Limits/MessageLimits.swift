@@ -115,10 +115,12 @@ private struct LimitVisitor: SwiftProtobuf.Visitor {
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
         // By index: the elements are traversed in place, not copied.
-        for index in value.indices {
-            path.append(Step(field: fieldNumber, index: index))
-            try value[index].traverse(visitor: &self)
-            path.removeLast()
+        try value.withUnsafeBufferPointer { elements in
+            for index in elements.indices {
+                path.append(Step(field: fieldNumber, index: index))
+                try elements[index].traverse(visitor: &self)
+                path.removeLast()
+            }
         }
     }
 
