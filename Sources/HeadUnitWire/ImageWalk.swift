@@ -62,6 +62,14 @@ public enum ImageWalk {
         try? message.traverse(visitor: &visitor)
         return visitor.refs
     }
+
+    /// In one walk: whether `message` holds an inline PNG, and its refs as
+    /// `refs(in:)` returns them. Publishing a screen walked it twice for these.
+    public static func scan(_ message: some SwiftProtobuf.Message) -> (hasInline: Bool, refs: [String]) {
+        var visitor = RefVisitor()
+        try? message.traverse(visitor: &visitor)
+        return (visitor.hasInline, visitor.refs)
+    }
 }
 
 private struct Rewriter {
@@ -176,9 +184,17 @@ private func asImage<M: Message>(_ value: M) -> HUImage? {
 private struct RefVisitor: SwiftProtobuf.Visitor {
     var refs: [String] = []
     var seen: Set<String> = []
+    var hasInline = false
 
     mutating func note(_ image: HUImage) {
-        if case .ref(let ref) = image.source, seen.insert(ref).inserted { refs.append(ref) }
+        switch image.source {
+        case .ref(let ref):
+            if seen.insert(ref).inserted { refs.append(ref) }
+        case .png:
+            hasInline = true
+        default:
+            break
+        }
     }
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
