@@ -5,6 +5,9 @@
 # noisy shared machine, where timings cannot.
 #   scripts/callgrind-pushpop.sh [REQUESTS] [ITEMS] [HMIS]
 #       (defaults 2000 requests, 12-item lists, 1 HMI; release build)
+#   SCRATCH_PATH=.build-release scripts/callgrind-pushpop.sh   (a release build kept apart from the debug one)
+#   BIN_DIR=/some/dir scripts/callgrind-pushpop.sh            (binaries built before, e.g. a copy of the last build)
+#   KEEP_CALLGRIND=/some/dir ...                              (keeps both profiles, for callgrind_annotate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 requests="${1:-2000}"
@@ -12,9 +15,14 @@ items="${2:-12}"
 hmis="${3:-1}"
 command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null
 command -v cc >/dev/null || apt-get install -y gcc >/dev/null
-swift build -c release --product headunitd >/dev/null
-swift build -c release --product HeadUnitBench >/dev/null
-bin="$(swift build -c release --show-bin-path)"
+scratch=(--scratch-path "${SCRATCH_PATH:-.build}")
+if [ -n "${BIN_DIR:-}" ]; then
+  bin="$BIN_DIR"  # binaries built before (headunitd and HeadUnitBench): compare two builds
+else
+  swift build -c release "${scratch[@]}" --product headunitd >/dev/null
+  swift build -c release "${scratch[@]}" --product HeadUnitBench >/dev/null
+  bin="$(swift build -c release "${scratch[@]}" --show-bin-path)"
+fi
 out="$(mktemp -d)"
 trap '[ -n "${KEEP_CALLGRIND:-}" ] && cp "$out"/callgrind.* "$KEEP_CALLGRIND"/ ; rm -rf "$out"' EXIT
 
@@ -38,7 +46,7 @@ cc -shared -fPIC -O2 "$out/sigsuspend.c" -o "$out/sigsuspend.so"
 
 instructions() {  # instructions N -> total Ir of the daemon for N measured requests
   local n="$1" file="$out/callgrind.$1"
-  "$bin/HeadUnitBench" --spawn /usr/bin/env --transport unix --no-floor --startup-timeout 120 --items "$items" --hmis "$hmis" --requests "$n" --warmup 200 --seconds 0 \
+  "$bin/HeadUnitBench" --spawn /usr/bin/env --transport unix --no-floor --no-lean --startup-timeout 120 --items "$items" --hmis "$hmis" --requests "$n" --warmup 200 --seconds 0 \
     --daemon-arg=LD_PRELOAD="$out/sigsuspend.so" --daemon-arg="$(command -v valgrind)" --daemon-arg=--tool=callgrind --daemon-arg=--callgrind-out-file="$file" \
     --daemon-arg="$out/headunitd" --daemon-arg=--unix-socket --daemon-arg='{socket}' \
     --daemon-arg=--no-tcp --daemon-arg=--config --daemon-arg='{config}' >/dev/null

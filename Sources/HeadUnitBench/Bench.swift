@@ -67,6 +67,9 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Measure the floor first (a bare SwiftNIO echo server, its own process, same client) and print the daemon as ratios to it.")
     var floor = true
 
+    @Flag(inversion: .prefixedNo, help: "Also measure floor and daemon with the lean client (one thread, pre-encoded frames; Unix socket only; issue 30).")
+    var lean = true
+
     @Option(help: "Seconds to wait for a spawned daemon's socket (raise it under valgrind).")
     var startupTimeout = 15.0
 
@@ -173,6 +176,11 @@ struct HeadUnitBench: AsyncParsableCommand {
         let afterRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
 
         await phone.close()
+        // The lean client on the same daemon, the same HMIs draining (its own app, launched by it).
+        var leanDaemon: LeanResult?
+        if lean, phoneTCPPort == nil, let daemon {
+            leanDaemon = try await measureLean(unixPath: socketPath, serverPID: daemon.pid, daemon: true)
+        }
         for drain in drains + idle { await drain.close() }
 
         print("")
@@ -214,6 +222,7 @@ struct HeadUnitBench: AsyncParsableCommand {
                 print(row("idle RSS", "\(formatMiB(floorRSS)) / \(formatMiB(idleRSS)) / \(ratio(Double(idleRSS), Double(floorRSS)))  (target <= 1.5x)"))
             }
         }
+        if let leanDaemon { printLean(floor: floorResult?.lean, daemon: leanDaemon) }
 
         if accessoryMiB > 0 {
             let beforeRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
@@ -319,6 +328,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         var latency: Latency
         var throughput: Throughput
         var idleRSS: Int?
+        var lean: LeanResult?
     }
 
     /// The same requests, frames and client against the bare echo server.
@@ -354,7 +364,9 @@ struct HeadUnitBench: AsyncParsableCommand {
         let throughput = try await withTaskExecutorPreference(executor) {
             try await measureThroughput { i in _ = try await connection.roundTrip(updates[i % updates.count]) }
         }
-        return FloorResult(latency: latency, throughput: throughput, idleRSS: idleRSS)
+        await connection.close()
+        let lean = lean && transport == .unix ? try await measureLean(unixPath: server.socketPath, serverPID: server.pid, daemon: false) : nil
+        return FloorResult(latency: latency, throughput: throughput, idleRSS: idleRSS, lean: lean)
     }
 
     /// A list whose item `tag % items` says "now", so successive updates differ.

@@ -509,7 +509,7 @@ extension Car {
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             var new = render(screen)
-            hmiImages.externalize(&new)
+            let refs = hmiImages.externalize(&new)
             // The dashboard and cluster appear to the HMI once an app first owns them.
             if screen != .main, rendered[screen] == nil, new.appID.isEmpty { continue }
             let old = rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
@@ -521,7 +521,7 @@ extension Car {
             if let diff = contentDiff(from: old, to: new), !diffIsOversized(diff, screen: screen) {
                 if !diff.changes.isEmpty { sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .diff(diff)))) }
             } else {
-                sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))))
+                sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))), images: refs)
             }
         }
     }

@@ -374,11 +374,13 @@ public struct Car: Sendable {
         }
     }
 
-    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body) {
+    /// `images`: the refs `body` carries, when the caller already found them
+    /// (a full screen: `HMIImages.externalize` did); else they are looked up here.
+    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body, images: [String]? = nil) {
         guard !hmiPeers.isEmpty else { return }
         var envelope = HUEnvelope()
         envelope.body = body
-        effects.append(.toHMIs(stream, envelope, images: HMIImages.refs(in: envelope)))
+        effects.append(.toHMIs(stream, envelope, images: images ?? HMIImages.refs(in: envelope)))
     }
 
     /// The bytes of an image the HMIs' current state shows (section 12.6).

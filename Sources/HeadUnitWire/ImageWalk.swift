@@ -62,6 +62,14 @@ public enum ImageWalk {
         try? message.traverse(visitor: &visitor)
         return visitor.refs
     }
+
+    /// In one walk: whether `message` holds an inline PNG, and its refs as
+    /// `refs(in:)` returns them. Publishing a screen walked it twice for these.
+    public static func scan(_ message: some SwiftProtobuf.Message) -> (hasInline: Bool, refs: [String]) {
+        var visitor = RefVisitor()
+        try? message.traverse(visitor: &visitor)
+        return (visitor.hasInline, visitor.refs)
+    }
 }
 
 private struct Rewriter {
@@ -163,21 +171,40 @@ private struct Rewriter {
     }
 }
 
+/// `value` as an image when it is one. A metatype comparison, not `as?`:
+/// the walks meet every message of a screen, and a dynamic cast per message
+/// cost more than the rest of the walk.
+@inline(__always)
+private func asImage<M: Message>(_ value: M) -> HUImage? {
+    guard M.self == HUImage.self else { return nil }
+    return unsafeBitCast(value, to: HUImage.self)
+}
+
 /// Collects `Image.ref` values.
 private struct RefVisitor: SwiftProtobuf.Visitor {
     var refs: [String] = []
     var seen: Set<String> = []
+    var hasInline = false
 
     mutating func note(_ image: HUImage) {
-        if case .ref(let ref) = image.source, seen.insert(ref).inserted { refs.append(ref) }
+        switch image.source {
+        case .ref(let ref):
+            if seen.insert(ref).inserted { refs.append(ref) }
+        case .png:
+            hasInline = true
+        default:
+            break
+        }
     }
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        if let image = value as? HUImage { note(image) } else { try value.traverse(visitor: &self) }
+        if let image = asImage(value) { note(image) } else { try value.traverse(visitor: &self) }
     }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        for element in value {
-            if let image = element as? HUImage { note(image) } else { try element.traverse(visitor: &self) }
+        try value.withUnsafeBufferPointer { elements in
+            for index in elements.indices {
+                if let image = asImage(elements[index]) { note(image) } else { try elements[index].traverse(visitor: &self) }
+            }
         }
     }
     mutating func visitUnknown(bytes: Data) throws {}
@@ -205,7 +232,7 @@ private struct ImageFinder: SwiftProtobuf.Visitor {
     let needs: (HUImage) -> Bool
 
     func check(_ value: some Message) throws -> Bool {
-        guard let image = value as? HUImage else { return false }
+        guard let image = asImage(value) else { return false }
         if needs(image) { throw Found() }
         return true
     }
@@ -213,7 +240,9 @@ private struct ImageFinder: SwiftProtobuf.Visitor {
         if try !check(value) { try value.traverse(visitor: &self) }
     }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        for element in value where try !check(element) { try element.traverse(visitor: &self) }
+        try value.withUnsafeBufferPointer { elements in
+            for index in elements.indices where try !check(elements[index]) { try elements[index].traverse(visitor: &self) }
+        }
     }
     mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {}
     mutating func visitUnknown(bytes: Data) throws {}

@@ -113,6 +113,33 @@ struct HMIImagesTests {
         }
     }
 
+    /// Publishing takes a screen's refs from the walk `externalize` makes
+    /// (issue 30): they must be what walking the frame that carries it finds.
+    @Test func externalizeReturnsTheRefsOfAScreenWithoutInlinePNGs() {
+        var images = HMIImages()
+        for template in Self.templates() {
+            var screen = HURenderedScreen.with {
+                $0.top = template
+                $0.presented = template
+                $0.searchResults = template.list.sections.first?.items ?? []
+            }
+            // Inline PNGs replaced: the refs are unknown to it (nil), and the scan sees them inline first.
+            #expect(ImageWalk.scan(screen).hasInline)
+            #expect(images.externalize(&screen) == nil, "\(template.id)")
+            // Now by ref: the refs come back, as a walk of the whole update envelope finds them.
+            let envelope = HUEnvelope.with {
+                $0.screenUpdate = HUScreenUpdate.with { $0.screen = .main; $0.sequence = 7; $0.full = screen }
+            }
+            let expected = HMIImages.refs(in: envelope)
+            #expect(!expected.isEmpty)
+            #expect(!ImageWalk.scan(screen).hasInline)
+            #expect(images.externalize(&screen) == expected, "\(template.id)")
+        }
+        // No image at all: no refs, and none inline.
+        var bare = HURenderedScreen.with { $0.top = HUTemplate.with { $0.id = "bare"; $0.search = HUSearchTemplate() } }
+        #expect(images.externalize(&bare) == [])
+    }
+
     @Test func theSameBytesHaveTheSameRefAndUnshownImagesAreForgotten() {
         var images = HMIImages()
         var first = HUHomeScreen.with { $0.icons = [HUHomeScreenIcon.with { $0.icon = Self.png(1) }, HUHomeScreenIcon.with { $0.icon = Self.png(1) }] }

@@ -76,7 +76,10 @@ private struct EnumVisitor: SwiftProtobuf.Visitor {
     }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
         path.append(fieldNumber)
-        for element in value { try element.traverse(visitor: &self) }
+        // By index: the elements are traversed in place, not copied.
+        try value.withUnsafeBufferPointer { elements in
+            for index in elements.indices { try elements[index].traverse(visitor: &self) }
+        }
         path.removeLast()
     }
 

@@ -60,52 +60,67 @@ public struct MessageLimitViolation: Error, Sendable, Equatable {
 private struct LimitVisitor: SwiftProtobuf.Visitor {
     let limits: MessageLimits
     var elements = 0
-    var path: [String] = []
+    /// Where the walk is, as numbers: the path's text is built only for a
+    /// violation (building it per field cost more than the checks).
+    var path: [Step] = []
 
-    init(limits: MessageLimits) { self.limits = limits }
+    /// A field number, with the element's index when it is one of a repeated field's.
+    struct Step {
+        var field: Int
+        var index: Int?
+        var text: String { index.map { "\(field)[\($0)]" } ?? String(field) }
+    }
 
-    private func violation(_ limit: String, _ value: Int, _ actual: Int, _ field: String) -> MessageLimitViolation {
-        MessageLimitViolation(limit: limit, limitValue: value, actual: actual, fieldPath: (path + [field]).joined(separator: "."))
+    init(limits: MessageLimits) {
+        self.limits = limits
+        path.reserveCapacity(16)
+    }
+
+    private func violation(_ limit: String, _ value: Int, _ actual: Int, _ leaf: Step) -> MessageLimitViolation {
+        MessageLimitViolation(limit: limit, limitValue: value, actual: actual, fieldPath: (path + [leaf]).map(\.text).joined(separator: "."))
     }
 
     private mutating func count(_ n: Int, _ field: Int) throws {
         elements += n
-        if elements > limits.maxElements { throw violation("max_message_elements", limits.maxElements, elements, String(field)) }
+        if elements > limits.maxElements { throw violation("max_message_elements", limits.maxElements, elements, Step(field: field)) }
     }
 
-    private func checkString(_ value: String, _ field: String) throws {
+    private func checkString(_ value: String, _ field: Int, index: Int? = nil) throws {
         let bytes = value.utf8.count
-        if bytes > limits.maxStringBytes { throw violation("max_string_bytes", limits.maxStringBytes, bytes, field) }
+        if bytes > limits.maxStringBytes { throw violation("max_string_bytes", limits.maxStringBytes, bytes, Step(field: field, index: index)) }
     }
 
-    private func checkBytes(_ value: Data, _ field: String) throws {
-        if value.count > limits.maxImageBytes { throw violation("max_image_bytes", limits.maxImageBytes, value.count, field) }
+    private func checkBytes(_ value: Data, _ field: Int, index: Int? = nil) throws {
+        if value.count > limits.maxImageBytes { throw violation("max_image_bytes", limits.maxImageBytes, value.count, Step(field: field, index: index)) }
     }
 
-    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws { try checkString(value, String(fieldNumber)) }
-    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws { try checkBytes(value, String(fieldNumber)) }
+    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws { try checkString(value, fieldNumber) }
+    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws { try checkBytes(value, fieldNumber) }
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        path.append(String(fieldNumber))
+        path.append(Step(field: fieldNumber))
         try value.traverse(visitor: &self)
         path.removeLast()
     }
 
     mutating func visitRepeatedStringField(value: [String], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
-        for (index, string) in value.enumerated() { try checkString(string, "\(fieldNumber)[\(index)]") }
+        for index in value.indices { try checkString(value[index], fieldNumber, index: index) }
     }
     mutating func visitRepeatedBytesField(value: [Data], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
-        for (index, bytes) in value.enumerated() { try checkBytes(bytes, "\(fieldNumber)[\(index)]") }
+        for index in value.indices { try checkBytes(value[index], fieldNumber, index: index) }
     }
     mutating func visitRepeatedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
     mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
-        for (index, element) in value.enumerated() {
-            path.append("\(fieldNumber)[\(index)]")
-            try element.traverse(visitor: &self)
-            path.removeLast()
+        // By index: the elements are traversed in place, not copied.
+        try value.withUnsafeBufferPointer { elements in
+            for index in elements.indices {
+                path.append(Step(field: fieldNumber, index: index))
+                try elements[index].traverse(visitor: &self)
+                path.removeLast()
+            }
         }
     }
 

@@ -67,9 +67,16 @@ public struct HMIImages: Sendable {
         ImageWalk.rewrite(&home, where: ImageWalk.isInline) { intern(&$0) }
     }
 
-    /// Replaces every inline PNG of the screen (top, presented, search results) by its ref.
-    mutating func externalize(_ screen: inout HURenderedScreen) {
+    /// Replaces every inline PNG of the screen (top, presented, search results)
+    /// by its ref. Returns the screen's refs (`refs(in:)`) when it had no inline
+    /// PNG: the walk that found none found them, so publishing the screen need
+    /// not walk it again; nil when PNGs were replaced.
+    @discardableResult
+    mutating func externalize(_ screen: inout HURenderedScreen) -> [String]? {
+        let scan = ImageWalk.scan(screen)
+        guard scan.hasInline else { return scan.refs }
         ImageWalk.rewrite(&screen, where: ImageWalk.isInline) { intern(&$0) }
+        return nil
     }
 
     /// The home screen as HMIs are sent it (every inline PNG by its 64-character

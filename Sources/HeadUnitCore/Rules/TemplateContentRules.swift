@@ -68,10 +68,16 @@ struct TemplateContentRules {
             let count = list.sections.reduce(0) { $0 + $1.items.count }
             if let violation = atMost("list.items", count, maximum) { return violation }
         }
-        for section in list.sections {
-            for item in section.items {
-                if let violation = check(item) { return violation }
+        // By index: a list item is a large struct, and a copy per item cost
+        // more than its checks.
+        for section in list.sections.indices {
+            let violation: RuleViolation? = list.sections[section].items.withUnsafeBufferPointer { items in
+                for index in items.indices {
+                    if let violation = check(items[index]) { return violation }
+                }
+                return nil
             }
+            if let violation { return violation }
         }
         return barButtons(.list, list.leadingButtons, list.trailingButtons)
     }

@@ -109,9 +109,12 @@ public enum TemplateValidator {
         case nil:
             break
         case .list(let list):
-            for section in list.sections {
-                scope.add(section.id, "section")
-                for item in section.items { scope.add(item.id, "list item") }
+            // By index: no copy of each (large) list item for its id.
+            for section in list.sections.indices {
+                scope.add(list.sections[section].id, "section")
+                list.sections[section].items.withUnsafeBufferPointer { items in
+                    for index in items.indices { scope.add(items[index].id, "list item") }
+                }
             }
             scope.add(list.leadingButtons, list.trailingButtons)
         case .grid(let grid):
