@@ -58,6 +58,15 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(name: .customLong("accessory-grant-mib"), help: "Also stream this many MiB from an accessory to a phone that grants credit every 16 KiB (0: skip).")
     var accessoryGrantMiB = 0
 
+    @Option(name: .customLong("accessory-lean-mib"), help: "Also send this many MiB each way through one External Accessory session with a lean client (one thread, raw sockets, pre-built frames), beside a bare socket pair (0: skip).")
+    var accessoryLeanMiB = 0
+
+    @Option(name: .customLong("accessory-frame-kib"), help: "DATA payload per frame for --accessory-lean-mib, KiB.")
+    var accessoryFrameKiB = 64
+
+    @Option(name: .customLong("accessory-window-kib"), help: "The receive window each side of --accessory-lean-mib widens to, KiB (the daemon's cap: its peer budget, max_outbound_bytes / 8).")
+    var accessoryWindowKiB = 512
+
     @Option(help: "Instead of the RTT run: the metadata stream with this many cluster subscribers (one stalled), e.g. 100.")
     var clusterSubscribers = 0
 
@@ -89,7 +98,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         // The accessory and metadata-stream runs are about the daemon, not the
         // phone's transport: once, on the Unix socket (as is a daemon given by --unix-socket).
         let transports: [PhoneTransport] =
-            accessoryMiB > 0 || accessoryGrantMiB > 0 || clusterSubscribers > 0 || spawn == nil ? [.unix] : (transport == .both ? [.unix, .tcp] : [transport])
+            accessoryMiB > 0 || accessoryGrantMiB > 0 || accessoryLeanMiB > 0 || clusterSubscribers > 0 || spawn == nil ? [.unix] : (transport == .both ? [.unix, .tcp] : [transport])
         for phoneTransport in transports { try await measure(phoneTransport) }
     }
 
@@ -239,6 +248,40 @@ struct HeadUnitBench: AsyncParsableCommand {
             print(row("second session RTT p50 during it", format1(percentile(0.5)) + " us (\(rtts.count) round trips)"))
             print(row("second session RTT p99 during it", format1(percentile(0.99)) + " us"))
             if let beforeRSS, let peakRSS { print(row("daemon RSS before / after", formatMiB(beforeRSS) + " / " + formatMiB(peakRSS))) }
+        }
+
+        if accessoryLeanMiB > 0 {
+            let report = try LeanAccessoryBench(
+                socketPath: socketPath, megabytes: accessoryLeanMiB, frameBytes: accessoryFrameKiB << 10, window: accessoryWindowKiB << 10, daemonPID: daemon?.pid
+            ).run()
+            let bytes = Double(accessoryLeanMiB) * 2
+            let rtts = report.echoRTTs.sorted()
+            func percentile(_ p: Double) -> Double { rtts.isEmpty ? 0 : rtts[min(rtts.count - 1, Int(Double(rtts.count) * p))] }
+            let session = bytes / report.sessionSeconds, raw = bytes / report.rawSeconds
+            print("")
+            print("External Accessory session, lean client: \(accessoryLeanMiB) MiB each way at once, \(accessoryFrameKiB) KiB DATA frames, \(accessoryWindowKiB) KiB windows")
+            print(row("bytes intact (memcmp both ends)", report.intact ? "yes" : "NO"))
+            print(row("session throughput (both ways)", format1(session) + " MiB/s"))
+            print(row("bare AF_UNIX socket pair (same bytes)", format1(raw) + " MiB/s"))
+            print(row("session / socket pair", format1(session / raw * 100) + "%  (target >= 50%)"))
+            print(row("second session RTT p50 during it", format1(percentile(0.5)) + " us (\(rtts.count) round trips)"))
+            print(row("second session RTT p99 during it", format1(percentile(0.99)) + " us  (target < 5000 us)"))
+            print(row("client thread CPU", format1(report.clientCPUSeconds / report.sessionSeconds * 100) + "% of the transfer"))
+            if let cpu = report.daemonCPUSeconds {
+                print(row("daemon CPU", format1(cpu / report.sessionSeconds * 100) + "% of the transfer, " + format1(cpu / (bytes / 1024) ) + " s per GiB"))
+            }
+            if let before = report.rssBeforeKiB, let peak = report.rssMaxKiB, let after = report.rssAfterKiB {
+                print(row("daemon RSS before / max / after", formatMiB(before) + " / " + formatMiB(peak) + " / " + formatMiB(after)))
+            }
+            if let cpu = report.daemonCPUSeconds {
+                // Per GiB moved (both ways together): what the machine pays, whatever else runs on it.
+                let gib = bytes / 1024
+                let session = (cpu + report.clientCPUSeconds) / gib, floor = report.floorCPUSeconds / gib
+                print(row("CPU per GiB: socket pair / session", format1(floor) + " s / " + format1(session) + " s (client + daemon): \(format1(floor / session * 100))%"))
+            }
+            print(row("frames / grants", "\(report.frames) / \(report.grants)"))
+            var load = [Double](repeating: 0, count: 3)
+            if getloadavg(&load, 3) == 3 { print(row("load average after", load.map { format1($0) }.joined(separator: " "))) }
         }
 
         if accessoryGrantMiB > 0 {

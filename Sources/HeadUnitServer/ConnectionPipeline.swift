@@ -14,6 +14,13 @@ final class ConnectionPipeline: @unchecked Sendable {
     let maxPayload: UInt32
     private(set) var tls: NIOSSLContext?
 
+    /// Reads of up to 1 MiB (NIO's default stops at 64 KiB): a peer streaming
+    /// session bytes (section 18.4) is read in a few large reads per batch,
+    /// most of its DATA frames whole in one read (relayed as slices, not
+    /// copied; FrameDecoder). A read's size adapts to what the last ones
+    /// took: a peer sending little gets small buffers.
+    static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 1 << 20)
+
     init(host: CarHost, maxPayload: UInt32) {
         self.host = host
         self.maxPayload = maxPayload

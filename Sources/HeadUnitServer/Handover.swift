@@ -107,6 +107,7 @@ extension HeadUnitServer {
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
+            .channelOption(.recvAllocator, value: ConnectionPipeline.receiveAllocator)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try pipeline.configure(channel, transport: transport, restoring: restoring)

@@ -85,6 +85,7 @@ public final class HeadUnitServer: @unchecked Sendable {
                 }
             }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
+            .childChannelOption(.recvAllocator, value: ConnectionPipeline.receiveAllocator)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try pipeline.configure(channel, transport: transport, restoring: nil)

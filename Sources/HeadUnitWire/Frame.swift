@@ -125,32 +125,98 @@ extension ByteBuffer {
 }
 
 /// NIO decoder: bytes in, `Frame`s out. Framing errors are thrown to the pipeline.
+///
+/// Complete frames are slices of the buffer they were read into, never
+/// copied. A frame that a read cuts in two is taken out of NIO's buffer into
+/// `partial` and completed from the next read: so NIO never appends a new
+/// read to (copies it into) a buffer whose earlier frames are still held
+/// elsewhere (DATA relayed to another peer, section 18.4): only the frame cut
+/// in two is copied, once.
 public struct FrameDecoder: ByteToMessageDecoder {
     public typealias InboundOut = Frame
     public let maxPayload: UInt32
+    /// The start of a frame an earlier read ended inside (its header may be
+    /// incomplete too). Its capacity grows with what arrives, from at most one
+    /// 64 KiB frame: a header alone does not reserve a large frame's memory.
+    private var partial: ByteBuffer?
+    static let initialPartialCapacity = 64 << 10 + FrameHeader.size
 
     public init(maxPayload: UInt32) {
         self.maxPayload = maxPayload
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let frame = try FrameParser.parse(&buffer, maxPayload: maxPayload) else { return .needMoreData }
-        context.fireChannelRead(Self.wrapInboundOut(frame))
-        return .continue
+        if partial != nil {
+            guard let frame = try completePartial(from: &buffer, allocator: context.channel.allocator) else { return .needMoreData }
+            context.fireChannelRead(Self.wrapInboundOut(frame))
+            return .continue
+        }
+        if let frame = try FrameParser.parse(&buffer, maxPayload: maxPayload) {
+            context.fireChannelRead(Self.wrapInboundOut(frame))
+            return .continue
+        }
+        if buffer.readableBytes > 0 {
+            // What is there of the next frame comes out; NIO's buffer is left empty and dropped.
+            var start = context.channel.allocator.buffer(capacity: try capacity(for: buffer, have: buffer.readableBytes))
+            start.writeBuffer(&buffer)
+            partial = start
+        }
+        return .needMoreData
+    }
+
+    /// Adds what `buffer` has of the partial frame; the frame once complete.
+    private mutating func completePartial(from buffer: inout ByteBuffer, allocator: ByteBufferAllocator) throws -> Frame? {
+        guard var start = partial, buffer.readableBytes > 0 else { return nil }
+        partial = nil  // uniquely referenced while it grows
+        if start.readableBytes < FrameHeader.size {
+            var header = buffer.readSlice(length: min(FrameHeader.size - start.readableBytes, buffer.readableBytes))!
+            start.writeBuffer(&header)
+        }
+        if let size = try Self.frameSize(start, maxPayload: maxPayload) {
+            var rest = buffer.readSlice(length: min(size - start.readableBytes, buffer.readableBytes))!
+            let needed = start.readableBytes + rest.readableBytes
+            if start.writableBytes < rest.readableBytes {
+                start.reserveCapacity(minimumWritableBytes: min(size, max(needed, 2 * start.readableBytes)) - start.readableBytes)
+            }
+            start.writeBuffer(&rest)
+            if start.readableBytes == size {
+                return try FrameParser.parse(&start, maxPayload: maxPayload)
+            }
+        }
+        partial = start
+        return nil
+    }
+
+    /// The capacity for a partial frame of which `have` bytes are there now.
+    private func capacity(for buffer: ByteBuffer, have: Int) throws -> Int {
+        guard let size = try Self.frameSize(buffer, maxPayload: maxPayload) else { return FrameHeader.size }
+        return min(size, max(Self.initialPartialCapacity, 2 * have))
+    }
+
+    /// Header plus payload of the frame at the front of `buffer`, once its header is there (checked as `parse` does).
+    static func frameSize(_ buffer: ByteBuffer, maxPayload: UInt32) throws(FramingError) -> Int? {
+        guard buffer.readableBytes >= FrameHeader.size,
+            let magic = buffer.getInteger(at: buffer.readerIndex, as: UInt16.self),
+            let length = buffer.getInteger(at: buffer.readerIndex + 8, as: UInt32.self)
+        else { return nil }
+        guard magic == FrameHeader.magic else { throw .badMagic(magic) }
+        guard length <= maxPayload else { throw .frameTooLarge(length: length, maximum: maxPayload) }
+        return FrameHeader.size + Int(length)
     }
 
     public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
-        if buffer.readableBytes > 0 {
+        // `decode` took whatever was left into `partial`.
+        if let start = partial {
+            partial = nil
             if seenEOF {
                 // A frame cut short by the peer closing: nothing to deliver, nothing to keep.
-                context.fireErrorCaught(TruncatedFrame(bytes: buffer.readableBytes))
-                buffer.moveReaderIndex(to: buffer.writerIndex)
+                context.fireErrorCaught(TruncatedFrame(bytes: start.readableBytes))
             } else {
                 // The decoder was taken out mid-stream (the connection is being
                 // handed to the next daemon process): the start of the next
                 // frame goes with the connection, not lost.
-                context.fireErrorCaught(UndecodedBytes(bytes: buffer.readSlice(length: buffer.readableBytes)!))
+                context.fireErrorCaught(UndecodedBytes(bytes: start))
             }
         }
         return .needMoreData

@@ -244,9 +244,36 @@ struct AccessorySessionTests {
         #expect(h.drain(h.phone).contains { if case .sessionCredit(let c) = $0.body { return c.bytes == UInt32(window) } else { return false } })
         h.apply(h.car.receiveData(channel: channel, ByteBuffer(repeating: 2, count: window), from: h.phone))
         #expect(h.refusedData[h.phone] == nil)
-        // Granting past the bound is refused.
-        let tooMuch = h.request(accessory, .sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(AccessoryHub.maxCredit) + 1 }))
+        // Granting past the bound (the peer's budget, 512 KiB here) is refused.
+        let tooMuch = h.request(accessory, .sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(AccessoryHub.defaultPeerBudget) + 1 }))
         #expect(tooMuch.code == .invalidArgument && tooMuch.limit == "session.credit_bytes")
+        #expect(tooMuch.limitValue == UInt32(AccessoryHub.defaultPeerBudget))
+    }
+
+    /// Issue 25, speed: a receiver may widen one session's window to its
+    /// peer's whole budget (512 KiB by default), and to 256 KiB whatever the
+    /// budget (what every client may rely on), never more.
+    @Test func theWindowCapIsThePeersBudgetNeverUnder256KiB() {
+        for (budget, cap) in [(AccessoryHub.defaultPeerBudget, AccessoryHub.defaultPeerBudget), (UInt64(AccessoryHub.initialCredit), AccessoryHub.maxCredit)] {
+            var h = CarHarness()
+            var configuration = CarConfiguration(vehicle: .standard, entitlements: .acceptAll)
+            configuration.accessoryPeerBudget = budget
+            h.car = Car(configuration: configuration)
+            h.join(h.hmi, .hmi)
+            h.join(h.phone, .phone)
+            h.join(accessory, .accessory)
+            _ = announce(&h, [("track-laps", [Self.performance])])
+            _ = serve(&h, accessory, [Self.performance])
+            let channel = openAccepted(&h, app: "track-laps", Self.performance)
+            _ = h.drain(h.phone)
+            // The window starts at 64 KiB; widening it to the cap is accepted, unanswered.
+            let before = h.sent[accessory]?.count ?? 0
+            let widen = UInt32(cap) - AccessoryHub.initialCredit
+            h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = channel; $0.bytes = widen } }, from: accessory, nowMilliseconds: h.now))
+            #expect((h.sent[accessory]?.count ?? 0) == before, "budget \(budget): widening to \(cap) is accepted")
+            let oneMore = h.request(accessory, .sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = 1 }))
+            #expect(oneMore.code == .invalidArgument && oneMore.limit == "session.credit_bytes" && oneMore.limitValue == UInt32(cap), "budget \(budget)")
+        }
     }
 
     @Test func oneOpenSessionPerAppAndProtocolTheSecondReplacesTheFirst() {

@@ -93,4 +93,76 @@ import Testing
         #expect(sink.errors.first as? FramingError == .badMagic(0x4745))
         _ = try? channel.finish()
     }
+
+    /// Large DATA frames (over the 64 KiB a partial frame starts with), cut
+    /// by reads anywhere, come out whole and in order (issue 25).
+    @Test func largeFramesCutAnywhereComeOutWhole() throws {
+        let payloads: [[UInt8]] = [200_000, 70_000, 3, 65_536, 0, 131_072].enumerated().map { index, count in
+            (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+        }
+        var stream = ByteBuffer()
+        for (index, payload) in payloads.enumerated() {
+            stream.writeFrame(kind: .data, channel: UInt32(index + 1), payload: ByteBuffer(bytes: payload))
+        }
+        let bytes = Array(stream.readableBytesView)
+        for chunk in [1_000, 4_096, 65_535, 65_548, 100_003, 262_144, bytes.count] {
+            let (channel, sink) = try Self.pipeline(maxPayload: 1 << 20)
+            for start in stride(from: 0, to: bytes.count, by: chunk) {
+                try channel.writeInbound(ByteBuffer(bytes: bytes[start..<min(start + chunk, bytes.count)]))
+            }
+            #expect(sink.frames.map(\.header.channel) == Array(1...UInt32(payloads.count)), "chunk \(chunk)")
+            #expect(sink.frames.map { Array($0.payload.readableBytesView) } == payloads, "chunk \(chunk)")
+            #expect(sink.errors.isEmpty)
+            #expect(try channel.finish().isClean)
+        }
+    }
+
+    /// Frames whole in a read are slices of that read's buffer, even after a
+    /// frame cut in two by the read before: NIO does not append the new read
+    /// to (copy it into) the buffer holding the earlier frames, so relayed
+    /// DATA is never copied in the daemon (issue 25, PROTOCOL.md 18.4).
+    @Test func framesWholeInAReadAreNotCopiedAfterAFrameCutInTwo() throws {
+        let (channel, sink) = try Self.pipeline(maxPayload: 1 << 20)
+        let payload = [UInt8](repeating: 0xA5, count: 50_000)
+        var first = ByteBuffer()
+        first.writeFrame(kind: .data, channel: 1, payload: ByteBuffer(bytes: payload))
+        var cut = ByteBuffer()
+        cut.writeFrame(kind: .data, channel: 2, payload: ByteBuffer(bytes: payload))
+        first.writeImmutableBuffer(cut.getSlice(at: 0, length: 30_000)!)
+        try channel.writeInbound(first)
+        var second = cut.getSlice(at: 30_000, length: cut.readableBytes - 30_000)!
+        let wholeAt = second.readableBytes
+        for channelID in UInt32(3)...4 { second.writeFrame(kind: .data, channel: channelID, payload: ByteBuffer(bytes: payload)) }
+        let secondBase = second.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress!) }
+        try channel.writeInbound(second)
+        #expect(sink.frames.map(\.header.channel) == [1, 2, 3, 4])
+        #expect(sink.frames.allSatisfy { Array($0.payload.readableBytesView) == payload })
+        // Frames 3 and 4 point into the second read's own bytes.
+        for (index, frame) in sink.frames.suffix(2).enumerated() {
+            let at = frame.payload.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress!) }
+            #expect(at == secondBase + UInt(wholeAt + index * (FrameHeader.size + payload.count) + FrameHeader.size))
+        }
+        #expect(try channel.finish().isClean)
+    }
+
+    /// Taken out mid-stream (a restart handover, PROTOCOL.md section 22), the
+    /// decoder hands over exactly the bytes of the frame it had begun.
+    @Test func removedMidFrameItHandsOverThePartialFrame() throws {
+        let (channel, sink) = try Self.pipeline(maxPayload: 1 << 20)
+        var stream = Self.frame(.ping, [9])
+        var big = ByteBuffer()
+        big.writeFrame(kind: .data, channel: 5, payload: ByteBuffer(repeating: 7, count: 100_000))
+        let begun = big.getSlice(at: 0, length: 80_000)!
+        stream.writeImmutableBuffer(begun.getSlice(at: 0, length: 40_000)!)
+        try channel.writeInbound(stream)
+        try channel.writeInbound(begun.getSlice(at: 40_000, length: 40_000)!)
+        let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<FrameDecoder>.self)
+        let removed = channel.pipeline.syncOperations.removeHandler(decoder)
+        channel.embeddedEventLoop.run()
+        #expect(throws: Never.self) { try removed.wait() }
+        #expect(sink.frames.count == 1)
+        let undecoded = try #require(sink.errors.first as? UndecodedBytes)
+        #expect(undecoded.bytes == begun)
+        _ = try? channel.finish()
+    }
 }

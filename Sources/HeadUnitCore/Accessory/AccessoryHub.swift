@@ -15,7 +15,9 @@ import NIOCore
 public struct AccessoryHub: Sendable {
     /// The window each direction of a session starts with (the receiver's view).
     public static let initialCredit: UInt32 = 64 << 10
-    /// The most a receiver may have granted and not yet received, per session direction.
+    /// The most a receiver may have granted and not yet received, per session
+    /// direction, whatever the daemon's configuration: every client may rely
+    /// on a window this wide (18.5).
     public static let maxCredit: UInt64 = 256 << 10
     /// Per receiving peer, what its sessions' senders may hold in credit plus
     /// send before the receiver grants it back: by default half the write
@@ -23,6 +25,11 @@ public struct AccessoryHub: Sendable {
     /// so session bytes alone never make an honest reader look behind (10.5).
     public static let defaultPeerBudget: UInt64 = 512 << 10
     let peerBudget: UInt64
+    /// The outstanding credit a receiver may grant per session direction: its
+    /// peer's whole budget (one session alone may use all that its receiver
+    /// may be sent: the window is what bounds a session's speed), never less
+    /// than `maxCredit` (issue 25).
+    public var creditCap: UInt64 { max(Self.maxCredit, peerBudget) }
     /// Caps on sessions (opening or open) (PROTOCOL.md 18.3).
     public static let maxSessionsPerApp = 16
     public static let maxSessionsPerPhone = 256
@@ -282,10 +289,10 @@ public struct AccessoryHub: Sendable {
         // The direction towards the granting peer.
         var direction = fromApp ? session.toApp : session.toAccessory
         let outstanding = direction.credit + direction.held + UInt64(credit.bytes)
-        guard outstanding <= Self.maxCredit else {
+        guard outstanding <= creditCap else {
             return RuleViolation(
-                .invalidArgument, "credit outstanding would be \(outstanding) bytes (at most \(Self.maxCredit))",
-                limit: "session.credit_bytes", limitValue: UInt32(Self.maxCredit))
+                .invalidArgument, "credit outstanding would be \(outstanding) bytes (at most \(creditCap))",
+                limit: "session.credit_bytes", limitValue: UInt32(clamping: creditCap))
         }
         // Its sender finished: nothing more will come, the grant has no use.
         guard !direction.finished else { return nil }

@@ -1,0 +1,521 @@
+import HeadUnitWire
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Issue 25's speed target measured with a client that is not the
+/// bottleneck: one thread, raw non-blocking Unix sockets and `poll`, DATA
+/// frames built once (a fixed header and payloads that are slices of a
+/// pattern ring, written with `writev`), received bytes checked with `memcmp`
+/// against the same ring (stream offset by stream offset, so a lost,
+/// repeated or reordered byte is caught), grants sent every quarter window.
+/// The phone and two accessory peers (a bulk one and an echo one) are all
+/// served by this one loop: `megabytes` go each way at once through one
+/// session while another session of the same phone does a one-byte echo
+/// round trip every 5 ms. Beside it, in the same run, the same bytes each way
+/// through a bare socket pair (`AccessoryBench.rawSocketPair`).
+struct LeanAccessoryBench {
+    let socketPath: String
+    let megabytes: Int
+    /// DATA payload per frame.
+    let frameBytes: Int
+    /// The receive window each side widens its direction to (at most the
+    /// daemon's cap, 18.5: the receiving peer's budget, 512 KiB by default).
+    let window: Int
+    /// The spawned daemon, for its RSS and CPU time during the transfer.
+    let daemonPID: pid_t?
+
+    static let ringBytes = 4 << 20 + 4096 * 3  // not a multiple of the frame size: frames start at varying ring offsets
+
+    struct Report {
+        var sessionSeconds: Double
+        var rawSeconds: Double
+        var intact: Bool
+        var echoRTTs: [Double]
+        var clientCPUSeconds: Double
+        var daemonCPUSeconds: Double?
+        var rssBeforeKiB: Int?
+        var rssMaxKiB: Int?
+        var rssAfterKiB: Int?
+        var grants: Int
+        var frames: Int
+        /// User + system time of the socket pair's four threads.
+        var floorCPUSeconds: Double
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    func run() throws -> Report {
+        let bulkECU = try LeanConnection.connect(socketPath)
+        let echoECU = try LeanConnection.connect(socketPath)
+        let phone = try LeanConnection.connect(socketPath)
+        defer { bulkECU.close(); echoECU.close(); phone.close() }
+        try bulkECU.handshake(.accessory, name: "lean bench performance ECU")
+        try echoECU.handshake(.accessory, name: "lean bench climate ECU")
+        try phone.handshake(.phone, name: "lean bench phone")
+        try bulkECU.request(.serveProtocols(HUServeProtocols.with { $0.protocols = [AccessoryBench.bulkProtocol] }))
+        try echoECU.request(.serveProtocols(HUServeProtocols.with { $0.protocols = [AccessoryBench.echoProtocol] }))
+        let apps = [("com.example.laps", AccessoryBench.bulkProtocol), ("com.example.comfort", AccessoryBench.echoProtocol)].map { app in
+            HUAppInfo.with { $0.appID = app.0; $0.displayName = app.0; $0.entitlements = ["com.apple.developer.carplay-protocols"]; $0.accessoryProtocols = [app.1] }
+        }
+        try phone.request(.announceApps(HUAnnounceApps.with { $0.deviceName = "lean bench phone"; $0.apps = apps }))
+        let echo = try open(app: "com.example.comfort", AccessoryBench.echoProtocol, phone: phone, accessory: echoECU)
+        let bulk = try open(app: "com.example.laps", AccessoryBench.bulkProtocol, phone: phone, accessory: bulkECU)
+
+        let total = (megabytes << 20) / frameBytes * frameBytes
+        let up = Direction(total: total, seed: 1, frameBytes: frameBytes, channel: bulk.channel)
+        let down = Direction(total: total, seed: 2, frameBytes: frameBytes, channel: bulk.channel)
+        defer { up.release(); down.release() }
+        // Each receiver widens its window to the largest outstanding credit, once.
+        let widen = UInt32(window) - bulk.window
+        phone.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = bulk.channel; $0.bytes = widen }))
+        bulkECU.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = bulk.channel; $0.bytes = widen }))
+        up.credit = Int(bulk.phoneCredit)
+        down.credit = Int(bulk.accessoryCredit)
+
+        var echoSentAt: Double?
+        var nextEcho = Self.now()
+        var rtts: [Double] = []
+        var echoRound: UInt8 = 0
+        var grants = 0
+
+        // Who does what with the bytes and messages each connection receives.
+        phone.onData = { channel, bytes in
+            if channel == bulk.channel {
+                if !down.check(bytes) { throw Failure("the phone received bytes that differ from what the accessory sent") }
+            } else if channel == echo.channel, let sentAt = echoSentAt {
+                rtts.append((Self.now() - sentAt) * 1e6)
+                echoSentAt = nil
+            }
+        }
+        bulkECU.onData = { channel, bytes in
+            guard channel == bulk.channel else { return }
+            if !up.check(bytes) { throw Failure("the accessory received bytes that differ from what the phone sent") }
+        }
+        echoECU.onData = { channel, bytes in
+            // One byte back, as it came (a 1-byte frame needs no credit bookkeeping here: 64 KiB lasts 65,536 rounds).
+            var header = ByteBuffer()
+            header.writeFrameHeader(FrameHeader(kind: .data, channel: channel, length: UInt32(bytes.count)))
+            echoECU.enqueue(copying: Array(header.readableBytesView) + Array(bytes))
+        }
+        for connection in [phone, bulkECU, echoECU] {
+            connection.onMessage = { envelope in
+                switch envelope.body {
+                case .sessionCredit(let grant) where grant.channel == bulk.channel:
+                    if connection === phone { up.credit += Int(grant.bytes) } else if connection === bulkECU { down.credit += Int(grant.bytes) }
+                case .goodbye(let goodbye): throw Failure("the daemon said goodbye: \(goodbye.code) \(goodbye.reason)")
+                case .result(let result) where result.code != .ok: throw Failure("the daemon refused: \(result.code) \(result.message)")
+                case .sessionClosed(let closed): throw Failure("session \(closed.channel) closed: \(closed.reason) \(closed.detail)")
+                default: break
+                }
+            }
+        }
+        for connection in [phone, bulkECU, echoECU] { try connection.setNonBlocking() }
+
+        let rssBefore = daemonPID.flatMap { readRSSKiB(pid: $0) }
+        var rssMax = rssBefore
+        var nextRSS = Self.now()
+        let daemonCPUBefore = daemonPID.flatMap { Self.cpuSeconds(pid: $0) }
+        let clientCPUBefore = Self.threadCPUSeconds()
+        let start = Self.now()
+        var fds = [phone, bulkECU, echoECU].map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        while !(up.done && down.done) {
+            // Senders queue whole frames while they have credit.
+            up.queueFrames(on: phone)
+            down.queueFrames(on: bulkECU)
+            // Receivers grant back every quarter window.
+            for (direction, receiver) in [(down, phone), (up, bulkECU)] where direction.ungranted >= window / 4 {
+                receiver.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = bulk.channel; $0.bytes = UInt32(direction.ungranted) }))
+                direction.ungranted = 0
+                grants += 1
+            }
+            let now = Self.now()
+            if echoSentAt == nil, now >= nextEcho {
+                echoRound &+= 1
+                var header = ByteBuffer()
+                header.writeFrameHeader(FrameHeader(kind: .data, channel: echo.channel, length: 1))
+                phone.enqueue(copying: Array(header.readableBytesView) + [echoRound])
+                echoSentAt = now
+                nextEcho = now + 0.005
+            }
+            if let pid = daemonPID, now >= nextRSS {
+                if let rss = readRSSKiB(pid: pid) { rssMax = max(rssMax ?? 0, rss) }
+                nextRSS = now + 0.1
+            }
+            for (index, connection) in [phone, bulkECU, echoECU].enumerated() {
+                fds[index].events = Int16(POLLIN) | (connection.hasOutput ? Int16(POLLOUT) : 0)
+                fds[index].revents = 0
+            }
+            let timeout = echoSentAt == nil ? max(0, Int32((nextEcho - now) * 1000)) : 100
+            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            if ready < 0, errno != EINTR { throw Failure("poll: \(String(cString: strerror(errno)))") }
+            for (index, connection) in [phone, bulkECU, echoECU].enumerated() {
+                let events = Int32(fds[index].revents)
+                if events & Int32(POLLOUT) != 0 { try connection.flush() }
+                if events & Int32(POLLIN | POLLHUP | POLLERR) != 0 { try connection.readAvailable() }
+            }
+            if Self.now() - start > 600 { throw Failure("the transfer took over 10 minutes") }
+        }
+        let seconds = Self.now() - start
+        let clientCPU = Self.threadCPUSeconds() - clientCPUBefore
+        let daemonCPU = daemonPID.flatMap { Self.cpuSeconds(pid: $0) }.flatMap { after in daemonCPUBefore.map { after - $0 } }
+        let rssAfter = daemonPID.flatMap { readRSSKiB(pid: $0) }
+        let intact = up.received == total && down.received == total
+        // The floor's CPU: this process does nothing else meanwhile.
+        let floorCPUBefore = Self.processCPUSeconds()
+        let raw = try AccessoryBench.rawSocketPair(total)
+        let floorCPU = Self.processCPUSeconds() - floorCPUBefore
+        return Report(
+            sessionSeconds: seconds, rawSeconds: raw, intact: intact, echoRTTs: rtts, clientCPUSeconds: clientCPU,
+            daemonCPUSeconds: daemonCPU, rssBeforeKiB: rssBefore, rssMaxKiB: rssMax, rssAfterKiB: rssAfter,
+            grants: grants, frames: up.framesSent + down.framesSent, floorCPUSeconds: floorCPU)
+    }
+
+    struct OpenSession {
+        var channel: UInt32
+        /// What each side may send at first, and the window it was given.
+        var phoneCredit: UInt32
+        var accessoryCredit: UInt32
+        var window: UInt32
+    }
+
+    /// OpenSession, the accessory accepts, SessionOpened.
+    private func open(app: String, _ name: String, phone: LeanConnection, accessory: LeanConnection) throws -> OpenSession {
+        let result = try phone.request(.openSession(HUOpenSession.with { $0.appID = app; $0.protocol = name }))
+        let channel = result.accessorySession.channel
+        let requested = try accessory.waitFor { envelope -> HUSessionRequested? in
+            if case .sessionRequested(let requested) = envelope.body, requested.channel == channel { return requested }
+            return nil
+        }
+        try accessory.request(.answerSession(HUAnswerSession.with { $0.channel = channel; $0.accept = true }))
+        let opened = try phone.waitFor { envelope -> HUSessionOpened? in
+            if case .sessionOpened(let opened) = envelope.body, opened.channel == channel { return opened }
+            return nil
+        }
+        return OpenSession(channel: channel, phoneCredit: opened.initialCredit, accessoryCredit: requested.initialCredit, window: opened.window)
+    }
+
+    /// One direction of the bulk session: the sender's credit and frames, the receiver's check.
+    final class Direction {
+        let total: Int
+        let frameBytes: Int
+        /// Random bytes; stream offset `s` carries `ring[s % ringBytes]`.
+        let ring: UnsafeMutableRawBufferPointer
+        /// The one header every frame of this direction has (same channel, same length).
+        let header: UnsafeMutableRawBufferPointer
+        var credit = 0
+        var queued = 0
+        var framesSent = 0
+        var received = 0
+        var ungranted = 0
+
+        init(total: Int, seed: UInt64, frameBytes: Int, channel: UInt32) {
+            self.total = total
+            self.frameBytes = frameBytes
+            ring = .allocate(byteCount: LeanAccessoryBench.ringBytes + frameBytes, alignment: 16)
+            var state = seed &* 0x9E37_79B9_7F4A_7C15
+            for offset in stride(from: 0, to: ring.count - 7, by: 8) {
+                // splitmix64
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                ring.storeBytes(of: z ^ (z >> 31), toByteOffset: offset, as: UInt64.self)
+            }
+            // The tail past ringBytes repeats the start, so a frame is one contiguous slice.
+            for offset in 0..<frameBytes { ring[LeanAccessoryBench.ringBytes + offset] = ring[offset] }
+            header = .allocate(byteCount: FrameHeader.size, alignment: 8)
+            var buffer = ByteBuffer()
+            buffer.writeFrameHeader(FrameHeader(kind: .data, channel: channel, length: UInt32(frameBytes)))
+            buffer.withUnsafeReadableBytes { header.copyMemory(from: $0) }
+        }
+
+        func release() {
+            ring.deallocate()
+            header.deallocate()
+        }
+
+        var done: Bool { received >= total }
+
+        /// Queues as many whole frames as the credit allows (no copy: the header and a slice of the ring).
+        func queueFrames(on connection: LeanConnection) {
+            while credit >= frameBytes, queued < total {
+                let start = queued % LeanAccessoryBench.ringBytes
+                connection.enqueue(UnsafeRawPointer(header.baseAddress!), FrameHeader.size)
+                connection.enqueue(UnsafeRawPointer(ring.baseAddress! + start), frameBytes)
+                credit -= frameBytes
+                queued += frameBytes
+                framesSent += 1
+            }
+        }
+
+        /// The next bytes of the stream, compared with what was sent.
+        func check(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            var offset = 0
+            while offset < bytes.count {
+                let at = (received + offset) % LeanAccessoryBench.ringBytes
+                let count = min(bytes.count - offset, LeanAccessoryBench.ringBytes - at)
+                if memcmp(bytes.baseAddress! + offset, ring.baseAddress! + at, count) != 0 { return false }
+                offset += count
+            }
+            received += bytes.count
+            ungranted += bytes.count
+            return received <= total
+        }
+    }
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// utime + stime of a process, from /proc/PID/stat.
+    static func cpuSeconds(pid: pid_t) -> Double? {
+        guard let file = fopen("/proc/\(pid)/stat", "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 4096)
+        guard fgets(&line, Int32(line.count), file) != nil else { return nil }
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14, stime 15 (1-based in proc(5)).
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
+
+/// A raw Unix-socket connection to the daemon for the lean benchmark:
+/// blocking for the setup, then non-blocking in `poll`. Output is a queue of
+/// segments written with `writev`; frames are parsed as bytes arrive and DATA
+/// payloads handed over in place, never copied.
+final class LeanConnection {
+    let fd: Int32
+    var onData: (UInt32, UnsafeRawBufferPointer) throws -> Void = { _, _ in }
+    var onMessage: (HUEnvelope) throws -> Void = { _ in }
+    private var inbox: [HUEnvelope] = []
+    private var nextRequestID: UInt32 = 0
+
+    private struct Segment {
+        var base: UnsafeRawPointer
+        var length: Int
+        /// Set when the segment owns its bytes (freed once written).
+        var owned: UnsafeMutableRawPointer?
+    }
+    private var segments: [Segment] = []
+    private var head = 0
+    var hasOutput: Bool { head < segments.count }
+
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+    private var header = [UInt8](repeating: 0, count: FrameHeader.size)
+    private var headerCount = 0
+    private var kind: UInt8 = 0
+    private var channel: UInt32 = 0
+    private var remaining = 0
+    private var message: [UInt8] = []
+
+    private init(fd: Int32) { self.fd = fd }
+
+    static func connect(_ path: String) throws -> LeanConnection {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw LeanAccessoryBench.Failure("socket failed") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw LeanAccessoryBench.Failure("connect \(path): \(String(cString: strerror(errno)))")
+        }
+        return LeanConnection(fd: fd)
+    }
+
+    func close() {
+        for index in head..<segments.count { segments[index].owned?.deallocate() }
+        segments = []
+        head = 0
+        readBuffer.deallocate()
+        Glibc.close(fd)
+    }
+
+    func setNonBlocking() throws {
+        let flags = fcntl(fd, F_GETFL)
+        guard fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw LeanAccessoryBench.Failure("fcntl failed") }
+    }
+
+    // MARK: - Setup (blocking)
+
+    func handshake(_ role: HURole, name: String) throws {
+        enqueue(.hello(HUHello.with { $0.role = role; $0.name = name; $0.minVersion = 1; $0.maxVersion = 1 }))
+        try flush()
+        _ = try waitFor { envelope -> HUWelcome? in
+            if case .welcome(let welcome) = envelope.body { return welcome }
+            return nil
+        }
+    }
+
+    /// Sends a request and waits for its Result, which must be OK.
+    @discardableResult
+    func request(_ body: HUEnvelope.OneOf_Body) throws -> HUResult {
+        nextRequestID += 1
+        let id = nextRequestID
+        enqueue(body, requestID: id)
+        try flush()
+        let result = try waitFor { envelope -> HUResult? in
+            if case .result(let result) = envelope.body, envelope.requestID == id { return result }
+            return nil
+        }
+        guard result.code == .ok else { throw LeanAccessoryBench.Failure("request refused: \(result.code) \(result.message)") }
+        return result
+    }
+
+    /// Reads (blocking, 30 s at most) until `match` takes an envelope; others are dropped.
+    func waitFor<T>(_ match: (HUEnvelope) -> T?) throws -> T {
+        let deadline = LeanAccessoryBench.now() + 30
+        while true {
+            while !inbox.isEmpty {
+                let envelope = inbox.removeFirst()
+                if case .goodbye(let goodbye) = envelope.body { throw LeanAccessoryBench.Failure("goodbye during setup: \(goodbye.reason)") }
+                if let found = match(envelope) { return found }
+            }
+            guard LeanAccessoryBench.now() < deadline else { throw LeanAccessoryBench.Failure("timed out during setup") }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, 1000)
+            if descriptor.revents != 0 { try readAvailable() }
+        }
+    }
+
+    // MARK: - Output
+
+    func enqueue(_ body: HUEnvelope.OneOf_Body, requestID: UInt32 = 0) {
+        var envelope = HUEnvelope()
+        envelope.requestID = requestID
+        envelope.body = body
+        let frame = EnvelopeCodec.frame(envelope, allocator: ByteBufferAllocator())
+        enqueue(copying: Array(frame.readableBytesView))
+    }
+
+    func enqueue(copying bytes: [UInt8]) {
+        let owned = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 1)
+        bytes.withUnsafeBytes { owned.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+        segments.append(Segment(base: UnsafeRawPointer(owned), length: bytes.count, owned: owned))
+    }
+
+    /// Bytes that stay valid until written (the benchmark's rings and headers).
+    func enqueue(_ base: UnsafeRawPointer, _ length: Int) {
+        segments.append(Segment(base: base, length: length, owned: nil))
+    }
+
+    /// Writes what the socket takes now, up to 64 segments per `writev`.
+    func flush() throws {
+        while head < segments.count {
+            let count = min(64, segments.count - head)
+            var vectors = (head..<(head + count)).map { iovec(iov_base: UnsafeMutableRawPointer(mutating: segments[$0].base), iov_len: segments[$0].length) }
+            let written = writev(fd, &vectors, Int32(count))
+            if written < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                if errno == EINTR { continue }
+                throw LeanAccessoryBench.Failure("writev: \(String(cString: strerror(errno)))")
+            }
+            var left = written
+            while left > 0 {
+                if segments[head].length <= left {
+                    left -= segments[head].length
+                    segments[head].owned?.deallocate()
+                    head += 1
+                } else {
+                    segments[head].base += left
+                    segments[head].length -= left
+                    left = 0
+                }
+            }
+            if head == segments.count || head > 4096 {
+                segments.removeFirst(head)
+                head = 0
+            }
+            if written < vectors.reduce(0, { $0 + $1.iov_len }) { return }
+        }
+    }
+
+    // MARK: - Input
+
+    /// Reads what is there (at most 1 MiB) and handles every complete part of it.
+    func readAvailable() throws {
+        let count = read(fd, readBuffer.baseAddress, readBuffer.count)
+        if count < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
+            throw LeanAccessoryBench.Failure("read: \(String(cString: strerror(errno)))")
+        }
+        if count == 0 { throw LeanAccessoryBench.Failure("the daemon closed the connection") }
+        var offset = 0
+        while offset < count {
+            if headerCount < FrameHeader.size {
+                let take = min(FrameHeader.size - headerCount, count - offset)
+                for index in 0..<take { header[headerCount + index] = readBuffer[offset + index] }
+                headerCount += take
+                offset += take
+                guard headerCount == FrameHeader.size else { break }
+                guard header[0] == 0x48, header[1] == 0x55 else { throw LeanAccessoryBench.Failure("bad magic from the daemon") }
+                kind = header[2]
+                channel = UInt32(header[4]) << 24 | UInt32(header[5]) << 16 | UInt32(header[6]) << 8 | UInt32(header[7])
+                remaining = Int(header[8]) << 24 | Int(header[9]) << 16 | Int(header[10]) << 8 | Int(header[11])
+                message.removeAll(keepingCapacity: true)
+                if remaining == 0 { try frameEnded() }
+                continue
+            }
+            let take = min(remaining, count - offset)
+            let bytes = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(readBuffer)[offset..<(offset + take)])
+            if kind == FrameKind.data.rawValue {
+                try onData(channel, bytes)
+            } else {
+                message.append(contentsOf: bytes)
+            }
+            remaining -= take
+            offset += take
+            if remaining == 0 { try frameEnded() }
+        }
+    }
+
+    private func frameEnded() throws {
+        headerCount = 0
+        switch FrameKind(rawValue: kind) {
+        case .message:
+            let envelope = try EnvelopeCodec.decode(ByteBuffer(bytes: message))
+            inbox.append(envelope)
+            try onMessage(envelope)
+            // During the transfer nothing waits on the inbox.
+            if inbox.count > 64 { inbox.removeFirst(inbox.count - 64) }
+        case .ping:
+            var pong = ByteBuffer()
+            pong.writeFrame(kind: .pong, payload: ByteBuffer(bytes: message))
+            enqueue(copying: Array(pong.readableBytesView))
+        default:
+            break
+        }
+    }
+}
