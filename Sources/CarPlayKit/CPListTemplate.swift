@@ -107,6 +107,11 @@ public final class CPListItem: CPListElement, CPSelectableListItem, @unchecked S
     /// Called when the driver selects the item; call the completion to stop the car's spinner.
     @CPLocked public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
 
+    /// The largest image a list item shows, in points (`maximumImageSize`):
+    /// the `listItem` size of TEMPLATES.md section 6 (64 x 64; the pixels
+    /// are this times the car's scale, ``CPTraitCollection``).
+    public static var maximumImageSize: CGSize { CGSize(width: 64, height: 64) }
+
     /// An item with text and optional detail text, images and accessory.
     public init(text: String?, detailText: String?, image: CPImage? = nil, accessoryImage: CPImage? = nil,
                 accessoryType: CPListItemAccessoryType = .none, identifier: String? = nil) {
