@@ -175,6 +175,18 @@ struct PortDriverTests {
         #expect(await Self.eventually { delegate.events.contains("guiding") })
         #expect(await Self.eventually { delegate.events.contains("style asked") })
         try await app.interfaceController?.waitForPendingUpdates()
+        // The style the delegate chose reached the car: the cluster's metadata has it on the second maneuver.
+        let cluster = try await ClusterSession.connect(to: car.endpoint)
+        try await cluster.subscribe()
+        var updates = cluster.updates.makeAsyncIterator()
+        let full = try #require(await updates.next())  // the whole state first: the maneuvers were accepted before
+        var model = MetadataModel()
+        _ = model.apply(full)
+        let maneuvers = model.state.maneuvers.maneuvers
+        #expect(maneuvers.count == 2)
+        #expect(maneuvers.last?.displayStyle == .instructionOnly)
+        #expect(maneuvers.last?.instructionVariants == ["Then turn left"])
+        await cluster.close()
         await app.disconnect()
     }
 
