@@ -100,8 +100,8 @@ public final class EAAccessoryManager: @unchecked Sendable {
     /// The accessories available now, in the car's order.
     public var connectedAccessories: [EAAccessory] { state.withLockedValue { $0.accessories } }
 
-    /// Posts ``Foundation/Notification/Name/EAAccessoryDidConnect`` and
-    /// ``Foundation/Notification/Name/EAAccessoryDidDisconnect`` to
+    /// Posts `EAAccessoryDidConnect` and
+    /// `EAAccessoryDidDisconnect` to
     /// `NotificationCenter.default` from now on (on the main actor, as iOS posts them on the main thread).
     public func registerForLocalNotifications() { Self.notifying.withLockedValue { $0 = true } }
 
