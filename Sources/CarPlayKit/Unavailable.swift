@@ -7,49 +7,82 @@
 
 /// CallKit's call controller (`CXCallController`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the protocol carries no call state between the phone and the car (no message starts, answers or ends a call), so a call cannot be placed or shown through the car")
-public final class CXCallController {}
+public final class CXCallController {
+    /// Apple's initializer (unavailable with its type).
+    public init() {}
+}
 
 /// CallKit's start-call action (`CXStartCallAction`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the protocol carries no call state between the phone and the car")
-public final class CXStartCallAction {}
+public final class CXStartCallAction {
+    /// Apple's initializer (unavailable with its type).
+    public init(call: UUID, handle: CXHandle) {}
+}
 
 /// CallKit's answer-call action (`CXAnswerCallAction`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the protocol carries no call state between the phone and the car")
-public final class CXAnswerCallAction {}
+public final class CXAnswerCallAction {
+    /// Apple's initializer (unavailable with its type).
+    public init(call: UUID) {}
+}
 
 /// CallKit's end-call action (`CXEndCallAction`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the protocol carries no call state between the phone and the car")
-public final class CXEndCallAction {}
+public final class CXEndCallAction {
+    /// Apple's initializer (unavailable with its type).
+    public init(call: UUID) {}
+}
 
 /// CallKit's transaction (`CXTransaction`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the protocol carries no call state between the phone and the car")
-public final class CXTransaction {}
+public final class CXTransaction {
+    /// Apple's initializer (unavailable with its type).
+    public init(action: Any) {}
+}
 
 /// CallKit's call handle (`CXHandle`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the protocol carries no call state between the phone and the car")
-public final class CXHandle {}
+public final class CXHandle {
+    /// Apple's initializer (unavailable with its type).
+    public init(type: Any, value: String) {}
+}
 
 /// CallKit's provider (`CXProvider`), which reports calls to the system: unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the car is never told of a call, so there is nothing to report to")
-public final class CXProvider {}
+public final class CXProvider {
+    /// Apple's initializer (unavailable with its type).
+    public init(configuration: CXProviderConfiguration) {}
+}
 
 /// CallKit's provider configuration (`CXProviderConfiguration`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the car is never told of a call, so there is nothing to report to")
-public final class CXProviderConfiguration {}
+public final class CXProviderConfiguration {
+    /// Apple's initializer (unavailable with its type).
+    public init() {}
+}
 
 /// CallKit's call update (`CXCallUpdate`): unavailable.
 @available(*, unavailable, message: "CallKit has no counterpart: the car is never told of a call, so there is nothing to report to")
-public final class CXCallUpdate {}
+public final class CXCallUpdate {
+    /// Apple's initializer (unavailable with its type).
+    public init() {}
+}
 
 // MARK: - Templates
 
 /// The message-compose bar button (`CPMessageComposeBarButton`): unavailable.
 @available(*, unavailable, message: "the protocol has no compose button (it starts Siri's compose flow in CarPlay; the car has no such flow): use a CPBarButton with a title")
-public final class CPMessageComposeBarButton {}
+public final class CPMessageComposeBarButton {
+    /// Apple's initializer (unavailable with its type).
+    public init(image: CPImage? = nil) {}
+}
 
 /// A rating row of an information template (`CPInformationRatingItem`): unavailable.
 @available(*, unavailable, message: "the protocol's InformationItem has a title and a detail only: put the rating in the detail text")
-public final class CPInformationRatingItem {}
+public final class CPInformationRatingItem {
+    /// Apple's initializer (unavailable with its type).
+    public init(rating: NSNumber?, maximumRating: NSNumber?, title: String?, detail: String?) {}
+}
 
 /// The Now Playing mode (`CPNowPlayingMode`, sports scores): unavailable.
 @available(*, unavailable, message: "the protocol's now playing has no mode: the car draws title, artist, album, progress and the buttons")
@@ -94,11 +127,17 @@ extension CPListSection {
 
 /// Lane guidance (`CPLaneGuidance`): unavailable.
 @available(*, unavailable, message: "the protocol has no lane list: send lane guidance as a second maneuver with displayStyle .symbolOnly, no instructions and the lanes drawn in its symbolImage (TEMPLATES.md section 9)")
-public final class CPLaneGuidance {}
+public final class CPLaneGuidance {
+    /// Apple's initializer (unavailable with its type).
+    public init() {}
+}
 
 /// One lane (`CPLane`): unavailable.
 @available(*, unavailable, message: "the protocol has no lane list: send lane guidance as a second maneuver with displayStyle .symbolOnly and the lanes drawn in its symbolImage")
-public final class CPLane {}
+public final class CPLane {
+    /// Apple's initializer (unavailable with its type).
+    public init() {}
+}
 
 /// The maneuver's kind (`CPManeuverType`): unavailable.
 @available(*, unavailable, message: "the protocol's maneuver has no type: the car draws the app's symbolImage and instructions")
