@@ -249,8 +249,13 @@ final class EASessionPipe: @unchecked Sendable {
                     deliver(.endEncountered, toInput: true)
                     return
                 }
-                state.withLockedValue { $0.inbox += Array(buffer.readableBytesView) }
-                deliver(.hasBytesAvailable, toInput: true)
+                // Once the app closed its input, bytes are dropped (the credit they free keeps the accessory going).
+                let kept = state.withLockedValue { state -> Bool in
+                    guard !state.inputClosed else { return false }
+                    state.inbox += Array(buffer.readableBytesView)
+                    return true
+                }
+                if kept { deliver(.hasBytesAvailable, toInput: true) }
             } catch {
                 state.withLockedValue { $0.phase = .failed; $0.error = CPError(error) }
                 deliver(.errorOccurred, toInput: true)
