@@ -190,7 +190,12 @@ let package = Package(
         .executableTarget(name: "MapsApp", dependencies: ["CarPlayKit"], path: "Examples/MapsApp"),
         .executableTarget(name: "ComfortApp", dependencies: ["CarPlayKit", "HeadUnitClient"], path: "Examples/ComfortApp"),
         // A CarPlay sample's template code ported in Apple's style: compiles with only the documented differences.
-        .testTarget(name: "CarPlayKitSampleTests", dependencies: ["CarPlayKit"]),
+        // The Apple-style ports import CarPlayKit alone; their drivers (PortDriverTests) start the real
+        // daemon (Support/ links EndToEndTests' DaemonLauncher, RawSocketClient and OwnThread) and act as the HMI.
+        .testTarget(
+            name: "CarPlayKitSampleTests",
+            dependencies: ["CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitSecurity", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .testTarget(
             name: "HeadUnitWireTests",
             // The vectors are read from Protocol/vectors (their one copy) via #filePath.

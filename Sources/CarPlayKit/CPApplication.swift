@@ -71,6 +71,9 @@ public final class CPApplication: @unchecked Sendable {
     @CPLocked private var eventTask: Task<Void, Never>?
     /// The car requests of this app, in order.
     let queue = RequestQueue()
+    /// Automaker apps: the vehicle protocols served now, as External Accessory accessories
+    /// (`EAAccessoryManager.shared()` is this of the last automaker app connected).
+    public let accessoryManager = EAAccessoryManager()
 
     /// Describes the app; nothing is sent until ``connect(to:deviceName:)``.
     public init(bundleIdentifier: String, displayName: String, entitlements: [CPEntitlement],
@@ -145,6 +148,7 @@ public final class CPApplication: @unchecked Sendable {
         }
         phoneSession = phone
         carDecision = decision
+        if entitlements.contains(.protocols) { EAAccessoryManager.makeShared(accessoryManager) }
         eventTask = Task { @MainActor [weak self] in
             for await event in phone.events {
                 guard let self else { return }
@@ -197,6 +201,19 @@ public final class CPApplication: @unchecked Sendable {
         }
     }
 
+    /// Sends a navigation request built when its turn comes (after every
+    /// request made before), for requests that ask a delegate first.
+    func postNavigation(building op: @escaping @Sendable () async -> HUNavigationRequest.OneOf_Op) {
+        guard let phone = phoneSession else { return }
+        let appID = bundleIdentifier
+        queue.post {
+            var request = HUNavigationRequest()
+            request.appID = appID
+            request.op = await op()
+            _ = try await phone.connection.request(.navigationRequest(request))
+        }
+    }
+
     // MARK: events (the event task)
 
     @MainActor private func handle(_ event: PhoneEvent) {
@@ -232,8 +249,13 @@ public final class CPApplication: @unchecked Sendable {
                 }
             }
         case .other(let envelope):
-            if case .navigationEvent(let navigation)? = envelope.body, navigation.appID == bundleIdentifier {
+            switch envelope.body {
+            case .navigationEvent(let navigation)? where navigation.appID == bundleIdentifier:
                 handleNavigation(navigation)
+            case .accessoryAvailability(let availability)? where availability.appID == bundleIdentifier:
+                accessoryManager.update(availability, application: self)
+            default:
+                break
             }
         case .notice, .goodbye:
             break
@@ -299,6 +321,7 @@ public final class CPApplication: @unchecked Sendable {
         if let scene = mainScene { sceneDisconnected(scene.interfaceController.sceneID) }
         if let scene = dashboardScene { sceneDisconnected(scene.dashboardController.sceneID) }
         if let scene = clusterScene { sceneDisconnected(scene.instrumentClusterController.sceneID) }
+        accessoryManager.removeAll()
         phoneSession = nil
     }
 }

@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// Where a playing indicator sits on a list item.
+/// Where a playing indicator sits on a list item (`CPListItemPlayingIndicatorLocation`).
 public enum CPListItemPlayingIndicatorLocation: Sendable, Equatable {
     /// Before the text.
     case leading
@@ -8,7 +8,7 @@ public enum CPListItemPlayingIndicatorLocation: Sendable, Equatable {
     case trailing
 }
 
-/// The accessory at the end of a list item.
+/// The accessory at the end of a list item (`CPListItemAccessoryType`).
 public enum CPListItemAccessoryType: Sendable, Equatable {
     /// No accessory.
     case none
@@ -46,7 +46,7 @@ public protocol CPSelectableListItem: CPListTemplateItem {
     var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)? { get set }
 }
 
-/// Base of the list items: knows its list, so a change is sent as an item update.
+/// Base of the list items: knows its list, so a change is sent as an item update (ours: Apple's items share no base class but `NSObject`).
 public class CPListElement: @unchecked Sendable {
     /// The item's id, unique within its template (made up when not given).
     public let identifier: String
@@ -106,6 +106,11 @@ public final class CPListItem: CPListElement, CPSelectableListItem, @unchecked S
     @CPLocked public var isRead: Bool = false { didSet { itemDidChange() } }
     /// Called when the driver selects the item; call the completion to stop the car's spinner.
     @CPLocked public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
+
+    /// The largest image a list item shows, in points (`maximumImageSize`):
+    /// the `listItem` size of TEMPLATES.md section 6 (64 x 64; the pixels
+    /// are this times the car's scale, ``CPTraitCollection``).
+    public static var maximumImageSize: CGSize { CGSize(width: 64, height: 64) }
 
     /// An item with text and optional detail text, images and accessory.
     public init(text: String?, detailText: String?, image: CPImage? = nil, accessoryImage: CPImage? = nil,
@@ -212,7 +217,7 @@ public final class CPListImageRowItem: CPListElement, CPSelectableListItem, @unc
 
 /// What a message item shows before its text (`CPMessageListItemLeadingConfiguration`).
 public struct CPMessageListItemLeadingConfiguration: Sendable {
-    /// A leading mark.
+    /// A leading mark (`CPMessageListItem.LeadingItem`).
     public enum LeadingItem: Sendable, Equatable {
         /// None.
         case none
@@ -237,7 +242,7 @@ public struct CPMessageListItemLeadingConfiguration: Sendable {
 
 /// What a message item shows after its text (`CPMessageListItemTrailingConfiguration`).
 public struct CPMessageListItemTrailingConfiguration: Sendable {
-    /// A trailing mark.
+    /// A trailing mark (`CPMessageListItem.TrailingItem`).
     public enum TrailingItem: Sendable, Equatable {
         /// None.
         case none
@@ -379,7 +384,7 @@ public final class CPListSection: @unchecked Sendable {
     }
 }
 
-/// A position in a list: section and item.
+/// A position in a list: section and item (`IndexPath` in CarPlay; ours: no UIKit).
 public struct CPIndexPath: Sendable, Equatable, Hashable {
     /// The section.
     public var section: Int

@@ -225,22 +225,36 @@ public final class CPNavigationSession: @unchecked Sendable {
     /// The route being guided (ours: CarPlay keeps it inside the trip).
     public let routeChoice: CPRouteChoice?
     unowned let application: CPApplication
+    /// The template whose delegate is asked for the second maneuver's display style.
+    weak var mapTemplate: CPMapTemplate?
     @CPLocked private var maneuvers: [CPManeuver] = []
 
-    init(trip: CPTrip, routeChoice: CPRouteChoice?, application: CPApplication) {
+    init(trip: CPTrip, routeChoice: CPRouteChoice?, application: CPApplication, mapTemplate: CPMapTemplate?) {
         self.trip = trip
         self.routeChoice = routeChoice
         self.application = application
+        self.mapTemplate = mapTemplate
     }
 
     /// The next one or two maneuvers; setting them sends them to the car.
+    /// With two, the map delegate's `mapTemplate(_:displayStyleFor:)` decides
+    /// how the second is drawn (asked on the main actor, in request order).
     public var upcomingManeuvers: [CPManeuver] {
         get { maneuvers }
         set {
             maneuvers = newValue
-            var update = HUManeuverUpdate()
-            update.maneuvers = newValue.map(\.wire)
-            application.postNavigation(.updateManeuvers(update))
+            let wires = newValue.map(\.wire)
+            let second = newValue.count > 1 ? newValue[1] : nil
+            let map = mapTemplate
+            application.postNavigation {
+                var update = HUManeuverUpdate()
+                update.maneuvers = wires
+                if let second, let map {
+                    let style = await MainActor.run { map.mapDelegate?.mapTemplate(map, displayStyleFor: second) ?? second.displayStyle }
+                    update.maneuvers[1].displayStyle = style.wire
+                }
+                return .updateManeuvers(update)
+            }
         }
     }
 
@@ -390,6 +404,11 @@ public protocol CPMapTemplateDelegate: AnyObject {
     func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext)
     /// One pan step.
     func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPPanDirection)
+    /// How the car draws `maneuver` when it is the second of the upcoming
+    /// maneuvers: asked each time ``CPNavigationSession/upcomingManeuvers`` is
+    /// set with two, before they are sent (the protocol carries the style of
+    /// the second maneuver only).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, displayStyleFor maneuver: CPManeuver) -> CPManeuverDisplayStyle
 }
 
 extension CPMapTemplateDelegate {
@@ -415,6 +434,10 @@ extension CPMapTemplateDelegate {
     public func mapTemplate(_ mapTemplate: CPMapTemplate, willDismiss navigationAlert: CPNavigationAlert, dismissalContext: CPNavigationAlertDismissalContext) {}
     /// Does nothing (optional in CarPlay).
     public func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPPanDirection) {}
+    /// The maneuver's own ``CPManeuver/displayStyle`` (optional in CarPlay, whose default is the car's choice).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, displayStyleFor maneuver: CPManeuver) -> CPManeuverDisplayStyle {
+        maneuver.displayStyle
+    }
 }
 
 /// A navigation app's root template: buttons over the app's map, trip
@@ -485,7 +508,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
             preconditionFailure("startNavigationSession: the map template is not shown by a connected interface controller")
         }
         let route = routeChoice ?? trip.routeChoices.first
-        let session = CPNavigationSession(trip: trip, routeChoice: route, application: application)
+        let session = CPNavigationSession(trip: trip, routeChoice: route, application: application, mapTemplate: self)
         navigationSession = session
         var start = HUStartNavigation()
         start.trip = trip.wire

@@ -113,7 +113,7 @@ public enum CPTextButtonStyle: Sendable, Equatable {
     }
 }
 
-/// An element that belongs to one template and tells it when it changes.
+/// An element that belongs to one template and tells it when it changes (ours: no Apple counterpart; the car updates whole templates and single items).
 public class CPTemplateElement: @unchecked Sendable {
     /// The element's id, unique within its template (made up when not given).
     public let identifier: String

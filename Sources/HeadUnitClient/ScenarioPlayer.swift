@@ -30,6 +30,10 @@ public final class ScenarioPlayer {
         /// waits for the user to launch the app.
         public var openHMI = true
         public var stopOnFailure = true
+        /// The least time held after every step, so a person can watch the
+        /// car's screens follow (`headunitctl play --pace`); a step's
+        /// `pause_ms` holds longer. Zero: as fast as the car answers.
+        public var pace: TimeAmount = .zero
         public var log: (String) -> Void = { print($0) }
 
         public init(endpoint: HeadUnitEndpoint) {
@@ -131,9 +135,15 @@ public final class ScenarioPlayer {
 
         for (index, step) in scenario.steps.enumerated() {
             if options.stopOnFailure && !report.failures.isEmpty { break }
-            let (what, outcome) = await run(step)
+            var (what, outcome) = await run(step)
+            if step.pauseMs > Self.maximumPauseMs {
+                outcome = .failed("pause_ms \(step.pauseMs) is over \(Self.maximumPauseMs)")
+            }
             let label = step.note.isEmpty ? what : "\(what) -- \(step.note)"
             record(index + 1, label, outcome, into: &report)
+            let pause = step.pauseMs > Self.maximumPauseMs ? 0 : step.pauseMs  // refused above: no hold
+            let hold = max(options.pace, .milliseconds(Int64(pause)))
+            if hold > .zero { try? await Task.sleep(nanoseconds: UInt64(hold.nanoseconds)) }
         }
 
         await self.hmi?.close()
@@ -146,6 +156,9 @@ public final class ScenarioPlayer {
         options.log("scenario \(verdict): \(report.passed) passed, \(report.skipped) skipped, \(report.failures.count) failed")
         return report
     }
+
+    /// The longest `pause_ms` a step may ask for (a scenario is watched, not left running).
+    static let maximumPauseMs: UInt32 = 60_000
 
     enum Outcome {
         case ok(String)

@@ -222,6 +222,8 @@ struct Play: AsyncParsableCommand {
     var hmiSocket: String?
     @Flag(help: "Run every step even after a failure.")
     var keepGoing = false
+    @Option(help: "Hold at least this many milliseconds after every step, so a person can watch the simulator follow (0 to 60000; a step's pause_ms holds longer).")
+    var pace: UInt32 = 0
 
     func run() async throws {
         let scenarioFile: HUScenario
@@ -229,6 +231,8 @@ struct Play: AsyncParsableCommand {
         var options = ScenarioPlayer.Options(endpoint: connection.endpoint)
         options.openHMI = !withoutHMI
         options.stopOnFailure = !keepGoing
+        guard pace <= 60_000 else { throw fail("--pace \(pace) is over 60000 ms") }
+        options.pace = .milliseconds(Int64(pace))
         if let hmiSocket { options.hmiEndpoint = .unix(path: hmiSocket) }
         options.log = { print($0); flushOutput() }
         let report: ScenarioPlayer.Report

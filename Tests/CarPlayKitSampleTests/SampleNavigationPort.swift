@@ -14,6 +14,7 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
     var navigationSession: CPNavigationSession?
     var events: [String] = []
     var searchResults: [CPListItem] = []
+    var trips: [CPTrip] = []
 
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                   didConnect interfaceController: CPInterfaceController,
@@ -31,6 +32,7 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
             self.interfaceController?.pushTemplate(search, animated: true)  // iOS 12-13 call, no completion
         }
         mapTemplate.mapButtons = [panButton]
+        mapTemplate.isPanningSupported = true  // DIFF: the car needs to know up front
         mapTemplate.leadingNavigationBarButtons = [searchButton]
         self.mapTemplate = mapTemplate
         interfaceController.setRootTemplate(mapTemplate, animated: false)  // iOS 12-13 call, no completion
@@ -47,7 +49,8 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
         let destination = CPMapItem(name: "Work", coordinate: CPLocationCoordinate(latitude: 48.85, longitude: 2.35))  // DIFF: `CLLocationCoordinate2D`
         let route = CPRouteChoice(summaryVariants: ["Fastest"], additionalInformationVariants: ["Via A1"], selectionSummaryVariants: ["A1"])
         let trip = CPTrip(origin: origin, destination: destination, routeChoices: [route])
-        mapTemplate?.showTripPreviews([trip], textConfiguration: nil)
+        trips = [trip]
+        mapTemplate?.showTripPreviews(trips, textConfiguration: nil)
     }
 
     func mapTemplate(_ mapTemplate: CPMapTemplate, startedTrip trip: CPTrip, using routeChoice: CPRouteChoice) {
@@ -55,7 +58,9 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
         let session = mapTemplate.startNavigationSession(for: trip)
         let maneuver = CPManeuver()
         maneuver.instructionVariants = ["Turn right onto Main Street", "Right onto Main St"]
-        session.upcomingManeuvers = [maneuver]
+        let nextManeuver = CPManeuver()
+        nextManeuver.instructionVariants = ["Then turn left"]
+        session.upcomingManeuvers = [maneuver, nextManeuver]
         session.updateEstimates(CPTravelEstimates(distanceRemaining: Measurement(value: 1.2, unit: UnitLength.kilometers),
                                                   timeRemaining: 90), for: maneuver)
         navigationSession = session
@@ -69,6 +74,12 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
         events.append("pan \(direction)")
     }
 
+    func mapTemplate(_ mapTemplate: CPMapTemplate, displayStyleFor maneuver: CPManeuver) -> CPManeuverDisplayStyle {
+        events.append("style asked")
+        return .instructionOnly
+    }
+
+    func mapTemplateDidShowPanningInterface(_ mapTemplate: CPMapTemplate) { events.append("pan began") }
     func mapTemplateWillDismissPanningInterface(_ mapTemplate: CPMapTemplate) { events.append("pan will end") }
     func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert) { events.append("alert will show") }
     func mapTemplate(_ mapTemplate: CPMapTemplate, didShow navigationAlert: CPNavigationAlert) { events.append("alert shown") }

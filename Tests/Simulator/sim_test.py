@@ -249,6 +249,8 @@ def main():
         page.wait_text("#log", "pressButton")
         page.click("#back", "the back button")
         page.wait_css('#template[data-template-id="library"]', "back on the list after the pop")
+        check(driver.execute_script("return document.querySelectorAll('[data-focus]:focus-visible').length") == 0,
+              "no knob-focus ring after touches (clicks)")
 
         # An alert as a modal.
         page.wait_css("#modal", "the alert presented as a modal")
@@ -262,6 +264,10 @@ def main():
         page.wait_text("#now-playing", "Miles Davis")
         page.wait_text("#cluster", "Blue in Green")
         page.wait_text("#dashboard", "Blue in Green")
+        check(driver.execute_script("return document.querySelector('#main-screen').textContent.split('Blue in Green').length - 1") == 1,
+              "the title shown once on Now Playing (the bar names the app)")
+        check(driver.execute_script("const a = document.querySelector('#now-playing .img'); return !!a && (!!a.querySelector('img') || a.classList.contains('no-artwork'))"),
+              "Now Playing draws the artwork or a placeholder, never an empty square")
         check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (now playing)", os.path.join(shots, "main-nowplaying.png"))
 
         # The knob: arrow keys move the focus, Enter selects (the shuffle button).
@@ -273,6 +279,8 @@ def main():
                 break
         check(driver.execute_script("return document.activeElement.dataset.buttonId") == "shuffle",
               "the arrow keys move the focus to the shuffle button")
+        check(driver.execute_script("return document.activeElement.matches(':focus-visible')"),
+              "the knob-focus ring shows in knob mode (keys)")
         keys(Keys.ENTER)
         page.wait_text("#log", "nowPlayingButton")
 
@@ -285,8 +293,13 @@ def main():
         page.wait_text("#cluster", "Turn right onto Main Street")
         page.wait_text("#cluster", "lane guidance")
         page.wait_text("#cluster", "Trip: 11.8 km")
-        page.wait_text("#dashboard", "Turn right onto Main Street")
-        page.wait_text("#main-screen", "Turn right onto Main Street")
+        page.wait_text("#dashboard", "Right onto Main St")  # the dashboard's own short variant
+        page.wait_text("#main-screen", "Turn right onto Main Street")  # the main screen has room for the long one
+        page.wait_text("#cluster", "<1 min")  # 40 s to the turn
+        page.wait_text("#cluster", "Guidance: ACTIVE · Maps")  # the display name, not the bundle id
+        page.wait_text("#dashboard", "Guidance: ACTIVE · Maps")
+        lanes = driver.execute_script("const b = document.querySelector('#cluster .lanes .img'); return b && [b.offsetWidth, b.offsetHeight]")
+        check(lanes == [60, 9], f"the 240x36 lane strip drawn at its aspect (60x9 in a 60-point slot), got {lanes}")
         page.wait_text("#cluster", "ACTIVE")
         time.sleep(0.3)
         check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (map with guidance)", os.path.join(shots, "main-map.png"))

@@ -61,6 +61,11 @@ public nonisolated struct HUScenarioStep: Sendable {
   /// Printed with the step; free text.
   public var note: String = String()
 
+  /// How long the player holds after this step ran, so a person watching the
+  /// simulator can follow (headunitctl play --pace gives every step a
+  /// minimum). At most 60000; more fails the step.
+  public var pauseMs: UInt32 = 0
+
   public var action: HUScenarioStep.OneOf_Action? = nil
 
   public var launch: HUScenarioLaunch {
@@ -1006,7 +1011,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScenarioStep"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{2}\u{9}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{2}&navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{2}&navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1015,6 +1020,7 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.note) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.pauseMs) }()
       case 10: try {
         var v: HUScenarioLaunch?
         var hadOneofValue = false
@@ -1244,6 +1250,9 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.note.isEmpty {
       try visitor.visitSingularStringField(value: self.note, fieldNumber: 1)
     }
+    if self.pauseMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.pauseMs, fieldNumber: 2)
+    }
     switch self.action {
     case .launch?: try {
       guard case .launch(let v)? = self.action else { preconditionFailure() }
@@ -1320,6 +1329,7 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
   public static func ==(lhs: HUScenarioStep, rhs: HUScenarioStep) -> Bool {
     if lhs.note != rhs.note {return false}
+    if lhs.pauseMs != rhs.pauseMs {return false}
     if lhs.action != rhs.action {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

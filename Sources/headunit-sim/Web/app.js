@@ -111,17 +111,29 @@ const dark = () => S.vehicle.contentStyle !== "CONTENT_STYLE_LIGHT";
 // HMI session puts the bytes back, so a ref shows only while its bytes are on the way.
 function image(img, size, alt) {
   size = size || 40;
-  const box = h("span", { class: "img", style: `width:${size}px;height:${size}px`, title: alt || "" });
+  // Drawn at the image's own aspect, fitted into the size the car gives this use
+  // (a 240x36 lane strip stays a strip); a square when the size is unknown.
+  let w = size, hgt = size;
+  if (img && img.widthPx && img.heightPx) {
+    if (img.widthPx >= img.heightPx) hgt = Math.max(4, Math.round(size * img.heightPx / img.widthPx));
+    else w = Math.max(4, Math.round(size * img.widthPx / img.heightPx));
+  }
+  const box = h("span", { class: "img", style: `width:${w}px;height:${hgt}px`, title: alt || "" });
   if (!img) return box;
   if (img.png) box.append(h("img", { src: "data:image/png;base64," + img.png, alt: alt || "" }));
   else if (img.asset) { box.textContent = (dark() && img.darkAsset) || img.asset; box.title = "asset " + box.textContent; }
   else if (img.ref) { box.textContent = "…"; box.title = "image " + img.ref.slice(0, 12) + " (loading)"; }
   return box;
 }
+// The name under the app's icon (the home screen's), for places that name an app.
+function appName(appId) {
+  const icon = S.home && (S.home.icons || []).find((i) => i.appId === appId);
+  return (icon && icon.displayName) || appId;
+}
 function iconColor(s) { let x = 0; for (const c of s || "") x = (x * 31 + c.charCodeAt(0)) >>> 0; return `hsl(${x % 360},55%,42%)`; }
 const fmtClock = (s) => { s = Math.max(0, Math.floor(s || 0)); return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0"); };
 const fmtDist = (m) => (m >= 1000 ? (m / 1000).toFixed(1) + " km" : Math.round(m || 0) + " m");
-const fmtTime = (s) => { s = s || 0; return s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : `${Math.floor(s / 60)} min`; };
+const fmtTime = (s) => { s = s || 0; return s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s < 60 ? "<1 min" : `${Math.floor(s / 60)} min`; };
 const fmtEst = (e) => (e ? `${fmtDist(e.distanceRemainingM)} · ${fmtTime(e.timeRemainingS)}` : "");
 
 // A maneuver symbol from its instruction (the car has no asset catalogue of the app's symbols).
@@ -235,7 +247,8 @@ function renderApp(content, r) {
     shown = (selectedTab && selectedTab.template) || {};
   }
   const t = shown[kindOf(shown)] || {};
-  const title = t.title || (selectedTab && selectedTab.title) || "";
+  // Now Playing's title is the song's, shown under the artwork: the bar names the app.
+  const title = kindOf(shown) === "nowPlaying" ? appName(r.appId) : t.title || (selectedTab && selectedTab.title) || "";
   const depth = (r.stack || []).length;
   // The navigation bar: back (pops, or goes home at the root), leading and trailing bar buttons.
   if (kindOf(shown) !== "map" && kindOf(shown) !== "nowPlaying" || depth > 1) {
@@ -367,7 +380,7 @@ function renderNowPlaying(templateId, t) {
   const pct = t.live ? 100 : (t.durationSeconds ? Math.min(100, 100 * (t.elapsedSeconds || 0) / t.durationSeconds) : 0);
   const press = (id) => hmiInput(templateId, { nowPlayingButton: { buttonId: id } });
   return h("div", { class: "nowplaying", id: "now-playing" },
-    image(t.artwork, 160, "artwork"),
+    t.artwork ? image(t.artwork, 160, "artwork") : h("span", { class: "img no-artwork", style: "width:160px;height:160px" }, "♫"),
     h("div", { class: "np-meta" },
       h("div", { class: "np-title" }, t.title || "Not Playing"), h("div", { class: "np-artist" }, [t.artist, t.album].filter(Boolean).join(" — ")),
       h("div", { class: "progress" }, h("div", { style: `width:${pct}%` })),
@@ -423,7 +436,7 @@ function renderMap(templateId, t, r) {
   wrap.append(h("div", { class: "map-buttons" }, (t.mapButtons || []).filter((b) => !b.hidden).map((b) =>
     tap("button", { class: "map-btn", disabled: b.disabled, "data-button-id": b.id },
       () => hmiInput(templateId, { pressButton: { buttonId: b.id } }), b.image && b.image.png ? image(b.image, 24, b.id) : b.id))));
-  if (guiding) wrap.append(h("div", { class: "guidance-card", style: t.guidanceBackgroundColor ? "background:" + t.guidanceBackgroundColor : null }, guidanceBlock(meta, false)));
+  if (guiding) wrap.append(h("div", { class: "guidance-card", style: t.guidanceBackgroundColor ? "background:" + t.guidanceBackgroundColor : null }, guidanceBlock(meta, "main")));
   const pv = meta.previews || {};
   if (pv.previews && pv.appId === appId) wrap.append(renderPreviews(pv));
   if ((meta.cluster || {}).panning && (meta.cluster || {}).appId === appId || (meta.cluster || {}).panning) {
@@ -500,7 +513,10 @@ function renderModalBody(tpl) {
 
 // ---------------------------------------------------------------- dashboard and cluster
 
-function guidanceBlock(meta, cluster) {
+// `where`: "main" (the 800-point screen: the longest instruction), "dashboard"
+// (its own short variants first) or "cluster".
+function guidanceBlock(meta, where) {
+  const cluster = where === "cluster";
   const g = meta.guidance || {};
   const state = (g.state || "GUIDANCE_STATE_IDLE").replace("GUIDANCE_STATE_", "").toLowerCase();
   const out = [];
@@ -508,7 +524,7 @@ function guidanceBlock(meta, cluster) {
   const maneuvers = (meta.maneuvers || {}).maneuvers || [];
   maneuvers.forEach((m, i) => {
     const laneOnly = m.displayStyle === "MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY" && !(m.instructionVariants || []).length;
-    const text = cluster ? first(m.instructionVariants) : first(m.dashboardInstructionVariants) || first(m.instructionVariants);
+    const text = where === "dashboard" ? first(m.dashboardInstructionVariants) || first(m.instructionVariants) : first(m.instructionVariants);
     out.push(h("div", { class: "maneuver", "data-maneuver-id": m.id, style: i ? "opacity:.75;font-size:90%" : "" },
       m.symbol && m.symbol.png ? image(m.symbol, 44) : h("span", { class: "sym", title: (m.symbol || {}).asset || "" }, laneOnly ? "⇈" : maneuverGlyph(m)),
       h("div", {}, laneOnly ? h("div", { class: "lanes" }, image(m.symbol, 60, "lanes"), " lane guidance")
@@ -534,7 +550,7 @@ function guidanceState(meta) {
   let s = (g.state || "GUIDANCE_STATE_IDLE").replace("GUIDANCE_STATE_", "");
   if (g.state === "GUIDANCE_STATE_ENDED" && g.endReason) s += " (" + g.endReason.replace("NAVIGATION_END_REASON_", "").toLowerCase().replace(/_/g, " ") + ")";
   if (g.nativeNavigationActive) s += " · car navigation active";
-  return h("div", { class: "muted", "data-guidance": g.state || "GUIDANCE_STATE_IDLE" }, "Guidance: " + s + (g.appId ? " · " + g.appId : ""));
+  return h("div", { class: "muted", "data-guidance": g.state || "GUIDANCE_STATE_IDLE" }, "Guidance: " + s + (g.appId ? " · " + appName(g.appId) : ""));
 }
 
 function renderDashboard() {
@@ -544,8 +560,8 @@ function renderDashboard() {
   const meta = S.meta, r = S.screens.SCREEN_DASHBOARD || {};
   const g = meta.guidance || {};
   const guiding = g.state === "GUIDANCE_STATE_ACTIVE" || g.state === "GUIDANCE_STATE_PAUSED";
-  el.append(h("div", { class: "muted" }, r.appId ? "Dashboard: " + r.appId : "Dashboard"));
-  if (guiding) el.append(h("div", { class: "tile" }, guidanceBlock(meta, false)));
+  el.append(h("div", { class: "muted" }, r.appId ? "Dashboard: " + appName(r.appId) : "Dashboard"));
+  if (guiding) el.append(h("div", { class: "tile" }, guidanceBlock(meta, "dashboard")));
   else {
     const buttons = (meta.cluster || {}).dashboardButtons || [];
     const navApp = (S.home && (S.home.icons || []).find((i) => i.category === "CATEGORY_NAVIGATION")) || null;
@@ -566,8 +582,8 @@ function renderCluster() {
   if (!S.daemon || !S.daemon.connected) { el.append(h("div", { class: "muted" }, "not connected")); return; }
   const meta = S.meta, c = meta.cluster || {}, g = meta.guidance || {};
   const guiding = g.state === "GUIDANCE_STATE_ACTIVE" || g.state === "GUIDANCE_STATE_PAUSED";
-  el.append(h("div", { class: "muted" }, c.appId ? "Cluster: " + c.appId : "Cluster"));
-  if (guiding) el.append(h("div", { class: "tile", id: "cluster-guidance" }, guidanceBlock(meta, true)));
+  el.append(h("div", { class: "muted" }, c.appId ? "Cluster: " + appName(c.appId) : "Cluster"));
+  if (guiding) el.append(h("div", { class: "tile", id: "cluster-guidance" }, guidanceBlock(meta, "cluster")));
   else el.append(h("div", { class: "tile" }, first(c.inactiveDescriptionVariants) || "No route guidance"));
   if (meta.alert && meta.alert.alert) el.append(h("div", { class: "tile" }, "⚠ ", first(meta.alert.alert.titleVariants)));
   el.append(guidanceState(meta));

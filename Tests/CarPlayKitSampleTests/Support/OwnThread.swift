@@ -1,0 +1,1 @@
+../../EndToEndTests/OwnThread.swift

@@ -1,0 +1,1 @@
+../../EndToEndTests/RawSocketClient.swift
