@@ -6,8 +6,9 @@
 #   scripts/carplaykit-unavailable-check.sh     (after swift build)
 set -eu
 cd "$(dirname "$0")/.."
-bin=$(swift build --show-bin-path)
-includes=$(find .build/checkouts -path '*/include' -type d | sed 's/^/-I /')
+scratch="${HEADUNIT_SCRATCH:-.build}"  # as in scripts/test.sh
+bin=$(swift build --scratch-path "$scratch" --show-bin-path)
+includes=$(find "$scratch/checkouts" -path '*/include' -type d | sed 's/^/-I /')
 maps=$(find "$(readlink -f "$bin")" -maxdepth 2 -name module.modulemap -exec dirname {} \; | sort -u | sed 's/^/-I /')
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
