@@ -1,5 +1,7 @@
 // An audio app: a list of stations, in-place updates, the shared Now Playing
-// screen. Run: swift run RadioApp [socket path]; launch "Radio" on the car.
+// screen fed by MPNowPlayingInfoCenter, and the car's transport controls and
+// steering-wheel buttons through MPRemoteCommandCenter.
+// Run: swift run RadioApp [socket path]; launch "Radio" on the car.
 import CarPlayKit
 import Foundation
 
@@ -28,6 +30,7 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
             self.stations.updateSections(self.stations.sections + [CPListSection(items: [podcasts], header: "More")])
             log("added Podcasts")
         }]
+        setUpRemoteCommands()
         CPNowPlayingTemplate.shared.updateNowPlayingButtons([CPNowPlayingShuffleButton(identifier: "shuffle") { _ in log("shuffle") }])
         CPNowPlayingTemplate.shared.isUpNextButtonEnabled = true
         CPNowPlayingTemplate.shared.add(self)
@@ -42,10 +45,68 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
         log("disconnected")
     }
 
+    /// The station on air and whether it plays (the remote commands change both).
+    var onAir: CPListItem?
+    var playing = false
+
+    /// What the car's Now Playing screen, its transport buttons and the media keys do.
+    func setUpRemoteCommands() {
+        let center = MPRemoteCommandCenter.shared()
+        center.playCommand.addTarget { [unowned self] _ in self.setPlaying(true) }
+        center.pauseCommand.addTarget { [unowned self] _ in self.setPlaying(false) }
+        center.togglePlayPauseCommand.addTarget { [unowned self] _ in self.setPlaying(!self.playing) }
+        center.nextTrackCommand.addTarget { [unowned self] _ in self.tune(by: 1) }
+        center.previousTrackCommand.addTarget { [unowned self] _ in self.tune(by: -1) }
+        // Live radio cannot skip or seek: offered but disabled, the car draws them greyed.
+        center.skipForwardCommand.preferredIntervals = [15, 30]
+        center.skipForwardCommand.addTarget { event in
+            log("skip forward \((event as! MPSkipIntervalCommandEvent).interval)")
+            return .success
+        }
+        center.skipForwardCommand.isEnabled = false
+        center.likeCommand.localizedTitle = "Like this station"
+        center.likeCommand.addTarget { [unowned self] event in
+            center.likeCommand.isActive = !(event as! MPFeedbackCommandEvent).isNegative
+            log("like \(self.onAir?.text ?? "")")
+            return .success
+        }
+    }
+
+    func setPlaying(_ playing: Bool) -> MPRemoteCommandHandlerStatus {
+        guard let station = onAir else { return .noActionableNowPlayingItem }
+        self.playing = playing
+        log(playing ? "play" : "pause")
+        showNowPlaying(station)
+        return .success
+    }
+
+    func tune(by step: Int) -> MPRemoteCommandHandlerStatus {
+        let stations = [jazz, news]
+        let index = stations.firstIndex { $0 === onAir } ?? 0
+        let next = stations[(index + step + stations.count) % stations.count]
+        onAir = next
+        playing = true
+        for item in stations { item.setPlaying(item === next) }
+        log("tuned to \(next.text ?? "")")
+        showNowPlaying(next)
+        return .success
+    }
+
+    func showNowPlaying(_ station: CPListItem) {
+        MPNowPlayingInfoCenter.default().nowPlayingInfo = [
+            MPMediaItemPropertyTitle: station.text ?? "",
+            MPMediaItemPropertyArtist: "Radio",
+            MPMediaItemPropertyArtwork: MPMediaItemArtwork(image: CPImage(named: "station-\(station.identifier)", pixelWidth: 300, pixelHeight: 300)),
+            MPNowPlayingInfoPropertyIsLiveStream: true,
+            MPNowPlayingInfoPropertyPlaybackRate: playing ? 1.0 : 0.0,
+        ]
+    }
+
     func play(_ station: CPListItem, completion: @escaping @Sendable () -> Void) {
         Task {
-            CPNowPlayingTemplate.shared.nowPlayingInfo = CPNowPlayingInfo(title: station.text ?? "", artist: "Radio",
-                                                                           playbackRate: 1, isLiveStream: true)
+            onAir = station
+            playing = true
+            showNowPlaying(station)
             for item in [jazz, news] { item.setPlaying(item === station) }
             station.setDetailText("On air")  // an in-place item update
             try await interfaceController?.pushTemplate(CPNowPlayingTemplate.shared, animated: true)

@@ -69,6 +69,8 @@ public final class CPApplication: @unchecked Sendable {
     @CPLocked private var dashboardScene: CPTemplateApplicationDashboardScene?
     @CPLocked private var clusterScene: CPTemplateApplicationInstrumentClusterScene?
     @CPLocked private var eventTask: Task<Void, Never>?
+    /// A RemoteCommands request is queued and not sent yet: later changes ride on it.
+    @CPLocked private var remoteCommandsQueued = false
     /// The car requests of this app, in order.
     let queue = RequestQueue()
     /// Automaker apps: the vehicle protocols served now, as External Accessory accessories
@@ -156,6 +158,8 @@ public final class CPApplication: @unchecked Sendable {
             }
             self?.connectionEnded()
         }
+        // Audio apps offer the car the commands of MPRemoteCommandCenter (PROTOCOL.md section 23).
+        if entitlements.contains(.audio) { MPRemoteCommandCenter.shared().attach(self) }
     }
 
     private typealias Code = CPError.Code
@@ -184,6 +188,33 @@ public final class CPApplication: @unchecked Sendable {
             } catch let error as HeadUnitError where error.code == .unknownEvent || error.code == .completionTimeout {
                 // The car stopped waiting (timed out, or a newer selection replaced this one):
                 // nothing for the app to fix, so not an error of waitForPendingUpdates.
+            }
+        }
+    }
+
+    /// Declares `MPRemoteCommandCenter`'s commands after every request made
+    /// before; changes made before it is sent go with it (one request, the
+    /// latest set).
+    func declareRemoteCommands() {
+        guard let phone = phoneSession else { return }
+        let appID = bundleIdentifier
+        let alreadyQueued = $remoteCommandsQueued.exchange(true)
+        if alreadyQueued { return }
+        queue.post { [weak self] in
+            self?.remoteCommandsQueued = false
+            try await phone.setRemoteCommands(appID: appID, MPRemoteCommandCenter.shared().declared)
+        }
+    }
+
+    /// Answers a remote command with the handlers' status, after every request
+    /// made before (a now-playing update the handler made reaches the car first).
+    func answerRemoteCommand(_ event: HURemoteCommandEvent, _ status: MPRemoteCommandHandlerStatus) {
+        guard let phone = phoneSession else { return }
+        queue.post {
+            do {
+                try await phone.answerRemoteCommand(appID: event.appID, commandID: event.commandID, status: status.wire)
+            } catch let error as HeadUnitError where error.code == .completionTimeout || error.code == .unknownEvent {
+                // The car stopped waiting (it told its HMI): nothing for the app to fix.
             }
         }
     }
@@ -254,6 +285,8 @@ public final class CPApplication: @unchecked Sendable {
                 handleNavigation(navigation)
             case .accessoryAvailability(let availability)? where availability.appID == bundleIdentifier:
                 accessoryManager.update(availability, application: self)
+            case .remoteCommandEvent(let command)? where command.appID == bundleIdentifier:
+                answerRemoteCommand(command, MPRemoteCommandCenter.shared().handle(command))
             default:
                 break
             }
@@ -323,5 +356,6 @@ public final class CPApplication: @unchecked Sendable {
         if let scene = clusterScene { sceneDisconnected(scene.instrumentClusterController.sceneID) }
         accessoryManager.removeAll()
         phoneSession = nil
+        MPRemoteCommandCenter.shared().detach(self)
     }
 }

@@ -25,6 +25,18 @@ public struct CPLocked<Value>: @unchecked Sendable {
         get { box.lock.withLock { box.value } }
         nonmutating set { box.lock.withLock { box.value = newValue } }
     }
+
+    /// `$name`: the wrapper itself, for read-and-write in one step.
+    public var projectedValue: CPLocked<Value> { self }
+
+    /// Sets the value and answers the one it replaced, under one lock.
+    func exchange(_ newValue: Value) -> Value {
+        box.lock.withLock {
+            let old = box.value
+            box.value = newValue
+            return old
+        }
+    }
 }
 
 /// A weak reference that can live in a `CPLocked` (delegates are weak, as in CarPlay).

@@ -119,6 +119,24 @@ public final class HMISession: @unchecked Sendable {
         try await self.input(input)
     }
 
+    /// A touch on the Now Playing screen's transport controls (PROTOCOL.md
+    /// section 23): answered with the app's status once the app handled it.
+    /// `appID` empty: the app that owns the main audio.
+    public func sendRemoteCommand(_ call: HURemoteCommandCall, to appID: String = "") async throws -> HURemoteCommandOutcome {
+        var send = HUSendRemoteCommand()
+        send.appID = appID
+        send.call = call
+        return try await connection.request(.sendRemoteCommand(send)).remoteCommand
+    }
+
+    /// A steering-wheel or media key: the car routes it to the app that owns
+    /// the main audio, as the command that app enables (section 23.4).
+    public func pressCarButton(_ button: HUCarButton) async throws -> HURemoteCommandOutcome {
+        var press = HUCarButtonPressed()
+        press.button = button
+        return try await connection.request(.carButton(press)).remoteCommand
+    }
+
     public func setVehicleState(_ state: HUVehicleState) async throws {
         var message = HUSetVehicleState()
         message.state = state

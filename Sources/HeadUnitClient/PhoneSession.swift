@@ -188,6 +188,26 @@ public final class PhoneSession: @unchecked Sendable {
         try await connection.request(.completeEvent(complete))
     }
 
+    /// Declares an app's remote commands (PROTOCOL.md section 23): the whole
+    /// set, replacing the one declared before. The car then sends
+    /// `RemoteCommandEvent`s (as `.other` events); answer each with
+    /// `answerRemoteCommand`.
+    public func setRemoteCommands(appID: String, _ commands: [HURemoteCommandState]) async throws {
+        var message = HURemoteCommands()
+        message.appID = appID
+        message.commands = commands
+        try await connection.request(.remoteCommands(message))
+    }
+
+    /// The app's handler status for a `RemoteCommandEvent`: the HMI that asked gets it.
+    public func answerRemoteCommand(appID: String, commandID: UInt64, status: HURemoteCommandStatus) async throws {
+        var answer = HURemoteCommandAnswer()
+        answer.appID = appID
+        answer.commandID = commandID
+        answer.status = status
+        try await connection.request(.remoteCommandAnswer(answer))
+    }
+
     public func close() async {
         await connection.close()
     }

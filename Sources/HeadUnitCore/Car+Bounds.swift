@@ -73,6 +73,7 @@ extension Car {
         switch body {
         case .templateRequest(let request): return request.appID
         case .completeEvent(let complete): return complete.appID
+        case .remoteCommands(let declare): return declare.appID
         default: return nil
         }
     }

@@ -437,6 +437,7 @@ extension Car {
             switch top.kind {
             case .nowPlaying:
                 top.nowPlaying = app.nowPlaying
+                if let commands = remote.set(of: owner.appID) { rendered.remoteCommands = commands }
             case .tabBar(let bar):
                 rendered.selectedTabID = scene.selectedTabs[top.id] ?? (bar.selectedTabID.isEmpty ? bar.tabs.first?.id ?? "" : bar.selectedTabID)
             case .search:

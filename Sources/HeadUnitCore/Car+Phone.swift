@@ -301,6 +301,7 @@ extension Car {
     mutating func appClosed(_ appID: String, from peer: PeerID) -> Result<HUResult, RuleViolation> {
         if case .failure(let violation) = announcedApp(appID, from: peer) { return .failure(violation) }
         endScenes(of: appID, reason: .appClosed, tellPhone: true)
+        endRemoteCommands(of: [appID], forget: true, why: "was closed")
         var outputs: [AccessoryHub.Output] = []
         accessories.appEnded(appID, reason: .appClosed, tellPhone: true, outputs: &outputs)
         perform(outputs)

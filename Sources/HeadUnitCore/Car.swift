@@ -40,6 +40,8 @@ public struct Car: Sendable {
     public internal(set) var navigation = NavigationCenter()
     public internal(set) var clusterFeed = ClusterFeed()
     public internal(set) var audio = AudioFocus()
+    /// The apps' remote commands and the commands waiting for their answer (section 23).
+    public internal(set) var remote: RemoteCommands
     /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
     public internal(set) var hmiImages = HMIImages()
 
@@ -80,6 +82,7 @@ public struct Car: Sendable {
         state.safeArea = configuration.vehicle.mainDisplay.safeArea
         self.vehicleState = state
         self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols, peerBudget: configuration.accessoryPeerBudget)
+        self.remote = RemoteCommands(limits: configuration.remoteCommandLimits)
     }
 
     // MARK: - inputs
@@ -156,6 +159,14 @@ public struct Car: Sendable {
             answer(peer, request, handleClusterInput(input))
         case .subscribeMetadata:
             answer(peer, request, subscribeMetadata(peer))
+        case .remoteCommands(let declare):
+            answer(peer, request, declareRemoteCommands(declare, from: peer))
+        case .sendRemoteCommand(let send):
+            sendRemoteCommand(send, requestID: request, from: peer)
+        case .carButton(let press):
+            carButtonPressed(press, requestID: request, from: peer)
+        case .remoteCommandAnswer(let remoteAnswer):
+            answer(peer, request, remoteCommandAnswered(remoteAnswer, from: peer))
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit:
             break  // handled above
         case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .pairStart, .authenticate:
@@ -164,7 +175,7 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, nil:
+            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -193,6 +204,7 @@ public struct Car: Sendable {
             effects.append(.cancelTimer(.announce(peer: peer)))
         }
         hmiPeers.removeAll { $0 == peer }
+        remote.askerLeft(peer)
         var outputs: [AccessoryHub.Output] = []
         accessories.departing = peer
         defer { accessories.departing = nil }
@@ -207,6 +219,8 @@ public struct Car: Sendable {
                 accessories.appEnded(appID, reason: .phoneGone, tellPhone: graceSerial != nil, outputs: &outputs)
             }
             if let graceSerial {
+                // A command cannot wait out a reconnection: its HMI hears now.
+                endRemoteCommands(of: appOrder, forget: false, why: "lost its phone's connection")
                 effects.append(.startTimer(.resumeGrace(serial: graceSerial), milliseconds: configuration.resumeGraceMilliseconds))
             } else {
                 endPhoneApps()
@@ -227,6 +241,7 @@ public struct Car: Sendable {
         }
         phoneLink.end()
         perform(outputs)
+        endRemoteCommands(of: appOrder, forget: true, why: "went away with its phone")
         for appID in appOrder {
             endScenes(of: appID, reason: .phoneGone, tellPhone: false)
         }
@@ -265,6 +280,8 @@ public struct Car: Sendable {
             navigationAlertExpired(serial: serial)
         case .navigationPrompt(let serial):
             audio.endPrompt(serial: serial)
+        case .remoteCommand(let commandID):
+            remoteCommandTimedOut(commandID: commandID)
         case .accessoryOpen(let channel, let serial):
             var outputs: [AccessoryHub.Output] = []
             accessories.openTimedOut(channel: channel, serial: serial, outputs: &outputs)

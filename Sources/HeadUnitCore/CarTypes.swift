@@ -77,6 +77,8 @@ public enum CarTimer: Hashable, Sendable {
     case resumeGrace(serial: UInt64)
     /// An accessory did not answer a requested session in time (PROTOCOL.md 18.3).
     case accessoryOpen(channel: UInt32, serial: UInt64)
+    /// An app did not answer a remote command in time (PROTOCOL.md section 23).
+    case remoteCommand(commandID: UInt64)
 }
 
 /// Everything the car is configured with.
@@ -96,6 +98,8 @@ public struct CarConfiguration: Sendable {
     /// What requests may add up to (PROTOCOL.md section 10.4): the frame size
     /// every state must fit, and the templates one phone may hold.
     public var composed = ComposedLimits()
+    /// Remote commands waiting per app, and how long the car waits for an answer (section 23).
+    public var remoteCommandLimits = RemoteCommands.Limits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

@@ -63,6 +63,9 @@ enum DaemonConfig {
         config.limits.maxMessageElements = UInt32(limits.message.maxElements)
         config.limits.resumeGraceMs = UInt32(limits.resumeGraceMilliseconds)
         config.limits.maxApps = UInt32(CarConfiguration(vehicle: .standard, entitlements: .acceptAll).maxApps)
+        let remote = RemoteCommands.Limits()
+        config.limits.maxPendingRemoteCommands = UInt32(remote.maxPending)
+        config.limits.remoteCommandTimeoutMs = UInt32(remote.timeoutMilliseconds)
         config.vehicle = .standard
         config.entitlements.allowed = EntitlementKey.all.sorted()
         config.logLevel = "notice"

@@ -98,6 +98,9 @@ struct HeadUnitDaemon: AsyncParsableCommand {
             maxApps: fileLimits.maxApps > 0 ? Int(fileLimits.maxApps) : 64,
             resumeGraceMilliseconds: limits.resumeGraceMilliseconds
         )
+        // Remote commands (PROTOCOL.md section 23).
+        if fileLimits.maxPendingRemoteCommands > 0 { car.remoteCommandLimits.maxPending = Int(fileLimits.maxPendingRemoteCommands) }
+        if fileLimits.remoteCommandTimeoutMs > 0 { car.remoteCommandLimits.timeoutMilliseconds = UInt64(fileLimits.remoteCommandTimeoutMs) }
         // What requests may add up to (PROTOCOL.md section 10.4): every state frame within max_payload_bytes.
         car.composed = ComposedLimits(
             maxFrameBytes: Int(limits.maxPayloadBytes),

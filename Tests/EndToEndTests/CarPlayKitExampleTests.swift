@@ -153,6 +153,51 @@ struct CarPlayKitExampleTests {
         await rig.example.expect("disconnected")
     }
 
+    @Test("RadioApp: MPRemoteCommandCenter's handlers run for the HMI's transport controls and car buttons; MPNowPlayingInfoCenter updates the screen")
+    func radioRemoteCommands() async throws {
+        let rig = try await Rig.start("RadioApp")
+        defer { rig.stop() }
+        try await rig.hmi.launch("com.example.radio")
+        await rig.example.expect("root set: true ")
+        try await rig.hmi.selectItem("jazz", on: "stations")
+        await rig.example.expect("playing Jazz FM")
+        // The Now Playing screen carries the commands the app offers: skip is offered but disabled.
+        let screen = await rig.hmi.waitForScreen { $0.top.id == "now-playing" && $0.remoteCommands.commands.count >= 7 }
+        let commands = screen?.remoteCommands.commands ?? []
+        #expect(commands.first { $0.command == .skipForward }?.enabled == false)
+        #expect(commands.first { $0.command == .skipForward }?.preferredIntervals == [15, 30])
+        #expect(commands.first { $0.command == .pause }?.enabled == true)
+        #expect(commands.first { $0.command == .like }?.title == "Like this station")
+
+        // A touch on pause: the handler runs, the app's now-playing rate reaches the screen before the answer.
+        let pause = try await rig.hmi.sendRemoteCommand(HURemoteCommandCall.with { $0.command = .pause }, to: "com.example.radio")
+        #expect(pause.status == .success)
+        await rig.example.expect("pause")
+        #expect(await rig.hmi.waitForScreen { $0.top.nowPlaying.playbackRate == 0 && $0.top.nowPlaying.title == "Jazz FM" } != nil)
+
+        // The steering wheel's NEXT: to the app that owns the main audio, as its next-track handler.
+        let next = try await rig.hmi.pressCarButton(.next)
+        #expect(next.appID == "com.example.radio" && next.call.command == .nextTrack && next.status == .success)
+        await rig.example.expect("tuned to News 24")
+        let tuned = await rig.hmi.waitForScreen { $0.top.nowPlaying.title == "News 24" && $0.top.nowPlaying.playbackRate == 1 }
+        #expect(tuned?.top.nowPlaying.artwork.asset == "station-news")
+
+        // PLAY_PAUSE while playing: the toggle; skip is disabled, so refused with its code.
+        #expect(try await rig.hmi.pressCarButton(.playPause).call.command == .togglePlayPause)
+        #expect(await rig.hmi.waitForScreen { $0.top.nowPlaying.title == "News 24" && $0.top.nowPlaying.playbackRate == 0 } != nil)
+        await #expect(throws: HeadUnitError.self) {
+            _ = try await rig.hmi.sendRemoteCommand(HURemoteCommandCall.with { $0.command = .skipForward })
+        }
+        do {
+            _ = try await rig.hmi.sendRemoteCommand(HURemoteCommandCall.with { $0.command = .skipForward })
+        } catch let error as HeadUnitError {
+            #expect(error.code == .commandDisabled)
+        }
+        let like = try await rig.hmi.sendRemoteCommand(HURemoteCommandCall.with { $0.command = .like })
+        #expect(like.status == .success)
+        await rig.example.expect("like News 24")
+    }
+
     @Test("MessagesApp: voice flow, push a contact card, its call button, a presented alert and both actions")
     func messages() async throws {
         let rig = try await Rig.start("MessagesApp")

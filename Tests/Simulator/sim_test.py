@@ -6,7 +6,9 @@ scenario phone (`headunitctl play --without-hmi Tests/Simulator/scenario.json`)
 whose expect steps pass only when the page delivered the driver's input: every
 launch, tap and press below is a click in the page. Checks that the templates
 render (texts in the DOM), that the screenshots of the main screen, dashboard
-and cluster are not blank, that the log pane shows the protocol, that the
+and cluster are not blank, that the RadioApp example (BIN_DIR/RadioApp) hears
+the Now Playing screen's transport buttons and the keyboard's media keys
+(remote commands, PROTOCOL.md section 23), that the log pane shows the protocol, that the
 page reports the phone dropping and the daemon restarting and reconnects.
 
     sim_test.py BIN_DIR [--screenshots DIR]    (BIN_DIR holds headunitd, headunitctl, headunit-sim)
@@ -167,9 +169,15 @@ class Page:
         return self.wait(what or f"`{css}` in the page", lambda: self.find(css), timeout)
 
     def text(self, css):
-        el = self.find(css)
-        # textContent, not .text: CSS may upper-case what the DOM holds.
-        return (el.get_attribute("textContent") or "") if el else ""
+        # The page redraws on every update: an element found may be gone when read (stale); read again.
+        for _ in range(5):
+            el = self.find(css)
+            try:
+                # textContent, not .text: CSS may upper-case what the DOM holds.
+                return (el.get_attribute("textContent") or "") if el else ""
+            except Exception:
+                continue
+        return ""
 
     def wait_text(self, css, text, timeout=TIMEOUT):
         return self.wait(f"'{text}' in {css}", lambda: text in self.text(css), timeout)
@@ -337,8 +345,38 @@ def main():
         check(re.search(r"scenario PASSED: \d+ passed, 0 skipped, 0 failed", phone_out) is not None,
               "the scenario phone passed with nothing skipped: every launch, tap and press reached the app")
 
+        # The RadioApp example (CarPlayKit, MPRemoteCommandCenter) as the phone: the Now Playing
+        # screen draws its transport controls; a click and the keyboard's media keys run its handlers.
+        procs.start("radio", [os.path.join(args.bin, "RadioApp"), sock])
+        procs.wait_for_line("radio", r"^connected$")
+        page.click('#home [data-app-id="com.example.radio"]', "launch the RadioApp example")
+        page.click('[data-item-id="jazz"]', "tap Jazz FM")
+        page.wait_text("#now-playing", "Jazz FM")
+        page.wait_css('#np-transport [data-command="REMOTE_COMMAND_TOGGLE_PLAY_PAUSE"]', "the play/pause transport button")
+        page.wait("skip forward drawn disabled (the app disabled it)", lambda: page.find(
+            '#np-transport [data-command="REMOTE_COMMAND_SKIP_FORWARD"][disabled]') is not None)
+        page.click('#np-transport [data-command="REMOTE_COMMAND_TOGGLE_PLAY_PAUSE"]', "press the play/pause transport button")
+        procs.wait_for_line("radio", r"^pause$")
+        page.wait_text("#now-playing", "paused")
+        page.wait_text("#np-status", "toggle_play_pause: success")
+        media_key = lambda key: driver.execute_script(
+            "document.dispatchEvent(new KeyboardEvent('keydown', {key: arguments[0], bubbles: true}))", key)
+        media_key("MediaTrackNext")
+        procs.wait_for_line("radio", r"^tuned to News 24$")
+        page.wait_text("#now-playing", "News 24")
+        page.wait_text("#now-playing", "playing")
+        check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (transport controls)", os.path.join(shots, "main-transport.png"))
+        media_key("MediaPlayPause")
+        page.wait_text("#now-playing", "paused")
+        media_key("MediaTrackPrevious")
+        procs.wait_for_line("radio", r"^tuned to Jazz FM$")
+        page.wait_text("#now-playing", "Jazz FM")
+        # Killed without a Goodbye: the car keeps its apps for resume_grace_ms; the restart below ends them.
+        procs.stop("radio")
+
         # The log pane shows decoded messages both ways.
-        for name in ["launchApp", "hmiInput", "screenUpdate", "homeScreen", "metadataUpdate", "navigationInput", "setVehicleState"]:
+        for name in ["launchApp", "hmiInput", "screenUpdate", "homeScreen", "metadataUpdate", "navigationInput", "setVehicleState",
+                     "sendRemoteCommand", "carButton"]:
             page.wait_text("#log", name)
 
         # The daemon restarts: the page says so and reconnects by itself.

@@ -465,7 +465,8 @@ public struct ConnectionStateMachine: Sendable {
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
             .sessionOpened, .closeSession, .sessionClosed, .sessionCredit, .sessionFinished,
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
-            .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt:
+            .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt,
+            .remoteCommands, .sendRemoteCommand, .carButton, .remoteCommandEvent, .remoteCommandAnswer:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

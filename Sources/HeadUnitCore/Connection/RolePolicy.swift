@@ -21,9 +21,13 @@ public enum RolePolicy {
         // Only the car sends these.
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
-            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished:
+            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished,
+            .remoteCommandEvent:
             return false
         case .navigationRequest: return role == .phone
+        // Remote commands (section 23): the app declares and answers, the HMI asks.
+        case .remoteCommands, .remoteCommandAnswer: return role == .phone
+        case .sendRemoteCommand, .carButton: return role == .hmi
         case .navigationInput: return role == .hmi
         case .clusterInput: return role == .cluster
         // The metadata stream is for the car's components that draw it.
@@ -114,6 +118,11 @@ public enum RolePolicy {
         case .authenticate: return "Authenticate"
         case .listPairedDevices: return "ListPairedDevices"
         case .removePairedDevice: return "RemovePairedDevice"
+        case .remoteCommands: return "RemoteCommands"
+        case .sendRemoteCommand: return "SendRemoteCommand"
+        case .carButton: return "CarButtonPressed"
+        case .remoteCommandEvent: return "RemoteCommandEvent"
+        case .remoteCommandAnswer: return "RemoteCommandAnswer"
         }
     }
 

@@ -94,6 +94,8 @@ struct ComposedScope: OptionSet {
         switch body {
         case .announceApps: self = [.home]
         case .templateRequest, .completeEvent: self = [.appScenes, .metadata]
+        // The HMI's now-playing screen draws the app's commands.
+        case .remoteCommands: self = [.appScenes]
         case .navigationRequest, .navigationInput, .clusterInput: self = [.metadata]
         case .launchApp, .hmiInput, .setVehicleState, .closeApp: self = [.shownScreens, .metadata]
         default: self = []

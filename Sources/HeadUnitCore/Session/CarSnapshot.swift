@@ -152,7 +152,9 @@ extension Car {
             out.deviceName = deviceName
             for appID in appOrder {
                 guard let app = apps[appID] else { continue }
-                out.apps.append(Self.snapshot(app))
+                var entry = Self.snapshot(app)
+                entry.remoteCommands = remote.declared[app.id] ?? []
+                out.apps.append(entry)
             }
             out.nowPlayingAppID = nowPlayingAppID
             for (id, event) in pendingEvents.sorted(by: { $0.key < $1.key }) {
@@ -281,6 +283,9 @@ extension Car {
                 guard car.apps[app.id] == nil else { throw SnapshotError("app '\(app.id)' is repeated") }
                 car.appOrder.append(app.id)
                 car.apps[app.id] = app
+                if let violation = car.remote.declare(appID: app.id, entry.remoteCommands) {
+                    throw SnapshotError("app '\(app.id)': remote commands: \(violation.message)")
+                }
             }
             car.nowPlayingAppID = snapshot.nowPlayingAppID
             for entry in snapshot.pendingEvents {

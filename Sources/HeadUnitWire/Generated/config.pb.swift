@@ -343,6 +343,20 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxPhoneTemplateBytes = newValue}
   }
 
+  /// Remote commands (PROTOCOL.md section 23): commands one app may have
+  /// waiting for its answer (past it LIMIT_EXCEEDED, limit
+  /// "remoteCommands.pending"), default 8; how long the car waits for an
+  /// answer before the HMI gets COMMAND_TIMED_OUT, default 3000.
+  public var maxPendingRemoteCommands: UInt32 {
+    get {_storage._maxPendingRemoteCommands}
+    set {_uniqueStorage()._maxPendingRemoteCommands = newValue}
+  }
+
+  public var remoteCommandTimeoutMs: UInt32 {
+    get {_storage._remoteCommandTimeoutMs}
+    set {_uniqueStorage()._remoteCommandTimeoutMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -589,7 +603,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -618,6 +632,8 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxUnauthenticatedFrames: UInt32 = 0
     var _tcpEvictionsPerSourcePerSecond: UInt32 = 0
     var _maxPhoneTemplateBytes: UInt32 = 0
+    var _maxPendingRemoteCommands: UInt32 = 0
+    var _remoteCommandTimeoutMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -654,6 +670,8 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxUnauthenticatedFrames = source._maxUnauthenticatedFrames
       _tcpEvictionsPerSourcePerSecond = source._tcpEvictionsPerSourcePerSecond
       _maxPhoneTemplateBytes = source._maxPhoneTemplateBytes
+      _maxPendingRemoteCommands = source._maxPendingRemoteCommands
+      _remoteCommandTimeoutMs = source._remoteCommandTimeoutMs
     }
   }
 
@@ -698,6 +716,8 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnauthenticatedFrames) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._tcpEvictionsPerSourcePerSecond) }()
         case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPhoneTemplateBytes) }()
+        case 40: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPendingRemoteCommands) }()
+        case 41: try { try decoder.decodeSingularUInt32Field(value: &_storage._remoteCommandTimeoutMs) }()
         default: break
         }
       }
@@ -784,6 +804,12 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._maxPhoneTemplateBytes != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxPhoneTemplateBytes, fieldNumber: 35)
       }
+      if _storage._maxPendingRemoteCommands != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxPendingRemoteCommands, fieldNumber: 40)
+      }
+      if _storage._remoteCommandTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._remoteCommandTimeoutMs, fieldNumber: 41)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -819,6 +845,8 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxUnauthenticatedFrames != rhs_storage._maxUnauthenticatedFrames {return false}
         if _storage._tcpEvictionsPerSourcePerSecond != rhs_storage._tcpEvictionsPerSourcePerSecond {return false}
         if _storage._maxPhoneTemplateBytes != rhs_storage._maxPhoneTemplateBytes {return false}
+        if _storage._maxPendingRemoteCommands != rhs_storage._maxPendingRemoteCommands {return false}
+        if _storage._remoteCommandTimeoutMs != rhs_storage._remoteCommandTimeoutMs {return false}
         return true
       }
       if !storagesAreEqual {return false}

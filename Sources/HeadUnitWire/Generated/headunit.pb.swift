@@ -484,6 +484,51 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .pairingAttempt(newValue)}
   }
 
+  /// Remote commands (remote.proto, PROTOCOL.md section 23).
+  public var remoteCommands: HURemoteCommands {
+    get {
+      if case .remoteCommands(let v)? = body {return v}
+      return HURemoteCommands()
+    }
+    set {body = .remoteCommands(newValue)}
+  }
+
+  /// HMI -> car
+  public var sendRemoteCommand: HUSendRemoteCommand {
+    get {
+      if case .sendRemoteCommand(let v)? = body {return v}
+      return HUSendRemoteCommand()
+    }
+    set {body = .sendRemoteCommand(newValue)}
+  }
+
+  /// HMI -> car
+  public var carButton: HUCarButtonPressed {
+    get {
+      if case .carButton(let v)? = body {return v}
+      return HUCarButtonPressed()
+    }
+    set {body = .carButton(newValue)}
+  }
+
+  /// car -> phone
+  public var remoteCommandEvent: HURemoteCommandEvent {
+    get {
+      if case .remoteCommandEvent(let v)? = body {return v}
+      return HURemoteCommandEvent()
+    }
+    set {body = .remoteCommandEvent(newValue)}
+  }
+
+  /// phone -> car
+  public var remoteCommandAnswer: HURemoteCommandAnswer {
+    get {
+      if case .remoteCommandAnswer(let v)? = body {return v}
+      return HURemoteCommandAnswer()
+    }
+    set {body = .remoteCommandAnswer(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -563,6 +608,16 @@ public nonisolated struct HUEnvelope: Sendable {
     case pairStart(HUPairStart)
     /// car -> HMI
     case pairingAttempt(HUPairingAttempt)
+    /// Remote commands (remote.proto, PROTOCOL.md section 23).
+    case remoteCommands(HURemoteCommands)
+    /// HMI -> car
+    case sendRemoteCommand(HUSendRemoteCommand)
+    /// HMI -> car
+    case carButton(HUCarButtonPressed)
+    /// car -> phone
+    case remoteCommandEvent(HURemoteCommandEvent)
+    /// phone -> car
+    case remoteCommandAnswer(HURemoteCommandAnswer)
 
   }
 
@@ -809,6 +864,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .imageData(newValue)}
   }
 
+  /// SendRemoteCommand, CarButtonPressed (section 23)
+  public var remoteCommand: HURemoteCommandOutcome {
+    get {
+      if case .remoteCommand(let v)? = detail {return v}
+      return HURemoteCommandOutcome()
+    }
+    set {detail = .remoteCommand(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Request-specific answers.
@@ -824,6 +888,8 @@ public nonisolated struct HUResult: Sendable {
     case pairing(HUPairingInfo)
     /// GetImage
     case imageData(HUImageData)
+    /// SendRemoteCommand, CarButtonPressed (section 23)
+    case remoteCommand(HURemoteCommandOutcome)
 
   }
 
@@ -1034,7 +1100,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1628,6 +1694,71 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .pairingAttempt(v)
         }
       }()
+      case 100: try {
+        var v: HURemoteCommands?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .remoteCommands(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .remoteCommands(v)
+        }
+      }()
+      case 101: try {
+        var v: HUSendRemoteCommand?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sendRemoteCommand(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sendRemoteCommand(v)
+        }
+      }()
+      case 102: try {
+        var v: HUCarButtonPressed?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .carButton(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .carButton(v)
+        }
+      }()
+      case 103: try {
+        var v: HURemoteCommandEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .remoteCommandEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .remoteCommandEvent(v)
+        }
+      }()
+      case 104: try {
+        var v: HURemoteCommandAnswer?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .remoteCommandAnswer(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .remoteCommandAnswer(v)
+        }
+      }()
       default: break
       }
     }
@@ -1821,6 +1952,26 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .pairingAttempt?: try {
       guard case .pairingAttempt(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 96)
+    }()
+    case .remoteCommands?: try {
+      guard case .remoteCommands(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+    }()
+    case .sendRemoteCommand?: try {
+      guard case .sendRemoteCommand(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 101)
+    }()
+    case .carButton?: try {
+      guard case .carButton(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 102)
+    }()
+    case .remoteCommandEvent?: try {
+      guard case .remoteCommandEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 103)
+    }()
+    case .remoteCommandAnswer?: try {
+      guard case .remoteCommandAnswer(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 104)
     }()
     case nil: break
     }
@@ -2128,7 +2279,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2231,6 +2382,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
           self.detail = .imageData(v)
         }
       }()
+      case 100: try {
+        var v: HURemoteCommandOutcome?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .remoteCommand(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .remoteCommand(v)
+        }
+      }()
       default: break
       }
     }
@@ -2281,6 +2445,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     case .imageData?: try {
       guard case .imageData(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
+    }()
+    case .remoteCommand?: try {
+      guard case .remoteCommand(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
     }()
     case nil: break
     }

@@ -1702,73 +1702,115 @@ public nonisolated struct HUOpenNowPlaying: Sendable {
 }
 
 /// The whole state of one screen as rendered: what to draw.
-public nonisolated struct HURenderedScreen: Sendable {
+public nonisolated struct HURenderedScreen: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var screen: HUScreen = .unspecified
+  public var screen: HUScreen {
+    get {_storage._screen}
+    set {_uniqueStorage()._screen = newValue}
+  }
 
   /// empty: the home screen
-  public var appID: String = String()
+  public var appID: String {
+    get {_storage._appID}
+    set {_uniqueStorage()._appID = newValue}
+  }
 
-  public var sceneID: UInt32 = 0
+  public var sceneID: UInt32 {
+    get {_storage._sceneID}
+    set {_uniqueStorage()._sceneID = newValue}
+  }
 
   /// template ids, root first
-  public var stack: [String] = []
+  public var stack: [String] {
+    get {_storage._stack}
+    set {_uniqueStorage()._stack = newValue}
+  }
 
   /// the template on top, with the car's truncation applied
   public var top: HUTemplate {
-    get {_top ?? HUTemplate()}
-    set {_top = newValue}
+    get {_storage._top ?? HUTemplate()}
+    set {_uniqueStorage()._top = newValue}
   }
   /// Returns true if `top` has been explicitly set.
-  public var hasTop: Bool {self._top != nil}
+  public var hasTop: Bool {_storage._top != nil}
   /// Clears the value of `top`. Subsequent reads from it will return its default value.
-  public mutating func clearTop() {self._top = nil}
+  public mutating func clearTop() {_uniqueStorage()._top = nil}
 
   /// modal over it, if any
   public var presented: HUTemplate {
-    get {_presented ?? HUTemplate()}
-    set {_presented = newValue}
+    get {_storage._presented ?? HUTemplate()}
+    set {_uniqueStorage()._presented = newValue}
   }
   /// Returns true if `presented` has been explicitly set.
-  public var hasPresented: Bool {self._presented != nil}
+  public var hasPresented: Bool {_storage._presented != nil}
   /// Clears the value of `presented`. Subsequent reads from it will return its default value.
-  public mutating func clearPresented() {self._presented = nil}
+  public mutating func clearPresented() {_uniqueStorage()._presented = nil}
 
   public var pending: HUPendingSelection {
-    get {_pending ?? HUPendingSelection()}
-    set {_pending = newValue}
+    get {_storage._pending ?? HUPendingSelection()}
+    set {_uniqueStorage()._pending = newValue}
   }
   /// Returns true if `pending` has been explicitly set.
-  public var hasPending: Bool {self._pending != nil}
+  public var hasPending: Bool {_storage._pending != nil}
   /// Clears the value of `pending`. Subsequent reads from it will return its default value.
-  public mutating func clearPending() {self._pending = nil}
+  public mutating func clearPending() {_uniqueStorage()._pending = nil}
 
   /// list truncation of `top` while driving
-  public var itemsShown: UInt32 = 0
+  public var itemsShown: UInt32 {
+    get {_storage._itemsShown}
+    set {_uniqueStorage()._itemsShown = newValue}
+  }
 
-  public var itemsTotal: UInt32 = 0
+  public var itemsTotal: UInt32 {
+    get {_storage._itemsTotal}
+    set {_uniqueStorage()._itemsTotal = newValue}
+  }
 
-  public var contentStyle: HUContentStyle = .unspecified
+  public var contentStyle: HUContentStyle {
+    get {_storage._contentStyle}
+    set {_uniqueStorage()._contentStyle = newValue}
+  }
 
-  public var rightHandDrive: Bool = false
+  public var rightHandDrive: Bool {
+    get {_storage._rightHandDrive}
+    set {_uniqueStorage()._rightHandDrive = newValue}
+  }
 
   /// navigation bar's Now Playing button
-  public var showNowPlayingButton: Bool = false
+  public var showNowPlayingButton: Bool {
+    get {_storage._showNowPlayingButton}
+    set {_uniqueStorage()._showNowPlayingButton = newValue}
+  }
 
-  public var searchResults: [HUListItem] = []
+  public var searchResults: [HUListItem] {
+    get {_storage._searchResults}
+    set {_uniqueStorage()._searchResults = newValue}
+  }
 
-  public var selectedTabID: String = String()
+  public var selectedTabID: String {
+    get {_storage._selectedTabID}
+    set {_uniqueStorage()._selectedTabID = newValue}
+  }
+
+  /// The top template is the app's now-playing template: the commands the app
+  /// declared, to draw the transport controls from (PROTOCOL.md section 23).
+  public var remoteCommands: HURemoteCommandSet {
+    get {_storage._remoteCommands ?? HURemoteCommandSet()}
+    set {_uniqueStorage()._remoteCommands = newValue}
+  }
+  /// Returns true if `remoteCommands` has been explicitly set.
+  public var hasRemoteCommands: Bool {_storage._remoteCommands != nil}
+  /// Clears the value of `remoteCommands`. Subsequent reads from it will return its default value.
+  public mutating func clearRemoteCommands() {_uniqueStorage()._remoteCommands = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _top: HUTemplate? = nil
-  fileprivate var _presented: HUTemplate? = nil
-  fileprivate var _pending: HUPendingSelection? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// The spinner: shown while the app completes a selection.
@@ -1790,57 +1832,48 @@ public nonisolated struct HUPendingSelection: Sendable {
 
 /// One change to what is on a screen. `full` replaces everything; the other
 /// kinds patch the template already shown by id.
-public nonisolated struct HUScreenUpdate: @unchecked Sendable {
+public nonisolated struct HUScreenUpdate: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var screen: HUScreen {
-    get {_storage._screen}
-    set {_uniqueStorage()._screen = newValue}
-  }
+  public var screen: HUScreen = .unspecified
 
   /// per screen, +1 per update; a gap means redraw from `full`
-  public var sequence: UInt64 {
-    get {_storage._sequence}
-    set {_uniqueStorage()._sequence = newValue}
-  }
+  public var sequence: UInt64 = 0
 
-  public var change: OneOf_Change? {
-    get {return _storage._change}
-    set {_uniqueStorage()._change = newValue}
-  }
+  public var change: HUScreenUpdate.OneOf_Change? = nil
 
   public var full: HURenderedScreen {
     get {
-      if case .full(let v)? = _storage._change {return v}
+      if case .full(let v)? = change {return v}
       return HURenderedScreen()
     }
-    set {_uniqueStorage()._change = .full(newValue)}
+    set {change = .full(newValue)}
   }
 
   public var diff: HUTemplateDiff {
     get {
-      if case .diff(let v)? = _storage._change {return v}
+      if case .diff(let v)? = change {return v}
       return HUTemplateDiff()
     }
-    set {_uniqueStorage()._change = .diff(newValue)}
+    set {change = .diff(newValue)}
   }
 
   public var spinnerStarted: HUPendingSelection {
     get {
-      if case .spinnerStarted(let v)? = _storage._change {return v}
+      if case .spinnerStarted(let v)? = change {return v}
       return HUPendingSelection()
     }
-    set {_uniqueStorage()._change = .spinnerStarted(newValue)}
+    set {change = .spinnerStarted(newValue)}
   }
 
   public var spinnerStopped: HUPendingSelection {
     get {
-      if case .spinnerStopped(let v)? = _storage._change {return v}
+      if case .spinnerStopped(let v)? = change {return v}
       return HUPendingSelection()
     }
-    set {_uniqueStorage()._change = .spinnerStopped(newValue)}
+    set {change = .spinnerStopped(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1854,8 +1887,6 @@ public nonisolated struct HUScreenUpdate: @unchecked Sendable {
   }
 
   public init() {}
-
-  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// In-place changes to the template on screen, element by element.
@@ -4572,98 +4603,167 @@ nonisolated extension HUOpenNowPlaying: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HURenderedScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RenderedScreen"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}app_id\0\u{3}scene_id\0\u{1}stack\0\u{1}top\0\u{1}presented\0\u{1}pending\0\u{3}items_shown\0\u{3}items_total\0\u{3}content_style\0\u{3}right_hand_drive\0\u{3}show_now_playing_button\0\u{3}search_results\0\u{3}selected_tab_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}app_id\0\u{3}scene_id\0\u{1}stack\0\u{1}top\0\u{1}presented\0\u{1}pending\0\u{3}items_shown\0\u{3}items_total\0\u{3}content_style\0\u{3}right_hand_drive\0\u{3}show_now_playing_button\0\u{3}search_results\0\u{3}selected_tab_id\0\u{4}V\u{1}remote_commands\0")
+
+  fileprivate class _StorageClass {
+    var _screen: HUScreen = .unspecified
+    var _appID: String = String()
+    var _sceneID: UInt32 = 0
+    var _stack: [String] = []
+    var _top: HUTemplate? = nil
+    var _presented: HUTemplate? = nil
+    var _pending: HUPendingSelection? = nil
+    var _itemsShown: UInt32 = 0
+    var _itemsTotal: UInt32 = 0
+    var _contentStyle: HUContentStyle = .unspecified
+    var _rightHandDrive: Bool = false
+    var _showNowPlayingButton: Bool = false
+    var _searchResults: [HUListItem] = []
+    var _selectedTabID: String = String()
+    var _remoteCommands: HURemoteCommandSet? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _screen = source._screen
+      _appID = source._appID
+      _sceneID = source._sceneID
+      _stack = source._stack
+      _top = source._top
+      _presented = source._presented
+      _pending = source._pending
+      _itemsShown = source._itemsShown
+      _itemsTotal = source._itemsTotal
+      _contentStyle = source._contentStyle
+      _rightHandDrive = source._rightHandDrive
+      _showNowPlayingButton = source._showNowPlayingButton
+      _searchResults = source._searchResults
+      _selectedTabID = source._selectedTabID
+      _remoteCommands = source._remoteCommands
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.sceneID) }()
-      case 4: try { try decoder.decodeRepeatedStringField(value: &self.stack) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._top) }()
-      case 6: try { try decoder.decodeSingularMessageField(value: &self._presented) }()
-      case 7: try { try decoder.decodeSingularMessageField(value: &self._pending) }()
-      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.itemsShown) }()
-      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.itemsTotal) }()
-      case 10: try { try decoder.decodeSingularEnumField(value: &self.contentStyle) }()
-      case 11: try { try decoder.decodeSingularBoolField(value: &self.rightHandDrive) }()
-      case 12: try { try decoder.decodeSingularBoolField(value: &self.showNowPlayingButton) }()
-      case 13: try { try decoder.decodeRepeatedMessageField(value: &self.searchResults) }()
-      case 14: try { try decoder.decodeSingularStringField(value: &self.selectedTabID) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._screen) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._appID) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._sceneID) }()
+        case 4: try { try decoder.decodeRepeatedStringField(value: &_storage._stack) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._top) }()
+        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._presented) }()
+        case 7: try { try decoder.decodeSingularMessageField(value: &_storage._pending) }()
+        case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._itemsShown) }()
+        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._itemsTotal) }()
+        case 10: try { try decoder.decodeSingularEnumField(value: &_storage._contentStyle) }()
+        case 11: try { try decoder.decodeSingularBoolField(value: &_storage._rightHandDrive) }()
+        case 12: try { try decoder.decodeSingularBoolField(value: &_storage._showNowPlayingButton) }()
+        case 13: try { try decoder.decodeRepeatedMessageField(value: &_storage._searchResults) }()
+        case 14: try { try decoder.decodeSingularStringField(value: &_storage._selectedTabID) }()
+        case 100: try { try decoder.decodeSingularMessageField(value: &_storage._remoteCommands) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.screen != .unspecified {
-      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
-    }
-    if !self.appID.isEmpty {
-      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2)
-    }
-    if self.sceneID != 0 {
-      try visitor.visitSingularUInt32Field(value: self.sceneID, fieldNumber: 3)
-    }
-    if !self.stack.isEmpty {
-      try visitor.visitRepeatedStringField(value: self.stack, fieldNumber: 4)
-    }
-    try { if let v = self._top {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    try { if let v = self._presented {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-    } }()
-    try { if let v = self._pending {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
-    } }()
-    if self.itemsShown != 0 {
-      try visitor.visitSingularUInt32Field(value: self.itemsShown, fieldNumber: 8)
-    }
-    if self.itemsTotal != 0 {
-      try visitor.visitSingularUInt32Field(value: self.itemsTotal, fieldNumber: 9)
-    }
-    if self.contentStyle != .unspecified {
-      try visitor.visitSingularEnumField(value: self.contentStyle, fieldNumber: 10)
-    }
-    if self.rightHandDrive != false {
-      try visitor.visitSingularBoolField(value: self.rightHandDrive, fieldNumber: 11)
-    }
-    if self.showNowPlayingButton != false {
-      try visitor.visitSingularBoolField(value: self.showNowPlayingButton, fieldNumber: 12)
-    }
-    if !self.searchResults.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.searchResults, fieldNumber: 13)
-    }
-    if !self.selectedTabID.isEmpty {
-      try visitor.visitSingularStringField(value: self.selectedTabID, fieldNumber: 14)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._screen != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._screen, fieldNumber: 1)
+      }
+      if !_storage._appID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._appID, fieldNumber: 2)
+      }
+      if _storage._sceneID != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._sceneID, fieldNumber: 3)
+      }
+      if !_storage._stack.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._stack, fieldNumber: 4)
+      }
+      try { if let v = _storage._top {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      try { if let v = _storage._presented {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+      } }()
+      try { if let v = _storage._pending {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+      } }()
+      if _storage._itemsShown != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._itemsShown, fieldNumber: 8)
+      }
+      if _storage._itemsTotal != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._itemsTotal, fieldNumber: 9)
+      }
+      if _storage._contentStyle != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._contentStyle, fieldNumber: 10)
+      }
+      if _storage._rightHandDrive != false {
+        try visitor.visitSingularBoolField(value: _storage._rightHandDrive, fieldNumber: 11)
+      }
+      if _storage._showNowPlayingButton != false {
+        try visitor.visitSingularBoolField(value: _storage._showNowPlayingButton, fieldNumber: 12)
+      }
+      if !_storage._searchResults.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._searchResults, fieldNumber: 13)
+      }
+      if !_storage._selectedTabID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._selectedTabID, fieldNumber: 14)
+      }
+      try { if let v = _storage._remoteCommands {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HURenderedScreen, rhs: HURenderedScreen) -> Bool {
-    if lhs.screen != rhs.screen {return false}
-    if lhs.appID != rhs.appID {return false}
-    if lhs.sceneID != rhs.sceneID {return false}
-    if lhs.stack != rhs.stack {return false}
-    if lhs._top != rhs._top {return false}
-    if lhs._presented != rhs._presented {return false}
-    if lhs._pending != rhs._pending {return false}
-    if lhs.itemsShown != rhs.itemsShown {return false}
-    if lhs.itemsTotal != rhs.itemsTotal {return false}
-    if lhs.contentStyle != rhs.contentStyle {return false}
-    if lhs.rightHandDrive != rhs.rightHandDrive {return false}
-    if lhs.showNowPlayingButton != rhs.showNowPlayingButton {return false}
-    if lhs.searchResults != rhs.searchResults {return false}
-    if lhs.selectedTabID != rhs.selectedTabID {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._screen != rhs_storage._screen {return false}
+        if _storage._appID != rhs_storage._appID {return false}
+        if _storage._sceneID != rhs_storage._sceneID {return false}
+        if _storage._stack != rhs_storage._stack {return false}
+        if _storage._top != rhs_storage._top {return false}
+        if _storage._presented != rhs_storage._presented {return false}
+        if _storage._pending != rhs_storage._pending {return false}
+        if _storage._itemsShown != rhs_storage._itemsShown {return false}
+        if _storage._itemsTotal != rhs_storage._itemsTotal {return false}
+        if _storage._contentStyle != rhs_storage._contentStyle {return false}
+        if _storage._rightHandDrive != rhs_storage._rightHandDrive {return false}
+        if _storage._showNowPlayingButton != rhs_storage._showNowPlayingButton {return false}
+        if _storage._searchResults != rhs_storage._searchResults {return false}
+        if _storage._selectedTabID != rhs_storage._selectedTabID {return false}
+        if _storage._remoteCommands != rhs_storage._remoteCommands {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4713,148 +4813,108 @@ nonisolated extension HUScreenUpdate: SwiftProtobuf.Message, SwiftProtobuf._Mess
   public static let protoMessageName: String = _protobuf_package + ".ScreenUpdate"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{1}sequence\0\u{2}\u{8}full\0\u{1}diff\0\u{3}spinner_started\0\u{3}spinner_stopped\0")
 
-  fileprivate class _StorageClass {
-    var _screen: HUScreen = .unspecified
-    var _sequence: UInt64 = 0
-    var _change: HUScreenUpdate.OneOf_Change?
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _screen = source._screen
-      _sequence = source._sequence
-      _change = source._change
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._screen) }()
-        case 2: try { try decoder.decodeSingularUInt64Field(value: &_storage._sequence) }()
-        case 10: try {
-          var v: HURenderedScreen?
-          var hadOneofValue = false
-          if let current = _storage._change {
-            hadOneofValue = true
-            if case .full(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._change = .full(v)
-          }
-        }()
-        case 11: try {
-          var v: HUTemplateDiff?
-          var hadOneofValue = false
-          if let current = _storage._change {
-            hadOneofValue = true
-            if case .diff(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._change = .diff(v)
-          }
-        }()
-        case 12: try {
-          var v: HUPendingSelection?
-          var hadOneofValue = false
-          if let current = _storage._change {
-            hadOneofValue = true
-            if case .spinnerStarted(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._change = .spinnerStarted(v)
-          }
-        }()
-        case 13: try {
-          var v: HUPendingSelection?
-          var hadOneofValue = false
-          if let current = _storage._change {
-            hadOneofValue = true
-            if case .spinnerStopped(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._change = .spinnerStopped(v)
-          }
-        }()
-        default: break
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      case 10: try {
+        var v: HURenderedScreen?
+        var hadOneofValue = false
+        if let current = self.change {
+          hadOneofValue = true
+          if case .full(let m) = current {v = m}
         }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.change = .full(v)
+        }
+      }()
+      case 11: try {
+        var v: HUTemplateDiff?
+        var hadOneofValue = false
+        if let current = self.change {
+          hadOneofValue = true
+          if case .diff(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.change = .diff(v)
+        }
+      }()
+      case 12: try {
+        var v: HUPendingSelection?
+        var hadOneofValue = false
+        if let current = self.change {
+          hadOneofValue = true
+          if case .spinnerStarted(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.change = .spinnerStarted(v)
+        }
+      }()
+      case 13: try {
+        var v: HUPendingSelection?
+        var hadOneofValue = false
+        if let current = self.change {
+          hadOneofValue = true
+          if case .spinnerStopped(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.change = .spinnerStopped(v)
+        }
+      }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._screen != .unspecified {
-        try visitor.visitSingularEnumField(value: _storage._screen, fieldNumber: 1)
-      }
-      if _storage._sequence != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._sequence, fieldNumber: 2)
-      }
-      switch _storage._change {
-      case .full?: try {
-        guard case .full(let v)? = _storage._change else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-      }()
-      case .diff?: try {
-        guard case .diff(let v)? = _storage._change else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-      }()
-      case .spinnerStarted?: try {
-        guard case .spinnerStarted(let v)? = _storage._change else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-      }()
-      case .spinnerStopped?: try {
-        guard case .spinnerStopped(let v)? = _storage._change else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-      }()
-      case nil: break
-      }
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.screen != .unspecified {
+      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
+    }
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 2)
+    }
+    switch self.change {
+    case .full?: try {
+      guard case .full(let v)? = self.change else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    }()
+    case .diff?: try {
+      guard case .diff(let v)? = self.change else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+    }()
+    case .spinnerStarted?: try {
+      guard case .spinnerStarted(let v)? = self.change else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
+    case .spinnerStopped?: try {
+      guard case .spinnerStopped(let v)? = self.change else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
+    case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUScreenUpdate, rhs: HUScreenUpdate) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._screen != rhs_storage._screen {return false}
-        if _storage._sequence != rhs_storage._sequence {return false}
-        if _storage._change != rhs_storage._change {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.screen != rhs.screen {return false}
+    if lhs.sequence != rhs.sequence {return false}
+    if lhs.change != rhs.change {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

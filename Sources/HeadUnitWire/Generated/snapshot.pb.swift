@@ -460,6 +460,13 @@ public nonisolated struct HUAppSnapshot: @unchecked Sendable {
     set {_uniqueStorage()._nowPlayingSet = newValue}
   }
 
+  /// The remote commands the app declared (PROTOCOL.md section 23); commands
+  /// waiting for an answer are not carried.
+  public var remoteCommands: [HURemoteCommandState] {
+    get {_storage._remoteCommands}
+    set {_uniqueStorage()._remoteCommands = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -500,47 +507,35 @@ public nonisolated struct HUSceneSnapshot: Sendable {
   fileprivate var _presented: HUTemplate? = nil
 }
 
-public nonisolated struct HUScreenSnapshot: @unchecked Sendable {
+public nonisolated struct HUScreenSnapshot: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var screen: HUScreen {
-    get {_storage._screen}
-    set {_uniqueStorage()._screen = newValue}
-  }
+  public var screen: HUScreen = .unspecified
 
   /// The scene the screen shows (app_id "" : the home screen).
-  public var ownerAppID: String {
-    get {_storage._ownerAppID}
-    set {_uniqueStorage()._ownerAppID = newValue}
-  }
+  public var ownerAppID: String = String()
 
-  public var ownerKind: HUSceneKind {
-    get {_storage._ownerKind}
-    set {_uniqueStorage()._ownerKind = newValue}
-  }
+  public var ownerKind: HUSceneKind = .unspecified
 
   /// What the HMIs last saw (unset: nothing yet), and its sequence number.
   public var rendered: HURenderedScreen {
-    get {_storage._rendered ?? HURenderedScreen()}
-    set {_uniqueStorage()._rendered = newValue}
+    get {_rendered ?? HURenderedScreen()}
+    set {_rendered = newValue}
   }
   /// Returns true if `rendered` has been explicitly set.
-  public var hasRendered: Bool {_storage._rendered != nil}
+  public var hasRendered: Bool {self._rendered != nil}
   /// Clears the value of `rendered`. Subsequent reads from it will return its default value.
-  public mutating func clearRendered() {_uniqueStorage()._rendered = nil}
+  public mutating func clearRendered() {self._rendered = nil}
 
-  public var sequence: UInt64 {
-    get {_storage._sequence}
-    set {_uniqueStorage()._sequence = newValue}
-  }
+  public var sequence: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _rendered: HURenderedScreen? = nil
 }
 
 public nonisolated struct HUPendingEventSnapshot: Sendable {
@@ -1248,7 +1243,7 @@ nonisolated extension HUAudioSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension HUAppSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AppSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}info\0\u{3}has_category\0\u{1}category\0\u{3}has_refusal\0\u{3}refusal_code\0\u{3}refusal_message\0\u{3}matched_protocols\0\u{1}scenes\0\u{3}now_playing\0\u{3}now_playing_set\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}info\0\u{3}has_category\0\u{1}category\0\u{3}has_refusal\0\u{3}refusal_code\0\u{3}refusal_message\0\u{3}matched_protocols\0\u{1}scenes\0\u{3}now_playing\0\u{3}now_playing_set\0\u{4}Z\u{1}remote_commands\0")
 
   fileprivate class _StorageClass {
     var _info: HUAppInfo? = nil
@@ -1261,6 +1256,7 @@ nonisolated extension HUAppSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _scenes: [HUSceneSnapshot] = []
     var _nowPlaying: HUNowPlayingTemplate? = nil
     var _nowPlayingSet: Bool = false
+    var _remoteCommands: [HURemoteCommandState] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1281,6 +1277,7 @@ nonisolated extension HUAppSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _scenes = source._scenes
       _nowPlaying = source._nowPlaying
       _nowPlayingSet = source._nowPlayingSet
+      _remoteCommands = source._remoteCommands
     }
   }
 
@@ -1309,6 +1306,7 @@ nonisolated extension HUAppSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._scenes) }()
         case 9: try { try decoder.decodeSingularMessageField(value: &_storage._nowPlaying) }()
         case 10: try { try decoder.decodeSingularBoolField(value: &_storage._nowPlayingSet) }()
+        case 100: try { try decoder.decodeRepeatedMessageField(value: &_storage._remoteCommands) }()
         default: break
         }
       }
@@ -1351,6 +1349,9 @@ nonisolated extension HUAppSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       if _storage._nowPlayingSet != false {
         try visitor.visitSingularBoolField(value: _storage._nowPlayingSet, fieldNumber: 10)
       }
+      if !_storage._remoteCommands.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._remoteCommands, fieldNumber: 100)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1370,6 +1371,7 @@ nonisolated extension HUAppSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._scenes != rhs_storage._scenes {return false}
         if _storage._nowPlaying != rhs_storage._nowPlaying {return false}
         if _storage._nowPlayingSet != rhs_storage._nowPlayingSet {return false}
+        if _storage._remoteCommands != rhs_storage._remoteCommands {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1442,95 +1444,51 @@ nonisolated extension HUScreenSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Me
   public static let protoMessageName: String = _protobuf_package + ".ScreenSnapshot"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}owner_app_id\0\u{3}owner_kind\0\u{2}\u{2}rendered\0\u{1}sequence\0")
 
-  fileprivate class _StorageClass {
-    var _screen: HUScreen = .unspecified
-    var _ownerAppID: String = String()
-    var _ownerKind: HUSceneKind = .unspecified
-    var _rendered: HURenderedScreen? = nil
-    var _sequence: UInt64 = 0
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _screen = source._screen
-      _ownerAppID = source._ownerAppID
-      _ownerKind = source._ownerKind
-      _rendered = source._rendered
-      _sequence = source._sequence
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._screen) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._ownerAppID) }()
-        case 3: try { try decoder.decodeSingularEnumField(value: &_storage._ownerKind) }()
-        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._rendered) }()
-        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._sequence) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.ownerAppID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.ownerKind) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._rendered) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._screen != .unspecified {
-        try visitor.visitSingularEnumField(value: _storage._screen, fieldNumber: 1)
-      }
-      if !_storage._ownerAppID.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._ownerAppID, fieldNumber: 2)
-      }
-      if _storage._ownerKind != .unspecified {
-        try visitor.visitSingularEnumField(value: _storage._ownerKind, fieldNumber: 3)
-      }
-      try { if let v = _storage._rendered {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      } }()
-      if _storage._sequence != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._sequence, fieldNumber: 6)
-      }
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.screen != .unspecified {
+      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
+    }
+    if !self.ownerAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.ownerAppID, fieldNumber: 2)
+    }
+    if self.ownerKind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.ownerKind, fieldNumber: 3)
+    }
+    try { if let v = self._rendered {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 6)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUScreenSnapshot, rhs: HUScreenSnapshot) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._screen != rhs_storage._screen {return false}
-        if _storage._ownerAppID != rhs_storage._ownerAppID {return false}
-        if _storage._ownerKind != rhs_storage._ownerKind {return false}
-        if _storage._rendered != rhs_storage._rendered {return false}
-        if _storage._sequence != rhs_storage._sequence {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.screen != rhs.screen {return false}
+    if lhs.ownerAppID != rhs.ownerAppID {return false}
+    if lhs.ownerKind != rhs.ownerKind {return false}
+    if lhs._rendered != rhs._rendered {return false}
+    if lhs.sequence != rhs.sequence {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -236,6 +236,8 @@ function kindOf(t) {
 }
 
 function renderApp(content, r) {
+  // The app's remote commands travel with its now-playing screen (PROTOCOL.md section 23).
+  S.remote = { appId: r.appId, commands: (r.remoteCommands || {}).commands || [] };
   const top = r.top || {};
   const kind = kindOf(top);
   let shown = top, selectedTab = null;
@@ -375,6 +377,49 @@ function listItem(templateId, item, spinning) {
       : g.accessory === "ACCESSORY_TYPE_CLOUD" ? h("span", { class: "accessory" }, "☁") : g.accessoryImage ? image(g.accessoryImage, 20) : null);
 }
 
+// Remote commands (PROTOCOL.md section 23): a touch names the app on screen;
+// the answer is the app's status, shown under the controls.
+function remoteCommand(appId, command, extra) {
+  const call = Object.assign({ command: "REMOTE_COMMAND_" + command }, extra || {});
+  return hmi({ sendRemoteCommand: { appId, call } }).then(showRemoteOutcome);
+}
+// Media keys and the steering wheel: the car routes them to the main audio's owner.
+function carButton(button) {
+  return hmi({ carButton: { button: "CAR_BUTTON_" + button } }).then(showRemoteOutcome);
+}
+function showRemoteOutcome(answer) {
+  const o = answer.result && answer.result.remoteCommand;
+  S.remoteOutcome = o ? `${(o.call.command || "").replace("REMOTE_COMMAND_", "").toLowerCase()}: ${(o.status || "").replace("REMOTE_COMMAND_STATUS_", "").toLowerCase()}`
+    : (answer.code || answer.error || "");
+  const el = $("np-status"); if (el) el.textContent = S.remoteOutcome;
+  return answer;
+}
+
+// The transport controls the app declared: enabled ones work, disabled ones are greyed, unsupported ones absent.
+function transportControls(t) {
+  const remote = S.remote || { commands: [] };
+  const cmds = {};
+  for (const c of remote.commands) cmds[(c.command || "").replace("REMOTE_COMMAND_", "")] = c;
+  if (!remote.commands.length) return null;
+  const playing = t.playbackRate > 0;
+  const button = (name, label, extra) => {
+    const c = cmds[name];
+    if (!c) return null;
+    return tap("button", { class: "btn transport" + (c.active ? " selected" : ""), disabled: !c.enabled, "data-command": "REMOTE_COMMAND_" + name, title: c.title || name },
+      () => remoteCommand(remote.appId, name, extra), label);
+  };
+  const skip = (name, arrow) => {
+    const c = cmds[name];
+    return button(name, `${arrow}${(c && c.preferredIntervals && c.preferredIntervals[0]) || ""}`);
+  };
+  const playPause = cmds.TOGGLE_PLAY_PAUSE ? button("TOGGLE_PLAY_PAUSE", playing ? "❚❚" : "▶")
+    : playing ? button("PAUSE", "❚❚") || button("STOP", "■") : button("PLAY", "▶");
+  return h("div", { class: "np-transport", id: "np-transport" },
+    button("PREVIOUS_TRACK", "◀◀"), skip("SKIP_BACKWARD", "↺"), playPause, skip("SKIP_FORWARD", "↻"), button("NEXT_TRACK", "▶▶"),
+    button("LIKE", "♥", { negative: !!(cmds.LIKE && cmds.LIKE.active) }), button("DISLIKE", "✕"), button("BOOKMARK", "★"),
+    h("span", { class: "muted", id: "np-status" }, S.remoteOutcome || ""));
+}
+
 function renderNowPlaying(templateId, t) {
   const names = { PLAYBACK_RATE: t.playbackRate > 0 ? "❚❚" : "▶", SHUFFLE: "⤮", REPEAT: "↻", ADD_TO_LIBRARY: "+", MORE: "…" };
   const pct = t.live ? 100 : (t.durationSeconds ? Math.min(100, 100 * (t.elapsedSeconds || 0) / t.durationSeconds) : 0);
@@ -385,6 +430,7 @@ function renderNowPlaying(templateId, t) {
       h("div", { class: "np-title" }, t.title || "Not Playing"), h("div", { class: "np-artist" }, [t.artist, t.album].filter(Boolean).join(" — ")),
       h("div", { class: "progress" }, h("div", { style: `width:${pct}%` })),
       h("div", { class: "muted" }, t.live ? "LIVE" : `${fmtClock(t.elapsedSeconds)} / ${fmtClock(t.durationSeconds)}`, t.playbackRate > 0 ? "  ▶ playing" : "  ❚❚ paused"),
+      transportControls(t),
       h("div", { class: "np-buttons" },
         (t.buttons || []).map((b) => {
           const k = (b.kind || "").replace("NOW_PLAYING_BUTTON_KIND_", "");
@@ -641,7 +687,11 @@ function moveFocus(delta) {
   const next = scope[(i < 0 ? 0 : i + delta + scope.length) % scope.length];
   next.focus(); next.scrollIntoView({ block: "nearest" });
 }
+// The keyboard's media keys are the steering wheel's buttons, wherever the focus is.
+const MEDIA_KEYS = { MediaPlayPause: "PLAY_PAUSE", MediaPlay: "PLAY", MediaPause: "PAUSE", MediaStop: "STOP",
+  MediaTrackNext: "NEXT", MediaTrackPrevious: "PREVIOUS" };
 document.addEventListener("keydown", (e) => {
+  if (MEDIA_KEYS[e.key]) { carButton(MEDIA_KEYS[e.key]); e.preventDefault(); return; }
   if (e.target.tagName === "INPUT" && e.target.type !== "checkbox" || e.target.tagName === "SELECT") return;
   const inMain = $("main-screen").contains(document.activeElement);
   if (!inMain && !["ArrowDown", "ArrowUp"].includes(e.key)) return;
