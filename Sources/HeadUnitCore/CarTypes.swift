@@ -49,6 +49,10 @@ public enum CarEffect: Sendable, Equatable {
     case cancelTimer(CarTimer)
     /// Send External Accessory session bytes in a DATA frame on `channel`.
     case sendData(PeerID, channel: UInt32, ByteBuffer)
+    /// Send a phone's VIDEO frame payload (header and access unit, as it
+    /// came) on `channel` to a viewer; the server drops it instead when the
+    /// viewer is behind, and tells `Car.videoDropped` (section 25.5).
+    case sendVideo(PeerID, channel: UInt32, ByteBuffer)
     /// A DATA frame from the peer was refused: a non-fatal protocol error that
     /// counts against its error budget (PROTOCOL.md section 10).
     case refuseData(PeerID, HUErrorCode, String)
@@ -96,6 +100,8 @@ public struct CarConfiguration: Sendable {
     /// What requests may add up to (PROTOCOL.md section 10.4): the frame size
     /// every state must fit, and the templates one phone may hold.
     public var composed = ComposedLimits()
+    /// Base-view video: viewers per screen, keyframe request pacing (section 25.6).
+    public var video = VideoRoutes.Limits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

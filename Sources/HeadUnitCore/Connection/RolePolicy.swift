@@ -21,8 +21,12 @@ public enum RolePolicy {
         // Only the car sends these.
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
-            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished:
+            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished,
+            .videoStreams:
             return false
+        // Base-view video (section 25): the car's components that draw a screen.
+        case .watchVideo, .requestKeyframe:
+            return role == .hmi || role == .cluster
         case .navigationRequest: return role == .phone
         case .navigationInput: return role == .hmi
         case .clusterInput: return role == .cluster
@@ -64,6 +68,11 @@ public enum RolePolicy {
         case .phone, .accessory: return true
         case .hmi, .cluster, .unspecified, .UNRECOGNIZED: return false
         }
+    }
+
+    /// VIDEO frames carry an app's base view: phones only (section 25).
+    public static func maySendVideo(role: HURole) -> Bool {
+        role == .phone
     }
 
     /// A short name for logs and reasons.
@@ -114,6 +123,9 @@ public enum RolePolicy {
         case .authenticate: return "Authenticate"
         case .listPairedDevices: return "ListPairedDevices"
         case .removePairedDevice: return "RemovePairedDevice"
+        case .watchVideo: return "WatchVideo"
+        case .videoStreams: return "VideoStreams"
+        case .requestKeyframe: return "RequestKeyframe"
         }
     }
 
