@@ -1,4 +1,5 @@
 import Foundation
+import HeadUnitClient
 import HeadUnitVideo
 import HeadUnitWire
 import NIOCore
@@ -129,5 +130,56 @@ struct VideoCodecEndToEndTests {
         print("video codec e2e: \(width)x\(height), draw+encode+route+decode latency p50 \(p50) ms p99 \(p99) ms; HMI GetStatus RTT while streaming max \((rtts.last ?? 0) * 1000) ms")
         #expect(p99 < 1000, "decoded within a second even on a loaded machine (p99 \(p99) ms)")
         #expect(!stalled.sawEOF)
+    }
+
+    /// The SDK's phone: frames encoded and sent with `PhoneSession.sendVideoFrame`,
+    /// keyframe requests answered, decoded by a watching HMI.
+    @Test func thePhoneSDKSendsEncodedFramesAndAnswersKeyframeRequests() async throws {
+        let daemon = try TestDaemon.launch()
+        let phone = try await PhoneSession.connect(to: .unix(path: daemon.unixSocketPath), deviceName: "SDK phone")
+        defer { Task { await phone.close() } }
+        let app = HUAppInfo.with { $0.appID = "maps"; $0.displayName = "Maps"; $0.entitlements = [VideoSocketTests.maps] }
+        _ = try await phone.announce([app])
+        let (scene, hmi) = try await onOwnThread { () throws -> (Void, RawSocketClient) in
+            let hmi = try daemon.connectUnix()
+            try hmi.handshake(role: .hmi)
+            #expect(try RequestErrorTests.launch(hmi, "maps").1.code == .ok)
+            return ((), hmi)
+        }
+        _ = scene
+        let controller = try await phone.waitForScene(appID: "maps")
+        let params = controller.scene.video
+        #expect(params.channel == controller.sceneID)
+        let encoder = try H264Encoder(width: Int(params.widthPx), height: Int(params.heightPx))
+        let base = Self.base(width: Int(params.widthPx), height: Int(params.heightPx))
+        try await onOwnThread {
+            try hmi.send(.watchVideo(HUWatchVideo.with { $0.screen = .main }), requestID: 7)
+            #expect(try hmi.readResult().result.code == .ok)
+        }
+        // The car asks for a keyframe for its new viewer.
+        let asked = await phone.nextEvent(timeout: .seconds(10)) { event in
+            if case .other(let envelope) = event, case .requestKeyframe = envelope.body { return true }
+            return false
+        }
+        #expect(asked != nil)
+        encoder.requestKeyframe()
+        let decoder = try H264Decoder()
+        for number in UInt32(1)...10 {
+            let (accessUnit, key) = try #require(try encoder.encode(Self.picture(base, counter: number), timestampMilliseconds: Int64(number)))
+            var sent = false
+            // Latest frame wins on the phone too: a busy channel skips; here it never stays busy for long.
+            for _ in 0..<1000 where !sent {
+                sent = await phone.sendVideoFrame(
+                    channel: params.channel, VideoFrameHeader(timestampMicroseconds: Self.microseconds(), frameNumber: number, isKeyframe: key),
+                    accessUnit: ByteBuffer(bytes: accessUnit))
+                if !sent { try await Task.sleep(for: .milliseconds(1)) }
+            }
+            #expect(sent)
+            let counter = try await onOwnThread { () throws -> UInt32? in
+                let frame = try VideoSocketTests.videoFrame(hmi, timeout: 10)
+                return try decoder.decode(Array(frame.payload[VideoFrameHeader.size...])).map(Self.counter(in:))
+            }
+            #expect(counter == number)
+        }
     }
 }
