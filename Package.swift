@@ -95,6 +95,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Cisco's OpenH264: H.264 constrained baseline, encoder and decoder in one library.
+        .systemLibrary(
+            name: "COpenH264",
+            pkgConfig: "openh264",
+            providers: [.apt(["libopenh264-dev"])]
+        ),
+        // The base view as H.264 (PROTOCOL.md section 25): the phone's encoder, a decoder for the car side.
+        .target(
+            name: "HeadUnitVideo",
+            dependencies: [
+                "COpenH264", "HeadUnitWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // The SDK a phone app or a car component uses.
         .target(
             name: "HeadUnitClient",
@@ -217,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance", "HeadUnitSecurity",
+                "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance", "HeadUnitSecurity", "HeadUnitVideo",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

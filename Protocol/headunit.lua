@@ -22,7 +22,7 @@
 
 local headunit = Proto("headunit", "headunitd protocol")
 
-local KINDS = { [1] = "MESSAGE", [2] = "PING", [3] = "PONG", [4] = "DATA" }
+local KINDS = { [1] = "MESSAGE", [2] = "PING", [3] = "PONG", [4] = "DATA", [6] = "VIDEO" }
 local HEADER = 12
 local MAX_PAYLOAD = 1048576
 
@@ -36,7 +36,12 @@ local f_request = ProtoField.uint32("headunit.request_id", "Request id")
 local f_body = ProtoField.string("headunit.body", "Body")
 local f_summary = ProtoField.string("headunit.summary", "Message")
 local f_code = ProtoField.string("headunit.error_code", "Error code")
-headunit.fields = { f_magic, f_kind, f_flags, f_channel, f_length, f_payload, f_request, f_body, f_summary, f_code }
+-- VIDEO frames' 16-byte header (PROTOCOL.md section 25.3).
+local f_video_ts = ProtoField.uint64("headunit.video.timestamp_us", "Timestamp (us)")
+local f_video_number = ProtoField.uint32("headunit.video.frame_number", "Frame number")
+local f_video_key = ProtoField.bool("headunit.video.keyframe", "Keyframe")
+headunit.fields = { f_magic, f_kind, f_flags, f_channel, f_length, f_payload, f_request, f_body, f_summary, f_code,
+  f_video_ts, f_video_number, f_video_key }
 
 local e_magic = ProtoExpert.new("headunit.bad_magic", "Not \"HU\": BAD_MAGIC", expert.group.MALFORMED, expert.severity.ERROR)
 local e_flags = ProtoExpert.new("headunit.flags_set", "Flags must be 0: RESERVED_FLAGS", expert.group.PROTOCOL, expert.severity.WARN)
@@ -380,7 +385,7 @@ local function dissect_frame(tvb, pinfo, tree)
   local fl = subtree:add(f_flags, tvb(3, 1))
   if flags ~= 0 then fl:add_proto_expert_info(e_flags) end
   local ch = subtree:add(f_channel, tvb(4, 4))
-  if channel ~= 0 and kind ~= 4 then ch:add_proto_expert_info(e_channel) end
+  if channel ~= 0 and kind ~= 4 and kind ~= 6 then ch:add_proto_expert_info(e_channel) end
   local len = subtree:add(f_length, tvb(8, 4))
   if length > MAX_PAYLOAD then len:add_proto_expert_info(e_length) end
 
@@ -418,6 +423,14 @@ local function dissect_frame(tvb, pinfo, tree)
         pinfo.cols.protocol:set(protocol)
         pinfo.cols.info:set(text)
       end
+    elseif kind == 6 and length >= 16 then
+      -- The video header only; the H.264 access unit stays opaque bytes.
+      local number = payload(8, 4):uint()
+      local key = bit.band(payload(12, 1):uint(), 1) == 1
+      subtree:add(f_video_ts, payload(0, 8))
+      subtree:add(f_video_number, payload(8, 4))
+      subtree:add(f_video_key, payload(12, 1), key)
+      info = head .. string.format(" frame %d%s", number, key and " keyframe" or "")
     elseif kind == 2 or kind == 3 then
       if kind == 2 and length > 64 then subtree:add_proto_expert_info(e_ping) end
       -- At most 16 bytes of a ping's token in the Info column.

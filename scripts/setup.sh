@@ -6,7 +6,8 @@
 # Runs `apt-get update` at most once, and only when something is missing.
 set -euo pipefail
 
-packages=(libsystemd-dev pkg-config "$@")
+# libopenh264-dev: the base view's H.264 encoder and decoder (HeadUnitVideo, PROTOCOL.md section 25.2).
+packages=(libsystemd-dev pkg-config libopenh264-dev "$@")
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "setup: swift is not on PATH; install a Swift 6 toolchain first" >&2

@@ -94,6 +94,10 @@ public final class HeadUnitConnection: @unchecked Sendable {
     var closeHandler: ((HeadUnitError) -> Void)?
     /// Called on the event loop for every DATA frame (External Accessory session bytes).
     var dataHandler: ((UInt32, ByteBuffer) -> Void)?
+    /// Called on the event loop for every VIDEO frame (a watched screen's base view, PROTOCOL.md section 25).
+    var videoHandler: ((UInt32, ByteBuffer) -> Void)?
+    /// Per video channel: frames written and not yet taken by the socket (latest frame wins, section 25.5).
+    private var videoInFlight: [UInt32: Int] = [:]
 
     private struct Pending {
         var continuation: CheckedContinuation<HUEnvelope, Error>
@@ -473,6 +477,33 @@ public final class HeadUnitConnection: @unchecked Sendable {
         scheduleFlush()
     }
 
+    fileprivate func receivedVideo(channel: UInt32, _ payload: ByteBuffer) {
+        videoHandler?(channel, payload)
+    }
+
+    /// On the loop: one VIDEO frame (section 25.3) unless the previous frame
+    /// of this channel still waits for the socket: then nothing is sent and
+    /// false comes back (the caller skips the frame, and makes its next one a
+    /// keyframe), so video never piles up in front of requests.
+    func sendVideo(channel: UInt32, _ header: VideoFrameHeader, accessUnit: ByteBuffer) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        guard !isClosed, let socket = self.channel, videoInFlight[channel, default: 0] == 0, socket.isWritable else { return false }
+        var head = socket.allocator.buffer(capacity: FrameHeader.size + VideoFrameHeader.size)
+        head.writeFrameHeader(FrameHeader(kind: .video, channel: channel, length: UInt32(VideoFrameHeader.size + accessUnit.readableBytes)))
+        header.write(into: &head)
+        // Requests already queued go first; the frame is written as it is, not copied.
+        socket.write(outbound, promise: nil)
+        outbound = socket.allocator.buffer(capacity: 4096)
+        socket.write(head, promise: nil)
+        videoInFlight[channel, default: 0] += 1
+        let promise = eventLoop.makePromise(of: Void.self)
+        promise.futureResult.whenComplete { _ in self.videoInFlight[channel, default: 1] -= 1 }
+        socket.write(accessUnit, promise: promise)
+        writtenUnflushed = true
+        scheduleFlush()
+        return true
+    }
+
     /// On the loop: an envelope with request_id 0 (a one-way message such as SessionCredit).
     func sendOneWay(_ body: HUEnvelope.OneOf_Body) {
         eventLoop.preconditionInEventLoop()
@@ -568,6 +599,8 @@ private final class ClientHandler: ChannelInboundHandler {
             connection.receivedPing(frame.payload)
         case .data:
             connection.receivedData(channel: frame.header.channel, frame.payload)
+        case .video:
+            connection.receivedVideo(channel: frame.header.channel, frame.payload)
         case .pong, .none:
             break
         }

@@ -212,6 +212,17 @@ public final class PhoneSession: @unchecked Sendable {
         await connection.close()
     }
 
+    /// Sends one frame of a navigation scene's base view on its channel
+    /// (`scene.video.channel`, PROTOCOL.md section 25.3). False when the
+    /// previous frame of that channel has not left for the socket yet: this
+    /// one is skipped (latest frame wins, section 25.5) and the caller makes
+    /// its next frame a keyframe. The car's keyframe requests arrive as
+    /// `PhoneEvent.other` carrying `RequestKeyframe`.
+    public func sendVideoFrame(channel: UInt32, _ header: VideoFrameHeader, accessUnit: ByteBuffer) async -> Bool {
+        let connection = self.connection
+        return await connection.onLoopAsync { connection.sendVideo(channel: channel, header, accessUnit: accessUnit) }
+    }
+
     // MARK: inbound (event loop)
 
     private func handle(_ envelope: HUEnvelope) {

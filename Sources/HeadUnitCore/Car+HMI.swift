@@ -108,6 +108,7 @@ extension Car {
         connected.maxListItems = UInt32(listCap ?? 0)
         connected.maxListSections = UInt32(sectionCap ?? 0)
         connected.maxTabs = UInt32(CategoryRules.maxTabs(for: category))
+        if category == .navigation { connected.video = videoParams(sceneID: sceneID, kind: kind) }
         return connected
     }
 
@@ -525,6 +526,7 @@ extension Car {
                 sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))), images: refs)
             }
         }
+        publishVideo()
     }
 
     /// After a restart (section 22) the screens carry refs whose bytes this

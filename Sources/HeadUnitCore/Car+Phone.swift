@@ -127,6 +127,10 @@ extension Car {
             result.resumed = resumed
             emit(peer, body: .result(result), requestID: requestID)
             for body in replay { emit(peer, body: body) }
+            // Video frames in flight were lost: every watched stream starts again from a keyframe (section 25.5).
+            var videoOutputs: [VideoRoutes.Output] = []
+            video.resumed(outputs: &videoOutputs)
+            perform(videoOutputs)
         }
     }
 
@@ -318,6 +322,7 @@ extension Car {
         }
         for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             let scene = app.scenes[kind]!
+            video.streamEnded(scene.id)
             if tellPhone {
                 var disconnected = HUSceneDisconnected()
                 disconnected.appID = appID

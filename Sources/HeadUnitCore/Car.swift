@@ -44,6 +44,8 @@ public struct Car: Sendable {
     public internal(set) var remote: RemoteCommands
     /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
     public internal(set) var hmiImages = HMIImages()
+    /// Who watches which screen's base-view video (Video/, section 25).
+    public internal(set) var video: VideoRoutes
 
     struct TimedOutEvent: Equatable, Sendable {
         var id: UInt64
@@ -83,6 +85,7 @@ public struct Car: Sendable {
         self.vehicleState = state
         self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols, peerBudget: configuration.accessoryPeerBudget)
         self.remote = RemoteCommands(limits: configuration.remoteCommandLimits)
+        self.video = VideoRoutes(limits: configuration.video)
     }
 
     // MARK: - inputs
@@ -126,6 +129,10 @@ public struct Car: Sendable {
         if let body = envelope.body, receiveAccessoryMessage(body, requestID: request, from: peer) {
             return takeEffects()
         }
+        // Watching video changes no screen either.
+        if let body = envelope.body, receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds) {
+            return takeEffects()
+        }
         switch envelope.body {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
@@ -167,7 +174,7 @@ public struct Car: Sendable {
             carButtonPressed(press, requestID: request, from: peer)
         case .remoteCommandAnswer(let remoteAnswer):
             answer(peer, request, remoteCommandAnswered(remoteAnswer, from: peer))
-        case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit:
+        case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe:
             break  // handled above
         case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .pairStart, .authenticate:
             // Pairing needs keys, randomness and files: the server's PairingRegistry
@@ -175,7 +182,7 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, nil:
+            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, .videoStreams, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -210,6 +217,7 @@ public struct Car: Sendable {
         defer { accessories.departing = nil }
         accessories.accessoryLeft(peer, outputs: &outputs)
         clusterFeed.unsubscribe(peer)
+        video.forget(peer)
         if peer == phonePeer {
             let graceSerial = phoneLink.lost(departure)
             // Byte streams cannot resume without loss: the phone's accessory

@@ -49,6 +49,10 @@ public enum CarEffect: Sendable, Equatable {
     case cancelTimer(CarTimer)
     /// Send External Accessory session bytes in a DATA frame on `channel`.
     case sendData(PeerID, channel: UInt32, ByteBuffer)
+    /// Send a phone's VIDEO frame payload (header and access unit, as it
+    /// came) on `channel` to a viewer; the server drops it instead when the
+    /// viewer is behind, and tells `Car.videoDropped` (section 25.5).
+    case sendVideo(PeerID, channel: UInt32, ByteBuffer)
     /// A DATA frame from the peer was refused: a non-fatal protocol error that
     /// counts against its error budget (PROTOCOL.md section 10).
     case refuseData(PeerID, HUErrorCode, String)
@@ -100,6 +104,8 @@ public struct CarConfiguration: Sendable {
     public var composed = ComposedLimits()
     /// Remote commands waiting per app, and how long the car waits for an answer (section 23).
     public var remoteCommandLimits = RemoteCommands.Limits()
+    /// Base-view video: viewers per screen, keyframe request pacing (section 25.6).
+    public var video = VideoRoutes.Limits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

@@ -177,6 +177,8 @@ struct SessionFuzz {
             apply(effects)
         case .deliverData(let channel, let payload):
             apply(car.receiveData(channel: channel, payload, from: target))
+        case .deliverVideo(let channel, let header, let payload):
+            apply(car.receiveVideo(channel: channel, header, payload, from: target, now: now))
         case .close(let code, _):
             connections[target] = nil
             apply(car.peerLeft(target, departure: .cutOff(code)))
@@ -203,7 +205,7 @@ struct SessionFuzz {
         if frame.header.kind == .data { return frame.payload.readableBytes % 2 == 0 ? Self.accessoryID : phone }
         guard frame.header.kind == .message, let envelope = try? EnvelopeCodec.decode(frame.payload) else { return phone }
         switch envelope.body {
-        case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getStatus:
+        case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getStatus, .watchVideo, .requestKeyframe:
             return Self.hmiID
         case .serveProtocols, .answerSession:
             return Self.accessoryID
@@ -249,6 +251,8 @@ struct SessionFuzz {
                 timers[timer] = now + milliseconds
             case .cancelTimer(let timer):
                 timers[timer] = nil
+            case .sendVideo(let peer, let channel, _):
+                FuzzChecks.check(connections[peer] != nil && channel != 0, "video goes to a connected viewer on a channel (peer \(peer))")
             case .sendData(let peer, let channel, _):
                 FuzzChecks.check(connections[peer] != nil && channel != 0, "session bytes go to a connected peer on a channel (peer \(peer))")
             case .refuseData, .refuseRequest:

@@ -157,7 +157,8 @@ final class CarHost: @unchecked Sendable {
         for effect in effects {
             let recipient: PeerID?
             switch effect {
-            case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _), .refuseRequest(let to, _, _):
+            case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _), .refuseRequest(let to, _, _),
+                .sendVideo(let to, _, _):
                 recipient = to
             case .toHMIs:
                 recipient = nil
@@ -175,6 +176,13 @@ final class CarHost: @unchecked Sendable {
     func deliverData(channel: UInt32, _ payload: ByteBuffer, from peer: PeerID) {
         performDeferred()
         perform(car.receiveData(channel: channel, payload, from: peer))
+    }
+
+    /// A phone's VIDEO frame (section 25): written at once to every viewer
+    /// that takes it, the payload shared, never queued here.
+    func deliverVideo(channel: UInt32, _ header: VideoFrameHeader, _ payload: ByteBuffer, from peer: PeerID, now: UInt64) {
+        performDeferred()
+        perform(car.receiveVideo(channel: channel, header, payload, from: peer, now: now))
     }
 
     /// The connection is gone; `joined` says whether the Car knew it.
@@ -279,6 +287,13 @@ final class CarHost: @unchecked Sendable {
     }
 
     private func performNow(_ effects: [CarEffect]) {
+        var dropped: [(PeerID, UInt32)] = []
+        defer {
+            if !dropped.isEmpty {
+                let now = monotonicMilliseconds()
+                for (peer, channel) in dropped { performNow(car.videoDropped(channel: channel, viewer: peer, now: now)) }
+            }
+        }
         for effect in effects {
             switch effect {
             case .send(let peer, let envelope):
@@ -298,6 +313,12 @@ final class CarHost: @unchecked Sendable {
                 timers.removeValue(forKey: timer)?.cancel()
             case .sendData(let peer, let channel, let payload):
                 connections[peer]?.sendData(channel: channel, payload)
+            case .sendVideo(let peer, let channel, let payload):
+                guard let connection = connections[peer] else { continue }
+                if !connection.sendVideo(channel: channel, payload) {
+                    // Behind: this frame is dropped for it (latest frame wins) and it waits for a keyframe.
+                    dropped.append((peer, channel))
+                }
             case .refuseData(let peer, let code, let message):
                 connections[peer]?.refuseData(code, message)
             case .refuseRequest(let peer, let result, let requestID):

@@ -274,6 +274,8 @@ final class ConnectionHandler: ChannelInboundHandler {
             host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds())
         case .deliverData(let channel, let payload):
             host.deliverData(channel: channel, payload, from: peerID)
+        case .deliverVideo(let channel, let header, let payload):
+            host.deliverVideo(channel: channel, header, payload, from: peerID, now: now ?? monotonicMilliseconds())
         case .join(var info, let welcome):
             joined = true
             if info.role == .phone { info.resumptionToken = Self.makeResumptionToken() }
@@ -429,6 +431,23 @@ final class ConnectionHandler: ChannelInboundHandler {
         header.writeFrameHeader(FrameHeader(kind: .data, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
         write(header, context: context)
         write(payload, context: context)
+    }
+
+    /// A VIDEO frame for a viewer (section 25.5): written, header new and
+    /// payload shared, only while less than `videoViewerBufferBytes` waits
+    /// unsent for this peer; else dropped (false), so video never piles up
+    /// in front of its control messages.
+    func sendVideo(channel: UInt32, _ payload: ByteBuffer) -> Bool {
+        guard open, let context else { return true }
+        guard OutboundFrameCheck.dataFits(payload.readableBytes, maxPayload: maxPayload) else { return false }
+        writePending(context)
+        let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        guard waiting < host.configuration.videoViewerBufferBytes, context.channel.isWritable else { return false }
+        var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
+        header.writeFrameHeader(FrameHeader(kind: .video, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
+        write(header, context: context)
+        write(payload, context: context)
+        return true
     }
 
     /// The Car refused a DATA frame of this peer.

@@ -37,6 +37,12 @@ public struct ServerConfiguration: Sendable {
     /// PROTOCOL.md section 10.2) and an HMI skips state it gets later (10.5):
     /// a quarter of `maxOutboundBytes`, at least 64 KiB, at most all of it.
     var writeHighWaterMark: Int { min(maxOutboundBytes, max(64 * 1024, maxOutboundBytes / 4)) }
+    /// `video_viewer_buffer_bytes` (PROTOCOL.md section 25.6): a VIDEO frame
+    /// goes to a viewer only while less than this waits unsent for it.
+    public var videoViewerBufferLimit = 256 << 10
+    /// ... and never more than half the high-water mark, so video alone never
+    /// holds a viewer's requests back (section 10.2).
+    var videoViewerBufferBytes: Int { min(videoViewerBufferLimit, writeHighWaterMark / 2) }
     /// A peer that cannot take writes for this long is cut off with SLOW_CONSUMER.
     public var slowConsumerTimeoutMilliseconds: UInt64
     /// A graceful stop closes whatever is still open after this long.

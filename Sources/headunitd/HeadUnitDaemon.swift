@@ -105,6 +105,9 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         car.composed = ComposedLimits(
             maxFrameBytes: Int(limits.maxPayloadBytes),
             maxPhoneTemplateBytes: fileLimits.maxPhoneTemplateBytes > 0 ? Int(fileLimits.maxPhoneTemplateBytes) : ComposedLimits.defaultPhoneTemplateBytes)
+        // Base-view video (PROTOCOL.md section 25.6).
+        if fileLimits.maxVideoViewers > 0 { car.video.maxViewers = Int(fileLimits.maxVideoViewers) }
+        if fileLimits.keyframeRequestIntervalMs > 0 { car.video.keyframeIntervalMilliseconds = UInt64(fileLimits.keyframeRequestIntervalMs) }
         var connection = ConnectionConfiguration(
             limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)
         connection.security = DaemonConfig.security(file)
@@ -149,6 +152,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         var serverConfiguration = ServerConfiguration(listeners: listeners, connection: connection, car: car)
         if fileLimits.maxOutboundBytes > 0 { serverConfiguration.maxOutboundBytes = Int(fileLimits.maxOutboundBytes) }
         if fileLimits.slowConsumerTimeoutMs > 0 { serverConfiguration.slowConsumerTimeoutMilliseconds = UInt64(fileLimits.slowConsumerTimeoutMs) }
+        if fileLimits.videoViewerBufferBytes > 0 { serverConfiguration.videoViewerBufferLimit = Int(fileLimits.videoViewerBufferBytes) }
         if fileLimits.shutdownGraceMs > 0 { serverConfiguration.shutdownGraceMilliseconds = UInt64(fileLimits.shutdownGraceMs) }
         if fileLimits.maxConnections > 0 { serverConfiguration.connectionCaps.maxTotal = Int(fileLimits.maxConnections) }
         if fileLimits.maxUnixConnections > 0 { serverConfiguration.connectionCaps.maxUnix = Int(fileLimits.maxUnixConnections) }

@@ -17,6 +17,8 @@ struct CarHarness {
     /// Session bytes sent, and DATA frames refused, per peer.
     var data: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
     var refusedData: [PeerID: [HUErrorCode]] = [:]
+    /// VIDEO payloads sent per viewer (section 25).
+    var video: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
 
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
@@ -36,6 +38,7 @@ struct CarHarness {
             case .startTimer(let timer, _): timers.insert(timer)
             case .cancelTimer(let timer): timers.remove(timer)
             case .sendData(let peer, let channel, let payload): data[peer, default: []].append((channel, Array(payload.readableBytesView)))
+            case .sendVideo(let peer, let channel, let payload): video[peer, default: []].append((channel, Array(payload.readableBytesView)))
             case .refuseData(let peer, let code, _): refusedData[peer, default: []].append(code)
             case .refuseRequest(let peer, let result, let requestID):
                 sent[peer, default: []].append(HUEnvelope.with { $0.requestID = requestID; $0.body = .result(result) })

@@ -209,7 +209,7 @@ enum Reference {
     static func established(_ frame: Frame) -> Outcome {
         guard let kind = frame.header.kind else { return Outcome(code: .unknownFrameKind, fatal: false) }
         guard frame.header.flags == 0 else { return Outcome(code: .reservedFlags, fatal: false) }
-        if kind != .data && frame.header.channel != 0 { return Outcome(code: .reservedFlags, fatal: false) }
+        if kind != .data && kind != .video && frame.header.channel != 0 { return Outcome(code: .reservedFlags, fatal: false) }
         switch kind {
         case .ping:
             return Outcome(code: frame.payload.readableBytes <= FrameHeader.maxPingPayload ? .ok : .malformedPayload, fatal: false)
@@ -218,6 +218,10 @@ enum Reference {
         case .data:
             // A vector's state has no External Accessory session open (the sender is a phone).
             return Outcome(code: .notConnected, fatal: false)
+        case .video:
+            // A vector's sender is a phone with no scene: a frame is bad, or on no stream (section 25.4).
+            if case .failure = VideoFrameHeader.parse(frame.payload) { return Outcome(code: .badVideoFrame, fatal: false) }
+            return Outcome(code: .unknownVideoStream, fatal: false)
         case .message:
             guard let envelope = try? EnvelopeCodec.decode(frame.payload) else {
                 return Outcome(code: .malformedPayload, fatal: false)

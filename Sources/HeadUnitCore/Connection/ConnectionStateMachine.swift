@@ -10,6 +10,8 @@ public enum ConnectionAction: Sendable, Equatable {
     case deliver(HUEnvelope)
     /// External Accessory session bytes on a channel: hand them to the Car.
     case deliverData(channel: UInt32, ByteBuffer)
+    /// A phone's VIDEO frame (section 25), header checked: hand it to the Car's video routes.
+    case deliverVideo(channel: UInt32, VideoFrameHeader, ByteBuffer)
     /// Handshake done: send `welcome`, then tell the Car the peer joined.
     case join(PeerInfo, welcome: HUEnvelope)
     /// A non-fatal error: send this Result envelope; the connection stays open.
@@ -292,11 +294,11 @@ public struct ConnectionStateMachine: Sendable {
                 "more than max_unauthenticated_frames (\(limits.maxUnauthenticatedFrames)) frames before authenticating")
         }
         unauthenticatedFramesLeft -= 1
-        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data else {
+        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data, kind != .video else {
             // The reason names what was sent (section 20.1), so the phone's developer sees the mistake.
             let what: String
-            if frame.header.kind == .data {
-                what = "a DATA frame on channel \(frame.header.channel)"
+            if frame.header.kind == .data || frame.header.kind == .video {
+                what = "a \(frame.header.kind == .data ? "DATA" : "VIDEO") frame on channel \(frame.header.channel)"
             } else if frame.header.kind == nil {
                 what = "a frame of unknown kind 0x\(String(frame.header.kindByte, radix: 16))"
             } else if frame.header.flags != 0 {
@@ -314,7 +316,7 @@ public struct ConnectionStateMachine: Sendable {
             return .pong(frame.payload)
         case .pong:
             return .none
-        case .data:
+        case .data, .video:
             return close(.authRequired, "authenticate first: DATA before authentication")
         case .message:
             break
@@ -375,7 +377,7 @@ public struct ConnectionStateMachine: Sendable {
             guard frame.header.channel == 0 else {
                 return protocolError(.reservedFlags, "channel must be 0 on a \(kind) frame, got \(frame.header.channel); frame skipped", requestID: 0, now: now)
             }
-        case .data:
+        case .data, .video:
             break
         }
 
@@ -389,10 +391,12 @@ public struct ConnectionStateMachine: Sendable {
         switch kind {
         case .message where creditFrame:
             break
-        case .message, .ping, .data:
-            let cost = kind == .data ? RequestRate.dataFrame : RequestRate.request
+        case .message, .ping, .data, .video:
+            // A VIDEO frame costs what a DATA frame does (section 25.4): 60 frames a second on three windows is a tenth of a rate.
+            let streamFrame = kind == .data || kind == .video
+            let cost = streamFrame ? RequestRate.dataFrame : RequestRate.request
             guard requests.take(now: now, cost: cost) else {
-                let what = kind == .data ? "DATA frame not taken (a sixteenth of a request each)" : "request not served"
+                let what = streamFrame ? "\(kind == .data ? "DATA" : "VIDEO") frame not taken (a sixteenth of a request each)" : "request not served"
                 return protocolError(
                     .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); \(what)",
                     requestID: Self.requestID(of: frame), now: now, cutOffCode: .tooManyRequests)
@@ -421,6 +425,17 @@ public struct ConnectionStateMachine: Sendable {
                 return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send DATA frames", requestID: 0, now: now)
             }
             return .deliverData(channel: frame.header.channel, frame.payload)
+        case .video:
+            // Section 25.4's order: role, then the video header; the channel is the Car's to judge.
+            guard RolePolicy.maySendVideo(role: peer.role) else {
+                return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send VIDEO frames", requestID: 0, now: now)
+            }
+            switch VideoFrameHeader.parse(frame.payload) {
+            case .success(let header):
+                return .deliverVideo(channel: frame.header.channel, header, frame.payload)
+            case .failure(let problem):
+                return protocolError(.badVideoFrame, "VIDEO frame on channel \(frame.header.channel): \(problem.reason); frame dropped", requestID: 0, now: now)
+            }
         case .message:
             return receiveMessage(frame.payload, peer: peer, now: now, charged: !creditFrame)
         }
@@ -466,7 +481,8 @@ public struct ConnectionStateMachine: Sendable {
             .sessionOpened, .closeSession, .sessionClosed, .sessionCredit, .sessionFinished,
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
             .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt,
-            .remoteCommands, .sendRemoteCommand, .carButton, .remoteCommandEvent, .remoteCommandAnswer:
+            .remoteCommands, .sendRemoteCommand, .carButton, .remoteCommandEvent, .remoteCommandAnswer,
+            .watchVideo, .videoStreams, .requestKeyframe:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

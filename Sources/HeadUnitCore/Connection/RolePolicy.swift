@@ -22,8 +22,12 @@ public enum RolePolicy {
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
             .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished,
-            .remoteCommandEvent:
+            .remoteCommandEvent,
+            .videoStreams:
             return false
+        // Base-view video (section 25): the car's components that draw a screen.
+        case .watchVideo, .requestKeyframe:
+            return role == .hmi || role == .cluster
         case .navigationRequest: return role == .phone
         // Remote commands (section 23): the app declares and answers, the HMI asks.
         case .remoteCommands, .remoteCommandAnswer: return role == .phone
@@ -68,6 +72,11 @@ public enum RolePolicy {
         case .phone, .accessory: return true
         case .hmi, .cluster, .unspecified, .UNRECOGNIZED: return false
         }
+    }
+
+    /// VIDEO frames carry an app's base view: phones only (section 25).
+    public static func maySendVideo(role: HURole) -> Bool {
+        role == .phone
     }
 
     /// A short name for logs and reasons.
@@ -123,6 +132,9 @@ public enum RolePolicy {
         case .carButton: return "CarButtonPressed"
         case .remoteCommandEvent: return "RemoteCommandEvent"
         case .remoteCommandAnswer: return "RemoteCommandAnswer"
+        case .watchVideo: return "WatchVideo"
+        case .videoStreams: return "VideoStreams"
+        case .requestKeyframe: return "RequestKeyframe"
         }
     }
 

@@ -357,6 +357,27 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._remoteCommandTimeoutMs = newValue}
   }
 
+  /// Base-view video (PROTOCOL.md section 25.6).
+  /// Peers (HMI, cluster) watching one screen's video at once; past it: TOO_MANY_VIEWERS. Default 8.
+  public var maxVideoViewers: UInt32 {
+    get {_storage._maxVideoViewers}
+    set {_uniqueStorage()._maxVideoViewers = newValue}
+  }
+
+  /// A video frame is written to a viewer only while less than this waits unsent
+  /// for it (else it is dropped: latest frame wins). Default 262144; at most half
+  /// the write buffer's high-water mark.
+  public var videoViewerBufferBytes: UInt32 {
+    get {_storage._videoViewerBufferBytes}
+    set {_uniqueStorage()._videoViewerBufferBytes = newValue}
+  }
+
+  /// At most one RequestKeyframe per stream to the phone in this time. Default 250.
+  public var keyframeRequestIntervalMs: UInt32 {
+    get {_storage._keyframeRequestIntervalMs}
+    set {_uniqueStorage()._keyframeRequestIntervalMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -603,7 +624,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{9}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -634,6 +655,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxPhoneTemplateBytes: UInt32 = 0
     var _maxPendingRemoteCommands: UInt32 = 0
     var _remoteCommandTimeoutMs: UInt32 = 0
+    var _maxVideoViewers: UInt32 = 0
+    var _videoViewerBufferBytes: UInt32 = 0
+    var _keyframeRequestIntervalMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -672,6 +696,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxPhoneTemplateBytes = source._maxPhoneTemplateBytes
       _maxPendingRemoteCommands = source._maxPendingRemoteCommands
       _remoteCommandTimeoutMs = source._remoteCommandTimeoutMs
+      _maxVideoViewers = source._maxVideoViewers
+      _videoViewerBufferBytes = source._videoViewerBufferBytes
+      _keyframeRequestIntervalMs = source._keyframeRequestIntervalMs
     }
   }
 
@@ -718,6 +745,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPhoneTemplateBytes) }()
         case 40: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPendingRemoteCommands) }()
         case 41: try { try decoder.decodeSingularUInt32Field(value: &_storage._remoteCommandTimeoutMs) }()
+        case 50: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxVideoViewers) }()
+        case 51: try { try decoder.decodeSingularUInt32Field(value: &_storage._videoViewerBufferBytes) }()
+        case 52: try { try decoder.decodeSingularUInt32Field(value: &_storage._keyframeRequestIntervalMs) }()
         default: break
         }
       }
@@ -810,6 +840,15 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._remoteCommandTimeoutMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._remoteCommandTimeoutMs, fieldNumber: 41)
       }
+      if _storage._maxVideoViewers != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxVideoViewers, fieldNumber: 50)
+      }
+      if _storage._videoViewerBufferBytes != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._videoViewerBufferBytes, fieldNumber: 51)
+      }
+      if _storage._keyframeRequestIntervalMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._keyframeRequestIntervalMs, fieldNumber: 52)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -847,6 +886,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxPhoneTemplateBytes != rhs_storage._maxPhoneTemplateBytes {return false}
         if _storage._maxPendingRemoteCommands != rhs_storage._maxPendingRemoteCommands {return false}
         if _storage._remoteCommandTimeoutMs != rhs_storage._remoteCommandTimeoutMs {return false}
+        if _storage._maxVideoViewers != rhs_storage._maxVideoViewers {return false}
+        if _storage._videoViewerBufferBytes != rhs_storage._videoViewerBufferBytes {return false}
+        if _storage._keyframeRequestIntervalMs != rhs_storage._keyframeRequestIntervalMs {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -529,6 +529,33 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .remoteCommandAnswer(newValue)}
   }
 
+  /// Base-view video (video.proto, PROTOCOL.md section 25).
+  public var watchVideo: HUWatchVideo {
+    get {
+      if case .watchVideo(let v)? = body {return v}
+      return HUWatchVideo()
+    }
+    set {body = .watchVideo(newValue)}
+  }
+
+  /// car -> watchers
+  public var videoStreams: HUVideoStreams {
+    get {
+      if case .videoStreams(let v)? = body {return v}
+      return HUVideoStreams()
+    }
+    set {body = .videoStreams(newValue)}
+  }
+
+  /// car -> phone (event); HMI, cluster -> car (request)
+  public var requestKeyframe: HURequestKeyframe {
+    get {
+      if case .requestKeyframe(let v)? = body {return v}
+      return HURequestKeyframe()
+    }
+    set {body = .requestKeyframe(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -618,6 +645,12 @@ public nonisolated struct HUEnvelope: Sendable {
     case remoteCommandEvent(HURemoteCommandEvent)
     /// phone -> car
     case remoteCommandAnswer(HURemoteCommandAnswer)
+    /// Base-view video (video.proto, PROTOCOL.md section 25).
+    case watchVideo(HUWatchVideo)
+    /// car -> watchers
+    case videoStreams(HUVideoStreams)
+    /// car -> phone (event); HMI, cluster -> car (request)
+    case requestKeyframe(HURequestKeyframe)
 
   }
 
@@ -1100,7 +1133,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{4}\u{b}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1759,6 +1792,45 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .remoteCommandAnswer(v)
         }
       }()
+      case 115: try {
+        var v: HUWatchVideo?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .watchVideo(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .watchVideo(v)
+        }
+      }()
+      case 116: try {
+        var v: HUVideoStreams?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .videoStreams(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .videoStreams(v)
+        }
+      }()
+      case 117: try {
+        var v: HURequestKeyframe?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .requestKeyframe(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .requestKeyframe(v)
+        }
+      }()
       default: break
       }
     }
@@ -1972,6 +2044,18 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .remoteCommandAnswer?: try {
       guard case .remoteCommandAnswer(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 104)
+    }()
+    case .watchVideo?: try {
+      guard case .watchVideo(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 115)
+    }()
+    case .videoStreams?: try {
+      guard case .videoStreams(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 116)
+    }()
+    case .requestKeyframe?: try {
+      guard case .requestKeyframe(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 117)
     }()
     case nil: break
     }

@@ -243,6 +243,42 @@ public nonisolated enum HUSceneKind: SwiftProtobuf.Enum, Swift.CaseIterable {
 
 }
 
+public nonisolated enum HUVideoCodec: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// H.264 Annex B byte stream, one access unit per VIDEO frame
+  case h264 // = 1
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .h264
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .h264: return 1
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUVideoCodec] = [
+    .unspecified,
+    .h264,
+  ]
+
+}
+
 public nonisolated enum HUDisconnectReason: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -779,11 +815,59 @@ public nonisolated struct HUSceneConnected: @unchecked Sendable {
     set {_uniqueStorage()._maxListSections = newValue}
   }
 
+  /// Navigation apps only: the base-view video stream of this scene's window
+  /// (PROTOCOL.md section 25). Absent for other apps.
+  public var video: HUVideoStreamParams {
+    get {_storage._video ?? HUVideoStreamParams()}
+    set {_uniqueStorage()._video = newValue}
+  }
+  /// Returns true if `video` has been explicitly set.
+  public var hasVideo: Bool {_storage._video != nil}
+  /// Clears the value of `video`. Subsequent reads from it will return its default value.
+  public mutating func clearVideo() {_uniqueStorage()._video = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// How the app sends its base view (the map) for one scene window as video
+/// (PROTOCOL.md section 25.2).
+public nonisolated struct HUVideoStreamParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the VIDEO frames' channel: the scene's scene_id
+  public var channel: UInt32 = 0
+
+  public var codec: HUVideoCodec = .unspecified
+
+  /// 66: constrained baseline (constraint_set1_flag set)
+  public var profileIdc: UInt32 = 0
+
+  /// 40: level 4.0
+  public var levelIdc: UInt32 = 0
+
+  /// the window in pixels: width_pt * scale
+  public var widthPx: UInt32 = 0
+
+  public var heightPx: UInt32 = 0
+
+  /// the app sends at most this many frames a second
+  public var maxFps: UInt32 = 0
+
+  /// an IDR at least this often, and whenever asked (RequestKeyframe)
+  public var keyframeIntervalMs: UInt32 = 0
+
+  /// largest VIDEO payload (max_payload_bytes)
+  public var maxFrameBytes: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct HUSceneDisconnected: Sendable {
@@ -2058,6 +2142,10 @@ nonisolated extension HUSceneKind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SCENE_KIND_UNSPECIFIED\0\u{1}SCENE_KIND_MAIN\0\u{1}SCENE_KIND_DASHBOARD\0\u{1}SCENE_KIND_INSTRUMENT_CLUSTER\0")
 }
 
+nonisolated extension HUVideoCodec: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VIDEO_CODEC_UNSPECIFIED\0\u{1}VIDEO_CODEC_H264\0")
+}
+
 nonisolated extension HUDisconnectReason: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DISCONNECT_REASON_UNSPECIFIED\0\u{1}DISCONNECT_REASON_APP_CLOSED\0\u{1}DISCONNECT_REASON_CLOSED_BY_CAR\0\u{1}DISCONNECT_REASON_PHONE_GONE\0\u{1}DISCONNECT_REASON_SHUTTING_DOWN\0")
 }
@@ -2617,7 +2705,7 @@ nonisolated extension HUAppClosed: SwiftProtobuf.Message, SwiftProtobuf._Message
 
 nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SceneConnected"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{1}kind\0\u{1}window\0\u{3}content_style\0\u{3}vehicle_state\0\u{3}max_stack_depth\0\u{3}max_list_items\0\u{3}max_tabs\0\u{3}max_list_sections\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{1}kind\0\u{1}window\0\u{3}content_style\0\u{3}vehicle_state\0\u{3}max_stack_depth\0\u{3}max_list_items\0\u{3}max_tabs\0\u{3}max_list_sections\0\u{1}video\0")
 
   fileprivate class _StorageClass {
     var _appID: String = String()
@@ -2630,6 +2718,7 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
     var _maxListItems: UInt32 = 0
     var _maxTabs: UInt32 = 0
     var _maxListSections: UInt32 = 0
+    var _video: HUVideoStreamParams? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2650,6 +2739,7 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
       _maxListItems = source._maxListItems
       _maxTabs = source._maxTabs
       _maxListSections = source._maxListSections
+      _video = source._video
     }
   }
 
@@ -2678,6 +2768,7 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
         case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListItems) }()
         case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTabs) }()
         case 10: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxListSections) }()
+        case 11: try { try decoder.decodeSingularMessageField(value: &_storage._video) }()
         default: break
         }
       }
@@ -2720,6 +2811,9 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
       if _storage._maxListSections != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxListSections, fieldNumber: 10)
       }
+      try { if let v = _storage._video {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2739,10 +2833,81 @@ nonisolated extension HUSceneConnected: SwiftProtobuf.Message, SwiftProtobuf._Me
         if _storage._maxListItems != rhs_storage._maxListItems {return false}
         if _storage._maxTabs != rhs_storage._maxTabs {return false}
         if _storage._maxListSections != rhs_storage._maxListSections {return false}
+        if _storage._video != rhs_storage._video {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUVideoStreamParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".VideoStreamParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{1}codec\0\u{3}profile_idc\0\u{3}level_idc\0\u{3}width_px\0\u{3}height_px\0\u{3}max_fps\0\u{3}keyframe_interval_ms\0\u{3}max_frame_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.channel) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.codec) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.profileIdc) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.levelIdc) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.widthPx) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.heightPx) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.maxFps) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.keyframeIntervalMs) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.maxFrameBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.channel != 0 {
+      try visitor.visitSingularUInt32Field(value: self.channel, fieldNumber: 1)
+    }
+    if self.codec != .unspecified {
+      try visitor.visitSingularEnumField(value: self.codec, fieldNumber: 2)
+    }
+    if self.profileIdc != 0 {
+      try visitor.visitSingularUInt32Field(value: self.profileIdc, fieldNumber: 3)
+    }
+    if self.levelIdc != 0 {
+      try visitor.visitSingularUInt32Field(value: self.levelIdc, fieldNumber: 4)
+    }
+    if self.widthPx != 0 {
+      try visitor.visitSingularUInt32Field(value: self.widthPx, fieldNumber: 5)
+    }
+    if self.heightPx != 0 {
+      try visitor.visitSingularUInt32Field(value: self.heightPx, fieldNumber: 6)
+    }
+    if self.maxFps != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxFps, fieldNumber: 7)
+    }
+    if self.keyframeIntervalMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.keyframeIntervalMs, fieldNumber: 8)
+    }
+    if self.maxFrameBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxFrameBytes, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUVideoStreamParams, rhs: HUVideoStreamParams) -> Bool {
+    if lhs.channel != rhs.channel {return false}
+    if lhs.codec != rhs.codec {return false}
+    if lhs.profileIdc != rhs.profileIdc {return false}
+    if lhs.levelIdc != rhs.levelIdc {return false}
+    if lhs.widthPx != rhs.widthPx {return false}
+    if lhs.heightPx != rhs.heightPx {return false}
+    if lhs.maxFps != rhs.maxFps {return false}
+    if lhs.keyframeIntervalMs != rhs.keyframeIntervalMs {return false}
+    if lhs.maxFrameBytes != rhs.maxFrameBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,77 @@
+import HeadUnitWire
+import NIOCore
+import Testing
+
+@testable import HeadUnitCore
+
+/// PROTOCOL.md section 25 as Core rules: which viewers take a frame, when the
+/// phone is asked for a keyframe, and what a screen change does.
+@Suite("Base-view video routes")
+struct VideoRoutesTests {
+    static func frame(_ number: UInt32, key: Bool) -> (VideoFrameHeader, ByteBuffer) {
+        var buffer = ByteBuffer()
+        let header = VideoFrameHeader(timestampMicroseconds: 0, frameNumber: number, isKeyframe: key)
+        header.write(into: &buffer)
+        buffer.writeBytes([0, 0, 1, key ? 0x65 : 0x41])
+        return (header, buffer)
+    }
+
+    static func keyframeRequests(_ harness: inout CarHarness) -> [HURequestKeyframe] {
+        harness.drain(harness.phone).compactMap { if case .requestKeyframe(let r) = $0.body { return r } else { return nil } }
+    }
+
+    static func send(_ harness: inout CarHarness, _ channel: UInt32, _ number: UInt32, key: Bool) {
+        let (header, payload) = Self.frame(number, key: key)
+        harness.apply(harness.car.receiveVideo(channel: channel, header, payload, from: harness.phone, now: harness.now))
+    }
+
+    @Test func aViewerTakesFramesFromTheFirstKeyframeAndADropWaitsForTheNext() {
+        var harness = CarHarness()
+        let scene = harness.navigationApp()
+        #expect(harness.request(harness.hmi, .watchVideo(HUWatchVideo.with { $0.screen = .main })).code == .ok)
+        #expect(Self.keyframeRequests(&harness).map(\.reason) == [.newViewer])
+        Self.send(&harness, scene, 1, key: false)
+        #expect(harness.video[harness.hmi] == nil, "no P-frame before a keyframe")
+        Self.send(&harness, scene, 2, key: true)
+        Self.send(&harness, scene, 3, key: false)
+        #expect(harness.video[harness.hmi]?.count == 2)
+        // The server could not write frame 4: the viewer waits for a keyframe; the phone is asked once per interval.
+        harness.apply(harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now))
+        harness.apply(harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now + 10))
+        #expect(Self.keyframeRequests(&harness).map(\.reason) == [.frameDropped])
+        Self.send(&harness, scene, 5, key: false)
+        #expect(harness.video[harness.hmi]?.count == 2)
+        harness.now += 300
+        Self.send(&harness, scene, 6, key: false)
+        #expect(Self.keyframeRequests(&harness).map(\.reason) == [.frameDropped], "asked again once the interval passed")
+        Self.send(&harness, scene, 7, key: true)
+        #expect(harness.video[harness.hmi]?.count == 3)
+    }
+
+    @Test func aSceneComingOnAWatchedScreenTellsItsViewersAndAsksForAKeyframe() {
+        var harness = CarHarness()
+        harness.join(harness.hmi, .hmi)
+        harness.join(harness.phone, .phone)
+        #expect(harness.request(harness.hmi, .watchVideo(HUWatchVideo.with { $0.screen = .instrumentCluster })).code == .ok)
+        _ = harness.drain(harness.hmi)
+        _ = harness.announce([(Nav.appID, [EntitlementKey.maps])])
+        #expect(harness.request(harness.hmi, .launchApp(HULaunchApp.with { $0.appID = Nav.appID; $0.kind = .instrumentCluster })).code == .ok)
+        let streams = harness.drain(harness.hmi).compactMap { if case .videoStreams(let s) = $0.body { return s } else { return nil } }
+        #expect(streams.last?.streams.map(\.screen) == [.instrumentCluster])
+        #expect(streams.last?.streams.first?.params.widthPx == 960)
+        #expect(Self.keyframeRequests(&harness).map(\.reason) == [.shown])
+        // The app closes: the viewer is told the screen shows nothing.
+        #expect(harness.request(harness.hmi, .closeApp(HUCloseApp.with { $0.appID = Nav.appID })).code == .ok)
+        let after = harness.drain(harness.hmi).compactMap { if case .videoStreams(let s) = $0.body { return s } else { return nil } }
+        #expect(after.last?.streams.isEmpty == true)
+    }
+
+    @Test func aViewerThatLeavesIsForgotten() {
+        var harness = CarHarness()
+        _ = harness.navigationApp()
+        #expect(harness.request(harness.hmi, .watchVideo(HUWatchVideo.with { $0.screen = .main })).code == .ok)
+        #expect(harness.car.video.viewerCount(.main) == 1)
+        harness.apply(harness.car.peerLeft(harness.hmi))
+        #expect(harness.car.video.viewerCount(.main) == 0)
+    }
+}
