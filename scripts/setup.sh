@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and running headunitd needs, when it is missing:
-# libsystemd-dev and pkg-config (the Systemd module links libsystemd).
+# libsystemd-dev, libopus-dev and pkg-config (the Systemd module links
+# libsystemd; the audio mixer decodes Opus with libopus).
 # Extra Debian packages may be named as arguments (CI adds `systemd`).
 # Swift itself is expected on PATH (https://www.swift.org/install/linux/).
 # Runs `apt-get update` at most once, and only when something is missing.
 set -euo pipefail
 
-packages=(libsystemd-dev pkg-config "$@")
+packages=(libsystemd-dev libopus-dev pkg-config "$@")
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "setup: swift is not on PATH; install a Swift 6 toolchain first" >&2

@@ -40,6 +40,8 @@ public struct Car: Sendable {
     public internal(set) var navigation = NavigationCenter()
     public internal(set) var clusterFeed = ClusterFeed()
     public internal(set) var audio = AudioFocus()
+    /// The audio streams to the mixer and the microphone (section 24).
+    public internal(set) var audioStreams: AudioStreams
     /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
     public internal(set) var hmiImages = HMIImages()
 
@@ -80,6 +82,7 @@ public struct Car: Sendable {
         state.safeArea = configuration.vehicle.mainDisplay.safeArea
         self.vehicleState = state
         self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols, peerBudget: configuration.accessoryPeerBudget)
+        self.audioStreams = AudioStreams(limits: configuration.audio)
     }
 
     // MARK: - inputs
@@ -123,6 +126,9 @@ public struct Car: Sendable {
         if let body = envelope.body, receiveAccessoryMessage(body, requestID: request, from: peer) {
             return takeEffects()
         }
+        if let body = envelope.body, receiveAudioMessage(body, requestID: request, from: peer) {
+            return takeEffects()
+        }
         switch envelope.body {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
@@ -156,7 +162,8 @@ public struct Car: Sendable {
             answer(peer, request, handleClusterInput(input))
         case .subscribeMetadata:
             answer(peer, request, subscribeMetadata(peer))
-        case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit:
+        case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit,
+            .openAudioStream, .closeAudioStream, .audioCredit:
             break  // handled above
         case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .pairStart, .authenticate:
             // Pairing needs keys, randomness and files: the server's PairingRegistry
@@ -164,7 +171,8 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, nil:
+            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt,
+            .audioStreamClosed, .microphoneStarted, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -175,6 +183,7 @@ public struct Car: Sendable {
             answer(peer, request, .failure(violation))
         }
         settlePhoneLink()
+        settleAudio()
         if publishingScreens { publishScreens() }
         return takeEffects()
     }
@@ -215,6 +224,7 @@ public struct Car: Sendable {
         accessories.forget(peer)
         perform(outputs)
         settlePhoneLink()
+        settleAudio()
         publishScreens()
         return takeEffects()
     }
@@ -281,6 +291,7 @@ public struct Car: Sendable {
             }
         }
         settlePhoneLink()
+        settleAudio()
         return takeEffects()
     }
 
@@ -289,6 +300,9 @@ public struct Car: Sendable {
         var outputs: [AccessoryHub.Output] = []
         accessories.shutdown(outputs: &outputs)
         perform(outputs)
+        var audioOutputs: [AudioStreams.Output] = []
+        audioStreams.endAll(reason: .shuttingDown, tell: phonePeer != nil, outputs: &audioOutputs)
+        performAudio(audioOutputs, from: nil)
         for appID in appOrder {
             endScenes(of: appID, reason: .shuttingDown, tellPhone: true)
         }

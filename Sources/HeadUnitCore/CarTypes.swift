@@ -55,6 +55,11 @@ public enum CarEffect: Sendable, Equatable {
     /// A one-way message (SessionCredit) was refused: answered with this
     /// Result, counted against the peer's error budget like `refuseData`.
     case refuseRequest(PeerID, HUResult, requestID: UInt32)
+    /// A command for the audio mixer, which runs off the serving loop
+    /// behind a bounded handoff (PROTOCOL.md section 24).
+    case audio(AudioStreams.EngineCommand)
+    /// The car's microphone samples in a MEDIA frame on `channel`.
+    case sendMedia(PeerID, channel: UInt32, ByteBuffer)
 }
 
 /// The state streams an HMI follows: the home screen and each screen.
@@ -96,6 +101,8 @@ public struct CarConfiguration: Sendable {
     /// What requests may add up to (PROTOCOL.md section 10.4): the frame size
     /// every state must fit, and the templates one phone may hold.
     public var composed = ComposedLimits()
+    /// Audio streams: jitter buffer, window, cap (PROTOCOL.md section 24).
+    public var audio = AudioStreams.Limits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

@@ -170,6 +170,8 @@ struct SessionFuzz {
                 // A SessionCredit is one-way: answered only when refused.
                 if case .sessionCredit = envelope.body {
                     FuzzChecks.check(answers.count <= 1, "credit \(envelope.requestID) answered at most once, got \(answers.count)")
+                } else if case .audioCredit = envelope.body {
+                    FuzzChecks.check(answers.count <= 1, "credit \(envelope.requestID) answered at most once, got \(answers.count)")
                 } else {
                     FuzzChecks.check(answers.count == 1, "request \(envelope.requestID) answered once, got \(answers.count)")
                 }
@@ -177,6 +179,8 @@ struct SessionFuzz {
             apply(effects)
         case .deliverData(let channel, let payload):
             apply(car.receiveData(channel: channel, payload, from: target))
+        case .deliverMedia(let channel, let payload):
+            apply(car.receiveMedia(channel: channel, payload, from: target))
         case .close(let code, _):
             connections[target] = nil
             apply(car.peerLeft(target, departure: .cutOff(code)))
@@ -251,6 +255,10 @@ struct SessionFuzz {
                 timers[timer] = nil
             case .sendData(let peer, let channel, _):
                 FuzzChecks.check(connections[peer] != nil && channel != 0, "session bytes go to a connected peer on a channel (peer \(peer))")
+            case .sendMedia(let peer, let channel, _):
+                FuzzChecks.check(connections[peer] != nil && channel != 0, "microphone samples go to a connected phone on a channel (peer \(peer))")
+            case .audio:
+                break  // the mixer's business (it runs off the loop in the server)
             case .refuseData, .refuseRequest:
                 let peer: PeerID
                 if case .refuseData(let from, _, _) = effect { peer = from } else if case .refuseRequest(let from, _, _) = effect { peer = from } else { continue }

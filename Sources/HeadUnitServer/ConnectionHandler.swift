@@ -274,6 +274,8 @@ final class ConnectionHandler: ChannelInboundHandler {
             host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds())
         case .deliverData(let channel, let payload):
             host.deliverData(channel: channel, payload, from: peerID)
+        case .deliverMedia(let channel, let payload):
+            host.deliverMedia(channel: channel, payload, from: peerID)
         case .join(var info, let welcome):
             joined = true
             if info.role == .phone { info.resumptionToken = Self.makeResumptionToken() }
@@ -427,6 +429,15 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
         var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
         header.writeFrameHeader(FrameHeader(kind: .data, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
+        write(header, context: context)
+        write(payload, context: context)
+    }
+
+    /// The car's microphone samples (section 24): a MEDIA frame on the stream's channel.
+    func sendMedia(channel: UInt32, _ payload: ByteBuffer) {
+        guard open, let context else { return }
+        var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
+        header.writeFrameHeader(FrameHeader(kind: .media, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
         write(header, context: context)
         write(payload, context: context)
     }

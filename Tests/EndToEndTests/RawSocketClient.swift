@@ -255,7 +255,7 @@ final class RawSocketClient {
                 return try EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload))
             case .ping, .pong:
                 continue
-            case .data, .none:
+            case .data, .media, .none:
                 throw RawClientError.unexpected("frame kind \(frame.kind)")
             }
         }

@@ -17,6 +17,9 @@ struct CarHarness {
     /// Session bytes sent, and DATA frames refused, per peer.
     var data: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
     var refusedData: [PeerID: [HUErrorCode]] = [:]
+    /// What the mixer was told, and microphone samples sent (section 24).
+    var engine: [AudioStreams.EngineCommand] = []
+    var media: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
 
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
@@ -39,6 +42,8 @@ struct CarHarness {
             case .refuseData(let peer, let code, _): refusedData[peer, default: []].append(code)
             case .refuseRequest(let peer, let result, let requestID):
                 sent[peer, default: []].append(HUEnvelope.with { $0.requestID = requestID; $0.body = .result(result) })
+            case .audio(let command): engine.append(command)
+            case .sendMedia(let peer, let channel, let payload): media[peer, default: []].append((channel, Array(payload.readableBytesView)))
             }
         }
     }

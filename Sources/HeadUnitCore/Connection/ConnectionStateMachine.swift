@@ -10,6 +10,8 @@ public enum ConnectionAction: Sendable, Equatable {
     case deliver(HUEnvelope)
     /// External Accessory session bytes on a channel: hand them to the Car.
     case deliverData(channel: UInt32, ByteBuffer)
+    /// An audio stream's MEDIA frame (section 24): hand it to the Car.
+    case deliverMedia(channel: UInt32, ByteBuffer)
     /// Handshake done: send `welcome`, then tell the Car the peer joined.
     case join(PeerInfo, welcome: HUEnvelope)
     /// A non-fatal error: send this Result envelope; the connection stays open.
@@ -292,11 +294,11 @@ public struct ConnectionStateMachine: Sendable {
                 "more than max_unauthenticated_frames (\(limits.maxUnauthenticatedFrames)) frames before authenticating")
         }
         unauthenticatedFramesLeft -= 1
-        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data else {
+        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data, kind != .media else {
             // The reason names what was sent (section 20.1), so the phone's developer sees the mistake.
             let what: String
-            if frame.header.kind == .data {
-                what = "a DATA frame on channel \(frame.header.channel)"
+            if frame.header.kind == .data || frame.header.kind == .media {
+                what = "a \(frame.header.kind == .data ? "DATA" : "MEDIA") frame on channel \(frame.header.channel)"
             } else if frame.header.kind == nil {
                 what = "a frame of unknown kind 0x\(String(frame.header.kindByte, radix: 16))"
             } else if frame.header.flags != 0 {
@@ -314,8 +316,8 @@ public struct ConnectionStateMachine: Sendable {
             return .pong(frame.payload)
         case .pong:
             return .none
-        case .data:
-            return close(.authRequired, "authenticate first: DATA before authentication")
+        case .data, .media:
+            return close(.authRequired, "authenticate first: \(kind == .data ? "DATA" : "MEDIA") before authentication")
         case .message:
             break
         }
@@ -375,7 +377,7 @@ public struct ConnectionStateMachine: Sendable {
             guard frame.header.channel == 0 else {
                 return protocolError(.reservedFlags, "channel must be 0 on a \(kind) frame, got \(frame.header.channel); frame skipped", requestID: 0, now: now)
             }
-        case .data:
+        case .data, .media:
             break
         }
 
@@ -389,10 +391,12 @@ public struct ConnectionStateMachine: Sendable {
         switch kind {
         case .message where creditFrame:
             break
-        case .message, .ping, .data:
-            let cost = kind == .data ? RequestRate.dataFrame : RequestRate.request
+        case .message, .ping, .data, .media:
+            // A MEDIA frame costs what a DATA frame does (section 24.4).
+            let streamFrame = kind == .data || kind == .media
+            let cost = streamFrame ? RequestRate.dataFrame : RequestRate.request
             guard requests.take(now: now, cost: cost) else {
-                let what = kind == .data ? "DATA frame not taken (a sixteenth of a request each)" : "request not served"
+                let what = streamFrame ? "\(kind == .data ? "DATA" : "MEDIA") frame not taken (a sixteenth of a request each)" : "request not served"
                 return protocolError(
                     .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); \(what)",
                     requestID: Self.requestID(of: frame), now: now, cutOffCode: .tooManyRequests)
@@ -421,6 +425,12 @@ public struct ConnectionStateMachine: Sendable {
                 return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send DATA frames", requestID: 0, now: now)
             }
             return .deliverData(channel: frame.header.channel, frame.payload)
+        case .media:
+            // Audio streams are the phone's (section 24); the Car knows them.
+            guard peer.role == .phone else {
+                return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send MEDIA frames", requestID: 0, now: now)
+            }
+            return .deliverMedia(channel: frame.header.channel, frame.payload)
         case .message:
             return receiveMessage(frame.payload, peer: peer, now: now, charged: !creditFrame)
         }
@@ -465,7 +475,8 @@ public struct ConnectionStateMachine: Sendable {
             .serveProtocols, .accessoryAvailability, .openSession, .sessionRequested, .answerSession,
             .sessionOpened, .closeSession, .sessionClosed, .sessionCredit, .sessionFinished,
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
-            .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt:
+            .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt,
+            .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

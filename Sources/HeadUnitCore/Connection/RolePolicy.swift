@@ -21,8 +21,12 @@ public enum RolePolicy {
         // Only the car sends these.
         case .welcome, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
-            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished:
+            .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished,
+            .audioStreamClosed, .microphoneStarted:
             return false
+        // Audio streams are the phone's apps' (section 24).
+        case .openAudioStream, .closeAudioStream, .audioCredit:
+            return role == .phone
         case .navigationRequest: return role == .phone
         case .navigationInput: return role == .hmi
         case .clusterInput: return role == .cluster
@@ -114,6 +118,11 @@ public enum RolePolicy {
         case .authenticate: return "Authenticate"
         case .listPairedDevices: return "ListPairedDevices"
         case .removePairedDevice: return "RemovePairedDevice"
+        case .openAudioStream: return "OpenAudioStream"
+        case .closeAudioStream: return "CloseAudioStream"
+        case .audioCredit: return "AudioCredit"
+        case .audioStreamClosed: return "AudioStreamClosed"
+        case .microphoneStarted: return "MicrophoneStarted"
         }
     }
 

@@ -154,6 +154,16 @@ public nonisolated struct HUDaemonConfig: @unchecked Sendable {
   /// Clears the value of `phoneAccess`. Subsequent reads from it will return its default value.
   public mutating func clearPhoneAccess() {_uniqueStorage()._phoneAccess = nil}
 
+  /// The car's audio output and microphone (audio.proto, PROTOCOL.md section 24).
+  public var audio: HUAudioConfig {
+    get {_storage._audio ?? HUAudioConfig()}
+    set {_uniqueStorage()._audio = newValue}
+  }
+  /// Returns true if `audio` has been explicitly set.
+  public var hasAudio: Bool {_storage._audio != nil}
+  /// Clears the value of `audio`. Subsequent reads from it will return its default value.
+  public mutating func clearAudio() {_uniqueStorage()._audio = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -343,6 +353,24 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxPhoneTemplateBytes = newValue}
   }
 
+  /// Audio streams (PROTOCOL.md section 24).
+  public var audioJitterMs: UInt32 {
+    get {_storage._audioJitterMs}
+    set {_uniqueStorage()._audioJitterMs = newValue}
+  }
+
+  /// default 100: the credit window of a stream, in time
+  public var audioWindowMs: UInt32 {
+    get {_storage._audioWindowMs}
+    set {_uniqueStorage()._audioWindowMs = newValue}
+  }
+
+  /// default 8 streams open at once (TOO_MANY_SESSIONS, limit "audio.streams")
+  public var maxAudioStreams: UInt32 {
+    get {_storage._maxAudioStreams}
+    set {_uniqueStorage()._maxAudioStreams = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -386,7 +414,7 @@ fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonConfig"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0\u{4}\u{c}allow_unpaired_tcp\0\u{3}state_directory\0\u{3}hmi_access\0\u{3}cluster_access\0\u{3}accessory_access\0\u{3}pairing_code_valid_ms\0\u{3}phone_access\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0\u{4}\u{c}allow_unpaired_tcp\0\u{3}state_directory\0\u{3}hmi_access\0\u{3}cluster_access\0\u{3}accessory_access\0\u{3}pairing_code_valid_ms\0\u{3}phone_access\0\u{2}O\u{1}audio\0")
 
   fileprivate class _StorageClass {
     var _unixSocketPath: String = String()
@@ -404,6 +432,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _accessoryAccess: HUPeerAccess? = nil
     var _pairingCodeValidMs: UInt32 = 0
     var _phoneAccess: HUPeerAccess? = nil
+    var _audio: HUAudioConfig? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -429,6 +458,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _accessoryAccess = source._accessoryAccess
       _pairingCodeValidMs = source._pairingCodeValidMs
       _phoneAccess = source._phoneAccess
+      _audio = source._audio
     }
   }
 
@@ -462,6 +492,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 24: try { try decoder.decodeSingularMessageField(value: &_storage._accessoryAccess) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._pairingCodeValidMs) }()
         case 26: try { try decoder.decodeSingularMessageField(value: &_storage._phoneAccess) }()
+        case 105: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         default: break
         }
       }
@@ -519,6 +550,9 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       try { if let v = _storage._phoneAccess {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
       } }()
+      try { if let v = _storage._audio {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 105)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -543,6 +577,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._accessoryAccess != rhs_storage._accessoryAccess {return false}
         if _storage._pairingCodeValidMs != rhs_storage._pairingCodeValidMs {return false}
         if _storage._phoneAccess != rhs_storage._phoneAccess {return false}
+        if _storage._audio != rhs_storage._audio {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -589,7 +624,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{8}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -618,6 +653,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxUnauthenticatedFrames: UInt32 = 0
     var _tcpEvictionsPerSourcePerSecond: UInt32 = 0
     var _maxPhoneTemplateBytes: UInt32 = 0
+    var _audioJitterMs: UInt32 = 0
+    var _audioWindowMs: UInt32 = 0
+    var _maxAudioStreams: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -654,6 +692,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxUnauthenticatedFrames = source._maxUnauthenticatedFrames
       _tcpEvictionsPerSourcePerSecond = source._tcpEvictionsPerSourcePerSecond
       _maxPhoneTemplateBytes = source._maxPhoneTemplateBytes
+      _audioJitterMs = source._audioJitterMs
+      _audioWindowMs = source._audioWindowMs
+      _maxAudioStreams = source._maxAudioStreams
     }
   }
 
@@ -698,6 +739,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnauthenticatedFrames) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._tcpEvictionsPerSourcePerSecond) }()
         case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPhoneTemplateBytes) }()
+        case 43: try { try decoder.decodeSingularUInt32Field(value: &_storage._audioJitterMs) }()
+        case 44: try { try decoder.decodeSingularUInt32Field(value: &_storage._audioWindowMs) }()
+        case 45: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxAudioStreams) }()
         default: break
         }
       }
@@ -784,6 +828,15 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._maxPhoneTemplateBytes != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxPhoneTemplateBytes, fieldNumber: 35)
       }
+      if _storage._audioJitterMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._audioJitterMs, fieldNumber: 43)
+      }
+      if _storage._audioWindowMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._audioWindowMs, fieldNumber: 44)
+      }
+      if _storage._maxAudioStreams != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxAudioStreams, fieldNumber: 45)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -819,6 +872,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxUnauthenticatedFrames != rhs_storage._maxUnauthenticatedFrames {return false}
         if _storage._tcpEvictionsPerSourcePerSecond != rhs_storage._tcpEvictionsPerSourcePerSecond {return false}
         if _storage._maxPhoneTemplateBytes != rhs_storage._maxPhoneTemplateBytes {return false}
+        if _storage._audioJitterMs != rhs_storage._audioJitterMs {return false}
+        if _storage._audioWindowMs != rhs_storage._audioWindowMs {return false}
+        if _storage._maxAudioStreams != rhs_storage._maxAudioStreams {return false}
         return true
       }
       if !storagesAreEqual {return false}
