@@ -80,7 +80,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 // The paired-device file is PairingInfo's JSON mapping.
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                // Decoding the phone's Opus audio (PROTOCOL.md section 24).
+                "COpus",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
+        ),
+        .systemLibrary(
+            name: "COpus",
+            pkgConfig: "opus",
+            providers: [.apt(["libopus-dev"])]
         ),
         .systemLibrary(
             name: "CSystemd",
@@ -232,6 +240,8 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance", "HeadUnitSecurity", "HeadUnitVideo",
+                // An Opus encoder for the app side of the audio tests (PROTOCOL.md section 24).
+                "COpus",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

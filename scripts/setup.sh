@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and running headunitd needs, when it is missing:
-# libsystemd-dev and pkg-config (the Systemd module links libsystemd).
+# libsystemd-dev, libopus-dev and pkg-config (the Systemd module links
+# libsystemd; the audio mixer decodes Opus with libopus).
 # Extra Debian packages may be named as arguments (CI adds `systemd`).
 # Swift itself is expected on PATH (https://www.swift.org/install/linux/).
 # Runs `apt-get update` at most once, and only when something is missing.
 set -euo pipefail
 
-# libopenh264-dev: the base view's H.264 encoder and decoder (HeadUnitVideo, PROTOCOL.md section 25.2).
-packages=(libsystemd-dev pkg-config libopenh264-dev "$@")
+# libopenh264-dev: the base view's H.264 encoder and decoder (HeadUnitVideo, PROTOCOL.md section 25.2);
+# libopus-dev: the audio streams' Opus decoder (PROTOCOL.md section 24).
+packages=(libsystemd-dev libopus-dev pkg-config libopenh264-dev "$@")
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "setup: swift is not on PATH; install a Swift 6 toolchain first" >&2

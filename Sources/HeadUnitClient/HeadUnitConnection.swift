@@ -98,6 +98,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
     var videoHandler: ((UInt32, ByteBuffer) -> Void)?
     /// Per video channel: frames written and not yet taken by the socket (latest frame wins, section 25.5).
     private var videoInFlight: [UInt32: Int] = [:]
+    /// Called on the event loop for every MEDIA frame (the car's microphone, PROTOCOL.md section 24).
+    var mediaHandler: ((UInt32, ByteBuffer) -> Void)?
 
     private struct Pending {
         var continuation: CheckedContinuation<HUEnvelope, Error>
@@ -460,11 +462,16 @@ public final class HeadUnitConnection: @unchecked Sendable {
         dataHandler?(channel, payload)
     }
 
-    /// On the loop: session bytes in one DATA frame (the caller keeps within its credit).
-    func sendData(channel: UInt32, _ payload: ByteBuffer) {
+    fileprivate func receivedMedia(channel: UInt32, _ payload: ByteBuffer) {
+        mediaHandler?(channel, payload)
+    }
+
+    /// On the loop: session bytes in one DATA frame (the caller keeps within its credit),
+    /// or one audio unit in a MEDIA frame (`kind` .media).
+    func sendData(channel: UInt32, _ payload: ByteBuffer, kind: FrameKind = .data) {
         eventLoop.preconditionInEventLoop()
         guard !isClosed else { return }
-        outbound.writeFrameHeader(FrameHeader(kind: .data, channel: channel, length: UInt32(payload.readableBytes)))
+        outbound.writeFrameHeader(FrameHeader(kind: kind, channel: channel, length: UInt32(payload.readableBytes)))
         if payload.readableBytes >= 4096, let socket = self.channel {
             // A large payload goes out as it is, behind what is pending: not copied.
             socket.write(outbound, promise: nil)
@@ -530,6 +537,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
         closeHandler = nil
         eventHandler = nil
         dataHandler = nil
+        mediaHandler = nil
     }
 
     fileprivate func failed(_ error: Error) {
@@ -601,6 +609,8 @@ private final class ClientHandler: ChannelInboundHandler {
             connection.receivedData(channel: frame.header.channel, frame.payload)
         case .video:
             connection.receivedVideo(channel: frame.header.channel, frame.payload)
+        case .media:
+            connection.receivedMedia(channel: frame.header.channel, frame.payload)
         case .pong, .none:
             break
         }

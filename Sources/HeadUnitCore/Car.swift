@@ -42,6 +42,8 @@ public struct Car: Sendable {
     public internal(set) var audio = AudioFocus()
     /// The apps' remote commands and the commands waiting for their answer (section 23).
     public internal(set) var remote: RemoteCommands
+    /// The audio streams to the mixer and the microphone (section 24).
+    public internal(set) var audioStreams: AudioStreams
     /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
     public internal(set) var hmiImages = HMIImages()
     /// Who watches which screen's base-view video (Video/, section 25).
@@ -86,6 +88,7 @@ public struct Car: Sendable {
         self.accessories = AccessoryHub(vehicleProtocols: configuration.vehicle.accessoryProtocols, peerBudget: configuration.accessoryPeerBudget)
         self.remote = RemoteCommands(limits: configuration.remoteCommandLimits)
         self.video = VideoRoutes(limits: configuration.video)
+        self.audioStreams = AudioStreams(limits: configuration.audio)
     }
 
     // MARK: - inputs
@@ -133,6 +136,9 @@ public struct Car: Sendable {
         if let body = envelope.body, receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds) {
             return takeEffects()
         }
+        if let body = envelope.body, receiveAudioMessage(body, requestID: request, from: peer) {
+            return takeEffects()
+        }
         switch envelope.body {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
@@ -174,7 +180,8 @@ public struct Car: Sendable {
             carButtonPressed(press, requestID: request, from: peer)
         case .remoteCommandAnswer(let remoteAnswer):
             answer(peer, request, remoteCommandAnswered(remoteAnswer, from: peer))
-        case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe:
+        case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe,
+            .openAudioStream, .closeAudioStream, .audioCredit:
             break  // handled above
         case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .pairStart, .authenticate:
             // Pairing needs keys, randomness and files: the server's PairingRegistry
@@ -182,7 +189,8 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.pairingNotOpen, "pairing is not available here")))
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .accessoryAvailability, .sessionRequested,
-            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, .videoStreams, nil:
+            .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, .videoStreams,
+            .audioStreamClosed, .microphoneStarted, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -193,6 +201,7 @@ public struct Car: Sendable {
             answer(peer, request, .failure(violation))
         }
         settlePhoneLink()
+        settleAudio()
         if publishingScreens { publishScreens() }
         return takeEffects()
     }
@@ -237,6 +246,7 @@ public struct Car: Sendable {
         accessories.forget(peer)
         perform(outputs)
         settlePhoneLink()
+        settleAudio()
         publishScreens()
         return takeEffects()
     }
@@ -306,6 +316,7 @@ public struct Car: Sendable {
             }
         }
         settlePhoneLink()
+        settleAudio()
         return takeEffects()
     }
 
@@ -314,6 +325,9 @@ public struct Car: Sendable {
         var outputs: [AccessoryHub.Output] = []
         accessories.shutdown(outputs: &outputs)
         perform(outputs)
+        var audioOutputs: [AudioStreams.Output] = []
+        audioStreams.endAll(reason: .shuttingDown, tell: phonePeer != nil, outputs: &audioOutputs)
+        performAudio(audioOutputs, from: nil)
         for appID in appOrder {
             endScenes(of: appID, reason: .shuttingDown, tellPhone: true)
         }

@@ -59,6 +59,11 @@ public enum CarEffect: Sendable, Equatable {
     /// A one-way message (SessionCredit) was refused: answered with this
     /// Result, counted against the peer's error budget like `refuseData`.
     case refuseRequest(PeerID, HUResult, requestID: UInt32)
+    /// A command for the audio mixer, which runs off the serving loop
+    /// behind a bounded handoff (PROTOCOL.md section 24).
+    case audio(AudioStreams.EngineCommand)
+    /// The car's microphone samples in a MEDIA frame on `channel`.
+    case sendMedia(PeerID, channel: UInt32, ByteBuffer)
 }
 
 /// The state streams an HMI follows: the home screen and each screen.
@@ -106,6 +111,8 @@ public struct CarConfiguration: Sendable {
     public var remoteCommandLimits = RemoteCommands.Limits()
     /// Base-view video: viewers per screen, keyframe request pacing (section 25.6).
     public var video = VideoRoutes.Limits()
+    /// Audio streams: jitter buffer, window, cap (PROTOCOL.md section 24).
+    public var audio = AudioStreams.Limits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

@@ -170,6 +170,8 @@ struct SessionFuzz {
                 // A SessionCredit is one-way: answered only when refused.
                 if case .sessionCredit = envelope.body {
                     FuzzChecks.check(answers.count <= 1, "credit \(envelope.requestID) answered at most once, got \(answers.count)")
+                } else if case .audioCredit = envelope.body {
+                    FuzzChecks.check(answers.count <= 1, "credit \(envelope.requestID) answered at most once, got \(answers.count)")
                 } else {
                     FuzzChecks.check(answers.count == 1, "request \(envelope.requestID) answered once, got \(answers.count)")
                 }
@@ -179,6 +181,8 @@ struct SessionFuzz {
             apply(car.receiveData(channel: channel, payload, from: target))
         case .deliverVideo(let channel, let header, let payload):
             apply(car.receiveVideo(channel: channel, header, payload, from: target, now: now))
+        case .deliverMedia(let channel, let payload):
+            apply(car.receiveMedia(channel: channel, payload, from: target))
         case .close(let code, _):
             connections[target] = nil
             apply(car.peerLeft(target, departure: .cutOff(code)))
@@ -255,6 +259,10 @@ struct SessionFuzz {
                 FuzzChecks.check(connections[peer] != nil && channel != 0, "video goes to a connected viewer on a channel (peer \(peer))")
             case .sendData(let peer, let channel, _):
                 FuzzChecks.check(connections[peer] != nil && channel != 0, "session bytes go to a connected peer on a channel (peer \(peer))")
+            case .sendMedia(let peer, let channel, _):
+                FuzzChecks.check(connections[peer] != nil && channel != 0, "microphone samples go to a connected phone on a channel (peer \(peer))")
+            case .audio:
+                break  // the mixer's business (it runs off the loop in the server)
             case .refuseData, .refuseRequest:
                 let peer: PeerID
                 if case .refuseData(let from, _, _) = effect { peer = from } else if case .refuseRequest(let from, _, _) = effect { peer = from } else { continue }

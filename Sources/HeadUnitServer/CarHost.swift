@@ -55,6 +55,8 @@ final class CarHost: @unchecked Sendable {
     var pendingPairings: [PeerID: PendingPairing] = [:]
     /// PairStarts per connection (at most `PendingPairing.maxPerConnection`).
     var pairStartsByPeer: [PeerID: Int] = [:]
+    /// Decoding and mixing, off this loop (PROTOCOL.md section 24.5).
+    let audioEngine: AudioEngine
 
     init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
@@ -64,6 +66,35 @@ final class CarHost: @unchecked Sendable {
         self.admission = Admission(caps: configuration.connectionCaps, access: configuration.connection.security.access)
         self.pairing = PairingRegistry(
             devices: configuration.pairedDevices, codeValidMilliseconds: configuration.pairingCodeValidMilliseconds)
+        // The engine reports back through the loop: credit and microphone samples are the Car's.
+        let box = WeakHost()
+        self.audioEngine = AudioEngine(
+            configuration: configuration.audio, jitterMilliseconds: configuration.car.audio.jitterMilliseconds, logger: logger
+        ) { [eventLoop] report in
+            eventLoop.execute { box.host?.audioReport(report) }
+        }
+        box.host = self
+    }
+
+    /// The engine's way back to the host without keeping it alive.
+    // @unchecked: `host` is set once in init, before the engine can run, and read on the loop.
+    private final class WeakHost: @unchecked Sendable {
+        weak var host: CarHost?
+    }
+
+    /// The mixer played frames (credit back to the apps) and the microphone captured chunks.
+    func audioReport(_ report: AudioReport) {
+        performDeferred()
+        if !report.played.isEmpty { perform(car.audioPlayed(report.played)) }
+        for chunk in report.captured {
+            perform(car.microphoneCaptured(stream: chunk.stream, timestamp: chunk.timestamp, pcm: chunk.pcm))
+        }
+        flush()
+    }
+
+    func deliverMedia(channel: UInt32, _ payload: ByteBuffer, from peer: PeerID) {
+        performDeferred()
+        perform(car.receiveMedia(channel: channel, payload, from: peer))
     }
 
     var connectionCount: Int { connections.count }
@@ -158,8 +189,10 @@ final class CarHost: @unchecked Sendable {
             let recipient: PeerID?
             switch effect {
             case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _), .refuseRequest(let to, _, _),
-                .sendVideo(let to, _, _):
+                .sendVideo(let to, _, _), .sendMedia(let to, _, _):
                 recipient = to
+            case .audio:
+                recipient = peer  // the mixer hears it at once
             case .toHMIs:
                 recipient = nil
             case .hmiJoined(let to, _):
@@ -323,6 +356,12 @@ final class CarHost: @unchecked Sendable {
                 connections[peer]?.refuseData(code, message)
             case .refuseRequest(let peer, let result, let requestID):
                 connections[peer]?.refuse(result, requestID: requestID)
+            case .audio(let command):
+                if !audioEngine.submit(command) {
+                    logger.error("audio handoff full: command dropped", metadata: ["capacity": "\(AudioEngine.capacity)"])
+                }
+            case .sendMedia(let peer, let channel, let payload):
+                connections[peer]?.sendMedia(channel: channel, payload)
             }
         }
     }

@@ -276,6 +276,8 @@ final class ConnectionHandler: ChannelInboundHandler {
             host.deliverData(channel: channel, payload, from: peerID)
         case .deliverVideo(let channel, let header, let payload):
             host.deliverVideo(channel: channel, header, payload, from: peerID, now: now ?? monotonicMilliseconds())
+        case .deliverMedia(let channel, let payload):
+            host.deliverMedia(channel: channel, payload, from: peerID)
         case .join(var info, let welcome):
             joined = true
             if info.role == .phone { info.resumptionToken = Self.makeResumptionToken() }
@@ -448,6 +450,13 @@ final class ConnectionHandler: ChannelInboundHandler {
         write(header, context: context)
         write(payload, context: context)
         return true
+    /// The car's microphone samples (section 24): a MEDIA frame on the stream's channel.
+    func sendMedia(channel: UInt32, _ payload: ByteBuffer) {
+        guard open, let context else { return }
+        var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
+        header.writeFrameHeader(FrameHeader(kind: .media, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
+        write(header, context: context)
+        write(payload, context: context)
     }
 
     /// The Car refused a DATA frame of this peer.

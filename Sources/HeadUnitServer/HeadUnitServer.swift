@@ -145,6 +145,8 @@ public final class HeadUnitServer: @unchecked Sendable {
             return done
         }
         try? await allClosed.get()
+        // The mixer finishes its output file (the WAV's sizes) and its thread ends.
+        host.audioEngine.stop()
         logger.notice("stopped")
         try? await group.shutdownGracefully()
     }

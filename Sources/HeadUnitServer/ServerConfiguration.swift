@@ -64,6 +64,8 @@ public struct ServerConfiguration: Sendable {
     /// What a previous daemon process handed over through systemd's fd
     /// store (PROTOCOL.md section 22); nil on a fresh start.
     public var restored: RestoredState?
+    /// The car's audio output and microphone (PROTOCOL.md section 24.5).
+    public var audio = AudioConfiguration()
 
     public init(
         listeners: [ListenerSpec],

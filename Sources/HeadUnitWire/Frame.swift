@@ -9,6 +9,9 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     case pong = 0x03
     /// Raw bytes of an External Accessory session; `channel` names the session.
     case data = 0x04
+    /// Audio (PROTOCOL.md section 24): `channel` names the stream; the payload
+    /// is a u64 BE timestamp in microseconds, then one unit of the stream's codec.
+    case media = 0x05
     /// One H.264 access unit of an app's base view (PROTOCOL.md section 25);
     /// `channel` names the scene. The payload starts with a `VideoFrameHeader`.
     case video = 0x06

@@ -71,6 +71,12 @@ enum DaemonConfig {
         config.logLevel = "notice"
         config.daemonName = "headunitd"
         config.pairingCodeValidMs = 120_000
+        let audio = AudioStreams.Limits()
+        config.limits.audioJitterMs = audio.jitterMilliseconds
+        config.limits.audioWindowMs = audio.windowMilliseconds
+        config.limits.maxAudioStreams = UInt32(audio.maxStreams)
+        config.audio.output = stateDirectory(config).map { "wav:" + $0 + "/audio-out.wav" } ?? "none"
+        config.audio.microphone = "silence"
         return config
     }
 
@@ -210,6 +216,32 @@ enum DaemonConfig {
     /// directory, created on first start; the paired devices are loaded when
     /// phones on TCP must authenticate (a bench with `allow_unpaired_tcp`
     /// keeps them in memory only).
+    /// The car's audio output (PROTOCOL.md section 24.5): `audio.output`, else a
+    /// WAV in the state directory (written only while audio plays, at most 10
+    /// minutes of it), else none. Limits: the jitter buffer must fill before
+    /// the window does.
+    static func applyAudio(_ config: HUDaemonConfig, to server: inout ServerConfiguration) throws {
+        let limits = config.limits
+        if limits.audioJitterMs > 0 { server.car.audio.jitterMilliseconds = limits.audioJitterMs }
+        if limits.audioWindowMs > 0 { server.car.audio.windowMilliseconds = limits.audioWindowMs }
+        if limits.maxAudioStreams > 0 { server.car.audio.maxStreams = Int(limits.maxAudioStreams) }
+        let audio = server.car.audio
+        guard audio.windowMilliseconds >= 120, audio.windowMilliseconds <= 2000 else {
+            throw ConfigError(description: "audio_window_ms must be 120 to 2000 (the longest Opus packet is 120 ms), not \(audio.windowMilliseconds)")
+        }
+        guard audio.jitterMilliseconds >= 10, audio.jitterMilliseconds < audio.windowMilliseconds else {
+            throw ConfigError(description: "audio_jitter_ms must be at least 10 and below audio_window_ms (\(audio.windowMilliseconds)), not \(audio.jitterMilliseconds)")
+        }
+        if config.audio.output.isEmpty {
+            server.audio.output = stateDirectory(config).map { .wav(path: $0 + "/audio-out.wav") } ?? .none
+        } else if let output = AudioOutputSpec.parse(config.audio.output) {
+            server.audio.output = output
+        } else {
+            throw ConfigError(description: "audio.output must be \"wav:PATH\", \"raw:PATH\" or \"none\", not \"\(config.audio.output)\"")
+        }
+        if !config.audio.microphone.isEmpty { server.audio.microphone = config.audio.microphone }
+    }
+
     static func applyPairing(_ config: HUDaemonConfig, to server: inout ServerConfiguration, logger: Logger) throws {
         if config.pairingCodeValidMs > 0 { server.pairingCodeValidMilliseconds = UInt64(config.pairingCodeValidMs) }
         let servesTCP = server.listeners.contains { listener in

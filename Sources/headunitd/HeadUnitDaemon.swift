@@ -168,6 +168,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         serverConfiguration.restored = restored
         do {
             try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)
+            try DaemonConfig.applyAudio(file, to: &serverConfiguration)
         } catch {
             throw ValidationError("\(error)")
         }

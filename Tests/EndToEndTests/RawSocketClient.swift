@@ -258,7 +258,7 @@ final class RawSocketClient {
             case .video:
                 // A watched screen's base view (section 25): tests of video read frames themselves.
                 continue
-            case .data, .none:
+            case .data, .media, .none:
                 throw RawClientError.unexpected("frame kind \(frame.kind)")
             }
         }

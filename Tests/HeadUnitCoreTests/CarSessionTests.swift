@@ -19,6 +19,9 @@ struct CarHarness {
     var refusedData: [PeerID: [HUErrorCode]] = [:]
     /// VIDEO payloads sent per viewer (section 25).
     var video: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
+    /// What the mixer was told, and microphone samples sent (section 24).
+    var engine: [AudioStreams.EngineCommand] = []
+    var media: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
 
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
@@ -42,6 +45,8 @@ struct CarHarness {
             case .refuseData(let peer, let code, _): refusedData[peer, default: []].append(code)
             case .refuseRequest(let peer, let result, let requestID):
                 sent[peer, default: []].append(HUEnvelope.with { $0.requestID = requestID; $0.body = .result(result) })
+            case .audio(let command): engine.append(command)
+            case .sendMedia(let peer, let channel, let payload): media[peer, default: []].append((channel, Array(payload.readableBytesView)))
             }
         }
     }

@@ -209,14 +209,14 @@ enum Reference {
     static func established(_ frame: Frame) -> Outcome {
         guard let kind = frame.header.kind else { return Outcome(code: .unknownFrameKind, fatal: false) }
         guard frame.header.flags == 0 else { return Outcome(code: .reservedFlags, fatal: false) }
-        if kind != .data && kind != .video && frame.header.channel != 0 { return Outcome(code: .reservedFlags, fatal: false) }
+        if kind != .data && kind != .video && kind != .media && frame.header.channel != 0 { return Outcome(code: .reservedFlags, fatal: false) }
         switch kind {
         case .ping:
             return Outcome(code: frame.payload.readableBytes <= FrameHeader.maxPingPayload ? .ok : .malformedPayload, fatal: false)
         case .pong:
             return Outcome(code: .ok, fatal: false)
-        case .data:
-            // A vector's state has no External Accessory session open (the sender is a phone).
+        case .data, .media:
+            // A vector's state has no External Accessory session or audio stream open (the sender is a phone).
             return Outcome(code: .notConnected, fatal: false)
         case .video:
             // A vector's sender is a phone with no scene: a frame is bad, or on no stream (section 25.4).

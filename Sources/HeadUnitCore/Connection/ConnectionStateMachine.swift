@@ -12,6 +12,8 @@ public enum ConnectionAction: Sendable, Equatable {
     case deliverData(channel: UInt32, ByteBuffer)
     /// A phone's VIDEO frame (section 25), header checked: hand it to the Car's video routes.
     case deliverVideo(channel: UInt32, VideoFrameHeader, ByteBuffer)
+    /// An audio stream's MEDIA frame (section 24): hand it to the Car.
+    case deliverMedia(channel: UInt32, ByteBuffer)
     /// Handshake done: send `welcome`, then tell the Car the peer joined.
     case join(PeerInfo, welcome: HUEnvelope)
     /// A non-fatal error: send this Result envelope; the connection stays open.
@@ -294,11 +296,11 @@ public struct ConnectionStateMachine: Sendable {
                 "more than max_unauthenticated_frames (\(limits.maxUnauthenticatedFrames)) frames before authenticating")
         }
         unauthenticatedFramesLeft -= 1
-        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data, kind != .video else {
+        guard frame.header.flags == 0, frame.header.channel == 0, let kind = frame.header.kind, kind != .data, kind != .video, kind != .media else {
             // The reason names what was sent (section 20.1), so the phone's developer sees the mistake.
             let what: String
-            if frame.header.kind == .data || frame.header.kind == .video {
-                what = "a \(frame.header.kind == .data ? "DATA" : "VIDEO") frame on channel \(frame.header.channel)"
+            if let kind = frame.header.kind, kind == .data || kind == .video || kind == .media {
+                what = "a \(Self.streamName(kind)) frame on channel \(frame.header.channel)"
             } else if frame.header.kind == nil {
                 what = "a frame of unknown kind 0x\(String(frame.header.kindByte, radix: 16))"
             } else if frame.header.flags != 0 {
@@ -316,8 +318,8 @@ public struct ConnectionStateMachine: Sendable {
             return .pong(frame.payload)
         case .pong:
             return .none
-        case .data, .video:
-            return close(.authRequired, "authenticate first: DATA before authentication")
+        case .data, .video, .media:
+            return close(.authRequired, "authenticate first: \(Self.streamName(kind)) before authentication")
         case .message:
             break
         }
@@ -377,7 +379,7 @@ public struct ConnectionStateMachine: Sendable {
             guard frame.header.channel == 0 else {
                 return protocolError(.reservedFlags, "channel must be 0 on a \(kind) frame, got \(frame.header.channel); frame skipped", requestID: 0, now: now)
             }
-        case .data, .video:
+        case .data, .video, .media:
             break
         }
 
@@ -391,12 +393,12 @@ public struct ConnectionStateMachine: Sendable {
         switch kind {
         case .message where creditFrame:
             break
-        case .message, .ping, .data, .video:
-            // A VIDEO frame costs what a DATA frame does (section 25.4): 60 frames a second on three windows is a tenth of a rate.
-            let streamFrame = kind == .data || kind == .video
+        case .message, .ping, .data, .video, .media:
+            // VIDEO and MEDIA frames cost what a DATA frame does (sections 24.4, 25.4).
+            let streamFrame = kind == .data || kind == .video || kind == .media
             let cost = streamFrame ? RequestRate.dataFrame : RequestRate.request
             guard requests.take(now: now, cost: cost) else {
-                let what = streamFrame ? "\(kind == .data ? "DATA" : "VIDEO") frame not taken (a sixteenth of a request each)" : "request not served"
+                let what = streamFrame ? "\(Self.streamName(kind)) frame not taken (a sixteenth of a request each)" : "request not served"
                 return protocolError(
                     .tooManyRequests, "over max_requests_per_second (\(requests.perSecond)); \(what)",
                     requestID: Self.requestID(of: frame), now: now, cutOffCode: .tooManyRequests)
@@ -436,6 +438,12 @@ public struct ConnectionStateMachine: Sendable {
             case .failure(let problem):
                 return protocolError(.badVideoFrame, "VIDEO frame on channel \(frame.header.channel): \(problem.reason); frame dropped", requestID: 0, now: now)
             }
+        case .media:
+            // Audio streams are the phone's (section 24); the Car knows them.
+            guard peer.role == .phone else {
+                return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send MEDIA frames", requestID: 0, now: now)
+            }
+            return .deliverMedia(channel: frame.header.channel, frame.payload)
         case .message:
             return receiveMessage(frame.payload, peer: peer, now: now, charged: !creditFrame)
         }
@@ -482,7 +490,8 @@ public struct ConnectionStateMachine: Sendable {
             .navigationRequest, .navigationEvent, .navigationInput, .subscribeMetadata, .metadataUpdate, .clusterInput,
             .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt,
             .remoteCommands, .sendRemoteCommand, .carButton, .remoteCommandEvent, .remoteCommandAnswer,
-            .watchVideo, .videoStreams, .requestKeyframe:
+            .watchVideo, .videoStreams, .requestKeyframe,
+            .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,
@@ -597,5 +606,19 @@ public struct ConnectionStateMachine: Sendable {
         var envelope = HUEnvelope()
         envelope.body = .goodbye(goodbye)
         return envelope
+    }
+}
+
+extension ConnectionStateMachine {
+    /// A frame kind as reasons name it ("DATA", "VIDEO", "MEDIA").
+    static func streamName(_ kind: FrameKind) -> String {
+        switch kind {
+        case .message: "MESSAGE"
+        case .ping: "PING"
+        case .pong: "PONG"
+        case .data: "DATA"
+        case .media: "MEDIA"
+        case .video: "VIDEO"
+        }
     }
 }

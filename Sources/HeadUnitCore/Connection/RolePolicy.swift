@@ -23,11 +23,14 @@ public enum RolePolicy {
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
             .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished,
             .remoteCommandEvent,
-            .videoStreams:
+            .videoStreams, .audioStreamClosed, .microphoneStarted:
             return false
         // Base-view video (section 25): the car's components that draw a screen.
         case .watchVideo, .requestKeyframe:
             return role == .hmi || role == .cluster
+        // Audio streams are the phone's apps' (section 24).
+        case .openAudioStream, .closeAudioStream, .audioCredit:
+            return role == .phone
         case .navigationRequest: return role == .phone
         // Remote commands (section 23): the app declares and answers, the HMI asks.
         case .remoteCommands, .remoteCommandAnswer: return role == .phone
@@ -135,6 +138,11 @@ public enum RolePolicy {
         case .watchVideo: return "WatchVideo"
         case .videoStreams: return "VideoStreams"
         case .requestKeyframe: return "RequestKeyframe"
+        case .openAudioStream: return "OpenAudioStream"
+        case .closeAudioStream: return "CloseAudioStream"
+        case .audioCredit: return "AudioCredit"
+        case .audioStreamClosed: return "AudioStreamClosed"
+        case .microphoneStarted: return "MicrophoneStarted"
         }
     }
 

@@ -154,6 +154,16 @@ public nonisolated struct HUDaemonConfig: @unchecked Sendable {
   /// Clears the value of `phoneAccess`. Subsequent reads from it will return its default value.
   public mutating func clearPhoneAccess() {_uniqueStorage()._phoneAccess = nil}
 
+  /// The car's audio output and microphone (audio.proto, PROTOCOL.md section 24).
+  public var audio: HUAudioConfig {
+    get {_storage._audio ?? HUAudioConfig()}
+    set {_uniqueStorage()._audio = newValue}
+  }
+  /// Returns true if `audio` has been explicitly set.
+  public var hasAudio: Bool {_storage._audio != nil}
+  /// Clears the value of `audio`. Subsequent reads from it will return its default value.
+  public mutating func clearAudio() {_uniqueStorage()._audio = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -378,6 +388,24 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._keyframeRequestIntervalMs = newValue}
   }
 
+  /// Audio streams (PROTOCOL.md section 24).
+  public var audioJitterMs: UInt32 {
+    get {_storage._audioJitterMs}
+    set {_uniqueStorage()._audioJitterMs = newValue}
+  }
+
+  /// default 100: the credit window of a stream, in time
+  public var audioWindowMs: UInt32 {
+    get {_storage._audioWindowMs}
+    set {_uniqueStorage()._audioWindowMs = newValue}
+  }
+
+  /// default 8 streams open at once (TOO_MANY_SESSIONS, limit "audio.streams")
+  public var maxAudioStreams: UInt32 {
+    get {_storage._maxAudioStreams}
+    set {_uniqueStorage()._maxAudioStreams = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -421,7 +449,7 @@ fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonConfig"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0\u{4}\u{c}allow_unpaired_tcp\0\u{3}state_directory\0\u{3}hmi_access\0\u{3}cluster_access\0\u{3}accessory_access\0\u{3}pairing_code_valid_ms\0\u{3}phone_access\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_socket_path\0\u{3}tcp_listen\0\u{3}tcp_disabled\0\u{1}limits\0\u{1}vehicle\0\u{1}entitlements\0\u{3}log_level\0\u{3}daemon_name\0\u{4}\u{c}allow_unpaired_tcp\0\u{3}state_directory\0\u{3}hmi_access\0\u{3}cluster_access\0\u{3}accessory_access\0\u{3}pairing_code_valid_ms\0\u{3}phone_access\0\u{2}O\u{1}audio\0")
 
   fileprivate class _StorageClass {
     var _unixSocketPath: String = String()
@@ -439,6 +467,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _accessoryAccess: HUPeerAccess? = nil
     var _pairingCodeValidMs: UInt32 = 0
     var _phoneAccess: HUPeerAccess? = nil
+    var _audio: HUAudioConfig? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -464,6 +493,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _accessoryAccess = source._accessoryAccess
       _pairingCodeValidMs = source._pairingCodeValidMs
       _phoneAccess = source._phoneAccess
+      _audio = source._audio
     }
   }
 
@@ -497,6 +527,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 24: try { try decoder.decodeSingularMessageField(value: &_storage._accessoryAccess) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._pairingCodeValidMs) }()
         case 26: try { try decoder.decodeSingularMessageField(value: &_storage._phoneAccess) }()
+        case 105: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         default: break
         }
       }
@@ -554,6 +585,9 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
       try { if let v = _storage._phoneAccess {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
       } }()
+      try { if let v = _storage._audio {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 105)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -578,6 +612,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._accessoryAccess != rhs_storage._accessoryAccess {return false}
         if _storage._pairingCodeValidMs != rhs_storage._pairingCodeValidMs {return false}
         if _storage._phoneAccess != rhs_storage._phoneAccess {return false}
+        if _storage._audio != rhs_storage._audio {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -624,7 +659,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{9}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -658,6 +693,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxVideoViewers: UInt32 = 0
     var _videoViewerBufferBytes: UInt32 = 0
     var _keyframeRequestIntervalMs: UInt32 = 0
+    var _audioJitterMs: UInt32 = 0
+    var _audioWindowMs: UInt32 = 0
+    var _maxAudioStreams: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -699,6 +737,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxVideoViewers = source._maxVideoViewers
       _videoViewerBufferBytes = source._videoViewerBufferBytes
       _keyframeRequestIntervalMs = source._keyframeRequestIntervalMs
+      _audioJitterMs = source._audioJitterMs
+      _audioWindowMs = source._audioWindowMs
+      _maxAudioStreams = source._maxAudioStreams
     }
   }
 
@@ -745,6 +786,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPhoneTemplateBytes) }()
         case 40: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPendingRemoteCommands) }()
         case 41: try { try decoder.decodeSingularUInt32Field(value: &_storage._remoteCommandTimeoutMs) }()
+        case 43: try { try decoder.decodeSingularUInt32Field(value: &_storage._audioJitterMs) }()
+        case 44: try { try decoder.decodeSingularUInt32Field(value: &_storage._audioWindowMs) }()
+        case 45: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxAudioStreams) }()
         case 50: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxVideoViewers) }()
         case 51: try { try decoder.decodeSingularUInt32Field(value: &_storage._videoViewerBufferBytes) }()
         case 52: try { try decoder.decodeSingularUInt32Field(value: &_storage._keyframeRequestIntervalMs) }()
@@ -840,6 +884,15 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._remoteCommandTimeoutMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._remoteCommandTimeoutMs, fieldNumber: 41)
       }
+      if _storage._audioJitterMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._audioJitterMs, fieldNumber: 43)
+      }
+      if _storage._audioWindowMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._audioWindowMs, fieldNumber: 44)
+      }
+      if _storage._maxAudioStreams != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxAudioStreams, fieldNumber: 45)
+      }
       if _storage._maxVideoViewers != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxVideoViewers, fieldNumber: 50)
       }
@@ -889,6 +942,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxVideoViewers != rhs_storage._maxVideoViewers {return false}
         if _storage._videoViewerBufferBytes != rhs_storage._videoViewerBufferBytes {return false}
         if _storage._keyframeRequestIntervalMs != rhs_storage._keyframeRequestIntervalMs {return false}
+        if _storage._audioJitterMs != rhs_storage._audioJitterMs {return false}
+        if _storage._audioWindowMs != rhs_storage._audioWindowMs {return false}
+        if _storage._maxAudioStreams != rhs_storage._maxAudioStreams {return false}
         return true
       }
       if !storagesAreEqual {return false}

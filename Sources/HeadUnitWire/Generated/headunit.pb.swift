@@ -556,6 +556,51 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .requestKeyframe(newValue)}
   }
 
+  /// Audio streams and the microphone (audio.proto, PROTOCOL.md section 24).
+  public var openAudioStream: HUOpenAudioStream {
+    get {
+      if case .openAudioStream(let v)? = body {return v}
+      return HUOpenAudioStream()
+    }
+    set {body = .openAudioStream(newValue)}
+  }
+
+  /// phone -> car
+  public var closeAudioStream: HUCloseAudioStream {
+    get {
+      if case .closeAudioStream(let v)? = body {return v}
+      return HUCloseAudioStream()
+    }
+    set {body = .closeAudioStream(newValue)}
+  }
+
+  /// phone <-> car (one-way)
+  public var audioCredit: HUAudioCredit {
+    get {
+      if case .audioCredit(let v)? = body {return v}
+      return HUAudioCredit()
+    }
+    set {body = .audioCredit(newValue)}
+  }
+
+  /// car -> phone
+  public var audioStreamClosed: HUAudioStreamClosed {
+    get {
+      if case .audioStreamClosed(let v)? = body {return v}
+      return HUAudioStreamClosed()
+    }
+    set {body = .audioStreamClosed(newValue)}
+  }
+
+  /// car -> phone
+  public var microphoneStarted: HUMicrophoneStarted {
+    get {
+      if case .microphoneStarted(let v)? = body {return v}
+      return HUMicrophoneStarted()
+    }
+    set {body = .microphoneStarted(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -651,6 +696,16 @@ public nonisolated struct HUEnvelope: Sendable {
     case videoStreams(HUVideoStreams)
     /// car -> phone (event); HMI, cluster -> car (request)
     case requestKeyframe(HURequestKeyframe)
+    /// Audio streams and the microphone (audio.proto, PROTOCOL.md section 24).
+    case openAudioStream(HUOpenAudioStream)
+    /// phone -> car
+    case closeAudioStream(HUCloseAudioStream)
+    /// phone <-> car (one-way)
+    case audioCredit(HUAudioCredit)
+    /// car -> phone
+    case audioStreamClosed(HUAudioStreamClosed)
+    /// car -> phone
+    case microphoneStarted(HUMicrophoneStarted)
 
   }
 
@@ -906,6 +961,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .remoteCommand(newValue)}
   }
 
+  /// OpenAudioStream
+  public var audioStream: HUAudioStreamInfo {
+    get {
+      if case .audioStream(let v)? = detail {return v}
+      return HUAudioStreamInfo()
+    }
+    set {detail = .audioStream(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Request-specific answers.
@@ -923,6 +987,8 @@ public nonisolated struct HUResult: Sendable {
     case imageData(HUImageData)
     /// SendRemoteCommand, CarButtonPressed (section 23)
     case remoteCommand(HURemoteCommandOutcome)
+    /// OpenAudioStream
+    case audioStream(HUAudioStreamInfo)
 
   }
 
@@ -1133,7 +1199,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{4}\u{b}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{4}\u{6}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1792,6 +1858,71 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .remoteCommandAnswer(v)
         }
       }()
+      case 105: try {
+        var v: HUOpenAudioStream?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .openAudioStream(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .openAudioStream(v)
+        }
+      }()
+      case 106: try {
+        var v: HUCloseAudioStream?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .closeAudioStream(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .closeAudioStream(v)
+        }
+      }()
+      case 107: try {
+        var v: HUAudioCredit?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .audioCredit(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .audioCredit(v)
+        }
+      }()
+      case 108: try {
+        var v: HUAudioStreamClosed?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .audioStreamClosed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .audioStreamClosed(v)
+        }
+      }()
+      case 109: try {
+        var v: HUMicrophoneStarted?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .microphoneStarted(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .microphoneStarted(v)
+        }
+      }()
       case 115: try {
         var v: HUWatchVideo?
         var hadOneofValue = false
@@ -2044,6 +2175,26 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .remoteCommandAnswer?: try {
       guard case .remoteCommandAnswer(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 104)
+    }()
+    case .openAudioStream?: try {
+      guard case .openAudioStream(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 105)
+    }()
+    case .closeAudioStream?: try {
+      guard case .closeAudioStream(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 106)
+    }()
+    case .audioCredit?: try {
+      guard case .audioCredit(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 107)
+    }()
+    case .audioStreamClosed?: try {
+      guard case .audioStreamClosed(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 108)
+    }()
+    case .microphoneStarted?: try {
+      guard case .microphoneStarted(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 109)
     }()
     case .watchVideo?: try {
       guard case .watchVideo(let v)? = self.body else { preconditionFailure() }
@@ -2363,7 +2514,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0\u{4}\u{5}audio_stream\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2479,6 +2630,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
           self.detail = .remoteCommand(v)
         }
       }()
+      case 105: try {
+        var v: HUAudioStreamInfo?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .audioStream(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .audioStream(v)
+        }
+      }()
       default: break
       }
     }
@@ -2533,6 +2697,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     case .remoteCommand?: try {
       guard case .remoteCommand(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+    }()
+    case .audioStream?: try {
+      guard case .audioStream(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 105)
     }()
     case nil: break
     }

@@ -1,0 +1,133 @@
+import HeadUnitWire
+import NIOCore
+
+// Audio streams and the microphone: the Car checks who is asking and what
+// focus they hold, `AudioStreams` keeps the streams (PROTOCOL.md section 24).
+extension Car {
+    /// An audio-stream message; true when `body` was one.
+    mutating func receiveAudioMessage(_ body: HUEnvelope.OneOf_Body, requestID: UInt32, from peer: PeerID) -> Bool {
+        var outputs: [AudioStreams.Output] = []
+        switch body {
+        case .openAudioStream(let open):
+            let outcome = openAudioStream(open, from: peer, outputs: &outputs)
+            // A stream it replaces: its AudioStreamClosed first, then the Result (as 18.6).
+            performAudio(outputs, from: peer)
+            answer(peer, requestID, outcome)
+        case .closeAudioStream(let close):
+            let outcome: Result<HUResult, RuleViolation>
+            if phonePeer != peer {
+                outcome = .failure(RuleViolation(.noPhone, "announce apps before using audio streams"))
+            } else {
+                outcome = Self.outcome(audioStreams.closeByApp(close.streamID, outputs: &outputs))
+            }
+            performAudio(outputs, from: peer)
+            answer(peer, requestID, outcome)
+        case .audioCredit(let credit):
+            // One-way: answered only when refused, and then it counts as a protocol error (as 18.5).
+            let violation = phonePeer == peer
+                ? audioStreams.credit(credit) : RuleViolation(.noPhone, "announce apps before using audio streams")
+            if let violation { effects.append(.refuseRequest(peer, violation.result, requestID: requestID)) }
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// OpenAudioStream's checks, in order: NO_PHONE, UNKNOWN_APP,
+    /// ENTITLEMENT_REFUSED, INVALID_ARGUMENT (type), UNSUPPORTED_AUDIO_FORMAT,
+    /// NO_AUDIO_FOCUS, TOO_MANY_SESSIONS (section 24.2).
+    mutating func openAudioStream(_ open: HUOpenAudioStream, from peer: PeerID, outputs: inout [AudioStreams.Output]) -> Result<HUResult, RuleViolation> {
+        let app: AppState
+        switch announcedApp(open.appID, from: peer) {
+        case .success(let found): app = found
+        case .failure(let violation): return .failure(violation)
+        }
+        guard app.category != nil else {
+            return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
+        }
+        switch open.type {
+        case .main, .alternate, .voice: break
+        case .microphone, .unspecified, .UNRECOGNIZED:
+            return .failure(RuleViolation(.invalidArgument, "type must be MAIN, ALTERNATE or VOICE (the car opens the microphone)"))
+        }
+        if let problem = AudioStreams.formatProblem(open.format) {
+            return .failure(RuleViolation(.unsupportedAudioFormat, problem))
+        }
+        if let problem = AudioStreams.focusProblem(open.type, appID: open.appID, focus: audio) {
+            return .failure(RuleViolation(.noAudioFocus, problem))
+        }
+        return audioStreams.open(appID: open.appID, type: open.type, format: open.format, outputs: &outputs).map { info in
+            var result = HUResult()
+            result.audioStream = info
+            return result
+        }
+    }
+
+    /// A MEDIA frame (section 24.4): to the mixer, or refused.
+    public mutating func receiveMedia(channel: UInt32, _ payload: ByteBuffer, from peer: PeerID) -> [CarEffect] {
+        var outputs: [AudioStreams.Output] = []
+        if peer == phonePeer {
+            audioStreams.media(stream: channel, payload, outputs: &outputs)
+        } else {
+            outputs.append(.refuse(.notConnected, "MEDIA on channel \(channel): this phone carries no apps"))
+        }
+        performAudio(outputs, from: peer)
+        return takeEffects()
+    }
+
+    /// The mixer played these sample frames (stream, frames): credit goes back.
+    public mutating func audioPlayed(_ played: [(stream: UInt32, frames: UInt32)]) -> [CarEffect] {
+        var outputs: [AudioStreams.Output] = []
+        for entry in played {
+            audioStreams.played(stream: entry.stream, frames: entry.frames, outputs: &outputs)
+        }
+        performAudio(outputs, from: nil)
+        return takeEffects()
+    }
+
+    /// The car's microphone captured a chunk (PCM s16le, 16 kHz mono) for `stream`.
+    public mutating func microphoneCaptured(stream: UInt32, timestamp: UInt64, pcm: ByteBuffer) -> [CarEffect] {
+        var outputs: [AudioStreams.Output] = []
+        audioStreams.captured(stream: stream, timestamp: timestamp, pcm: pcm, allocator: ByteBufferAllocator(), outputs: &outputs)
+        performAudio(outputs, from: nil)
+        return takeEffects()
+    }
+
+    /// After every input: streams follow the focus, the mixer learns the
+    /// focus, the microphone follows the voice-control template and calls.
+    mutating func settleAudio() {
+        var outputs: [AudioStreams.Output] = []
+        let connected = phonePeer != nil
+        let apps = self.apps
+        audioStreams.settle(
+            focus: audio, appAlive: { connected && apps[$0] != nil }, microphoneWanted: microphoneWanted(),
+            phoneReachable: connected || phoneLink.isReconnecting, outputs: &outputs)
+        performAudio(outputs, from: nil)
+    }
+
+    /// The app whose voice-control template is shown on its main scene; else,
+    /// during a call, the app with a voice stream.
+    func microphoneWanted() -> (appID: String, purpose: HUMicrophonePurpose)? {
+        guard phonePeer != nil else { return nil }
+        for appID in appOrder {
+            if case .voiceControl? = apps[appID]?.scenes[.main]?.presented?.kind { return (appID, .voiceControl) }
+        }
+        if audio.callActive, let voice = audioStreams.streams.values.filter({ $0.type == .voice }).min(by: { $0.id < $1.id }) {
+            return (voice.appID, .call)
+        }
+        return nil
+    }
+
+    mutating func performAudio(_ outputs: [AudioStreams.Output], from peer: PeerID?) {
+        for output in outputs {
+            switch output {
+            case .send(let body): sendToPhone(body)
+            case .engine(let command): effects.append(.audio(command))
+            case .refuse(let code, let message):
+                if let peer { effects.append(.refuseData(peer, code, message)) }
+            case .media(let stream, let payload):
+                if let phonePeer { effects.append(.sendMedia(phonePeer, channel: stream, payload)) }
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import HeadUnitCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The car's audio configuration (DaemonConfig.audio, PROTOCOL.md section 24.5).
+public struct AudioConfiguration: Sendable {
+    public var output: AudioOutputSpec
+    /// "tone:HZ", "wav:PATH" or "silence".
+    public var microphone: String
+
+    public init(output: AudioOutputSpec = .none, microphone: String = "silence") {
+        self.output = output
+        self.microphone = microphone
+    }
+}
+
+/// What the engine hands back to the serving loop once per tick.
+struct AudioReport: Sendable {
+    var played: [(stream: UInt32, frames: UInt32)] = []
+    var captured: [(stream: UInt32, timestamp: UInt64, pcm: ByteBuffer)] = []
+    var isEmpty: Bool { played.isEmpty && captured.isEmpty }
+}
+
+/// Decoding, mixing and the microphone, on a thread of their own so the
+/// serving loop only checks and forwards (PROTOCOL.md section 24.5). The loop
+/// hands commands over through a bounded queue (`submit`); credit bounds
+/// what can be in it (each stream's window), the capacity is a backstop.
+/// The engine ticks every 5 ms while a stream or the microphone is active
+/// and sleeps otherwise; output sample n plays at `started + n / 48 kHz`.
+// @unchecked: `queue` and `stopping` are guarded by `lock`; everything else
+// is touched only by the engine's own thread (`run`).
+final class AudioEngine: @unchecked Sendable {
+    static let capacity = 2048
+    static let tickNanoseconds: UInt64 = 5_000_000
+    static let idleAfterNanoseconds: UInt64 = 1_000_000_000
+    static let microphoneChunkFrames = 320  // 20 ms at 16 kHz
+
+    private let lock = ConditionLock(value: 0)  // 1: commands (or a stop) waiting
+    private var queue: [AudioStreams.EngineCommand] = []
+    private var stopping = false
+    private(set) var refused = 0
+
+    private let pool = NIOThreadPool(numberOfThreads: 1)
+    private let report: @Sendable (AudioReport) -> Void
+    private let logger: Logger
+    private let sink: AudioSink
+    private let mixer: AudioMixer
+    private var microphone: MicrophoneSource
+    private var microphoneStream: UInt32?
+    private var microphoneStart: UInt64 = 0
+    private var microphoneFrames = 0
+
+    init(configuration: AudioConfiguration, jitterMilliseconds: UInt32, logger: Logger, report: @escaping @Sendable (AudioReport) -> Void) {
+        self.report = report
+        self.logger = logger
+        self.mixer = AudioMixer(jitterMilliseconds: jitterMilliseconds)
+        switch configuration.output {
+        case .wav(let path): sink = FileSink(path: path, wav: true)
+        case .raw(let path): sink = FileSink(path: path, wav: false)
+        case .none: sink = DiscardSink()
+        }
+        switch MicrophoneSource.parse(configuration.microphone) {
+        case .success(let source): microphone = source
+        case .failure(let reason):
+            logger.error("microphone source unusable, using silence", metadata: ["reason": "\(reason.message)"])
+            microphone = MicrophoneSource(kind: .silence)
+        }
+    }
+
+    private var started = false
+
+    /// Started on the first command (from the loop), so a server that never
+    /// streams audio has no audio thread.
+    private func startIfNeeded() {
+        guard !started else { return }
+        started = true
+        pool.start()
+        pool.submit { [self] _ in run() }
+    }
+
+    /// From the loop, when the server stops.
+    func stop() {
+        guard started else { return }
+        lock.lock()
+        stopping = true
+        lock.unlock(withValue: 1)
+        try? pool.syncShutdownGracefully()
+    }
+
+    /// From the serving loop. False (and logged by the caller) only if the
+    /// queue is full, which credit makes impossible for honest and hostile
+    /// phones alike.
+    func submit(_ command: AudioStreams.EngineCommand) -> Bool {
+        startIfNeeded()
+        lock.lock()
+        guard queue.count < Self.capacity else {
+            refused += 1
+            lock.unlock(withValue: 1)
+            return false
+        }
+        queue.append(command)
+        lock.unlock(withValue: 1)
+        return true
+    }
+
+    private static func activates(_ command: AudioStreams.EngineCommand) -> Bool {
+        switch command {
+        case .open: return true
+        case .microphone(let stream): return stream != nil
+        case .frame, .close, .mix: return false
+        }
+    }
+
+    private static func now() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
+
+    private func run() {
+        var active = false
+        var started: UInt64 = 0
+        var written = 0
+        var idleSince: UInt64?
+        while true {
+            let commands: [AudioStreams.EngineCommand]
+            if active {
+                lock.lock()
+            } else {
+                lock.lock(whenValue: 1)  // asleep until the loop has something
+            }
+            commands = queue
+            queue.removeAll(keepingCapacity: true)
+            let stop = stopping
+            lock.unlock(withValue: 0)
+            if stop {
+                if active { sink.finish() }
+                return
+            }
+            // Only a stream or the microphone wakes the output (a focus change alone does not).
+            if !active, commands.contains(where: Self.activates) {
+                active = true
+                started = Self.now()
+                written = 0
+                idleSince = nil
+                sink.start(startedNanoseconds: started)
+                if let failed = (sink as? FileSink)?.failed {
+                    logger.error("audio output unusable: mixing into nothing", metadata: ["reason": "\(failed)"])
+                }
+            }
+            for command in commands {
+                if case .microphone(let stream) = command {
+                    microphoneStream = stream
+                    microphoneStart = Self.now()
+                    microphoneFrames = 0
+                }
+                mixer.apply(command)
+            }
+            guard active else { continue }
+
+            var report = AudioReport()
+            let now = Self.now()
+            let due = Int((now - started) * UInt64(AudioMixer.outputRate) / 1_000_000_000)
+            while written < due {
+                let count = min(due - written, 960)
+                sink.write(AudioMixer.pcm16(mixer.render(count, played: &report.played)))
+                written += count
+            }
+            if let stream = microphoneStream {
+                let micDue = Int((now - microphoneStart) * UInt64(MicrophoneSource.rate) / 1_000_000_000)
+                while micDue - microphoneFrames >= Self.microphoneChunkFrames {
+                    let samples = microphone.next(Self.microphoneChunkFrames)
+                    var pcm = ByteBufferAllocator().buffer(capacity: samples.count * 2)
+                    for sample in samples { pcm.writeInteger(sample, endianness: .little) }
+                    let timestamp = (microphoneStart + UInt64(microphoneFrames) * 1_000_000_000 / UInt64(MicrophoneSource.rate)) / 1000
+                    report.captured.append((stream, timestamp, pcm))
+                    microphoneFrames += Self.microphoneChunkFrames
+                }
+            }
+            if !report.isEmpty { self.report(report) }
+
+            if mixer.isIdle && microphoneStream == nil {
+                let since = idleSince ?? now
+                idleSince = since
+                if now - since >= Self.idleAfterNanoseconds {
+                    sink.finish()
+                    active = false
+                    continue
+                }
+            } else {
+                idleSince = nil
+            }
+            var pause = timespec(tv_sec: 0, tv_nsec: Int(Self.tickNanoseconds))
+            nanosleep(&pause, nil)
+        }
+    }
+}

@@ -1,0 +1,217 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import HeadUnitCore
+
+/// Where the car's mixed output goes (PROTOCOL.md section 24.5; DaemonConfig.audio.output).
+public enum AudioOutputSpec: Sendable, Equatable {
+    /// A WAV file, 48 kHz stereo s16le, rewritten at each activation.
+    case wav(path: String)
+    /// The same samples without a header.
+    case raw(path: String)
+    /// Mixed and discarded (a bench, or a car with no speakers).
+    case none
+
+    /// "wav:PATH", "raw:PATH" or "none".
+    public static func parse(_ text: String) -> AudioOutputSpec? {
+        if text == "none" { return AudioOutputSpec.none }
+        if text.hasPrefix("wav:"), text.count > 4 { return .wav(path: String(text.dropFirst(4))) }
+        if text.hasPrefix("raw:"), text.count > 4 { return .raw(path: String(text.dropFirst(4))) }
+        return nil
+    }
+}
+
+/// What the mixer writes to, on the engine's thread.
+protocol AudioSink: AnyObject {
+    /// Output sample 0 plays at `startedNanoseconds` (CLOCK_MONOTONIC).
+    func start(startedNanoseconds: UInt64)
+    func write(_ bytes: [UInt8])
+    func finish()
+}
+
+final class DiscardSink: AudioSink {
+    func start(startedNanoseconds: UInt64) {}
+    func write(_ bytes: [UInt8]) {}
+    func finish() {}
+}
+
+/// A WAV (or raw) file. The WAV carries a "hust" chunk with the output's
+/// start time (u64 LE, CLOCK_MONOTONIC ns) so a test can measure latency from
+/// the samples; its sizes are 0xFFFFFFFF while it is written and patched at
+/// `finish` (the mixer goes idle 1 s after its last stream). A file reaching
+/// `maxDataBytes` starts over: the disk is never filled.
+final class FileSink: AudioSink {
+    static let headerBytes = 60
+    let path: String
+    let wav: Bool
+    let maxDataBytes: Int
+    private var fd: Int32 = -1
+    private var dataBytes = 0
+    private var started: UInt64 = 0
+    private(set) var failed: String?
+
+    init(path: String, wav: Bool, maxDataBytes: Int = 10 * 60 * 48_000 * 4) {
+        self.path = path
+        self.wav = wav
+        self.maxDataBytes = maxDataBytes
+    }
+
+    func start(startedNanoseconds: UInt64) {
+        finish()
+        started = startedNanoseconds
+        dataBytes = 0
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            failed = "\(path): \(String(cString: strerror(errno)))"
+            return
+        }
+        if wav { writeAll(Self.header(dataBytes: 0xFFFF_FFFF, startedNanoseconds: startedNanoseconds)) }
+    }
+
+    func write(_ bytes: [UInt8]) {
+        guard fd >= 0 else { return }
+        if dataBytes + bytes.count > maxDataBytes {
+            start(startedNanoseconds: started + UInt64(dataBytes / 4) * 1_000_000_000 / 48_000)
+        }
+        writeAll(bytes)
+        dataBytes += bytes.count
+    }
+
+    func finish() {
+        guard fd >= 0 else { return }
+        if wav {
+            let header = Self.header(dataBytes: UInt32(clamping: dataBytes), startedNanoseconds: started)
+            _ = header.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        }
+        close(fd)
+        fd = -1
+    }
+
+    private func writeAll(_ bytes: [UInt8]) {
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                failed = "\(path): \(String(cString: strerror(errno)))"
+                return
+            }
+            done += count
+        }
+    }
+
+    static func header(dataBytes: UInt32, startedNanoseconds: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        func text(_ string: String) { bytes.append(contentsOf: Array(string.utf8)) }
+        func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+        func u16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+        text("RIFF")
+        u32(dataBytes == 0xFFFF_FFFF ? 0xFFFF_FFFF : dataBytes + 52)
+        text("WAVE")
+        text("fmt ")
+        u32(16)
+        u16(1)  // PCM
+        u16(2)
+        u32(48_000)
+        u32(48_000 * 4)
+        u16(4)
+        u16(16)
+        text("hust")
+        u32(8)
+        withUnsafeBytes(of: startedNanoseconds.littleEndian) { bytes.append(contentsOf: $0) }
+        text("data")
+        u32(dataBytes)
+        return bytes
+    }
+}
+
+/// The car's microphone (DaemonConfig.audio.microphone): a tone, a looped
+/// WAV file, or silence, as 16 kHz mono s16le. A board would read ALSA here.
+struct MicrophoneSource {
+    enum Kind {
+        case tone(hertz: Double)
+        case samples([Int16])
+        case silence
+    }
+
+    static let rate = 16_000
+    let kind: Kind
+    private var position = 0
+
+    init(kind: Kind) { self.kind = kind }
+
+    /// "tone:HZ", "wav:PATH" or "silence" (empty: silence); nil with a reason when unusable.
+    static func parse(_ text: String) -> Result<MicrophoneSource, AudioProblem> {
+        if text.isEmpty || text == "silence" { return .success(MicrophoneSource(kind: .silence)) }
+        if text.hasPrefix("tone:"), let hertz = Double(text.dropFirst(5)), hertz > 0, hertz < 8000 {
+            return .success(MicrophoneSource(kind: .tone(hertz: hertz)))
+        }
+        if text.hasPrefix("wav:") {
+            return loadWAV(String(text.dropFirst(4))).map { MicrophoneSource(kind: .samples($0)) }
+        }
+        return .failure(AudioProblem("microphone must be \"tone:HZ\" (0 < HZ < 8000), \"wav:PATH\" or \"silence\", not \"\(text)\""))
+    }
+
+    mutating func next(_ frames: Int) -> [Int16] {
+        defer { position += frames }
+        switch kind {
+        case .silence:
+            return [Int16](repeating: 0, count: frames)
+        case .tone(let hertz):
+            return (0..<frames).map { index in
+                let t = Double(position + index) / Double(Self.rate)
+                return Int16(sin(2 * Double.pi * hertz * t) * 0.3 * 32767)
+            }
+        case .samples(let samples):
+            guard !samples.isEmpty else { return [Int16](repeating: 0, count: frames) }
+            return (0..<frames).map { samples[(position + $0) % samples.count] }
+        }
+    }
+
+    /// A 16-bit PCM WAV (at most 16 MiB), first channel, resampled to 16 kHz.
+    static func loadWAV(_ path: String) -> Result<[Int16], AudioProblem> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(AudioProblem("\(path): \(String(cString: strerror(errno)))")) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 { if errno == EINTR { continue }; return .failure(AudioProblem("\(path): \(String(cString: strerror(errno)))")) }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > 16 << 20 { return .failure(AudioProblem("\(path): larger than 16 MiB")) }
+        }
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WAVE".utf8) else {
+            return .failure(AudioProblem("\(path): not a WAV file"))
+        }
+        var at = 12
+        var channels = 0, rate = 0, bits = 0
+        while at + 8 <= bytes.count {
+            let size = u32(at + 4)
+            let body = at + 8
+            if bytes[at..<(at + 4)].elementsEqual("fmt ".utf8), body + 16 <= bytes.count {
+                (channels, rate, bits) = (u16(body + 2), u32(body + 4), u16(body + 14))
+            } else if bytes[at..<(at + 4)].elementsEqual("data".utf8) {
+                guard bits == 16, channels >= 1, rate > 0 else { return .failure(AudioProblem("\(path): only 16-bit PCM WAV is supported")) }
+                let end = min(bytes.count, body + size)
+                let frames = (end - body) / (2 * channels)
+                var samples: [Int16] = []
+                let step = Double(rate) / Double(Self.rate)
+                var t = 0.0
+                while Int(t) < frames {
+                    let offset = body + Int(t) * 2 * channels
+                    samples.append(Int16(bitPattern: UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8))
+                    t += step
+                }
+                return .success(samples)
+            }
+            at = body + size + (size & 1)
+        }
+        return .failure(AudioProblem("\(path): no data chunk"))
+    }
+}
