@@ -450,6 +450,8 @@ final class ConnectionHandler: ChannelInboundHandler {
         write(header, context: context)
         write(payload, context: context)
         return true
+    }
+
     /// The car's microphone samples (section 24): a MEDIA frame on the stream's channel.
     func sendMedia(channel: UInt32, _ payload: ByteBuffer) {
         guard open, let context else { return }

@@ -10,7 +10,7 @@ import Testing
 /// through the real daemon, decoded on the car side. Order, latency, a
 /// stalled viewer beside a reading one, the control traffic meanwhile, and a
 /// viewer joining mid-stream decoding from the keyframe it asked for.
-@Suite("Base-view video encoded, routed and decoded")
+@Suite("Base-view video encoded, routed and decoded", .ownThread)
 struct VideoCodecEndToEndTests {
     static let block = 32
     static let bits = 16

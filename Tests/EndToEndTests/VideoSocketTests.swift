@@ -6,7 +6,7 @@ import Testing
 /// Base-view video (PROTOCOL.md section 25) over real sockets: routing from
 /// the phone to every watcher, keyframes on request, latest frame wins, and
 /// every error code the section adds.
-@Suite("Base-view video over real sockets")
+@Suite("Base-view video over real sockets", .ownThread)
 struct VideoSocketTests {
     static let maps = "com.apple.developer.carplay-maps"
 
