@@ -22,7 +22,7 @@
 
 local headunit = Proto("headunit", "headunitd protocol")
 
-local KINDS = { [1] = "MESSAGE", [2] = "PING", [3] = "PONG", [4] = "DATA", [6] = "VIDEO" }
+local KINDS = { [1] = "MESSAGE", [2] = "PING", [3] = "PONG", [4] = "DATA", [5] = "MEDIA", [6] = "VIDEO" }
 local HEADER = 12
 local MAX_PAYLOAD = 1048576
 
@@ -40,12 +40,14 @@ local f_code = ProtoField.string("headunit.error_code", "Error code")
 local f_video_ts = ProtoField.uint64("headunit.video.timestamp_us", "Timestamp (us)")
 local f_video_number = ProtoField.uint32("headunit.video.frame_number", "Frame number")
 local f_video_key = ProtoField.bool("headunit.video.keyframe", "Keyframe")
+-- MEDIA frames' timestamp (PROTOCOL.md section 24.4); the audio unit stays opaque.
+local f_media_ts = ProtoField.uint64("headunit.media.timestamp_us", "Timestamp (us)")
 headunit.fields = { f_magic, f_kind, f_flags, f_channel, f_length, f_payload, f_request, f_body, f_summary, f_code,
-  f_video_ts, f_video_number, f_video_key }
+  f_video_ts, f_video_number, f_video_key, f_media_ts }
 
 local e_magic = ProtoExpert.new("headunit.bad_magic", "Not \"HU\": BAD_MAGIC", expert.group.MALFORMED, expert.severity.ERROR)
 local e_flags = ProtoExpert.new("headunit.flags_set", "Flags must be 0: RESERVED_FLAGS", expert.group.PROTOCOL, expert.severity.WARN)
-local e_channel = ProtoExpert.new("headunit.channel_set", "Channel must be 0 except on DATA: RESERVED_FLAGS", expert.group.PROTOCOL, expert.severity.WARN)
+local e_channel = ProtoExpert.new("headunit.channel_set", "Channel must be 0 except on DATA, MEDIA and VIDEO: RESERVED_FLAGS", expert.group.PROTOCOL, expert.severity.WARN)
 local e_kind = ProtoExpert.new("headunit.unknown_kind", "Unknown frame kind: UNKNOWN_FRAME_KIND", expert.group.PROTOCOL, expert.severity.WARN)
 local e_length = ProtoExpert.new("headunit.too_large", "Length over the 1 MiB maximum: FRAME_TOO_LARGE", expert.group.MALFORMED, expert.severity.ERROR)
 local e_ping = ProtoExpert.new("headunit.ping_too_long", "PING payload over 64 bytes: MALFORMED_PAYLOAD", expert.group.MALFORMED, expert.severity.WARN)
@@ -385,7 +387,7 @@ local function dissect_frame(tvb, pinfo, tree)
   local fl = subtree:add(f_flags, tvb(3, 1))
   if flags ~= 0 then fl:add_proto_expert_info(e_flags) end
   local ch = subtree:add(f_channel, tvb(4, 4))
-  if channel ~= 0 and kind ~= 4 and kind ~= 6 then ch:add_proto_expert_info(e_channel) end
+  if channel ~= 0 and kind ~= 4 and kind ~= 5 and kind ~= 6 then ch:add_proto_expert_info(e_channel) end
   local len = subtree:add(f_length, tvb(8, 4))
   if length > MAX_PAYLOAD then len:add_proto_expert_info(e_length) end
 
@@ -431,6 +433,9 @@ local function dissect_frame(tvb, pinfo, tree)
       subtree:add(f_video_number, payload(8, 4))
       subtree:add(f_video_key, payload(12, 1), key)
       info = head .. string.format(" frame %d%s", number, key and " keyframe" or "")
+    elseif kind == 5 and length >= 8 then
+      subtree:add(f_media_ts, payload(0, 8))
+      info = head .. string.format(" audio %d bytes", length - 8)
     elseif kind == 2 or kind == 3 then
       if kind == 2 and length > 64 then subtree:add_proto_expert_info(e_ping) end
       -- At most 16 bytes of a ping's token in the Info column.
