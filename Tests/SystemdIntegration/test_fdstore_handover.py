@@ -324,13 +324,113 @@ def handover_run(binary, workdir):
             print(open(log).read()[-3000:])
 
 
+# Pairing and authenticating as a TCP phone (PROTOCOL.md section 20), for
+# tls_resume_run: SPAKE2 and Ed25519 from the pure-Python reference.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Security"))
+import spake2_reference  # noqa: E402
+import hashlib  # noqa: E402
+
+START_PAIRING, PAIR, AUTHENTICATE, PAIR_START = 90, 91, 92, 95
+LAUNCH_APP, SCENE_CONNECTED = 30, 20
+
+
+def spki_of_certificate(der):
+    """The SubjectPublicKeyInfo (DER, header included) of an X.509 certificate:
+    what the phone pins and binds into the pairing transcript (PROTOCOL.md 20.2)."""
+    def elements(data):
+        i, out = 0, []
+        while i < len(data):
+            start = i
+            i += 1
+            length = data[i]
+            i += 1
+            if length & 0x80:
+                n = length & 0x7F
+                length = int.from_bytes(data[i:i + n], "big")
+                i += n
+            out.append((data[start], data[start:i + length], data[i:i + length]))
+            i += length
+        return out
+    certificate = elements(der)[0][2]
+    tbs = elements(certificate)[0][2]
+    fields = elements(tbs)
+    if fields[0][0] == 0xA0:  # [0] version
+        fields = fields[1:]
+    # serial, signature algorithm, issuer, validity, subject, SubjectPublicKeyInfo
+    return fields[5][1]
+
+
+def read_result(conn, request_id):
+    while True:
+        envelope = conn.receive_envelope()
+        if envelope.get(1) == request_id and ENVELOPE_RESULT in envelope:
+            return dict(huclient.parse_fields(envelope[ENVELOPE_RESULT]))
+
+
+def tls_phone_handshake(address):
+    """A TCP (TLS 1.3) phone's Hello; its Welcome's fields."""
+    conn = huclient.Connection(address, 10)
+    conn.send(huclient.KIND_MESSAGE, huclient.hello_envelope("tls phone"))
+    envelope = conn.receive_envelope()
+    assert huclient.ENVELOPE_WELCOME in envelope, sorted(envelope)
+    return conn, dict(huclient.parse_fields(envelope[huclient.ENVELOPE_WELCOME]))
+
+
+def tls_authenticate(conn, welcome, secret, device_id, request_id):
+    """Authenticate (PROTOCOL.md 20.3): Ed25519 over "headunitd-auth-v1" ||
+    Welcome.auth_challenge || Welcome.connection_id (8 bytes, big-endian)."""
+    signed = b"headunitd-auth-v1" + welcome.get(11, b"") + struct.pack(">Q", welcome.get(7, 0))
+    body = huclient.field(1, 2, device_id) + huclient.field(2, 2, spake2_reference.ed25519_sign(secret, signed))
+    conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, request_id) + huclient.field(AUTHENTICATE, 2, body))
+    return read_result(conn, request_id)
+
+
+def tls_pair(hmi, address, secret, name):
+    """Pairs like a phone would (PROTOCOL.md 20.2): the HMI opens a window,
+    the phone runs SPAKE2 with its code (Tests/Security/spake2_reference.py),
+    checks the car's confirmation against the TLS key it saw, sends Pair.
+    Returns the connection, its Welcome, the device id (or None) and why."""
+    hmi.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 7) + huclient.field(START_PAIRING, 2, b""))
+    opened = read_result(hmi, 7)
+    code = dict(huclient.parse_fields(opened.get(21, b""))).get(1, b"")
+    conn, welcome = tls_phone_handshake(address)
+    if not welcome.get(10, 0) or len(code) != 6:
+        return conn, welcome, None, "auth_required %r, code %r" % (welcome.get(10, 0), code)
+    spake = spake2_reference.SPAKE2("phone", code, os.urandom(64))
+    conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 2) + huclient.field(PAIR_START, 2, huclient.field(1, 2, spake.message)))
+    started = read_result(conn, 2)
+    pairing = dict(huclient.parse_fields(started.get(21, b"")))
+    car_key = spki_of_certificate(conn.sock.getpeercert(binary_form=True))
+    if started.get(1, 0) != 0 or pairing.get(8) != car_key:
+        return conn, welcome, None, "PairStart %r; car key seen %s" % (started, car_key.hex())
+    transcript = spake2_reference.transcript_hash(spake.message, pairing.get(6, b""), car_key)
+    public_key = spake2_reference.ed25519_public_key(secret)
+    schedule = spake2_reference.schedule(spake.finish(pairing.get(6, b"")), transcript, public_key, name)
+    if schedule["car_confirmation"] != pairing.get(7, b"").hex():
+        return conn, welcome, None, "the car's confirmation does not verify"
+    body = (huclient.field(2, 2, public_key) + huclient.field(3, 2, name.encode())
+            + huclient.field(4, 2, bytes.fromhex(schedule["confirmation"]))
+            + huclient.field(5, 2, spake2_reference.ed25519_sign(secret, bytes.fromhex(schedule["signed_bytes"]))))
+    conn.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 3) + huclient.field(PAIR, 2, body))
+    paired = read_result(conn, 3)
+    device_id = dict(huclient.parse_fields(paired.get(21, b""))).get(4, b"")
+    expected = hashlib.sha256(public_key).digest()[:16].hex().encode()
+    if paired.get(1, 0) != 0 or device_id != expected:
+        return conn, welcome, None, "Pair %r" % paired
+    return conn, welcome, device_id, ""
+
+
 def tls_resume_run(binary, workdir):
-    """A phone on TCP (TLS 1.3): its TLS state cannot go through the fd store,
-    so its connection ends at the restart, and its session waits for it
-    (PROTOCOL.md section 22): it connects again and ResumeSession finds its
-    apps. Prints how long the phone was without its session."""
+    """A paired phone on TCP (TLS 1.3), pairing and authenticating as a real
+    phone does (no allowUnpairedTcp): its TLS state cannot go through the fd
+    store, so its connection ends at the restart, and its session waits for
+    it (PROTOCOL.md section 22). While it is away the HMI launches its app;
+    it connects again, authenticates on the new process, ResumeSession finds
+    its apps, and the SceneConnected produced during the restart follows the
+    Result (the backlog, section 21). Prints how long the phone was without
+    its session."""
     with open(os.path.join(workdir, "config.json"), "w") as f:
-        f.write('{"allowUnpairedTcp": true, "stateDirectory": "%s"}\n' % os.path.join(workdir, "state"))
+        f.write('{"stateDirectory": "%s"}\n' % os.path.join(workdir, "state"))
     path = os.path.join(workdir, "hu.sock")
     listen = listener(path)
     tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -344,20 +444,18 @@ def tls_resume_run(binary, workdir):
     first = start_daemon(binary, workdir, [listen.fileno(), tcp.fileno()], ["unix", "tcp"], env, log)
     second = None
     phone = again = hmi = None
+    secret = os.urandom(32)
     try:
         check("TLS run: first daemon ready", manager.wait(lambda f: f.get("READY") == "1") is not None, open(log).read()[-2000:])
-        phone = huclient.Connection(address, 10)
-        phone.handshake("tls phone")
-        phone.send(huclient.KIND_MESSAGE, huclient.announce_apps_envelope("TLS Phone"))
-        token = b""
-        while True:
-            envelope = phone.receive_envelope()
-            if envelope.get(1) == 1 and ENVELOPE_RESULT in envelope:
-                decisions = dict(huclient.parse_fields(dict(huclient.parse_fields(envelope[ENVELOPE_RESULT])).get(10, b"")))
-                token = decisions.get(2, b"")
-                break
-        check("TLS run: the TLS phone's apps are accepted, with a resumption token", len(token) == 32, repr(token))
         hmi = hmi_connection(path)
+        phone, welcome, device_id, why = tls_pair(hmi, address, secret, "TLS Phone")
+        check("TLS run: the phone pairs over TLS (SPAKE2 with the code, the car's key bound)", device_id is not None, why)
+        authenticated = tls_authenticate(phone, welcome, secret, device_id or b"", 4)
+        check("TLS run: the paired phone authenticates", authenticated.get(1, 0) == 0, repr(authenticated))
+        phone.send(huclient.KIND_MESSAGE, huclient.announce_apps_envelope("TLS Phone"))
+        decisions = dict(huclient.parse_fields(read_result(phone, 1).get(10, b"")))
+        token = decisions.get(2, b"")
+        check("TLS run: the TLS phone's apps are accepted, with a resumption token", len(token) == 32, repr(token))
         started = time.monotonic()
         os.kill(first, signal.SIGUSR1)
         code = wait_exit(first, 15)
@@ -377,6 +475,10 @@ def tls_resume_run(binary, workdir):
             ended = repr(error)
         check("TLS run: the TLS phone's connection ended at the restart (no Goodbye)", ended != "",
               "%s after %.0f ms" % (ended, (time.monotonic() - started) * 1000))
+        # During the restart the HMI launches the phone's app: the new process
+        # serves it, and the SceneConnected it makes waits in the phone's backlog.
+        launch = huclient.field(1, 2, b"com.example.systemd-test.audio")
+        hmi.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 8) + huclient.field(LAUNCH_APP, 2, launch))
         names = ["unix", "tcp"] + sorted(stored)
         fds = [listen.fileno(), tcp.fileno()] + [stored[name] for name in sorted(stored)]
         before = len(manager.messages)
@@ -385,21 +487,26 @@ def tls_resume_run(binary, workdir):
         with manager.lock:
             for name in list(manager.store):
                 os.close(manager.store.pop(name))
+        launched = read_result(hmi, 8)
+        check("TLS run: the HMI's LaunchApp sent during the restart is served by the new process (OK)", launched.get(1, 0) == 0, repr(launched))
         reconnect = time.monotonic()
-        again = huclient.Connection(address, 10)
-        again.handshake("tls phone")
+        again, welcome = tls_phone_handshake(address)
+        car_key = spki_of_certificate(again.sock.getpeercert(binary_form=True))
+        authenticated = tls_authenticate(again, welcome, secret, device_id or b"", 3)
+        check("TLS run: on a new TLS connection to the new process, the phone authenticates (same car key)",
+              authenticated.get(1, 0) == 0 and welcome.get(10, 0) == 1 and len(car_key) > 0, repr(authenticated))
         resume = huclient.field(1, 2, token)
         again.send(huclient.KIND_MESSAGE, huclient.field(1, 0, 2) + huclient.field(14, 2, resume))
-        result = {}
-        while True:
-            envelope = again.receive_envelope()
-            if envelope.get(1) == 2 and ENVELOPE_RESULT in envelope:
-                result = dict(huclient.parse_fields(envelope[ENVELOPE_RESULT]))
-                break
+        result = read_result(again, 2)
         took = time.monotonic() - started
-        check("TLS run: on a new TLS connection, ResumeSession restores the session (Result OK, resumed)",
-              result.get(1, 0) == 0 and 13 in result, repr(result))
-        print("# TLS phone: SIGUSR1 to its session resumed on a new TLS connection: %.0f ms; connect, TLS, Hello and ResumeSession on the new process: %.0f ms"
+        resumed = dict(huclient.parse_fields(result.get(13, b"")))
+        check("TLS run: ResumeSession restores the session (Result OK, resumed, 1+ replayed)",
+              result.get(1, 0) == 0 and 13 in result and resumed.get(4, 0) >= 1, repr(result))
+        replay = again.receive_envelope()
+        scene = dict(huclient.parse_fields(replay.get(SCENE_CONNECTED, b"")))
+        check("TLS run: the backlog made during the restart follows the Result: SceneConnected for the launched app",
+              scene.get(1) == b"com.example.systemd-test.audio", repr(sorted(replay)))
+        print("# TLS phone: SIGUSR1 to its session resumed on a new TLS connection: %.0f ms; connect, TLS, Hello, Authenticate and ResumeSession on the new process: %.0f ms"
               % (took * 1000, (time.monotonic() - reconnect) * 1000), flush=True)
         status = get_status(hmi, 9)
         check("TLS run: the HMI carried on across the restart", status.get(1, 0) == 0, repr(status))
