@@ -388,11 +388,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard open, let context else { return }
         // Section 10.4's one size check, for the frames HMIHub shares (state,
         // catch-up, images): the composed bounds keep them within the maximum.
-        let payload = frame.readableBytes - FrameHeader.size
-        guard OutboundFrameCheck.dataFits(payload, maxPayload: maxPayload) else {
-            closeOversized("the daemon cannot send you a frame of \(payload) bytes (over max_payload_bytes \(maxPayload)); reconnect")
-            return
-        }
+        guard fitsOrCloses(frame.readableBytes - FrameHeader.size, .message) else { return }
         write(frame, context: context)
     }
 
@@ -401,9 +397,14 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// was dropped because the connection closed.
     func sendShared(_ frame: ByteBuffer, flushNow: Bool, written: @escaping () -> Void) {
         guard open, let context else { return }
-        let promise = context.eventLoop.makePromise(of: Void.self)
         // Not inside the write's completion: the catch-up it may cause is written on the next tick.
         let loop = context.eventLoop.assumeIsolated()
+        // Section 10.4's one size check, as in `writeShared`.
+        guard fitsOrCloses(frame.readableBytes - FrameHeader.size, .message) else {
+            loop.execute(written)
+            return
+        }
+        let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { _ in loop.execute(written) }
         writePending(context)
         context.write(wrapOutboundOut(frame), promise: promise)
@@ -415,8 +416,11 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// PING (8 bytes of our clock) and PONG (the payload of the peer's PING:
+    /// at most 64 bytes, section 2): checked like every frame all the same.
     private func sendFrame(kind: FrameKind, payload: ByteBuffer) {
         guard open, let context else { return }
+        guard fitsOrCloses(payload.readableBytes, kind) else { return }
         var buffer = context.channel.allocator.buffer(capacity: FrameHeader.size + payload.readableBytes)
         buffer.writeFrame(kind: kind, payload: payload)
         write(buffer, context: context)
@@ -425,10 +429,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// Session bytes: the header alone is new, the payload is written as it came.
     func sendData(channel: UInt32, _ payload: ByteBuffer) {
         guard open, let context else { return }
-        guard OutboundFrameCheck.dataFits(payload.readableBytes, maxPayload: maxPayload) else {
-            closeOversized("the daemon cannot send you DATA of \(payload.readableBytes) bytes (over max_payload_bytes \(maxPayload)); reconnect")
-            return
-        }
+        guard fitsOrCloses(payload.readableBytes, .data) else { return }
         var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
         header.writeFrameHeader(FrameHeader(kind: .data, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
         write(header, context: context)
@@ -438,10 +439,13 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// A VIDEO frame for a viewer (section 25.5): written, header new and
     /// payload shared, only while less than `videoViewerBufferBytes` waits
     /// unsent for this peer; else dropped (false), so video never piles up
-    /// in front of its control messages.
+    /// in front of its control messages. A frame over the maximum (the daemon
+    /// takes none, section 2) is not "behind": the viewer is closed with
+    /// Goodbye FRAME_TOO_LARGE, as for any frame (true: nothing to ask a
+    /// keyframe for).
     func sendVideo(channel: UInt32, _ payload: ByteBuffer) -> Bool {
         guard open, let context else { return true }
-        guard OutboundFrameCheck.dataFits(payload.readableBytes, maxPayload: maxPayload) else { return false }
+        guard fitsOrCloses(payload.readableBytes, .video) else { return true }
         writePending(context)
         let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
         guard waiting < host.configuration.videoViewerBufferBytes, context.channel.isWritable else { return false }
@@ -452,13 +456,27 @@ final class ConnectionHandler: ChannelInboundHandler {
         return true
     }
 
-    /// The car's microphone samples (section 24): a MEDIA frame on the stream's channel.
+    /// The car's microphone samples (section 24): a MEDIA frame on the
+    /// stream's channel (8 bytes of timestamp and 20 ms of 16 kHz mono PCM,
+    /// 648 bytes; checked like every frame).
     func sendMedia(channel: UInt32, _ payload: ByteBuffer) {
         guard open, let context else { return }
+        guard fitsOrCloses(payload.readableBytes, .media) else { return }
         var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
         header.writeFrameHeader(FrameHeader(kind: .media, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
         write(header, context: context)
         write(payload, context: context)
+    }
+
+    /// Section 10.4's check of a payload written as it is: true when it fits;
+    /// else nothing is written and the peer is closed with Goodbye
+    /// FRAME_TOO_LARGE, never left with a silent gap.
+    private func fitsOrCloses(_ payloadBytes: Int, _ kind: FrameKind) -> Bool {
+        guard OutboundFrameCheck.payloadFits(payloadBytes, maxPayload: maxPayload) else {
+            closeOversized("the daemon cannot send you a \(kind) frame of \(payloadBytes) bytes (over max_payload_bytes \(maxPayload)); reconnect")
+            return false
+        }
+        return true
     }
 
     /// The Car refused a DATA frame of this peer.
@@ -513,7 +531,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(code, reason), allocator: context.channel.allocator)
+        let goodbye = OutboundFrameCheck.goodbye(code, reason, allocator: context.channel.allocator, maxPayload: maxPayload)
         needsFlush = false
         writePending(context)  // what it was sent before, then the Goodbye
         let channel = context.channel
@@ -540,7 +558,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         pending = nil  // nothing more is queued for it
         let channel = context.channel
         channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
-        let goodbye = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.slowConsumer, reason), allocator: channel.allocator)
+        let goodbye = OutboundFrameCheck.goodbye(.slowConsumer, reason, allocator: channel.allocator, maxPayload: maxPayload)
         context.writeAndFlush(wrapOutboundOut(goodbye)).whenComplete { _ in channel.close(promise: nil) }
         let grace = host.configuration.slowConsumerGoodbyeMilliseconds
         channel.eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: grace))) { channel.close(promise: nil) }

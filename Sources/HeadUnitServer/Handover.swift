@@ -211,9 +211,10 @@ extension CarHost {
         // The next process reads at most this much (section 22); the composed
         // bounds keep every snapshot below it, and should one ever be over,
         // everyone gets an orderly Goodbye rather than a restore that fails.
-        let maximum = SnapshotBounds.maximumBytes(
+        let bound = SnapshotBounds.maximumBytes(
             composed: configuration.car.composed, maxConnections: configuration.connectionCaps.maxTotal,
             iconBytes: configuration.car.maxApps * configuration.connection.limits.message.maxImageBytes)
+        let maximum = Self.testSnapshotMaximum.map { min($0, bound) } ?? bound
         guard bytes.count <= maximum else {
             logger.error("the snapshot is over the largest a restart reads: stopping instead", metadata: ["bytes": "\(bytes.count)", "limit": "\(maximum)"])
             handedOver = false
@@ -279,7 +280,7 @@ extension CarHost {
             let reason = (error as? SnapshotError)?.reason ?? "\(error)"
             logger.error("cannot restore what the previous process handed over: starting clean", metadata: ["reason": "\(reason)"])
             for fd in restored.connections.values {
-                Self.sayGoodbyeAndClose(fd, reason: "the daemon restarted and could not restore this session (\(reason)): connect again")
+                Self.sayGoodbyeAndClose(fd, reason: "the daemon restarted and could not restore this session (\(reason)): connect again", maxPayload: maxPayload)
             }
             return eventLoop.makeSucceededVoidFuture()
         }
@@ -302,7 +303,7 @@ extension CarHost {
             adoptions.append(server.adoptConnection(fd: fd, transport: transport, restoring: connection).map { ($0, pending) })
         }
         for (peer, fd) in remaining {
-            Self.sayGoodbyeAndClose(fd, reason: "the daemon restarted and has no state for connection \(peer): connect again")
+            Self.sayGoodbyeAndClose(fd, reason: "the daemon restarted and has no state for connection \(peer): connect again", maxPayload: maxPayload)
         }
         perform(effects)
         let loop = eventLoop
@@ -360,9 +361,22 @@ extension CarHost {
         return result
     }
 
-    /// Goodbye(SHUTTING_DOWN, reason) written straight to a stored socket, then closed.
-    static func sayGoodbyeAndClose(_ fd: CInt, reason: String) {
-        let frame = EnvelopeCodec.frame(ConnectionStateMachine.goodbye(.shuttingDown, reason), allocator: ByteBufferAllocator())
+    /// For tests only (test_fdstore_handover.py's `oversized_snapshot_run`):
+    /// `HEADUNITD_TEST_SNAPSHOT_MAX_BYTES` lowers the largest snapshot this
+    /// process hands over, so the fallback above (an orderly stop, Goodbye to
+    /// everyone) can be seen; it never raises the bound, so at worst a
+    /// handover becomes a stop.
+    static var testSnapshotMaximum: Int? {
+        getenv("HEADUNITD_TEST_SNAPSHOT_MAX_BYTES").flatMap { Int(String(cString: $0)) }
+    }
+
+    /// The frame maximum every frame is checked against (section 10.4).
+    private var maxPayload: Int { Int(configuration.connection.limits.maxPayloadBytes) }
+
+    /// Goodbye(SHUTTING_DOWN, reason) written straight to a stored socket,
+    /// then closed; within the maximum as every frame (`OutboundFrameCheck`).
+    static func sayGoodbyeAndClose(_ fd: CInt, reason: String, maxPayload: Int) {
+        let frame = OutboundFrameCheck.goodbye(.shuttingDown, reason, allocator: ByteBufferAllocator(), maxPayload: maxPayload)
         let bytes = Array(frame.readableBytesView)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT)) }
         close(fd)

@@ -3,17 +3,29 @@ import HeadUnitWire
 import NIOCore
 
 /// The one size check of everything the daemon writes (PROTOCOL.md section
-/// 10.4): answers, events, screens, home screens, metadata, catch-up frames,
-/// Goodbyes and DATA all pass here before they reach a socket. No frame over
-/// `max_payload_bytes` is ever written, and none is dropped without a word:
+/// 10.4). `ConnectionHandler` writes frames in these ways only, and each
+/// passes here before it reaches a socket:
+///
+/// - envelopes (answers, events, the Goodbye excepted): `write`, `frame`;
+/// - frames encoded once for several peers (screens, home screens, images,
+///   metadata, their catch-up frames): `frame` when encoded, `payloadFits`
+///   again when written;
+/// - DATA, VIDEO, MEDIA, PING and PONG, whose payload is written as it is:
+///   `payloadFits`;
+/// - Goodbye: `goodbye`, which cuts its reason (the daemon's own text) so the
+///   frame always fits.
+///
+/// No frame over `max_payload_bytes` is ever written, and none is dropped
+/// without a word:
 ///
 /// - an answer that would be over is replaced by `Result{ANSWER_TOO_LARGE}`;
 /// - state (home screen, screens, metadata) is kept within a frame by the
 ///   Car's composed bounds (`ComposedLimits`): the request that would make it
 ///   larger is refused, so this check never meets it;
-/// - any other frame over the maximum would be a daemon bug: it is logged and
-///   its recipient is told with `Goodbye{FRAME_TOO_LARGE}` and closed, so the
-///   peer reconnects instead of silently missing a message.
+/// - any other frame over the maximum (an event, DATA, VIDEO, MEDIA, a PONG,
+///   a shared frame) is not sent, is logged, and its recipient is told with
+///   `Goodbye{FRAME_TOO_LARGE}` and closed, so the peer reconnects instead of
+///   silently missing a message.
 enum OutboundFrameCheck {
     enum Outcome: Equatable {
         /// The frame was appended.
@@ -47,9 +59,32 @@ enum OutboundFrameCheck {
         }
     }
 
-    /// DATA is forwarded as it came: a payload the daemon would not have taken is not sent either.
-    static func dataFits(_ payloadBytes: Int, maxPayload: Int) -> Bool {
+    /// A payload written as it is (DATA, VIDEO, MEDIA, PING, PONG, a shared
+    /// frame's payload): over the maximum it is not written, and the caller
+    /// closes the recipient (`goodbyeReason`, Goodbye FRAME_TOO_LARGE).
+    static func payloadFits(_ payloadBytes: Int, maxPayload: Int) -> Bool {
         payloadBytes <= maxPayload
+    }
+
+    /// A frame of `Goodbye{code, reason}` within the maximum: the reason is
+    /// cut (at a character boundary) until it fits. A Goodbye with an empty
+    /// reason is at most 5 bytes (its field tag and length, the code's tag
+    /// and varint), under any maximum a Welcome fits in.
+    static func goodbye(_ code: HUErrorCode, _ reason: String, allocator: ByteBufferAllocator, maxPayload: Int) -> ByteBuffer {
+        var text = reason
+        var envelope = ConnectionStateMachine.goodbye(code, text)
+        var size = LinearEncoder.size(of: envelope)
+        while size > maxPayload, !text.isEmpty {
+            let budget = text.utf8.count - (size - maxPayload)
+            var kept = 0
+            text = String(text.unicodeScalars.prefix { scalar in
+                kept += scalar.utf8.count
+                return kept <= budget
+            })
+            envelope = ConnectionStateMachine.goodbye(code, text)
+            size = LinearEncoder.size(of: envelope)
+        }
+        return EnvelopeCodec.frame(envelope, allocator: allocator)
     }
 
     /// What the recipient of an oversized frame is told.
