@@ -167,6 +167,151 @@ struct ComposedBoundsTests {
         #expect(try phone.client.pingRoundTrip())
     }
 
+    /// Text variants are counted (section 10.4: 16 per string,
+    /// `LIMIT_EXCEEDED`; CarPlay apps send a handful): an alert with 16
+    /// title variants is shown, one with 17 is refused naming the limit.
+    @Test func aTemplateAlertWithSeventeenTitleVariantsIsLimitExceeded() throws {
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let (_, phone, scene) = try Self.audioSession(daemon)
+        let root = HUTemplate.with { template in
+            template.id = "root"
+            template.list = HUListTemplate.with {
+                $0.sections = [HUListSection.with { $0.id = "s"; $0.items = [HUListItem.with { $0.id = "i"; $0.general = HUGeneralItem.with { $0.text = "x" } }] }]
+            }
+        }
+        #expect(try phone.request(HostileTrafficTests.setRoot(root, scene: scene)).code == .ok)
+        func present(_ count: Int) throws -> HUResult {
+            var alert = Self.alert(actions: 1)
+            alert.alert.titleVariants = Self.variants(count, bytes: 20)
+            return try phone.request(.templateRequest(HUTemplateRequest.with {
+                $0.appID = "com.example.app"; $0.sceneID = scene; $0.present = alert
+            }))
+        }
+        let refused = try present(17)
+        #expect(refused.code == .limitExceeded, "\(refused.code) \(refused.message)")
+        #expect(refused.limit == "alert.titleVariants")
+        #expect(refused.limitValue == 16)
+        let shown = try present(16)
+        #expect(shown.code == .ok, "\(shown.code) \(shown.message)")
+    }
+
+    /// A navigation app with its map root and a search template pushed, on a
+    /// daemon with these limits; returns the peers and the scene.
+    static func searchSession(_ daemon: TestDaemon) throws -> (hmi: RecordingPeer, phone: RecordingPeer, scene: UInt32) {
+        let hmi = RecordingPeer(try daemon.connectUnix())
+        try hmi.client.handshake(role: .hmi, name: "hmi")
+        let phone = RecordingPeer(try daemon.connectUnix())
+        try phone.client.handshake(role: .phone, name: "phone")
+        let app = HUAppInfo.with { $0.appID = NavWire.appID; $0.displayName = "Maps"; $0.entitlements = [NavWire.maps] }
+        #expect(try phone.request(.announceApps(HUAnnounceApps.with { $0.apps = [app] })).appDecisions.decisions.first?.accepted == true)
+        #expect(try hmi.request(HostileTrafficTests.parked()).code == .ok)
+        #expect(try hmi.request(.launchApp(HULaunchApp.with { $0.appID = NavWire.appID })).code == .ok)
+        let scene = try phone.waitFor { envelope -> UInt32? in
+            if case .sceneConnected(let connected) = envelope.body { return connected.sceneID }
+            return nil
+        }
+        for op in [HUTemplateRequest.OneOf_Op.setRoot(NavWire.mapRoot()), .push(HUTemplate.with { $0.id = "search"; $0.search = HUSearchTemplate() })] {
+            let result = try phone.request(.templateRequest(HUTemplateRequest.with { $0.appID = NavWire.appID; $0.sceneID = scene; $0.op = op }))
+            #expect(result.code == .ok, "\(result.message)")
+        }
+        return (hmi, phone, scene)
+    }
+
+    /// The search text the phone is asked to answer (its AppEvent's event id).
+    static func searchEvent(_ phone: RecordingPeer) throws -> UInt64 {
+        try phone.waitFor { envelope -> UInt64? in
+            if case .appEvent(let event) = envelope.body, case .searchTextChanged = event.kind { return event.eventID }
+            return nil
+        }
+    }
+
+    /// Search results are part of the composed screen (section 10.4), with
+    /// the modal over them: under a 0.9 MB alert, 0.2 MB of results would make
+    /// the screen larger than `screen.bytes` and are refused with
+    /// MESSAGE_TOO_LARGE (each request fits a frame); the event stays
+    /// pending, and smaller results for the same event are shown.
+    @Test func searchResultsThatWouldPushTheScreenPastTheMaximumAreRefused() throws {
+        let maximum = Self.maxPayload
+        let daemon = try TestDaemon.launch()
+        defer { _ = try? daemon.terminate() }
+        let (hmi, phone, scene) = try Self.searchSession(daemon)
+        #expect(try hmi.request(.hmiInput(HUHmiInput.with { $0.templateID = "search"; $0.searchText = HUSearchTextChanged.with { $0.text = "caf" } })).code == .ok)
+        let event = try Self.searchEvent(phone)
+        let alert = try phone.request(.templateRequest(HUTemplateRequest.with {
+            $0.appID = NavWire.appID; $0.sceneID = scene; $0.present = Self.alert(actions: 880)
+        }))
+        #expect(alert.code == .ok, "\(alert.code) \(alert.message)")
+        func results(_ count: Int) -> [HUListItem] {
+            (0..<count).map { index in
+                HUListItem.with { $0.id = "r\(index)"; $0.general = HUGeneralItem.with { $0.text = String(repeating: "c", count: 1000) } }
+            }
+        }
+        let refused = try phone.request(.completeEvent(HUCompleteEvent.with { $0.appID = NavWire.appID; $0.eventID = event; $0.searchResults = results(200) }))
+        #expect(refused.code == .messageTooLarge, "\(refused.code) \(refused.message)")
+        #expect(refused.limit == "screen.bytes")
+        #expect(refused.limitValue == UInt32(maximum))
+        let shown = try phone.request(.completeEvent(HUCompleteEvent.with { $0.appID = NavWire.appID; $0.eventID = event; $0.searchResults = results(3) }))
+        #expect(shown.code == .ok, "\(shown.code) \(shown.message)")
+        // Every screen the HMI was sent is within the maximum; a new HMI is
+        // shown the three results (never the twenty).
+        let sizes = Self.screens(hmi).map(Self.payloadBytes)
+        #expect(!sizes.isEmpty && sizes.allSatisfy { $0 <= maximum }, "\(sizes)")
+        let late = RecordingPeer(try daemon.connectUnix())
+        try late.client.handshake(role: .hmi, name: "late")
+        let screen = try late.waitFor { envelope -> HURenderedScreen? in
+            if case .screenUpdate(let update) = envelope.body, update.screen == .main, case .full(let full) = update.change { return full }
+            return nil
+        }
+        #expect(screen.top.id == "search")
+        #expect(screen.searchResults.map(\.id) == ["r0", "r1", "r2"])
+    }
+
+    // MARK: - One outbound path
+
+    /// Section 10.4: "Every frame, whatever it is, passes one size check
+    /// before it is written": an event the daemon cannot send within the
+    /// maximum is not dropped in silence; its recipient gets
+    /// Goodbye{FRAME_TOO_LARGE} naming the message. Forced with a
+    /// `max_string_bytes` as large as the frame: the HMI's search text fits
+    /// its HmiInput, but not the phone's AppEvent, which carries the app id,
+    /// scene and event besides.
+    @Test func everyFrameWrittenPassesTheOneSizeCheck() throws {
+        let maximum = 16_384
+        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum), "maxStringBytes": UInt64(maximum)])
+        defer { _ = try? daemon.terminate() }
+        let (hmi, phone, scene) = try Self.searchSession(daemon)
+        func input(_ text: String) -> HUEnvelope {
+            HUEnvelope.with {
+                $0.requestID = 16_383  // the longest id of two bytes: RecordingPeer's are shorter
+                $0.body = .hmiInput(HUHmiInput.with { $0.templateID = "search"; $0.searchText = HUSearchTextChanged.with { $0.text = text } })
+            }
+        }
+        var length = maximum - 64
+        while Self.payloadBytes(input(String(repeating: "q", count: length + 1))) <= maximum { length += 1 }
+        let text = String(repeating: "q", count: length)
+        let event = HUEnvelope.with {
+            $0.body = .appEvent(HUAppEvent.with {
+                $0.appID = NavWire.appID; $0.sceneID = scene; $0.eventID = 1; $0.templateID = "search"
+                $0.kind = .searchTextChanged(HUSearchTextChanged.with { $0.text = text })
+            })
+        }
+        try #require(Self.payloadBytes(event) > maximum, "the AppEvent would fit: \(Self.payloadBytes(event))")
+        let answer = try hmi.request(.hmiInput(HUHmiInput.with { $0.templateID = "search"; $0.searchText = HUSearchTextChanged.with { $0.text = text } }))
+        #expect(answer.code == .ok, "\(answer.code) \(answer.message)")
+        let goodbye = try phone.waitFor(timeout: 10) { envelope -> HUGoodbye? in
+            if case .appEvent(let event) = envelope.body, case .searchTextChanged = event.kind {
+                Issue.record("an AppEvent over the maximum was written")
+            }
+            if case .goodbye(let goodbye) = envelope.body { return goodbye }
+            return nil
+        }
+        #expect(goodbye.code == .frameTooLarge, "\(goodbye.code) \(goodbye.reason)")
+        #expect(goodbye.reason.contains("appEvent") && goodbye.reason.contains("max_payload_bytes \(maximum)"), "\(goodbye.reason)")
+        // The HMI carries on: nothing was sent to it over the maximum either.
+        #expect(try hmi.client.pingRoundTrip())
+    }
+
     // MARK: - Home screen
 
     /// "64 valid icons of 250 KB make a 16 MB HomeScreen: dropped silently."
