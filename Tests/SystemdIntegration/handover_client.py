@@ -14,6 +14,18 @@ come), the load stops, and the phone pops its template: the result must be OK
 and the HMI must see the root list again. Throughout, neither connection may
 see a Goodbye or EOF, every request must be answered, and every PING ponged.
 Exit 0 and "OK ..." on success; a reason and exit 1 otherwise.
+
+  handover_client.py PB_DIR unix:/path.sock --maximal --ready FILE --go FILE
+
+A maximal valid session instead (issue 24): the phone announces four audio
+apps, three of them with icons of max_image_bytes (256 KiB); the HMI launches
+them; the phone fills their stacks with the largest lists (1,800 items of
+~500 bytes) until the phone's templates reach max_phone_template_bytes (the
+next list is refused: MESSAGE_TOO_LARGE naming it) and presents an alert. The
+HMI's GetStatus (every app, scene, stack and modal) is kept, `--ready`
+created; after `--go`, GetStatus must be the same, both peers must still be
+answered (PINGs ponged), the HMI must get the home screen's icons again when
+it asks, and neither may have seen a Goodbye or EOF.
 """
 import os
 import socket
@@ -21,6 +33,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 
 MESSAGE, PING, PONG = 1, 2, 3
 APP = "com.example.handover.audio"
@@ -123,6 +136,106 @@ def top_id(update):
     return update.full.top.id if update.HasField("full") else update.diff.template_id
 
 
+def wait_for_go(ready, go):
+    open(ready, "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go):
+        if time.monotonic() > deadline:
+            raise SystemExit("FAIL: no --go file within 60 s")
+        time.sleep(0.05)
+
+
+def png(side, size, seed):
+    """A PNG of `size` bytes: signature, an IHDR of side x side (the car reads
+    the size from it, section 12.6), then filler (the car never decodes it)."""
+    ihdr = b"IHDR" + struct.pack(">II", side, side) + bytes([8, 6, 0, 0, 0])
+    data = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+    filler = bytes((seed * 131 + i * 7) & 0xFF for i in range(256))
+    return data + (filler * (size // 256 + 1))[:size - len(data)]
+
+
+def maximal(pb, path, ready, go):
+    """The largest session the limits allow, across the restart."""
+    phone = Peer(path, pb, pb.ROLE_PHONE, "phone")
+    hmi = Peer(path, pb, pb.ROLE_HMI, "hmi")
+    apps = ["com.example.maximal%d" % i for i in range(4)]
+    infos = [pb.AppInfo(app_id=app, display_name="Maximal %d" % i, entitlements=["com.apple.developer.carplay-audio"])
+             for i, app in enumerate(apps)]
+    for i in range(3):
+        infos[i].icon.png = png(120, 256 << 10, i)
+    phone.send(pb.Envelope(request_id=2, announce_apps=pb.AnnounceApps(device_name="Maximal Phone", apps=infos)))
+    decisions = phone.result(2, "AnnounceApps").app_decisions.decisions
+    if not all(d.accepted for d in decisions):
+        raise SystemExit("FAIL: apps refused: %s" % [(d.app_id, d.reason) for d in decisions if not d.accepted])
+    scenes = {}
+    for i, app in enumerate(apps):
+        hmi.send(pb.Envelope(request_id=10 + i, launch_app=pb.LaunchApp(app_id=app)))
+        hmi.result(10 + i, "LaunchApp %s" % app)
+        connected = phone.wait(lambda e: e.HasField("scene_connected") and e.scene_connected.app_id == app, "SceneConnected %s" % app)
+        scenes[app] = connected.scene_connected.scene_id
+
+    filler = "x" * 480
+
+    def largest_list(template_id, generation):
+        items = [pb.ListItem(id="i%d" % i, general=pb.GeneralItem(text="%d %d %s" % (generation, i, filler))) for i in range(1800)]
+        return pb.Template(id=template_id, list=pb.ListTemplate(title="generation %d" % generation, sections=[pb.ListSection(id="s", items=items)]))
+
+    request, accepted, refusal = 100, 0, None
+    for app in apps:
+        for depth in range(5):
+            request += 1
+            template = largest_list("root" if depth == 0 else "page%d" % depth, depth)
+            op = {"set_root": template} if depth == 0 else {"push": template}
+            phone.send(pb.Envelope(request_id=request, template_request=pb.TemplateRequest(app_id=app, scene_id=scenes[app], **op)))
+            result = phone.wait(lambda e: e.HasField("result") and e.request_id == request, "answer %d" % request, timeout=30).result
+            if result.code == 0:
+                accepted += 1
+            else:
+                refusal = result
+                break
+        if refusal is not None:
+            break
+    if refusal is None or refusal.code != 23 or refusal.limit != "max_phone_template_bytes":
+        raise SystemExit("FAIL: the lists were not refused at max_phone_template_bytes: %d accepted, %r" % (accepted, refusal))
+    last = app
+    request += 1
+    alert = pb.Template(id="alert", alert=pb.AlertTemplate(title_variants=["Really?"], actions=[pb.TextButton(id="ok", title="OK")]))
+    phone.send(pb.Envelope(request_id=request, template_request=pb.TemplateRequest(app_id=last, scene_id=scenes[last], present=alert)))
+    phone.result(request, "present the alert")
+
+    def status(request_id):
+        hmi.send(pb.Envelope(request_id=request_id, get_status=pb.GetStatus()))
+        return hmi.result(request_id, "GetStatus").status
+
+    before = status(20)
+    stacks = sum(len(scene.stack) for app in before.app for scene in app.scene)
+    presented = [scene.presented for app in before.app for scene in app.scene if scene.presented]
+    if len(before.app) != 4 or presented != ["alert"] or stacks != accepted:
+        raise SystemExit("FAIL: before the restart: %d apps, %d templates on stacks (%d accepted), modals %r" % (len(before.app), stacks, accepted, presented))
+    wait_for_go(ready, go)
+    after = status(21)
+    if list(after.app) != list(before.app):
+        raise SystemExit("FAIL: apps, scenes, stacks or the modal changed across the restart:\n%s\n-- after --\n%s" % (before.app, after.app))
+    for peer, payload in ((phone, b"maximal phone"), (hmi, b"maximal hmi")):
+        peer.raw(header(PING, len(payload)) + payload)
+        peer.wait_pong(payload)
+    # The icons: a new HMI gets the home screen, its images by ref (section 12.6), each of them sent.
+    late = Peer(path, pb, pb.ROLE_HMI, "late hmi")
+    home = late.wait(lambda e: e.HasField("home_screen"), "the home screen", timeout=30).home_screen
+    refs = {icon.icon.ref for icon in home.icons if icon.icon.ref}
+    images = set()
+    while len(images) < len(refs):
+        data = late.wait(lambda e: e.HasField("image_data"), "ImageData for the icons", timeout=30).image_data
+        images.add(data.ref)
+    if len(home.icons) != 4 or len(refs) != 3 or not refs <= images:
+        raise SystemExit("FAIL: the new HMI's home screen: %d icons, %d refs, %d images" % (len(home.icons), len(refs), len(images)))
+    for peer in (phone, hmi, late):
+        if peer.failure:
+            raise SystemExit("FAIL %s: %s" % (peer.name, peer.failure))
+    print("OK: maximal session kept: 4 apps (3 icons of 256 KiB), %d lists of ~0.9 MB, the next refused (%s), a modal; "
+          "the same apps, scenes, stacks and modal after the restart; no Goodbye" % (accepted, refusal.message))
+
+
 def main():
     pb_dir, address = sys.argv[1], sys.argv[2]
     ready = sys.argv[sys.argv.index("--ready") + 1]
@@ -136,6 +249,9 @@ def main():
             if not hasattr(pb, name):
                 setattr(pb, name, getattr(module, name))
     path = address.split(":", 1)[1]
+    if "--maximal" in sys.argv:
+        maximal(pb, path, ready, go)
+        return
 
     phone = Peer(path, pb, pb.ROLE_PHONE, "phone")
     hmi = Peer(path, pb, pb.ROLE_HMI, "hmi")

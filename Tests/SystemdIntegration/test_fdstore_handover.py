@@ -30,6 +30,9 @@ the next daemon with them in LISTEN_FDS/LISTEN_FDNAMES.
    max_phone_template_bytes (the next list is MESSAGE_TOO_LARGE), plus a
    modal; the ~17 MB snapshot is handed over and read back, every app,
    scene, stack and the modal come back, the phone carries on.
+6. A snapshot over the largest the next process reads (forced with
+   HEADUNITD_TEST_SNAPSHOT_MAX_BYTES): the writer stops instead, with
+   Goodbye(SHUTTING_DOWN) to every peer, exit 0, nothing stored.
 Prints PASS:/FAIL: lines and `N passed, N failed` (HU_ONLY=N runs only the N-th run).
 """
 import array
@@ -710,6 +713,47 @@ def maximal_run(binary, workdir):
         listen.close()
 
 
+def oversized_snapshot_run(binary, workdir):
+    """Section 22's fallback: should the snapshot ever be over what the next
+    process reads (SnapshotBounds), the writer does not hand over: an orderly
+    stop, Goodbye(SHUTTING_DOWN) to everyone, exit 0, nothing stored. Forced
+    with HEADUNITD_TEST_SNAPSHOT_MAX_BYTES (it can only lower the bound)."""
+    path = os.path.join(workdir, "hu.sock")
+    listen = listener(path)
+    manager = Manager(os.path.join(workdir, "notify.sock"))
+    manager.start()
+    log = os.path.join(workdir, "daemon.log")
+    env = {"NOTIFY_SOCKET": manager.path, "FDSTORE": "16", "HEADUNITD_TEST_SNAPSHOT_MAX_BYTES": "64"}
+    pid = start_daemon(binary, workdir, [listen.fileno()], ["unix"], env, log)
+    conns = []
+    try:
+        manager.wait(lambda f: f.get("READY") == "1")
+        phone = huclient.Connection("unix:" + path, 15)
+        conns.append(phone)
+        phone.handshake("phone")
+        phone.announce_apps("Phone")
+        hmi = hmi_connection(path)
+        conns.append(hmi)
+        cluster = cluster_connection(path)
+        conns.append(cluster)
+        os.kill(pid, signal.SIGUSR1)
+        goodbyes = [goodbye_of(conn) for conn in conns]
+        code = wait_exit(pid, 15)
+        with manager.lock:
+            stored = sorted(manager.store)
+        check("a snapshot over the bound: no handover but an orderly stop, Goodbye(SHUTTING_DOWN) to every peer, then a close",
+              all(g[0] == 14 and g[2] for g in goodbyes), repr(goodbyes))
+        check("... exit 0 and nothing left in the fd store", code == 0 and stored == [], "exit %r, stored %r" % (code, stored))
+        logged = [line for line in open(log).read().splitlines() if "over the largest a restart reads" in line]
+        check("... and the daemon logs why", bool(logged), open(log).read()[-1500:])
+    finally:
+        for conn in conns:
+            conn.close()
+        wait_exit(pid, 0.1)
+        manager.close()
+        listen.close()
+
+
 def undrained_run(binary, workdir):
     """An HMI that stopped reading cannot be handed over without losing bytes:
     it is closed (EOF, no Goodbye), the others carry on, and the next process
@@ -819,6 +863,7 @@ def main():
         lambda b, w: bad_state_run(b, w, None, "without a snapshot"),
         # DaemonSnapshot{format: 2}: a snapshot from another version of the daemon.
         lambda b, w: bad_state_run(b, w, b"\x08\x02", "snapshot format 2"),
+        lambda b, w: oversized_snapshot_run(b, w),
     ]
     with tempfile.TemporaryDirectory(prefix="hu-fdstore.") as workdir:
         for number, run in enumerate(runs):

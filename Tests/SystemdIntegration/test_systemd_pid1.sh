@@ -192,6 +192,33 @@ fdstore=$(show headunitd.service NFileDescriptorStore)
 [ "$fdstore" = 0 ]
 check "nothing left in the fd store afterwards (the new process removed what it took)" $? "NFileDescriptorStore=$fdstore"
 
+# --- a maximal valid session survives systemctl restart (issue 24) -------------
+# Four apps (three icons of max_image_bytes), stacks of the largest lists up to
+# max_phone_template_bytes, a modal: the largest snapshot the limits allow
+# within a few per cent (section 22).
+rm -f "$WORK/maximal-ready" "$WORK/maximal-go"
+ns_run /usr/bin/python3 "$HERE/handover_client.py" "$WORK/pb" "unix:$SOCK" --maximal --ready "$WORK/maximal-ready" --go "$WORK/maximal-go" \
+    > "$WORK/maximal.txt" 2>&1 &
+maximal=$!
+wait_until 120 test -e "$WORK/maximal-ready"
+before=$(show headunitd.service MainPID)
+t0=$(date +%s%N)
+ns_run systemctl restart headunitd.service
+rc=$?
+restart_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+after=$(show headunitd.service MainPID)
+touch "$WORK/maximal-go"
+wait $maximal
+rc_client=$?
+snapshot=$(ns_run grep -E 'handed over|restored what' /run/headunitd-test/daemon.log | tail -n 2 | tr '\n' ' ')
+[ $rc -eq 0 ] && [ "$after" != 0 ] && [ "$after" != "$before" ]
+check "systemctl restart with a maximal session: a new main process" $? "MainPID $before -> $after, $restart_ms ms"
+check "a maximal valid session survives systemctl restart (every app, stack and the modal the same; no Goodbye, no EOF)" \
+    $rc_client "$(cat "$WORK/maximal.txt"); $snapshot"
+fdstore=$(show headunitd.service NFileDescriptorStore)
+[ "$fdstore" = 0 ]
+check "nothing left in the fd store after the maximal restart" $? "NFileDescriptorStore=$fdstore"
+
 # --- watchdog ----------------------------------------------------------------
 old=$(show headunitd.service MainPID)
 restarts=$(show headunitd.service NRestarts)
