@@ -149,36 +149,44 @@ struct AccessoryCreditSocketTests {
 
     /// Issue 25's second finding: a client granting every 16 KiB, as 18.5
     /// advises, lost grants to the request rate and stalled for good at about
-    /// 17-20 MiB. Grants of 4 KiB or more take no token now. 64 MiB here (4096
-    /// grants, four times the rate's burst) in a debug test; the bench streams
-    /// 1 GiB in a release build (BENCHMARKS.md).
+    /// 17-20 MiB. Grants of 4 KiB or more take no token now. 1 GiB here (65,536
+    /// grants, ~13 s in a debug build), against a daemon whose request rate is
+    /// 300 a second: the accessory's 16,384 DATA frames of 64 KiB take a
+    /// sixteenth of a token each (up to 4,800 frames, 300 MiB, a second),
+    /// while 65,536 grants that each took a token would need 3.6 minutes of
+    /// the rate, so a grant charged like a request is refused long before the
+    /// end.
     @Test func grantsOfAUsefulSizeAreNotRequestsSoAClientGrantingEvery16KiBStreamsWithoutEnd() throws {
-        var rig = try Rig(apps: [Self.automakerApp("laps", [Self.performance])], serve: [Self.performance])
+        let rate = 300.0
+        let slowRate = try TestDaemon.launch(limits: ["maxRequestsPerSecond": UInt64(rate)])
+        var rig = try Rig(apps: [Self.automakerApp("laps", [Self.performance])], serve: [Self.performance], daemon: slowRate)
         let opened = try rig.openAll([("laps", Self.performance)])
         let channel = try #require(opened.keys.first)
         _ = channel
-        // The accessory sends, the phone grants every 16 KiB.
-        let total = 64 << 20
+        // The accessory sends 64 KiB frames, the phone grants every 16 KiB.
+        let total = 1 << 30
         let chunk = 16 << 10
-        let payload = [UInt8](repeating: 0xa5, count: chunk)
+        let payload = [UInt8](repeating: 0xa5, count: 4 * chunk)
+        let started = RawSocketClient.now()
         var accessoryCredit = 65536  // SessionRequested.initial_credit was the phone's window, all of it
-        var sent = 0, received = 0, sinceGrant = 0
-        let deadline = RawSocketClient.now() + 120
+        var sent = 0, received = 0, sinceGrant = 0, grants = 0
+        let deadline = RawSocketClient.now() + 300
         while received < total {
             #expect(RawSocketClient.now() < deadline, "stalled at \(received) bytes")
             if RawSocketClient.now() > deadline { return }
-            while sent < total, accessoryCredit >= chunk {
+            while sent < total, accessoryCredit >= payload.count {
                 try rig.accessory.sendFrame(.data, channel: channel, payload: payload)
-                sent += chunk
-                accessoryCredit -= chunk
+                sent += payload.count
+                accessoryCredit -= payload.count
             }
             while let frame = try? rig.phone.readFrame(timeout: 0.001) {
                 if frame.kind == FrameKind.data.rawValue {
                     received += frame.payload.count
                     sinceGrant += frame.payload.count
-                    if sinceGrant >= chunk {
-                        try rig.phone.send(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(sinceGrant) }))
-                        sinceGrant = 0
+                    while sinceGrant >= chunk {
+                        try rig.phone.send(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(chunk) }))
+                        sinceGrant -= chunk
+                        grants += 1
                     }
                 } else if frame.kind == FrameKind.message.rawValue {
                     let body = try EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload)).body
@@ -194,6 +202,11 @@ struct AccessoryCreditSocketTests {
             }
         }
         #expect(received == total)
+        // Far more grants than the rate could have given tokens for (its burst
+        // plus a second's worth per second), or the test proves nothing.
+        let elapsed = RawSocketClient.now() - started
+        #expect(grants == total / chunk)
+        #expect(Double(grants) > rate * (1 + elapsed), "took \(elapsed) s: the rate alone could have carried \(grants) grants")
     }
 
     /// Small grants still take a token (they could otherwise cost the daemon
