@@ -404,6 +404,25 @@ struct AccessoryCreditSocketTests {
 
     /// An accessory that never answers SessionRequested: after 10 s the
     /// session ends, SessionClosed{OPEN_TIMEOUT} to both sides.
+    /// 18.3's second cap: 256 sessions per phone (16 apps with 16 sessions
+    /// each), then `TOO_MANY_SESSIONS` naming `sessions.per_phone` for a
+    /// seventeenth app, still under its own cap of 16; closing one makes room.
+    @Test func sessionsAreCappedPerPhone() throws {
+        let protocols = (0..<16).map { "com.example.feature\($0)" }
+        let vehicle = "\"vehicle\": {\"manufacturer\": \"Open Motors\", \"mainDisplay\": {\"widthPt\": 800, \"heightPt\": 480, \"scale\": 2}, \"accessoryProtocols\": ["
+            + protocols.map { "\"\($0)\"" }.joined(separator: ", ") + "]}"
+        let daemon = try TestDaemon.launch(configJSON: vehicle)
+        let apps = (0..<17).map { Self.automakerApp("app\($0)", protocols) }
+        var rig = try Rig(apps: apps, serve: protocols, daemon: daemon)
+        let opened = try rig.openAll((0..<16).flatMap { app in protocols.map { ("app\(app)", $0) } })
+        #expect(opened.count == 256)
+        let refused = try rig.request(rig.phone, .openSession(HUOpenSession.with { $0.appID = "app16"; $0.protocol = protocols[0] }))
+        #expect(refused.code == .tooManySessions && refused.limit == "sessions.per_phone" && refused.limitValue == 256, "\(refused)")
+        let someChannel = try #require(opened.keys.first)
+        #expect(try rig.request(rig.phone, .closeSession(HUCloseSession.with { $0.channel = someChannel })).code == .ok)
+        #expect(try rig.request(rig.phone, .openSession(HUOpenSession.with { $0.appID = "app16"; $0.protocol = protocols[0] })).code == .ok)
+    }
+
     @Test func aSessionLeftOpeningTimesOut() throws {
         var rig = try Rig(apps: [Self.automakerApp("laps", [Self.performance])], serve: [Self.performance])
         let result = try rig.request(rig.phone, .openSession(HUOpenSession.with { $0.appID = "laps"; $0.protocol = Self.performance }))
