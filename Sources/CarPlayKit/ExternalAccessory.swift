@@ -159,8 +159,11 @@ public final class EAAccessoryManager: @unchecked Sendable {
 /// loops to choose). Each direction buffers at most ``bufferLimit`` bytes:
 /// a write returns how many bytes it took (0 when full, until the next
 /// `.hasSpaceAvailable`), and the car's flow control (PROTOCOL.md 18.5)
-/// stops the accessory while the app does not read. Closing both streams
-/// closes the car's session after what was written is sent.
+/// stops the accessory while the app does not read. Closing the output
+/// stream alone says "done writing" (a half-close, PROTOCOL.md 18.6): what
+/// was written is sent, the accessory sees the end and may still answer,
+/// and the input stream ends once it finishes. Closing both streams closes
+/// the car's session after what was written is sent.
 open class EASession: NSObject, @unchecked Sendable {
     /// The most bytes buffered in each direction.
     public static let bufferLimit = 64 << 10
@@ -265,19 +268,26 @@ final class EASessionPipe: @unchecked Sendable {
         }
     }
 
-    /// The outbox to the car, then the session's close once both streams are closed.
+    /// The outbox to the car; then a half-close once the output stream is
+    /// closed, and the session's close once both streams are.
     private func write(_ stream: AccessoryStream) async {
         var wake = writerWake.stream.makeAsyncIterator()
+        var finished = false
         while true {
-            let (chunk, closing) = state.withLockedValue { state -> ([UInt8], Bool) in
+            let (chunk, outputDone, closing) = state.withLockedValue { state -> ([UInt8], Bool, Bool) in
                 let chunk = Array(state.outbox.prefix(16 << 10))
                 state.outbox.removeFirst(chunk.count)
-                return (chunk, state.inputClosed && state.outputClosed)
+                return (chunk, state.outputClosed, state.inputClosed && state.outputClosed)
             }
             if chunk.isEmpty {
                 if closing {
                     try? await stream.close()
                     return
+                }
+                if outputDone && !finished {
+                    finished = true
+                    try? await stream.finish()
+                    continue
                 }
                 if state.withLockedValue({ $0.phase != .open }) { return }
                 _ = await wake.next()
