@@ -166,8 +166,17 @@ final class CarHost: @unchecked Sendable {
     }
 
     func peerJoined(_ peer: PeerID, info: PeerInfo) {
-        // Joined means authenticated where that is required: never evicted from now on.
-        admission.authenticated(peer)
+        // Joined means authenticated where that is required: never evicted as
+        // a stranger from now on; a device past its share evicts its own oldest.
+        if let (victim, reason) = admission.authenticated(peer, device: info.device?.deviceID) {
+            noteEviction(reason)
+            connections[victim]?.closeWithGoodbye(.connectionEvicted, reason)
+            // The Car lets it go now, not when its TLS close completes (a
+            // dead link never answers close_notify): a session it carried
+            // waits for the newcomer to resume it (section 21).
+            performDeferred()
+            perform(car.peerLeft(victim, departure: .cutOff(.connectionEvicted)))
+        }
         performDeferred()
         perform(car.peerJoined(peer, info: info))
         checkStatus()

@@ -394,6 +394,36 @@ struct AuthenticationTests {
         #expect(try Self.readPairingAttempt(hmi).outcome == .paired)
     }
 
+    /// Issue 23: a per-window guess budget let ~8-60 addresses void the
+    /// owner's window. Now ten addresses guessing wrong are each shown on the
+    /// car's screen and the owner still pairs at once: nothing closes the
+    /// window but a pairing, and all sources together are only delayed by
+    /// the car's rate (PROTOCOL.md section 20.2).
+    @Test func manySourcesGuessingWrongDoNotStopTheOwner() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let (hmi, code) = try Self.startPairingWatching(daemon)
+        let wrong = code == "000000" ? "000001" : "000000"
+        for index in 10..<20 {
+            let attacker = try daemon.connectTCP(from: "127.0.0.\(index)")
+            _ = try attacker.handshake(role: .phone)
+            #expect(try Self.pair(attacker, code: wrong, identity: PhoneIdentity()).code == .badPairingCode)
+            // A second guess on the same connection waits for this address's backoff.
+            #expect(try Self.pair(attacker, code: wrong, identity: PhoneIdentity(), requestID: 4).code == .pairingThrottled)
+            attacker.close()
+            let shown = try Self.readPairingAttempt(hmi)
+            #expect(shown.outcome == .failed)
+            #expect(shown.source == "127.0.0.\(index)")
+            #expect(shown.failedAttempts == UInt32(index - 9))
+        }
+        let owner = try daemon.connectTCP()
+        let welcome = try owner.handshake(role: .phone)
+        let identity = PhoneIdentity()
+        #expect(try Self.pair(owner, code: code, identity: identity).code == .ok)
+        try Self.authenticate(owner, welcome: welcome, identity: identity)
+        #expect(try Self.readResult(owner, requestID: 3).code == .ok)
+        #expect(try Self.readPairingAttempt(hmi).outcome == .paired)
+    }
+
     /// Issue 23: a passenger given an audio-only code re-paired the owner's
     /// public key (which travels in clear) and narrowed it. `Pair` now proves
     /// possession: someone else's key is refused, and the owner's record stays.

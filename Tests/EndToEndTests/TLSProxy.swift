@@ -20,7 +20,13 @@ final class TLSProxy: @unchecked Sendable {
     }
 
     enum Attack: Sendable {
+        /// On the phone's records toward the car.
         case tamper, inject, replay, reorder
+        /// Half of the phone's next record reaches the car, then the proxy
+        /// closes both sides (a truncation: the rest never arrives).
+        case truncate
+        /// One bit of the car's next record toward the phone flipped.
+        case tamperToPhone
     }
 
     struct State {
@@ -32,7 +38,10 @@ final class TLSProxy: @unchecked Sendable {
         var records: [[UInt8]] = []
         var held: [UInt8]?
         var pending: [UInt8] = []
+        var pendingDown: [UInt8] = []
         var attacked = false
+        /// A truncation happened: close both sides after delivering.
+        var cut = false
     }
 
     let state = NIOLockedValueBox(State())
@@ -115,8 +124,15 @@ final class TLSProxy: @unchecked Sendable {
     private func mangle(_ record: [UInt8], _ state: inout State) -> [UInt8] {
         defer { state.records.append(record) }
         // Only application data (23) once armed: the handshake stays intact.
-        guard state.armed, record[0] == 23, let attack = state.attack else { return record }
+        guard state.armed, record[0] == 23, let attack = state.attack, attack != .tamperToPhone else { return record }
         switch attack {
+        case .truncate:
+            state.armed = false
+            state.attacked = true
+            state.cut = true
+            return Array(record[0..<(record.count / 2)])
+        case .tamperToPhone:
+            return record
         case .tamper:
             state.armed = false
             state.attacked = true
@@ -145,8 +161,41 @@ final class TLSProxy: @unchecked Sendable {
         }
     }
 
-    func fromCar(_ bytes: [UInt8]) {
-        state.withLockedValue { $0.carToPhone += bytes }
+    /// Whether a truncation asked for both sides to close (once).
+    func takeCut() -> Bool {
+        state.withLockedValue { state in
+            defer { state.cut = false }
+            return state.cut
+        }
+    }
+
+    /// What goes from the car to the phone: recorded; once armed with
+    /// `tamperToPhone`, one bit of the next application data record flipped.
+    func fromCar(_ bytes: [UInt8]) -> [UInt8] {
+        state.withLockedValue { state in
+            state.carToPhone += bytes
+            guard mode == .relay, state.armed, state.attack == .tamperToPhone else { return bytes }
+            state.pendingDown += bytes
+            var out: [UInt8] = []
+            while state.pendingDown.count >= 5 {
+                let length = Int(state.pendingDown[3]) << 8 | Int(state.pendingDown[4])
+                guard state.pendingDown.count >= 5 + length else { break }
+                var record = Array(state.pendingDown[0..<(5 + length)])
+                state.pendingDown.removeFirst(5 + length)
+                if state.armed, record[0] == 23 {
+                    state.armed = false
+                    state.attacked = true
+                    record[record.count / 2 + 2] ^= 0x01
+                }
+                out += record
+            }
+            if !state.armed {
+                // Past the attack: the rest as it comes.
+                out += state.pendingDown
+                state.pendingDown = []
+            }
+            return out
+        }
     }
 }
 
@@ -184,9 +233,12 @@ final class ProxyGlue: ChannelDuplexHandler {
         let bytes = Array(unwrapInboundIn(data).readableBytesView)
         if isPhoneSide {
             partner?.deliver(owner.fromPhone(bytes))
+            if owner.takeCut() {
+                partner?.context?.close(promise: nil)
+                context.close(promise: nil)
+            }
         } else {
-            owner.fromCar(bytes)
-            partner?.deliver(bytes)
+            partner?.deliver(owner.fromCar(bytes))
         }
     }
 

@@ -62,8 +62,8 @@ struct TLSProxyTests {
             for needle in [Self.secretTitle, "Alice's phone", token, "com.example.secret"] {
                 #expect(Self.find(Array(needle.utf8), in: bytes) == nil, "\(needle) in clear \(what)")
             }
-            // A MESSAGE frame header on channel 0: "HU", kind 1, flags 0, channel 0.
-            #expect(Self.find([0x48, 0x55, 0x01, 0x00, 0, 0, 0, 0], in: bytes) == nil, "a frame header in clear \(what)")
+            // No frame header of any kind in clear: "HU", a kind, any flags and channel, a length under the maximum.
+            #expect(Self.frameHeaders(in: bytes).isEmpty, "a frame header in clear \(what) at \(Self.frameHeaders(in: bytes))")
         }
         // What was sent really is there once decrypted: the app is on the car.
         #expect(try Self.appCount(daemon) == 1)
@@ -182,6 +182,64 @@ struct TLSProxyTests {
         let frame = try? raw.readFrame(timeout: 3)
         #expect(frame == nil)
         #expect(raw.waitForClose(timeout: 3))
+    }
+
+    /// Where a 12-byte frame header could start (section 2: "HU", kind,
+    /// flags, channel, length): the magic, any kind the protocol defines
+    /// (`FrameKind`: MESSAGE ... VIDEO) and a length of at most 1 MiB. Random
+    /// ciphertext matches at a position with probability about 6 x 10^-11.
+    static func frameHeaders(in bytes: [UInt8]) -> [Int] {
+        guard bytes.count >= 12 else { return [] }
+        var found: [Int] = []
+        for start in 0...(bytes.count - 12) where bytes[start] == 0x48 && bytes[start + 1] == 0x55 {
+            let length = bytes[(start + 8)..<(start + 12)].reduce(0) { $0 << 8 | Int($1) }
+            if FrameKind(rawValue: bytes[start + 2]) != nil, length <= 1 << 20 { found.append(start) }
+        }
+        return found
+    }
+
+    /// Truncation: half of the phone's next record reaches the car and the
+    /// connection is cut. The car decrypts nothing of it (a record is
+    /// authenticated whole): no app, nothing on the HMI's screens.
+    @Test func aTruncatedRecordNeverReachesTheCar() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let proxy = try TLSProxy(toPort: daemon.tcpPort!)
+        defer { proxy.close() }
+        let phone = try Self.authenticatedPhone(daemon, through: proxy)
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        proxy.arm(.truncate)
+        try Self.announce(phone, title: "Truncated-Title")
+        #expect(phone.waitForClose(timeout: 5))
+        #expect(proxy.attacked)
+        #expect(try Self.appCount(daemon) == 0)
+        let deadline = Date().addingTimeInterval(0.5)
+        while Date() < deadline, let envelope = try? hmi.readEnvelope(timeout: 0.2) {
+            #expect(!"\(envelope)".contains("Truncated"))
+        }
+        #expect(try hmi.pingRoundTrip())
+    }
+
+    /// Car to phone: one bit flipped in a record the car sends (the answer
+    /// to the phone's PING) ends the connection at the phone; the phone
+    /// never gets a frame from it, and the car serves everyone else.
+    @Test func aTamperedRecordFromTheCarEndsTheConnectionAtThePhone() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        let proxy = try TLSProxy(toPort: daemon.tcpPort!)
+        defer { proxy.close() }
+        let phone = try Self.authenticatedPhone(daemon, through: proxy)
+        proxy.arm(.tamperToPhone)
+        try phone.sendFrame(.ping, payload: [9, 9, 9, 9])
+        var frames = 0
+        while let frame = try? phone.readFrame(timeout: 3) {
+            if frame.kind == FrameKind.pong.rawValue { frames += 1 }
+        }
+        #expect(frames == 0)
+        #expect(phone.waitForClose(timeout: 5))
+        #expect(proxy.attacked)
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        #expect(try hmi.pingRoundTrip())
     }
 
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {

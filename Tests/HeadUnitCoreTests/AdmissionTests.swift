@@ -22,6 +22,32 @@ import Testing
         #expect(admission.tcpConnections == 4)
     }
 
+    /// Issue 23: one paired device holds at most `maxTCPPerDevice` (2)
+    /// authenticated TCP connections; its newest past that evicts its own
+    /// oldest, never another device's, so it cannot fill TCP's cap.
+    @Test func onePairedDeviceHoldsAtMostItsShareOfTCP() {
+        var admission = Admission(caps: Self.caps)
+        #expect(admission.caps.maxTCPPerDevice == 2)
+        #expect(admission.admit(1, .tcp(address: "10.0.0.2")) == .admit)
+        #expect(admission.authenticated(1, device: "owner") == nil)
+        for id in UInt64(2)...7 {
+            #expect(admission.admit(id, .tcp(address: "10.0.0.3")) == .admit)
+            let evicted = admission.authenticated(id, device: "greedy")
+            if id <= 3 {
+                #expect(evicted == nil)
+            } else {
+                #expect(evicted?.victim == id - 2)
+                #expect(evicted?.reason.contains("same paired device") == true)
+            }
+        }
+        #expect(admission.connections(ofDevice: "greedy") == 2)
+        #expect(admission.connections(ofDevice: "owner") == 1)
+        #expect(admission.tcpConnections == 3)
+        // The owner's second connection still finds a slot and evicts nobody.
+        #expect(admission.admit(8, .tcp(address: "10.0.0.2")) == .admit)
+        #expect(admission.authenticated(8, device: "owner") == nil)
+    }
+
     @Test func authenticatedConnectionsAreNeverEvictedAndAlwaysFindASlot() {
         var admission = Admission(caps: Self.caps)
         // Four paired phones authenticated...

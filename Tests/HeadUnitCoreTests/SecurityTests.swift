@@ -10,7 +10,7 @@ import Testing
     static let key = [UInt8](repeating: 1, count: 32)
 
     static func opened(now: UInt64 = 1_000, allowed: [String] = []) -> (PairingRegistry, String) {
-        var registry = PairingRegistry(codeValidMilliseconds: 120_000, maxAttempts: 3)
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000, globalBurst: 3)
         guard case .success(let info) = registry.open(code: "042917", allowedEntitlements: allowed, now: now) else {
             fatalError("open failed")
         }
@@ -34,11 +34,12 @@ import Testing
     }
 
     @Test func openingAnswersTheCodeItsValidityAndAttempts() {
-        var registry = PairingRegistry(codeValidMilliseconds: 60_000, maxAttempts: 4)
+        var registry = PairingRegistry(codeValidMilliseconds: 60_000, globalBurst: 4, globalIntervalMilliseconds: 2_000)
         let info = try? registry.open(code: "000123", now: 5).get()
         #expect(info?.code == "000123")
         #expect(info?.validMs == 60_000)
-        #expect(info?.attempts == 4)
+        // The most guesses the window can take: the burst plus one per 2 s for 60 s.
+        #expect(info?.attempts == 34)
         #expect(registry.window?.expiresAt == 60_005)
     }
 
@@ -79,7 +80,7 @@ import Testing
     /// make that source wait (1 s, 2 s, 4 s ... at most 30 s), and another
     /// source (the owner's phone) pairs meanwhile.
     @Test func failedAttemptsBackOffPerSourceAndNeverVoidTheOwnersWindow() {
-        var registry = PairingRegistry(codeValidMilliseconds: 120_000, maxAttempts: 60)
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000)
         _ = registry.open(code: "042917", now: 0)
         var now: UInt64 = 0
         var started = 0
@@ -99,14 +100,46 @@ import Testing
         guard case .paired = owner else { Issue.record("\(owner)"); return }
     }
 
-    @Test func theWindowsGuessBudgetBoundsManySources() {
-        var registry = PairingRegistry(codeValidMilliseconds: 120_000, maxAttempts: 3)
+    /// Issue 23: many sources together are held to a rate (a burst of 16,
+    /// then one attempt every 2 s), which delays them but never closes the
+    /// window: the owner's phone pairs as soon as the rate has an attempt for
+    /// it, and over the whole window the attempts stay under `attemptBound`.
+    @Test func manySourcesAreDelayedByTheCarsRateAndNeverVoidTheWindow() {
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000)
         _ = registry.open(code: "042917", now: 0)
-        for index in 0..<3 {
+        #expect(registry.attemptBound == 16 + 60)
+        var started = 0
+        var now: UInt64 = 0
+        var address = 0
+        var lastRefusal: PairingRegistry.AttemptStart?
+        // A fresh address every 10 ms for 100 s of the window.
+        while now < 100_000 {
+            address += 1
+            let outcome = registry.beginAttempt(source: "10.1.\(address / 250).\(address % 250)", now: now)
+            if case .proceed = outcome { started += 1 } else { lastRefusal = outcome }
+            now += 10
+        }
+        // The burst, then one every 2 s (2, 4 ... 98 s).
+        #expect(started == 16 + 49)
+        #expect(started <= registry.attemptBound)
+        #expect(registry.window != nil)
+        // Past the burst an attempt waits for the rate, told how long; the window stays open.
+        guard case .refused(.pairingThrottled, let message) = lastRefusal else { Issue.record("not throttled"); return }
+        #expect(message.contains("try again in") && message.contains("stays open"))
+        // The owner, 2 s later, gets the next attempt and pairs.
+        let owner = Self.pairs(&registry, source: "10.0.0.2", id: "owner", now: now + 2_000)
+        guard case .paired = owner else { Issue.record("\(owner)"); return }
+    }
+
+    @Test func theBurstLetsAFewSourcesGuessThenTheOwnerPairsAtOnce() {
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000)
+        _ = registry.open(code: "042917", now: 0)
+        for index in 0..<10 {
             guard case .proceed = registry.beginAttempt(source: "10.0.1.\(index)", now: 10) else { Issue.record("refused"); return }
         }
-        guard case .refused(.pairingThrottled, _) = registry.beginAttempt(source: "10.0.2.1", now: 11) else { Issue.record("not refused"); return }
-        #expect(registry.attemptsOnOpenCode == 3)
+        #expect(registry.attemptsOnOpenCode == 10)
+        let owner = Self.pairs(&registry, source: "10.0.0.2", id: "owner", now: 11)
+        guard case .paired = owner else { Issue.record("\(owner)"); return }
     }
 
     @Test func aMalformedKeyOrNameIsRefused() {

@@ -299,7 +299,7 @@ def selftest():
     if os.path.exists(path):
         with open(path) as f:
             assert json.load(f) == vectors(), "spake2_vectors.json differs from what this file computes"
-    print("ok")
+    print(json.dumps({"selftest": "ok"}))
 
 
 def main(argv):

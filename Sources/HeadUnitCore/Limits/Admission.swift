@@ -38,6 +38,8 @@ public struct Admission: Sendable {
         var greeted = false
         /// A Unix peer in the reserved share.
         var reserved: Bool
+        /// The paired device a TCP phone authenticated as.
+        var device: String? = nil
     }
 
     private var entries: [UInt64: Entry] = [:]
@@ -167,9 +169,28 @@ public struct Admission: Sendable {
     }
 
     /// The connection authenticated (a TCP phone's Authenticate, or any
-    /// handshake where none is required): it is never evicted from now on.
-    public mutating func authenticated(_ id: UInt64) {
+    /// handshake where none is required): it is never evicted as a stranger
+    /// from now on. A TCP phone that authenticated as `device` when that
+    /// device already holds `maxTCPPerDevice` authenticated connections
+    /// makes room among its own: the answer is the oldest of them, which
+    /// the server tells Goodbye{CONNECTION_EVICTED} with the reason (a
+    /// phone whose link dropped reconnects at once; one phone cannot hold
+    /// TCP's every slot and keep another paired phone out).
+    @discardableResult
+    public mutating func authenticated(_ id: UInt64, device: String? = nil) -> (victim: UInt64, reason: String)? {
         unauthenticated.removeAll { $0 == id }
+        guard let device, entries[id]?.transport == .tcp else { return nil }
+        entries[id]?.device = device
+        let held = entries.filter { $0.value.device == device }.keys.sorted()
+        let cap = max(1, caps.maxTCPPerDevice)
+        guard held.count > cap, let oldest = held.first, oldest != id else { return nil }
+        remove(oldest)
+        return (oldest, "a newer connection of the same paired device took its place (at most \(cap) authenticated TCP connections per device)")
+    }
+
+    /// Authenticated TCP connections of `device`.
+    public func connections(ofDevice device: String) -> Int {
+        entries.values.filter { $0.device == device }.count
     }
 
     /// The connection closed (a no-op for one already evicted or never admitted).

@@ -20,6 +20,10 @@ public struct ConnectionCaps: Sendable, Equatable {
     /// names (`hmi_access`, `cluster_access`, `accessory_access`,
     /// `phone_access`): other local users can fill at most `maxUnix - unixReserved`.
     public var unixReserved: Int
+    /// Authenticated TCP connections one paired device may hold: its newest
+    /// past this evicts its own oldest (CONNECTION_EVICTED), so one phone
+    /// cannot fill TCP's cap and keep another paired phone out.
+    public var maxTCPPerDevice: Int
 
     /// Defaults: 8 TCP (phones only, one of which carries apps; the rest are
     /// waiting, pairing or resuming), at most 4 of them unauthenticated and 2
@@ -28,8 +32,9 @@ public struct ConnectionCaps: Sendable, Equatable {
     public init(
         maxTotal: Int = 512, maxUnix: Int = 448, maxTCP: Int = 8,
         maxTCPUnauthenticated: Int = 4, maxTCPUnauthenticatedPerSource: Int = 2, unixReserved: Int = 64,
-        tcpEvictionsPerSourcePerSecond: Int = 4
+        tcpEvictionsPerSourcePerSecond: Int = 4, maxTCPPerDevice: Int = 2
     ) {
+        self.maxTCPPerDevice = maxTCPPerDevice
         self.tcpEvictionsPerSourcePerSecond = tcpEvictionsPerSourcePerSecond
         self.maxTotal = maxTotal
         self.maxUnix = maxUnix

@@ -58,11 +58,14 @@ public struct PairedDeviceRecord: Sendable, Equatable {
 /// valid `codeValidMilliseconds`. Every `PairStart` is one guess of the code
 /// (PROTOCOL.md section 20.2), counted when it starts (a man in the middle
 /// learns whether its guess was right from the car's confirmation, even if
-/// it never sends `Pair`). Guesses are limited per source address with
-/// backoff (1 s, doubling, at most `maxBackoffMilliseconds`), so one
-/// attacker cannot void the owner's window, and at most `maxAttempts` per
-/// window in all, which bounds an attacker with many addresses. A
-/// successful pairing closes the window.
+/// it never sends `Pair`). Nothing an attacker does closes the window
+/// (issue 23: a budget per window that many addresses could spend locked
+/// the owner out). Guesses are limited per source address with backoff
+/// (1 s, doubling, at most `maxBackoffMilliseconds`), and all sources
+/// together by a rate (a token bucket of `globalBurst` attempts, one more
+/// every `globalIntervalMilliseconds`) that delays rather than voids: at
+/// most `attemptBound` guesses per window, each right with probability
+/// 10^-6. A successful pairing closes the window.
 public struct PairingRegistry: Sendable, Equatable {
     public static let codeDigits = 6
     public static let publicKeyBytes = 32
@@ -71,6 +74,9 @@ public struct PairingRegistry: Sendable, Equatable {
     public static let maxSources = 256
     public static let firstBackoffMilliseconds: UInt64 = 1_000
     public static let maxBackoffMilliseconds: UInt64 = 30_000
+    /// Attempts all sources together may start at once, and how often one more may.
+    public static let defaultGlobalBurst = 16
+    public static let defaultGlobalIntervalMilliseconds: UInt64 = 2_000
 
     public struct Window: Sendable, Equatable {
         public var code: String
@@ -94,12 +100,28 @@ public struct PairingRegistry: Sendable, Equatable {
     private var sources: [String: SourceRecord] = [:]
     private var generation: UInt64 = 0
     public var codeValidMilliseconds: UInt64
-    public var maxAttempts: Int
+    public let globalBurst: Int
+    public let globalIntervalMilliseconds: UInt64
+    /// The global bucket: attempts available (thousandths) and when it was last refilled.
+    private var globalMilli: UInt64
+    private var globalAt: UInt64 = 0
 
-    public init(devices: [PairedDeviceRecord] = [], codeValidMilliseconds: UInt64 = 120_000, maxAttempts: Int = 60) {
+    public init(
+        devices: [PairedDeviceRecord] = [], codeValidMilliseconds: UInt64 = 120_000, globalBurst: Int = Self.defaultGlobalBurst,
+        globalIntervalMilliseconds: UInt64 = Self.defaultGlobalIntervalMilliseconds
+    ) {
         self.devices = devices
         self.codeValidMilliseconds = codeValidMilliseconds
-        self.maxAttempts = maxAttempts
+        self.globalBurst = max(1, globalBurst)
+        self.globalIntervalMilliseconds = max(1, globalIntervalMilliseconds)
+        self.globalMilli = UInt64(max(1, globalBurst)) * 1000
+    }
+
+    /// The most guesses one window can take from all sources together: the
+    /// burst plus one per interval while it is open. An attacker's chance of
+    /// pairing in one window is at most this times 10^-6.
+    public var attemptBound: Int {
+        globalBurst + Int(codeValidMilliseconds / globalIntervalMilliseconds)
     }
 
     public func device(_ id: String) -> PairedDeviceRecord? {
@@ -123,7 +145,7 @@ public struct PairingRegistry: Sendable, Equatable {
         var info = HUPairingInfo()
         info.code = code
         info.validMs = UInt32(clamping: codeValidMilliseconds)
-        info.attempts = UInt32(clamping: maxAttempts)
+        info.attempts = UInt32(clamping: attemptBound)
         return .success(info)
     }
 
@@ -141,9 +163,9 @@ public struct PairingRegistry: Sendable, Equatable {
     }
 
     /// A phone's `PairStart` from `source` (its address). Order of checks: a
-    /// window is open and not expired (PAIRING_NOT_OPEN), the window has
-    /// guesses left and the source is not in backoff (PAIRING_THROTTLED).
-    /// Counts the guess.
+    /// window is open and not expired (PAIRING_NOT_OPEN), the source is not
+    /// in backoff (PAIRING_THROTTLED), the car's rate for all sources has an
+    /// attempt left (PAIRING_THROTTLED, the window stays open). Counts the guess.
     public mutating func beginAttempt(source: String, now: UInt64) -> AttemptStart {
         guard var open = window else {
             return .refused(.pairingNotOpen, "no pairing code is open: run `headunitctl pair` on the car first")
@@ -152,13 +174,23 @@ public struct PairingRegistry: Sendable, Equatable {
             window = nil
             return .refused(.pairingNotOpen, "the pairing code expired; open a new one on the car")
         }
-        guard open.attempts < maxAttempts else {
-            return .refused(.pairingThrottled, "this code had \(maxAttempts) attempts: open a new one on the car")
-        }
         var record = sources[source] ?? SourceRecord(attempts: 0, nextAllowedAt: 0, lastSeen: now)
         guard now >= record.nextAllowedAt else {
             return .refused(.pairingThrottled, "too many attempts from \(source): try again in \(record.nextAllowedAt - now) ms")
         }
+        // The rate for everyone: refill, then take one attempt.
+        let capacity = UInt64(globalBurst) * 1000
+        if now > globalAt {
+            globalMilli = min(capacity, globalMilli + (now - globalAt) * 1000 / globalIntervalMilliseconds)
+            globalAt = now
+        }
+        guard globalMilli >= 1000 else {
+            let wait = (1000 - globalMilli) * globalIntervalMilliseconds / 1000 + 1
+            return .refused(
+                .pairingThrottled,
+                "the car takes at most \(globalBurst) pairing attempts at once and one more every \(globalIntervalMilliseconds) ms from all sources: try again in \(wait) ms (the code stays open)")
+        }
+        globalMilli -= 1000
         record.attempts += 1
         record.lastSeen = now
         let backoff = Self.firstBackoffMilliseconds << UInt64(min(record.attempts - 1, 16))

@@ -13,7 +13,9 @@ public enum PeerDeparture: Sendable, Equatable {
     /// failed it, not a decision of either side or a broken protocol.
     var allowsResumption: Bool {
         switch self {
-        case .lost, .cutOff(.heartbeatTimeout), .cutOff(.slowConsumer): return true
+        // CONNECTION_EVICTED reaches a joined phone only when a newer
+        // connection of the same paired device took its place (section 10.1).
+        case .lost, .cutOff(.heartbeatTimeout), .cutOff(.slowConsumer), .cutOff(.connectionEvicted): return true
         case .saidGoodbye, .cutOff: return false
         }
     }
