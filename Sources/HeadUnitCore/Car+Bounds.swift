@@ -50,7 +50,7 @@ extension Car {
     /// stacks, modals, search results (cached per scene) and now-playing
     /// content. Icons are not counted: `max_apps` x `max_image_bytes` bounds
     /// them already, and HMIs get each image once (section 12.6).
-    var phoneTemplateBytes: Int {
+    public var phoneTemplateBytes: Int {
         apps.values.reduce(0) { total, app in
             total + LinearEncoder.size(of: app.info) - app.info.icon.png.count + app.scenes.values.reduce(0) { $0 + $1.heldBytes }
                 + (app.nowPlayingSet ? LinearEncoder.size(of: app.nowPlaying) : 0)

@@ -8,7 +8,8 @@ import HeadUnitWire
 /// what the fuzzer explores. The session runs with a small frame maximum (64
 /// KiB) and phone template budget (256 KiB) so sums are reached within a few
 /// steps. After every step `SessionFuzz.checkBounds` holds: no frame the car
-/// makes is over the maximum, the metadata snapshot fits, and the HMI's model
+/// makes is over the maximum, the metadata snapshot fits, the phone's
+/// templates stay within `max_phone_template_bytes`, and the HMI's model
 /// (what it was sent, applied) equals the car's: no silent drop.
 enum BoundsFuzz {
     static let frameLimit = 64 << 10

@@ -76,6 +76,9 @@ struct SessionFuzz {
         _ = car.takeMetadata()
         let metadata = HUEnvelope.with { $0.metadataUpdate = car.clusterFeed.snapshot }
         FuzzChecks.check(LinearEncoder.size(of: metadata) <= limit, "the metadata snapshot fits a frame (\(LinearEncoder.size(of: metadata)) > \(limit))")
+        // What the phone holds, whichever request added it (section 10.4).
+        let held = car.phoneTemplateBytes, budget = car.configuration.composed.maxPhoneTemplateBytes
+        FuzzChecks.check(held <= budget, "the phone's templates within max_phone_template_bytes (\(held) > \(budget))")
         if let home = hmiHome {
             FuzzChecks.check(car.catchUp(.home)?.envelope.homeScreen == home, "the HMI's home screen is the car's")
         }

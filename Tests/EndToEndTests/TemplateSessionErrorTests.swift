@@ -42,7 +42,9 @@ struct TemplateSessionErrorTests {
     }
 
     static func start(entitlement: String = "com.apple.developer.carplay-audio", limits: [String: UInt64] = [:]) async throws -> Session {
-        let daemon = try TestDaemon.launch(limits: limits)
+        // Launching blocks (it waits for the daemon's "ready" line): on a thread
+        // of its own, not Swift Testing's cooperative pool (RELIABILITY.md).
+        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch(limits: limits) }
         let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
         let hmi = try await HMISession.connect(to: endpoint, name: "test-hmi")
         let phone = try await PhoneSession.connect(to: endpoint, deviceName: "test-phone")

@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitCore
 import HeadUnitWire
+import NIOCore
 import Testing
 
 /// Issue 24, deliverable 7: an unknown enum value is INVALID_ARGUMENT
@@ -102,6 +103,28 @@ struct UnknownEnumSweepTests {
             peers[role] = client
         }
         defer { for client in peers.values { client.close() } }
+        // A navigation app on screen, so a navigation request that got through
+        // would reach the cluster; and a cluster watching the metadata stream.
+        let phone = peers[.phone]!, hmi = peers[.hmi]!
+        try phone.send(.announceApps(HUAnnounceApps.with {
+            $0.apps = [HUAppInfo.with { $0.appID = NavWire.appID; $0.displayName = "Maps"; $0.entitlements = [NavWire.maps] }]
+        }), requestID: 2)
+        #expect(try phone.readResult(timeout: 10).result.code == .ok)
+        try hmi.send(.launchApp(HULaunchApp.with { $0.appID = NavWire.appID }), requestID: 3)
+        #expect(try hmi.readResult(timeout: 10).result.code == .ok)
+        var connected = try phone.readEnvelope(timeout: 10)
+        while connected.sceneConnected.sceneID == 0 { connected = try phone.readEnvelope(timeout: 10) }
+        try phone.send(.templateRequest(HUTemplateRequest.with {
+            $0.appID = NavWire.appID; $0.sceneID = connected.sceneConnected.sceneID; $0.setRoot = NavWire.mapRoot()
+        }), requestID: 4)
+        #expect(try phone.readResult(timeout: 10).result.code == .ok)
+        let observer = try daemon.connectUnix()
+        defer { observer.close() }
+        try observer.handshake(role: .cluster, name: "observer")
+        try observer.send(.subscribeMetadata(HUSubscribeMetadata()), requestID: 2)
+        #expect(try observer.readResult(timeout: 10).result.code == .ok)
+        var first = try observer.readEnvelope(timeout: 10)
+        while first.metadataUpdate.version == 0 { first = try observer.readEnvelope(timeout: 10) }
 
         var swept = 0
         var sweptPaths: [String] = []
@@ -139,5 +162,23 @@ struct UnknownEnumSweepTests {
         #expect(sweptPaths.contains { $0.hasSuffix(".display_style") }, "\(sweptPaths)")
         // Everyone is still connected: a request error closes nothing.
         for client in peers.values { #expect(try client.pingRoundTrip()) }
+        // Nothing of a refused request reached the cluster: every effect of
+        // the sweep was queued before its answer, so everything it could have
+        // sent the observer is in front of the PONG.
+        func observed() throws -> [HUEnvelope] {
+            try observer.sendFrame(.ping, payload: [7])
+            var seen: [HUEnvelope] = []
+            while let frame = try observer.readFrame(timeout: 10), !(frame.kind == FrameKind.pong.rawValue && frame.payload == [7]) {
+                if frame.kind == FrameKind.message.rawValue { seen.append(try EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload))) }
+            }
+            return seen
+        }
+        let leaked = try observed()
+        #expect(leaked.isEmpty, "the cluster was sent \(leaked.map { "\($0.body.map { "\($0)".prefix(80) } ?? "nothing")" })")
+        // The observer would have seen it: a valid navigation request does reach it.
+        try phone.send(NavWire.nav(.start(HUStartNavigation.with { $0.trip = NavWire.trip("go") })), requestID: 99_999)
+        let started = try phone.readResult(timeout: 10).result
+        #expect(started.code == .ok, "\(started.code) \(started.message)")
+        #expect(try observed().contains { if case .metadataUpdate = $0.body { return true } else { return false } })
     }
 }
