@@ -45,6 +45,8 @@ public final class PhoneSession: @unchecked Sendable {
     let mailbox: Mailbox<PhoneEvent>
     /// External Accessory sessions of this phone's apps.
     let sessionRouter: SessionRouter
+    /// Audio streams of this phone's apps (PROTOCOL.md section 24).
+    let audioRouter = AudioRouter()
 
     // ---- loop-confined
     private var apps: [String: CarApp] = [:]
@@ -223,10 +225,38 @@ public final class PhoneSession: @unchecked Sendable {
         return await connection.onLoopAsync { connection.sendVideo(channel: channel, header, accessUnit: accessUnit) }
     }
 
+    /// Opens an app's audio stream to the car's mixer (PROTOCOL.md section
+    /// 24.2): `.main` needs the app's now-playing to play, `.alternate` a
+    /// prompt of the app (`start_prompt`), `.voice` a call or the app's voice
+    /// session; else `NO_AUDIO_FOCUS`. An earlier stream of the app of the
+    /// same type is replaced. The car's `AudioStreamClosed` still arrives
+    /// as a `.other` event, and ends the stream (`AudioStream.waitUntilClosed`).
+    public func openAudioStream(appID: String, type: HUAudioStreamType, format: HUAudioFormat) async throws -> AudioStream {
+        var open = HUOpenAudioStream()
+        open.appID = appID
+        open.type = type
+        open.format = format
+        let connection = self.connection
+        let router = audioRouter
+        // Registered on the loop as the answer arrives, before any credit for it.
+        let made = MadeOnLoop<AudioStream>()
+        let result = try await connection.request(.openAudioStream(open)) { result in
+            guard case .audioStream(let info)? = result.detail else { return }
+            let stream = AudioStream(appID: appID, info: info, connection: connection)
+            router.add(stream)
+            made.value = stream
+        }
+        guard let stream = made.value else {
+            throw HeadUnitError(code: .unknownMessage, message: "OpenAudioStream was answered without AudioStreamInfo: \(result)", origin: .unexpectedAnswer)
+        }
+        return stream
+    }
+
     // MARK: inbound (event loop)
 
     private func handle(_ envelope: HUEnvelope) {
         if let body = envelope.body, sessionRouter.handle(body) { return }
+        if let body = envelope.body, audioRouter.handle(body) { return }
         let event: PhoneEvent
         switch envelope.body {
         case .sceneConnected(let scene):
@@ -259,6 +289,7 @@ public final class PhoneSession: @unchecked Sendable {
 
     private func closed() {
         sessionRouter.closeAll(.phoneGone)
+        audioRouter.closeAll()
         mailbox.finish()
         eventContinuation.finish()
     }

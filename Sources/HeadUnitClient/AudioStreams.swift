@@ -1,0 +1,259 @@
+import HeadUnitWire
+import NIOCore
+
+/// One of an app's audio streams to the car's mixer (PROTOCOL.md section 24):
+/// main audio, alternate audio (a navigation prompt) or voice. Units (whole
+/// PCM frames, or one Opus packet) go out as MEDIA frames on the stream's
+/// channel, each within the credit the car granted; ``write(_:timestamp:)``
+/// waits for `AudioCredit` when the credit is spent, so at most one unit
+/// waits here and the car holds at most its window: writing as fast as the
+/// credit allows is playing in real time.
+///
+///     let stream = try await phone.openAudioStream(appID: "com.example.music", type: .main,
+///                                                  format: .pcm(sampleRate: 48_000, channels: 2))
+///     for chunk in song { try await stream.write(chunk) }   // 20 ms of s16le each
+///     try await stream.close()
+// @unchecked: the mutable state is confined to the connection's event loop.
+public final class AudioStream: @unchecked Sendable {
+    public let info: HUAudioStreamInfo
+    public let appID: String
+    public var streamID: UInt32 { info.streamID }
+    public var type: HUAudioStreamType { info.type }
+    public var format: HUAudioFormat { info.format }
+    /// The car's window in sample frames (the most of this stream it holds).
+    public var window: Int { Int(info.window) }
+    let connection: HeadUnitConnection
+    weak var router: AudioRouter?
+
+    // ---- loop-confined
+    private var credit: Int
+    /// Sample frames sent so far: the default timestamp of the next unit.
+    private var framesSent: UInt64 = 0
+    private var lastTimestamp: UInt64 = 0
+    private var waiting: (frames: Int, payload: ByteBuffer, continuation: CheckedContinuation<Void, Error>)?
+    private var closedBy: HUAudioStreamClosed?
+    private var closeWaiters: [CheckedContinuation<HUAudioStreamClosed, Never>] = []
+
+    init(appID: String, info: HUAudioStreamInfo, connection: HeadUnitConnection) {
+        self.appID = appID
+        self.info = info
+        self.connection = connection
+        self.credit = Int(info.initialCredit)
+    }
+
+    /// Sends one unit: whole interleaved s16le frames (PCM) or one Opus
+    /// packet, stamped with `timestamp` (microseconds in the stream; by
+    /// default where the unit starts after everything written before).
+    /// Waits while the car's credit is spent. Throws `FLOW_CONTROL` for a
+    /// unit longer than the window, `BAD_MEDIA_FRAME` for one that is not a
+    /// unit of the format, `INVALID_POSITION` when another write of this
+    /// stream is still waiting, and `NOT_CONNECTED` once the stream closed
+    /// (``closeReason`` says why).
+    public func write(_ unit: ByteBuffer, timestamp: UInt64? = nil) async throws {
+        guard let frames = Self.frames(of: unit.readableBytesView, format: info.format) else {
+            throw HeadUnitError(code: .badMediaFrame, message: "not one unit of \(info.format.codec) with \(info.format.channels) channels", origin: .usage)
+        }
+        guard frames <= window else {
+            throw HeadUnitError(code: .flowControl, message: "a unit of \(frames) frames is longer than the car's window of \(window)", origin: .usage)
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            connection.onLoop {
+                if let closed = self.closedBy {
+                    continuation.resume(throwing: Self.closedError(closed))
+                    return
+                }
+                guard self.waiting == nil else {
+                    continuation.resume(throwing: HeadUnitError(code: .invalidPosition, message: "another write of stream \(self.streamID) is waiting for credit", origin: .usage))
+                    return
+                }
+                let stamp = timestamp ?? self.framesSent * 1_000_000 / UInt64(max(1, self.info.format.sampleRate))
+                var payload = ByteBuffer()
+                payload.reserveCapacity(8 + unit.readableBytes)
+                payload.writeInteger(max(stamp, self.lastTimestamp), endianness: .big, as: UInt64.self)
+                payload.writeImmutableBuffer(unit)
+                if self.credit >= frames {
+                    self.send(frames: frames, payload)
+                    continuation.resume()
+                } else {
+                    self.waiting = (frames, payload, continuation)
+                }
+            }
+        }
+    }
+
+    /// Convenience: interleaved 16-bit samples (PCM streams), sent as one unit.
+    public func write(samples: [Int16], timestamp: UInt64? = nil) async throws {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(samples.count * 2)
+        for sample in samples { buffer.writeInteger(sample, endianness: .little) }
+        try await write(buffer, timestamp: timestamp)
+    }
+
+    /// Ends the stream (`CloseAudioStream`); a write waiting for credit fails.
+    /// Closing a stream the car already closed does nothing.
+    public func close() async throws {
+        let alreadyClosed = await connection.onLoopAsync { self.closedBy != nil }
+        if alreadyClosed { return }
+        var close = HUCloseAudioStream()
+        close.streamID = streamID
+        let result = try await connection.resultOf(.closeAudioStream(close))
+        await connection.onLoopAsync {
+            var closed = HUAudioStreamClosed()
+            closed.appID = self.appID
+            closed.streamID = self.streamID
+            closed.type = self.type
+            closed.detail = "closed by the app"
+            self.router?.remove(self.streamID)
+            self.ended(closed)
+        }
+        // UNKNOWN_SESSION: the car closed it meanwhile (its AudioStreamClosed is on the way).
+        if result.code != .ok && result.code != .unknownSession { throw HeadUnitError(result: result) }
+    }
+
+    /// Why the stream ended (nil while open); reason UNSPECIFIED when the app closed it.
+    public var closeReason: HUAudioStreamClosed? {
+        get async { await connection.onLoopAsync { self.closedBy } }
+    }
+
+    /// Waits until the stream ends (the car's `AudioStreamClosed`, ``close()``, or the connection closing).
+    public func waitUntilClosed() async -> HUAudioStreamClosed {
+        await withCheckedContinuation { continuation in
+            connection.onLoop {
+                if let closed = self.closedBy { continuation.resume(returning: closed) } else { self.closeWaiters.append(continuation) }
+            }
+        }
+    }
+
+    // MARK: loop
+
+    private func send(frames: Int, _ payload: ByteBuffer) {
+        credit -= frames
+        framesSent += UInt64(frames)
+        lastTimestamp = payload.getInteger(at: payload.readerIndex, endianness: .big, as: UInt64.self) ?? lastTimestamp
+        connection.sendData(channel: streamID, payload, kind: .media)
+    }
+
+    func granted(_ frames: UInt32) {
+        credit += Int(frames)
+        if let pending = waiting, credit >= pending.frames {
+            waiting = nil
+            send(frames: pending.frames, pending.payload)
+            pending.continuation.resume()
+        }
+    }
+
+    func ended(_ closed: HUAudioStreamClosed) {
+        guard closedBy == nil else { return }
+        closedBy = closed
+        if let pending = waiting {
+            waiting = nil
+            pending.continuation.resume(throwing: Self.closedError(closed))
+        }
+        let waiters = closeWaiters
+        closeWaiters.removeAll()
+        for waiter in waiters { waiter.resume(returning: closed) }
+    }
+
+    static func closedError(_ closed: HUAudioStreamClosed) -> HeadUnitError {
+        HeadUnitError(code: .notConnected, message: "audio stream \(closed.streamID) closed: \(closed.reason) \(closed.detail)", origin: .connectionClosed)
+    }
+
+    /// A unit's length in sample frames at the stream's rate, as the car
+    /// counts it (PROTOCOL.md 24.4): whole PCM frames, or an Opus packet's
+    /// duration from its TOC byte (RFC 6716 section 3.1). Nil: not one unit.
+    public static func frames(of bytes: ByteBufferView, format: HUAudioFormat) -> Int? {
+        guard !bytes.isEmpty else { return nil }
+        switch format.codec {
+        case .pcmS16Le:
+            let frameBytes = 2 * max(1, Int(format.channels))
+            return bytes.count % frameBytes == 0 ? bytes.count / frameBytes : nil
+        case .opus:
+            guard let samples = opusSamplesAt48k(bytes) else { return nil }
+            return samples * Int(format.sampleRate) / 48_000
+        default:
+            return nil
+        }
+    }
+
+    /// An Opus packet's samples per channel at 48 kHz from its TOC (RFC 6716
+    /// section 3.1); nil when the TOC cannot be valid or it lasts over 120 ms.
+    static func opusSamplesAt48k(_ bytes: ByteBufferView) -> Int? {
+        guard let toc = bytes.first else { return nil }
+        let config = Int(toc >> 3)
+        let frameSize: Int
+        switch config {
+        case 0...11: frameSize = [480, 960, 1920, 2880][config % 4]  // SILK: 10, 20, 40, 60 ms
+        case 12...15: frameSize = [480, 960][config % 2]  // hybrid: 10, 20 ms
+        default: frameSize = [120, 240, 480, 960][config % 4]  // CELT: 2.5, 5, 10, 20 ms
+        }
+        let count: Int
+        switch toc & 0x3 {
+        case 0: count = 1
+        case 1:
+            guard (bytes.count - 1) % 2 == 0 else { return nil }
+            count = 2
+        case 2: count = 2
+        default:
+            guard bytes.count >= 2 else { return nil }
+            count = Int(bytes[bytes.index(after: bytes.startIndex)] & 0x3F)
+            guard count >= 1 else { return nil }
+        }
+        let samples = count * frameSize
+        return samples <= 5760 ? samples : nil
+    }
+}
+
+extension HUAudioFormat {
+    /// Interleaved signed 16-bit little-endian PCM.
+    public static func pcm(sampleRate: UInt32, channels: UInt32) -> HUAudioFormat {
+        .with { $0.codec = .pcmS16Le; $0.sampleRate = sampleRate; $0.channels = channels }
+    }
+
+    /// One Opus packet per unit.
+    public static func opus(sampleRate: UInt32, channels: UInt32) -> HUAudioFormat {
+        .with { $0.codec = .opus; $0.sampleRate = sampleRate; $0.channels = channels }
+    }
+}
+
+/// A phone's open audio streams by id: credit and closes reach them on the loop.
+// @unchecked: confined to the connection's event loop.
+final class AudioRouter: @unchecked Sendable {
+    private var streams: [UInt32: AudioStream] = [:]
+
+    func add(_ stream: AudioStream) {
+        stream.router = self
+        streams[stream.streamID] = stream
+    }
+
+    /// On the loop. True when the message was only credit for a stream (not an event).
+    func handle(_ body: HUEnvelope.OneOf_Body) -> Bool {
+        switch body {
+        case .audioCredit(let grant):
+            guard let stream = streams[grant.streamID] else { return false }
+            stream.granted(grant.frames)
+            return true
+        case .audioStreamClosed(let closed):
+            // Still delivered as an event: the app hears why.
+            streams.removeValue(forKey: closed.streamID)?.ended(closed)
+            return false
+        default:
+            return false
+        }
+    }
+
+    func remove(_ streamID: UInt32) { streams.removeValue(forKey: streamID) }
+
+    func closeAll() {
+        var closed = HUAudioStreamClosed()
+        closed.reason = .appClosed
+        closed.detail = "the connection closed"
+        for stream in streams.values {
+            var message = closed
+            message.streamID = stream.streamID
+            message.appID = stream.appID
+            message.type = stream.type
+            stream.ended(message)
+        }
+        streams.removeAll()
+    }
+}
