@@ -33,6 +33,7 @@ public final class AudioStream: @unchecked Sendable {
     private var waiting: (frames: Int, payload: ByteBuffer, continuation: CheckedContinuation<Void, Error>)?
     private var closedBy: HUAudioStreamClosed?
     private var closeWaiters: [CheckedContinuation<HUAudioStreamClosed, Never>] = []
+    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(appID: String, info: HUAudioStreamInfo, connection: HeadUnitConnection) {
         self.appID = appID
@@ -124,6 +125,21 @@ public final class AudioStream: @unchecked Sendable {
         }
     }
 
+    /// Waits until the car played everything written: it grants the whole
+    /// window back "at once when nothing of the stream is left" (PROTOCOL.md
+    /// 24.5). Returns at once when nothing is outstanding or the stream ended.
+    public func waitUntilPlayed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            connection.onLoop {
+                if self.closedBy != nil || (self.waiting == nil && self.credit >= self.window) {
+                    continuation.resume()
+                } else {
+                    self.drainWaiters.append(continuation)
+                }
+            }
+        }
+    }
+
     // MARK: loop
 
     private func send(frames: Int, _ payload: ByteBuffer) {
@@ -140,6 +156,11 @@ public final class AudioStream: @unchecked Sendable {
             send(frames: pending.frames, pending.payload)
             pending.continuation.resume()
         }
+        if waiting == nil, credit >= window, !drainWaiters.isEmpty {
+            let waiters = drainWaiters
+            drainWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
+        }
     }
 
     func ended(_ closed: HUAudioStreamClosed) {
@@ -152,6 +173,9 @@ public final class AudioStream: @unchecked Sendable {
         let waiters = closeWaiters
         closeWaiters.removeAll()
         for waiter in waiters { waiter.resume(returning: closed) }
+        let drains = drainWaiters
+        drainWaiters.removeAll()
+        for waiter in drains { waiter.resume() }
     }
 
     static func closedError(_ closed: HUAudioStreamClosed) -> HeadUnitError {
