@@ -82,15 +82,22 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Seconds to wait for a spawned daemon's socket (raise it under valgrind).")
     var startupTimeout = 15.0
 
+    @Option(name: .customLong("flood-probe"), help: "Instead of the RTT run: spawn this headunitd (pairing required) and measure the HMI's PING round trip alone, then while 8 unauthenticated TLS connections flood PINGs, PONGs and Pair (issue 23).")
+    var floodProbe: String?
+
     @Option(name: .customLong("echo-server"), help: .hidden)
     var echoServer: String?
 
     func validate() throws {
-        if echoServer != nil { return }
+        if echoServer != nil || floodProbe != nil { return }
         if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
     }
 
     func run() async throws {
+        if let floodProbe {
+            try FloodProbe(binary: floodProbe, seconds: 2, port: try freeTCPPort()).run()
+            return
+        }
         if let echoServer {
             if echoServer.hasPrefix("tcp:"), let port = Int(echoServer.dropFirst(4)) { try EchoFloor.serve(tcpPort: port) }
             try EchoFloor.serve(unixPath: echoServer)
