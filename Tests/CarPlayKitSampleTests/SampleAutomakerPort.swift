@@ -84,7 +84,7 @@ class ClimateSessionController: NSObject, StreamDelegate {
 class AutomakerSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate {
     var interfaceController: CPInterfaceController?
     let climate = ClimateSessionController()
-    var statusItem = CPInformationItem(title: "Climate", detail: "Not connected")
+    var climateTemplate: CPInformationTemplate?
     /// What the app heard, for the driver test.
     var events: [String] = []
     var observers: [NSObjectProtocol] = []
@@ -122,22 +122,29 @@ class AutomakerSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate {
         self.interfaceController = nil
     }
 
+    /// `CPInformationItem.detail` is read-only on iOS: an app shows a new status by replacing the template's items.
+    func showStatus(_ status: String) {
+        climateTemplate?.items = [CPInformationItem(title: "Climate", detail: status)]
+    }
+
     func showClimate() {
         let warmer = CPTextButton(title: "Warmer", textStyle: .confirm) { [weak self] _ in
             guard let self else { return }
             if self.climate.session == nil, !self.climate.openSession() {
-                self.statusItem.detail = "Unavailable"
+                self.showStatus("Unavailable")
                 return
             }
             self.climate.write([0x01])
         }
         climate.onReceive = { [weak self] count in
-            self?.statusItem.detail = "Replied \(count) byte(s)"
+            self?.showStatus("Replied \(count) byte(s)")
             self?.events.append("reply \(count)")
         }
         let connected = EAAccessoryManager.shared().connectedAccessories.contains { $0.protocolStrings.contains(ClimateSessionController.protocolString) }
-        statusItem.detail = connected ? "Connected" : "Not connected"
-        let informationTemplate = CPInformationTemplate(title: "Climate", layout: .leading, items: [statusItem], actions: [warmer])
+        let informationTemplate = CPInformationTemplate(
+            title: "Climate", layout: .leading,
+            items: [CPInformationItem(title: "Climate", detail: connected ? "Connected" : "Not connected")], actions: [warmer])
+        climateTemplate = informationTemplate
         interfaceController?.pushTemplate(informationTemplate, animated: true, completion: nil)
     }
 }

@@ -37,7 +37,7 @@ class CommunicationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, 
 
     func showContact(named name: String) {
         let callButton = CPContactCallButton { [weak self] _ in
-            // DIFF: CallKit is unavailable (no call state in the protocol); an iOS app would request
+            // DIFF: `CXStartCallAction` is unavailable (no call state in the protocol); an iOS app would request
             // `CXStartCallAction(call: UUID(), handle: CXHandle(type: .phoneNumber, value: ...))` here.
             self?.events.append("call \(name)")
         }

@@ -22,7 +22,7 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
         self.interfaceController = interfaceController
         let mapTemplate = CPMapTemplate()
         mapTemplate.mapDelegate = self
-        let panButton = CPMapButton(identifier: "pan") { [weak self] _ in  // DIFF: a pan button's id starts with `pan`
+        let panButton = CPMapButton(identifier: "pan") { [weak self] _ in  // DIFF: `isPanningSupported` and a `CPMapButton` whose id starts with `pan`
             self?.mapTemplate?.showPanningInterface(animated: true)
         }
         let searchButton = CPBarButton(title: "Search") { [weak self] _ in
@@ -32,7 +32,7 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
             self.interfaceController?.pushTemplate(search, animated: true)  // iOS 12-13 call, no completion
         }
         mapTemplate.mapButtons = [panButton]
-        mapTemplate.isPanningSupported = true  // DIFF: the car needs to know up front
+        mapTemplate.isPanningSupported = true  // DIFF: `isPanningSupported`: the car needs to know up front
         mapTemplate.leadingNavigationBarButtons = [searchButton]
         self.mapTemplate = mapTemplate
         interfaceController.setRootTemplate(mapTemplate, animated: false)  // iOS 12-13 call, no completion

@@ -78,7 +78,7 @@ class TemplateManager: NSObject, CPInterfaceControllerDelegate, CPSessionConfigu
             completion()
         }
         let listTemplate = CPListTemplate(title: "Settings", sections: [CPListSection(items: [item])])
-        listTemplate.tabSystemItem = .more  // DIFF: `UITabBarItem.SystemItem.more`
+        listTemplate.tabSystemItem = .more  // DIFF: `UITabBarItem.SystemItem`
         return listTemplate
     }
 
