@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitWire
+import NIOCore
 import Testing
 
 /// Issue 24's composed-state findings (PROTOCOL.md section 10.4), each over
@@ -310,6 +311,32 @@ struct ComposedBoundsTests {
         #expect(goodbye.reason.contains("appEvent") && goodbye.reason.contains("max_payload_bytes \(maximum)"), "\(goodbye.reason)")
         // The HMI carries on: nothing was sent to it over the maximum either.
         #expect(try hmi.client.pingRoundTrip())
+    }
+
+    /// Section 10.4: a Goodbye's reason is cut so the frame fits; nothing,
+    /// not even the Goodbye, is written over the maximum. With a maximum of
+    /// 64 bytes the Welcome cannot be sent: the peer gets
+    /// Goodbye{FRAME_TOO_LARGE} of at most 64 bytes, its reason the start of
+    /// the daemon's sentence, then the close.
+    @Test func aGoodbyeIsCutToFitTheMaximum() throws {
+        let maximum = 64
+        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum)], tcp: false)
+        defer { _ = try? daemon.terminate() }
+        let client = try daemon.connectUnix()
+        defer { client.close() }
+        try client.send(RawSocketClient.hello(role: .hmi, name: "h"), requestID: 1)
+        var sizes: [Int] = []
+        var goodbye: HUGoodbye?
+        while goodbye == nil, let frame = try client.readFrame(timeout: 10) {
+            sizes.append(frame.payload.count)
+            if frame.kind == FrameKind.message.rawValue, case .goodbye(let bye) = try EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload)).body { goodbye = bye }
+        }
+        #expect(sizes.allSatisfy { $0 <= maximum }, "\(sizes)")
+        #expect(goodbye?.code == .frameTooLarge, "\(String(describing: goodbye))")
+        let reason = goodbye?.reason ?? ""
+        // Cut: the whole sentence ("... of N bytes (over max_payload_bytes 64); reconnect") is over 64 bytes.
+        #expect(reason.hasPrefix("the daemon cannot send you a welcome of") && !reason.hasSuffix("reconnect"), "\(reason)")
+        #expect(client.waitForClose(timeout: 10))
     }
 
     // MARK: - Home screen
