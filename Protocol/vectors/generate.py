@@ -21,7 +21,7 @@ PROTOCOL = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "vectors.json")
 MAX = 1048576
 
-KINDS = {0x01: "MESSAGE", 0x02: "PING", 0x03: "PONG", 0x04: "DATA"}
+KINDS = {0x01: "MESSAGE", 0x02: "PING", 0x03: "PONG", 0x04: "DATA", 0x05: "MEDIA", 0x06: "VIDEO"}
 
 
 def encode(text):
@@ -491,6 +491,34 @@ vector("data-frame-channel-3",
        "A DATA frame from a phone on channel 3 with no External Accessory session open on it (a vector's state "
        "has none): NOT_CONNECTED, counted by the flood limit. (From the HMI or cluster it would be NOT_FOR_ROLE.)",
        [Frame(0x04, b"\x00\x01\x02\x03", channel=3)], err("NOT_CONNECTED", False))
+
+# MEDIA (section 24.4): a u64 BE timestamp in microseconds, then one unit of the stream's codec.
+MEDIA_PCM = (20000).to_bytes(8, "big") + bytes.fromhex("0100ff7f")  # one stereo s16le sample frame
+vector("media-frame-no-stream",
+       "A MEDIA frame from a phone on channel 5 (timestamp 20000 us, one stereo PCM sample frame) with no audio "
+       "stream open there (a vector's state has none): NOT_CONNECTED, request_id 0 (section 24.4, check 2). "
+       "(From an HMI, cluster or accessory it would be NOT_FOR_ROLE, check 1.)",
+       [Frame(0x05, MEDIA_PCM, channel=5)], err("NOT_CONNECTED", False))
+
+# VIDEO (section 25.3): timestamp_us (u64 BE), frame_number (u32 BE), flags (bit 0: keyframe), 3 reserved
+# bytes, then one H.264 access unit in Annex B (a start code first; the daemon never reads past it).
+def video_payload(frame_number, flags=1, reserved=b"\x00\x00\x00", unit=bytes.fromhex("0000000165888400")):
+    return (1000000).to_bytes(8, "big") + frame_number.to_bytes(4, "big") + bytes([flags]) + reserved + unit
+
+vector("video-frame-unknown-stream",
+       "A well-formed VIDEO keyframe (frame 1, an IDR slice after its start code) from a phone on channel 7, which "
+       "is no connected scene of a navigation app of this phone (a vector's state has none): UNKNOWN_VIDEO_STREAM, "
+       "request_id 0 (section 25.4, check 4).",
+       [Frame(0x06, video_payload(1), channel=7)], err("UNKNOWN_VIDEO_STREAM", False))
+
+vector("video-frame-number-zero",
+       "A VIDEO frame whose frame_number is 0 (they count from 1): BAD_VIDEO_FRAME, request_id 0, decided from the "
+       "header before the channel is looked at (section 25.4, check 3 before 4).",
+       [Frame(0x06, video_payload(0), channel=7)], err("BAD_VIDEO_FRAME", False))
+
+vector("video-frame-reserved-bits",
+       "A VIDEO frame with a reserved header byte set: BAD_VIDEO_FRAME, request_id 0 (section 25.3: reserved 0).",
+       [Frame(0x06, video_payload(1, reserved=b"\x00\x01\x00"), channel=7)], err("BAD_VIDEO_FRAME", False))
 
 vector("undecodable-payload-bad-wire-type",
        "A MESSAGE payload that is not protobuf: 0xff is field 31 with wire type 7, which does not exist.",

@@ -55,7 +55,7 @@ public enum ConformanceKit {
             + HeartbeatChecks.all + CloseChecks.all + RoleChecks.all + FloodChecks.all
             + PhoneSessionChecks.all + HMIChecks.all + TemplateChecks.all
             + LimitChecks.all + AccessoryChecks.all + NavigationChecks.all + AuthChecks.all + ResumptionChecks.all
-            + AccessoryHalfCloseChecks.all
+            + AccessoryHalfCloseChecks.all + AccessoryOrderChecks.all + NavigationSectionChecks.all + CatchUpChecks.all
     }
 
     /// Checks whose section matches one of `sections` (`5`, `11.7`, `T5`) and
@@ -151,7 +151,7 @@ public enum ConformanceKit {
         }
         let problems = context.finish()
         if outcome == .passed, !problems.isEmpty {
-            outcome = .failed("ScreenUpdate.sequence must go +1 per update without gaps (§12.3): " + problems.joined(separator: "; "))
+            outcome = .failed("ScreenUpdate.sequence: a diff or spinner update carries the previous number + 1, a full a higher one (§12.3): " + problems.joined(separator: "; "))
         }
         return outcome
     }

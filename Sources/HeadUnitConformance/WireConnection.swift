@@ -299,10 +299,30 @@ public final class WireConnection {
         if case .goodbye = envelope.body { goodbyeSeen = true }
         if case .screenUpdate(let update) = envelope.body {
             let screen = update.screen.rawValue
-            if let last = lastSequence[screen], update.sequence != last &+ 1 {
-                sequenceProblems.append("\(update.screen) sequence \(update.sequence) after \(last)")
+            if let last = lastSequence[screen], let problem = Self.sequenceProblem(update, after: last) {
+                sequenceProblems.append(problem)
             }
             lastSequence[screen] = update.sequence
+        }
+    }
+
+    /// §12.3: "a `full` may skip numbers ... **a `full` after skipped numbers is not a gap**"; "Every other
+    /// update (`diff`, `spinner_started`, `spinner_stopped`) carries the number after the one before it on
+    /// that screen". So a `full` must be above the last number (in order), anything else exactly one above.
+    public static func sequenceProblem(_ update: HUScreenUpdate, after last: UInt64) -> String? {
+        if case .full? = update.change {
+            return update.sequence > last ? nil : "\(update.screen) full at sequence \(update.sequence) after \(last) (out of order)"
+        }
+        return update.sequence == last &+ 1 ? nil : "\(update.screen) \(changeName(update)) at sequence \(update.sequence) after \(last) (a gap)"
+    }
+
+    static func changeName(_ update: HUScreenUpdate) -> String {
+        switch update.change {
+        case .full?: return "full"
+        case .diff?: return "diff"
+        case .spinnerStarted?: return "spinner_started"
+        case .spinnerStopped?: return "spinner_stopped"
+        case nil: return "an update without change"
         }
     }
 

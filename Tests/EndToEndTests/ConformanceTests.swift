@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitConformance
+import HeadUnitWire
 import Testing
 
 /// The conformance kit (Sources/HeadUnitConformance) run in-process against the
@@ -120,6 +121,28 @@ struct ConformanceTests {
             #expect(line.hasPrefix("FAIL  §5 "), "\(line)")
             #expect(line.contains(mode == "wrong-version" ? "got Welcome.version 7" : "request_id"), "\(line)")
         }
+    }
+
+    /// PROTOCOL.md 12.3 (issue 26, B3): "a `full` after skipped numbers is not a gap"; "Every other update
+    /// (`diff`, `spinner_started`, `spinner_stopped`) carries the number after the one before it". The kit's
+    /// gap detector, which every HMI check runs, follows it.
+    @Test func theKitsGapDetectorLetsAFullSkipNumbersButNotADiff() {
+        func update(_ sequence: UInt64, _ change: HUScreenUpdate.OneOf_Change) -> HUScreenUpdate {
+            var update = HUScreenUpdate()
+            update.screen = .main
+            update.sequence = sequence
+            update.change = change
+            return update
+        }
+        let full = HUScreenUpdate.OneOf_Change.full(HURenderedScreen())
+        let diff = HUScreenUpdate.OneOf_Change.diff(HUTemplateDiff())
+        let spinner = HUScreenUpdate.OneOf_Change.spinnerStarted(HUPendingSelection())
+        #expect(WireConnection.sequenceProblem(update(8, full), after: 7) == nil)
+        #expect(WireConnection.sequenceProblem(update(12, full), after: 7) == nil, "a full that skips numbers (an HMI that was behind)")
+        #expect(WireConnection.sequenceProblem(update(7, full), after: 7) != nil, "not in order")
+        #expect(WireConnection.sequenceProblem(update(8, diff), after: 7) == nil)
+        #expect(WireConnection.sequenceProblem(update(9, diff), after: 7) != nil, "a diff after a gap")
+        #expect(WireConnection.sequenceProblem(update(9, spinner), after: 7) != nil, "a spinner update after a gap")
     }
 
     @Test func checkTableIsWellFormed() {

@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitWire
+import NIOCore
 import Testing
 
 /// The rules decided in the second round of the contract (PROTOCOL.md
@@ -45,45 +46,133 @@ struct ContractDecisionTests {
 
     // MARK: - B1: section 1's complete role table
 
-    /// Section 1: "This table is complete ... A phone may not send `GetStatus`."
-    @Test func roleTableIsCompleteAndAPhoneMayNotSendGetStatus() throws {
+    /// PROTOCOL.md section 1's role table, read from the document itself.
+    struct RoleTable {
+        /// What each role may send (the "sends" column, before "only while AUTHENTICATING").
+        var sends: [HURole: Set<String>] = [:]
+        /// What the daemon sends each role (the "receives" column).
+        var receives: [HURole: Set<String>] = [:]
+        /// `PairStart`, `Pair`, `Authenticate`: a TCP phone's, while AUTHENTICATING only.
+        var whileAuthenticating: Set<String> = []
+        /// The connection-control messages the paragraph under the table names for every role.
+        static let everyRole: Set<String> = ["Hello", "Goodbye", "Welcome"]
+
+        var named: Set<String> {
+            sends.values.reduce(into: whileAuthenticating) { $0.formUnion($1) }.union(receives.values.joined()).union(Self.everyRole)
+        }
+    }
+
+    static let frameNames: Set<String> = ["DATA", "MEDIA", "VIDEO"]
+
+    /// Message names in backquotes and the frame kinds named in capitals.
+    static func names(in cell: Substring) -> Set<String> {
+        let quoted = cell.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        let frames = cell.split { !$0.isLetter }.map(String.init).filter { frameNames.contains($0) }
+        return Set(quoted + frames)
+    }
+
+    static func roleTable() throws -> RoleTable {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("Protocol/PROTOCOL.md"), encoding: .utf8)
+        let section = try #require(text.range(of: "## 1. Overview").flatMap { start in text[start.upperBound...].range(of: "\n## 2. ", options: .regularExpression).map { text[start.lowerBound..<$0.lowerBound] } })
+        let roles: [String: HURole] = ["`ROLE_PHONE`": .phone, "`ROLE_HMI`": .hmi, "`ROLE_CLUSTER`": .cluster, "`ROLE_ACCESSORY`": .accessory]
+        var table = RoleTable()
+        for line in section.split(separator: "\n") where line.hasPrefix("| `ROLE_") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            // "", role, who, transports, sends, receives, ""
+            try #require(cells.count == 7, "a role row has five columns: \(line)")
+            let role = try #require(roles.first { cells[1].hasPrefix($0.key) }?.value, "\(cells[1])")
+            let sends = cells[4].components(separatedBy: "only while AUTHENTICATING")
+            table.sends[role] = Self.names(in: Substring(sends[0]))
+            if sends.count > 1 { table.whileAuthenticating.formUnion(Self.names(in: Substring(sends[1]))) }
+            table.receives[role] = Self.names(in: Substring(cells[5]))
+        }
+        try #require(table.sends.count == 4, "four role rows in section 1")
+        return table
+    }
+
+    /// Every body of `Envelope`'s oneof, found by decoding each field number
+    /// as an empty length-delimited field (no list to keep up to date: a body
+    /// added to headunit.proto is found here), with its message's name.
+    static func everyBody() -> [(name: String, body: HUEnvelope.OneOf_Body)] {
+        var bodies: [(String, HUEnvelope.OneOf_Body)] = []
+        for field in 2..<2048 {
+            var tag = UInt32(field) << 3 | 2
+            var bytes: [UInt8] = []
+            while tag >= 0x80 { bytes.append(UInt8(tag & 0x7f) | 0x80); tag >>= 7 }
+            bytes += [UInt8(tag), 0]
+            guard let envelope = try? EnvelopeCodec.decode(ByteBuffer(bytes: bytes)), let body = envelope.body,
+                let message = Mirror(reflecting: body).children.first?.value
+            else { continue }
+            // The generated types carry the proto's swift_prefix "HU".
+            bodies.append((String(String(describing: type(of: message)).dropFirst(2)), body))
+        }
+        return bodies
+    }
+
+    /// The frame kinds that carry data (all but MESSAGE, PING and PONG), by the name section 1 uses.
+    static var dataFrameKinds: [(name: String, kind: FrameKind)] {
+        FrameKind.allCases.filter { ![.message, .ping, .pong].contains($0) }.map { (String(describing: $0).uppercased(), $0) }
+    }
+
+    /// Section 1: "This table is complete: every Envelope body (each field of
+    /// `Envelope`'s `body` oneof) and every frame kind that carries data ... is in it."
+    @Test func roleTableNamesEveryBodyAndEveryFrameKind() throws {
+        let table = try Self.roleTable()
+        let bodies = Self.everyBody()
+        #expect(bodies.count >= 58, "found \(bodies.count) bodies")
+        let names = Set(bodies.map(\.name))
+        #expect(names.count == bodies.count, "one message per body")
+        let missing = names.subtracting(table.named).sorted()
+        #expect(missing.isEmpty, "bodies section 1's table does not name: \(missing)")
+        let frames = Set(Self.dataFrameKinds.map(\.name))
+        #expect(frames == Self.frameNames, "frame kinds that carry data: \(frames)")
+        let unknown = table.named.subtracting(names).subtracting(frames).sorted()
+        #expect(unknown.isEmpty, "names in section 1's table that are neither a body nor a frame kind: \(unknown)")
+        #expect(table.whileAuthenticating == ["PairStart", "Pair", "Authenticate"])
+        #expect(!table.sends[.phone]!.contains("GetStatus"))
+    }
+
+    /// Section 1: "A client may send exactly what its role's "sends" column lists ...;
+    /// everything else ... is refused with `ERROR_CODE_NOT_FOR_ROLE`"; "A phone may not send `GetStatus`".
+    /// Every body of the oneof and every data frame kind, from every role, over the Unix socket.
+    @Test func roleTableIsCompleteAndEveryRoleSendsExactlyItsColumn() throws {
+        let table = try Self.roleTable()
         let daemon = try TestDaemon.launch(limits: ["maxErrorsPerSecond": 1000])
         defer { _ = try? daemon.terminate() }
-        let bodies: [(String, HUEnvelope.OneOf_Body)] = [
-            ("AnnounceApps", .announceApps(HUAnnounceApps())), ("ResumeSession", .resumeSession(HUResumeSession())),
-            ("TemplateRequest", .templateRequest(HUTemplateRequest())), ("CompleteEvent", .completeEvent(HUCompleteEvent())),
-            ("AppClosed", .appClosed(HUAppClosed())), ("NavigationRequest", .navigationRequest(HUNavigationRequest())),
-            ("OpenSession", .openSession(HUOpenSession())), ("CloseSession", .closeSession(HUCloseSession())),
-            ("SessionCredit", .sessionCredit(HUSessionCredit())), ("Pair", .pair(HUPair())), ("Authenticate", .authenticate(HUAuthenticate())),
-            ("LaunchApp", .launchApp(HULaunchApp())), ("HmiInput", .hmiInput(HUHmiInput())), ("SetVehicleState", .setVehicleState(HUSetVehicleState())),
-            ("CloseApp", .closeApp(HUCloseApp())), ("NavigationInput", .navigationInput(HUNavigationInput())),
-            ("SubscribeMetadata", .subscribeMetadata(HUSubscribeMetadata())), ("StartPairing", .startPairing(HUStartPairing())),
-            ("ListPairedDevices", .listPairedDevices(HUListPairedDevices())), ("RemovePairedDevice", .removePairedDevice(HURemovePairedDevice())),
-            ("GetStatus", .getStatus(HUGetStatus())), ("ClusterInput", .clusterInput(HUClusterInput())),
-            ("ServeProtocols", .serveProtocols(HUServeProtocols())), ("AnswerSession", .answerSession(HUAnswerSession())),
-            ("Welcome", .welcome(HUWelcome())), ("Result", .result(HUResult())), ("HomeScreen", .homeScreen(HUHomeScreen())),
-            ("MetadataUpdate", .metadataUpdate(HUMetadataUpdate())), ("NavigationEvent", .navigationEvent(HUNavigationEvent())),
-        ]
-        // PROTOCOL.md section 1's "sends" column (Pair and Authenticate only while authenticating: never here, on the Unix socket).
-        let sends: [HURole: Set<String>] = [
-            .phone: ["AnnounceApps", "ResumeSession", "TemplateRequest", "CompleteEvent", "AppClosed", "NavigationRequest", "OpenSession", "CloseSession", "SessionCredit"],
-            .hmi: ["LaunchApp", "HmiInput", "SetVehicleState", "CloseApp", "NavigationInput", "SubscribeMetadata", "StartPairing", "ListPairedDevices", "RemovePairedDevice", "GetStatus"],
-            .cluster: ["SubscribeMetadata", "ClusterInput", "GetStatus"],
-            .accessory: ["ServeProtocols", "AnswerSession", "CloseSession", "SessionCredit", "GetStatus"],
-        ]
+        let bodies = Self.everyBody()
         for role in [HURole.phone, .hmi, .cluster, .accessory] {
             let peer = RecordingPeer(try daemon.connectUnix())
             defer { peer.close() }
             _ = try peer.client.handshake(role: role)
-            for (name, body) in bodies {
+            let sends = table.sends[role]!
+            for (name, body) in bodies where name != "Goodbye" {
                 let code = try peer.request(body).code
-                if sends[role]!.contains(name) {
+                if name == "Hello" {
+                    #expect(code == .alreadyHandshaken, "\(role): a second Hello: got \(code)")
+                } else if sends.contains(name) {
                     #expect(code != .notForRole, "\(role) may send \(name)")
                 } else {
                     #expect(code == .notForRole, "\(role) may not send \(name): got \(code)")
                 }
             }
+            for (name, kind) in Self.dataFrameKinds {
+                // Refused either way here (no session, stream or scene on channel 7, a bad VIDEO header):
+                // by its role, or for what it carries.
+                try peer.client.sendFrame(kind, channel: 7, payload: [UInt8](repeating: 0, count: 24))
+                let code = try peer.waitFor { envelope -> HUErrorCode? in
+                    if envelope.requestID == 0, case .result(let result) = envelope.body { return result.code }
+                    return nil
+                }
+                if sends.contains(name) {
+                    #expect(code != .notForRole, "\(role) may send \(name) frames")
+                } else {
+                    #expect(code == .notForRole, "\(role) may not send \(name) frames: got \(code)")
+                }
+            }
+            #expect(try peer.client.pingRoundTrip(), "\(role): none of it is fatal")
         }
+        #expect(!table.sends[.phone]!.contains("GetStatus"))
     }
 
     // MARK: - B5, B6, B7: limits
@@ -488,5 +577,101 @@ struct ContractDecisionTests {
         try rig.phone.client.send(.goodbye(HUGoodbye()), requestID: 0)
         rig.settle(0.3)
         #expect(rig.clusterModel.state.nowPlaying.appID.isEmpty)
+    }
+
+    // MARK: - N5, N10, N19, N22: more of section 19's edges
+
+    /// Section 19.5: "pipelined requests rebuilt once (the end of a batch, section 4) are one version too".
+    @Test func pipelinedRequestsRebuiltOnceAreOneVersion() throws {
+        var rig = try NavRig.start()
+        defer { rig.stop() }
+        rig.settle(0.3)
+        let before = rig.clusterModel.version
+        // Four requests, four sections (previews, alert, cluster: panning, audio), in one write: one read batch.
+        let bodies: [HUEnvelope.OneOf_Body] = [
+            Self.previews(["home"]),
+            NavWire.nav(.showAlert(HUNavigationAlert.with { $0.id = "closure"; $0.titleVariants = ["Road closed"] })),
+            NavWire.nav(.showPanning(HUShowPanning())),
+            NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 5000 })),
+        ]
+        var bytes: [UInt8] = []
+        for (index, body) in bodies.enumerated() {
+            bytes += RawSocketClient.envelopeBytes(HUEnvelope.with { $0.requestID = 900 + UInt32(index); $0.body = body })
+        }
+        try rig.phone.client.send(bytes)
+        for index in bodies.indices {
+            let code = try rig.phone.waitFor { envelope -> HUErrorCode? in
+                if envelope.requestID == 900 + UInt32(index), case .result(let result) = envelope.body { return result.code }
+                return nil
+            }
+            #expect(code == .ok, "request \(index)")
+        }
+        rig.cluster.drain(for: 0.3)
+        let updates = Self.metadataUpdates(rig.cluster)
+        #expect(updates.map(\.version) == [before + 1], "one update, one version after \(before): \(updates.map(\.version))")
+        if let update = updates.first {
+            let state = update.state
+            #expect(state.hasPreviews && state.hasAlert && state.hasCluster && state.hasAudio, "every changed section in the one update: \(state)")
+            #expect(state.previews.appID == NavWire.appID && state.alert.alert.id == "closure" && state.cluster.panning
+                    && state.audio.promptAppID == NavWire.appID)
+        }
+    }
+
+    /// Section 16.14: "The events (`trip_previewed`, `trip_started`...) carry the **resolved** route
+    /// choice id: an empty one in the input is the trip's first route, and the event names it."
+    @Test func tripStartedCarriesTheResolvedRouteChoiceID() throws {
+        let rig = try NavRig.start()
+        defer { rig.stop() }
+        try rig.ok(Self.previews(["home", "work"]), on: rig.phone)
+        try rig.ok(NavWire.input(.startTrip(HUTripChosen.with { $0.tripID = "work" })), on: rig.hmi)
+        let started = try rig.phone.navigationEvent()
+        #expect(started.tripStarted.tripID == "work" && started.tripStarted.routeChoiceID == "fast", "\(started)")
+        try rig.ok(NavWire.input(.startTrip(HUTripChosen.with { $0.tripID = "home"; $0.routeChoiceID = "scenic" })), on: rig.hmi)
+        #expect(try rig.phone.navigationEvent().tripStarted.routeChoiceID == "scenic")
+    }
+
+    /// Section 16.13: "`dismiss_panning` | not panning: `INVALID_POSITION` (whatever the root; a map is not required to leave)".
+    @Test func dismissPanningWithoutAMapRootIsInvalidPosition() throws {
+        let rig = try NavRig.start(extraApps: [Self.app("com.example.maps2")])
+        defer { rig.stop() }
+        try rig.ok(Self.launch("com.example.maps2"), on: rig.hmi)
+        _ = try rig.phone.waitFor { envelope -> Bool? in
+            if case .sceneConnected(let connected) = envelope.body, connected.appID == "com.example.maps2" { return true }
+            return nil
+        }
+        // No root at all: leaving panning is INVALID_POSITION, not NO_MAP_TEMPLATE (entering it is).
+        #expect(try rig.phone.request(Self.nav("com.example.maps2", .dismissPanning(HUDismissPanning()))).code == .invalidPosition)
+        #expect(try rig.phone.request(Self.nav("com.example.maps2", .showPanning(HUShowPanning()))).code == .noMapTemplate)
+    }
+
+    /// Section 19.5, `now_playing`: "Content comes from `update_now_playing` and from a now-playing
+    /// template the app pushes or updates (not an empty one)".
+    @Test func nowPlayingContentComesFromAPushedNowPlayingTemplateButNotAnEmptyOne() throws {
+        var rig = try NavRig.start(extraApps: [Self.app("com.example.music", Self.audio)])
+        defer { rig.stop() }
+        try rig.ok(Self.launch("com.example.music"), on: rig.hmi)
+        let scene = try rig.phone.waitFor { envelope -> UInt32? in
+            if case .sceneConnected(let connected) = envelope.body, connected.appID == "com.example.music" { return connected.sceneID }
+            return nil
+        }
+        let template = { (op: HUTemplateRequest.OneOf_Op) in
+            HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with { $0.appID = "com.example.music"; $0.sceneID = scene; $0.op = op })
+        }
+        try rig.ok(template(.setRoot(TemplateSessionErrorTests.list("root"))), on: rig.phone)
+        // An empty now-playing template (show_now_playing before any content) sets no content.
+        try rig.ok(template(.showNowPlaying(HUShowNowPlaying())), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.nowPlaying.appID.isEmpty, "\(rig.clusterModel.state.nowPlaying)")
+        try rig.ok(template(.popToRoot(HUPopTemplate())), on: rig.phone)
+        // A pushed now-playing template with content: that content is the section's.
+        let pushed = HUTemplate.with { $0.id = "now-playing"; $0.nowPlaying = HUNowPlayingTemplate.with { $0.title = "Pushed"; $0.playbackRate = 1 } }
+        try rig.ok(template(.push(pushed)), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.nowPlaying.appID == "com.example.music" && rig.clusterModel.state.nowPlaying.title == "Pushed")
+        // Updating that template updates the section.
+        let updated = HUTemplate.with { $0.id = "now-playing"; $0.nowPlaying = HUNowPlayingTemplate.with { $0.title = "Updated"; $0.playbackRate = 1 } }
+        try rig.ok(template(.update(updated)), on: rig.phone)
+        rig.settle()
+        #expect(rig.clusterModel.state.nowPlaying.title == "Updated")
     }
 }

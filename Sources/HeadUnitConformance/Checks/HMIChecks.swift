@@ -32,7 +32,7 @@ enum HMIChecks {
                 }
             }
         },
-        ConformanceCheck("hmi.sequence", .p("12.3"), "ScreenUpdate.sequence +1 per update without gaps; a new HMI's first full carries the current number", needsCarRole: true) { ctx in
+        ConformanceCheck("hmi.sequence", .p("12.3"), "ScreenUpdate.sequence in order: a diff or spinner update the previous number + 1, a full a higher one (it may skip numbers); a new HMI's first full carries the current number", needsCarRole: true) { ctx in
             let app = try ctx.launchedApp([Entitlement.audio])
             try app.ok(.setRoot(Make.list("root")), "set_root")
             try app.ok(.push(Make.list("second")), "push")
@@ -41,13 +41,16 @@ enum HMIChecks {
             _ = try PhoneSessionChecks.fullScreen(app.hmi, "the full after set_root") { $0.stack == ["root"] && $0.appID == app.appID }
             _ = try PhoneSessionChecks.fullScreen(app.hmi, "the full after push") { $0.stack == ["root", "second"] }
             _ = try PhoneSessionChecks.fullScreen(app.hmi, "the full after pop") { $0.stack == ["root"] && $0.appID == app.appID }
-            let sequences = app.hmi.received.compactMap { envelope -> UInt64? in
-                if case .screenUpdate(let update) = envelope.body, update.screen == .main { return update.sequence }
+            let updates = app.hmi.received.compactMap { envelope -> HUScreenUpdate? in
+                if case .screenUpdate(let update) = envelope.body, update.screen == .main { return update }
                 return nil
             }
+            let sequences = updates.map(\.sequence)
             try require(sequences.count >= 4, "at least 4 main-screen updates (initial, launch, set_root, push, pop)", got: "\(sequences.count)")
-            for (a, b) in zip(sequences, sequences.dropFirst()) where b != a &+ 1 {
-                throw CheckFailure(expected: "sequence +1 per update", got: "\(b) after \(a) in \(sequences)")
+            for (a, b) in zip(updates, updates.dropFirst()) {
+                if let problem = WireConnection.sequenceProblem(b, after: a.sequence) {
+                    throw CheckFailure(expected: "a diff or spinner update at the previous number + 1, a full above it (§12.3)", got: "\(problem) in \(sequences)")
+                }
             }
             let late = try ctx.hmi("hmi-late")
             let full = try late.take("the new HMI's first ScreenUpdate{full}") { envelope -> HUScreenUpdate? in

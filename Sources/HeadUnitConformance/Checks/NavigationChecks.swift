@@ -223,8 +223,8 @@ extension WireConnection {
     /// Every MetadataState this connection applied (§19.5: full replaces, a change replaces its sections).
     var metadataSeen: [HUMetadataState] { metadataStates }
 
-    func takeMetadata(_ what: String) throws -> HUMetadataUpdate {
-        let update = try take(what) { envelope -> HUMetadataUpdate? in
+    func takeMetadata(_ what: String, timeoutMs: Int? = nil) throws -> HUMetadataUpdate {
+        let update = try take(what, timeoutMs: timeoutMs) { envelope -> HUMetadataUpdate? in
             if case .metadataUpdate(let update) = envelope.body { return update }
             return nil
         }
