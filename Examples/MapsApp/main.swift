@@ -1,6 +1,8 @@
 // A navigation app: a map with buttons, trip previews, guidance with
 // maneuvers, a navigation alert, dashboard shortcuts and the instrument
-// cluster. Run: swift run MapsApp [socket path]; launch "Maps" on the car.
+// cluster, and the maneuver spoken through a voicePrompt audio session
+// (espeak-ng's voice when it is installed, else a generated chime).
+// Run: swift run MapsApp [socket path]; launch "Maps" on the car.
 import CarPlayKit
 import Foundation
 
@@ -12,6 +14,7 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
     var interfaceController: CPInterfaceController?
     let map = CPMapTemplate(identifier: "map")
     var session: CPNavigationSession?
+    var voice: PromptVoice?
     let home = CPTrip(origin: CPMapItem(name: "Office"), destination: CPMapItem(name: "Home"), routeChoices: [
         CPRouteChoice(summaryVariants: ["Fastest route via A1", "Via A1"], additionalInformationVariants: ["Light traffic"],
                       selectionSummaryVariants: ["A1"], travelEstimates: CPTravelEstimates(distanceRemaining: 12_000, timeRemaining: 900),
@@ -60,6 +63,7 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
         session.updateEstimates(CPTravelEstimates(distanceRemaining: 300, timeRemaining: 45), for: turn)
         self.session = session
         log("guiding \(trip.identifier)")
+        voice?.speak(turn.instructionVariants.first ?? "")
         let ok = CPAlertAction(title: "OK", style: .default, identifier: "ok") { _ in log("alert ok") }
         mapTemplate.present(navigationAlert: CPNavigationAlert(titleVariants: ["Accident ahead"], subtitleVariants: ["Expect delays"],
                                                                image: nil, primaryAction: ok, secondaryAction: nil, duration: 0),
@@ -107,12 +111,114 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
     func instrumentClusterControllerDidZoom(in instrumentClusterController: CPInstrumentClusterController) { log("cluster zoom in") }
 }
 
+/// Speaks prompts through the car: a voicePrompt session (the car ducks
+/// music and pauses spoken audio while it is active) and a player.
+final class PromptVoice: @unchecked Sendable {
+    let session: AVAudioSession
+    private var last: Task<Void, Never>?
+
+    init(session: AVAudioSession) { self.session = session }
+
+    /// One prompt after the other: activate (start_prompt), play, deactivate (end_prompt).
+    func speak(_ text: String) {
+        let previous = last
+        last = Task { [session] in
+            await previous?.value
+            let (clip, source) = Self.clip(text)
+            do {
+                try session.setCategory(.playback, mode: .voicePrompt, options: [.duckOthers, .interruptSpokenAudioAndMixWithOthers])
+                try session.setActive(true)
+                let player = CPAudioPlayer(format: .pcm(sampleRate: clip.rate, channels: 1), session: session)
+                try await player.play()
+                try await player.write(clip.samples)  // paced by the car's credit
+                // Deactivating ends the prompt; the car plays out what it holds first.
+                try session.setActive(false, options: .notifyOthersOnDeactivation)
+                log("prompt spoken (\(source)): \(text)")
+            } catch {
+                try? session.setActive(false)
+                log("prompt failed: \(error)")
+            }
+        }
+    }
+
+    struct Clip { var rate: Int; var samples: [Int16] }
+
+    /// espeak-ng's rendering of `text` when the program is installed, else a chime.
+    static func clip(_ text: String) -> (Clip, String) {
+        if let spoken = espeak(text) { return (spoken, "espeak-ng") }
+        return (chime(), "chime")
+    }
+
+    static func espeak(_ text: String) -> Clip? {
+        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":").map { "\($0)/espeak-ng" }
+        guard let binary = paths.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("maps-prompt-\(getpid()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["-w", file, text]
+        do { try process.run() } catch { return nil }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let data = FileManager.default.contents(atPath: file) else { return nil }
+        return wav([UInt8](data))
+    }
+
+    /// A mono 16-bit WAV's rate and samples (espeak-ng writes 22050 Hz mono).
+    static func wav(_ bytes: [UInt8]) -> Clip? {
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+        guard bytes.count >= 12, Array(bytes[0..<4]) == Array("RIFF".utf8), Array(bytes[8..<12]) == Array("WAVE".utf8) else { return nil }
+        var at = 12
+        var rate = 0
+        var channels = 0
+        var bits = 0
+        while at + 8 <= bytes.count {
+            let id = String(decoding: bytes[at..<(at + 4)], as: UTF8.self)
+            let size = u32(at + 4)
+            let body = at + 8
+            if id == "fmt ", body + 16 <= bytes.count {
+                channels = u16(body + 2)
+                rate = u32(body + 4)
+                bits = u16(body + 14)
+            } else if id == "data" {
+                guard channels == 1, bits == 16, rate > 0 else { return nil }
+                // A streamed WAV may say 0 or 0xFFFFFFFF: read to the end then.
+                let end = size == 0 || body + size > bytes.count ? bytes.count : body + size
+                var samples: [Int16] = []
+                samples.reserveCapacity((end - body) / 2)
+                var index = body
+                while index + 1 < end {
+                    samples.append(Int16(bitPattern: UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8))
+                    index += 2
+                }
+                return Clip(rate: rate, samples: samples)
+            }
+            at = body + size + (size & 1)
+        }
+        return nil
+    }
+
+    /// Two falling notes (E6, C6), 48 kHz mono, with a short fade.
+    static func chime() -> Clip {
+        var samples: [Int16] = []
+        for hertz in [1318.5, 1046.5] {
+            let count = 12_000  // 250 ms
+            for index in 0..<count {
+                let envelope = min(1, Double(index) / 240) * (1 - Double(index) / Double(count))
+                samples.append(Int16(0.4 * 32767 * envelope * sin(2 * Double.pi * hertz * Double(index) / 48_000)))
+            }
+        }
+        return Clip(rate: 48_000, samples: samples)
+    }
+}
+
 let socket = CommandLine.arguments.dropFirst().first ?? HeadUnitEndpoint.defaultUnixSocketPath
 let app = CPApplication(bundleIdentifier: "com.example.maps", displayName: "Maps", entitlements: [.maps])
 let sceneDelegate = MapsSceneDelegate()
 app.sceneDelegate = sceneDelegate
 app.dashboardSceneDelegate = sceneDelegate
 app.instrumentClusterSceneDelegate = sceneDelegate
+sceneDelegate.voice = PromptVoice(session: app.audioSession)
 try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone")
 log("connected")
 await app.run()

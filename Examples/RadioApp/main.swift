@@ -1,6 +1,8 @@
 // An audio app: a list of stations, in-place updates, the shared Now Playing
 // screen fed by MPNowPlayingInfoCenter, and the car's transport controls and
-// steering-wheel buttons through MPRemoteCommandCenter.
+// steering-wheel buttons through MPRemoteCommandCenter; the station on air
+// streams a generated signal (a sine tone per station) through the car's
+// mixer with AVAudioSession and CPAudioPlayer, and stops on pause.
 // Run: swift run RadioApp [socket path]; launch "Radio" on the car.
 import CarPlayKit
 import Foundation
@@ -11,6 +13,7 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
     CPSessionConfigurationDelegate, @unchecked Sendable {
     var interfaceController: CPInterfaceController?
     var sessionConfiguration: CPSessionConfiguration?
+    var audio: StationAudio?
     let jazz = CPListItem(text: "Jazz FM", detailText: "Smooth jazz", identifier: "jazz")
     let news = CPListItem(text: "News 24", detailText: "Headlines", identifier: "news")
     lazy var stations = CPListTemplate(title: "Radio", sections: [CPListSection(items: [jazz, news], header: "Stations")],
@@ -42,6 +45,7 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                   didDisconnectInterfaceController interfaceController: CPInterfaceController) {
         self.interfaceController = nil
+        audio?.stop()
         log("disconnected")
     }
 
@@ -77,6 +81,7 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
         self.playing = playing
         log(playing ? "play" : "pause")
         showNowPlaying(station)
+        if playing { audio?.play(station) } else { audio?.stop() }
         return .success
     }
 
@@ -89,6 +94,7 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
         for item in stations { item.setPlaying(item === next) }
         log("tuned to \(next.text ?? "")")
         showNowPlaying(next)
+        audio?.play(next)
         return .success
     }
 
@@ -107,6 +113,7 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
             onAir = station
             playing = true
             showNowPlaying(station)
+            audio?.play(station)
             for item in [jazz, news] { item.setPlaying(item === station) }
             station.setDetailText("On air")  // an in-place item update
             try await interfaceController?.pushTemplate(CPNowPlayingTemplate.shared, animated: true)
@@ -127,10 +134,63 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
     }
 }
 
+/// The station on air as sound: a sine tone per station (Jazz FM 440 Hz,
+/// News 24 660 Hz), 48 kHz stereo, written as fast as the car's credit
+/// allows, which is real time.
+final class StationAudio: @unchecked Sendable {
+    static let tones = ["jazz": 440.0, "news": 660.0]
+    let session: AVAudioSession
+    private var task: Task<Void, Never>?
+
+    init(session: AVAudioSession) {
+        self.session = session
+        try? session.setCategory(.playback, mode: .default, options: [])
+        try? session.setActive(true)
+    }
+
+    /// Plays the station's tone, after the stream before ends. The now-playing
+    /// update (playback rate 1) went first: it gives the app the main audio.
+    func play(_ station: CPListItem) {
+        let hertz = Self.tones[station.identifier] ?? 440
+        let previous = task
+        previous?.cancel()
+        task = Task { [session] in
+            await previous?.value
+            let player = CPAudioPlayer(format: .pcm(sampleRate: 48_000, channels: 2), session: session)
+            player.stopHandler = { reason in log("audio stopped by the car: \(reason)") }
+            do {
+                try await player.play()
+                log("streaming \(Int(hertz)) Hz")
+                var frame = 0
+                while !Task.isCancelled {
+                    var samples: [Int16] = []
+                    samples.reserveCapacity(960 * 2)
+                    for index in frame..<(frame + 960) {
+                        let value = Int16(0.3 * 32767 * sin(2 * Double.pi * hertz * Double(index) / 48_000))
+                        samples.append(value)
+                        samples.append(value)
+                    }
+                    try await player.write(samples)  // 20 ms; waits for the car's credit
+                    frame += 960
+                }
+            } catch {
+                log("audio: \(error)")
+            }
+            await player.stop()
+            log("stream stopped")
+        }
+    }
+
+    func stop() {
+        task?.cancel()
+    }
+}
+
 let socket = CommandLine.arguments.dropFirst().first ?? HeadUnitEndpoint.defaultUnixSocketPath
 let app = CPApplication(bundleIdentifier: "com.example.radio", displayName: "Radio", entitlements: [.audio])
 let sceneDelegate = RadioSceneDelegate()
 app.sceneDelegate = sceneDelegate
+sceneDelegate.audio = StationAudio(session: app.audioSession)
 try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone")
 log("connected")
 await app.run()
