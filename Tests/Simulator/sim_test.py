@@ -277,6 +277,9 @@ def main():
         check(driver.execute_script("const a = document.querySelector('#now-playing .img'); return !!a && (!!a.querySelector('img') || a.classList.contains('no-artwork'))"),
               "Now Playing draws the artwork or a placeholder, never an empty square")
         check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (now playing)", os.path.join(shots, "main-nowplaying.png"))
+        small = driver.execute_script("return [...document.querySelectorAll('#now-playing .np-buttons .btn')].filter(b => b.offsetWidth < 44 || b.offsetHeight < 44).map(b => b.dataset.buttonId)")
+        check(driver.execute_script("return document.querySelectorAll('#now-playing .np-buttons .btn').length") > 0 and small == [],
+              f"Now Playing's buttons (shuffle, repeat...) are touch targets of at least 44x44 px, smaller: {small}")
 
         # The knob: arrow keys move the focus, Enter selects (the shuffle button).
         page.find("#main-screen").click()
@@ -307,7 +310,9 @@ def main():
         page.wait_text("#cluster", "Guidance: ACTIVE · Maps")  # the display name, not the bundle id
         page.wait_text("#dashboard", "Guidance: ACTIVE · Maps")
         lanes = driver.execute_script("const b = document.querySelector('#cluster .lanes .img'); return b && [b.offsetWidth, b.offsetHeight]")
-        check(lanes == [60, 9], f"the 240x36 lane strip drawn at its aspect (60x9 in a 60-point slot), got {lanes}")
+        check(lanes == [120, 18], f"the 240x36 lane strip drawn at laneGuidance's 120x18 points (TEMPLATES.md), got {lanes}")
+        check(driver.execute_script("const b = document.querySelector('#cluster .lanes .img'); return b.title.startsWith('asset ') && b.scrollHeight <= b.clientHeight"),
+              "the lane strip's asset name stays on one line inside it (and whole in its tooltip), not wrapped and cut")
         page.wait_text("#cluster", "ACTIVE")
         time.sleep(0.3)
         check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (map with guidance)", os.path.join(shots, "main-map.png"))

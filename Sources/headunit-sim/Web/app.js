@@ -121,7 +121,13 @@ function image(img, size, alt) {
   const box = h("span", { class: "img", style: `width:${w}px;height:${hgt}px`, title: alt || "" });
   if (!img) return box;
   if (img.png) box.append(h("img", { src: "data:image/png;base64," + img.png, alt: alt || "" }));
-  else if (img.asset) { box.textContent = (dark() && img.darkAsset) || img.asset; box.title = "asset " + box.textContent; }
+  else if (img.asset) {
+    const name = (dark() && img.darkAsset) || img.asset;
+    box.title = "asset " + name;
+    // A flat strip keeps the name in its tooltip; one a line tall shows it on one line, cut with an ellipsis.
+    if (hgt >= 14) box.textContent = name;
+    if (hgt < 24) box.classList.add(hgt >= 14 ? "one-line" : "flat");
+  }
   else if (img.ref) { box.textContent = "…"; box.title = "image " + img.ref.slice(0, 12) + " (loading)"; }
   return box;
 }
@@ -573,7 +579,7 @@ function guidanceBlock(meta, where) {
     const text = where === "dashboard" ? first(m.dashboardInstructionVariants) || first(m.instructionVariants) : first(m.instructionVariants);
     out.push(h("div", { class: "maneuver", "data-maneuver-id": m.id, style: i ? "opacity:.75;font-size:90%" : "" },
       m.symbol && m.symbol.png ? image(m.symbol, 44) : h("span", { class: "sym", title: (m.symbol || {}).asset || "" }, laneOnly ? "⇈" : maneuverGlyph(m)),
-      h("div", {}, laneOnly ? h("div", { class: "lanes" }, image(m.symbol, 60, "lanes"), " lane guidance")
+      h("div", {}, laneOnly ? h("div", { class: "lanes" }, image(m.symbol, 120, "lanes"), " lane guidance")
         : h("div", { class: "instr" }, (i ? "Then: " : "") + text),
         m.estimates ? h("div", { class: "estimates" }, fmtEst(m.estimates)) : null,
         m.junctionImage ? h("div", { class: "muted" }, "[junction view]") : null)));
