@@ -161,6 +161,8 @@ struct CarPlayKitExampleTests {
         await rig.example.expect("root set: true ")
         try await rig.hmi.selectItem("jazz", on: "stations")
         await rig.example.expect("playing Jazz FM")
+        // The station on air streams its tone through the car's mixer (the car accepted the main stream).
+        await rig.example.expect("streaming 440 Hz")
         // The Now Playing screen carries the commands the app offers: skip is offered but disabled.
         let screen = await rig.hmi.waitForScreen { $0.top.id == "now-playing" && $0.remoteCommands.commands.count >= 7 }
         let commands = screen?.remoteCommands.commands ?? []
@@ -174,11 +176,13 @@ struct CarPlayKitExampleTests {
         #expect(pause.status == .success)
         await rig.example.expect("pause")
         #expect(await rig.hmi.waitForScreen { $0.top.nowPlaying.playbackRate == 0 && $0.top.nowPlaying.title == "Jazz FM" } != nil)
+        await rig.example.expect("stream stopped")
 
         // The steering wheel's NEXT: to the app that owns the main audio, as its next-track handler.
         let next = try await rig.hmi.pressCarButton(.next)
         #expect(next.appID == "com.example.radio" && next.call.command == .nextTrack && next.status == .success)
         await rig.example.expect("tuned to News 24")
+        await rig.example.expect("streaming 660 Hz")
         let tuned = await rig.hmi.waitForScreen { $0.top.nowPlaying.title == "News 24" && $0.top.nowPlaying.playbackRate == 1 }
         #expect(tuned?.top.nowPlaying.artwork.asset == "station-news")
 
@@ -248,6 +252,9 @@ struct CarPlayKitExampleTests {
         await rig.example.expect("previewing home via a1")
         try await rig.hmi.connection.request(Self.navigationInput(.startTrip(chosen)))
         await rig.example.expect("guiding home")
+        // The maneuver is spoken through a voicePrompt session: espeak-ng's voice when installed, else a chime.
+        let espeak = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/espeak-ng") }
+        await rig.example.expect("prompt spoken (\(espeak ? "espeak-ng" : "chime")): Turn right onto Main Street")
 
         // The cluster sees the guidance the session sent (maneuvers and estimates).
         let cluster = try await ClusterSession.connect(to: rig.endpoint)
