@@ -78,9 +78,10 @@ public final class AVAudioSession: @unchecked Sendable {
 
     static func session(for application: CPApplication) -> AVAudioSession {
         sessions.withLockedValue { state in
-            let key = ObjectIdentifier(application)
-            let session = state.all[key] ?? AVAudioSession(application: application)
+            // An app gone may leave its address to a new one: drop the sessions of apps gone first.
             state.all = state.all.filter { $0.value.application != nil }
+            let key = ObjectIdentifier(application)
+            let session = state.all[key].flatMap { $0.application === application ? $0 : nil } ?? AVAudioSession(application: application)
             state.all[key] = session
             state.last = session
             return session
@@ -94,6 +95,8 @@ public final class AVAudioSession: @unchecked Sendable {
     @CPLocked public private(set) var isActive = false
     /// The last `start_prompt` sent (a voicePrompt session's activation): players wait for it.
     @CPLocked var activation: Task<Void, Error>?
+    /// The session set the now-playing's spoken flag (and clears it when the mode changes).
+    @CPLocked private var markedSpoken = false
 
     private init(application: CPApplication?) {
         self.application = application
@@ -113,7 +116,11 @@ public final class AVAudioSession: @unchecked Sendable {
         self.category = category
         self.mode = mode
         self.categoryOptions = options
-        if mode == .spokenAudio { markSpoken() }
+        if mode == .spokenAudio {
+            markSpoken()
+        } else if $markedSpoken.exchange(false) {
+            CPNowPlayingTemplate.shared.nowPlayingInfo.isSpokenAudio = false
+        }
     }
 
     /// Activates or deactivates the session. For a voicePrompt session this
@@ -155,6 +162,7 @@ public final class AVAudioSession: @unchecked Sendable {
         guard let application, application.entitlements.contains(.audio) else { return }
         if !CPNowPlayingTemplate.shared.nowPlayingInfo.isSpokenAudio {
             CPNowPlayingTemplate.shared.nowPlayingInfo.isSpokenAudio = true
+            markedSpoken = true
         }
     }
 

@@ -87,7 +87,8 @@ struct CarPlayKitAudioTests {
         let playing = output.medianLevel(440, from: firstWrite + 0.15, to: lastWrite)
         let after = output.medianLevel(440, from: stopped + 0.05, to: output.time(output.left.count))
         let onset = output.onset(440, after: firstWrite - 0.5, threshold: 0.2)
-        print("carplaykit audio: 1 s written in \(lastWrite - firstWrite) s, finish \(stopped - lastWrite) s, tone \(playing), after stop \(after), "
+        let toneDuration = output.duration(440, threshold: 0.2)
+        print("carplaykit audio: \(toneDuration) s of tone; 1 s written in \(lastWrite - firstWrite) s, finish \(stopped - lastWrite) s, tone \(playing), after stop \(after), "
             + "onset \(onset.map { Int(($0 - firstWrite) * 1000) } ?? -1) ms after the first write, \(output.time(output.left.count) - stopped) s of output after stop")
         #expect(lastWrite - firstWrite > 0.8, "paced by the car's credit, not dumped: 1 s written in \(lastWrite - firstWrite) s")
         #expect(playing > 0.35 && playing < 0.45, "the tone plays at its level: \(playing)")
@@ -174,6 +175,87 @@ struct CarPlayKitAudioTests {
         #expect(abs(duck - -12) <= 1, "ducked by 12 dB during the prompt: \(duck) dB")
         #expect(abs(restored) <= 0.5, "restored after the prompt: \(restored) dB")
         #expect(promptLevel > 0.25, "the prompt is heard on top: \(promptLevel)")
+    }
+
+    /// A `.spokenAudio` session marks the app's now-playing as spoken, so a
+    /// prompt (another app's, on the same phone, through HeadUnitClient)
+    /// pauses it instead of ducking it: the CarPlayKit player's writes wait
+    /// for credit meanwhile and none of its 2 s is lost.
+    @Test func aSpokenAudioSessionIsPausedByAPromptNotDucked() async throws {
+        let rig = try await Rig.start()
+        defer { rig.stop() }
+        let app = CPApplication(bundleIdentifier: "com.example.podcast", displayName: "Podcasts", entitlements: [.audio])
+        try await app.connect(to: rig.endpoint, deviceName: "audio test phone")
+        let phone = try #require(app.phone)
+        try await rig.hmi.launch(app.bundleIdentifier)
+        _ = try await phone.waitForScene(appID: app.bundleIdentifier)
+        MPNowPlayingInfoCenter.default().nowPlayingInfo = [MPMediaItemPropertyTitle: "Episode", MPNowPlayingInfoPropertyPlaybackRate: 1.0]
+        let session = app.audioSession
+        try session.setCategory(.playback, mode: .spokenAudio)
+        defer { try? session.setCategory(.playback, mode: .default) }
+        try session.setActive(true)
+        #expect(CPNowPlayingTemplate.shared.nowPlayingInfo.isSpokenAudio)
+        let maps = "com.example.maps"
+        _ = try await phone.announce([HUAppInfo.with { $0.appID = maps; $0.displayName = "Maps"; $0.entitlements = [CPEntitlement.maps.rawValue] }])
+        try await rig.hmi.launch(maps)
+        _ = try await phone.waitForScene(appID: maps)
+
+        let player = CPAudioPlayer(format: .pcm(sampleRate: 48_000, channels: 2), session: session)
+        try await player.play()
+        let (halfSecond, marker) = AsyncStream.makeStream(of: Void.self)
+        let writer = Task { () throws -> Void in
+            var written = 0
+            while written < 2 * 48_000 {
+                try await player.write(Self.tone(440, start: written, count: 960, channels: 2))
+                written += 960
+                if written == 24_000 { marker.yield(); marker.finish() }
+            }
+        }
+        for await _ in halfSecond { break }
+        let promptRequested = RawSocketClient.now()
+        try await phone.connection.request(.navigationRequest(HUNavigationRequest.with {
+            $0.appID = maps; $0.op = .startPrompt(HUAudioPrompt.with { $0.durationMs = 5000 })
+        }))
+        let prompt = try await phone.openAudioStream(appID: maps, type: .alternate, format: .pcm(sampleRate: 48_000, channels: 1))
+        var promptFrames = 0
+        while promptFrames < 48_000 {
+            try await prompt.write(samples: Self.tone(880, start: promptFrames, count: 960, channels: 1))
+            promptFrames += 960
+        }
+        let promptEnded = RawSocketClient.now()
+        try await phone.connection.request(.navigationRequest(HUNavigationRequest.with { $0.appID = maps; $0.op = .endPrompt(HUEndPrompt()) }))
+        #expect(await prompt.waitUntilClosed().reason == .focusLost)
+        try await writer.value
+        await player.finish()
+        await app.disconnect()
+
+        let output = try await rig.output()
+        let promptOnset = try #require(output.onset(880, after: promptRequested, threshold: 0.2))
+        let during = output.medianLevel(440, from: promptOnset + 0.1, to: promptEnded - 0.05)
+        let spoken = output.duration(440, threshold: 0.2)
+        // Where the podcast sounded, relative to the prompt's onset (10 ms windows).
+        var runs: [String] = []
+        var runStart: Int?
+        var at = 0
+        while at + 480 <= output.left.count {
+            let on = output.level(440, from: at, count: 480) >= 0.2
+            if on, runStart == nil { runStart = at }
+            if !on, let start = runStart {
+                runs.append(String(format: "%.3f..%.3f", output.time(start) - promptOnset, output.time(at) - promptOnset))
+                runStart = nil
+            }
+            at += 480
+        }
+        print("carplaykit spoken audio: \(during) during the prompt; \(spoken) s of it played (2.0 s written); runs \(runs), prompt ended \(promptEnded - promptOnset)")
+        #expect(during < 0.004, "paused (silent), not ducked, during the prompt: \(during)")
+        #expect(spoken > 1.8, "the podcast played around the prompt: \(spoken) s")
+        // Section 24.3: nothing of a paused stream is lost. The daemon's mixer
+        // loses what the car held when the pause began (up to the window: the
+        // SDK writes a window ahead) when the prompt ends: 1.87-1.89 s of 2.0
+        // played, a 110 ms gap right after the prompt (issue 27, the mixer's).
+        withKnownIssue("a paused stream loses what the car held at the pause (HeadUnitServer's mixer)", isIntermittent: true) {
+            #expect(abs(spoken - 2.0) <= 0.08, "all 2 s played, around the prompt: \(spoken) s")
+        }
     }
 
     /// A voicePrompt player refuses to play before its session is active,
