@@ -30,7 +30,8 @@ public final class AudioStream: @unchecked Sendable {
     /// Sample frames sent so far: the default timestamp of the next unit.
     private var framesSent: UInt64 = 0
     private var lastTimestamp: UInt64 = 0
-    private var waiting: (frames: Int, payload: ByteBuffer, continuation: CheckedContinuation<Void, Error>)?
+    private var waiting: (frames: Int, payload: ByteBuffer, continuation: CheckedContinuation<Void, Error>, token: UInt64)?
+    private var nextToken: UInt64 = 0
     private var closedBy: HUAudioStreamClosed?
     private var closeWaiters: [CheckedContinuation<HUAudioStreamClosed, Never>] = []
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
@@ -48,8 +49,9 @@ public final class AudioStream: @unchecked Sendable {
     /// Waits while the car's credit is spent. Throws `FLOW_CONTROL` for a
     /// unit longer than the window, `BAD_MEDIA_FRAME` for one that is not a
     /// unit of the format, `INVALID_POSITION` when another write of this
-    /// stream is still waiting, and `NOT_CONNECTED` once the stream closed
-    /// (``closeReason`` says why).
+    /// stream is still waiting, `NOT_CONNECTED` once the stream closed
+    /// (``closeReason`` says why), and `CancellationError` when the task is
+    /// cancelled while it waits (the unit is not sent).
     public func write(_ unit: ByteBuffer, timestamp: UInt64? = nil) async throws {
         guard let frames = Self.frames(of: unit.readableBytesView, format: info.format) else {
             throw HeadUnitError(code: .badMediaFrame, message: "not one unit of \(info.format.codec) with \(info.format.channels) channels", origin: .usage)
@@ -57,26 +59,44 @@ public final class AudioStream: @unchecked Sendable {
         guard frames <= window else {
             throw HeadUnitError(code: .flowControl, message: "a unit of \(frames) frames is longer than the car's window of \(window)", origin: .usage)
         }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+        let token = TokenBox()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                connection.onLoop {
+                    if let closed = self.closedBy {
+                        continuation.resume(throwing: Self.closedError(closed))
+                        return
+                    }
+                    guard self.waiting == nil else {
+                        continuation.resume(throwing: HeadUnitError(code: .invalidPosition, message: "another write of stream \(self.streamID) is waiting for credit", origin: .usage))
+                        return
+                    }
+                    if token.cancelled {
+                        continuation.resume(throwing: CancellationError())
+                        return
+                    }
+                    let stamp = timestamp ?? self.framesSent * 1_000_000 / UInt64(max(1, self.info.format.sampleRate))
+                    var payload = ByteBuffer()
+                    payload.reserveCapacity(8 + unit.readableBytes)
+                    payload.writeInteger(max(stamp, self.lastTimestamp), endianness: .big, as: UInt64.self)
+                    payload.writeImmutableBuffer(unit)
+                    if self.credit >= frames {
+                        self.send(frames: frames, payload)
+                        continuation.resume()
+                    } else {
+                        self.nextToken += 1
+                        token.value = self.nextToken
+                        self.waiting = (frames, payload, continuation, self.nextToken)
+                    }
+                }
+            }
+        } onCancel: {
+            // A cancelled write that waits for credit ends now, unsent.
             connection.onLoop {
-                if let closed = self.closedBy {
-                    continuation.resume(throwing: Self.closedError(closed))
-                    return
-                }
-                guard self.waiting == nil else {
-                    continuation.resume(throwing: HeadUnitError(code: .invalidPosition, message: "another write of stream \(self.streamID) is waiting for credit", origin: .usage))
-                    return
-                }
-                let stamp = timestamp ?? self.framesSent * 1_000_000 / UInt64(max(1, self.info.format.sampleRate))
-                var payload = ByteBuffer()
-                payload.reserveCapacity(8 + unit.readableBytes)
-                payload.writeInteger(max(stamp, self.lastTimestamp), endianness: .big, as: UInt64.self)
-                payload.writeImmutableBuffer(unit)
-                if self.credit >= frames {
-                    self.send(frames: frames, payload)
-                    continuation.resume()
-                } else {
-                    self.waiting = (frames, payload, continuation)
+                token.cancelled = true
+                if let pending = self.waiting, pending.token == token.value {
+                    self.waiting = nil
+                    pending.continuation.resume(throwing: CancellationError())
                 }
             }
         }
@@ -225,6 +245,12 @@ public final class AudioStream: @unchecked Sendable {
         let samples = count * frameSize
         return samples <= 5760 ? samples : nil
     }
+}
+
+/// A write's place in the queue, for its cancellation (loop-confined).
+private final class TokenBox: @unchecked Sendable {
+    var value: UInt64 = 0
+    var cancelled = false
 }
 
 extension HUAudioFormat {
