@@ -57,9 +57,11 @@ struct CarPlayKitAudioTests {
         let rig = try await Rig.start()
         defer { rig.stop() }
         let app = CPApplication(bundleIdentifier: "com.example.tone", displayName: "Tone", entitlements: [.audio])
+        let scene = SceneSignal()
+        app.sceneDelegate = scene
         try await app.connect(to: rig.endpoint, deviceName: "audio test phone")
         try await rig.hmi.launch(app.bundleIdentifier)
-        _ = try await app.phone!.waitForScene(appID: app.bundleIdentifier)
+        await scene.connected()  // CarPlayKit attached the now-playing to the scene
         // The app's now-playing plays: it owns the car's main audio (19.8).
         MPNowPlayingInfoCenter.default().nowPlayingInfo = [MPMediaItemPropertyTitle: "A", MPNowPlayingInfoPropertyPlaybackRate: 1.0]
         let session = app.audioSession
@@ -185,10 +187,12 @@ struct CarPlayKitAudioTests {
         let rig = try await Rig.start()
         defer { rig.stop() }
         let app = CPApplication(bundleIdentifier: "com.example.podcast", displayName: "Podcasts", entitlements: [.audio])
+        let scene = SceneSignal()
+        app.sceneDelegate = scene
         try await app.connect(to: rig.endpoint, deviceName: "audio test phone")
         let phone = try #require(app.phone)
         try await rig.hmi.launch(app.bundleIdentifier)
-        _ = try await phone.waitForScene(appID: app.bundleIdentifier)
+        await scene.connected()  // CarPlayKit attached the now-playing to the scene
         MPNowPlayingInfoCenter.default().nowPlayingInfo = [MPMediaItemPropertyTitle: "Episode", MPNowPlayingInfoPropertyPlaybackRate: 1.0]
         let session = app.audioSession
         try session.setCategory(.playback, mode: .spokenAudio)
@@ -280,6 +284,20 @@ struct CarPlayKitAudioTests {
             #expect(error.code.rawValue == 175, "\(error)")
         }
         await maps.disconnect()
+    }
+}
+
+/// Tells the test when CarPlayKit connected the app's main scene (the
+/// now-playing template is attached to it before the delegate is called).
+final class SceneSignal: CPTemplateApplicationSceneDelegate, @unchecked Sendable {
+    private let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didConnect interfaceController: CPInterfaceController) {
+        continuation.yield()
+    }
+
+    func connected() async {
+        for await _ in stream { return }
     }
 }
 
