@@ -29,7 +29,15 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
         let routes = CPMapButton(identifier: "routes") { [unowned self] _ in
             self.map.showTripPreviews([self.home], textConfiguration:
                 CPTripPreviewTextConfiguration(startButtonTitle: "Go", additionalRoutesButtonTitle: nil, overviewButtonTitle: nil))
-            log("previews shown")
+            // The call returns at once, as CarPlay's; the car shows the previews once its request arrived.
+            Task { @MainActor in
+                do {
+                    try await interfaceController.waitForPendingUpdates()
+                    log("previews shown")
+                } catch {
+                    log("previews refused: \(error)")
+                }
+            }
         }
         routes.image = CPImage(named: "routes", pixelWidth: 88, pixelHeight: 88)
         map.mapButtons = [routes]
