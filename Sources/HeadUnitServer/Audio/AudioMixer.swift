@@ -145,6 +145,10 @@ final class AudioMixer {
 
     var streams: [UInt32: Stream] = [:]
     var mix = AudioStreams.Mix()
+    /// Whether the last prompt paused main audio (spoken audio) rather than
+    /// ducking it: then main stays paused while the prompt's tail still
+    /// sounds after its focus ended, as it was during the prompt (24.3).
+    private var promptPausesMain = false
     let jitterFrames: Int
     private(set) var underruns: UInt64 = 0
 
@@ -168,6 +172,7 @@ final class AudioMixer {
             }
         case .mix(let mix):
             self.mix = mix
+            if mix.pauseMain { promptPausesMain = true } else if mix.duckMain { promptPausesMain = false }
         case .microphone:
             break  // the engine captures
         }
@@ -176,11 +181,14 @@ final class AudioMixer {
     /// Mixes `count` frames (48 kHz stereo interleaved) and reports the credit played.
     func render(_ count: Int, played: inout [(stream: UInt32, frames: UInt32)]) -> [Float] {
         var out = [Float](repeating: 0, count: count * 2)
-        // A prompt still sounding (its tail after the focus ended) keeps music ducked.
+        // A prompt still sounding (its tail after the focus ended) keeps music
+        // ducked, and spoken audio paused: it resumes where it stopped once
+        // the prompt is over, nothing of it played under the prompt.
         let promptSounding = streams.values.contains { $0.type == .alternate && $0.buffered > 0 }
+        let pauseMain = mix.pauseMain || (promptSounding && promptPausesMain)
         for id in streams.keys.sorted() {
             let stream = streams[id]!
-            if stream.type == .main && mix.pauseMain { continue }  // paused: not consumed, no credit back
+            if stream.type == .main && pauseMain { continue }  // paused: not consumed, no credit back
             if !stream.playing {
                 guard stream.buffered >= jitterFrames || (stream.draining && stream.buffered > 0) else { continue }
                 stream.playing = true
