@@ -212,38 +212,11 @@ public final class AudioStream: @unchecked Sendable {
             let frameBytes = 2 * max(1, Int(format.channels))
             return bytes.count % frameBytes == 0 ? bytes.count / frameBytes : nil
         case .opus:
-            guard let samples = opusSamplesAt48k(bytes) else { return nil }
+            guard let samples = OpusPacket.samplesAt48k(bytes) else { return nil }
             return samples * Int(format.sampleRate) / 48_000
         default:
             return nil
         }
-    }
-
-    /// An Opus packet's samples per channel at 48 kHz from its TOC (RFC 6716
-    /// section 3.1); nil when the TOC cannot be valid or it lasts over 120 ms.
-    static func opusSamplesAt48k(_ bytes: ByteBufferView) -> Int? {
-        guard let toc = bytes.first else { return nil }
-        let config = Int(toc >> 3)
-        let frameSize: Int
-        switch config {
-        case 0...11: frameSize = [480, 960, 1920, 2880][config % 4]  // SILK: 10, 20, 40, 60 ms
-        case 12...15: frameSize = [480, 960][config % 2]  // hybrid: 10, 20 ms
-        default: frameSize = [120, 240, 480, 960][config % 4]  // CELT: 2.5, 5, 10, 20 ms
-        }
-        let count: Int
-        switch toc & 0x3 {
-        case 0: count = 1
-        case 1:
-            guard (bytes.count - 1) % 2 == 0 else { return nil }
-            count = 2
-        case 2: count = 2
-        default:
-            guard bytes.count >= 2 else { return nil }
-            count = Int(bytes[bytes.index(after: bytes.startIndex)] & 0x3F)
-            guard count >= 1 else { return nil }
-        }
-        let samples = count * frameSize
-        return samples <= 5760 ? samples : nil
     }
 }
 
