@@ -69,6 +69,8 @@ public final class CPApplication: @unchecked Sendable {
     @CPLocked private var dashboardScene: CPTemplateApplicationDashboardScene?
     @CPLocked private var clusterScene: CPTemplateApplicationInstrumentClusterScene?
     @CPLocked private var eventTask: Task<Void, Never>?
+    /// This connection's events as the app handled them, for answers applied in the car's order.
+    @CPLocked var eventOrder = EventOrder()
     /// A RemoteCommands request is queued and not sent yet: later changes ride on it.
     @CPLocked private var remoteCommandsQueued = false
     /// The car requests of this app, in order.
@@ -151,11 +153,15 @@ public final class CPApplication: @unchecked Sendable {
         phoneSession = phone
         carDecision = decision
         if entitlements.contains(.protocols) { EAAccessoryManager.makeShared(accessoryManager) }
+        let order = EventOrder()
+        eventOrder = order
         eventTask = Task { @MainActor [weak self] in
             for await event in phone.events {
                 guard let self else { return }
                 self.handle(event)
+                order.handledOne()
             }
+            order.finish()
             self?.connectionEnded()
         }
         // Audio apps offer the car the commands of MPRemoteCommandCenter (PROTOCOL.md section 23).
@@ -357,5 +363,58 @@ public final class CPApplication: @unchecked Sendable {
         accessoryManager.removeAll()
         phoneSession = nil
         MPRemoteCommandCenter.shared().detach(self)
+    }
+}
+
+/// Answers applied in the car's order. The car sends a request's lifecycle
+/// events before its Result; the events reach the app on the main actor,
+/// the answer on the request queue. An answer that changes the app's mirror
+/// of the car (the template stack) waits here until the events that came
+/// before it are handled, so a late `WILL_APPEAR` of the template a request
+/// replaced never reads as the car's own back button.
+final class EventOrder: @unchecked Sendable {
+    private struct State {
+        var handled: UInt64 = 0
+        var finished = false
+        var waiting: [(after: UInt64, run: @MainActor @Sendable () -> Void)] = []
+    }
+    private let state = NIOLockedValueBox(State())
+
+    /// Runs `apply` on the main actor once `position` events are handled.
+    func apply(after position: UInt64, _ apply: @escaping @MainActor @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let run: @MainActor @Sendable () -> Void = {
+                apply()
+                continuation.resume()
+            }
+            let ready = state.withLockedValue { state -> Bool in
+                if state.finished || state.handled >= position { return true }
+                state.waiting.append((position, run))
+                return false
+            }
+            if ready { Task { @MainActor in run() } }
+        }
+    }
+
+    /// One more event handled: runs the answers that waited for it, before the next event.
+    @MainActor func handledOne() {
+        let due = state.withLockedValue { state -> [@MainActor @Sendable () -> Void] in
+            state.handled += 1
+            let handled = state.handled
+            let due = state.waiting.filter { $0.after <= handled }.map(\.run)
+            state.waiting.removeAll { $0.after <= handled }
+            return due
+        }
+        for run in due { run() }
+    }
+
+    /// No more events: whatever waits runs now.
+    @MainActor func finish() {
+        let due = state.withLockedValue { state -> [@MainActor @Sendable () -> Void] in
+            state.finished = true
+            defer { state.waiting.removeAll() }
+            return state.waiting.map(\.run)
+        }
+        for run in due { run() }
     }
 }

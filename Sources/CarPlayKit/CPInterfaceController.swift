@@ -292,9 +292,9 @@ public final class CPInterfaceController: @unchecked Sendable {
             if let template { self.beginPending(template) }
             defer { if let template { self.endPending(template) } }
             do {
-                let shown = try await self.client.perform(op(template), animated: animated)
+                let (shown, eventsBefore) = try await self.client.performCountingEvents(op(template), animated: animated)
                 await self.answerWillApply?()
-                apply(shown)
+                await self.application.eventOrder.apply(after: eventsBefore) { apply(shown) }
                 return true
             } catch {
                 throw CPError(error)

@@ -1,4 +1,5 @@
 import HeadUnitWire
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -41,6 +42,9 @@ public final class PhoneSession: @unchecked Sendable {
     /// Every event, in order (bounded: the newest 4096 are kept if nobody reads).
     public let events: AsyncStream<PhoneEvent>
     private let eventContinuation: AsyncStream<PhoneEvent>.Continuation
+    /// How many events `events` has handed on so far, for
+    /// ``InterfaceController/performCountingEvents(_:animated:)``.
+    let eventsYielded = EventCount()
     /// The same events for `nextEvent(where:)`; taken out of order on demand.
     let mailbox: Mailbox<PhoneEvent>
     /// External Accessory sessions of this phone's apps.
@@ -147,7 +151,7 @@ public final class PhoneSession: @unchecked Sendable {
             apps[status.appID] = CarApp(info: info, decision: decision, session: self)
         }
         for scene in resumed.scenes {
-            apps[scene.appID]?.scenes[scene.sceneID] = InterfaceController(scene: scene, connection: connection)
+            apps[scene.appID]?.scenes[scene.sceneID] = InterfaceController(scene: scene, connection: connection, eventsYielded: eventsYielded)
         }
     }
 
@@ -260,7 +264,7 @@ public final class PhoneSession: @unchecked Sendable {
         let event: PhoneEvent
         switch envelope.body {
         case .sceneConnected(let scene):
-            let controller = InterfaceController(scene: scene, connection: connection)
+            let controller = InterfaceController(scene: scene, connection: connection, eventsYielded: eventsYielded)
             if let app = apps[scene.appID] {
                 app.scenes[scene.sceneID] = controller
             }
@@ -284,7 +288,8 @@ public final class PhoneSession: @unchecked Sendable {
             event = .other(envelope)
         }
         mailbox.post(event)
-        eventContinuation.yield(event)
+        // A full buffer drops its oldest event for this one: the count the consumer will see is unchanged.
+        if case .enqueued = eventContinuation.yield(event) { eventsYielded.value += 1 }
     }
 
     private func closed() {
@@ -357,9 +362,13 @@ public final class InterfaceController: Sendable {
     public var sceneID: UInt32 { scene.sceneID }
     public var kind: HUSceneKind { scene.kind }
 
-    init(scene: HUSceneConnected, connection: HeadUnitConnection) {
+    /// The phone's count of events handed to `PhoneSession.events`.
+    let eventsYielded: EventCount
+
+    init(scene: HUSceneConnected, connection: HeadUnitConnection, eventsYielded: EventCount = EventCount()) {
         self.scene = scene
         self.connection = connection
+        self.eventsYielded = eventsYielded
     }
 
     @discardableResult
@@ -433,6 +442,20 @@ public final class InterfaceController: Sendable {
         return HUTemplateShown()
     }
 
+    /// Like ``perform(_:animated:)``, and how many of `events` came before
+    /// the answer: the car sends a request's lifecycle events before its
+    /// `Result`, so a consumer of `events` that applies the answer once it
+    /// has handled that many sees the car's order (CarPlayKit does).
+    public func performCountingEvents(_ op: HUTemplateRequest.OneOf_Op, animated: Bool) async throws -> (shown: HUTemplateShown, eventsBefore: UInt64) {
+        let position = NIOLockedValueBox<UInt64>(0)
+        let result = try await connection.request(.templateRequest(request(op, animated: animated))) { _ in
+            position.withLockedValue { $0 = self.eventsYielded.value }  // on the loop, as the answer arrives
+        }
+        let shown: HUTemplateShown
+        if case .templateShown(let value)? = result.detail { shown = value } else { shown = HUTemplateShown() }
+        return (shown, position.withLockedValue { $0 })
+    }
+
     /// The Result whatever its code (for tests and scenarios that expect errors).
     public func resultOf(_ op: HUTemplateRequest.OneOf_Op, animated: Bool = false) async throws -> HUResult {
         try await connection.resultOf(.templateRequest(request(op, animated: animated)))
@@ -446,4 +469,10 @@ public final class InterfaceController: Sendable {
         request.op = op
         return request
     }
+}
+
+/// A count kept on the connection's event loop (read there too).
+// @unchecked: touched on one event loop only.
+final class EventCount: @unchecked Sendable {
+    var value: UInt64 = 0
 }

@@ -66,6 +66,53 @@ struct CarPlayKitInterfaceControllerTests {
         }
     }
 
+    /// The car sends a request's lifecycle events before its Result, but the
+    /// events reach the app on the main actor and the answer on the request
+    /// queue. A CI run on a busy machine had the answers to set_root and two
+    /// pushes applied first; the old root's late WILL_APPEAR then read as the
+    /// car's back button and the mirrored stack lost a template (["root",
+    /// "third"]). Holding the main actor while the answers come back provokes
+    /// it in about one run of four without the fix (the answers are applied
+    /// first, then the events); answers now wait for the events before them,
+    /// so it cannot happen.
+    @Test func lateLifecycleEventsNeverReadAsTheCarsBackButton() async throws {
+        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
+        defer { _ = try? daemon.terminate() }
+        let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
+        let app = CPApplication(bundleIdentifier: "com.test.audio", displayName: "Audio", entitlements: [.audio])
+        let delegate = Delegate()
+        app.sceneDelegate = delegate
+        try await app.connect(to: endpoint, deviceName: "Test iPhone")
+        let hmi = try await HMISession.connect(to: endpoint)
+        defer { Task { await hmi.close() } }
+        try await hmi.launch("com.test.audio")
+        var connections = delegate.connected.stream.makeAsyncIterator()
+        let controller = try #require(await connections.next())
+
+        let root = Self.list("root"), second = Self.list("second")
+        // Called off the main actor (the request queue then runs off it too, as in
+        // the failing run); the main actor is kept busy while both requests go out
+        // and their events and answers come back.
+        let started = AsyncStream<Void>.makeStream()
+        let busy = Task { @MainActor in
+            started.continuation.yield()
+            usleep(500_000)
+        }
+        var busyNow = started.stream.makeAsyncIterator()
+        _ = await busyNow.next()
+        controller.setRootTemplate(root, animated: false, completion: nil)
+        controller.pushTemplate(second, animated: true, completion: nil)
+        await busy.value
+        try await controller.waitForPendingUpdates()
+        #expect(controller.templates.map(\.identifier) == ["root", "second"])
+        #expect(controller.topTemplate === second)
+        #expect(await Self.eventually { delegate.appeared == ["root", "second"] })
+        // The car's own back button still pops the mirror.
+        try await hmi.goBack(on: "second")
+        #expect(await Self.eventually { controller.templates.map(\.identifier) == ["root"] })
+        await app.disconnect()
+    }
+
     @Test("stack operations in both forms, the car's codes, refused updates, back button, lifecycle, disconnect")
     func interfaceController() async throws {
         let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
