@@ -394,7 +394,7 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._audioJitterMs = newValue}
   }
 
-  /// default 100: the credit window of a stream, in time
+  /// default 120 (120 to 2000): the credit window of a stream, in time
   public var audioWindowMs: UInt32 {
     get {_storage._audioWindowMs}
     set {_uniqueStorage()._audioWindowMs = newValue}

@@ -225,7 +225,7 @@ public nonisolated struct HUPairingInfo: Sendable {
   /// StartPairing: how long it stays valid
   public var validMs: UInt32 = 0
 
-  /// StartPairing: attempts (from all sources) before the code is void
+  /// StartPairing: the most attempts (all sources together) the window can take at the car's rate; attempts never void it
   public var attempts: UInt32 = 0
 
   /// Pair: the id to authenticate with; Authenticate: the device
