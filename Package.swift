@@ -163,6 +163,8 @@ let package = Package(
             name: "headunitctl",
             dependencies: [
                 "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance",
+                // `test-pattern`: a phone that encodes a test pattern (a video source before a map app draws one).
+                "HeadUnitVideo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]

@@ -96,6 +96,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
     var dataHandler: ((UInt32, ByteBuffer) -> Void)?
     /// Called on the event loop for every VIDEO frame (a watched screen's base view, PROTOCOL.md section 25).
     var videoHandler: ((UInt32, ByteBuffer) -> Void)?
+    /// The screens this connection watches (`HMISession.watchVideo`): gets VIDEO frames and `VideoStreams`.
+    var videoWatch: VideoWatch?
     /// Per video channel: frames written and not yet taken by the socket (latest frame wins, section 25.5).
     private var videoInFlight: [UInt32: Int] = [:]
     /// Called on the event loop for every MEDIA frame (the car's microphone, PROTOCOL.md section 24).
@@ -455,6 +457,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
             closeReason = HeadUnitError(goodbye: goodbye)
             failAll(closeReason!)
         }
+        if case .videoStreams(let streams) = envelope.body { videoWatch?.received(streams) }
         deliver(envelope)
     }
 
@@ -486,6 +489,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     fileprivate func receivedVideo(channel: UInt32, _ payload: ByteBuffer) {
         videoHandler?(channel, payload)
+        videoWatch?.received(channel: channel, payload)
     }
 
     /// On the loop: one VIDEO frame (section 25.3) unless the previous frame
@@ -535,6 +539,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
         eventContinuation.finish()
         closeHandler?(reason)
         closeHandler = nil
+        videoWatch?.connectionClosed()
+        videoWatch = nil
         eventHandler = nil
         dataHandler = nil
         mediaHandler = nil

@@ -14,7 +14,7 @@ struct HeadUnitCtl: AsyncParsableCommand {
         commandName: "headunitctl",
         abstract: "Talk to headunitd: play a phone from a scenario, watch the car's screens, inject input.",
         discussion: "Car commands (status, watch, launch, tap, press, back) connect as an HMI, over the Unix socket only. Any number of HMIs may be connected at once: a running `watch` stays connected and shows what the other commands change. `accessory` serves External Accessory protocols as a car feature (Unix socket only); `session` opens one as an automaker app on the phone side. `cluster` prints the instrument cluster's metadata stream. `pair` opens a pairing window on the car (HMI) and prints its code; `pair-phone` pairs this machine's phone key over TCP with it. `conform` runs the black-box conformance kit against any endpoint.",
-        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self, Accessory.self, Session.self, Conform.self, Cluster.self, Pair.self, PairPhone.self, Command.self, Button.self]
+        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self, Accessory.self, Session.self, Conform.self, Cluster.self, Pair.self, PairPhone.self, Command.self, Button.self, TestPattern.self]
     )
 }
 
@@ -124,12 +124,19 @@ struct Watch: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @Flag(help: "Print only one line per update (no full screen after each).")
     var brief = false
+    @Flag(inversion: .prefixedNo, help: "Watch the screens' base-view video and print its frame rate and latency per screen every 2 s.")
+    var video = true
 
     func run() async throws {
         let hmi: HMISession
         do { hmi = try await connection.connectHMI() } catch { throw fail("\(error)") }
         let welcome = hmi.connection.welcome
         print("watching \(welcome.daemonName) (\(welcome.vehicle.manufacturer) \(welcome.vehicle.model), \(welcome.vehicle.mainDisplay.widthPt)x\(welcome.vehicle.mainDisplay.heightPt)@\(welcome.vehicle.mainDisplay.scale)x) as HMI #\(welcome.connectionID)")
+        var screens: [HUScreen] = [.main]
+        if welcome.vehicle.dashboardPresent { screens.append(.dashboard) }
+        if welcome.vehicle.instrumentClusterPresent { screens.append(.instrumentCluster) }
+        let videoReport = video ? Task { [screens] in await Self.reportVideo(hmi, screens: screens) } : nil
+        defer { videoReport?.cancel() }
         for await update in hmi.updates {
             switch update {
             case .homeScreen(let home):
@@ -148,6 +155,7 @@ struct Watch: AsyncParsableCommand {
             case .goodbye(let goodbye):
                 print("goodbye: \(HeadUnitError(goodbye: goodbye))")
             case .other(let envelope):
+                if case .videoStreams = envelope.body { break }  // reportVideo prints them
                 print("other: \(envelope)")
             }
             flushOutput()

@@ -1,0 +1,255 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HeadUnitWire
+import NIOCore
+
+/// One VIDEO frame of a watched screen (PROTOCOL.md section 25.3).
+public struct VideoFrame: Sendable {
+    /// The screen that shows the frame's stream (from the last `VideoStreams`;
+    /// `.unspecified` for a channel it did not name).
+    public var screen: HUScreen
+    public var channel: UInt32
+    public var header: VideoFrameHeader
+    /// One H.264 access unit, Annex B: a slice of the received payload, not a copy.
+    public var accessUnit: ByteBuffer
+    /// When the frame arrived, on `VideoWatch.monotonicMicroseconds`'s clock.
+    public var receivedMicroseconds: UInt64
+
+    /// Draw-to-arrival time when the app stamps frames with this machine's
+    /// monotonic clock (tests, a phone on the same host); nil when the
+    /// timestamp cannot be on this clock (in the future, or over a minute old).
+    public var latencyMicroseconds: UInt64? {
+        guard header.timestampMicroseconds <= receivedMicroseconds else { return nil }
+        let latency = receivedMicroseconds - header.timestampMicroseconds
+        return latency < 60_000_000 ? latency : nil
+    }
+}
+
+/// What a `VideoWatch` yields: the streams of the watched screens (the whole
+/// truth each time), and frames.
+public enum VideoEvent: Sendable {
+    case streams(HUVideoStreams)
+    case frame(VideoFrame)
+}
+
+/// The HMI (or cluster) side of base-view video: the screens this connection
+/// watches, as one async sequence of stream changes and frames.
+///
+/// Bounded: at most one undelivered frame per channel. A frame that arrives
+/// while the previous one of its channel is still unread wins when it is a
+/// keyframe; a P-frame cannot (it refers to the one it would replace), so it
+/// is dropped, later P-frames too, and a keyframe is asked for
+/// (`RequestKeyframe{VIEWER_ASKED}`). Every frame handed out can therefore be
+/// decoded after the ones handed out before it. One consumer at a time.
+// @unchecked: mutable state is confined to the connection's event loop; public methods hop there.
+public final class VideoWatch: AsyncSequence, @unchecked Sendable {
+    public typealias Element = VideoEvent
+    public let connection: HeadUnitConnection
+
+    // ---- loop-confined
+    private var screens: Set<HUScreen> = []
+    private var pendingStreams: HUVideoStreams?
+    private var slots: [UInt32: VideoFrame] = [:]
+    /// Channels in the order their waiting frames arrived (fair between screens).
+    private var arrivalOrder: [UInt32] = []
+    /// Channels whose frames the consumer can decode (a keyframe came since the last loss).
+    private var synced: Set<UInt32> = []
+    private var screenOfChannel: [UInt32: HUScreen] = [:]
+    private var lastKeyframeRequest: [UInt32: UInt64] = [:]
+    private var waiter: CheckedContinuation<VideoEvent?, Never>?
+    private var finished = false
+    /// Frames dropped here (the consumer was slower than the stream, or not yet in sync).
+    private var droppedCount = 0
+    private var deliveredCount = 0
+
+    /// Keyframe requests of one channel at most this often (the daemon paces too, 25.5).
+    static let keyframeRequestInterval: UInt64 = 250_000
+
+    init(connection: HeadUnitConnection) {
+        self.connection = connection
+    }
+
+    /// CLOCK_MONOTONIC in microseconds: the clock `VideoFrameHeader.timestampMicroseconds`
+    /// is on when the app runs on this machine.
+    public static func monotonicMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+    }
+
+    /// Starts watching `screens` on `connection` (one watch per connection: a
+    /// second call returns the same watch with the screens added). Throws the
+    /// car's error for a screen it refuses (`NO_SUCH_SCREEN`, `TOO_MANY_VIEWERS`).
+    static func start(on connection: HeadUnitConnection, screens: [HUScreen]) async throws -> VideoWatch {
+        let watch = await connection.onLoopAsync { () -> VideoWatch in
+            if let existing = connection.videoWatch { return existing }
+            let watch = VideoWatch(connection: connection)
+            connection.videoWatch = watch
+            return watch
+        }
+        for screen in screens {
+            try await connection.request(.watchVideo(HUWatchVideo.with { $0.screen = screen }))
+            await connection.onLoopAsync { watch.screens.insert(screen) }
+        }
+        return watch
+    }
+
+    /// Asks the app for a keyframe on `channel` (the consumer's decoder lost
+    /// sync); frames of the channel are held back until it comes.
+    public func requestKeyframe(channel: UInt32) {
+        connection.onLoop { self.lostSync(channel, force: true) }
+    }
+
+    /// Stops watching every screen and ends the sequence.
+    public func stop() async {
+        let watched = await connection.onLoopAsync { () -> [HUScreen] in
+            let watched = Array(self.screens)
+            self.screens = []
+            return watched
+        }
+        for screen in watched {
+            _ = try? await connection.resultOf(.watchVideo(HUWatchVideo.with { $0.screen = screen; $0.stop = true }))
+        }
+        connection.onLoop { self.finish() }
+    }
+
+    /// Frames handed out and frames dropped so far.
+    public func counts() async -> (delivered: Int, dropped: Int) {
+        await connection.onLoopAsync { (self.deliveredCount, self.droppedCount) }
+    }
+
+    // MARK: inbound (event loop)
+
+    func received(_ streams: HUVideoStreams) {
+        var screenOfChannel: [UInt32: HUScreen] = [:]
+        for stream in streams.streams { screenOfChannel[stream.params.channel] = stream.screen }
+        // A channel no longer shown: its waiting frame and sync go with it.
+        for channel in self.screenOfChannel.keys where screenOfChannel[channel] == nil {
+            slots[channel] = nil
+            synced.remove(channel)
+        }
+        arrivalOrder.removeAll { slots[$0] == nil }
+        self.screenOfChannel = screenOfChannel
+        pendingStreams = streams
+        wake()
+    }
+
+    func received(channel: UInt32, _ payload: ByteBuffer) {
+        guard !finished, case .success(let header) = VideoFrameHeader.parse(payload) else { return }
+        var accessUnit = payload
+        accessUnit.moveReaderIndex(forwardBy: VideoFrameHeader.size)
+        let frame = VideoFrame(
+            screen: screenOfChannel[channel] ?? .unspecified, channel: channel, header: header,
+            accessUnit: accessUnit, receivedMicroseconds: Self.monotonicMicroseconds())
+        if header.isKeyframe {
+            synced.insert(channel)
+        } else if !synced.contains(channel) {
+            droppedCount += 1
+            return
+        } else if slots[channel] != nil {
+            // The consumer has not taken the last one: this P-frame cannot replace it.
+            droppedCount += 1
+            lostSync(channel, force: false)
+            return
+        }
+        if slots.updateValue(frame, forKey: channel) != nil {
+            droppedCount += 1  // a keyframe replaced an unread frame
+        } else {
+            arrivalOrder.append(channel)
+        }
+        wake()
+    }
+
+    func connectionClosed() {
+        finish()
+    }
+
+    private func lostSync(_ channel: UInt32, force: Bool) {
+        synced.remove(channel)
+        let now = Self.monotonicMicroseconds()
+        if !force, let last = lastKeyframeRequest[channel], now - last < Self.keyframeRequestInterval { return }
+        lastKeyframeRequest[channel] = now
+        let connection = self.connection
+        Task {
+            _ = try? await connection.resultOf(.requestKeyframe(HURequestKeyframe.with { $0.channel = channel; $0.reason = .viewerAsked }))
+        }
+    }
+
+    private func finish() {
+        finished = true
+        slots.removeAll()
+        arrivalOrder.removeAll()
+        wake()
+    }
+
+    /// The next event, if any (streams first: frames are read against them).
+    private func take() -> VideoEvent? {
+        if let streams = pendingStreams {
+            pendingStreams = nil
+            return .streams(streams)
+        }
+        while !arrivalOrder.isEmpty {
+            let channel = arrivalOrder.removeFirst()
+            if let frame = slots.removeValue(forKey: channel) {
+                deliveredCount += 1
+                return .frame(frame)
+            }
+        }
+        return nil
+    }
+
+    private func wake() {
+        guard let waiter else { return }
+        if let event = take() {
+            self.waiter = nil
+            waiter.resume(returning: event)
+        } else if finished {
+            self.waiter = nil
+            waiter.resume(returning: nil)
+        }
+    }
+
+    fileprivate func next() async -> VideoEvent? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<VideoEvent?, Never>) in
+                connection.onLoop {
+                    if let event = self.take() { return continuation.resume(returning: event) }
+                    if self.finished || Task.isCancelled { return continuation.resume(returning: nil) }
+                    precondition(self.waiter == nil, "VideoWatch has one consumer at a time")
+                    self.waiter = continuation
+                }
+            }
+        } onCancel: {
+            connection.onLoop {
+                let waiter = self.waiter
+                self.waiter = nil
+                waiter?.resume(returning: nil)
+            }
+        }
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let watch: VideoWatch
+        public mutating func next() async -> VideoEvent? { await watch.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(watch: self) }
+}
+
+extension HMISession {
+    /// Watches the base-view video of `screens` (PROTOCOL.md section 25.5):
+    /// `VideoStreams` and frames come from the returned watch.
+    public func watchVideo(_ screens: [HUScreen]) async throws -> VideoWatch {
+        try await VideoWatch.start(on: connection, screens: screens)
+    }
+}
+
+extension ClusterSession {
+    /// Watches the base-view video of `screens` (usually `.instrumentCluster`).
+    public func watchVideo(_ screens: [HUScreen] = [.instrumentCluster]) async throws -> VideoWatch {
+        try await VideoWatch.start(on: connection, screens: screens)
+    }
+}
