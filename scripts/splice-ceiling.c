@@ -7,11 +7,13 @@
 //          splice(socket -> pipe), splice(pipe -> socket) -> reader
 // Frames as the daemon's: a 12-byte header ("HU", kind, flags, channel,
 // length, big-endian) then a 64 KiB payload whose first 8 bytes count the
-// frames. Readers check every header and count; -v also compares every byte.
+// frames (-f: another payload size). Readers check every header and count;
+// -v also compares every byte.
 // The relays are non-blocking and poll()-driven like an event loop: one
 // thread for both directions (-t 2: a thread each).
 //
 // Build and run: scripts/splice-ceiling.sh [-g GiB each way] [-r rounds] ...
+// Results and what they decided: BENCHMARKS.md, "Splicing DATA past user space".
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { HDR = 12, PAYLOAD = 64 << 10, FRAME = HDR + PAYLOAD, BATCH = 16, RELAY_BUF = 1 << 20 };
+enum { HDR = 12, BATCH = 16, RELAY_BUF = 1 << 20 };
+static int PAYLOAD = 64 << 10, FRAME = HDR + (64 << 10);  // -f KiB changes them
 
 static long long frames_each_way;
 static int verify_all;
@@ -107,7 +110,7 @@ static void *reader(void *arg) {
                 if (off == HDR + 7) {
                     long long seq;
                     memcpy(&seq, head + HDR, 8);
-                    if (head[0] != 'H' || head[1] != 'U' || header_length(head) != PAYLOAD || seq != frame) {
+                    if (head[0] != 'H' || head[1] != 'U' || header_length(head) != (uint32_t)PAYLOAD || seq != frame) {
                         fprintf(stderr, "reader: bad frame %lld (seq %lld)\n", frame, seq);
                         exit(1);
                     }
@@ -154,7 +157,7 @@ static void copy_parse(struct direction *d, const uint8_t *p, size_t n) {
             d->frame_left -= take; p += take; n -= take;
             continue;
         }
-        size_t take = HDR - d->hdr_got < n ? HDR - d->hdr_got : n;
+        size_t need = (size_t)(HDR - d->hdr_got), take = need < n ? need : n;
         memcpy(d->hdr + d->hdr_got, p, take);
         d->hdr_got += take; p += take; n -= take;
         if (d->hdr_got == HDR) {
@@ -345,16 +348,17 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
     double gib = 1;
     int rounds = 3, opt;
-    while ((opt = getopt(argc, argv, "g:r:p:t:m:v")) != -1) {
+    while ((opt = getopt(argc, argv, "g:r:p:t:m:f:v")) != -1) {
         switch (opt) {
         case 'g': gib = atof(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'p': pipe_kib = atoi(optarg); break;
         case 't': relay_threads = atoi(optarg); break;
         case 'm': modes = atoi(optarg) | 1; break;
+        case 'f': PAYLOAD = atoi(optarg) << 10; FRAME = HDR + PAYLOAD; break;
         case 'v': verify_all = 1; break;
         default:
-            fprintf(stderr, "usage: %s [-g GiB each way] [-r rounds] [-p pipe KiB] [-t relay threads 1|2] [-m modes: 1 pair, 3 +copy, 5 +splice, 7 all] [-v]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-g GiB each way] [-r rounds] [-p pipe KiB] [-t relay threads 1|2] [-m modes: 1 pair, 3 +copy, 5 +splice, 7 all] [-f payload KiB] [-v]\n", argv[0]);
             return 2;
         }
     }
@@ -363,8 +367,8 @@ int main(int argc, char **argv) {
     const char *names[3] = { "pair", "copy relay", "splice relay" };
     double rate[3][64], cpu_gib[3][64], relay_gib[3][64], ratio[3][64];
     if (rounds > 64) rounds = 64;
-    printf("%lld frames of 12 + 65536 bytes each way (%.2f GiB both ways), relay threads %d, pipe %d KiB, verify %s\n",
-           frames_each_way, bytes / (1 << 30), relay_threads, pipe_kib ? pipe_kib : 64, verify_all ? "every byte" : "headers");
+    printf("%lld frames of 12 + %d bytes each way (%.2f GiB both ways), relay threads %d, pipe %d KiB, verify %s\n",
+           frames_each_way, PAYLOAD, bytes / (1 << 30), relay_threads, pipe_kib ? pipe_kib : 64, verify_all ? "every byte" : "headers");
     for (int r = 0; r < rounds; r++) {
         for (int m = 0; m < 3; m++) {
             rate[m][r] = cpu_gib[m][r] = relay_gib[m][r] = 0;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds and runs scripts/splice-ceiling.c: bare socket pair vs a read/write
 # relay vs a splice relay, same bytes, same run (issue 25, item 6).
-# Arguments go to the program: -g GiB each way, -r rounds, -p pipe KiB, -t relay threads, -v.
+# Arguments go to the program: -g GiB each way, -r rounds, -p pipe KiB,
+# -t relay threads, -m modes, -f payload KiB, -v (check every byte).
 set -e
 dir=$(cd "$(dirname "$0")" && pwd)
 out=${TMPDIR:-/tmp}/splice-ceiling
