@@ -237,7 +237,7 @@ enum DaemonConfig {
         } else if let output = AudioOutputSpec.parse(config.audio.output) {
             server.audio.output = output
         } else {
-            throw ConfigError(description: "audio.output must be \"wav:PATH\", \"raw:PATH\" or \"none\", not \"\(config.audio.output)\"")
+            throw ConfigError(description: "audio.output must be \"wav:PATH\", \"raw:PATH\", \"alsa:DEVICE\" or \"none\", not \"\(config.audio.output)\"")
         }
         if !config.audio.microphone.isEmpty { server.audio.microphone = config.audio.microphone }
     }

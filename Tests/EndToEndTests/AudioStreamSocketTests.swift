@@ -247,11 +247,13 @@ struct AudioStreamSocketTests {
         let outputPath: String
         var scenes: [String: UInt32] = [:]
 
-        init(limits: [String: UInt64] = [:], microphone: String = "tone:1000") throws {
+        /// `output` nil: a WAV in a scratch directory (`outputPath`).
+        init(limits: [String: UInt64] = [:], output: String? = nil, microphone: String = "tone:1000", environment: [String: String] = [:]) throws {
             let directory = try TestDaemon.makeScratchDirectory()
             outputPath = directory + "/out.wav"
             daemon = try TestDaemon.launch(
-                limits: limits, configJSON: "\"audio\": {\"output\": \"wav:\(outputPath)\", \"microphone\": \"\(microphone)\"}")
+                limits: limits, configJSON: "\"audio\": {\"output\": \"\(output ?? "wav:" + outputPath)\", \"microphone\": \"\(microphone)\"}",
+                environment: environment)
             hmi = RecordingPeer(try daemon.connectUnix())
             try hmi.client.handshake(role: .hmi, name: "hmi")
             phone = AudioPhone(try daemon.connectUnix())
@@ -432,64 +434,116 @@ struct AudioStreamSocketTests {
         try await onOwnThread {
             var rig = try Rig(microphone: "tone:1000")
             defer { rig.stop() }
-            let scene = try rig.launch(navigation)
-            let voice = HUTemplate.with {
-                $0.id = "voice"
-                $0.voiceControl = HUVoiceControlTemplate.with {
-                    $0.states = [HUVoiceControlState.with { $0.id = "listening"; $0.titleVariants = ["Listening"] }]
-                    $0.activeStateID = "listening"
-                }
-            }
-            func template(_ op: HUTemplateRequest.OneOf_Op) -> HUEnvelope.OneOf_Body {
-                .templateRequest(HUTemplateRequest.with { $0.appID = navigation; $0.sceneID = scene; $0.op = op })
-            }
-            #expect(rig.phone.media.isEmpty)
-            #expect(try rig.phone.request(template(.setRoot(NavWire.mapRoot()))).code == .ok)
-            let presented = try rig.phone.request(template(.present(voice)))
-            #expect(presented.code == .ok, "\(presented.message)")
-            let started = try rig.phone.waitFor { envelope -> HUMicrophoneStarted? in
-                if case .microphoneStarted(let started) = envelope.body { return started }
-                return nil
-            }
-            #expect(started.appID == navigation && started.purpose == .voiceControl)
-            #expect(started.stream.format == HUAudioFormat.with { $0.codec = .pcmS16Le; $0.sampleRate = 16_000; $0.channels = 1 })
-            let stream = started.stream.streamID
-            // Read 1 s of it, granting back what was read.
-            var samples: [Int16] = []
-            var timestamps: [UInt64] = []
-            let deadline = RawSocketClient.now() + 20
-            while samples.count < 16_000, RawSocketClient.now() < deadline {
-                try rig.phone.pump(timeout: 1)
-                for (channel, payload) in rig.phone.media {
-                    #expect(channel == stream)
-                    timestamps.append(payload[0..<8].reduce(0) { $0 << 8 | UInt64($1) })
-                    let pcm = Array(payload[8...])
-                    for index in stride(from: 0, to: pcm.count, by: 2) {
-                        samples.append(Int16(bitPattern: UInt16(pcm[index]) | UInt16(pcm[index + 1]) << 8))
-                    }
-                    try rig.phone.client.send(.audioCredit(HUAudioCredit.with { $0.streamID = stream; $0.frames = UInt32(pcm.count / 2) }))
-                }
-                rig.phone.media.removeAll()
-            }
-            #expect(samples.count >= 16_000, "a second of microphone audio arrived")
-            #expect(timestamps == timestamps.sorted() && Set(timestamps).count == timestamps.count, "timestamps grow")
-            // The car's microphone (a 1 kHz tone here) is what arrives.
-            let output = Output(started: 0, left: samples.map { Float($0) / 32768 })
-            let tone = output.level(1000 * 3, from: 0, count: min(samples.count, 4800))  // 16 kHz read as 48 kHz: 1 kHz sits at "3 kHz"
-            #expect(tone > 0.25, "the microphone's 1 kHz tone arrives: \(tone)")
-
-            #expect(try rig.phone.request(template(.dismiss(HUPopTemplate()))).code == .ok)
-            let closed = try rig.phone.waitFor { envelope -> HUAudioStreamClosed? in
-                if case .audioStreamClosed(let closed) = envelope.body { return closed }
-                return nil
-            }
-            #expect(closed.streamID == stream && closed.type == .microphone && closed.reason == .voiceControlDismissed)
-            rig.phone.media.removeAll()
-            // Nothing more comes: read for a while (the microphone ticks every 20 ms).
-            let quiet = RawSocketClient.now() + 0.4
-            while RawSocketClient.now() < quiet { try rig.phone.pump(timeout: quiet - RawSocketClient.now()) }
-            #expect(rig.phone.media.isEmpty, "no microphone audio after the template was dismissed")
+            try Self.microphoneFollowsTheVoiceControlTemplate(&rig)
         }
+    }
+
+    /// Issue 27: the car's speakers and microphone on a board, through ALSA.
+    /// alsa-lib's `file` plugin stands in for a sound card: what the car
+    /// plays is written to a file, what it hears is read from one (a 1 kHz
+    /// tone), each paced by its null device as a card's clock would.
+    @Test func theCarPlaysAndHearsThroughALSADevices() async throws {
+        try await onOwnThread {
+            let directory = try TestDaemon.makeScratchDirectory()
+            var tone: [UInt8] = []
+            for index in 0..<(16_000 * 4) {
+                let sample = Int16(sin(2 * Double.pi * 1000 * Double(index) / 16_000) * 0.4 * 32767)
+                tone.append(UInt8(truncatingIfNeeded: sample))
+                tone.append(UInt8(truncatingIfNeeded: sample >> 8))
+            }
+            try Data(tone).write(to: URL(fileURLWithPath: directory + "/mic.raw"))
+            let played = directory + "/speakers.raw"
+            let configuration = """
+                </usr/share/alsa/alsa.conf>
+                pcm.car_speakers { type file slave.pcm null file "\(played)" format raw }
+                pcm.car_microphone { type file slave.pcm null file "/dev/null" infile "\(directory)/mic.raw" format raw }
+
+                """
+            try configuration.write(toFile: directory + "/asound.conf", atomically: true, encoding: .utf8)
+            var rig = try Rig(output: "alsa:car_speakers", microphone: "alsa:car_microphone",
+                              environment: ["ALSA_CONFIG_PATH": directory + "/asound.conf"])
+            defer { rig.stop() }
+            try rig.play(music)
+            _ = try Self.play(&rig, mainApp: music, musicPackets: 50, promptAt: 1_000)
+
+            // The song (1 s of 440 Hz) reached the device, whole.
+            let deadline = RawSocketClient.now() + 20
+            var output = Output(started: 0, left: [])
+            repeat {
+                let quiet = RawSocketClient.now() + 0.2
+                while RawSocketClient.now() < quiet { try rig.phone.pump(timeout: quiet - RawSocketClient.now()) }
+                let bytes = [UInt8](FileManager.default.contents(atPath: played) ?? Data())
+                output.left = stride(from: 0, to: bytes.count - 3, by: 4).map {
+                    Float(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) / 32768
+                }
+            } while output.duration(440, threshold: 0.2) < 0.95 && RawSocketClient.now() < deadline
+            let song = output.duration(440, threshold: 0.2)
+            #expect(abs(song - 1.0) <= 0.08, "the ALSA device played the 1 s song: \(song) s (log: \(rig.daemon.log.suffix(800)))")
+
+            try Self.microphoneFollowsTheVoiceControlTemplate(&rig)
+        }
+    }
+
+    /// Presents a voice-control template, reads a second of the microphone
+    /// (a 1 kHz tone at the car), dismisses it and checks nothing more comes.
+    static func microphoneFollowsTheVoiceControlTemplate(_ rig: inout Rig) throws {
+        let scene = try rig.scenes[navigation] ?? rig.launch(navigation)
+        let voice = HUTemplate.with {
+            $0.id = "voice"
+            $0.voiceControl = HUVoiceControlTemplate.with {
+                $0.states = [HUVoiceControlState.with { $0.id = "listening"; $0.titleVariants = ["Listening"] }]
+                $0.activeStateID = "listening"
+            }
+        }
+        func template(_ op: HUTemplateRequest.OneOf_Op) -> HUEnvelope.OneOf_Body {
+            .templateRequest(HUTemplateRequest.with { $0.appID = navigation; $0.sceneID = scene; $0.op = op })
+        }
+        #expect(rig.phone.media.isEmpty)
+        #expect(try rig.phone.request(template(.setRoot(NavWire.mapRoot()))).code == .ok)
+        let presented = try rig.phone.request(template(.present(voice)))
+        #expect(presented.code == .ok, "\(presented.message)")
+        let started = try rig.phone.waitFor { envelope -> HUMicrophoneStarted? in
+            if case .microphoneStarted(let started) = envelope.body { return started }
+            return nil
+        }
+        #expect(started.appID == navigation && started.purpose == .voiceControl)
+        #expect(started.stream.format == HUAudioFormat.with { $0.codec = .pcmS16Le; $0.sampleRate = 16_000; $0.channels = 1 })
+        let stream = started.stream.streamID
+        // Read 1 s of it, granting back what was read.
+        var samples: [Int16] = []
+        var timestamps: [UInt64] = []
+        let deadline = RawSocketClient.now() + 20
+        while samples.count < 16_000, RawSocketClient.now() < deadline {
+            try rig.phone.pump(timeout: 1)
+            for (channel, payload) in rig.phone.media {
+                #expect(channel == stream)
+                timestamps.append(payload[0..<8].reduce(0) { $0 << 8 | UInt64($1) })
+                let pcm = Array(payload[8...])
+                for index in stride(from: 0, to: pcm.count, by: 2) {
+                    samples.append(Int16(bitPattern: UInt16(pcm[index]) | UInt16(pcm[index + 1]) << 8))
+                }
+                try rig.phone.client.send(.audioCredit(HUAudioCredit.with { $0.streamID = stream; $0.frames = UInt32(pcm.count / 2) }))
+            }
+            rig.phone.media.removeAll()
+        }
+        #expect(samples.count >= 16_000, "a second of microphone audio arrived")
+        #expect(timestamps == timestamps.sorted() && Set(timestamps).count == timestamps.count, "timestamps grow")
+        // The car's microphone (a 1 kHz tone here) is what arrives.
+        let output = Output(started: 0, left: samples.map { Float($0) / 32768 })
+        let tone = output.level(1000 * 3, from: 0, count: min(samples.count, 4800))  // 16 kHz read as 48 kHz: 1 kHz sits at "3 kHz"
+        #expect(tone > 0.25, "the microphone's 1 kHz tone arrives: \(tone)")
+
+        #expect(try rig.phone.request(template(.dismiss(HUPopTemplate()))).code == .ok)
+        let closed = try rig.phone.waitFor { envelope -> HUAudioStreamClosed? in
+            if case .audioStreamClosed(let closed) = envelope.body { return closed }
+            return nil
+        }
+        #expect(closed.streamID == stream && closed.type == .microphone && closed.reason == .voiceControlDismissed)
+        rig.phone.media.removeAll()
+        // Nothing more comes: read for a while (the microphone ticks every 20 ms).
+        let quiet = RawSocketClient.now() + 0.4
+        while RawSocketClient.now() < quiet { try rig.phone.pump(timeout: quiet - RawSocketClient.now()) }
+        #expect(rig.phone.media.isEmpty, "no microphone audio after the template was dismissed")
     }
 
     // MARK: - Every error over a real socket

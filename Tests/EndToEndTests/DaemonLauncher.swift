@@ -39,6 +39,7 @@ final class TestDaemon: @unchecked Sendable {
         pairing: Bool = false,
         stateDirectory: String? = nil,
         unixSocketPath: String? = nil,
+        environment extraEnvironment: [String: String] = [:],
         timeout: Double = 20
     ) throws -> TestDaemon {
         let binary = try binaryPath()
@@ -77,6 +78,7 @@ final class TestDaemon: @unchecked Sendable {
         for key in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
             environment[key] = nil
         }
+        environment.merge(extraEnvironment) { $1 }
         process.environment = environment
         let stdout = Pipe()
         process.standardOutput = stdout

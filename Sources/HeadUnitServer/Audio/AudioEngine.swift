@@ -13,7 +13,7 @@ import Musl
 /// The car's audio configuration (DaemonConfig.audio, PROTOCOL.md section 24.5).
 public struct AudioConfiguration: Sendable {
     public var output: AudioOutputSpec
-    /// "tone:HZ", "wav:PATH" or "silence".
+    /// "tone:HZ", "wav:PATH", "alsa:DEVICE" or "silence".
     public var microphone: String
 
     public init(output: AudioOutputSpec = .none, microphone: String = "silence") {
@@ -65,6 +65,7 @@ final class AudioEngine: @unchecked Sendable {
         switch configuration.output {
         case .wav(let path): sink = FileSink(path: path, wav: true)
         case .raw(let path): sink = FileSink(path: path, wav: false)
+        case .alsa(let device): sink = AlsaSink(device: device)
         case .none: sink = DiscardSink()
         }
         switch MicrophoneSource.parse(configuration.microphone) {
@@ -139,6 +140,7 @@ final class AudioEngine: @unchecked Sendable {
             lock.unlock(withValue: 0)
             if stop {
                 if active { sink.finish() }
+                microphone.end()
                 return
             }
             // Only a stream or the microphone wakes the output (a focus change alone does not).
@@ -148,12 +150,17 @@ final class AudioEngine: @unchecked Sendable {
                 written = 0
                 idleSince = nil
                 sink.start(startedNanoseconds: started)
-                if let failed = (sink as? FileSink)?.failed {
+                if let failed = sink.failed {
                     logger.error("audio output unusable: mixing into nothing", metadata: ["reason": "\(failed)"])
                 }
             }
             for command in commands {
                 if case .microphone(let stream) = command {
+                    if stream == nil {
+                        microphone.end()
+                    } else if let failed = microphone.begin() {
+                        logger.error("microphone unusable: sending silence", metadata: ["reason": "\(failed)"])
+                    }
                     microphoneStream = stream
                     microphoneStart = Self.now()
                     microphoneFrames = 0
@@ -165,10 +172,14 @@ final class AudioEngine: @unchecked Sendable {
             var report = AudioReport()
             let now = Self.now()
             let due = Int((now - started) * UInt64(AudioMixer.outputRate) / 1_000_000_000)
+            let healthy = sink.failed == nil
             while written < due {
                 let count = min(due - written, 960)
                 sink.write(AudioMixer.pcm16(mixer.render(count, played: &report.played)))
                 written += count
+            }
+            if healthy, let failed = sink.failed {
+                logger.error("audio output failed: mixing into nothing until the output starts again", metadata: ["reason": "\(failed)"])
             }
             if let stream = microphoneStream {
                 let micDue = Int((now - microphoneStart) * UInt64(MicrophoneSource.rate) / 1_000_000_000)

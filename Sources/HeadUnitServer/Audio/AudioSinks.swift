@@ -11,12 +11,15 @@ public enum AudioOutputSpec: Sendable, Equatable {
     case wav(path: String)
     /// The same samples without a header.
     case raw(path: String)
+    /// An ALSA PCM device: a board's sound card, or PipeWire through its ALSA plugin.
+    case alsa(device: String)
     /// Mixed and discarded (a bench, or a car with no speakers).
     case none
 
-    /// "wav:PATH", "raw:PATH" or "none".
+    /// "wav:PATH", "raw:PATH", "alsa:DEVICE" or "none".
     public static func parse(_ text: String) -> AudioOutputSpec? {
         if text == "none" { return AudioOutputSpec.none }
+        if text.hasPrefix("alsa:"), text.count > 5 { return .alsa(device: String(text.dropFirst(5))) }
         if text.hasPrefix("wav:"), text.count > 4 { return .wav(path: String(text.dropFirst(4))) }
         if text.hasPrefix("raw:"), text.count > 4 { return .raw(path: String(text.dropFirst(4))) }
         return nil
@@ -29,9 +32,12 @@ protocol AudioSink: AnyObject {
     func start(startedNanoseconds: UInt64)
     func write(_ bytes: [UInt8])
     func finish()
+    /// Why the output is unusable, if it is (the engine logs it; samples go nowhere meanwhile).
+    var failed: String? { get }
 }
 
 final class DiscardSink: AudioSink {
+    var failed: String? { nil }
     func start(startedNanoseconds: UInt64) {}
     func write(_ bytes: [UInt8]) {}
     func finish() {}
@@ -134,6 +140,7 @@ struct MicrophoneSource {
         case tone(hertz: Double)
         case samples([Int16])
         case silence
+        case alsa(AlsaCapture)
     }
 
     static let rate = 16_000
@@ -142,21 +149,36 @@ struct MicrophoneSource {
 
     init(kind: Kind) { self.kind = kind }
 
-    /// "tone:HZ", "wav:PATH" or "silence" (empty: silence); nil with a reason when unusable.
+    /// "tone:HZ", "wav:PATH", "alsa:DEVICE" or "silence" (empty: silence); nil with a reason when unusable.
     static func parse(_ text: String) -> Result<MicrophoneSource, AudioProblem> {
         if text.isEmpty || text == "silence" { return .success(MicrophoneSource(kind: .silence)) }
+        if text.hasPrefix("alsa:"), text.count > 5 { return .success(MicrophoneSource(kind: .alsa(AlsaCapture(device: String(text.dropFirst(5)))))) }
         if text.hasPrefix("tone:"), let hertz = Double(text.dropFirst(5)), hertz > 0, hertz < 8000 {
             return .success(MicrophoneSource(kind: .tone(hertz: hertz)))
         }
         if text.hasPrefix("wav:") {
             return loadWAV(String(text.dropFirst(4))).map { MicrophoneSource(kind: .samples($0)) }
         }
-        return .failure(AudioProblem("microphone must be \"tone:HZ\" (0 < HZ < 8000), \"wav:PATH\" or \"silence\", not \"\(text)\""))
+        return .failure(AudioProblem("microphone must be \"tone:HZ\" (0 < HZ < 8000), \"wav:PATH\", \"alsa:DEVICE\" or \"silence\", not \"\(text)\""))
+    }
+
+    /// A microphone stream starts: a device opens (nil, or why it cannot).
+    func begin() -> String? {
+        guard case .alsa(let capture) = kind else { return nil }
+        capture.begin()
+        return capture.failed
+    }
+
+    /// The microphone stream ended: a device closes.
+    func end() {
+        if case .alsa(let capture) = kind { capture.end() }
     }
 
     mutating func next(_ frames: Int) -> [Int16] {
         defer { position += frames }
         switch kind {
+        case .alsa(let capture):
+            return capture.read(frames)
         case .silence:
             return [Int16](repeating: 0, count: frames)
         case .tone(let hertz):

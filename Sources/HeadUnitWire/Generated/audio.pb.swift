@@ -393,11 +393,12 @@ public nonisolated struct HUAudioConfig: Sendable {
   // methods supported on all messages.
 
   /// "wav:PATH" (default "wav:" + state directory + "/audio-out.wav"), "raw:PATH"
-  /// (s16le 48 kHz stereo), or "none" (mixed and discarded).
+  /// (s16le 48 kHz stereo), "alsa:DEVICE" (an ALSA PCM such as "default" or
+  /// "pipewire"), or "none" (mixed and discarded).
   public var output: String = String()
 
-  /// The microphone's source: "tone:HZ", "wav:PATH" (16-bit PCM, looped), or
-  /// "silence" (default).
+  /// The microphone's source: "tone:HZ", "wav:PATH" (16-bit PCM, looped),
+  /// "alsa:DEVICE" (an ALSA capture PCM), or "silence" (default).
   public var microphone: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
