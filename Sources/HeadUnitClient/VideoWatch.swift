@@ -98,9 +98,10 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     }
 
     /// Asks the app for a keyframe on `channel` (the consumer's decoder lost
-    /// sync); frames of the channel are held back until it comes.
+    /// sync, or it dropped a frame); frames of the channel are held back until
+    /// it comes. Asked at most once per 250 ms per channel.
     public func requestKeyframe(channel: UInt32) {
-        connection.onLoop { self.lostSync(channel, force: true) }
+        connection.onLoop { self.lostSync(channel) }
     }
 
     /// Stops watching every screen and ends the sequence.
@@ -148,11 +149,13 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
             synced.insert(channel)
         } else if !synced.contains(channel) {
             droppedCount += 1
+            // Still waiting for the keyframe this watch asked for: ask again (paced) in case it was lost.
+            if lastKeyframeRequest[channel] != nil { lostSync(channel) }
             return
         } else if slots[channel] != nil {
             // The consumer has not taken the last one: this P-frame cannot replace it.
             droppedCount += 1
-            lostSync(channel, force: false)
+            lostSync(channel)
             return
         }
         if slots.updateValue(frame, forKey: channel) != nil {
@@ -167,10 +170,10 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
         finish()
     }
 
-    private func lostSync(_ channel: UInt32, force: Bool) {
+    private func lostSync(_ channel: UInt32) {
         synced.remove(channel)
         let now = Self.monotonicMicroseconds()
-        if !force, let last = lastKeyframeRequest[channel], now - last < Self.keyframeRequestInterval { return }
+        if let last = lastKeyframeRequest[channel], now - last < Self.keyframeRequestInterval { return }
         lastKeyframeRequest[channel] = now
         let connection = self.connection
         Task {

@@ -11,6 +11,7 @@ actor Bridge {
     let hub: Hub
     private var hmi: HMISession?
     private var cluster: ClusterSession?
+    private var videoWatch: VideoWatch?
 
     init(endpoint: HeadUnitEndpoint, hub: Hub) {
         self.endpoint = endpoint
@@ -48,6 +49,7 @@ actor Bridge {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.pumpHMI(hmi) }
                 group.addTask { await self.pumpCluster(cluster) }
+                group.addTask { await self.pumpVideo(hmi) }
                 // Either connection ending means the daemon went away (or cut us off): start over.
                 await group.next()
                 group.cancelAll()
@@ -58,13 +60,14 @@ actor Bridge {
             await cluster.close()
             self.hmi = nil
             self.cluster = nil
+            self.videoWatch = nil
             await daemonDown("connection to headunitd lost" + (reason.map { ": \($0)" } ?? ""), attempt: 0)
             try? await Task.sleep(nanoseconds: 300_000_000)
         }
     }
 
     private func daemonDown(_ message: String, attempt: Int) async {
-        for key in ["home", "screen:SCREEN_MAIN", "screen:SCREEN_DASHBOARD", "screen:SCREEN_INSTRUMENT_CLUSTER", "metadata"] {
+        for key in ["home", "video", "screen:SCREEN_MAIN", "screen:SCREEN_DASHBOARD", "screen:SCREEN_INSTRUMENT_CLUSTER", "metadata"] {
             await hub.forget(key)
         }
         await hub.state("daemon", JSON.object("daemon", [
@@ -120,6 +123,37 @@ actor Bridge {
         }
     }
 
+    /// The base view of every screen (PROTOCOL.md section 25): `VideoStreams`
+    /// as state, each frame to the pages as a binary message, newest first.
+    private func pumpVideo(_ hmi: HMISession) async {
+        let welcome = hmi.connection.welcome
+        var screens: [HUScreen] = [.main]
+        if welcome.vehicle.dashboardPresent { screens.append(.dashboard) }
+        if welcome.vehicle.instrumentClusterPresent { screens.append(.instrumentCluster) }
+        let watch: VideoWatch
+        do {
+            watch = try await hmi.watchVideo(screens)
+        } catch {
+            await hub.logEntry(JSON.object("notice", [("text", JSON.quote("video: WatchVideo failed: \(error)"))]))
+            // Not a reason to reconnect: wait for the connection's end like the other pumps.
+            try? await hmi.connection.closeFuture.get()
+            return
+        }
+        videoWatch = watch
+        for await event in watch {
+            switch event {
+            case .streams(let streams):
+                await log("in", "hmi", { $0.body = .videoStreams(streams) })
+                await hub.state("video", JSON.object("video", [("streams", JSON.proto(streams))]))
+            case .frame(let frame):
+                let latency = frame.latencyMicroseconds.map { Int64($0) } ?? -1
+                if await hub.video(frame, phoneToSimMicroseconds: latency) {
+                    watch.requestKeyframe(channel: frame.channel)
+                }
+            }
+        }
+    }
+
     /// One log entry: the envelope as protobuf JSON, with its body's name.
     private func log(_ direction: String, _ peer: String, _ build: (inout HUEnvelope) -> Void) async {
         var envelope = HUEnvelope()
@@ -150,6 +184,10 @@ actor Bridge {
             return await answer([("error", JSON.quote("not an Envelope: \(error)"))])
         }
         guard let body = envelope.body else { return await answer([("error", JSON.quote("the envelope has no body"))]) }
+        if case .requestKeyframe(let ask) = body {
+            // The page's decoder lost sync: hold the channel's P-frames back until the keyframe.
+            await hub.pageLostSync(client, channel: ask.channel)
+        }
         let peer = (object["to"] as? String) == "cluster" ? "cluster" : "hmi"
         guard let connection = peer == "cluster" ? cluster?.connection : hmi?.connection else {
             return await answer([("error", JSON.quote("not connected to headunitd"))])

@@ -48,8 +48,14 @@ struct HeadUnitSim: AsyncParsableCommand {
                     await bridge.handle(pageMessage: text, from: id)
                 }
             }
-            for await text in stream {
-                try await outbound.write(.text(text))
+            for await message in stream {
+                switch message {
+                case .text(let text):
+                    try await outbound.write(.text(text))
+                case .video(let channel):
+                    // The newest frame of the channel now, not the one that woke us.
+                    if let frame = await hub.takeVideo(channel, for: id) { try await outbound.write(.binary(frame)) }
+                }
             }
             reader.cancel()
             await hub.leave(id)
@@ -117,9 +123,18 @@ enum JSON {
     }
 }
 
+/// What a page's socket writer is handed: a text message, or word that a
+/// video frame of a channel waits (taken with `Hub.takeVideo` when written).
+enum PageMessage: Sendable {
+    case text(String)
+    case video(UInt32)
+}
+
 /// The pages connected and what a new one must be told first.
 actor Hub {
-    private var clients: [Int: AsyncStream<String>.Continuation] = [:]
+    private var clients: [Int: AsyncStream<PageMessage>.Continuation] = [:]
+    /// Per page: the newest unsent frame of each channel (latest frame wins).
+    private var video: [Int: PageVideo] = [:]
     private var nextID = 1
     /// The latest message of each kind that describes state (status, home,
     /// each screen, metadata): a page that connects later starts from them.
@@ -127,18 +142,48 @@ actor Hub {
     private var snapshotOrder: [String] = []
     private var log: [String] = []
 
-    func join() -> (AsyncStream<String>, Int) {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(2048))
+    func join() -> (AsyncStream<PageMessage>, Int) {
+        let (stream, continuation) = AsyncStream.makeStream(of: PageMessage.self, bufferingPolicy: .bufferingNewest(2048))
         let id = nextID
         nextID += 1
         clients[id] = continuation
-        for key in snapshotOrder { if let message = snapshot[key] { continuation.yield(message) } }
-        for entry in log { continuation.yield(entry) }
+        video[id] = PageVideo()
+        for key in snapshotOrder { if let message = snapshot[key] { continuation.yield(.text(message)) } }
+        for entry in log { continuation.yield(.text(entry)) }
         return (stream, id)
     }
 
     func leave(_ id: Int) {
         clients.removeValue(forKey: id)?.finish()
+        video[id] = nil
+    }
+
+    /// A frame for every page. A page still writing the last frame of the
+    /// channel gets this one instead when it is a keyframe; a P-frame cannot
+    /// replace it (the page's decoder needs every P-frame since the keyframe),
+    /// so that page skips to the next keyframe. True when a page waits for a
+    /// keyframe (it lost sync, or joined mid-stream): the caller asks the car
+    /// for one (paced by `VideoWatch`).
+    func video(_ frame: VideoFrame, phoneToSimMicroseconds: Int64) -> Bool {
+        var lostSync = false
+        let message = PageVideo.message(frame, phoneToSimMicroseconds: phoneToSimMicroseconds)
+        for (id, continuation) in clients {
+            switch video[id]?.offer(message, channel: frame.channel, isKeyframe: frame.header.isKeyframe) {
+            case .wake?: continuation.yield(.video(frame.channel))
+            case .needKeyframe?: lostSync = true
+            case .queued?, nil: break
+            }
+        }
+        return lostSync
+    }
+
+    func takeVideo(_ channel: UInt32, for id: Int) -> ByteBuffer? {
+        video[id]?.take(channel)
+    }
+
+    /// The page's decoder asked for a keyframe: nothing more of the channel until it comes.
+    func pageLostSync(_ id: Int, channel: UInt32) {
+        video[id]?.lostSync(channel)
     }
 
     /// State: kept for later pages and sent to all.
@@ -161,10 +206,68 @@ actor Hub {
     }
 
     func send(_ message: String, to id: Int) {
-        clients[id]?.yield(message)
+        clients[id]?.yield(.text(message))
     }
 
     func broadcast(_ message: String) {
-        for continuation in clients.values { continuation.yield(message) }
+        for continuation in clients.values { continuation.yield(.text(message)) }
+    }
+}
+
+/// One page's video: at most one unsent frame per channel.
+struct PageVideo {
+    private var waiting: [UInt32: ByteBuffer] = [:]
+    /// Channels whose decoder in the page can take the next P-frame.
+    private var synced: Set<UInt32> = []
+
+    /// `wake`: the writer must be told; `queued`: it was told already;
+    /// `needKeyframe`: the frame was dropped, only a keyframe helps now.
+    enum Offer { case wake, queued, needKeyframe }
+
+    mutating func offer(_ message: ByteBuffer, channel: UInt32, isKeyframe: Bool) -> Offer {
+        if isKeyframe {
+            synced.insert(channel)
+        } else if !synced.contains(channel) {
+            return .needKeyframe
+        } else if waiting[channel] != nil {
+            // The page is slower than the stream: it keeps the frame it waits for and skips to the next keyframe.
+            synced.remove(channel)
+            return .needKeyframe
+        }
+        return waiting.updateValue(message, forKey: channel) == nil ? .wake : .queued
+    }
+
+    mutating func take(_ channel: UInt32) -> ByteBuffer? {
+        waiting.removeValue(forKey: channel)
+    }
+
+    mutating func lostSync(_ channel: UInt32) {
+        synced.remove(channel)
+        waiting[channel] = nil
+    }
+
+    /// The binary WebSocket message (big endian): the frame's header fields,
+    /// when the simulator got it, then the access unit as it came.
+    ///
+    ///     0     1 (video frame)        1  screen (Screen's number)
+    ///     2     flags, bit 0 keyframe  3  0
+    ///     4-7   channel                8-11  frame_number
+    ///     12-19 timestamp_us           20-27 arrival at the simulator, Unix ms (f64)
+    ///     28-31 phone-to-simulator latency in us (-1: the timestamp is not on this clock)
+    ///     32-   the H.264 access unit, Annex B
+    static func message(_ frame: VideoFrame, phoneToSimMicroseconds: Int64) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(32 + frame.accessUnit.readableBytes)
+        buffer.writeInteger(UInt8(1))
+        buffer.writeInteger(UInt8(truncatingIfNeeded: frame.screen.rawValue))
+        buffer.writeInteger(UInt8(frame.header.isKeyframe ? 1 : 0))
+        buffer.writeInteger(UInt8(0))
+        buffer.writeInteger(frame.channel)
+        buffer.writeInteger(frame.header.frameNumber)
+        buffer.writeInteger(frame.header.timestampMicroseconds)
+        buffer.writeInteger((Date().timeIntervalSince1970 * 1000).bitPattern)
+        buffer.writeInteger(Int32(clamping: phoneToSimMicroseconds))
+        buffer.writeImmutableBuffer(frame.accessUnit)
+        return buffer
     }
 }

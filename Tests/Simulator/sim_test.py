@@ -9,7 +9,10 @@ render (texts in the DOM), that the screenshots of the main screen, dashboard
 and cluster are not blank, that the RadioApp example (BIN_DIR/RadioApp) hears
 the Now Playing screen's transport buttons and the keyboard's media keys
 (remote commands, PROTOCOL.md section 23), that the log pane shows the protocol, that the
-page reports the phone dropping and the daemon restarting and reconnects.
+page reports the phone dropping and the daemon restarting and reconnects, and
+that a phone's base-view video (H.264, PROTOCOL.md section 25) is decoded in
+the page (WebCodecs) into the main screen's, the dashboard's and the cluster's
+canvases under the car's overlays, non-blank and moving (video_phase).
 
     sim_test.py BIN_DIR [--screenshots DIR]    (BIN_DIR holds headunitd, headunitctl, headunit-sim)
 
@@ -103,6 +106,76 @@ def check_not_blank(png, what, path):
     share = 1 - dominant / total
     check(width > 100 and height > 100 and len(counts) >= 8 and share >= 0.02,
           f"screenshot of {what} is not blank ({width}x{height}, {len(counts)} colours, {share:.0%} off the background) -> {path}")
+
+
+# ---------------------------------------------------------------- video
+
+# A grid of pixels read back from a screen's canvas (the decoded picture itself):
+# how many distinct colours, the share that is not near-black, and the values.
+SAMPLE_CANVAS = """
+const c = document.querySelector(arguments[0]);
+if (!c || c.width < 16) return null;
+const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+const px = [], colours = new Set();
+let lit = 0;
+for (let gy = 0; gy < 24; gy++) for (let gx = 0; gx < 32; gx++) {
+  const x = Math.floor((gx + 0.5) * c.width / 32), y = Math.floor((gy + 0.5) * c.height / 24), i = (y * c.width + x) * 4;
+  const rgb = [data[i], data[i + 1], data[i + 2]];
+  px.push(rgb);
+  colours.add(rgb.map(v => v >> 4).join(','));
+  if (rgb[0] + rgb[1] + rgb[2] > 60) lit++;
+}
+return {width: c.width, height: c.height, colours: colours.size, lit: lit / px.length, px};
+"""
+
+VIDEO_PANES = [("SCREEN_MAIN", "#video-main", "#main-screen", "main"),
+               ("SCREEN_DASHBOARD", "#video-dashboard", "#dashboard", "dashboard"),
+               ("SCREEN_INSTRUMENT_CLUSTER", "#video-instrument_cluster", "#cluster", "cluster")]
+
+
+def video_phase(page, driver, procs, args, sock, shots):
+    """A phone streams each scene window; the page shows it in all three panes."""
+    procs.start("video-phone", [os.path.join(args.bin, "headunitctl"), "test-pattern", "--unix-socket", sock, "--fps", "30"])
+    procs.wait_for_line("video-phone", r"^connected")
+    app = "com.example.pattern"
+    page.click(f'#home [data-app-id="{app}"]', "launch the streaming navigation app by clicking its icon")
+    page.click("#dashboard-launch", "show it on the dashboard (the dashboard's button)")
+    page.click("#cluster-launch", "show it on the instrument cluster (the cluster's button)")
+    for screen, canvas, pane, name in VIDEO_PANES:
+        page.wait(f"the {name} decodes video frames (WebCodecs)", lambda: (driver.execute_script(
+            "return (window.simVideo[arguments[0]] || {}).decoded || 0", screen) >= 10), timeout=30)
+        page.wait_css(f"{pane} {canvas}", f"the {name}'s canvas in its pane")
+    check(page.find("#main-screen.has-video #video-main") is not None and page.find("#main-screen .map-buttons") is not None,
+          "the main screen draws the map buttons over the video")
+    first = {screen: driver.execute_script(SAMPLE_CANVAS, canvas) for screen, canvas, _, _ in VIDEO_PANES}
+    time.sleep(1.5)
+    for screen, canvas, pane, name in VIDEO_PANES:
+        a, b = first[screen], driver.execute_script(SAMPLE_CANVAS, canvas)
+        check(a and b and b["colours"] >= 6 and b["lit"] > 0.3,
+              f"the {name}'s decoded picture is not blank ({b and b['width']}x{b and b['height']}, {b and b['colours']} colours, {b and round(b['lit'] * 100)}% lit)")
+        changed = sum(1 for p, q in zip(a["px"], b["px"]) if sum(abs(x - y) for x, y in zip(p, q)) > 40)
+        check(changed >= 3, f"the {name}'s picture changes from frame to frame ({changed} of {len(a['px'])} sampled pixels changed in 1.5 s)")
+    stream = driver.execute_script("return V.streams.SCREEN_MAIN")
+    main = driver.execute_script("const c = document.querySelector('#video-main'); return [c.offsetWidth, c.offsetHeight]")
+    check(main == [stream["window"]["widthPt"], stream["window"]["heightPt"]],
+          f"the main screen's video fills the window the car gave the app ({main} pt for a {stream['window']['widthPt']}x{stream['window']['heightPt']} window)")
+    time.sleep(2)  # two seconds of steady streaming for the numbers below
+    for screen, canvas, pane, name in VIDEO_PANES:
+        st = driver.execute_script("return window.simVideo[arguments[0]]", screen)
+        print(f"     {name}: {st['width']}x{st['height']} {st['codec']}, {st['fps']:.1f} fps, latency p50 {st['latencyMs']:.0f} ms"
+              f" p99 {st['latencyP99Ms']:.0f} ms (from the {st['latencySource']}), {st['decoded']} decoded, {st['dropped']} dropped,"
+              f" {st['keyframesAsked']} keyframes asked, {st['errors']} decoder errors", flush=True)
+        check(st["errors"] == 0, f"the {name}'s decoder reported no error ({st.get('lastError', '')})")
+        check(st["fps"] >= 5, f"the {name} shows at least 5 fps ({st['fps']:.1f})")
+        check(page.text(f"{pane} .video-stats").endswith(f"{st['width']}×{st['height']}"), f"the {name} shows its fps and latency ({page.text(pane + ' .video-stats')})")
+    check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (video)", os.path.join(shots, "main-video.png"))
+    check_not_blank(page.find("#dashboard").screenshot_as_png, "the dashboard (video)", os.path.join(shots, "dashboard-video.png"))
+    check_not_blank(page.find("#cluster").screenshot_as_png, "the instrument cluster (video)", os.path.join(shots, "cluster-video.png"))
+    # The decoder loses sync (as after an error): the page asks for a keyframe and is drawing again at once.
+    decoded = driver.execute_script("const p = V.panes.SCREEN_MAIN; resetDecoder(p); return window.simVideo.SCREEN_MAIN.decoded")
+    page.wait("the main screen decodes again after a reset (a keyframe asked for, not waited for)", lambda: driver.execute_script(
+        "return window.simVideo.SCREEN_MAIN.decoded") > decoded + 5, timeout=1.5)
+    procs.stop("video-phone")
 
 
 # ---------------------------------------------------------------- processes
@@ -383,6 +456,8 @@ def main():
         for name in ["launchApp", "hmiInput", "screenUpdate", "homeScreen", "metadataUpdate", "navigationInput", "setVehicleState",
                      "sendRemoteCommand", "carButton"]:
             page.wait_text("#log", name)
+
+        video_phase(page, driver, procs, args, sock, shots)
 
         # The daemon restarts: the page says so and reconnects by itself.
         procs.stop("daemon")

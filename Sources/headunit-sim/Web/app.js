@@ -21,8 +21,12 @@ const $ = (id) => document.getElementById(id);
 function connect() {
   const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
   S.ws = ws;
+  ws.binaryType = "arraybuffer";  // video frames (onVideoFrame)
   ws.onopen = () => { S.wsUp = true; badge("conn-page", "page: connected", "ok"); banner(); };
-  ws.onmessage = (e) => { try { receive(JSON.parse(e.data)); } catch (err) { console.error(err, e.data); } };
+  ws.onmessage = (e) => {
+    if (typeof e.data !== "string") { onVideoFrame(e.data); return; }
+    try { receive(JSON.parse(e.data)); } catch (err) { console.error(err, e.data); }
+  };
   ws.onclose = () => {
     S.wsUp = false;
     badge("conn-page", "page: simulator gone, reconnecting…", "bad");
@@ -66,6 +70,7 @@ function receive(m) {
     case "home": S.home = m.home; break;
     case "screen": S.screens[m.screen] = m.rendered; if (m.screen === "SCREEN_MAIN") onMainScreen(m); break;
     case "metadata": S.meta = m.state || {}; break;
+    case "video": onVideoStreams(m); break;
     case "log": addLog(m); return;
     case "notice": addLog({ dir: "in", peer: "sim", name: m.text }); return;
     case "result": { const p = S.pending[m.id]; if (p) { delete S.pending[m.id]; p(m); } return; }
@@ -206,6 +211,11 @@ function renderMain() {
   } else {
     renderApp(content, r);
   }
+  // The app's map under everything the car draws, while its map template is on top.
+  const stream = V.streams.SCREEN_MAIN;
+  const layer = stream && r.appId === stream.appId && kindOf(r.top || {}) === "map" && !(r.presented && r.presented.id) ? videoLayer("SCREEN_MAIN") : null;
+  root.classList.toggle("has-video", !!layer);
+  if (layer) root.prepend(...layer);
   if (focused >= 0) { const list = focusList(); (list[Math.min(focused, list.length - 1)] || root).focus(); }
 }
 
@@ -605,9 +615,18 @@ function guidanceState(meta) {
   return h("div", { class: "muted", "data-guidance": g.state || "GUIDANCE_STATE_IDLE" }, "Guidance: " + s + (g.appId ? " · " + appName(g.appId) : ""));
 }
 
+// The dashboard's and cluster's video fills the card's width at the window's aspect, under the tiles.
+function smallVideo(el, screen) {
+  const layer = videoLayer(screen), w = (V.streams[screen] || {}).window || {};
+  el.classList.toggle("has-video", !!layer);
+  el.style.minHeight = layer && w.widthPt ? Math.round(el.clientWidth * w.heightPt / w.widthPt + (el.offsetHeight - el.clientHeight)) + "px" : "";
+  if (layer) el.append(...layer);
+}
+
 function renderDashboard() {
   const el = $("dashboard");
   el.replaceChildren();
+  smallVideo(el, "SCREEN_DASHBOARD");
   if (!S.daemon || !S.daemon.connected) { el.append(h("div", { class: "muted" }, "not connected")); return; }
   const meta = S.meta, r = S.screens.SCREEN_DASHBOARD || {};
   const g = meta.guidance || {};
@@ -621,7 +640,7 @@ function renderDashboard() {
       el.append(h("div", { class: "tile" }, buttons.map((b) => tap("button", { class: "btn", "data-dashboard-button": b.id, style: "display:block;width:100%;margin:4px 0;text-align:left" },
         () => navInput({ appId: (meta.cluster || {}).appId || "", dashboardButton: b.id }), h("b", {}, first(b.titleVariants)), " ", h("span", { class: "muted" }, first(b.subtitleVariants))))));
     } else if (navApp && !r.appId) {
-      el.append(h("div", { class: "tile" }, tap("button", { class: "btn" }, () => launch(navApp.appId, "SCENE_KIND_DASHBOARD"), "Show " + navApp.displayName + " on the dashboard")));
+      el.append(h("div", { class: "tile" }, tap("button", { class: "btn", id: "dashboard-launch" }, () => launch(navApp.appId, "SCENE_KIND_DASHBOARD"), "Show " + navApp.displayName + " on the dashboard")));
     } else el.append(h("div", { class: "tile muted" }, "No navigation"));
   }
   el.append(guidanceState(meta));
@@ -631,6 +650,7 @@ function renderDashboard() {
 function renderCluster() {
   const el = $("cluster");
   el.replaceChildren();
+  smallVideo(el, "SCREEN_INSTRUMENT_CLUSTER");
   if (!S.daemon || !S.daemon.connected) { el.append(h("div", { class: "muted" }, "not connected")); return; }
   const meta = S.meta, c = meta.cluster || {}, g = meta.guidance || {};
   const guiding = g.state === "GUIDANCE_STATE_ACTIVE" || g.state === "GUIDANCE_STATE_PAUSED";
@@ -647,7 +667,156 @@ function renderCluster() {
     h("button", { class: "btn", onclick: () => ci({ zoomOut: true }) }, "Zoom −"),
     h("button", { class: "btn", onclick: () => ci({ compass: "CLUSTER_SETTING_ENABLED" }) }, "Compass"),
     h("button", { class: "btn", onclick: () => ci({ speedLimit: "CLUSTER_SETTING_ENABLED" }) }, "Speed limit"),
-    !c.appId && navApp ? h("button", { class: "btn", onclick: () => launch(navApp.appId, "SCENE_KIND_INSTRUMENT_CLUSTER") }, "Show " + navApp.displayName) : null));
+    !c.appId && navApp ? h("button", { class: "btn", id: "cluster-launch", onclick: () => launch(navApp.appId, "SCENE_KIND_INSTRUMENT_CLUSTER") }, "Show " + navApp.displayName) : null));
+}
+
+// ---------------------------------------------------------------- base-view video (PROTOCOL.md section 25)
+
+// The app's map for each screen: frames come as binary messages (the bridge's
+// header, then one H.264 access unit, Annex B), are decoded with WebCodecs and
+// drawn into a canvas under the car's overlays. The bridge keeps at most one
+// unsent frame per stream (latest wins); the page asks for a keyframe when its
+// decoder has to start again.
+const VIDEO_SCREENS = { 1: "SCREEN_MAIN", 2: "SCREEN_DASHBOARD", 3: "SCREEN_INSTRUMENT_CLUSTER" };
+const V = { streams: {}, panes: {} };
+// Per screen, for the browser test and the debug line: frames decoded, fps, latency.
+window.simVideo = window.simVideo || {};
+
+function videoPane(screen) {
+  if (V.panes[screen]) return V.panes[screen];
+  const short = screen.replace("SCREEN_", "").toLowerCase();
+  const canvas = h("canvas", { class: "video", id: "video-" + short, width: 2, height: 2 });
+  const p = V.panes[screen] = {
+    screen, canvas, ctx: canvas.getContext("2d"), stats: h("div", { class: "video-stats", id: "video-stats-" + short }),
+    decoder: null, codec: "", channel: 0, waitingKey: true, lastAsk: 0, pending: new Map(),
+    decodedAt: [], latencies: [],
+  };
+  window.simVideo[screen] = { received: 0, decoded: 0, dropped: 0, errors: 0, keyframesAsked: 0, fps: 0, latencyMs: null, latencySource: "", codec: "" };
+  return p;
+}
+
+// "avc1.PPCCLL": profile_idc, constraint flags (constrained baseline: set0+set1), level_idc.
+function avcCodec(params) {
+  const hex = (n) => n.toString(16).toUpperCase().padStart(2, "0");
+  const profile = params.profileIdc || 66;
+  return "avc1." + hex(profile) + (profile === 66 ? "E0" : "00") + hex(params.levelIdc || 31);
+}
+
+function onVideoStreams(m) {
+  V.streams = {};
+  for (const s of (m.streams && m.streams.streams) || []) V.streams[s.screen] = s;
+  for (const screen of Object.keys(V.panes)) if (!V.streams[screen]) resetDecoder(V.panes[screen]);
+}
+
+function resetDecoder(p) {
+  if (p.decoder && p.decoder.state !== "closed") { try { p.decoder.close(); } catch (e) { /* closed meanwhile */ } }
+  p.decoder = null; p.waitingKey = true; p.pending.clear();
+}
+
+function askKeyframe(p) {
+  const now = performance.now();
+  if (!p.channel || now - p.lastAsk < 250 || !S.wsUp) return;
+  p.lastAsk = now;
+  window.simVideo[p.screen].keyframesAsked++;
+  // No answer is awaited: the keyframe itself is the answer.
+  S.ws.send(JSON.stringify({ id: ++S.reqId, to: "hmi", envelope: { requestKeyframe: { channel: p.channel, reason: "KEYFRAME_REASON_VIEWER_ASKED" } } }));
+}
+
+function ensureDecoder(p, channel) {
+  const stream = V.streams[p.screen];
+  const codec = avcCodec((stream && stream.params) || {});
+  if (p.decoder && p.decoder.state === "configured" && p.channel === channel && p.codec === codec) return true;
+  resetDecoder(p);
+  p.channel = channel; p.codec = codec;
+  window.simVideo[p.screen].codec = codec;
+  if (!("VideoDecoder" in window)) { p.stats.textContent = "no WebCodecs in this browser"; return false; }
+  p.decoder = new VideoDecoder({
+    output: (frame) => videoDecoded(p, frame),
+    error: (e) => {
+      window.simVideo[p.screen].errors++;
+      window.simVideo[p.screen].lastError = String(e && e.message || e);
+      p.decoder = null; p.waitingKey = true;
+      askKeyframe(p);
+    },
+  });
+  // No description: the access units are Annex B with SPS and PPS in front of each IDR.
+  p.decoder.configure({ codec, optimizeForLatency: true });
+  return true;
+}
+
+function onVideoFrame(buffer) {
+  const dv = new DataView(buffer);
+  if (buffer.byteLength < 36 || dv.getUint8(0) !== 1) return;
+  const screen = VIDEO_SCREENS[dv.getUint8(1)];
+  if (!screen) return;
+  const key = (dv.getUint8(2) & 1) === 1, channel = dv.getUint32(4), number = dv.getUint32(8);
+  const p = videoPane(screen), st = window.simVideo[screen];
+  st.received++;
+  if (!ensureDecoder(p, channel)) return;
+  // A P-frame before a keyframe (or after an error) cannot be decoded: wait for the keyframe asked for.
+  if (p.waitingKey && !key) { st.dropped++; askKeyframe(p); return; }
+  // A decoder falling behind: drop rather than queue, and start again from a keyframe.
+  if (!key && p.decoder.decodeQueueSize > 2) { st.dropped++; p.waitingKey = true; askKeyframe(p); return; }
+  p.waitingKey = false;
+  p.pending.set(number, { simAt: dv.getFloat64(20), phoneToSimUs: dv.getInt32(28), arrived: performance.now() });
+  if (p.pending.size > 30) p.pending.delete(p.pending.keys().next().value);
+  try {
+    p.decoder.decode(new EncodedVideoChunk({ type: key ? "key" : "delta", timestamp: number, data: new Uint8Array(buffer, 32) }));
+  } catch (e) {
+    st.errors++; st.lastError = String(e.message || e);
+    resetDecoder(p); askKeyframe(p);
+  }
+}
+
+function videoDecoded(p, frame) {
+  const st = window.simVideo[p.screen];
+  if (p.canvas.width !== frame.displayWidth || p.canvas.height !== frame.displayHeight) {
+    p.canvas.width = frame.displayWidth; p.canvas.height = frame.displayHeight;
+  }
+  p.ctx.drawImage(frame, 0, 0);
+  const meta = p.pending.get(frame.timestamp);
+  p.pending.delete(frame.timestamp);
+  frame.close();
+  const now = performance.now();
+  st.decoded++;
+  p.decodedAt.push(now);
+  while (p.decodedAt.length && p.decodedAt[0] < now - 2000) p.decodedAt.shift();
+  const span = (now - p.decodedAt[0]) / 1000;
+  st.fps = span > 0.2 ? (p.decodedAt.length - 1) / span : 0;
+  if (meta) {
+    // From the app's draw when its clock is the simulator's (same machine), else from the simulator's arrival.
+    const sinceSim = Date.now() - meta.simAt;
+    st.latencySource = meta.phoneToSimUs >= 0 ? "app draw" : "simulator arrival";
+    p.latencies.push(meta.phoneToSimUs >= 0 ? meta.phoneToSimUs / 1000 + sinceSim : sinceSim);
+    if (p.latencies.length > 90) p.latencies.shift();
+    const sorted = [...p.latencies].sort((a, b) => a - b);
+    st.latencyMs = sorted[Math.floor(sorted.length / 2)];
+    st.latencyP99Ms = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];
+  }
+  st.width = frame.displayWidth || p.canvas.width; st.height = p.canvas.height;
+  if (st.decoded % 10 === 1) videoStatsText(p);
+}
+
+function videoStatsText(p) {
+  const st = window.simVideo[p.screen];
+  p.stats.textContent = `${st.fps.toFixed(1)} fps · ${st.latencyMs === null ? "?" : Math.round(st.latencyMs) + " ms"} · ${p.canvas.width}×${p.canvas.height}`;
+  p.stats.title = `latency p50 from the ${st.latencySource} to the decoded picture; p99 ${Math.round(st.latencyP99Ms || 0)} ms; ${st.dropped} dropped, ${st.keyframesAsked} keyframes asked, ${st.errors} decoder errors; ${st.codec}`;
+}
+
+// The canvas of a screen under its overlays, at the window's size in points,
+// or nothing when the screen shows no stream.
+function videoLayer(screen) {
+  const stream = V.streams[screen];
+  if (!stream) return null;
+  const p = videoPane(screen), w = stream.window || {};
+  p.canvas.style.setProperty("--window-w", (w.widthPt || 0) + "px");
+  p.canvas.style.setProperty("--window-h", (w.heightPt || 0) + "px");
+  p.canvas.style.aspectRatio = `${w.widthPt || 16} / ${w.heightPt || 9}`;
+  p.canvas.dataset.appId = stream.appId || "";
+  // The safe area the car told the app: the app keeps its content inside it.
+  const sa = w.safeArea || {};
+  p.stats.dataset.safeArea = `${sa.top || 0} ${sa.right || 0} ${sa.bottom || 0} ${sa.left || 0}`;
+  return [p.canvas, p.stats];
 }
 
 // ---------------------------------------------------------------- car controls
