@@ -82,15 +82,8 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 // Decoding the phone's Opus audio (PROTOCOL.md section 24).
                 "COpus",
-                // The car's speakers and microphone on a board ("alsa:DEVICE", section 24.5).
-                "CALSA",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
-        ),
-        .systemLibrary(
-            name: "CALSA",
-            pkgConfig: "alsa",
-            providers: [.apt(["libasound2-dev"])]
         ),
         .systemLibrary(
             name: "COpus",
@@ -116,6 +109,12 @@ let package = Package(
             pkgConfig: "openh264",
             providers: [.apt(["libopenh264-dev"])]
         ),
+        // cairo: the MapsApp example draws its map with it (only that example links it).
+        .systemLibrary(
+            name: "CCairo",
+            pkgConfig: "cairo",
+            providers: [.apt(["libcairo2-dev"])]
+        ),
         // The base view as H.264 (PROTOCOL.md section 25): the phone's encoder, a decoder for the car side.
         .target(
             name: "HeadUnitVideo",
@@ -140,7 +139,8 @@ let package = Package(
         // Apple-CarPlay-shaped templates on top of HeadUnitClient (docs/CARPLAYKIT.md).
         .target(
             name: "CarPlayKit",
-            dependencies: ["HeadUnitClient", "HeadUnitWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+            // HeadUnitVideo: a navigation scene's window encodes what the app draws (CPWindow).
+            dependencies: ["HeadUnitClient", "HeadUnitWire", "HeadUnitVideo", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
         // The black-box conformance kit: checks any endpoint over the wire only
         // (raw sockets and the frame codec; no HeadUnitClient logic).
@@ -218,14 +218,15 @@ let package = Package(
         // CarPlayKit examples: short apps runnable against the daemon (docs/CARPLAYKIT.md, "Examples").
         .executableTarget(name: "RadioApp", dependencies: ["CarPlayKit"], path: "Examples/RadioApp"),
         .executableTarget(name: "MessagesApp", dependencies: ["CarPlayKit"], path: "Examples/MessagesApp"),
-        .executableTarget(name: "MapsApp", dependencies: ["CarPlayKit"], path: "Examples/MapsApp"),
+        .executableTarget(name: "MapsApp", dependencies: ["CarPlayKit", "CCairo"], path: "Examples/MapsApp"),
         .executableTarget(name: "ComfortApp", dependencies: ["CarPlayKit", "HeadUnitClient"], path: "Examples/ComfortApp"),
         // A CarPlay sample's template code ported in Apple's style: compiles with only the documented differences.
         // The Apple-style ports import CarPlayKit alone; their drivers (PortDriverTests) start the real
         // daemon (Support/ links EndToEndTests' DaemonLauncher, RawSocketClient and OwnThread) and act as the HMI.
         .testTarget(
             name: "CarPlayKitSampleTests",
-            dependencies: ["CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitSecurity", .product(name: "NIOCore", package: "swift-nio")]
+            // HeadUnitVideo: the HMI's H.264 decoder for the map windows' video (MapsVideoTests).
+            dependencies: ["CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitSecurity", "HeadUnitVideo", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
             name: "HeadUnitWireTests",

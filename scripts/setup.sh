@@ -10,8 +10,9 @@ set -euo pipefail
 # libopenh264-dev: the base view's H.264 encoder and decoder (HeadUnitVideo, PROTOCOL.md section 25.2);
 # libopus-dev: the audio streams' Opus decoder (PROTOCOL.md section 24);
 # libasound2-dev: the car's speakers and microphone on a board ("alsa:DEVICE", section 24.5);
-# espeak-ng: the MapsApp example speaks its prompts with it (a chime without it).
-packages=(libsystemd-dev libopus-dev libasound2-dev pkg-config libopenh264-dev espeak-ng "$@")
+# espeak-ng: the MapsApp example speaks its prompts with it (a chime without it);
+# libcairo2-dev: the MapsApp example draws its map with cairo (the CCairo system-library target).
+packages=(libsystemd-dev libopus-dev libasound2-dev pkg-config libopenh264-dev espeak-ng libcairo2-dev "$@")
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "setup: swift is not on PATH; install a Swift 6 toolchain first" >&2

@@ -1,8 +1,11 @@
-// A navigation app: a map with buttons, trip previews, guidance with
-// maneuvers, a navigation alert, dashboard shortcuts and the instrument
-// cluster, and the maneuver spoken through a voicePrompt audio session
-// (espeak-ng's voice when it is installed, else a generated chime).
-// Run: swift run MapsApp [socket path]; launch "Maps" on the car.
+// A navigation app: its own map drawn with cairo (MapRenderer.swift) in the
+// main, dashboard and cluster windows and streamed to the car as H.264, map
+// buttons (routes, pan, zoom), trip previews, guidance with maneuvers (the car
+// drives along the route), a navigation alert, dashboard shortcuts and the
+// instrument cluster, and the maneuver spoken through a voicePrompt audio
+// session (espeak-ng's voice when it is installed, else a generated chime).
+// Run: swift run MapsApp [socket path]; launch "Maps" on the car. Prints
+// "video: streaming main 1600x960 ..." when a window's first frame leaves.
 import CarPlayKit
 import Foundation
 
@@ -15,16 +18,21 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
     let map = CPMapTemplate(identifier: "map")
     var session: CPNavigationSession?
     var voice: PromptVoice?
+    let model = MapModel()
+    var windows: [CPWindow] = []
+    var mainWindow: CPWindow?
     let home = CPTrip(origin: CPMapItem(name: "Office"), destination: CPMapItem(name: "Home"), routeChoices: [
         CPRouteChoice(summaryVariants: ["Fastest route via A1", "Via A1"], additionalInformationVariants: ["Light traffic"],
                       selectionSummaryVariants: ["A1"], travelEstimates: CPTravelEstimates(distanceRemaining: 12_000, timeRemaining: 900),
                       identifier: "a1"),
     ], identifier: "home")
 
-    // The map's window is the app's to draw; CarPlayKit tells its size.
+    // The map's window is the app's to draw: CarPlayKit asks the view for frames and streams them.
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                   didConnect interfaceController: CPInterfaceController, to window: CPWindow) {
         self.interfaceController = interfaceController
+        show(MapView(kind: .main, model: model), in: window)
+        mainWindow = window
         map.mapDelegate = self
         let routes = CPMapButton(identifier: "routes") { [unowned self] _ in
             self.map.showTripPreviews([self.home], textConfiguration:
@@ -40,10 +48,19 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
             }
         }
         routes.image = CPImage(named: "routes", pixelWidth: 88, pixelHeight: 88)
-        map.mapButtons = [routes]
+        let pan = CPMapButton(identifier: "pan") { [unowned self] _ in self.map.showPanningInterface(animated: true) }
+        pan.image = CPImage(named: "pan", pixelWidth: 88, pixelHeight: 88)
+        // Zoom buttons are the app's own: it changes its map and asks the window to draw again.
+        let zoomIn = CPMapButton(identifier: "zoom-in") { [unowned self] _ in self.zoomMain(by: 0.5) }
+        zoomIn.image = CPImage(named: "zoom-in", pixelWidth: 88, pixelHeight: 88)
+        let zoomOut = CPMapButton(identifier: "zoom-out") { [unowned self] _ in self.zoomMain(by: 2) }
+        zoomOut.image = CPImage(named: "zoom-out", pixelWidth: 88, pixelHeight: 88)
+        map.mapButtons = [routes, pan, zoomIn, zoomOut]
+        map.isPanningSupported = true
         map.trailingNavigationBarButtons = [CPBarButton(title: "End", identifier: "end") { [unowned self] _ in
             self.session?.finishTrip()
             self.session = nil
+            self.setDriving(false)
             log("trip finished")
         }]
         interfaceController.setRootTemplate(map, animated: false) { success, _ in log("root set: \(success)") }
@@ -51,7 +68,42 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
 
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                   didDisconnect interfaceController: CPInterfaceController, from window: CPWindow) {
+        windows.removeAll { $0 === window }
         log("disconnected")
+    }
+
+    // MARK: the map's windows
+
+    func show(_ view: MapView, in window: CPWindow) {
+        window.rootViewController = view
+        window.isAnimating = model.isDriving
+        windows.append(window)
+    }
+
+    /// While guiding the car moves: every window redraws at its frame rate.
+    func setDriving(_ driving: Bool) {
+        if driving { model.startDriving() } else { model.stopDriving() }
+        for window in windows { window.isAnimating = driving }
+    }
+
+    func zoomMain(by factor: Double) {
+        model.mainZoom = min(20, max(0.5, model.mainZoom * factor))
+        mainWindow?.setNeedsDisplay()
+        log("zoom: \(model.mainZoom) m/px")
+    }
+
+    func mapTemplate(_ mapTemplate: CPMapTemplate, panWith direction: CPPanDirection) {
+        if let window = mainWindow { model.pan(direction, window: window) }  // CarPlayKit redraws the window after a pan
+        log("pan \(direction)")
+    }
+
+    func mapTemplateDidDismissPanningInterface(_ mapTemplate: CPMapTemplate) {
+        model.panOffset = MapPoint(0, 0)  // back to following the car
+        mainWindow?.setNeedsDisplay()
+    }
+
+    func contentStyleDidChange(_ contentStyle: CPContentStyle) {
+        log("content style: \(contentStyle)")  // the windows redraw in the new style themselves
     }
 
     // MARK: CPMapTemplateDelegate
@@ -70,6 +122,7 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
         session.upcomingManeuvers = [turn]
         session.updateEstimates(CPTravelEstimates(distanceRemaining: 300, timeRemaining: 45), for: turn)
         self.session = session
+        setDriving(true)
         log("guiding \(trip.identifier)")
         voice?.speak(turn.instructionVariants.first ?? "")
         let ok = CPAlertAction(title: "OK", style: .default, identifier: "ok") { _ in log("alert ok") }
@@ -92,6 +145,7 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
 
     func mapTemplateDidCancelNavigation(_ mapTemplate: CPMapTemplate) {
         session = nil
+        setDriving(false)
         log("navigation cancelled by the car")
     }
 
@@ -106,6 +160,7 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
                 log("dashboard: home")
             },
         ]
+        show(MapView(kind: .dashboard, model: model), in: window)
         log("dashboard connected")
     }
 
@@ -116,7 +171,30 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
         log("cluster connected")
     }
 
-    func instrumentClusterControllerDidZoom(in instrumentClusterController: CPInstrumentClusterController) { log("cluster zoom in") }
+    // The cluster's map: closer than the main one; CarPlayKit redraws it after each cluster input.
+    func instrumentClusterControllerDidConnect(_ instrumentClusterWindow: CPWindow) {
+        show(MapView(kind: .cluster, model: model), in: instrumentClusterWindow)
+    }
+
+    func instrumentClusterControllerDidDisconnectWindow(_ instrumentClusterWindow: CPWindow) {
+        windows.removeAll { $0 === instrumentClusterWindow }
+    }
+
+    func instrumentClusterControllerDidZoom(in instrumentClusterController: CPInstrumentClusterController) {
+        model.clusterZoom = max(0.3, model.clusterZoom / 2)
+        log("cluster zoom in")
+    }
+
+    func instrumentClusterControllerDidZoomOut(_ instrumentClusterController: CPInstrumentClusterController) {
+        model.clusterZoom = min(10, model.clusterZoom * 2)
+        log("cluster zoom out")
+    }
+
+    func instrumentClusterController(_ instrumentClusterController: CPInstrumentClusterController,
+                                     didChangeCompassSetting compassSetting: CPInstrumentClusterSetting) {
+        model.showCompass = compassSetting != .disabled
+        log("cluster compass: \(compassSetting)")
+    }
 }
 
 /// Speaks prompts through the car: a voicePrompt session (the car ducks

@@ -273,6 +273,13 @@ public final class CPApplication: @unchecked Sendable {
             let oldStyle = CPSessionState.current.contentStyle
             CPSessionState.configurationChanged(configuration)
             let newStyle = CPContentStyle(configuration.contentStyle)
+            if configuration.sceneID == 0 {
+                for window in [mainScene?.carWindow, dashboardScene?.dashboardWindow, clusterScene?.instrumentClusterController.instrumentClusterWindow] {
+                    configure(window, configuration)
+                }
+            } else {
+                configure(window(sceneID: configuration.sceneID), configuration)
+            }
             if let scene = mainScene, scene.interfaceController.sceneID == configuration.sceneID || configuration.sceneID == 0 {
                 scene.interfaceController.style = newStyle
                 if oldStyle != newStyle { sceneDelegate?.contentStyleDidChange(newStyle) }
@@ -293,6 +300,8 @@ public final class CPApplication: @unchecked Sendable {
                 accessoryManager.update(availability, application: self)
             case .remoteCommandEvent(let command)? where command.appID == bundleIdentifier:
                 answerRemoteCommand(command, MPRemoteCommandCenter.shared().handle(command))
+            case .requestKeyframe(let request)?:
+                window(sceneID: request.channel)?.keyframeRequested()
             default:
                 break
             }
@@ -302,17 +311,25 @@ public final class CPApplication: @unchecked Sendable {
     }
 
     @MainActor private func sceneConnected(_ client: InterfaceController) {
-        let window = CPWindow(client.scene.window)
+        // A navigation scene's window streams what the app draws in it (PROTOCOL.md section 25);
+        // the main window at 30 frames a second, the smaller ones at 15.
+        let video = isNavigationApp && client.scene.hasVideo ? client.scene.video : HUVideoStreamParams()
+        let window = CPWindow(client.scene.window, video: video, style: CPContentStyle(client.scene.contentStyle),
+                              phone: phoneSession, framesPerSecond: client.kind == .main ? 30 : 15)
+        window.start()
         switch client.kind {
         case .dashboard:
             let scene = CPTemplateApplicationDashboardScene(controller: CPDashboardController(application: self, sceneID: client.sceneID), window: window)
             dashboardScene = scene
             dashboardSceneDelegate?.templateApplicationDashboardScene(scene, didConnect: scene.dashboardController, to: window)
         case .instrumentCluster:
-            let scene = CPTemplateApplicationInstrumentClusterScene(controller: CPInstrumentClusterController(application: self, sceneID: client.sceneID))
+            let controller = CPInstrumentClusterController(application: self, sceneID: client.sceneID)
+            controller.instrumentClusterWindow = window
+            let scene = CPTemplateApplicationInstrumentClusterScene(controller: controller)
             scene.contentStyle = CPContentStyle(client.scene.contentStyle)
             clusterScene = scene
             instrumentClusterSceneDelegate?.templateApplicationInstrumentClusterScene(scene, didConnect: scene.instrumentClusterController)
+            controller.delegate?.instrumentClusterControllerDidConnect(window)
         default:
             CPSessionState.sceneConnected(client.scene)
             let controller = CPInterfaceController(client: client, application: self)
@@ -328,6 +345,7 @@ public final class CPApplication: @unchecked Sendable {
     }
 
     @MainActor private func sceneDisconnected(_ sceneID: UInt32) {
+        window(sceneID: sceneID)?.stop()
         if let scene = mainScene, scene.interfaceController.sceneID == sceneID {
             mainScene = nil
             CPNowPlayingTemplate.shared.detach(scene.interfaceController)
@@ -341,7 +359,32 @@ public final class CPApplication: @unchecked Sendable {
             dashboardSceneDelegate?.templateApplicationDashboardScene(scene, didDisconnect: scene.dashboardController, from: scene.dashboardWindow)
         } else if let scene = clusterScene, scene.instrumentClusterController.sceneID == sceneID {
             clusterScene = nil
-            instrumentClusterSceneDelegate?.templateApplicationInstrumentClusterScene(scene, didDisconnectInstrumentClusterController: scene.instrumentClusterController)
+            let controller = scene.instrumentClusterController
+            if let window = controller.instrumentClusterWindow {
+                controller.instrumentClusterWindow = nil
+                controller.delegate?.instrumentClusterControllerDidDisconnectWindow(window)
+            }
+            instrumentClusterSceneDelegate?.templateApplicationInstrumentClusterScene(scene, didDisconnectInstrumentClusterController: controller)
+        }
+    }
+
+    /// The window of a connected scene (its id is its video channel too).
+    @MainActor private func window(sceneID: UInt32) -> CPWindow? {
+        if let scene = mainScene, scene.interfaceController.sceneID == sceneID { return scene.carWindow }
+        if let scene = dashboardScene, scene.dashboardController.sceneID == sceneID { return scene.dashboardWindow }
+        if let scene = clusterScene, scene.instrumentClusterController.sceneID == sceneID {
+            return scene.instrumentClusterController.instrumentClusterWindow
+        }
+        return nil
+    }
+
+    /// A scene's configuration changed: its window's style and safe area (a change redraws it).
+    @MainActor private func configure(_ window: CPWindow?, _ configuration: HUSessionConfiguration) {
+        guard let window else { return }
+        window.contentStyle = CPContentStyle(configuration.contentStyle)
+        if configuration.hasSafeArea {
+            let inset = configuration.safeArea
+            window.safeAreaInsets = (inset.top, inset.left, inset.bottom, inset.right)
         }
     }
 
@@ -351,6 +394,12 @@ public final class CPApplication: @unchecked Sendable {
             dashboardScene?.dashboardController.press(id)
         case .clusterInput(let input):
             clusterScene?.instrumentClusterController.handle(input)
+            // The delegate changed its zoom or compass: the cluster's map is drawn again.
+            clusterScene?.instrumentClusterController.instrumentClusterWindow?.setNeedsDisplay()
+        case .panning(let pan):
+            (interfaceController?.rootTemplate as? CPMapTemplate)?.handle(event)
+            // The delegate moved its map: the window is drawn again.
+            if case .direction? = pan.kind { mainScene?.carWindow.setNeedsDisplay() }
         default:
             (interfaceController?.rootTemplate as? CPMapTemplate)?.handle(event)
         }

@@ -115,29 +115,3 @@ public enum CPContentStyle: Sendable, Equatable {
         }
     }
 }
-
-/// The car's window for a scene, standing in for `UIWindow` (navigation apps
-/// draw their map in it; CarPlayKit only tells its geometry).
-public struct CPWindow: Sendable, Equatable {
-    /// Width in points.
-    public var width: UInt32
-    /// Height in points.
-    public var height: UInt32
-    /// Pixels per point (2 or 3).
-    public var scale: UInt32
-    /// The area not covered by the car's own controls, in points from each edge.
-    public var safeAreaInsets: (top: UInt32, left: UInt32, bottom: UInt32, right: UInt32)
-
-    init(_ display: HUDisplay) {
-        width = display.widthPt
-        height = display.heightPt
-        scale = display.scale
-        safeAreaInsets = (display.safeArea.top, display.safeArea.left, display.safeArea.bottom, display.safeArea.right)
-    }
-
-    /// Equal when every field is.
-    public static func == (lhs: CPWindow, rhs: CPWindow) -> Bool {
-        lhs.width == rhs.width && lhs.height == rhs.height && lhs.scale == rhs.scale
-            && lhs.safeAreaInsets == rhs.safeAreaInsets
-    }
-}

@@ -728,6 +728,10 @@ public protocol CPInstrumentClusterControllerDelegate: AnyObject {
     func instrumentClusterController(_ instrumentClusterController: CPInstrumentClusterController, didChangeCompassSetting compassSetting: CPInstrumentClusterSetting)
     /// The speed-limit setting changed.
     func instrumentClusterController(_ instrumentClusterController: CPInstrumentClusterController, didChangeSpeedLimitSetting speedLimitSetting: CPInstrumentClusterSetting)
+    /// The cluster's window connected: set its ``CPWindow/rootViewController`` to draw the cluster's map.
+    func instrumentClusterControllerDidConnect(_ instrumentClusterWindow: CPWindow)
+    /// The cluster's window went away.
+    func instrumentClusterControllerDidDisconnectWindow(_ instrumentClusterWindow: CPWindow)
 }
 
 extension CPInstrumentClusterControllerDelegate {
@@ -739,6 +743,10 @@ extension CPInstrumentClusterControllerDelegate {
     public func instrumentClusterController(_ instrumentClusterController: CPInstrumentClusterController, didChangeCompassSetting compassSetting: CPInstrumentClusterSetting) {}
     /// Does nothing (optional in CarPlay).
     public func instrumentClusterController(_ instrumentClusterController: CPInstrumentClusterController, didChangeSpeedLimitSetting speedLimitSetting: CPInstrumentClusterSetting) {}
+    /// Does nothing (required in CarPlay; ours: a cluster map is optional).
+    public func instrumentClusterControllerDidConnect(_ instrumentClusterWindow: CPWindow) {}
+    /// Does nothing.
+    public func instrumentClusterControllerDidDisconnectWindow(_ instrumentClusterWindow: CPWindow) {}
 }
 
 /// A navigation app's instrument-cluster scene (`CPInstrumentClusterController`).
@@ -747,6 +755,8 @@ public final class CPInstrumentClusterController: @unchecked Sendable {
     let sceneID: UInt32
     @CPLocked private var delegateRef = Weak<AnyObject>(nil)
     @CPLocked private var descriptions: [String] = []
+    /// The cluster's window, while connected: the app draws the cluster's map in it.
+    @CPLocked public internal(set) var instrumentClusterWindow: CPWindow?
 
     init(application: CPApplication, sceneID: UInt32) {
         self.application = application

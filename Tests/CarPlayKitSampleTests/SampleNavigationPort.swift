@@ -20,6 +20,7 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
                                   didConnect interfaceController: CPInterfaceController,
                                   to window: CPWindow) {  // DIFF: `CPWindow` for `UIWindow`
         self.interfaceController = interfaceController
+        window.rootViewController = MapViewController()
         let mapTemplate = CPMapTemplate()
         mapTemplate.mapDelegate = self
         let panButton = CPMapButton(identifier: "pan") { [weak self] _ in  // DIFF: `isPanningSupported` and a `CPMapButton` whose id starts with `pan`
@@ -101,5 +102,14 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
         interfaceController?.popTemplate(animated: true)  // iOS 12-13 call, no completion
         showPreviews()
         completionHandler()
+    }
+}
+
+/// The app's map view: Apple's sample sets a `UIViewController` drawing with MapKit.
+class MapViewController: CPWindowContent {  // DIFF: `UIViewController` as `rootViewController`: a `CPWindowContent` filling BGRA pixels
+    var frames = 0
+    func draw(_ pixels: CPPixelBuffer, in window: CPWindow) {
+        frames += 1
+        pixels.fill(red: 242, green: 239, blue: 233)
     }
 }
