@@ -82,8 +82,15 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 // Decoding the phone's Opus audio (PROTOCOL.md section 24).
                 "COpus",
+                // The car's speakers and microphone on a board ("alsa:DEVICE", section 24.5).
+                "CALSA",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
+        ),
+        .systemLibrary(
+            name: "CALSA",
+            pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]
         ),
         .systemLibrary(
             name: "COpus",
