@@ -132,6 +132,7 @@ final class MapView: CPWindowContent {
     let kind: Kind
     let model: MapModel
     private var announced = false
+    private var sent = (frames: 0, bytes: 0, milliseconds: 0.0)
 
     init(kind: Kind, model: MapModel) {
         self.kind = kind
@@ -265,6 +266,14 @@ final class MapView: CPWindowContent {
     }
 
     func window(_ window: CPWindow, didSend frame: CPWindow.SentFrame) {
+        sent.frames += 1
+        sent.bytes += frame.bytes
+        sent.milliseconds += frame.encodeMilliseconds
+        if sent.frames % 30 == 0 {
+            let statistics = window.statistics
+            log("video: \(kind.rawValue) \(sent.frames) frames sent (\(statistics.skipped) skipped, \(statistics.keyframes) keyframes), "
+                + "average \(sent.bytes / sent.frames) bytes, encoded in \(String(format: "%.1f", sent.milliseconds / Double(sent.frames))) ms")
+        }
         guard !announced else { return }
         announced = true
         // The simulator's tests wait for this line (keep its shape).

@@ -284,6 +284,46 @@ final class WindowEncoder: @unchecked Sendable {
     /// The last picture encoded: a keyframe request without a change encodes it again.
     private var last: I420Picture?
 
+    /// BGRA to I420 (BT.601 limited range, chroma from the top-left pixel of
+    /// each 2x2 block), into the picture's own planes. Raw pointers, so a
+    /// debug build converts a 1600x960 window in milliseconds, not the
+    /// hundred or more that array subscripts cost.
+    static func convert(_ pixels: CPPixelBuffer, into picture: inout I420Picture) {
+        let width = pixels.width, height = pixels.height, stride = pixels.bytesPerRow, half = width / 2
+        let source = UnsafePointer(pixels.baseAddress.assumingMemoryBound(to: UInt8.self))
+        var y = picture.y, u = picture.u, v = picture.v
+        picture.y = []
+        picture.u = []
+        picture.v = []
+        y.withUnsafeMutableBufferPointer { yPlane in
+            u.withUnsafeMutableBufferPointer { uPlane in
+                v.withUnsafeMutableBufferPointer { vPlane in
+                    guard let yOut = yPlane.baseAddress, let uOut = uPlane.baseAddress, let vOut = vPlane.baseAddress else { return }
+                    for row in 0..<height {
+                        let line = source + row * stride
+                        let luma = yOut + row * width
+                        for column in 0..<width {
+                            let pixel = line + column &* 4
+                            let b = Int32(pixel[0]), g = Int32(pixel[1]), r = Int32(pixel[2])
+                            luma[column] = UInt8(truncatingIfNeeded: ((66 &* r &+ 129 &* g &+ 25 &* b &+ 128) >> 8) &+ 16)
+                        }
+                        guard row & 1 == 0 else { continue }
+                        let chroma = (row / 2) * half
+                        for column in 0..<half {
+                            let pixel = line + column &* 8
+                            let b = Int32(pixel[0]), g = Int32(pixel[1]), r = Int32(pixel[2])
+                            uOut[chroma + column] = UInt8(truncatingIfNeeded: ((-38 &* r &- 74 &* g &+ 112 &* b &+ 128) >> 8) &+ 128)
+                            vOut[chroma + column] = UInt8(truncatingIfNeeded: ((112 &* r &- 94 &* g &- 18 &* b &+ 128) >> 8) &+ 128)
+                        }
+                    }
+                }
+            }
+        }
+        picture.y = y
+        picture.u = u
+        picture.v = v
+    }
+
     init(width: Int, height: Int, fps: Double, bitrate: Int, keyframeInterval: Int) throws {
         encoder = try H264Encoder(width: width, height: height, fps: fps, bitrate: bitrate, keyframeInterval: keyframeInterval)
     }
@@ -295,8 +335,10 @@ final class WindowEncoder: @unchecked Sendable {
             queue.async {
                 let start = ContinuousClock.now
                 if let pixels {
-                    self.last = I420Picture(bgra: UnsafeRawBufferPointer(pixels.bytes), width: pixels.width, height: pixels.height,
-                                            stride: pixels.bytesPerRow)
+                    var picture = self.last ?? I420Picture(width: pixels.width, height: pixels.height)
+                    self.last = nil  // one owner of the planes while they are written: no copy
+                    Self.convert(pixels, into: &picture)
+                    self.last = picture
                 }
                 guard let picture = self.last else { return continuation.resume(returning: nil) }
                 if keyframe { self.encoder.requestKeyframe() }

@@ -218,6 +218,23 @@ struct MapsVideoTests {
         let idr = try #require(keyframe, "a keyframe answers the viewer's request")
         #expect(idr.1.width == 1600)
         #expect(viewer.keyframeNALTypes.isSuperset(of: [5, 7, 8]), "an IDR with its SPS and PPS: \(viewer.keyframeNALTypes)")
+        // The dashboard and the cluster windows stream too, each at its own size.
+        try await hmi.launch(Self.appID, kind: .dashboard)
+        try await hmi.launch(Self.appID, kind: .instrumentCluster)
+        #expect(await app.line(startingWith: "video: streaming dashboard 1040x960") != nil, "\(app.output)")
+        #expect(await app.line(startingWith: "video: streaming cluster 960x480") != nil, "\(app.output)")
+        // Guidance from the dashboard's shortcut: the car drives, every window animates.
+        var started = false
+        for _ in 0..<500 where !started {
+            do {
+                _ = try await hmi.connection.request(.navigationInput(HUNavigationInput.with { $0.appID = Self.appID; $0.kind = .dashboardButton("go-home") }))
+                started = true
+            } catch {
+                try await Task.sleep(nanoseconds: 20_000_000)  // the shortcut buttons have not reached the car yet
+            }
+        }
+        #expect(started)
+        #expect(await app.line(startingWith: "video: main 30 frames sent") != nil, "the main window animates: \(app.output)")
         print("maps video: main frames \(viewer.sizes.count), sizes \(viewer.sizes.prefix(8)) bytes; route samples \(route)")
         print(app.output.filter { $0.hasPrefix("video:") }.joined(separator: "\n"))
         try await onOwnThread { viewer.client.close() }
