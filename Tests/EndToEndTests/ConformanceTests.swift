@@ -18,9 +18,23 @@ struct ConformanceTests {
     /// PROTOCOL.md section 20's checks need a TCP endpoint that requires authentication.
     static func isAuthentication(_ check: ConformanceCheck) -> Bool { check.section.number.hasPrefix("20") }
 
-    static func run(_ options: ConformanceOptions, checks: [ConformanceCheck] = ConformanceKit.allChecks) -> (ConformanceReport, String) {
+    /// `retryFailures`: a check that failed is run once more, alone, and its
+    /// second outcome counts. A check answers within `timeoutMs` (3 s); on a
+    /// 2-core machine kept busy by other work a daemon's answer was once
+    /// later than that (a CI run at load average 8: one HomeScreen in 180
+    /// checks). A rule the daemon breaks fails both times; the first failure
+    /// is printed either way.
+    static func run(_ options: ConformanceOptions, checks: [ConformanceCheck] = ConformanceKit.allChecks, retryFailures: Bool = false) -> (ConformanceReport, String) {
         var lines: [String] = []
-        let report = ConformanceKit.run(options, checks: checks) { lines.append($0) }
+        var report = ConformanceKit.run(options, checks: checks) { lines.append($0) }
+        if retryFailures, report.unreachable == nil, !report.failed.isEmpty {
+            let failedIDs = Set(report.failed.map(\.check.id))
+            for result in report.failed { print("conformance: retrying once after \(ConformanceKit.line(result.check, result.outcome))") }
+            let again = ConformanceKit.run(options, checks: checks.filter { failedIDs.contains($0.id) }) { lines.append("retry: " + $0) }
+            for retried in again.results {
+                if let index = report.results.firstIndex(where: { $0.check.id == retried.check.id }) { report.results[index] = retried }
+            }
+        }
         return (report, lines.joined(separator: "\n"))
     }
 
@@ -39,7 +53,7 @@ struct ConformanceTests {
 
     @Test func unixSocketPassesEveryCheck() throws {
         let daemon = try TestDaemon.launch(limits: Self.limits)
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .unix(path: daemon.unixSocketPath), timeoutMs: 3000, slow: true))
+        let (report, log) = Self.run(ConformanceOptions(endpoint: .unix(path: daemon.unixSocketPath), timeoutMs: 3000, slow: true), retryFailures: true)
         // Only the rules about TCP are skipped on a Unix endpoint.
         Self.expectClean(report, log) { $0.transport == .tcpOnly }
         #expect(report.passed > 150)
@@ -52,14 +66,14 @@ struct ConformanceTests {
         let port = try #require(daemon.tcpPort)
         var options = ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
         options.hmiEndpoint = .unix(path: daemon.unixSocketPath)
-        let (report, log) = Self.run(options)
+        let (report, log) = Self.run(options, retryFailures: true)
         Self.expectClean(report, log) { _ in false }
     }
 
     @Test func tcpAloneSkipsCarRoleChecksWithAReason() throws {
         let daemon = try TestDaemon.launch(limits: Self.limits)
         let port = try #require(daemon.tcpPort)
-        let (report, log) = Self.run(ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true))
+        let (report, log) = Self.run(ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true), retryFailures: true)
         Self.expectClean(report, log) { $0.needsCarRole || Self.isAuthentication($0) }
         let skipped = report.results.filter { if case .skipped(let reason) = $0.outcome { return reason.contains("--hmi-endpoint") } else { return false } }
         #expect(skipped.count == ConformanceKit.allChecks.filter(\.needsCarRole).count)
@@ -73,7 +87,7 @@ struct ConformanceTests {
         let port = try #require(daemon.tcpPort)
         var options = ConformanceOptions(endpoint: .tls(host: "127.0.0.1", port: port), timeoutMs: 3000, slow: true)
         options.hmiEndpoint = .unix(path: daemon.unixSocketPath)
-        let (report, log) = Self.run(options, checks: ConformanceKit.select(sections: ["20", "21", "5"]))
+        let (report, log) = Self.run(options, checks: ConformanceKit.select(sections: ["20", "21", "5"]), retryFailures: true)
         Self.expectClean(report, log, total: nil) { Self.isAuthentication($0) && $0.transport == .tcpOnly }
     }
 

@@ -63,8 +63,10 @@ struct HostileTrafficTests {
         let welcome = try hmi.handshake(role: .hmi, timeout: 5)
         #expect(welcome.version == 1)
         // Connections past the caps were closed; the address's two newest are held.
+        // A generous deadline: a daemon still working through the flood's backlog
+        // on a busy machine closes them late, not never (a CI run at load 8 saw one after 5 s).
         var refused = 0
-        for client in flood.suffix(22).prefix(20) where client.waitForClose(timeout: 5) { refused += 1 }
+        for client in flood.suffix(22).prefix(20) where client.waitForClose(timeout: 30) { refused += 1 }
         #expect(refused == 20)
 
         // The daemon holds no more than the cap (the HMI counts itself).
