@@ -192,6 +192,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The audio run's Opus streams (AudioBench).
+                "COpus",
             ]
         ),
         // The web simulator: an HMI and a cluster peer served to a browser over HTTP + WebSocket.

@@ -79,6 +79,9 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Also measure floor and daemon with the lean client (one thread, pre-encoded frames; Unix socket only; issue 30).")
     var lean = true
 
+    @Option(name: .customLong("audio-seconds"), help: "Instead of the RTT run: the audio path with --spawn's daemon (issue 27): this many seconds of beeps for the latency distribution, then ducking, a burst of delay, a lost link, and CPU and bytes per stream (AudioBench).")
+    var audioSeconds = 0.0
+
     @Option(help: "Seconds to wait for a spawned daemon's socket (raise it under valgrind).")
     var startupTimeout = 15.0
 
@@ -94,6 +97,10 @@ struct HeadUnitBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if audioSeconds > 0, let spawn {
+            try await AudioBench(binary: spawn, seconds: audioSeconds).run()
+            return
+        }
         if let floodProbe {
             try FloodProbe(binary: floodProbe, seconds: 2, port: try freeTCPPort()).run()
             return
@@ -527,7 +534,8 @@ struct SpawnedDaemon {
 
     /// `tcpPort`: the daemon also listens on 127.0.0.1:tcpPort and lets
     /// unpaired phones in there (the benchmark's phone does not pair).
-    static func start(binary: String, arguments: [String], connections: Int = 0, tcpPort: Int? = nil) throws -> SpawnedDaemon {
+    /// `extraConfig`: more members of the config's JSON object ({dir}: the daemon's directory).
+    static func start(binary: String, arguments: [String], connections: Int = 0, tcpPort: Int? = nil, extraConfig: String? = nil) throws -> SpawnedDaemon {
         var template = Array("/tmp/headunit-bench.XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw Failure("mkdtemp failed") }
         let directory = String(cString: dir)
@@ -540,7 +548,8 @@ struct SpawnedDaemon {
             // Room for the idle connections of a scaling run, over the default caps.
             let caps = connections > 400 ? ", \"maxConnections\": \(connections + 64), \"maxUnixConnections\": \(connections + 32)" : ""
             let unpaired = tcpPort == nil ? "" : "\"allowUnpairedTcp\": true, "
-            fputs("{\(unpaired)\"limits\": {\"maxRequestsPerSecond\": 1000000000\(caps)}}\n", file)
+            let extra = extraConfig.map { $0.replacingAll("{dir}", with: directory) + ", " } ?? ""
+            fputs("{\(unpaired)\(extra)\"limits\": {\"maxRequestsPerSecond\": 1000000000\(caps)}}\n", file)
             fclose(file)
         }
         let tcp = tcpPort.map { ["--tcp", "127.0.0.1:\($0)"] } ?? ["--no-tcp"]
