@@ -687,9 +687,9 @@ function videoPane(screen) {
   const short = screen.replace("SCREEN_", "").toLowerCase();
   const canvas = h("canvas", { class: "video", id: "video-" + short, width: 2, height: 2 });
   const p = V.panes[screen] = {
-    screen, canvas, ctx: canvas.getContext("2d"), stats: h("div", { class: "video-stats", id: "video-stats-" + short }),
+    screen, canvas, ctx: canvas.getContext("2d", { alpha: false }), stats: h("div", { class: "video-stats", id: "video-stats-" + short }),
     decoder: null, codec: "", channel: 0, waitingKey: true, lastAsk: 0, pending: new Map(),
-    decodedAt: [], latencies: [],
+    decodedAt: [], latencies: [], toSim: [], inDecoder: [],
   };
   window.simVideo[screen] = { received: 0, decoded: 0, dropped: 0, errors: 0, keyframesAsked: 0, fps: 0, latencyMs: null, latencySource: "", codec: "" };
   return p;
@@ -755,8 +755,8 @@ function onVideoFrame(buffer) {
   if (!ensureDecoder(p, channel)) return;
   // A P-frame before a keyframe (or after an error) cannot be decoded: wait for the keyframe asked for.
   if (p.waitingKey && !key) { st.dropped++; askKeyframe(p); return; }
-  // A decoder falling behind: drop rather than queue, and start again from a keyframe.
-  if (!key && p.decoder.decodeQueueSize > 2) { st.dropped++; p.waitingKey = true; askKeyframe(p); return; }
+  // A decoder falling behind (over ~130 ms at 30 fps): drop rather than queue, and start again from a keyframe.
+  if (!key && p.decoder.decodeQueueSize > 4) { st.dropped++; p.waitingKey = true; askKeyframe(p); return; }
   p.waitingKey = false;
   p.pending.set(number, { simAt: dv.getFloat64(20), phoneToSimUs: dv.getInt32(28), arrived: performance.now() });
   if (p.pending.size > 30) p.pending.delete(p.pending.keys().next().value);
@@ -789,9 +789,15 @@ function videoDecoded(p, frame) {
     st.latencySource = meta.phoneToSimUs >= 0 ? "app draw" : "simulator arrival";
     p.latencies.push(meta.phoneToSimUs >= 0 ? meta.phoneToSimUs / 1000 + sinceSim : sinceSim);
     if (p.latencies.length > 90) p.latencies.shift();
+    p.inDecoder.push(now - meta.arrived);
+    if (p.inDecoder.length > 90) p.inDecoder.shift();
+    st.decoderMs = [...p.inDecoder].sort((a, b) => a - b)[Math.floor(p.inDecoder.length / 2)];
+    if (meta.phoneToSimUs >= 0) { p.toSim.push(meta.phoneToSimUs / 1000); if (p.toSim.length > 90) p.toSim.shift(); }
     const sorted = [...p.latencies].sort((a, b) => a - b);
     st.latencyMs = sorted[Math.floor(sorted.length / 2)];
     st.latencyP99Ms = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];
+    // The part before the page: the app to the simulator (daemon and bridge included).
+    st.toSimMs = p.toSim.length ? [...p.toSim].sort((a, b) => a - b)[Math.floor(p.toSim.length / 2)] : null;
   }
   st.width = frame.displayWidth || p.canvas.width; st.height = p.canvas.height;
   if (st.decoded % 10 === 1) videoStatsText(p);
@@ -800,7 +806,7 @@ function videoDecoded(p, frame) {
 function videoStatsText(p) {
   const st = window.simVideo[p.screen];
   p.stats.textContent = `${st.fps.toFixed(1)} fps · ${st.latencyMs === null ? "?" : Math.round(st.latencyMs) + " ms"} · ${p.canvas.width}×${p.canvas.height}`;
-  p.stats.title = `latency p50 from the ${st.latencySource} to the decoded picture; p99 ${Math.round(st.latencyP99Ms || 0)} ms; ${st.dropped} dropped, ${st.keyframesAsked} keyframes asked, ${st.errors} decoder errors; ${st.codec}`;
+  p.stats.title = `latency p50 from the ${st.latencySource} to the decoded picture (${st.toSimMs === null ? "?" : Math.round(st.toSimMs)} ms of it before the page, ${Math.round(st.decoderMs || 0)} ms in the decoder); p99 ${Math.round(st.latencyP99Ms || 0)} ms; ${st.dropped} dropped, ${st.keyframesAsked} keyframes asked, ${st.errors} decoder errors; ${st.codec}`;
 }
 
 // The canvas of a screen under its overlays, at the window's size in points,
