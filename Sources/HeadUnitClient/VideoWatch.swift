@@ -43,7 +43,8 @@ public enum VideoEvent: Sendable {
 /// keyframe; a P-frame cannot (it refers to the one it would replace), so it
 /// is dropped, later P-frames too, and a keyframe is asked for
 /// (`RequestKeyframe{VIEWER_ASKED}`). Every frame handed out can therefore be
-/// decoded after the ones handed out before it. One consumer at a time.
+/// decoded after the ones handed out before it. One consumer at a time;
+/// cancelling its task ends the sequence (`stop()` also stops the car sending).
 // @unchecked: mutable state is confined to the connection's event loop; public methods hop there.
 public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     public typealias Element = VideoEvent
@@ -60,6 +61,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     private var screenOfChannel: [UInt32: HUScreen] = [:]
     private var lastKeyframeRequest: [UInt32: UInt64] = [:]
     private var waiter: CheckedContinuation<VideoEvent?, Never>?
+    /// Stopped, the connection closed, or the consumer's task cancelled: the sequence has ended.
     private var finished = false
     /// Frames dropped here (the consumer was slower than the stream, or not yet in sync).
     private var droppedCount = 0
@@ -114,7 +116,10 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
         for screen in watched {
             _ = try? await connection.resultOf(.watchVideo(HUWatchVideo.with { $0.screen = screen; $0.stop = true }))
         }
-        connection.onLoop { self.finish() }
+        connection.onLoop {
+            self.finish()
+            if self.connection.videoWatch === self { self.connection.videoWatch = nil }
+        }
     }
 
     /// Frames handed out and frames dropped so far.
@@ -183,6 +188,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
 
     private func finish() {
         finished = true
+        pendingStreams = nil
         slots.removeAll()
         arrivalOrder.removeAll()
         wake()
@@ -220,17 +226,14 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<VideoEvent?, Never>) in
                 connection.onLoop {
                     if let event = self.take() { return continuation.resume(returning: event) }
-                    if self.finished || Task.isCancelled { return continuation.resume(returning: nil) }
+                    if self.finished { return continuation.resume(returning: nil) }
                     precondition(self.waiter == nil, "VideoWatch has one consumer at a time")
                     self.waiter = continuation
                 }
             }
         } onCancel: {
-            connection.onLoop {
-                let waiter = self.waiter
-                self.waiter = nil
-                waiter?.resume(returning: nil)
-            }
+            // On the loop, so it runs before or after the waiter is installed, never between.
+            connection.onLoop { self.finish() }
         }
     }
 
