@@ -69,7 +69,8 @@ final class CarHost: @unchecked Sendable {
         // The engine reports back through the loop: credit and microphone samples are the Car's.
         let box = WeakHost()
         self.audioEngine = AudioEngine(
-            configuration: configuration.audio, jitterMilliseconds: configuration.car.audio.jitterMilliseconds, logger: logger
+            configuration: configuration.audio, jitterMilliseconds: configuration.car.audio.jitterMilliseconds,
+            windowMilliseconds: configuration.car.audio.windowMilliseconds, logger: logger
         ) { [eventLoop] report in
             eventLoop.execute { box.host?.audioReport(report) }
         }

@@ -58,10 +58,10 @@ final class AudioEngine: @unchecked Sendable {
     private var microphoneStart: UInt64 = 0
     private var microphoneFrames = 0
 
-    init(configuration: AudioConfiguration, jitterMilliseconds: UInt32, logger: Logger, report: @escaping @Sendable (AudioReport) -> Void) {
+    init(configuration: AudioConfiguration, jitterMilliseconds: UInt32, windowMilliseconds: UInt32, logger: Logger, report: @escaping @Sendable (AudioReport) -> Void) {
         self.report = report
         self.logger = logger
-        self.mixer = AudioMixer(jitterMilliseconds: jitterMilliseconds)
+        self.mixer = AudioMixer(jitterMilliseconds: jitterMilliseconds, windowMilliseconds: windowMilliseconds)
         switch configuration.output {
         case .wav(let path): sink = FileSink(path: path, wav: true)
         case .raw(let path): sink = FileSink(path: path, wav: false)

@@ -25,6 +25,8 @@ final class AudioMixer {
         var head = 0
         var offset = 0
         var buffered = 0
+        /// The last packet's length at 48 kHz: the start waits for a jitter buffer beyond it.
+        var lastUnitFrames = 0
         var playing = false
         var draining = false
         var gain: Float = 1
@@ -82,6 +84,7 @@ final class AudioMixer {
             }
             chunks.append((stereo, frames))
             buffered += stereo.count / 2
+            lastUnitFrames = stereo.count / 2
         }
 
         static func toStereo(_ pcm: [Float], frames: Int, channels: Int) -> [Float] {
@@ -150,10 +153,20 @@ final class AudioMixer {
     /// sounds after its focus ended, as it was during the prompt (24.3).
     private var promptPausesMain = false
     let jitterFrames: Int
+    /// The most of a stream the car holds (its credit window) at 48 kHz: a start never waits for more.
+    let windowFrames: Int
     private(set) var underruns: UInt64 = 0
 
-    init(jitterMilliseconds: UInt32) {
+    init(jitterMilliseconds: UInt32, windowMilliseconds: UInt32) {
         jitterFrames = Int(jitterMilliseconds) * Self.outputRate / 1000
+        windowFrames = Int(windowMilliseconds) * Self.outputRate / 1000
+    }
+
+    /// A stream starts (and restarts after running dry) with a jitter buffer
+    /// beyond the packet that arrived last, so the next packet may be up to
+    /// `audio_jitter_ms` late without a gap (PROTOCOL.md 24.1).
+    func startsPlaying(_ stream: Stream) -> Bool {
+        stream.buffered >= min(jitterFrames + stream.lastUnitFrames, windowFrames) || (stream.draining && stream.buffered > 0)
     }
 
     var isIdle: Bool { streams.isEmpty }
@@ -190,7 +203,7 @@ final class AudioMixer {
             let stream = streams[id]!
             if stream.type == .main && pauseMain { continue }  // paused: not consumed, no credit back
             if !stream.playing {
-                guard stream.buffered >= jitterFrames || (stream.draining && stream.buffered > 0) else { continue }
+                guard startsPlaying(stream) else { continue }
                 stream.playing = true
             }
             let target: Float = stream.type == .main && (mix.duckMain || promptSounding) ? Self.duckGain : 1
