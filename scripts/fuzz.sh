@@ -37,9 +37,13 @@ run() {  # run NAME SECONDS CORPUS [libFuzzer flags...]
     -print_final_stats=1 "$@" </dev/null
 }
 
+# libFuzzer runs on one core: the stream fuzzer runs beside the families
+# (one after the other) on the machine's second core, its output kept apart
+# and printed after, so the whole run takes the longer of the two.
 status=0
 mapfile -t flags < <(fuzz_flags stream)
-run stream "$seconds" "$corpus" "${flags[@]}" || status=$?
+run stream "$seconds" "$corpus" "${flags[@]}" >"$scratch/stream.log" 2>&1 &
+stream_pid=$!
 for family in "${families[@]}"; do
   [ "$status" -eq 0 ] || break
   dir="$scratch/corpus-$family"
@@ -47,6 +51,10 @@ for family in "${families[@]}"; do
   mapfile -t flags < <(fuzz_flags "$family")
   HEADUNIT_FUZZ_FAMILY="$family" run "$family" "$family_seconds" "$dir" "${flags[@]}" || status=$?
 done
+stream_status=0
+wait "$stream_pid" || stream_status=$?
+cat "$scratch/stream.log"
+[ "$status" -ne 0 ] || status=$stream_status
 
 if [ "$status" -ne 0 ]; then
   echo "==> fuzz: FAILED (exit $status); reproducer(s) (replay a family's with HEADUNIT_FUZZ_FAMILY=<family>):" >&2
