@@ -38,12 +38,10 @@ public enum VideoEvent: Sendable {
 /// The HMI (or cluster) side of base-view video: the screens this connection
 /// watches, as one async sequence of stream changes and frames.
 ///
-/// Bounded: at most one undelivered frame per channel. A frame that arrives
-/// while the previous one of its channel is still unread wins when it is a
-/// keyframe; a P-frame cannot (it refers to the one it would replace), so it
-/// is dropped, later P-frames too, and a keyframe is asked for
-/// (`RequestKeyframe{VIEWER_ASKED}`). Every frame handed out can therefore be
-/// decoded after the ones handed out before it. One consumer at a time;
+/// Bounded by `LatestVideoFrames`: at most one unread frame per channel; a
+/// keyframe replaces it, a P-frame cannot and is dropped with the P-frames
+/// after it, and a keyframe is asked for (`RequestKeyframe{VIEWER_ASKED}`).
+/// Every frame handed out can be decoded after the ones handed out before it. One consumer at a time;
 /// cancelling its task ends the sequence (`stop()` also stops the car sending).
 // @unchecked: mutable state is confined to the connection's event loop; public methods hop there.
 public final class VideoWatch: AsyncSequence, @unchecked Sendable {
@@ -53,18 +51,12 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     // ---- loop-confined
     private var screens: Set<HUScreen> = []
     private var pendingStreams: HUVideoStreams?
-    private var slots: [UInt32: VideoFrame] = [:]
-    /// Channels in the order their waiting frames arrived (fair between screens).
-    private var arrivalOrder: [UInt32] = []
-    /// Channels whose frames the consumer can decode (a keyframe came since the last loss).
-    private var synced: Set<UInt32> = []
+    private var frames = LatestVideoFrames<VideoFrame>()
     private var screenOfChannel: [UInt32: HUScreen] = [:]
     private var lastKeyframeRequest: [UInt32: UInt64] = [:]
     private var waiter: CheckedContinuation<VideoEvent?, Never>?
     /// Stopped, the connection closed, or the consumer's task cancelled: the sequence has ended.
     private var finished = false
-    /// Frames dropped here (the consumer was slower than the stream, or not yet in sync).
-    private var droppedCount = 0
     private var deliveredCount = 0
 
     /// Keyframe requests of one channel at most this often (the daemon paces too, 25.5).
@@ -124,7 +116,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
 
     /// Frames handed out and frames dropped so far.
     public func counts() async -> (delivered: Int, dropped: Int) {
-        await connection.onLoopAsync { (self.deliveredCount, self.droppedCount) }
+        await connection.onLoopAsync { (self.deliveredCount, self.frames.dropped) }
     }
 
     // MARK: inbound (event loop)
@@ -132,12 +124,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     func received(_ streams: HUVideoStreams) {
         var screenOfChannel: [UInt32: HUScreen] = [:]
         for stream in streams.streams { screenOfChannel[stream.params.channel] = stream.screen }
-        // A channel no longer shown: its waiting frame and sync go with it.
-        for channel in self.screenOfChannel.keys where screenOfChannel[channel] == nil {
-            slots[channel] = nil
-            synced.remove(channel)
-        }
-        arrivalOrder.removeAll { slots[$0] == nil }
+        for channel in self.screenOfChannel.keys where screenOfChannel[channel] == nil { frames.remove(channel) }
         self.screenOfChannel = screenOfChannel
         pendingStreams = streams
         wake()
@@ -150,25 +137,12 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
         let frame = VideoFrame(
             screen: screenOfChannel[channel] ?? .unspecified, channel: channel, header: header,
             accessUnit: accessUnit, receivedMicroseconds: Self.monotonicMicroseconds())
-        if header.isKeyframe {
-            synced.insert(channel)
-        } else if !synced.contains(channel) {
-            droppedCount += 1
-            // Still waiting for the keyframe this watch asked for: ask again (paced) in case it was lost.
-            if lastKeyframeRequest[channel] != nil { lostSync(channel) }
-            return
-        } else if slots[channel] != nil {
-            // The consumer has not taken the last one: this P-frame cannot replace it.
-            droppedCount += 1
-            lostSync(channel)
-            return
+        switch frames.offer(frame, channel: channel, isKeyframe: header.isKeyframe) {
+        case .wake: wake()
+        case .replaced: break
+        // Asked again (paced) while P-frames come: a request may cross a keyframe already on its way.
+        case .needKeyframe: lostSync(channel)
         }
-        if slots.updateValue(frame, forKey: channel) != nil {
-            droppedCount += 1  // a keyframe replaced an unread frame
-        } else {
-            arrivalOrder.append(channel)
-        }
-        wake()
     }
 
     func connectionClosed() {
@@ -176,7 +150,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     }
 
     private func lostSync(_ channel: UInt32) {
-        synced.remove(channel)
+        frames.lostSync(channel)
         let now = Self.monotonicMicroseconds()
         if let last = lastKeyframeRequest[channel], now - last < Self.keyframeRequestInterval { return }
         lastKeyframeRequest[channel] = now
@@ -189,8 +163,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     private func finish() {
         finished = true
         pendingStreams = nil
-        slots.removeAll()
-        arrivalOrder.removeAll()
+        frames.removeAll()
         wake()
     }
 
@@ -200,14 +173,9 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
             pendingStreams = nil
             return .streams(streams)
         }
-        while !arrivalOrder.isEmpty {
-            let channel = arrivalOrder.removeFirst()
-            if let frame = slots.removeValue(forKey: channel) {
-                deliveredCount += 1
-                return .frame(frame)
-            }
-        }
-        return nil
+        guard let (_, frame) = frames.take() else { return nil }
+        deliveredCount += 1
+        return .frame(frame)
     }
 
     private func wake() {

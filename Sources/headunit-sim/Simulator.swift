@@ -133,8 +133,8 @@ enum PageMessage: Sendable {
 /// The pages connected and what a new one must be told first.
 actor Hub {
     private var clients: [Int: AsyncStream<PageMessage>.Continuation] = [:]
-    /// Per page: the newest unsent frame of each channel (latest frame wins).
-    private var video: [Int: PageVideo] = [:]
+    /// Per page: the newest unsent frame of each channel the page can decode (latest frame wins).
+    private var video: [Int: LatestVideoFrames<ByteBuffer>] = [:]
     private var nextID = 1
     /// The latest message of each kind that describes state (status, home,
     /// each screen, metadata): a page that connects later starts from them.
@@ -147,7 +147,7 @@ actor Hub {
         let id = nextID
         nextID += 1
         clients[id] = continuation
-        video[id] = PageVideo()
+        video[id] = LatestVideoFrames()
         for key in snapshotOrder { if let message = snapshot[key] { continuation.yield(.text(message)) } }
         for entry in log { continuation.yield(.text(entry)) }
         return (stream, id)
@@ -158,12 +158,11 @@ actor Hub {
         video[id] = nil
     }
 
-    /// A frame for every page. A page still writing the last frame of the
-    /// channel gets this one instead when it is a keyframe; a P-frame cannot
-    /// replace it (the page's decoder needs every P-frame since the keyframe),
-    /// so that page skips to the next keyframe. True when a page waits for a
-    /// keyframe (it lost sync, or joined mid-stream): the caller asks the car
-    /// for one (paced by `VideoWatch`).
+    /// A frame for every page, bounded per page by `LatestVideoFrames` (a
+    /// page still writing the channel's last frame gets a keyframe in its
+    /// place, and skips P-frames to the next keyframe). True when a page
+    /// waits for a keyframe (it fell behind, lost sync or joined mid-stream):
+    /// the caller asks the car for one (paced by `VideoWatch`).
     func video(_ frame: VideoFrame, phoneToSimMicroseconds: Int64) -> Bool {
         var lostSync = false
         let message = PageVideo.message(frame, phoneToSimMicroseconds: phoneToSimMicroseconds)
@@ -171,7 +170,7 @@ actor Hub {
             switch video[id]?.offer(message, channel: frame.channel, isKeyframe: frame.header.isKeyframe) {
             case .wake?: continuation.yield(.video(frame.channel))
             case .needKeyframe?: lostSync = true
-            case .queued?, nil: break
+            case .replaced?, nil: break
             }
         }
         return lostSync
@@ -183,7 +182,7 @@ actor Hub {
 
     /// The page's decoder asked for a keyframe: nothing more of the channel until it comes.
     func pageLostSync(_ id: Int, channel: UInt32) {
-        video[id]?.lostSync(channel)
+        video[id]?.remove(channel)
     }
 
     /// State: kept for later pages and sent to all.
@@ -214,38 +213,8 @@ actor Hub {
     }
 }
 
-/// One page's video: at most one unsent frame per channel.
-struct PageVideo {
-    private var waiting: [UInt32: ByteBuffer] = [:]
-    /// Channels whose decoder in the page can take the next P-frame.
-    private var synced: Set<UInt32> = []
-
-    /// `wake`: the writer must be told; `queued`: it was told already;
-    /// `needKeyframe`: the frame was dropped, only a keyframe helps now.
-    enum Offer { case wake, queued, needKeyframe }
-
-    mutating func offer(_ message: ByteBuffer, channel: UInt32, isKeyframe: Bool) -> Offer {
-        if isKeyframe {
-            synced.insert(channel)
-        } else if !synced.contains(channel) {
-            return .needKeyframe
-        } else if waiting[channel] != nil {
-            // The page is slower than the stream: it keeps the frame it waits for and skips to the next keyframe.
-            synced.remove(channel)
-            return .needKeyframe
-        }
-        return waiting.updateValue(message, forKey: channel) == nil ? .wake : .queued
-    }
-
-    mutating func take(_ channel: UInt32) -> ByteBuffer? {
-        waiting.removeValue(forKey: channel)
-    }
-
-    mutating func lostSync(_ channel: UInt32) {
-        synced.remove(channel)
-        waiting[channel] = nil
-    }
-
+/// The binary WebSocket message of a video frame.
+enum PageVideo {
     /// The binary WebSocket message (big endian): the frame's header fields,
     /// when the simulator got it, then the access unit as it came.
     ///

@@ -84,4 +84,25 @@ struct VideoWatchClientTests {
         #expect(await nextFrame()?.header.frameNumber == 1001)
         await watch.stop()
     }
+
+    /// The bound itself, no socket: one waiting frame per channel, keyframes
+    /// replace, P-frames never skip one, channels served in arrival order.
+    @Test func latestVideoFramesKeepsOnlyWhatTheConsumerCanDecode() {
+        var frames = LatestVideoFrames<Int>()
+        #expect(frames.offer(1, channel: 7, isKeyframe: false) == .needKeyframe, "a P-frame before any keyframe")
+        #expect(frames.offer(2, channel: 7, isKeyframe: true) == .wake)
+        #expect(frames.offer(3, channel: 7, isKeyframe: false) == .needKeyframe, "2 waits: 3 cannot replace it")
+        #expect(frames.offer(4, channel: 7, isKeyframe: false) == .needKeyframe, "out of sync until a keyframe")
+        #expect(frames.offer(10, channel: 9, isKeyframe: true) == .wake)
+        #expect(frames.offer(5, channel: 7, isKeyframe: true) == .replaced, "a keyframe replaces the waiting frame")
+        #expect(frames.dropped == 4)
+        #expect(frames.take()! == (7, 5) && frames.take()! == (9, 10), "oldest channel first")
+        #expect(frames.take() == nil)
+        #expect(frames.offer(6, channel: 7, isKeyframe: false) == .wake, "in sync again after the keyframe")
+        frames.lostSync(7)
+        #expect(frames.offer(7, channel: 7, isKeyframe: false) == .needKeyframe)
+        #expect(frames.take(7) == 6, "what waited before the loss is still decodable")
+        frames.remove(9)
+        #expect(frames.offer(11, channel: 9, isKeyframe: false) == .needKeyframe, "a removed stream starts from a keyframe")
+    }
 }
