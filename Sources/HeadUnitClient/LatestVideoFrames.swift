@@ -67,6 +67,11 @@ public struct LatestVideoFrames<Frame> {
         _ = take(channel)
     }
 
+    /// Only these channels' streams go on (the watched screens show them): the rest are removed.
+    public mutating func keep(only channels: Set<UInt32>) {
+        for channel in Set(waiting.keys).union(synced) where !channels.contains(channel) { remove(channel) }
+    }
+
     public mutating func removeAll() {
         waiting.removeAll()
         order.removeAll()

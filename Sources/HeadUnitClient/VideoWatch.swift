@@ -124,7 +124,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     func received(_ streams: HUVideoStreams) {
         var screenOfChannel: [UInt32: HUScreen] = [:]
         for stream in streams.streams { screenOfChannel[stream.params.channel] = stream.screen }
-        for channel in self.screenOfChannel.keys where screenOfChannel[channel] == nil { frames.remove(channel) }
+        frames.keep(only: Set(screenOfChannel.keys))
         self.screenOfChannel = screenOfChannel
         pendingStreams = streams
         wake()

@@ -50,6 +50,7 @@ actor Bridge {
                 group.addTask { await self.pumpHMI(hmi) }
                 group.addTask { await self.pumpCluster(cluster) }
                 group.addTask { await self.pumpVideo(hmi) }
+                group.addTask { await self.pumpAudio(hmi) }
                 // Either connection ending means the daemon went away (or cut us off): start over.
                 await group.next()
                 group.cancelAll()
@@ -144,6 +145,7 @@ actor Bridge {
             switch event {
             case .streams(let streams):
                 await log("in", "hmi", { $0.body = .videoStreams(streams) })
+                await hub.videoStreams(Set(streams.streams.map(\.params.channel)))
                 await hub.state("video", JSON.object("video", [("streams", JSON.proto(streams))]))
             case .frame(let frame):
                 let latency = frame.latencyMicroseconds.map { Int64($0) } ?? -1
@@ -151,6 +153,22 @@ actor Bridge {
                     watch.requestKeyframe(channel: frame.channel)
                 }
             }
+        }
+    }
+
+    /// The car's mixed output (PROTOCOL.md section 24.7), each 20 ms chunk to
+    /// the pages as a binary message; the watch keeps at most 5 unread (latest wins).
+    private func pumpAudio(_ hmi: HMISession) async {
+        let watch: AudioWatch
+        do {
+            watch = try await hmi.watchAudio(capacity: 5)
+        } catch {
+            await hub.logEntry(JSON.object("notice", [("text", JSON.quote("audio: WatchAudio failed: \(error)"))]))
+            try? await hmi.connection.closeFuture.get()
+            return
+        }
+        for await chunk in watch {
+            await hub.audio(chunk)
         }
     }
 

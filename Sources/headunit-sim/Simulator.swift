@@ -55,6 +55,8 @@ struct HeadUnitSim: AsyncParsableCommand {
                 case .video(let channel):
                     // The newest frame of the channel now, not the one that woke us.
                     if let frame = await hub.takeVideo(channel, for: id) { try await outbound.write(.binary(frame)) }
+                case .audio:
+                    for chunk in await hub.takeAudio(for: id) { try await outbound.write(.binary(chunk)) }
                 }
             }
             reader.cancel()
@@ -128,6 +130,8 @@ enum JSON {
 enum PageMessage: Sendable {
     case text(String)
     case video(UInt32)
+    /// Chunks of the car's output wait (taken with `Hub.takeAudio`).
+    case audio
 }
 
 /// The pages connected and what a new one must be told first.
@@ -135,6 +139,9 @@ actor Hub {
     private var clients: [Int: AsyncStream<PageMessage>.Continuation] = [:]
     /// Per page: the newest unsent frame of each channel the page can decode (latest frame wins).
     private var video: [Int: LatestVideoFrames<ByteBuffer>] = [:]
+    /// Per page: the car's output not yet written, at most `audioBacklog` chunks (latest wins).
+    private var audio: [Int: [ByteBuffer]] = [:]
+    static let audioBacklog = 5  // 100 ms
     private var nextID = 1
     /// The latest message of each kind that describes state (status, home,
     /// each screen, metadata): a page that connects later starts from them.
@@ -148,6 +155,7 @@ actor Hub {
         nextID += 1
         clients[id] = continuation
         video[id] = LatestVideoFrames()
+        audio[id] = []
         for key in snapshotOrder { if let message = snapshot[key] { continuation.yield(.text(message)) } }
         for entry in log { continuation.yield(.text(entry)) }
         return (stream, id)
@@ -156,6 +164,26 @@ actor Hub {
     func leave(_ id: Int) {
         clients.removeValue(forKey: id)?.finish()
         video[id] = nil
+        audio[id] = nil
+    }
+
+    /// 20 ms of the car's output for every page; a page whose writer is
+    /// behind loses its oldest chunks, never queues stale audio.
+    func audio(_ chunk: AudioOutputChunk) {
+        let message = PageAudio.message(chunk)
+        for (id, continuation) in clients {
+            guard var waiting = audio[id] else { continue }
+            if waiting.count >= Self.audioBacklog { waiting.removeFirst() }
+            waiting.append(message)
+            audio[id] = waiting
+            if waiting.count == 1 { continuation.yield(.audio) }
+        }
+    }
+
+    func takeAudio(for id: Int) -> [ByteBuffer] {
+        let waiting = audio[id] ?? []
+        if audio[id] != nil { audio[id] = [] }
+        return waiting
     }
 
     /// A frame for every page, bounded per page by `LatestVideoFrames` (a
@@ -174,6 +202,11 @@ actor Hub {
             }
         }
         return lostSync
+    }
+
+    /// The streams shown now: frames of the others, waiting for a page, go.
+    func videoStreams(_ channels: Set<UInt32>) {
+        for id in video.keys { video[id]?.keep(only: channels) }
     }
 
     func takeVideo(_ channel: UInt32, for id: Int) -> ByteBuffer? {
@@ -210,6 +243,22 @@ actor Hub {
 
     func broadcast(_ message: String) {
         for continuation in clients.values { continuation.yield(.text(message)) }
+    }
+}
+
+/// The binary WebSocket message of 20 ms of the car's output (big endian):
+///
+///     0     2 (audio)      1-3  0
+///     4-11  when the first sample plays, the car's CLOCK_MONOTONIC in us
+///     12-   960 frames of PCM s16le stereo, 48 kHz (little endian, as the car sent it)
+enum PageAudio {
+    static func message(_ chunk: AudioOutputChunk) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(12 + chunk.pcm.readableBytes)
+        buffer.writeInteger(UInt32(2) << 24)
+        buffer.writeInteger(chunk.timestampMicroseconds)
+        buffer.writeImmutableBuffer(chunk.pcm)
+        return buffer
     }
 }
 

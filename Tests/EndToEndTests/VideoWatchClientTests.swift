@@ -104,5 +104,8 @@ struct VideoWatchClientTests {
         #expect(frames.take(7) == 6, "what waited before the loss is still decodable")
         frames.remove(9)
         #expect(frames.offer(11, channel: 9, isKeyframe: false) == .needKeyframe, "a removed stream starts from a keyframe")
+        #expect(frames.offer(12, channel: 9, isKeyframe: true) == .wake && frames.offer(8, channel: 7, isKeyframe: true) == .wake)
+        frames.keep(only: [7])
+        #expect(frames.take()! == (7, 8) && frames.take() == nil, "only the streams still shown")
     }
 }
