@@ -73,6 +73,19 @@ extension Car {
         return takeEffects()
     }
 
+    /// Where a DATA frame goes: `receiveData`'s checks without its bytes,
+    /// for a server that passes on the frame as it was read. The common case,
+    /// a frame within credit, is `.relay` and allocates nothing.
+    public mutating func routeData(channel: UInt32, byteCount: Int, from peer: PeerID) -> DataRoute {
+        var outputs: [AccessoryHub.Output] = []
+        if let receiver = accessories.route(channel: channel, length: UInt64(byteCount), from: peer, outputs: &outputs) {
+            return .relay(to: receiver)
+        }
+        guard !outputs.isEmpty else { return .handled([]) }
+        perform(outputs)
+        return .handled(takeEffects())
+    }
+
     mutating func perform(_ outputs: [AccessoryHub.Output]) {
         for output in outputs {
             switch output {

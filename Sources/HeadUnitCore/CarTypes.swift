@@ -29,6 +29,14 @@ public struct PeerInfo: Sendable, Equatable {
     }
 }
 
+/// Where a DATA frame goes (`Car.routeData`).
+public enum DataRoute: Sendable, Equatable {
+    /// Within credit: pass the frame on to this peer, unchanged.
+    case relay(to: PeerID)
+    /// Not passed on: these effects instead (a refusal, a flow-control end; none for a frame dropped).
+    case handled([CarEffect])
+}
+
 /// What the car wants done after an input. The server performs these in order.
 public enum CarEffect: Sendable, Equatable {
     /// Send an envelope to a peer.

@@ -193,7 +193,10 @@ final class CarHost: @unchecked Sendable {
             return
         }
         let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false)
-        screensPending = true
+        // A credit grant (one per quarter window of a streaming session, 18.5)
+        // changes no screen, status or metadata: nothing to publish after it.
+        let grant = if case .sessionCredit = envelope.body { true } else { false }
+        if !grant { screensPending = true }
         var forRequester: [CarEffect] = []
         for effect in effects {
             let recipient: PeerID?
@@ -213,12 +216,19 @@ final class CarHost: @unchecked Sendable {
             if recipient == peer { forRequester.append(effect) } else { deferred.append(effect) }
         }
         performNow(forRequester)
-        statusPending = true
+        if !grant { statusPending = true }
     }
 
-    func deliverData(channel: UInt32, _ payload: ByteBuffer, from peer: PeerID) {
+    /// A DATA frame: checked by the Car (no bytes go there), then `wire`,
+    /// the frame as it was read, goes to the receiver as it is.
+    func deliverData(channel: UInt32, _ payload: ByteBuffer, wire: ByteBuffer?, from peer: PeerID) {
         performDeferred()
-        perform(car.receiveData(channel: channel, payload, from: peer))
+        switch car.routeData(channel: channel, byteCount: payload.readableBytes, from: peer) {
+        case .relay(let receiver):
+            connections[receiver]?.sendData(channel: channel, payload, wire: wire)
+        case .handled(let effects):
+            if !effects.isEmpty { perform(effects) }
+        }
     }
 
     /// A phone's VIDEO frame (section 25): written at once to every viewer

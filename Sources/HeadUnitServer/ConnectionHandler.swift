@@ -150,17 +150,24 @@ final class ConnectionHandler: ChannelInboundHandler {
             machine.heard(now: monotonicMilliseconds())
             return
         }
-        let now = monotonicMilliseconds()
-        perform(machine.receive(frame, now: now), now: now)
+        receive(frame, now: monotonicMilliseconds())
+    }
+
+    private func receive(_ frame: Frame, now: UInt64) {
+        let action = machine.receive(frame, now: now)
+        // Session bytes go on as they were read, header included (18.5).
+        if case .deliverData(let channel, let payload) = action {
+            host.deliverData(channel: channel, payload, wire: frame.wire, from: peerID)
+        } else {
+            perform(action, now: now)
+        }
     }
 
     /// Serves held frames while the peer takes its answers; true when none is left.
     @discardableResult
     private func serveHeld(context: ChannelHandlerContext, evenIfBehind: Bool = false) -> Bool {
         while !held.isEmpty, open, evenIfBehind || context.channel.isWritable {
-            let frame = held.removeFirst()
-            let now = monotonicMilliseconds()
-            perform(machine.receive(frame, now: now), now: now)
+            receive(held.removeFirst(), now: monotonicMilliseconds())
         }
         if !open { held.removeAll(keepingCapacity: false) }
         return held.isEmpty
@@ -273,7 +280,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         case .deliver(let envelope):
             host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds())
         case .deliverData(let channel, let payload):
-            host.deliverData(channel: channel, payload, from: peerID)
+            host.deliverData(channel: channel, payload, wire: nil, from: peerID)
         case .deliverVideo(let channel, let header, let payload):
             host.deliverVideo(channel: channel, header, payload, from: peerID, now: now ?? monotonicMilliseconds())
         case .deliverMedia(let channel, let payload):
@@ -426,10 +433,16 @@ final class ConnectionHandler: ChannelInboundHandler {
         write(buffer, context: context)
     }
 
-    /// Session bytes: the header alone is new, the payload is written as it came.
-    func sendData(channel: UInt32, _ payload: ByteBuffer) {
+    /// Session bytes: the frame as it was read when there is one (the same
+    /// kind, channel and length: nothing to build), else a new header and
+    /// the payload as it came.
+    func sendData(channel: UInt32, _ payload: ByteBuffer, wire: ByteBuffer? = nil) {
         guard open, let context else { return }
         guard fitsOrCloses(payload.readableBytes, .data) else { return }
+        if let wire {
+            write(wire, context: context)
+            return
+        }
         var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
         header.writeFrameHeader(FrameHeader(kind: .data, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
         write(header, context: context)

@@ -51,10 +51,15 @@ public struct FrameHeader: Sendable, Equatable {
 public struct Frame: Sendable {
     public var header: FrameHeader
     public var payload: ByteBuffer
+    /// The frame as it was read, header then payload (a slice of the same
+    /// read, never copied), when it came from the decoder: a relay can pass
+    /// it on whole, with no header to build (DATA keeps its channel, 18.5).
+    public var wire: ByteBuffer?
 
-    public init(header: FrameHeader, payload: ByteBuffer) {
+    public init(header: FrameHeader, payload: ByteBuffer, wire: ByteBuffer? = nil) {
         self.header = header
         self.payload = payload
+        self.wire = wire
     }
 
     public init(kind: FrameKind, channel: UInt32 = 0, payload: ByteBuffer) {
@@ -102,9 +107,9 @@ public enum FrameParser {
         guard magic == FrameHeader.magic else { throw .badMagic(magic) }
         guard length <= maxPayload else { throw .frameTooLarge(length: length, maximum: maxPayload) }
         guard buffer.readableBytes >= FrameHeader.size + Int(length) else { return nil }
-        buffer.moveReaderIndex(forwardBy: FrameHeader.size)
-        let payload = buffer.readSlice(length: Int(length))!
-        return Frame(header: FrameHeader(kindByte: kind, flags: flags, channel: channel, length: length), payload: payload)
+        let wire = buffer.readSlice(length: FrameHeader.size + Int(length))!
+        let payload = wire.getSlice(at: wire.readerIndex + FrameHeader.size, length: Int(length))!
+        return Frame(header: FrameHeader(kindByte: kind, flags: flags, channel: channel, length: length), payload: payload, wire: wire)
     }
 
     /// Whether `buffer` holds a partial frame (used to report a truncated frame at EOF).

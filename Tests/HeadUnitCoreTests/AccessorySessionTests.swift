@@ -229,6 +229,37 @@ struct AccessorySessionTests {
         #expect(h.refusedData[h.phone] == [.flowControl, .notConnected])
     }
 
+    /// The server's path (`routeData`: the frame's length, not its bytes)
+    /// decides as `receiveData` does, in 18.4/18.5's order, spending credit.
+    @Test func routingDataDecidesAsReceivingItDoes() {
+        var h = harness()
+        _ = announce(&h, [("track-laps", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let channel = openAccepted(&h, app: "track-laps", Self.performance)
+        _ = h.drain(h.phone); _ = h.drain(accessory)
+        let window = Int(AccessoryHub.initialCredit)
+        #expect(h.car.routeData(channel: channel, byteCount: 0, from: h.phone) == .handled([]), "empty: accepted, not passed on")
+        #expect(h.car.routeData(channel: channel, byteCount: window - 1, from: h.phone) == .relay(to: accessory))
+        #expect(h.car.routeData(channel: channel, byteCount: 1, from: accessory) == .relay(to: h.phone))
+        // One byte of credit is left: two bytes end the session, events first.
+        guard case .handled(let effects) = h.car.routeData(channel: channel, byteCount: 2, from: h.phone) else {
+            Issue.record("over credit, yet relayed")
+            return
+        }
+        h.apply(effects)
+        #expect(h.refusedData[h.phone] == [.flowControl])
+        #expect(Self.closedReasons(h.drain(h.phone)) == [.flowControl])
+        #expect(Self.closedReasons(h.drain(accessory)) == [.flowControl])
+        // In flight at the close: dropped without a word; no session at all: NOT_CONNECTED.
+        #expect(h.car.routeData(channel: channel, byteCount: 1, from: h.phone) == .handled([]))
+        guard case .handled(let refused) = h.car.routeData(channel: channel + 100, byteCount: 1, from: h.phone) else {
+            Issue.record("no session, yet relayed")
+            return
+        }
+        h.apply(refused)
+        #expect(h.refusedData[h.phone] == [.flowControl, .notConnected])
+    }
+
     @Test func creditGrantsArePassedOnAndBounded() {
         var h = harness()
         _ = announce(&h, [("track-laps", [Self.performance])])

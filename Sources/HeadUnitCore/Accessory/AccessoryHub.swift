@@ -64,6 +64,12 @@ public struct AccessoryHub: Sendable {
 
         /// What this direction takes of its receiver's budget.
         var committed: UInt64 { credit + inFlight }
+
+        /// A DATA frame within credit: its bytes are in flight until granted back.
+        mutating func spend(_ length: UInt64) {
+            credit -= length
+            inFlight += length
+        }
     }
 
     struct Session: Sendable, Equatable {
@@ -309,32 +315,44 @@ public struct AccessoryHub: Sendable {
 
     /// Session bytes, passed on unchanged and uncopied within the sender's credit.
     mutating func data(channel: UInt32, _ payload: ByteBuffer, from peer: PeerID, outputs: inout [Output]) {
-        guard var session = sessions[channel], session.open, session.has(peer) else {
-            // Sent before the sender learnt that the session closed: not an error.
-            if isRecentlyClosed(channel, by: peer) { return }
-            outputs.append(.refuseData(peer, .notConnected, "no open External Accessory session of this connection on channel \(channel)"))
-            return
+        if let receiver = route(channel: channel, length: UInt64(payload.readableBytes), from: peer, outputs: &outputs) {
+            outputs.append(.data(receiver, channel: channel, payload))
         }
-        let fromApp = peer == session.phone
-        var direction = fromApp ? session.toAccessory : session.toApp
+    }
+
+    /// The checks of a DATA frame of `length` bytes, in 18.4/18.5's order:
+    /// the receiving peer when it is to be passed on (credit spent), else nil
+    /// with what to do instead in `outputs` (nothing for a frame dropped).
+    /// Per frame: one lookup, the session updated in place (no copy of it).
+    mutating func route(channel: UInt32, length: UInt64, from peer: PeerID, outputs: inout [Output]) -> PeerID? {
+        guard let index = sessions.index(forKey: channel), sessions.values[index].open, sessions.values[index].has(peer) else {
+            // Sent before the sender learnt that the session closed: not an error.
+            if isRecentlyClosed(channel, by: peer) { return nil }
+            outputs.append(.refuseData(peer, .notConnected, "no open External Accessory session of this connection on channel \(channel)"))
+            return nil
+        }
+        let fromApp = peer == sessions.values[index].phone
+        let direction = fromApp ? sessions.values[index].toAccessory : sessions.values[index].toApp
         guard !direction.finished else {
             outputs.append(.refuseData(peer, .notConnected, "this connection finished sending on channel \(channel) (CloseSession{half})"))
-            return
+            return nil
         }
-        let length = UInt64(payload.readableBytes)
-        guard length > 0 else { return }
+        guard length > 0 else { return nil }
         guard length <= direction.credit else {
             let detail = "\(length) bytes sent with \(direction.credit) bytes of credit"
             // The events first, then the sender's Result (section 4).
+            let session = sessions.values[index]
             end(session, reason: .flowControl, detail: detail, outputs: &outputs)
             outputs.append(.refuseData(peer, .flowControl, detail))
-            return
+            return nil
         }
-        direction.credit -= length
-        direction.inFlight += length
-        if fromApp { session.toAccessory = direction } else { session.toApp = direction }
-        sessions[channel] = session
-        outputs.append(.data(session.other(than: peer), channel: channel, payload))
+        if fromApp {
+            sessions.values[index].toAccessory.spend(length)
+            return sessions.values[index].accessory
+        } else {
+            sessions.values[index].toApp.spend(length)
+            return sessions.values[index].phone
+        }
     }
 
     // MARK: - Budget
