@@ -27,6 +27,17 @@ extension Car {
             let violation = phonePeer == peer
                 ? audioStreams.credit(credit) : RuleViolation(.noPhone, "announce apps before using audio streams")
             if let violation { effects.append(.refuseRequest(peer, violation.result, requestID: requestID)) }
+        case .watchAudio(let watch):
+            // The role (HMI, cluster) was checked by the connection; then the cap (section 24.7).
+            switch audioTap.watch(peer, stop: watch.stop) {
+            case .failure(let violation):
+                answer(peer, requestID, .failure(violation))
+            case .success(let command):
+                if let command { effects.append(.audio(command)) }
+                var result = HUResult()
+                result.audioStream = AudioTap.info
+                answer(peer, requestID, .success(result))
+            }
         default:
             return false
         }
@@ -47,8 +58,8 @@ extension Car {
         }
         switch open.type {
         case .main, .alternate, .voice: break
-        case .microphone, .unspecified, .UNRECOGNIZED:
-            return .failure(RuleViolation(.invalidArgument, "type must be MAIN, ALTERNATE or VOICE (the car opens the microphone)"))
+        case .microphone, .output, .unspecified, .UNRECOGNIZED:
+            return .failure(RuleViolation(.invalidArgument, "type must be MAIN, ALTERNATE or VOICE (the car opens the microphone and the output tap)"))
         }
         if let problem = AudioStreams.formatProblem(open.format) {
             return .failure(RuleViolation(.unsupportedAudioFormat, problem))

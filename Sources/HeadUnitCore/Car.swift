@@ -44,6 +44,8 @@ public struct Car: Sendable {
     public internal(set) var remote: RemoteCommands
     /// The audio streams to the mixer and the microphone (section 24).
     public internal(set) var audioStreams: AudioStreams
+    /// Who hears the car's mixed output (section 24.7).
+    public internal(set) var audioTap: AudioTap
     /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
     public internal(set) var hmiImages = HMIImages()
     /// Who watches which screen's base-view video (Video/, section 25).
@@ -89,6 +91,7 @@ public struct Car: Sendable {
         self.remote = RemoteCommands(limits: configuration.remoteCommandLimits)
         self.video = VideoRoutes(limits: configuration.video)
         self.audioStreams = AudioStreams(limits: configuration.audio)
+        self.audioTap = AudioTap(maxWatchers: configuration.audio.maxOutputWatchers)
     }
 
     // MARK: - inputs
@@ -181,7 +184,7 @@ public struct Car: Sendable {
         case .remoteCommandAnswer(let remoteAnswer):
             answer(peer, request, remoteCommandAnswered(remoteAnswer, from: peer))
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe,
-            .openAudioStream, .closeAudioStream, .audioCredit:
+            .openAudioStream, .closeAudioStream, .audioCredit, .watchAudio:
             break  // handled above
         case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .pairStart, .authenticate:
             // Pairing needs keys, randomness and files: the server's PairingRegistry
@@ -227,6 +230,7 @@ public struct Car: Sendable {
         accessories.accessoryLeft(peer, outputs: &outputs)
         clusterFeed.unsubscribe(peer)
         video.forget(peer)
+        if let command = audioTap.forget(peer) { effects.append(.audio(command)) }
         if peer == phonePeer {
             let graceSerial = phoneLink.lost(departure)
             // Byte streams cannot resume without loss: the phone's accessory

@@ -57,6 +57,8 @@ final class CarHost: @unchecked Sendable {
     var pairStartsByPeer: [PeerID: Int] = [:]
     /// Decoding and mixing, off this loop (PROTOCOL.md section 24.5).
     let audioEngine: AudioEngine
+    /// Output waiting unsent for a watcher past which its chunks are skipped (section 24.7).
+    static let audioWatcherBufferBytes = 64 * 1024
 
     init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
@@ -89,6 +91,10 @@ final class CarHost: @unchecked Sendable {
         if !report.played.isEmpty { perform(car.audioPlayed(report.played)) }
         for chunk in report.captured {
             perform(car.microphoneCaptured(stream: chunk.stream, timestamp: chunk.timestamp, pcm: chunk.pcm))
+        }
+        // The output's chunks, one buffer shared by every watcher (section 24.7).
+        for payload in report.output {
+            for peer in car.audioTap.watchers { connections[peer]?.sendAudioOutput(payload) }
         }
         flush()
     }

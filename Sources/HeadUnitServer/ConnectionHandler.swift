@@ -481,6 +481,17 @@ final class ConnectionHandler: ChannelInboundHandler {
         write(payload, context: context)
     }
 
+    /// A chunk of the car's output for a watcher (section 24.7): written only
+    /// while less than `audioWatcherBufferBytes` waits unsent for this peer,
+    /// else skipped (latest wins: stale audio is never queued).
+    func sendAudioOutput(_ payload: ByteBuffer) {
+        guard open, let context else { return }
+        writePending(context)
+        let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        guard waiting < CarHost.audioWatcherBufferBytes, context.channel.isWritable else { return }
+        sendMedia(channel: AudioTap.channel, payload)
+    }
+
     /// Section 10.4's check of a payload written as it is: true when it fits;
     /// else nothing is written and the peer is closed with Goodbye
     /// FRAME_TOO_LARGE, never left with a silent gap.

@@ -255,10 +255,11 @@ final class RawSocketClient {
                 return try EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload))
             case .ping, .pong:
                 continue
-            case .video:
-                // A watched screen's base view (section 25): tests of video read frames themselves.
+            case .video, .media:
+                // A watched screen's base view (section 25), the car's output to
+                // a watcher (24.7): tests of video and audio read frames themselves.
                 continue
-            case .data, .media, .none:
+            case .data, .none:
                 throw RawClientError.unexpected("frame kind \(frame.kind)")
             }
         }

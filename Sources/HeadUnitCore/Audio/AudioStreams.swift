@@ -17,6 +17,8 @@ public struct AudioStreams: Sendable {
         public var windowMilliseconds: UInt32 = 120
         /// Streams open at once, microphone included (`audio.streams`).
         public var maxStreams: Int = 8
+        /// HMI and cluster peers hearing the car's output at once (`audio.output_watchers`, 24.7).
+        public var maxOutputWatchers: Int = 8
 
         public init() {}
     }
@@ -47,6 +49,8 @@ public struct AudioStreams: Sendable {
         case mix(Mix)
         /// Capture the microphone for this stream (nil: stop).
         case microphone(stream: UInt32?)
+        /// Someone hears the output (`WatchAudio`): render even with no stream, and report each 20 ms.
+        case tap(Bool)
     }
 
     public enum Output: Sendable, Equatable {
@@ -287,7 +291,7 @@ public struct AudioStreams: Sendable {
             guard focus.callActive || focus.voiceAppID == appID else {
                 return "a voice stream needs a call or the app's voice session"
             }
-        case .microphone, .unspecified, .UNRECOGNIZED:
+        case .microphone, .output, .unspecified, .UNRECOGNIZED:
             return "the phone opens main, alternate or voice streams"
         }
         return nil
@@ -299,6 +303,7 @@ public struct AudioStreams: Sendable {
         case .alternate: return "alternate"
         case .voice: return "voice"
         case .microphone: return "microphone"
+        case .output: return "output"
         case .unspecified, .UNRECOGNIZED: return "unspecified"
         }
     }

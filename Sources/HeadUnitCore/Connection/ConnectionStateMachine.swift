@@ -491,7 +491,7 @@ public struct ConnectionStateMachine: Sendable {
             .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt,
             .remoteCommands, .sendRemoteCommand, .carButton, .remoteCommandEvent, .remoteCommandAnswer,
             .watchVideo, .videoStreams, .requestKeyframe,
-            .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted:
+            .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted, .watchAudio:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

@@ -28,6 +28,9 @@ public enum RolePolicy {
         // Base-view video (section 25): the car's components that draw a screen.
         case .watchVideo, .requestKeyframe:
             return role == .hmi || role == .cluster
+        // Hearing the car's output (section 24.7): the car's components that play or show it.
+        case .watchAudio:
+            return role == .hmi || role == .cluster
         // Audio streams are the phone's apps' (section 24).
         case .openAudioStream, .closeAudioStream, .audioCredit:
             return role == .phone
@@ -143,6 +146,7 @@ public enum RolePolicy {
         case .audioCredit: return "AudioCredit"
         case .audioStreamClosed: return "AudioStreamClosed"
         case .microphoneStarted: return "MicrophoneStarted"
+        case .watchAudio: return "WatchAudio"
         }
     }
 

@@ -26,7 +26,10 @@ public struct AudioConfiguration: Sendable {
 struct AudioReport: Sendable {
     var played: [(stream: UInt32, frames: UInt32)] = []
     var captured: [(stream: UInt32, timestamp: UInt64, pcm: ByteBuffer)] = []
-    var isEmpty: Bool { played.isEmpty && captured.isEmpty }
+    /// The output's 20 ms chunks while tapped (section 24.7): each a MEDIA
+    /// payload ready to send, u64 BE play time in microseconds, then PCM.
+    var output: [ByteBuffer] = []
+    var isEmpty: Bool { played.isEmpty && captured.isEmpty && output.isEmpty }
 }
 
 /// Decoding, mixing and the microphone, on a thread of their own so the
@@ -57,6 +60,11 @@ final class AudioEngine: @unchecked Sendable {
     private var microphoneStream: UInt32?
     private var microphoneStart: UInt64 = 0
     private var microphoneFrames = 0
+    /// Someone hears the output: the engine stays active and cuts it into chunks.
+    private var tapped = false
+    private var tapPending: [UInt8] = []
+    /// The output frame (since `started`) where `tapPending` begins.
+    private var tapStart = 0
 
     init(configuration: AudioConfiguration, jitterMilliseconds: UInt32, windowMilliseconds: UInt32, logger: Logger, report: @escaping @Sendable (AudioReport) -> Void) {
         self.report = report
@@ -116,11 +124,27 @@ final class AudioEngine: @unchecked Sendable {
         switch command {
         case .open: return true
         case .microphone(let stream): return stream != nil
+        case .tap(let on): return on
         case .frame, .close, .mix: return false
         }
     }
 
     private static func now() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
+
+    /// Cuts the output into 20 ms MEDIA payloads stamped with when their first sample plays.
+    private func tap(_ pcm: [UInt8], started: UInt64, into output: inout [ByteBuffer]) {
+        tapPending.append(contentsOf: pcm)
+        let chunkBytes = AudioTap.chunkFrames * 4
+        while tapPending.count >= chunkBytes {
+            let playsAt = (started + UInt64(tapStart) * 1_000_000_000 / UInt64(AudioMixer.outputRate)) / 1000
+            var payload = ByteBufferAllocator().buffer(capacity: 8 + chunkBytes)
+            payload.writeInteger(playsAt, endianness: .big)
+            payload.writeBytes(tapPending[0..<chunkBytes])
+            output.append(payload)
+            tapPending.removeFirst(chunkBytes)
+            tapStart += AudioTap.chunkFrames
+        }
+    }
 
     private func run() {
         var active = false
@@ -165,6 +189,11 @@ final class AudioEngine: @unchecked Sendable {
                     microphoneStart = Self.now()
                     microphoneFrames = 0
                 }
+                if case .tap(let on) = command {
+                    tapped = on
+                    tapPending.removeAll(keepingCapacity: true)
+                    tapStart = written
+                }
                 mixer.apply(command)
             }
             guard active else { continue }
@@ -175,7 +204,9 @@ final class AudioEngine: @unchecked Sendable {
             let healthy = sink.failed == nil
             while written < due {
                 let count = min(due - written, 960)
-                sink.write(AudioMixer.pcm16(mixer.render(count, played: &report.played)))
+                let pcm = AudioMixer.pcm16(mixer.render(count, played: &report.played))
+                sink.write(pcm)
+                if tapped { tap(pcm, started: started, into: &report.output) }
                 written += count
             }
             if healthy, let failed = sink.failed {
@@ -194,7 +225,7 @@ final class AudioEngine: @unchecked Sendable {
             }
             if !report.isEmpty { self.report(report) }
 
-            if mixer.isIdle && microphoneStream == nil {
+            if mixer.isIdle && microphoneStream == nil && !tapped {
                 let since = idleSince ?? now
                 idleSince = since
                 if now - since >= Self.idleAfterNanoseconds {

@@ -186,8 +186,8 @@ final class AudioMixer {
         case .mix(let mix):
             self.mix = mix
             if mix.pauseMain { promptPausesMain = true } else if mix.duckMain { promptPausesMain = false }
-        case .microphone:
-            break  // the engine captures
+        case .microphone, .tap:
+            break  // the engine captures, and taps its output
         }
     }
 

@@ -41,6 +41,9 @@ public nonisolated enum HUAudioStreamType: SwiftProtobuf.Enum, Swift.CaseIterabl
 
   /// The car's microphone (car -> phone only; never opened by the phone).
   case microphone // = 4
+
+  /// The car's mixed output (car -> HMI or cluster only, after WatchAudio).
+  case output // = 5
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -54,6 +57,7 @@ public nonisolated enum HUAudioStreamType: SwiftProtobuf.Enum, Swift.CaseIterabl
     case 2: self = .alternate
     case 3: self = .voice
     case 4: self = .microphone
+    case 5: self = .output
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -65,6 +69,7 @@ public nonisolated enum HUAudioStreamType: SwiftProtobuf.Enum, Swift.CaseIterabl
     case .alternate: return 2
     case .voice: return 3
     case .microphone: return 4
+    case .output: return 5
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -76,6 +81,7 @@ public nonisolated enum HUAudioStreamType: SwiftProtobuf.Enum, Swift.CaseIterabl
     .alternate,
     .voice,
     .microphone,
+    .output,
   ]
 
 }
@@ -386,6 +392,22 @@ public nonisolated struct HUMicrophoneStarted: Sendable {
   fileprivate var _stream: HUAudioStreamInfo? = nil
 }
 
+/// HMI or cluster -> car (request). Start (or, with stop, end) hearing the
+/// car's mixed output. Answered with Result.audio_stream (stream_id: the MEDIA
+/// frames' channel; type OUTPUT; format PCM s16le 48 kHz stereo); then MEDIA
+/// frames of 20 ms on that channel while the peer watches (PROTOCOL.md 24.7).
+public nonisolated struct HUWatchAudio: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var stop: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// The car's audio output in daemon configuration (DaemonConfig.audio).
 public nonisolated struct HUAudioConfig: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -411,7 +433,7 @@ public nonisolated struct HUAudioConfig: Sendable {
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUAudioStreamType: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_TYPE_UNSPECIFIED\0\u{1}AUDIO_STREAM_TYPE_MAIN\0\u{1}AUDIO_STREAM_TYPE_ALTERNATE\0\u{1}AUDIO_STREAM_TYPE_VOICE\0\u{1}AUDIO_STREAM_TYPE_MICROPHONE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_TYPE_UNSPECIFIED\0\u{1}AUDIO_STREAM_TYPE_MAIN\0\u{1}AUDIO_STREAM_TYPE_ALTERNATE\0\u{1}AUDIO_STREAM_TYPE_VOICE\0\u{1}AUDIO_STREAM_TYPE_MICROPHONE\0\u{1}AUDIO_STREAM_TYPE_OUTPUT\0")
 }
 
 nonisolated extension HUAudioCodec: SwiftProtobuf._ProtoNameProviding {
@@ -723,6 +745,36 @@ nonisolated extension HUMicrophoneStarted: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.appID != rhs.appID {return false}
     if lhs._stream != rhs._stream {return false}
     if lhs.purpose != rhs.purpose {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUWatchAudio: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WatchAudio"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}stop\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.stop) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.stop != false {
+      try visitor.visitSingularBoolField(value: self.stop, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUWatchAudio, rhs: HUWatchAudio) -> Bool {
+    if lhs.stop != rhs.stop {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
