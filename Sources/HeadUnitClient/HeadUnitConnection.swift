@@ -102,6 +102,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
     private var videoInFlight: [UInt32: Int] = [:]
     /// Called on the event loop for every MEDIA frame (the car's microphone, PROTOCOL.md section 24).
     var mediaHandler: ((UInt32, ByteBuffer) -> Void)?
+    /// The car's output this connection hears (`HMISession.watchAudio`, section 24.7).
+    var audioWatch: AudioWatch?
 
     private struct Pending {
         var continuation: CheckedContinuation<HUEnvelope, Error>
@@ -467,6 +469,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     fileprivate func receivedMedia(channel: UInt32, _ payload: ByteBuffer) {
         mediaHandler?(channel, payload)
+        audioWatch?.received(channel: channel, payload)
     }
 
     /// On the loop: session bytes in one DATA frame (the caller keeps within its credit),
@@ -541,6 +544,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
         closeHandler = nil
         videoWatch?.connectionClosed()
         videoWatch = nil
+        audioWatch?.connectionClosed()
+        audioWatch = nil
         eventHandler = nil
         dataHandler = nil
         mediaHandler = nil

@@ -167,7 +167,7 @@ final class AudioEngine: @unchecked Sendable {
                 microphone.end()
                 return
             }
-            // Only a stream or the microphone wakes the output (a focus change alone does not).
+            // Only a stream, the microphone or a watcher wakes the output (a focus change alone does not).
             if !active, commands.contains(where: Self.activates) {
                 active = true
                 started = Self.now()
