@@ -8,7 +8,10 @@ launch, tap and press below is a click in the page. Checks that the templates
 render (texts in the DOM), that the screenshots of the main screen, dashboard
 and cluster are not blank, that the RadioApp example (BIN_DIR/RadioApp) hears
 the Now Playing screen's transport buttons and the keyboard's media keys
-(remote commands, PROTOCOL.md section 23), that the log pane shows the protocol, that the
+(remote commands, PROTOCOL.md section 23), that the page plays the car's
+output while the RadioApp streams its tone (WebAudio: the page's
+AnalyserNode receives non-silent samples, PROTOCOL.md section 24.7) and shows
+the audio focus (the radio app owns the main audio), that the log pane shows the protocol, that the
 page reports the phone dropping and the daemon restarting and reconnects, and
 that a phone's base-view video (H.264, PROTOCOL.md section 25) is decoded in
 the page (WebCodecs) into the main screen's, the dashboard's and the cluster's
@@ -192,6 +195,26 @@ return counts;
 # MapsApp's night palette (Examples/MapsApp/MapRenderer.swift), 0-255.
 MAP_NIGHT = {"route": (77, 163, 255), "car": (217, 51, 38), "street": (61, 71, 87), "primary road": (107, 102, 77),
              "motorway": (140, 97, 56), "background": (27, 35, 48)}
+
+
+def audio_phase(page, driver):
+    """The car's output in the page (PROTOCOL.md 24.7): the RadioApp plays its tone;
+    the page's WebAudio graph hears it and the focus line names the radio app."""
+    page.wait_text("#audio-focus", "com.example.radio")
+    page.wait("the focus display says the radio app owns the main audio",
+              lambda: page.find('#audio-focus[data-owner="com.example.radio"]') is not None)
+    check("main audio" in page.text("#np-audio") and "com.example.radio" in page.text("#np-audio"),
+          "the Now Playing screen shows the audio focus: " + page.text("#np-audio"))
+    page.wait("the page's AudioContext runs", lambda: driver.execute_script("return window.simAudio.state") == "running")
+    levels = []
+
+    def loud():
+        levels.append(driver.execute_script("return window.simAudio.level()"))
+        return levels[-1] > 0.05
+
+    page.wait("the page's AnalyserNode receives the radio's tone (non-silent samples)", loud)
+    stats = driver.execute_script("return {chunks: window.simAudio.chunks, played: window.simAudio.played, dropped: window.simAudio.dropped}")
+    check(stats["played"] > 10, f"the page played the car's output: RMS {levels[-1]:.3f}, {stats}")
 
 
 def changed_pixels(a, b):
@@ -382,7 +405,7 @@ def main():
 
         options = Options()
         for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1800,1250",
-                     "--force-device-scale-factor=1"]:
+                     "--force-device-scale-factor=1", "--autoplay-policy=no-user-gesture-required"]:
             options.add_argument(flag)
         for binary in ["/usr/bin/chromium", "/usr/bin/chromium-browser"]:
             if os.path.exists(binary):
@@ -533,6 +556,7 @@ def main():
         procs.wait_for_line("radio", r"^tuned to News 24$")
         page.wait_text("#now-playing", "News 24")
         page.wait_text("#now-playing", "playing")
+        audio_phase(page, driver)
         check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (transport controls)", os.path.join(shots, "main-transport.png"))
         media_key("MediaPlayPause")
         page.wait_text("#now-playing", "paused")

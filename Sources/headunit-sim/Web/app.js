@@ -24,7 +24,10 @@ function connect() {
   ws.binaryType = "arraybuffer";  // video frames (onVideoFrame)
   ws.onopen = () => { S.wsUp = true; badge("conn-page", "page: connected", "ok"); banner(); };
   ws.onmessage = (e) => {
-    if (typeof e.data !== "string") { onVideoFrame(e.data); return; }
+    if (typeof e.data !== "string") {
+      if (e.data.byteLength > 12 && new DataView(e.data).getUint8(0) === 2) onAudioChunk(e.data); else onVideoFrame(e.data);
+      return;
+    }
     try { receive(JSON.parse(e.data)); } catch (err) { console.error(err, e.data); }
   };
   ws.onclose = () => {
@@ -162,6 +165,7 @@ function maneuverGlyph(m) {
 
 function render() {
   renderStatus();
+  renderAudio();
   renderMain();
   renderDashboard();
   renderCluster();
@@ -447,6 +451,7 @@ function renderNowPlaying(templateId, t) {
       h("div", { class: "progress" }, h("div", { style: `width:${pct}%` })),
       h("div", { class: "muted" }, t.live ? "LIVE" : `${fmtClock(t.elapsedSeconds)} / ${fmtClock(t.durationSeconds)}`, t.playbackRate > 0 ? "  ▶ playing" : "  ❚❚ paused"),
       transportControls(t),
+      h("div", { class: "muted np-audio", id: "np-audio" }, audioFocusText()),
       h("div", { class: "np-buttons" },
         (t.buttons || []).map((b) => {
           const k = (b.kind || "").replace("NOW_PLAYING_BUTTON_KIND_", "");
@@ -914,6 +919,103 @@ function toast(text) {
   clearTimeout(toastTimer); toastTimer = setTimeout(() => { t.hidden = true; }, 3500);
 }
 
+// ---------------------------------------------------------------- the car's output
+
+// The bridge relays the car's mixed output (PROTOCOL.md section 24.7) as
+// binary messages: byte 0 = 2, bytes 4-11 when it plays (car clock, us), then
+// 20 ms of PCM s16le stereo at 48 kHz. Each chunk is an AudioBufferSourceNode
+// scheduled ~100 ms ahead of the context's clock, through an AnalyserNode
+// (window.simAudio.level() reads it). Chrome starts an AudioContext only after
+// a user gesture: it is made at load and resumed on the first click or key.
+const A = { ctx: null, gain: null, analyser: null, next: 0 };
+window.simAudio = { chunks: 0, played: 0, dropped: 0, state: "off", level: () => audioLevel() };
+
+function startAudio() {
+  const Ctx = window.AudioContext || window.webkitAudioContext;
+  if (!Ctx) return;
+  if (!A.ctx) {
+    A.ctx = new Ctx({ latencyHint: "interactive" });
+    A.gain = A.ctx.createGain();
+    A.analyser = A.ctx.createAnalyser();
+    A.analyser.fftSize = 2048;
+    A.gain.connect(A.analyser);
+    A.analyser.connect(A.ctx.destination);
+    A.ctx.onstatechange = () => renderAudio();
+  }
+  if (A.ctx.state === "suspended") A.ctx.resume().catch(() => {});
+  renderAudio();
+}
+
+function onAudioChunk(buffer) {
+  const st = window.simAudio;
+  st.chunks++;
+  if (!A.ctx || A.ctx.state !== "running") { st.dropped++; return; }
+  const pcm = new Int16Array(buffer, 12, (buffer.byteLength - 12) >> 1);
+  const frames = pcm.length >> 1;
+  const chunk = A.ctx.createBuffer(2, frames, 48000);
+  const left = chunk.getChannelData(0), right = chunk.getChannelData(1);
+  for (let i = 0; i < frames; i++) { left[i] = pcm[2 * i] / 32768; right[i] = pcm[2 * i + 1] / 32768; }
+  const now = A.ctx.currentTime;
+  // Starting, or after a gap: 100 ms ahead. Over 400 ms ahead: behind, drop (latest wins).
+  if (A.next < now + 0.01) A.next = now + 0.1;
+  if (A.next > now + 0.4) { st.dropped++; return; }
+  const source = A.ctx.createBufferSource();
+  source.buffer = chunk;
+  source.connect(A.gain);
+  source.start(A.next);
+  A.next += chunk.duration;
+  st.played++;
+}
+
+// The RMS of what the analyser holds now (the last ~43 ms played).
+function audioLevel() {
+  if (!A.analyser) return 0;
+  const data = new Float32Array(A.analyser.fftSize);
+  A.analyser.getFloatTimeDomainData(data);
+  let sum = 0;
+  for (const x of data) sum += x * x;
+  return Math.sqrt(sum / data.length);
+}
+
+// The audio focus from the metadata stream (PROTOCOL.md 19.8): who owns the main audio, ducked, paused.
+function audioFocusText() {
+  const a = S.meta.audio || {};
+  const owner = (a.mainOwner || "").replace("AUDIO_OWNER_", "").toLowerCase();
+  const main = owner === "phone" ? `${appName(a.appId)} (${a.appId})` : owner === "car" ? `car: ${a.carSource || "radio"}` : "none";
+  const parts = ["main audio: " + main + (a.mainSpoken ? ", spoken" : "")];
+  if (a.promptAppId) parts.push("prompt: " + appName(a.promptAppId));
+  if (a.mainDucked) parts.push("ducked −12 dB");
+  if (a.mainPaused) parts.push("paused under the prompt");
+  if (a.callActive) parts.push("call");
+  if (a.voiceSessionActive) parts.push("voice session" + (a.voiceAppId ? ": " + appName(a.voiceAppId) : ""));
+  return parts.join(" · ");
+}
+
+function renderAudio() {
+  const st = window.simAudio;
+  st.state = A.ctx ? A.ctx.state : "off";
+  const focus = $("audio-focus");
+  if (focus) {
+    focus.textContent = audioFocusText();
+    const a = S.meta.audio || {};
+    focus.dataset.owner = a.mainOwner === "AUDIO_OWNER_PHONE" ? a.appId || "" : a.mainOwner === "AUDIO_OWNER_CAR" ? "car" : "";
+    focus.classList.toggle("ducked", !!a.mainDucked);
+    focus.classList.toggle("paused", !!a.mainPaused);
+  }
+  const button = $("audio-start");
+  if (button) {
+    button.textContent = st.state === "running" ? "🔊 car audio on" : "🔇 click to hear the car";
+    button.classList.toggle("on", st.state === "running");
+  }
+}
+
+// A level meter under the focus line, drawn while the page is visible.
+function drawAudioMeter() {
+  const bar = $("audio-meter-bar");
+  if (bar) bar.style.width = Math.min(100, Math.round(audioLevel() * 300)) + "%";
+  requestAnimationFrame(drawAudioMeter);
+}
+
 // ---------------------------------------------------------------- wiring
 
 $("ctl-night").addEventListener("change", (e) => setVehicle({ contentStyle: e.target.checked ? "CONTENT_STYLE_DARK" : "CONTENT_STYLE_LIGHT" }));
@@ -924,6 +1026,12 @@ $("ctl-display").addEventListener("change", (e) => setDisplay(e.target.value));
 $("ctl-home").addEventListener("click", goHome);
 $("ctl-nowplaying").addEventListener("click", openNowPlaying);
 $("log-clear").addEventListener("click", () => $("log").replaceChildren());
+$("audio-start").addEventListener("click", startAudio);
+// Chrome's autoplay rule: the context runs once the user interacted with the page.
+document.addEventListener("pointerdown", startAudio, { capture: true, once: true });
+document.addEventListener("keydown", startAudio, { capture: true, once: true });
+startAudio();
+requestAnimationFrame(drawAudioMeter);
 setDisplay("800x480");
 render();
 connect();
