@@ -73,10 +73,16 @@ struct CarPlayKitAudioTests {
         #expect(player.isPlaying)
         let firstWrite = RawSocketClient.now()
         var written = 0
+        var writeEnds: [Double] = []
         while written < 48_000 {  // 1 s in 20 ms writes, as fast as the car takes it
             try await player.write(Self.tone(440, start: written, count: 960, channels: 2))
             written += 960
+            writeEnds.append(RawSocketClient.now())
         }
+        // The car starts a stream once it holds its jitter buffer (40 ms) beyond the
+        // last packet: three of these writes. They follow each other at once, unless
+        // a busy machine holds the writer back (1 s written in 3.2 s in one CI run).
+        let startable = writeEnds[2]
         let lastWrite = RawSocketClient.now()
         await player.finish()
         let stopped = RawSocketClient.now()
@@ -108,7 +114,8 @@ struct CarPlayKitAudioTests {
         #expect(output.time(output.left.count) - stopped > 0.3, "the output goes on after stop()")
         #expect(after < 0.004, "silence after stop(): \(after)")
         let heard = try #require(onset, "the tone reached the car's output")
-        #expect(heard - firstWrite > 0 && heard - firstWrite <= 0.150, "write to output within 150 ms: \(heard - firstWrite) s")
+        #expect(heard - firstWrite > 0 && heard - startable <= 0.150,
+                "write to output within 150 ms: \(heard - firstWrite) s after the first write, \(heard - startable) s after the third")
     }
 
     /// A navigation app's voicePrompt session (CarPlayKit) ducks the main
