@@ -263,6 +263,15 @@ def maps_video_phase(page, driver, procs, args, sock, shots):
     page.wait_css("#previews", "the trip previews over the map video")
     page.click('[data-trip-id="home"]', "press Go")
     page.wait_css("#main-screen .guidance-card", "the guidance card over the map video")
+    # The maneuver is spoken (a voicePrompt session): the focus line shows the prompt and the page hears it.
+    procs.wait_for_line("maps", r"prompt spoken")
+    try:
+        page.wait("the audio focus display showed the Maps prompt", lambda: any(
+            "prompt: " in line for line in driver.execute_script("return window.simAudio.focusLog")))
+    except Failure:
+        print("focus lines shown: %r" % driver.execute_script("return window.simAudio.focusLog"), flush=True)
+        raise
+    page.wait("the page's AnalyserNode heard the prompt while it played", lambda: driver.execute_script("return window.simAudio.promptPeak") > 0.01)
     before = {screen: driver.execute_script(SAMPLE_CANVAS, canvas) for screen, canvas, _, _ in VIDEO_PANES}
     for screen, canvas, pane, name in VIDEO_PANES:
         wait_for_change(page, driver, canvas, before[screen], f"the {name}'s map moves with the car")

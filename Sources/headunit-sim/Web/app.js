@@ -928,7 +928,8 @@ function toast(text) {
 // (window.simAudio.level() reads it). Chrome starts an AudioContext only after
 // a user gesture: it is made at load and resumed on the first click or key.
 const A = { ctx: null, gain: null, analyser: null, next: 0 };
-window.simAudio = { chunks: 0, played: 0, dropped: 0, state: "off", level: () => audioLevel() };
+// focusLog: each focus line shown, in order (the tests read it); promptPeak: the loudest level heard during a prompt.
+window.simAudio = { chunks: 0, played: 0, dropped: 0, state: "off", level: () => audioLevel(), focusLog: [], promptPeak: 0 };
 
 function startAudio() {
   const Ctx = window.AudioContext || window.webkitAudioContext;
@@ -996,7 +997,9 @@ function renderAudio() {
   st.state = A.ctx ? A.ctx.state : "off";
   const focus = $("audio-focus");
   if (focus) {
-    focus.textContent = audioFocusText();
+    const text = audioFocusText();
+    if (st.focusLog[st.focusLog.length - 1] !== text) { st.focusLog.push(text); if (st.focusLog.length > 50) st.focusLog.shift(); }
+    focus.textContent = text;
     const a = S.meta.audio || {};
     focus.dataset.owner = a.mainOwner === "AUDIO_OWNER_PHONE" ? a.appId || "" : a.mainOwner === "AUDIO_OWNER_CAR" ? "car" : "";
     focus.classList.toggle("ducked", !!a.mainDucked);
@@ -1009,11 +1012,12 @@ function renderAudio() {
   }
 }
 
-// A level meter under the focus line, drawn while the page is visible.
+// A level meter beside the focus line, 20 times a second.
 function drawAudioMeter() {
+  const level = audioLevel();
   const bar = $("audio-meter-bar");
-  if (bar) bar.style.width = Math.min(100, Math.round(audioLevel() * 300)) + "%";
-  requestAnimationFrame(drawAudioMeter);
+  if (bar) bar.style.width = Math.min(100, Math.round(level * 300)) + "%";
+  if ((S.meta.audio || {}).promptAppId) window.simAudio.promptPeak = Math.max(window.simAudio.promptPeak, level);
 }
 
 // ---------------------------------------------------------------- wiring
@@ -1031,7 +1035,7 @@ $("audio-start").addEventListener("click", startAudio);
 document.addEventListener("pointerdown", startAudio, { capture: true, once: true });
 document.addEventListener("keydown", startAudio, { capture: true, once: true });
 startAudio();
-requestAnimationFrame(drawAudioMeter);
+setInterval(drawAudioMeter, 50);
 setDisplay("800x480");
 render();
 connect();
