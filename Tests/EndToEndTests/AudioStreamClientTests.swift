@@ -6,7 +6,9 @@ import Testing
 
 /// HeadUnitClient's AudioStream against the daemon: a write waits for the
 /// car's credit, and a waiting write can be cancelled without harm.
-@Suite("HeadUnitClient audio streams", .serialized)
+// A time limit: a write or waitUntilPlayed the car never answers (a stream
+// tail the mixer held, found in a CI run) fails this test instead of hanging the run.
+@Suite("HeadUnitClient audio streams", .serialized, .timeLimit(.minutes(2)))
 struct AudioStreamClientTests {
     /// Spoken audio is not read while a prompt lasts (PROTOCOL.md 24.3), so
     /// the window's worth of writes goes out and the next one waits; that

@@ -583,6 +583,26 @@ struct AudioStreamSocketTests {
         }
     }
 
+    /// An app's last packet, shorter than the jitter buffer, plays with
+    /// nothing more coming: the car grants its credit back. (A stream that
+    /// started only with a jitter buffer in hand held such a tail for ever,
+    /// and an SDK app waiting for it to play waited for ever too.)
+    @Test func aTailShorterThanTheJitterBufferPlays() async throws {
+        try await onOwnThread {
+            var rig = try Rig()
+            defer { rig.stop() }
+            try rig.play(music)
+            let opened = try rig.phone.open(music, .main, pcmStereo)
+            #expect(opened.code == .ok, "\(opened.message)")
+            let stream = opened.audioStream.streamID
+            var tone = Tone(hertz: 440, amplitude: 0.4)
+            try rig.phone.sendMedia(stream, timestamp: 0, bytes(tone.next(Self.packetFrames, channels: 2)), frames: Self.packetFrames)
+            let deadline = RawSocketClient.now() + 10
+            while rig.phone.credit[stream, default: 0] < 5760, RawSocketClient.now() < deadline { try rig.phone.pump(timeout: 0.1) }
+            #expect(rig.phone.credit[stream, default: 0] == 5760, "the packet played and its credit came back")
+        }
+    }
+
     @Test func mediaFrameErrors() async throws {
         try await onOwnThread {
             var rig = try Rig()

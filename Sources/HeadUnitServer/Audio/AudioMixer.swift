@@ -27,6 +27,8 @@ final class AudioMixer {
         var buffered = 0
         /// The last packet's length at 48 kHz: the start waits for a jitter buffer beyond it.
         var lastUnitFrames = 0
+        /// Output frames rendered while this stream held audio and waited to start.
+        var waitedFrames = 0
         var playing = false
         var draining = false
         var gain: Float = 1
@@ -164,9 +166,13 @@ final class AudioMixer {
 
     /// A stream starts (and restarts after running dry) with a jitter buffer
     /// beyond the packet that arrived last, so the next packet may be up to
-    /// `audio_jitter_ms` late without a gap (PROTOCOL.md 24.1).
+    /// `audio_jitter_ms` late without a gap (PROTOCOL.md 24.1); or once what
+    /// it holds has waited that long: an app's last packets (less than a
+    /// jitter buffer, nothing more coming) play instead of waiting for ever.
     func startsPlaying(_ stream: Stream) -> Bool {
-        stream.buffered >= min(jitterFrames + stream.lastUnitFrames, windowFrames) || (stream.draining && stream.buffered > 0)
+        guard stream.buffered > 0 else { return false }
+        let enough = min(jitterFrames + stream.lastUnitFrames, windowFrames)
+        return stream.buffered >= enough || stream.waitedFrames >= enough || stream.draining
     }
 
     var isIdle: Bool { streams.isEmpty }
@@ -203,8 +209,12 @@ final class AudioMixer {
             let stream = streams[id]!
             if stream.type == .main && pauseMain { continue }  // paused: not consumed, no credit back
             if !stream.playing {
-                guard startsPlaying(stream) else { continue }
+                guard startsPlaying(stream) else {
+                    if stream.buffered > 0 { stream.waitedFrames += count }
+                    continue
+                }
                 stream.playing = true
+                stream.waitedFrames = 0
             }
             let target: Float = stream.type == .main && (mix.duckMain || promptSounding) ? Self.duckGain : 1
             let taken = stream.pull(into: &out, count: count, target: target, played: &played)
