@@ -10,6 +10,8 @@ scratch="${HEADUNIT_SCRATCH:-.build}"  # as in scripts/test.sh
 bin=$(swift build --scratch-path "$scratch" --show-bin-path)
 includes=$(find "$scratch/checkouts" -path '*/include' -type d | sed 's/^/-I /')
 maps=$(find "$(readlink -f "$bin")" -maxdepth 2 -name module.modulemap -exec dirname {} \; | sort -u | sed 's/^/-I /')
+# System library targets (COpenH264 under CarPlayKit's windows) keep their module maps in Sources/.
+system_maps=$(find Sources -maxdepth 2 -name module.modulemap -exec dirname {} \; | sort -u | sed 's/^/-I /')
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cat > "$dir/uses.swift" <<'SWIFT'
@@ -35,7 +37,7 @@ import CarPlayKit
 }
 SWIFT
 # shellcheck disable=SC2086
-if swiftc -typecheck -swift-version 6 -I "$bin/Modules" $includes $maps "$dir/uses.swift" > "$dir/out.txt" 2>&1; then
+if swiftc -typecheck -swift-version 6 -I "$bin/Modules" $includes $maps $system_maps "$dir/uses.swift" > "$dir/out.txt" 2>&1; then
     echo "carplaykit-unavailable-check: the snippet compiled; every use must be an error" >&2
     exit 1
 fi
