@@ -94,6 +94,13 @@ extension Car {
         return takeEffects()
     }
 
+    /// A keyframe request the interval held back is due (`CarTimer.videoKeyframe`).
+    mutating func videoKeyframeTimerFired(channel: UInt32, now: UInt64) {
+        var outputs: [VideoRoutes.Output] = []
+        video.keyframeTimerFired(channel: channel, now: now, outputs: &outputs)
+        perform(outputs)
+    }
+
     /// Whether `channel` is a connected scene of a navigation app (the phone's).
     func isVideoStream(_ channel: UInt32) -> Bool {
         // Usually a shown one: three lookups.
@@ -153,6 +160,8 @@ extension Car {
                 request.channel = channel
                 request.reason = reason
                 emit(phonePeer, body: .requestKeyframe(request))
+            case .keyframeTimer(let channel, let milliseconds):
+                effects.append(.startTimer(.videoKeyframe(channel: channel), milliseconds: milliseconds))
             }
         }
     }

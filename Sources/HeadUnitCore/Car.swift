@@ -304,6 +304,8 @@ public struct Car: Sendable {
             audio.endPrompt(serial: serial)
         case .remoteCommand(let commandID):
             remoteCommandTimedOut(commandID: commandID)
+        case .videoKeyframe(let channel):
+            videoKeyframeTimerFired(channel: channel, now: nowMilliseconds)
         case .accessoryOpen(let channel, let serial):
             var outputs: [AccessoryHub.Output] = []
             accessories.openTimedOut(channel: channel, serial: serial, outputs: &outputs)

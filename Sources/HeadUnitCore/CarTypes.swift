@@ -96,6 +96,8 @@ public enum CarTimer: Hashable, Sendable {
     case accessoryOpen(channel: UInt32, serial: UInt64)
     /// An app did not answer a remote command in time (PROTOCOL.md section 23).
     case remoteCommand(commandID: UInt64)
+    /// A keyframe request held back by `keyframe_request_interval_ms` is due (PROTOCOL.md 25.5).
+    case videoKeyframe(channel: UInt32)
 }
 
 /// Everything the car is configured with.

@@ -212,6 +212,41 @@ struct VideoSocketTests {
 
     // MARK: - Latest frame wins (25.5)
 
+    /// A viewer lost a frame and the request the interval held back is sent
+    /// when the interval ends, although the app sends nothing more (a still
+    /// map draws no new frame to carry it): the viewer is not left black.
+    @Test func aHeldBackKeyframeRequestReachesAnAppThatStoppedSending() throws {
+        var rig = try Rig()
+        // The rig's HMI watches and never reads: its frames are dropped once its buffer is full.
+        #expect(try rig.watch(rig.hmi).0.code == .ok)
+        #expect(try Self.keyframeRequest(rig.phone).reason == .newViewer)
+        var number: UInt32 = 0
+        var firstDrop: Double?
+        while firstDrop == nil, number < 2_000 {
+            number += 1
+            try rig.phone.sendFrame(.video, channel: rig.channel, payload: Self.frame(number, key: number == 1, size: 48 << 10))
+            while let frame = try? rig.phone.readFrame(timeout: 0.001) {
+                guard frame.kind == FrameKind.message.rawValue,
+                    case .requestKeyframe(let r) = try EnvelopeCodec.decode(ByteBuffer(bytes: frame.payload)).body
+                else { continue }
+                #expect(r.reason == .frameDropped && r.channel == rig.channel)
+                firstDrop = RawSocketClient.now()
+            }
+        }
+        let asked = try #require(firstDrop, "the stalled viewer's frames were dropped and a keyframe asked for")
+        // One more P-frame: the viewer waits for a keyframe, and this request is held back by the interval.
+        number += 1
+        try rig.phone.sendFrame(.video, channel: rig.channel, payload: Self.frame(number, key: false, size: 1_000))
+        // Then nothing: the app draws no new frame. The held request comes by itself at the interval's end.
+        let owed = try Self.keyframeRequest(rig.phone, timeout: 3)
+        let after = RawSocketClient.now() - asked
+        print("video e2e: held-back keyframe request reached the silent app \(Int(after * 1000)) ms after the first (interval 250 ms)")
+        #expect(owed.reason == .frameDropped && owed.channel == rig.channel)
+        #expect(after < 1.5, "within about the interval (250 ms) of the first request, not never: \(after) s")
+        // And only one: nothing more is owed.
+        #expect(throws: (any Error).self) { try Self.keyframeRequest(rig.phone, timeout: 0.6) }
+    }
+
     /// A viewer that reads nothing does not slow another viewer, the other
     /// viewer's requests, or the phone: its frames are dropped (it waits for
     /// a keyframe, which is asked for), never queued without bound.

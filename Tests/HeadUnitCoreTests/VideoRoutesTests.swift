@@ -48,6 +48,59 @@ struct VideoRoutesTests {
         #expect(harness.video[harness.hmi]?.count == 3)
     }
 
+    @Test func aHeldBackKeyframeRequestIsSentWhenTheIntervalEndsNotWithTheNextFrame() {
+        var harness = CarHarness()
+        let scene = harness.navigationApp()
+        #expect(harness.request(harness.hmi, .watchVideo(HUWatchVideo.with { $0.screen = .main })).code == .ok)
+        _ = Self.keyframeRequests(&harness)
+        Self.send(&harness, scene, 1, key: true)
+        // A drop asks at once; a second within the interval is held back, and a timer is set for the interval's end.
+        harness.apply(harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now))
+        #expect(Self.keyframeRequests(&harness).map(\.reason) == [.frameDropped])
+        Self.send(&harness, scene, 2, key: true)
+        let held = harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now + 40)
+        #expect(held.contains(.startTimer(.videoKeyframe(channel: scene), milliseconds: 210)))
+        harness.apply(held)
+        #expect(Self.keyframeRequests(&harness).isEmpty)
+        // A further drop while one is owed sets no second timer.
+        #expect(!harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now + 100).contains { if case .startTimer = $0 { true } else { false } })
+        // The app draws nothing new (a still map): no frame comes, the timer alone sends the request.
+        harness.apply(harness.car.timerFired(.videoKeyframe(channel: scene), nowMilliseconds: harness.now + 250))
+        #expect(Self.keyframeRequests(&harness).map(\.reason) == [.frameDropped])
+        // The next request is paced from that one.
+        let next = harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now + 260)
+        #expect(next.contains(.startTimer(.videoKeyframe(channel: scene), milliseconds: 240)))
+        harness.apply(next)
+        // A timer that fires early waits out the rest of the interval.
+        #expect(harness.car.timerFired(.videoKeyframe(channel: scene), nowMilliseconds: harness.now + 495)
+            == [.startTimer(.videoKeyframe(channel: scene), milliseconds: 5)])
+        #expect(Self.keyframeRequests(&harness).isEmpty)
+    }
+
+    @Test func aHeldBackKeyframeRequestIsNotSentWhenAKeyframeCameMeanwhile() {
+        var harness = CarHarness()
+        let scene = harness.navigationApp()
+        #expect(harness.request(harness.hmi, .watchVideo(HUWatchVideo.with { $0.screen = .main })).code == .ok)
+        _ = Self.keyframeRequests(&harness)
+        Self.send(&harness, scene, 1, key: true)
+        harness.apply(harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now))
+        harness.apply(harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now + 10))
+        #expect(harness.timers.contains(.videoKeyframe(channel: scene)))
+        #expect(Self.keyframeRequests(&harness).map(\.reason) == [.frameDropped])
+        // The app's periodic IDR arrives: the viewer has its keyframe, nothing is owed.
+        Self.send(&harness, scene, 2, key: true)
+        #expect(harness.car.timerFired(.videoKeyframe(channel: scene), nowMilliseconds: harness.now + 250).isEmpty)
+        #expect(Self.keyframeRequests(&harness).isEmpty)
+        // Nor for a stream that ended (the scene closed while the timer ran).
+        harness.apply(harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now + 260))
+        harness.apply(harness.car.videoDropped(channel: scene, viewer: harness.hmi, now: harness.now + 270))
+        _ = Self.keyframeRequests(&harness)
+        #expect(harness.request(harness.hmi, .closeApp(HUCloseApp.with { $0.appID = Nav.appID })).code == .ok)
+        _ = Self.keyframeRequests(&harness)
+        harness.apply(harness.car.timerFired(.videoKeyframe(channel: scene), nowMilliseconds: harness.now + 600))
+        #expect(Self.keyframeRequests(&harness).isEmpty)
+    }
+
     @Test func aSceneComingOnAWatchedScreenTellsItsViewersAndAsksForAKeyframe() {
         var harness = CarHarness()
         harness.join(harness.hmi, .hmi)

@@ -8,7 +8,10 @@ import HeadUnitWire
 /// A viewer that misses a frame cannot decode the next ones (each P-frame
 /// refers to the one before), so it takes nothing until a keyframe, which
 /// the app is asked for at once, at most once per `keyframeInterval` per
-/// stream: latest frame wins, nothing stale is ever queued.
+/// stream: latest frame wins, nothing stale is ever queued. A request the
+/// interval holds back is sent when the interval ends (`keyframeTimer`,
+/// then `keyframeTimerFired`), not with the app's next frame: an app that
+/// draws nothing new (a still map) would never send one.
 public struct VideoRoutes: Sendable, Equatable {
     public struct Limits: Sendable, Equatable {
         /// Peers watching one screen at once (`max_video_viewers`).
@@ -31,6 +34,9 @@ public struct VideoRoutes: Sendable, Equatable {
         case streams(PeerID)
         /// Ask the phone for a keyframe on this stream.
         case keyframe(channel: UInt32, HUKeyframeReason)
+        /// Call `keyframeTimerFired(channel:)` in this many milliseconds: a
+        /// request the interval held back is owed then.
+        case keyframeTimer(channel: UInt32, milliseconds: UInt64)
     }
 
     struct Viewer: Sendable, Equatable {
@@ -43,8 +49,9 @@ public struct VideoRoutes: Sendable, Equatable {
         var lastFrameNumber: UInt32 = 0
         /// When the phone was last asked for a keyframe; nil: never.
         var keyframeAskedAt: UInt64?
-        /// A viewer waits for a keyframe that was not asked for (throttled).
-        var keyframeOwed = false
+        /// A viewer waits for a keyframe that was not asked for (throttled):
+        /// the reason to send when the interval ends; a timer is running.
+        var keyframeOwed: HUKeyframeReason?
     }
 
     public var limits: Limits
@@ -147,7 +154,7 @@ public struct VideoRoutes: Sendable, Equatable {
                 .badVideoFrame, "frame_number \(header.frameNumber) on channel \(channel) does not follow \(stream.lastFrameNumber); frame dropped"))
         }
         stream.lastFrameNumber = header.frameNumber
-        if header.isKeyframe { stream.keyframeOwed = false }
+        if header.isKeyframe { stream.keyframeOwed = nil }
         streams[channel] = stream
         var takers: [PeerID] = []
         var waiting = false
@@ -206,21 +213,50 @@ public struct VideoRoutes: Sendable, Equatable {
         }
     }
 
+    /// The timer of a held-back request ran out (`Output.keyframeTimer`): the
+    /// request goes now if a viewer of the stream still waits for a keyframe
+    /// and none came meanwhile. Nothing for a stream that ended.
+    public mutating func keyframeTimerFired(channel: UInt32, now: UInt64, outputs: inout [Output]) {
+        guard var stream = streams[channel], let reason = stream.keyframeOwed else { return }
+        if let last = stream.keyframeAskedAt, now < last + limits.keyframeIntervalMilliseconds {
+            // Early (the loop's timer and this clock round differently): wait out the rest.
+            outputs.append(.keyframeTimer(channel: channel, milliseconds: last + limits.keyframeIntervalMilliseconds - now))
+            return
+        }
+        guard isWaitingForKeyframe(channel) else {
+            stream.keyframeOwed = nil
+            streams[channel] = stream
+            return
+        }
+        askKeyframe(channel, reason, now: now, outputs: &outputs)
+    }
+
+    /// Some viewer of a screen showing `channel` takes nothing until a keyframe.
+    func isWaitingForKeyframe(_ channel: UInt32) -> Bool {
+        Self.screens.contains { screen in
+            shown[screen] == channel && (viewers[screen]?.contains { $0.needsKeyframe } ?? false)
+        }
+    }
+
     /// Asks the phone for a keyframe: at once when `now` is nil (a new viewer,
     /// a new stream, a resume: rare, and each from a bounded request), else
     /// at most once per interval per stream (drops and decoder errors can
-    /// come with every frame).
+    /// come with every frame); one held back is owed, and a timer sends it
+    /// when the interval ends.
     mutating func askKeyframe(_ channel: UInt32, _ reason: HUKeyframeReason, now: UInt64?, outputs: inout [Output]) {
         var stream = streams[channel] ?? StreamState()
         if let now {
             if let last = stream.keyframeAskedAt, now < last + limits.keyframeIntervalMilliseconds {
-                stream.keyframeOwed = true
+                if stream.keyframeOwed == nil {
+                    outputs.append(.keyframeTimer(channel: channel, milliseconds: last + limits.keyframeIntervalMilliseconds - now))
+                }
+                stream.keyframeOwed = stream.keyframeOwed ?? reason
                 streams[channel] = stream
                 return
             }
             stream.keyframeAskedAt = now
         }
-        stream.keyframeOwed = false
+        stream.keyframeOwed = nil
         streams[channel] = stream
         outputs.append(.keyframe(channel: channel, reason))
     }
