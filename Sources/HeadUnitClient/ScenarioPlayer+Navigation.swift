@@ -175,6 +175,10 @@ extension ScenarioPlayer {
         case .startPrompt(let p): op = "start_prompt \(p.durationMs) ms"
         case .endPrompt: op = "end_prompt"
         case .setVoiceSession(let v): op = "set_voice_session \(v.active)"
+        case .addLaneGuidances(let a): op = "add_lane_guidances [\(a.laneGuidances.map(\.id).joined(separator: ", "))]"
+        case .setCurrentLaneGuidance(let c): op = "set_current_lane_guidance \(c.laneGuidanceID.isEmpty ? "none" : "'\(c.laneGuidanceID)'")"
+        case .setCurrentRoadName(let r): op = "set_current_road_name '\(r.variants.first ?? "")'"
+        case .setManeuverState(let m): op = "set_maneuver_state \(m.state)"
         case nil: op = "(no op)"
         }
         return "navigate \(op) (\(request.appID))"

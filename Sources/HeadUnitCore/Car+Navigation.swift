@@ -55,6 +55,14 @@ extension Car {
             outcome = session.pause(pause.reason, description: pause.description_p)
         case .updateManeuvers(let update):
             outcome = session.updateManeuvers(update.maneuvers, scale: scale)
+        case .addLaneGuidances(let add):
+            outcome = session.addLaneGuidances(add.laneGuidances)
+        case .setCurrentLaneGuidance(let current):
+            outcome = session.setCurrentLaneGuidance(current.laneGuidanceID)
+        case .setCurrentRoadName(let road):
+            outcome = session.setRoadName(road.variants)
+        case .setManeuverState(let state):
+            outcome = session.setManeuverState(state.state)
         case .updateEstimates(let update):
             outcome = session.updateEstimates(maneuverID: update.maneuverID, update.estimates).map { _ in () }
         case .finish:
@@ -363,6 +371,10 @@ extension Car {
                 guidance.trip = session.trip
                 guidance.routeChoiceID = session.routeChoiceID
                 maneuvers.maneuvers = session.maneuvers
+                maneuvers.laneGuidances = session.shownLaneGuidances
+                maneuvers.currentLaneGuidanceID = session.laneGuidances.currentID
+                maneuvers.currentRoadNameVariants = session.roadNameVariants
+                maneuvers.maneuverState = session.maneuverState
                 if let estimates = session.tripEstimates {
                     tripEstimates.estimates = estimates
                     tripEstimates.present = true

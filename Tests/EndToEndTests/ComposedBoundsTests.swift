@@ -453,12 +453,26 @@ struct ComposedBoundsTests {
         #expect(refused.code == .limitExceeded, "\(refused.code) \(refused.message)")
         #expect(refused.limit == "navigation.variants")
         #expect(refused.limitValue == 16)
+        // The largest lane guidances (16 lanes of 9 angles, 16 variants of
+        // 256 characters): the three the stream draws are linked and current.
+        let lanes = (0..<16).map { _ in
+            HULane.with { $0.status = .preferred; $0.highlightedAngleDeg = 0; $0.anglesDeg = (1...8).map { Double($0 * 20) } }
+        }
+        let guidances = (0..<3).map { index in
+            HULaneGuidance.with { $0.id = "g\(index)"; $0.lanes = lanes; $0.instructionVariants = Self.variants(16, bytes: 256) }
+        }
+        try send(NavWire.nav(.addLaneGuidances(HULaneGuidances.with { $0.laneGuidances = guidances })))
+        try send(NavWire.nav(.setCurrentLaneGuidance(HUCurrentLaneGuidance.with { $0.laneGuidanceID = "g2" })))
+        try send(NavWire.nav(.setCurrentRoadName(HUCurrentRoadName.with { $0.variants = Self.variants(16, bytes: 256) })))
         var big = [NavWire.maneuver("m1", "a"), NavWire.maneuver("m2", "b")]
         big[1].clearSymbol()
         big[1].clearDarkSymbol()
         for index in big.indices {
             big[index].instructionVariants = Self.variants(16)
             big[index].dashboardInstructionVariants = Self.variants(16)
+            big[index].notificationInstructionVariants = Self.variants(16, bytes: 256)
+            big[index].roadFollowingVariants = Self.variants(16, bytes: 256)
+            big[index].linkedLaneGuidanceID = "g\(index)"
         }
         try send(NavWire.maneuvers(big))
         try send(NavWire.nav(.showAlert(HUNavigationAlert.with {

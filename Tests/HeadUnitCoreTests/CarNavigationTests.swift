@@ -71,6 +71,40 @@ import Testing
         #expect(h.navigationInput(.startTrip(chosen)).code == .invalidPosition)
     }
 
+    /// The maneuvers section carries the lanes to draw (the current lane
+    /// guidance, then those the maneuvers link), the road and the maneuver state.
+    @Test func laneGuidanceRoadNameAndManeuverStateReachTheMetadata() {
+        var h = CarHarness()
+        _ = h.navigationApp()
+        h.startGuidance()
+        let guidances = ["g1", "g2", "g3"].map { LaneGuidanceTests.guidance($0) }
+        #expect(h.navigate(.addLaneGuidances(HULaneGuidances.with { $0.laneGuidances = guidances })).code == .ok)
+        // Adding alone draws nothing.
+        #expect(h.metadata().maneuvers.laneGuidances.isEmpty)
+        var first = Nav.maneuver("m1")
+        first.linkedLaneGuidanceID = "g1"
+        first.maneuverType = .rightTurn
+        var second = Nav.second("m2")
+        second.linkedLaneGuidanceID = "g2"
+        #expect(h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [first, second] })).code == .ok)
+        #expect(h.navigate(.setCurrentLaneGuidance(HUCurrentLaneGuidance.with { $0.laneGuidanceID = "g3" })).code == .ok)
+        #expect(h.navigate(.setCurrentRoadName(HUCurrentRoadName.with { $0.variants = ["Main Street", "Main St"] })).code == .ok)
+        #expect(h.navigate(.setManeuverState(HUCurrentManeuverState.with { $0.state = .execute })).code == .ok)
+        var section = h.metadata().maneuvers
+        #expect(section.laneGuidances == [guidances[2], guidances[0], guidances[1]])
+        #expect(section.currentLaneGuidanceID == "g3" && section.maneuvers[0].maneuverType == .rightTurn)
+        #expect(section.currentRoadNameVariants == ["Main Street", "Main St"] && section.maneuverState == .execute)
+        // An unknown link is refused and changes nothing.
+        var unknown = Nav.maneuver("m3")
+        unknown.linkedLaneGuidanceID = "g9"
+        #expect(h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [unknown] })).code == .unknownItem)
+        #expect(h.metadata().maneuvers == section)
+        // Finishing clears it all.
+        #expect(h.navigate(.finish(HUFinishNavigation())).code == .ok)
+        section = h.metadata().maneuvers
+        #expect(section == HUManeuversSection())
+    }
+
     @Test func guidanceStepsReachTheMetadataInOrder() {
         var h = CarHarness()
         _ = h.navigationApp()

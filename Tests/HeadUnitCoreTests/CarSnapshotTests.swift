@@ -154,7 +154,13 @@ import Testing
         var h = CarHarness()
         _ = h.navigationApp()
         h.startGuidance()
-        h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [Nav.maneuver("m1"), Nav.second("m2")] }))
+        #expect(h.navigate(.addLaneGuidances(HULaneGuidances.with { $0.laneGuidances = [LaneGuidanceTests.guidance("g1"), LaneGuidanceTests.guidance("g2")] })).code == .ok)
+        var linked = Nav.maneuver("m1")
+        linked.linkedLaneGuidanceID = "g1"
+        h.navigate(.updateManeuvers(HUManeuverUpdate.with { $0.maneuvers = [linked, Nav.second("m2")] }))
+        #expect(h.navigate(.setCurrentLaneGuidance(HUCurrentLaneGuidance.with { $0.laneGuidanceID = "g2" })).code == .ok)
+        #expect(h.navigate(.setCurrentRoadName(HUCurrentRoadName.with { $0.variants = ["Main Street"] })).code == .ok)
+        #expect(h.navigate(.setManeuverState(HUCurrentManeuverState.with { $0.state = .prepare })).code == .ok)
         h.navigate(.showAlert(Nav.alert()))
         _ = h.drain(h.phone)
         h.apply(h.car.prepareForHandover())
@@ -166,6 +172,8 @@ import Testing
         #expect(restored.car.navigation.sessions == h.car.navigation.sessions)
         #expect(restored.car.navigation.guidanceAppID == Nav.appID)
         #expect(restored.metadata() == h.metadata())
+        #expect(restored.metadata().maneuvers.laneGuidances.map(\.id) == ["g2", "g1"])
+        #expect(restored.metadata().maneuvers.maneuverState == .prepare)
         // Guidance continues: the next maneuver update is taken as before the restart.
         func script(_ h: inout CarHarness) -> [PeerID: [HUEnvelope]] {
             h.sent = [:]

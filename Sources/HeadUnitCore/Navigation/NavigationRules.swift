@@ -172,6 +172,7 @@ public enum NavigationRules {
         if let violation = ImageRules.check(maneuver.symbol, present: maneuver.hasSymbol, use: use, scale: scale, what: what + " symbol")
             ?? ImageRules.check(maneuver.darkSymbol, present: maneuver.hasDarkSymbol, use: use, scale: scale, what: what + " dark symbol")
             ?? ImageRules.check(maneuver.junctionImage, present: maneuver.hasJunctionImage, use: .junctionImage, scale: scale, what: what + " junction image")
+            ?? LaneGuidanceRules.checkNewerFields(maneuver, symbolUse: use, scale: scale)
         {
             return violation
         }

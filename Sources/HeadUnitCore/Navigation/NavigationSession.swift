@@ -25,17 +25,26 @@ public struct NavigationSession: Sendable, Equatable {
     public private(set) var maneuvers: [HUManeuver] = []
     /// The trip's estimates last shown; nil before the first.
     public private(set) var tripEstimates: HUTravelEstimates?
+    /// The lane guidances the app added and the current one.
+    public private(set) var laneGuidances = HeldLaneGuidances()
+    /// The road the car is on, longest first (empty: not said).
+    public private(set) var roadNameVariants: [String] = []
+    public private(set) var maneuverState: HUManeuverState = .unspecified
 
     public init() {}
 
     /// A session as a daemon restart hands it over (CarSnapshot): its
     /// requests were checked when the app made them.
-    init(restoring state: State, trip: HUTrip, routeChoiceID: String, maneuvers: [HUManeuver], tripEstimates: HUTravelEstimates?) {
+    init(restoring state: State, trip: HUTrip, routeChoiceID: String, maneuvers: [HUManeuver], tripEstimates: HUTravelEstimates?,
+         laneGuidances: HeldLaneGuidances = HeldLaneGuidances(), roadNameVariants: [String] = [], maneuverState: HUManeuverState = .unspecified) {
         self.state = state
         self.trip = trip
         self.routeChoiceID = routeChoiceID
         self.maneuvers = maneuvers
         self.tripEstimates = tripEstimates
+        self.laneGuidances = laneGuidances
+        self.roadNameVariants = roadNameVariants
+        self.maneuverState = maneuverState
     }
 
     public var isRunning: Bool {
@@ -71,7 +80,7 @@ public struct NavigationSession: Sendable, Equatable {
         }
         self.trip = trip
         self.routeChoiceID = route
-        maneuvers = []
+        clearGuidance()
         tripEstimates = trip.routeChoices.first { $0.id == route }.flatMap { $0.hasEstimates ? $0.estimates : nil }
         state = .active
         return .success(())
@@ -86,12 +95,55 @@ public struct NavigationSession: Sendable, Equatable {
         return .success(())
     }
 
-    /// Replaces the upcoming maneuvers; resumes guidance when paused.
+    /// Replaces the upcoming maneuvers; resumes guidance when paused. A
+    /// linked lane guidance must be held (checked after every field rule).
     public mutating func updateManeuvers(_ new: [HUManeuver], scale: UInt32) -> Result<Void, RuleViolation> {
         if let violation = requireRunning() ?? NavigationRules.check(maneuvers: new, scale: scale) { return .failure(violation) }
+        for maneuver in new where !maneuver.linkedLaneGuidanceID.isEmpty && laneGuidances[maneuver.linkedLaneGuidanceID] == nil {
+            return .failure(RuleViolation(
+                .unknownItem,
+                "maneuver '\(maneuver.id)' links lane guidance '\(maneuver.linkedLaneGuidanceID)', which was not added to the session (add_lane_guidances)"))
+        }
         maneuvers = new
         state = .active
         return .success(())
+    }
+
+    /// Adds lane guidances (PROTOCOL.md 16.13, `add_lane_guidances`); the
+    /// oldest beyond the held maximum go, except those in use.
+    public mutating func addLaneGuidances(_ new: [HULaneGuidance]) -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() ?? LaneGuidanceRules.check(laneGuidances: new) { return .failure(violation) }
+        laneGuidances.add(new, inUse: Set(maneuvers.map(\.linkedLaneGuidanceID).filter { !$0.isEmpty }))
+        return .success(())
+    }
+
+    /// Names the lane guidance shown now; empty: none.
+    public mutating func setCurrentLaneGuidance(_ id: String) -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() ?? laneGuidances.setCurrent(id) { return .failure(violation) }
+        return .success(())
+    }
+
+    public mutating func setRoadName(_ variants: [String]) -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() ?? LaneGuidanceRules.check(roadNameVariants: variants) { return .failure(violation) }
+        roadNameVariants = variants
+        return .success(())
+    }
+
+    public mutating func setManeuverState(_ new: HUManeuverState) -> Result<Void, RuleViolation> {
+        if let violation = requireRunning() ?? LaneGuidanceRules.check(maneuverState: new) { return .failure(violation) }
+        maneuverState = new
+        return .success(())
+    }
+
+    /// What the metadata stream draws of the lanes: the current guidance and
+    /// those the upcoming maneuvers link, each once.
+    public var shownLaneGuidances: [HULaneGuidance] { laneGuidances.shown(linkedBy: maneuvers) }
+
+    private mutating func clearGuidance() {
+        maneuvers = []
+        laneGuidances = HeldLaneGuidances()
+        roadNameVariants = []
+        maneuverState = .unspecified
     }
 
     /// New estimates for a current maneuver (or the trip, `maneuverID` empty).
@@ -130,7 +182,7 @@ public struct NavigationSession: Sendable, Equatable {
     public mutating func end(_ reason: HUNavigationEndReason) -> Bool {
         guard isRunning else { return false }
         state = .ended(reason)
-        maneuvers = []
+        clearGuidance()
         tripEstimates = nil
         return true
     }

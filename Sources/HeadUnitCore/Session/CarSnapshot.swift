@@ -67,6 +67,10 @@ extension Car {
             entry.routeChoiceID = session.routeChoiceID
             entry.maneuvers = session.maneuvers
             if let estimates = session.tripEstimates { entry.tripEstimates = estimates }
+            entry.laneGuidances = session.laneGuidances.guidances
+            entry.currentLaneGuidanceID = session.laneGuidances.currentID
+            entry.currentRoadNameVariants = session.roadNameVariants
+            entry.maneuverState = session.maneuverState
             out.sessions.append(entry)
         }
         out.guidanceAppID = navigation.guidanceAppID
@@ -100,7 +104,9 @@ extension Car {
             }
             center.sessions[session.appID] = NavigationSession(
                 restoring: state, trip: session.trip, routeChoiceID: session.routeChoiceID, maneuvers: session.maneuvers,
-                tripEstimates: session.hasTripEstimates ? session.tripEstimates : nil)
+                tripEstimates: session.hasTripEstimates ? session.tripEstimates : nil,
+                laneGuidances: HeldLaneGuidances(restoring: session.laneGuidances, currentID: session.currentLaneGuidanceID),
+                roadNameVariants: session.currentRoadNameVariants, maneuverState: session.maneuverState)
         }
         center.guidanceAppID = entry.guidanceAppID
         center.sessionCount = entry.sessionCount

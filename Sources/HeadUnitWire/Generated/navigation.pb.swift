@@ -126,6 +126,449 @@ public nonisolated enum HUManeuverDisplayStyle: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+/// The kind of maneuver (API: CPManeuverType, its values + 1).
+public nonisolated enum HUManeuverType: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// not given: the car draws the app's symbol
+  case unspecified // = 0
+  case noTurn // = 1
+  case leftTurn // = 2
+  case rightTurn // = 3
+  case straightAhead // = 4
+  case uTurn // = 5
+  case followRoad // = 6
+  case enterRoundabout // = 7
+  case exitRoundabout // = 8
+  case offRamp // = 9
+  case onRamp // = 10
+  case arriveEndOfNavigation // = 11
+  case startRoute // = 12
+  case arriveAtDestination // = 13
+  case keepLeft // = 14
+  case keepRight // = 15
+  case enterFerry // = 16
+  case exitFerry // = 17
+  case changeFerry // = 18
+  case startRouteWithUTurn // = 19
+  case uTurnAtRoundabout // = 20
+  case leftTurnAtEnd // = 21
+  case rightTurnAtEnd // = 22
+  case highwayOffRampLeft // = 23
+  case highwayOffRampRight // = 24
+  case arriveAtDestinationLeft // = 25
+  case arriveAtDestinationRight // = 26
+  case uTurnWhenPossible // = 27
+  case arriveEndOfDirections // = 28
+  case roundaboutExit1 // = 29
+  case roundaboutExit2 // = 30
+  case roundaboutExit3 // = 31
+  case roundaboutExit4 // = 32
+  case roundaboutExit5 // = 33
+  case roundaboutExit6 // = 34
+  case roundaboutExit7 // = 35
+  case roundaboutExit8 // = 36
+  case roundaboutExit9 // = 37
+  case roundaboutExit10 // = 38
+  case roundaboutExit11 // = 39
+  case roundaboutExit12 // = 40
+  case roundaboutExit13 // = 41
+  case roundaboutExit14 // = 42
+  case roundaboutExit15 // = 43
+  case roundaboutExit16 // = 44
+  case roundaboutExit17 // = 45
+  case roundaboutExit18 // = 46
+  case roundaboutExit19 // = 47
+  case sharpLeftTurn // = 48
+  case sharpRightTurn // = 49
+  case slightLeftTurn // = 50
+  case slightRightTurn // = 51
+  case changeHighway // = 52
+  case changeHighwayLeft // = 53
+  case changeHighwayRight // = 54
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .noTurn
+    case 2: self = .leftTurn
+    case 3: self = .rightTurn
+    case 4: self = .straightAhead
+    case 5: self = .uTurn
+    case 6: self = .followRoad
+    case 7: self = .enterRoundabout
+    case 8: self = .exitRoundabout
+    case 9: self = .offRamp
+    case 10: self = .onRamp
+    case 11: self = .arriveEndOfNavigation
+    case 12: self = .startRoute
+    case 13: self = .arriveAtDestination
+    case 14: self = .keepLeft
+    case 15: self = .keepRight
+    case 16: self = .enterFerry
+    case 17: self = .exitFerry
+    case 18: self = .changeFerry
+    case 19: self = .startRouteWithUTurn
+    case 20: self = .uTurnAtRoundabout
+    case 21: self = .leftTurnAtEnd
+    case 22: self = .rightTurnAtEnd
+    case 23: self = .highwayOffRampLeft
+    case 24: self = .highwayOffRampRight
+    case 25: self = .arriveAtDestinationLeft
+    case 26: self = .arriveAtDestinationRight
+    case 27: self = .uTurnWhenPossible
+    case 28: self = .arriveEndOfDirections
+    case 29: self = .roundaboutExit1
+    case 30: self = .roundaboutExit2
+    case 31: self = .roundaboutExit3
+    case 32: self = .roundaboutExit4
+    case 33: self = .roundaboutExit5
+    case 34: self = .roundaboutExit6
+    case 35: self = .roundaboutExit7
+    case 36: self = .roundaboutExit8
+    case 37: self = .roundaboutExit9
+    case 38: self = .roundaboutExit10
+    case 39: self = .roundaboutExit11
+    case 40: self = .roundaboutExit12
+    case 41: self = .roundaboutExit13
+    case 42: self = .roundaboutExit14
+    case 43: self = .roundaboutExit15
+    case 44: self = .roundaboutExit16
+    case 45: self = .roundaboutExit17
+    case 46: self = .roundaboutExit18
+    case 47: self = .roundaboutExit19
+    case 48: self = .sharpLeftTurn
+    case 49: self = .sharpRightTurn
+    case 50: self = .slightLeftTurn
+    case 51: self = .slightRightTurn
+    case 52: self = .changeHighway
+    case 53: self = .changeHighwayLeft
+    case 54: self = .changeHighwayRight
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .noTurn: return 1
+    case .leftTurn: return 2
+    case .rightTurn: return 3
+    case .straightAhead: return 4
+    case .uTurn: return 5
+    case .followRoad: return 6
+    case .enterRoundabout: return 7
+    case .exitRoundabout: return 8
+    case .offRamp: return 9
+    case .onRamp: return 10
+    case .arriveEndOfNavigation: return 11
+    case .startRoute: return 12
+    case .arriveAtDestination: return 13
+    case .keepLeft: return 14
+    case .keepRight: return 15
+    case .enterFerry: return 16
+    case .exitFerry: return 17
+    case .changeFerry: return 18
+    case .startRouteWithUTurn: return 19
+    case .uTurnAtRoundabout: return 20
+    case .leftTurnAtEnd: return 21
+    case .rightTurnAtEnd: return 22
+    case .highwayOffRampLeft: return 23
+    case .highwayOffRampRight: return 24
+    case .arriveAtDestinationLeft: return 25
+    case .arriveAtDestinationRight: return 26
+    case .uTurnWhenPossible: return 27
+    case .arriveEndOfDirections: return 28
+    case .roundaboutExit1: return 29
+    case .roundaboutExit2: return 30
+    case .roundaboutExit3: return 31
+    case .roundaboutExit4: return 32
+    case .roundaboutExit5: return 33
+    case .roundaboutExit6: return 34
+    case .roundaboutExit7: return 35
+    case .roundaboutExit8: return 36
+    case .roundaboutExit9: return 37
+    case .roundaboutExit10: return 38
+    case .roundaboutExit11: return 39
+    case .roundaboutExit12: return 40
+    case .roundaboutExit13: return 41
+    case .roundaboutExit14: return 42
+    case .roundaboutExit15: return 43
+    case .roundaboutExit16: return 44
+    case .roundaboutExit17: return 45
+    case .roundaboutExit18: return 46
+    case .roundaboutExit19: return 47
+    case .sharpLeftTurn: return 48
+    case .sharpRightTurn: return 49
+    case .slightLeftTurn: return 50
+    case .slightRightTurn: return 51
+    case .changeHighway: return 52
+    case .changeHighwayLeft: return 53
+    case .changeHighwayRight: return 54
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUManeuverType] = [
+    .unspecified,
+    .noTurn,
+    .leftTurn,
+    .rightTurn,
+    .straightAhead,
+    .uTurn,
+    .followRoad,
+    .enterRoundabout,
+    .exitRoundabout,
+    .offRamp,
+    .onRamp,
+    .arriveEndOfNavigation,
+    .startRoute,
+    .arriveAtDestination,
+    .keepLeft,
+    .keepRight,
+    .enterFerry,
+    .exitFerry,
+    .changeFerry,
+    .startRouteWithUTurn,
+    .uTurnAtRoundabout,
+    .leftTurnAtEnd,
+    .rightTurnAtEnd,
+    .highwayOffRampLeft,
+    .highwayOffRampRight,
+    .arriveAtDestinationLeft,
+    .arriveAtDestinationRight,
+    .uTurnWhenPossible,
+    .arriveEndOfDirections,
+    .roundaboutExit1,
+    .roundaboutExit2,
+    .roundaboutExit3,
+    .roundaboutExit4,
+    .roundaboutExit5,
+    .roundaboutExit6,
+    .roundaboutExit7,
+    .roundaboutExit8,
+    .roundaboutExit9,
+    .roundaboutExit10,
+    .roundaboutExit11,
+    .roundaboutExit12,
+    .roundaboutExit13,
+    .roundaboutExit14,
+    .roundaboutExit15,
+    .roundaboutExit16,
+    .roundaboutExit17,
+    .roundaboutExit18,
+    .roundaboutExit19,
+    .sharpLeftTurn,
+    .sharpRightTurn,
+    .slightLeftTurn,
+    .slightRightTurn,
+    .changeHighway,
+    .changeHighwayLeft,
+    .changeHighwayRight,
+  ]
+
+}
+
+/// API: CPJunctionType (its values + 1).
+public nonisolated enum HUJunctionType: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// roads meet at one point
+  case intersection // = 1
+
+  /// the element angles are the roundabout's exits
+  case roundabout // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .intersection
+    case 2: self = .roundabout
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .intersection: return 1
+    case .roundabout: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUJunctionType] = [
+    .unspecified,
+    .intersection,
+    .roundabout,
+  ]
+
+}
+
+/// The side of the road traffic drives on (API: CPTrafficSide, its values + 1).
+public nonisolated enum HUTrafficSide: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// roundabouts turn counterclockwise
+  case right // = 1
+
+  /// roundabouts turn clockwise
+  case left // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .right
+    case 2: self = .left
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .right: return 1
+    case .left: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUTrafficSide] = [
+    .unspecified,
+    .right,
+    .left,
+  ]
+
+}
+
+/// How close the next maneuver is (API: CPManeuverState, its values + 1).
+public nonisolated enum HUManeuverState: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// the app never said
+  case unspecified // = 0
+
+  /// follow the road, the maneuver is far
+  case `continue` // = 1
+
+  /// the maneuver was just announced
+  case initial // = 2
+
+  /// get ready
+  case prepare // = 3
+
+  /// now
+  case execute // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .continue
+    case 2: self = .initial
+    case 3: self = .prepare
+    case 4: self = .execute
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .continue: return 1
+    case .initial: return 2
+    case .prepare: return 3
+    case .execute: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUManeuverState] = [
+    .unspecified,
+    .continue,
+    .initial,
+    .prepare,
+    .execute,
+  ]
+
+}
+
+/// API: CPLaneStatus (its values + 1).
+public nonisolated enum HULaneStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// refused: every lane says
+  case unspecified // = 0
+
+  /// does not lead along the route
+  case notGood // = 1
+
+  /// leads along the route
+  case good // = 2
+
+  /// the best lane(s)
+  case preferred // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .notGood
+    case 2: self = .good
+    case 3: self = .preferred
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .notGood: return 1
+    case .good: return 2
+    case .preferred: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HULaneStatus] = [
+    .unspecified,
+    .notGood,
+    .good,
+    .preferred,
+  ]
+
+}
+
 public nonisolated enum HUPromptStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -726,11 +1169,150 @@ public nonisolated struct HUManeuver: @unchecked Sendable {
     set {_uniqueStorage()._displayStyle = newValue}
   }
 
+  /// What a cluster or HUD draws itself, from data rather than the app's
+  /// pictures (CPManeuver, iOS 17.4). All optional: unset, the car draws the symbol.
+  public var maneuverType: HUManeuverType {
+    get {_storage._maneuverType}
+    set {_uniqueStorage()._maneuverType = newValue}
+  }
+
+  public var junctionType: HUJunctionType {
+    get {_storage._junctionType}
+    set {_uniqueStorage()._junctionType = newValue}
+  }
+
+  public var trafficSide: HUTrafficSide {
+    get {_storage._trafficSide}
+    set {_uniqueStorage()._trafficSide = newValue}
+  }
+
+  /// Degrees, -180 to 180, 0 straight ahead, positive clockwise (to the right).
+  public var junctionExitAngleDeg: Double {
+    get {_storage._junctionExitAngleDeg ?? 0}
+    set {_uniqueStorage()._junctionExitAngleDeg = newValue}
+  }
+  /// Returns true if `junctionExitAngleDeg` has been explicitly set.
+  public var hasJunctionExitAngleDeg: Bool {_storage._junctionExitAngleDeg != nil}
+  /// Clears the value of `junctionExitAngleDeg`. Subsequent reads from it will return its default value.
+  public mutating func clearJunctionExitAngleDeg() {_uniqueStorage()._junctionExitAngleDeg = nil}
+
+  /// the junction's other roads (0 to 16), not the exit's
+  public var junctionElementAnglesDeg: [Double] {
+    get {_storage._junctionElementAnglesDeg}
+    set {_uniqueStorage()._junctionElementAnglesDeg = newValue}
+  }
+
+  /// "Exit 12": at most 64 Unicode scalars
+  public var highwayExitLabel: String {
+    get {_storage._highwayExitLabel}
+    set {_uniqueStorage()._highwayExitLabel = newValue}
+  }
+
+  /// a lane guidance the app added (add_lane_guidances); empty: none
+  public var linkedLaneGuidanceID: String {
+    get {_storage._linkedLaneGuidanceID}
+    set {_uniqueStorage()._linkedLaneGuidanceID = newValue}
+  }
+
+  /// the road after the maneuver, longest first
+  public var roadFollowingVariants: [String] {
+    get {_storage._roadFollowingVariants}
+    set {_uniqueStorage()._roadFollowingVariants = newValue}
+  }
+
+  /// the banner's instruction, longest first
+  public var notificationInstructionVariants: [String] {
+    get {_storage._notificationInstructionVariants}
+    set {_uniqueStorage()._notificationInstructionVariants = newValue}
+  }
+
+  /// the dashboard's symbol; unset: `symbol`
+  public var dashboardSymbol: HUImage {
+    get {_storage._dashboardSymbol ?? HUImage()}
+    set {_uniqueStorage()._dashboardSymbol = newValue}
+  }
+  /// Returns true if `dashboardSymbol` has been explicitly set.
+  public var hasDashboardSymbol: Bool {_storage._dashboardSymbol != nil}
+  /// Clears the value of `dashboardSymbol`. Subsequent reads from it will return its default value.
+  public mutating func clearDashboardSymbol() {_uniqueStorage()._dashboardSymbol = nil}
+
+  /// the banner's symbol (maneuverSymbol); unset: `symbol`
+  public var notificationSymbol: HUImage {
+    get {_storage._notificationSymbol ?? HUImage()}
+    set {_uniqueStorage()._notificationSymbol = newValue}
+  }
+  /// Returns true if `notificationSymbol` has been explicitly set.
+  public var hasNotificationSymbol: Bool {_storage._notificationSymbol != nil}
+  /// Clears the value of `notificationSymbol`. Subsequent reads from it will return its default value.
+  public mutating func clearNotificationSymbol() {_uniqueStorage()._notificationSymbol = nil}
+
+  /// use junctionImage; unset: `junction_image`
+  public var dashboardJunctionImage: HUImage {
+    get {_storage._dashboardJunctionImage ?? HUImage()}
+    set {_uniqueStorage()._dashboardJunctionImage = newValue}
+  }
+  /// Returns true if `dashboardJunctionImage` has been explicitly set.
+  public var hasDashboardJunctionImage: Bool {_storage._dashboardJunctionImage != nil}
+  /// Clears the value of `dashboardJunctionImage`. Subsequent reads from it will return its default value.
+  public mutating func clearDashboardJunctionImage() {_uniqueStorage()._dashboardJunctionImage = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// One lane, left to right in its guidance (API: CPLane). Angles in degrees
+/// as for Maneuver: -180 to 180, 0 straight ahead, positive clockwise.
+public nonisolated struct HULane: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var status: HULaneStatus = .unspecified
+
+  /// The direction drawn highlighted (API: highlightedAngle, primaryAngle):
+  /// required for GOOD and PREFERRED lanes.
+  public var highlightedAngleDeg: Double {
+    get {_highlightedAngleDeg ?? 0}
+    set {_highlightedAngleDeg = newValue}
+  }
+  /// Returns true if `highlightedAngleDeg` has been explicitly set.
+  public var hasHighlightedAngleDeg: Bool {self._highlightedAngleDeg != nil}
+  /// Clears the value of `highlightedAngleDeg`. Subsequent reads from it will return its default value.
+  public mutating func clearHighlightedAngleDeg() {self._highlightedAngleDeg = nil}
+
+  /// the lane's other directions (API: angles, secondaryAngles), 0 to 8, not the highlighted one
+  public var anglesDeg: [Double] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _highlightedAngleDeg: Double? = nil
+}
+
+/// Lanes at a maneuver (API: CPLaneGuidance). The app adds them to its
+/// session ahead of time; a maneuver links one by id, and the session names
+/// the current one.
+public nonisolated struct HULaneGuidance: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// non-empty, at most 64 bytes, unique in the session (re-adding replaces)
+  public var id: String = String()
+
+  /// 1 to 16, left to right
+  public var lanes: [HULane] = []
+
+  /// longest first, at least one
+  public var instructionVariants: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// A navigation app's requests. Each is answered with a Result.
@@ -882,6 +1464,39 @@ public nonisolated struct HUNavigationRequest: Sendable {
     set {op = .setVoiceSession(newValue)}
   }
 
+  /// lane guidances maneuvers may link to
+  public var addLaneGuidances: HULaneGuidances {
+    get {
+      if case .addLaneGuidances(let v)? = op {return v}
+      return HULaneGuidances()
+    }
+    set {op = .addLaneGuidances(newValue)}
+  }
+
+  public var setCurrentLaneGuidance: HUCurrentLaneGuidance {
+    get {
+      if case .setCurrentLaneGuidance(let v)? = op {return v}
+      return HUCurrentLaneGuidance()
+    }
+    set {op = .setCurrentLaneGuidance(newValue)}
+  }
+
+  public var setCurrentRoadName: HUCurrentRoadName {
+    get {
+      if case .setCurrentRoadName(let v)? = op {return v}
+      return HUCurrentRoadName()
+    }
+    set {op = .setCurrentRoadName(newValue)}
+  }
+
+  public var setManeuverState: HUCurrentManeuverState {
+    get {
+      if case .setManeuverState(let v)? = op {return v}
+      return HUCurrentManeuverState()
+    }
+    set {op = .setManeuverState(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Op: Equatable, Sendable {
@@ -905,6 +1520,11 @@ public nonisolated struct HUNavigationRequest: Sendable {
     case endPrompt(HUEndPrompt)
     /// the app's voice-control audio session
     case setVoiceSession(HUVoiceSession)
+    /// lane guidances maneuvers may link to
+    case addLaneGuidances(HULaneGuidances)
+    case setCurrentLaneGuidance(HUCurrentLaneGuidance)
+    case setCurrentRoadName(HUCurrentRoadName)
+    case setManeuverState(HUCurrentManeuverState)
 
   }
 
@@ -1079,6 +1699,62 @@ public nonisolated struct HUCancelNavigation: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Adds lane guidances to the session, in the order the driver meets them
+/// (API: CPNavigationSession.add(_ laneGuidances:)). The session keeps the 32
+/// last added; older ones go first, never the current one nor one an upcoming
+/// maneuver links.
+public nonisolated struct HULaneGuidances: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1 to 16
+  public var laneGuidances: [HULaneGuidance] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The lane guidance shown now (API: currentLaneGuidance); empty id: none.
+public nonisolated struct HUCurrentLaneGuidance: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var laneGuidanceID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The road the car is on (API: currentRoadNameVariants), longest first; none: unknown.
+public nonisolated struct HUCurrentRoadName: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var variants: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// How close the next maneuver is (API: maneuverState).
+public nonisolated struct HUCurrentManeuverState: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var state: HUManeuverState = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1634,6 +2310,17 @@ public nonisolated struct HUManeuversSection: Sendable {
   /// each with its latest estimates
   public var maneuvers: [HUManeuver] = []
 
+  /// The lane guidances to draw: the current one and those the maneuvers
+  /// link, each once (current first, then in maneuver order).
+  public var laneGuidances: [HULaneGuidance] = []
+
+  /// empty: none
+  public var currentLaneGuidanceID: String = String()
+
+  public var currentRoadNameVariants: [String] = []
+
+  public var maneuverState: HUManeuverState = .unspecified
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1973,6 +2660,26 @@ nonisolated extension HUManeuverDisplayStyle: SwiftProtobuf._ProtoNameProviding 
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MANEUVER_DISPLAY_STYLE_DEFAULT\0\u{1}MANEUVER_DISPLAY_STYLE_LEADING_SYMBOL\0\u{1}MANEUVER_DISPLAY_STYLE_TRAILING_SYMBOL\0\u{1}MANEUVER_DISPLAY_STYLE_INSTRUCTION_ONLY\0\u{1}MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY\0")
 }
 
+nonisolated extension HUManeuverType: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MANEUVER_TYPE_UNSPECIFIED\0\u{1}MANEUVER_TYPE_NO_TURN\0\u{1}MANEUVER_TYPE_LEFT_TURN\0\u{1}MANEUVER_TYPE_RIGHT_TURN\0\u{1}MANEUVER_TYPE_STRAIGHT_AHEAD\0\u{1}MANEUVER_TYPE_U_TURN\0\u{1}MANEUVER_TYPE_FOLLOW_ROAD\0\u{1}MANEUVER_TYPE_ENTER_ROUNDABOUT\0\u{1}MANEUVER_TYPE_EXIT_ROUNDABOUT\0\u{1}MANEUVER_TYPE_OFF_RAMP\0\u{1}MANEUVER_TYPE_ON_RAMP\0\u{1}MANEUVER_TYPE_ARRIVE_END_OF_NAVIGATION\0\u{1}MANEUVER_TYPE_START_ROUTE\0\u{1}MANEUVER_TYPE_ARRIVE_AT_DESTINATION\0\u{1}MANEUVER_TYPE_KEEP_LEFT\0\u{1}MANEUVER_TYPE_KEEP_RIGHT\0\u{1}MANEUVER_TYPE_ENTER_FERRY\0\u{1}MANEUVER_TYPE_EXIT_FERRY\0\u{1}MANEUVER_TYPE_CHANGE_FERRY\0\u{1}MANEUVER_TYPE_START_ROUTE_WITH_U_TURN\0\u{1}MANEUVER_TYPE_U_TURN_AT_ROUNDABOUT\0\u{1}MANEUVER_TYPE_LEFT_TURN_AT_END\0\u{1}MANEUVER_TYPE_RIGHT_TURN_AT_END\0\u{1}MANEUVER_TYPE_HIGHWAY_OFF_RAMP_LEFT\0\u{1}MANEUVER_TYPE_HIGHWAY_OFF_RAMP_RIGHT\0\u{1}MANEUVER_TYPE_ARRIVE_AT_DESTINATION_LEFT\0\u{1}MANEUVER_TYPE_ARRIVE_AT_DESTINATION_RIGHT\0\u{1}MANEUVER_TYPE_U_TURN_WHEN_POSSIBLE\0\u{1}MANEUVER_TYPE_ARRIVE_END_OF_DIRECTIONS\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_1\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_2\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_3\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_4\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_5\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_6\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_7\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_8\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_9\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_10\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_11\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_12\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_13\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_14\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_15\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_16\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_17\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_18\0\u{1}MANEUVER_TYPE_ROUNDABOUT_EXIT_19\0\u{1}MANEUVER_TYPE_SHARP_LEFT_TURN\0\u{1}MANEUVER_TYPE_SHARP_RIGHT_TURN\0\u{1}MANEUVER_TYPE_SLIGHT_LEFT_TURN\0\u{1}MANEUVER_TYPE_SLIGHT_RIGHT_TURN\0\u{1}MANEUVER_TYPE_CHANGE_HIGHWAY\0\u{1}MANEUVER_TYPE_CHANGE_HIGHWAY_LEFT\0\u{1}MANEUVER_TYPE_CHANGE_HIGHWAY_RIGHT\0")
+}
+
+nonisolated extension HUJunctionType: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0JUNCTION_TYPE_UNSPECIFIED\0\u{1}JUNCTION_TYPE_INTERSECTION\0\u{1}JUNCTION_TYPE_ROUNDABOUT\0")
+}
+
+nonisolated extension HUTrafficSide: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TRAFFIC_SIDE_UNSPECIFIED\0\u{1}TRAFFIC_SIDE_RIGHT\0\u{1}TRAFFIC_SIDE_LEFT\0")
+}
+
+nonisolated extension HUManeuverState: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MANEUVER_STATE_UNSPECIFIED\0\u{1}MANEUVER_STATE_CONTINUE\0\u{1}MANEUVER_STATE_INITIAL\0\u{1}MANEUVER_STATE_PREPARE\0\u{1}MANEUVER_STATE_EXECUTE\0")
+}
+
+nonisolated extension HULaneStatus: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LANE_STATUS_UNSPECIFIED\0\u{1}LANE_STATUS_NOT_GOOD\0\u{1}LANE_STATUS_GOOD\0\u{1}LANE_STATUS_PREFERRED\0")
+}
+
 nonisolated extension HUPromptStyle: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PROMPT_STYLE_UNSPECIFIED\0\u{1}PROMPT_STYLE_NONE\0\u{1}PROMPT_STYLE_SHORT\0\u{1}PROMPT_STYLE_NORMAL\0")
 }
@@ -2310,7 +3017,7 @@ nonisolated extension HUTextSpan: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Maneuver"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}symbol\0\u{3}dark_symbol\0\u{3}instruction_variants\0\u{3}attributed_instruction_variants\0\u{3}dashboard_instruction_variants\0\u{3}junction_image\0\u{1}estimates\0\u{3}display_style\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}symbol\0\u{3}dark_symbol\0\u{3}instruction_variants\0\u{3}attributed_instruction_variants\0\u{3}dashboard_instruction_variants\0\u{3}junction_image\0\u{1}estimates\0\u{3}display_style\0\u{3}maneuver_type\0\u{3}junction_type\0\u{3}traffic_side\0\u{3}junction_exit_angle_deg\0\u{3}junction_element_angles_deg\0\u{3}highway_exit_label\0\u{3}linked_lane_guidance_id\0\u{3}road_following_variants\0\u{3}notification_instruction_variants\0\u{3}dashboard_symbol\0\u{3}notification_symbol\0\u{3}dashboard_junction_image\0")
 
   fileprivate class _StorageClass {
     var _id: String = String()
@@ -2322,6 +3029,18 @@ nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     var _junctionImage: HUImage? = nil
     var _estimates: HUTravelEstimates? = nil
     var _displayStyle: HUManeuverDisplayStyle = .default
+    var _maneuverType: HUManeuverType = .unspecified
+    var _junctionType: HUJunctionType = .unspecified
+    var _trafficSide: HUTrafficSide = .unspecified
+    var _junctionExitAngleDeg: Double? = nil
+    var _junctionElementAnglesDeg: [Double] = []
+    var _highwayExitLabel: String = String()
+    var _linkedLaneGuidanceID: String = String()
+    var _roadFollowingVariants: [String] = []
+    var _notificationInstructionVariants: [String] = []
+    var _dashboardSymbol: HUImage? = nil
+    var _notificationSymbol: HUImage? = nil
+    var _dashboardJunctionImage: HUImage? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2341,6 +3060,18 @@ nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageI
       _junctionImage = source._junctionImage
       _estimates = source._estimates
       _displayStyle = source._displayStyle
+      _maneuverType = source._maneuverType
+      _junctionType = source._junctionType
+      _trafficSide = source._trafficSide
+      _junctionExitAngleDeg = source._junctionExitAngleDeg
+      _junctionElementAnglesDeg = source._junctionElementAnglesDeg
+      _highwayExitLabel = source._highwayExitLabel
+      _linkedLaneGuidanceID = source._linkedLaneGuidanceID
+      _roadFollowingVariants = source._roadFollowingVariants
+      _notificationInstructionVariants = source._notificationInstructionVariants
+      _dashboardSymbol = source._dashboardSymbol
+      _notificationSymbol = source._notificationSymbol
+      _dashboardJunctionImage = source._dashboardJunctionImage
     }
   }
 
@@ -2368,6 +3099,18 @@ nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageI
         case 7: try { try decoder.decodeSingularMessageField(value: &_storage._junctionImage) }()
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._estimates) }()
         case 9: try { try decoder.decodeSingularEnumField(value: &_storage._displayStyle) }()
+        case 10: try { try decoder.decodeSingularEnumField(value: &_storage._maneuverType) }()
+        case 11: try { try decoder.decodeSingularEnumField(value: &_storage._junctionType) }()
+        case 12: try { try decoder.decodeSingularEnumField(value: &_storage._trafficSide) }()
+        case 13: try { try decoder.decodeSingularDoubleField(value: &_storage._junctionExitAngleDeg) }()
+        case 14: try { try decoder.decodeRepeatedDoubleField(value: &_storage._junctionElementAnglesDeg) }()
+        case 15: try { try decoder.decodeSingularStringField(value: &_storage._highwayExitLabel) }()
+        case 16: try { try decoder.decodeSingularStringField(value: &_storage._linkedLaneGuidanceID) }()
+        case 17: try { try decoder.decodeRepeatedStringField(value: &_storage._roadFollowingVariants) }()
+        case 18: try { try decoder.decodeRepeatedStringField(value: &_storage._notificationInstructionVariants) }()
+        case 19: try { try decoder.decodeSingularMessageField(value: &_storage._dashboardSymbol) }()
+        case 20: try { try decoder.decodeSingularMessageField(value: &_storage._notificationSymbol) }()
+        case 21: try { try decoder.decodeSingularMessageField(value: &_storage._dashboardJunctionImage) }()
         default: break
         }
       }
@@ -2407,6 +3150,42 @@ nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageI
       if _storage._displayStyle != .default {
         try visitor.visitSingularEnumField(value: _storage._displayStyle, fieldNumber: 9)
       }
+      if _storage._maneuverType != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._maneuverType, fieldNumber: 10)
+      }
+      if _storage._junctionType != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._junctionType, fieldNumber: 11)
+      }
+      if _storage._trafficSide != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._trafficSide, fieldNumber: 12)
+      }
+      try { if let v = _storage._junctionExitAngleDeg {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 13)
+      } }()
+      if !_storage._junctionElementAnglesDeg.isEmpty {
+        try visitor.visitPackedDoubleField(value: _storage._junctionElementAnglesDeg, fieldNumber: 14)
+      }
+      if !_storage._highwayExitLabel.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._highwayExitLabel, fieldNumber: 15)
+      }
+      if !_storage._linkedLaneGuidanceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._linkedLaneGuidanceID, fieldNumber: 16)
+      }
+      if !_storage._roadFollowingVariants.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._roadFollowingVariants, fieldNumber: 17)
+      }
+      if !_storage._notificationInstructionVariants.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._notificationInstructionVariants, fieldNumber: 18)
+      }
+      try { if let v = _storage._dashboardSymbol {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      } }()
+      try { if let v = _storage._notificationSymbol {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      } }()
+      try { if let v = _storage._dashboardJunctionImage {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2425,6 +3204,18 @@ nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageI
         if _storage._junctionImage != rhs_storage._junctionImage {return false}
         if _storage._estimates != rhs_storage._estimates {return false}
         if _storage._displayStyle != rhs_storage._displayStyle {return false}
+        if _storage._maneuverType != rhs_storage._maneuverType {return false}
+        if _storage._junctionType != rhs_storage._junctionType {return false}
+        if _storage._trafficSide != rhs_storage._trafficSide {return false}
+        if _storage._junctionExitAngleDeg != rhs_storage._junctionExitAngleDeg {return false}
+        if _storage._junctionElementAnglesDeg != rhs_storage._junctionElementAnglesDeg {return false}
+        if _storage._highwayExitLabel != rhs_storage._highwayExitLabel {return false}
+        if _storage._linkedLaneGuidanceID != rhs_storage._linkedLaneGuidanceID {return false}
+        if _storage._roadFollowingVariants != rhs_storage._roadFollowingVariants {return false}
+        if _storage._notificationInstructionVariants != rhs_storage._notificationInstructionVariants {return false}
+        if _storage._dashboardSymbol != rhs_storage._dashboardSymbol {return false}
+        if _storage._notificationSymbol != rhs_storage._notificationSymbol {return false}
+        if _storage._dashboardJunctionImage != rhs_storage._dashboardJunctionImage {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -2434,9 +3225,93 @@ nonisolated extension HUManeuver: SwiftProtobuf.Message, SwiftProtobuf._MessageI
   }
 }
 
+nonisolated extension HULane: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Lane"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}highlighted_angle_deg\0\u{3}angles_deg\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.status) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self._highlightedAngleDeg) }()
+      case 3: try { try decoder.decodeRepeatedDoubleField(value: &self.anglesDeg) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.status != .unspecified {
+      try visitor.visitSingularEnumField(value: self.status, fieldNumber: 1)
+    }
+    try { if let v = self._highlightedAngleDeg {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 2)
+    } }()
+    if !self.anglesDeg.isEmpty {
+      try visitor.visitPackedDoubleField(value: self.anglesDeg, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HULane, rhs: HULane) -> Bool {
+    if lhs.status != rhs.status {return false}
+    if lhs._highlightedAngleDeg != rhs._highlightedAngleDeg {return false}
+    if lhs.anglesDeg != rhs.anglesDeg {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HULaneGuidance: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LaneGuidance"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}lanes\0\u{3}instruction_variants\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.lanes) }()
+      case 3: try { try decoder.decodeRepeatedStringField(value: &self.instructionVariants) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.lanes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.lanes, fieldNumber: 2)
+    }
+    if !self.instructionVariants.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.instructionVariants, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HULaneGuidance, rhs: HULaneGuidance) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.lanes != rhs.lanes {return false}
+    if lhs.instructionVariants != rhs.instructionVariants {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension HUNavigationRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NavigationRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{4}\u{9}show_trip_previews\0\u{3}hide_trip_previews\0\u{1}start\0\u{1}pause\0\u{3}update_maneuvers\0\u{3}update_estimates\0\u{1}finish\0\u{1}cancel\0\u{3}show_alert\0\u{3}dismiss_alert\0\u{3}set_dashboard_buttons\0\u{3}show_panning\0\u{3}dismiss_panning\0\u{3}set_cluster_descriptions\0\u{3}start_prompt\0\u{3}end_prompt\0\u{3}set_voice_session\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{4}\u{9}show_trip_previews\0\u{3}hide_trip_previews\0\u{1}start\0\u{1}pause\0\u{3}update_maneuvers\0\u{3}update_estimates\0\u{1}finish\0\u{1}cancel\0\u{3}show_alert\0\u{3}dismiss_alert\0\u{3}set_dashboard_buttons\0\u{3}show_panning\0\u{3}dismiss_panning\0\u{3}set_cluster_descriptions\0\u{3}start_prompt\0\u{3}end_prompt\0\u{3}set_voice_session\0\u{3}add_lane_guidances\0\u{3}set_current_lane_guidance\0\u{3}set_current_road_name\0\u{3}set_maneuver_state\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2666,6 +3541,58 @@ nonisolated extension HUNavigationRequest: SwiftProtobuf.Message, SwiftProtobuf.
           self.op = .setVoiceSession(v)
         }
       }()
+      case 27: try {
+        var v: HULaneGuidances?
+        var hadOneofValue = false
+        if let current = self.op {
+          hadOneofValue = true
+          if case .addLaneGuidances(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.op = .addLaneGuidances(v)
+        }
+      }()
+      case 28: try {
+        var v: HUCurrentLaneGuidance?
+        var hadOneofValue = false
+        if let current = self.op {
+          hadOneofValue = true
+          if case .setCurrentLaneGuidance(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.op = .setCurrentLaneGuidance(v)
+        }
+      }()
+      case 29: try {
+        var v: HUCurrentRoadName?
+        var hadOneofValue = false
+        if let current = self.op {
+          hadOneofValue = true
+          if case .setCurrentRoadName(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.op = .setCurrentRoadName(v)
+        }
+      }()
+      case 30: try {
+        var v: HUCurrentManeuverState?
+        var hadOneofValue = false
+        if let current = self.op {
+          hadOneofValue = true
+          if case .setManeuverState(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.op = .setManeuverState(v)
+        }
+      }()
       default: break
       }
     }
@@ -2747,6 +3674,22 @@ nonisolated extension HUNavigationRequest: SwiftProtobuf.Message, SwiftProtobuf.
     case .setVoiceSession?: try {
       guard case .setVoiceSession(let v)? = self.op else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
+    }()
+    case .addLaneGuidances?: try {
+      guard case .addLaneGuidances(let v)? = self.op else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 27)
+    }()
+    case .setCurrentLaneGuidance?: try {
+      guard case .setCurrentLaneGuidance(let v)? = self.op else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 28)
+    }()
+    case .setCurrentRoadName?: try {
+      guard case .setCurrentRoadName(let v)? = self.op else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 29)
+    }()
+    case .setManeuverState?: try {
+      guard case .setManeuverState(let v)? = self.op else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
     }()
     case nil: break
     }
@@ -3079,6 +4022,126 @@ nonisolated extension HUCancelNavigation: SwiftProtobuf.Message, SwiftProtobuf._
   }
 
   public static func ==(lhs: HUCancelNavigation, rhs: HUCancelNavigation) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HULaneGuidances: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LaneGuidances"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lane_guidances\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.laneGuidances) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.laneGuidances.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.laneGuidances, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HULaneGuidances, rhs: HULaneGuidances) -> Bool {
+    if lhs.laneGuidances != rhs.laneGuidances {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUCurrentLaneGuidance: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CurrentLaneGuidance"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lane_guidance_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.laneGuidanceID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.laneGuidanceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.laneGuidanceID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUCurrentLaneGuidance, rhs: HUCurrentLaneGuidance) -> Bool {
+    if lhs.laneGuidanceID != rhs.laneGuidanceID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUCurrentRoadName: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CurrentRoadName"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}variants\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.variants) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.variants.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.variants, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUCurrentRoadName, rhs: HUCurrentRoadName) -> Bool {
+    if lhs.variants != rhs.variants {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUCurrentManeuverState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CurrentManeuverState"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUCurrentManeuverState, rhs: HUCurrentManeuverState) -> Bool {
+    if lhs.state != rhs.state {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4027,7 +5090,7 @@ nonisolated extension HUGuidanceSection: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension HUManeuversSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ManeuversSection"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}maneuvers\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}maneuvers\0\u{3}lane_guidances\0\u{3}current_lane_guidance_id\0\u{3}current_road_name_variants\0\u{3}maneuver_state\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4036,6 +5099,10 @@ nonisolated extension HUManeuversSection: SwiftProtobuf.Message, SwiftProtobuf._
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.maneuvers) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.laneGuidances) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.currentLaneGuidanceID) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.currentRoadNameVariants) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.maneuverState) }()
       default: break
       }
     }
@@ -4045,11 +5112,27 @@ nonisolated extension HUManeuversSection: SwiftProtobuf.Message, SwiftProtobuf._
     if !self.maneuvers.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.maneuvers, fieldNumber: 1)
     }
+    if !self.laneGuidances.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.laneGuidances, fieldNumber: 2)
+    }
+    if !self.currentLaneGuidanceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.currentLaneGuidanceID, fieldNumber: 3)
+    }
+    if !self.currentRoadNameVariants.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.currentRoadNameVariants, fieldNumber: 4)
+    }
+    if self.maneuverState != .unspecified {
+      try visitor.visitSingularEnumField(value: self.maneuverState, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUManeuversSection, rhs: HUManeuversSection) -> Bool {
     if lhs.maneuvers != rhs.maneuvers {return false}
+    if lhs.laneGuidances != rhs.laneGuidances {return false}
+    if lhs.currentLaneGuidanceID != rhs.currentLaneGuidanceID {return false}
+    if lhs.currentRoadNameVariants != rhs.currentRoadNameVariants {return false}
+    if lhs.maneuverState != rhs.maneuverState {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -364,6 +364,27 @@ public nonisolated struct HUNavigationSessionSnapshot: @unchecked Sendable {
   /// Clears the value of `tripEstimates`. Subsequent reads from it will return its default value.
   public mutating func clearTripEstimates() {_uniqueStorage()._tripEstimates = nil}
 
+  /// held, oldest first
+  public var laneGuidances: [HULaneGuidance] {
+    get {_storage._laneGuidances}
+    set {_uniqueStorage()._laneGuidances = newValue}
+  }
+
+  public var currentLaneGuidanceID: String {
+    get {_storage._currentLaneGuidanceID}
+    set {_uniqueStorage()._currentLaneGuidanceID = newValue}
+  }
+
+  public var currentRoadNameVariants: [String] {
+    get {_storage._currentRoadNameVariants}
+    set {_uniqueStorage()._currentRoadNameVariants = newValue}
+  }
+
+  public var maneuverState: HUManeuverState {
+    get {_storage._maneuverState}
+    set {_uniqueStorage()._maneuverState = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1062,7 +1083,7 @@ nonisolated extension HUStringList: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NavigationSessionSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}state\0\u{3}pause_reason\0\u{3}pause_description\0\u{3}end_reason\0\u{1}trip\0\u{3}route_choice_id\0\u{1}maneuvers\0\u{3}trip_estimates\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}state\0\u{3}pause_reason\0\u{3}pause_description\0\u{3}end_reason\0\u{1}trip\0\u{3}route_choice_id\0\u{1}maneuvers\0\u{3}trip_estimates\0\u{3}lane_guidances\0\u{3}current_lane_guidance_id\0\u{3}current_road_name_variants\0\u{3}maneuver_state\0")
 
   fileprivate class _StorageClass {
     var _appID: String = String()
@@ -1074,6 +1095,10 @@ nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftP
     var _routeChoiceID: String = String()
     var _maneuvers: [HUManeuver] = []
     var _tripEstimates: HUTravelEstimates? = nil
+    var _laneGuidances: [HULaneGuidance] = []
+    var _currentLaneGuidanceID: String = String()
+    var _currentRoadNameVariants: [String] = []
+    var _maneuverState: HUManeuverState = .unspecified
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1093,6 +1118,10 @@ nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftP
       _routeChoiceID = source._routeChoiceID
       _maneuvers = source._maneuvers
       _tripEstimates = source._tripEstimates
+      _laneGuidances = source._laneGuidances
+      _currentLaneGuidanceID = source._currentLaneGuidanceID
+      _currentRoadNameVariants = source._currentRoadNameVariants
+      _maneuverState = source._maneuverState
     }
   }
 
@@ -1120,6 +1149,10 @@ nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftP
         case 7: try { try decoder.decodeSingularStringField(value: &_storage._routeChoiceID) }()
         case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._maneuvers) }()
         case 9: try { try decoder.decodeSingularMessageField(value: &_storage._tripEstimates) }()
+        case 10: try { try decoder.decodeRepeatedMessageField(value: &_storage._laneGuidances) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._currentLaneGuidanceID) }()
+        case 12: try { try decoder.decodeRepeatedStringField(value: &_storage._currentRoadNameVariants) }()
+        case 13: try { try decoder.decodeSingularEnumField(value: &_storage._maneuverState) }()
         default: break
         }
       }
@@ -1159,6 +1192,18 @@ nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftP
       try { if let v = _storage._tripEstimates {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
       } }()
+      if !_storage._laneGuidances.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._laneGuidances, fieldNumber: 10)
+      }
+      if !_storage._currentLaneGuidanceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._currentLaneGuidanceID, fieldNumber: 11)
+      }
+      if !_storage._currentRoadNameVariants.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._currentRoadNameVariants, fieldNumber: 12)
+      }
+      if _storage._maneuverState != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._maneuverState, fieldNumber: 13)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1177,6 +1222,10 @@ nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftP
         if _storage._routeChoiceID != rhs_storage._routeChoiceID {return false}
         if _storage._maneuvers != rhs_storage._maneuvers {return false}
         if _storage._tripEstimates != rhs_storage._tripEstimates {return false}
+        if _storage._laneGuidances != rhs_storage._laneGuidances {return false}
+        if _storage._currentLaneGuidanceID != rhs_storage._currentLaneGuidanceID {return false}
+        if _storage._currentRoadNameVariants != rhs_storage._currentRoadNameVariants {return false}
+        if _storage._maneuverState != rhs_storage._maneuverState {return false}
         return true
       }
       if !storagesAreEqual {return false}
