@@ -107,6 +107,7 @@ extension Car {
     /// After every input: streams follow the focus, the mixer learns the
     /// focus, the microphone follows the voice-control template and calls.
     mutating func settleAudio() {
+        settleCalls()
         var outputs: [AudioStreams.Output] = []
         let connected = phonePeer != nil
         let apps = self.apps
@@ -116,14 +117,20 @@ extension Car {
         performAudio(outputs, from: nil)
     }
 
-    /// The app whose voice-control template is shown on its main scene; else,
-    /// during a call, the app with a voice stream.
+    /// The app whose voice-control template is shown on its main scene; else
+    /// the app whose call holds the line (answered or placed, not held:
+    /// section 26), when it has a voice stream; else, during the car's own
+    /// call, the app with a voice stream.
     func microphoneWanted() -> (appID: String, purpose: HUMicrophonePurpose)? {
         guard phonePeer != nil else { return nil }
         for appID in appOrder {
             if case .voiceControl? = apps[appID]?.scenes[.main]?.presented?.kind { return (appID, .voiceControl) }
         }
-        if audio.callActive, let voice = audioStreams.streams.values.filter({ $0.type == .voice }).min(by: { $0.id < $1.id }) {
+        let voices = audioStreams.streams.values.filter { $0.type == .voice }.sorted { $0.id < $1.id }
+        if let holder = calls.lineHolder, let voice = voices.first(where: { $0.appID == holder }) {
+            return (voice.appID, .call)
+        }
+        if audio.vehicleCallActive, let voice = voices.first {
             return (voice.appID, .call)
         }
         return nil

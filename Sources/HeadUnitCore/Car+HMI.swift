@@ -402,6 +402,9 @@ extension Car {
         home.deviceName = deviceName
         home.nowPlayingAppID = nowPlayingAppID
         home.phoneLink = phoneLink.wire
+        let apps = self.apps
+        home.calls = calls.infos { apps[$0]?.info.displayName ?? $0 }
+        if let ended = calls.lastEnded { home.lastCallEnded = ended }
         home.icons = appOrder.compactMap { apps[$0] }.filter(\.isLaunchable).map { app in
             var icon = HUHomeScreenIcon()
             icon.appID = app.id

@@ -306,6 +306,7 @@ extension Car {
         if case .failure(let violation) = announcedApp(appID, from: peer) { return .failure(violation) }
         endScenes(of: appID, reason: .appClosed, tellPhone: true)
         endRemoteCommands(of: [appID], forget: true, why: "was closed")
+        endCalls(of: [appID], reason: .appClosed)
         var outputs: [AccessoryHub.Output] = []
         accessories.appEnded(appID, reason: .appClosed, tellPhone: true, outputs: &outputs)
         perform(outputs)

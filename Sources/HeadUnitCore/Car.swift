@@ -50,6 +50,8 @@ public struct Car: Sendable {
     public internal(set) var hmiImages = HMIImages()
     /// Who watches which screen's base-view video (Video/, section 25).
     public internal(set) var video: VideoRoutes
+    /// The phone's calls and the actions waiting for the app (Calls/, section 26).
+    public internal(set) var calls: CallSession
 
     struct TimedOutEvent: Equatable, Sendable {
         var id: UInt64
@@ -92,6 +94,7 @@ public struct Car: Sendable {
         self.video = VideoRoutes(limits: configuration.video)
         self.audioStreams = AudioStreams(limits: configuration.audio)
         self.audioTap = AudioTap(maxWatchers: configuration.audio.maxOutputWatchers)
+        self.calls = CallSession(limits: configuration.calls)
     }
 
     // MARK: - inputs
@@ -183,6 +186,14 @@ public struct Car: Sendable {
             carButtonPressed(press, requestID: request, from: peer)
         case .remoteCommandAnswer(let remoteAnswer):
             answer(peer, request, remoteCommandAnswered(remoteAnswer, from: peer))
+        case .callReport(let report):
+            answer(peer, request, callReported(report, from: peer))
+        case .callRequest(let callRequest):
+            callRequested(callRequest, requestID: request, from: peer)
+        case .callActionAnswer(let actionAnswer):
+            answer(peer, request, callActionAnswered(actionAnswer, from: peer))
+        case .callInput(let input):
+            callInput(input, requestID: request, from: peer)
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe,
             .openAudioStream, .closeAudioStream, .audioCredit, .watchAudio:
             break  // handled above
@@ -193,7 +204,7 @@ public struct Car: Sendable {
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .accessoryAvailability, .sessionRequested,
             .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, .videoStreams,
-            .audioStreamClosed, .microphoneStarted, nil:
+            .audioStreamClosed, .microphoneStarted, .callActionEvent, .callActionTimedOut, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
@@ -224,6 +235,7 @@ public struct Car: Sendable {
         }
         hmiPeers.removeAll { $0 == peer }
         remote.askerLeft(peer)
+        calls.askerLeft(peer)
         var outputs: [AccessoryHub.Output] = []
         accessories.departing = peer
         defer { accessories.departing = nil }
@@ -242,6 +254,8 @@ public struct Car: Sendable {
             if let graceSerial {
                 // A command cannot wait out a reconnection: its HMI hears now.
                 endRemoteCommands(of: appOrder, forget: false, why: "lost its phone's connection")
+                // The calls go on (the phone's network carries them); actions waiting end.
+                callsLostLink()
                 effects.append(.startTimer(.resumeGrace(serial: graceSerial), milliseconds: configuration.resumeGraceMilliseconds))
             } else {
                 endPhoneApps()
@@ -264,6 +278,7 @@ public struct Car: Sendable {
         phoneLink.end()
         perform(outputs)
         endRemoteCommands(of: appOrder, forget: true, why: "went away with its phone")
+        endCalls(of: appOrder, reason: .phoneGone)
         for appID in appOrder {
             endScenes(of: appID, reason: .phoneGone, tellPhone: false)
         }
@@ -306,6 +321,9 @@ public struct Car: Sendable {
             remoteCommandTimedOut(commandID: commandID)
         case .videoKeyframe(let channel):
             videoKeyframeTimerFired(channel: channel, now: nowMilliseconds)
+        case .callAction(let actionID):
+            callActionTimedOut(actionID: actionID)
+            publishScreens()
         case .accessoryOpen(let channel, let serial):
             var outputs: [AccessoryHub.Output] = []
             accessories.openTimedOut(channel: channel, serial: serial, outputs: &outputs)

@@ -98,6 +98,8 @@ public enum CarTimer: Hashable, Sendable {
     case remoteCommand(commandID: UInt64)
     /// A keyframe request held back by `keyframe_request_interval_ms` is due (PROTOCOL.md 25.5).
     case videoKeyframe(channel: UInt32)
+    /// An app did not fulfil or fail a call action in time (PROTOCOL.md section 26).
+    case callAction(actionID: UInt64)
 }
 
 /// Everything the car is configured with.
@@ -123,6 +125,8 @@ public struct CarConfiguration: Sendable {
     public var video = VideoRoutes.Limits()
     /// Audio streams: jitter buffer, window, cap (PROTOCOL.md section 24).
     public var audio = AudioStreams.Limits()
+    /// Calls in the car, actions waiting per app, and how long an action may wait (section 26).
+    public var calls = CallSession.Limits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

@@ -66,6 +66,10 @@ enum DaemonConfig {
         let remote = RemoteCommands.Limits()
         config.limits.maxPendingRemoteCommands = UInt32(remote.maxPending)
         config.limits.remoteCommandTimeoutMs = UInt32(remote.timeoutMilliseconds)
+        let calls = CallSession.Limits()
+        config.limits.maxCalls = UInt32(calls.maxCalls)
+        config.limits.maxCallActions = UInt32(calls.maxActionsPerApp)
+        config.limits.callActionTimeoutMs = UInt32(calls.actionTimeoutMilliseconds)
         config.vehicle = .standard
         config.entitlements.allowed = EntitlementKey.all.sorted()
         config.logLevel = "notice"

@@ -101,6 +101,10 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         // Remote commands (PROTOCOL.md section 23).
         if fileLimits.maxPendingRemoteCommands > 0 { car.remoteCommandLimits.maxPending = Int(fileLimits.maxPendingRemoteCommands) }
         if fileLimits.remoteCommandTimeoutMs > 0 { car.remoteCommandLimits.timeoutMilliseconds = UInt64(fileLimits.remoteCommandTimeoutMs) }
+        // Calls (PROTOCOL.md section 26.7).
+        if fileLimits.maxCalls > 0 { car.calls.maxCalls = Int(fileLimits.maxCalls) }
+        if fileLimits.maxCallActions > 0 { car.calls.maxActionsPerApp = Int(fileLimits.maxCallActions) }
+        if fileLimits.callActionTimeoutMs > 0 { car.calls.actionTimeoutMilliseconds = UInt64(fileLimits.callActionTimeoutMs) }
         // What requests may add up to (PROTOCOL.md section 10.4): every state frame within max_payload_bytes.
         car.composed = ComposedLimits(
             maxFrameBytes: Int(limits.maxPayloadBytes),

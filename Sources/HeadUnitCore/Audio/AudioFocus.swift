@@ -17,7 +17,12 @@ public struct AudioFocus: Sendable, Equatable {
     public private(set) var mainSpoken = false
     public private(set) var prompt: (appID: String, serial: UInt64)?
     var promptSerial: UInt64 = 0
-    public private(set) var callActive = false
+    /// A call of the car's own (the HMI's `VehicleState.call_active`).
+    public private(set) var vehicleCallActive = false
+    /// Apps with a call in progress, ringing included (PROTOCOL.md section 26).
+    public private(set) var appCalls: [String] = []
+    /// A call of the car's or of an app: the main audio pauses, prompts are short tones.
+    public var callActive: Bool { vehicleCallActive || !appCalls.isEmpty }
     public private(set) var voiceSessionActive = false
     /// The app whose voice-control audio session is active.
     public private(set) var voiceAppID = ""
@@ -32,14 +37,14 @@ public struct AudioFocus: Sendable, Equatable {
     init(restoringMain main: Main, spoken: Bool, callActive: Bool, voiceSessionActive: Bool, voiceAppID: String) {
         self.main = main
         self.mainSpoken = spoken
-        self.callActive = callActive
+        self.vehicleCallActive = callActive
         self.voiceSessionActive = voiceSessionActive
         self.voiceAppID = voiceAppID
     }
 
     public static func == (lhs: AudioFocus, rhs: AudioFocus) -> Bool {
         lhs.main == rhs.main && lhs.mainSpoken == rhs.mainSpoken && lhs.prompt?.appID == rhs.prompt?.appID
-            && lhs.prompt?.serial == rhs.prompt?.serial && lhs.callActive == rhs.callActive
+            && lhs.prompt?.serial == rhs.prompt?.serial && lhs.vehicleCallActive == rhs.vehicleCallActive && lhs.appCalls == rhs.appCalls
             && lhs.voiceSessionActive == rhs.voiceSessionActive && lhs.voiceAppID == rhs.voiceAppID
     }
 
@@ -53,7 +58,7 @@ public struct AudioFocus: Sendable, Equatable {
     /// The HMI's view of the car: its own source, a call, a voice session.
     /// Selecting the car's source takes the main audio from the phone.
     public mutating func vehicleChanged(carSource: String, callActive: Bool, voiceSessionActive: Bool) {
-        self.callActive = callActive
+        self.vehicleCallActive = callActive
         self.voiceSessionActive = voiceSessionActive
         if !carSource.isEmpty {
             if main != .car(source: carSource) { (main, mainSpoken) = (.car(source: carSource), false) }
@@ -70,6 +75,16 @@ public struct AudioFocus: Sendable, Equatable {
         } else if main == .phone(appID: appID) {
             mainSpoken = spoken
         }
+    }
+
+    /// The apps with calls in progress (`CallSession.appsInCalls`).
+    public mutating func callsChanged(appsInCalls: [String]) {
+        appCalls = appsInCalls
+    }
+
+    /// May this app stream voice: during the car's call, its own call or its voice session.
+    public func mayStreamVoice(_ appID: String) -> Bool {
+        vehicleCallActive || appCalls.contains(appID) || voiceAppID == appID
     }
 
     public mutating func startPrompt(appID: String, durationMilliseconds: UInt32) -> Result<UInt64, RuleViolation> {

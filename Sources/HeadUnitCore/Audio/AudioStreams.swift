@@ -288,8 +288,8 @@ public struct AudioStreams: Sendable {
                 return "an alternate stream plays a navigation prompt: start_prompt first (section 19.8)"
             }
         case .voice:
-            guard focus.callActive || focus.voiceAppID == appID else {
-                return "a voice stream needs a call or the app's voice session"
+            guard focus.mayStreamVoice(appID) else {
+                return "a voice stream needs the car's call, a call of the app's own (section 26) or the app's voice session"
             }
         case .microphone, .output, .unspecified, .UNRECOGNIZED:
             return "the phone opens main, alternate or voice streams"

@@ -491,7 +491,8 @@ public struct ConnectionStateMachine: Sendable {
             .startPairing, .listPairedDevices, .removePairedDevice, .pairingAttempt,
             .remoteCommands, .sendRemoteCommand, .carButton, .remoteCommandEvent, .remoteCommandAnswer,
             .watchVideo, .videoStreams, .requestKeyframe,
-            .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted, .watchAudio:
+            .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted, .watchAudio,
+            .callReport, .callRequest, .callActionEvent, .callActionAnswer, .callActionTimedOut, .callInput:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

@@ -23,8 +23,11 @@ public enum RolePolicy {
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
             .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished,
             .remoteCommandEvent,
-            .videoStreams, .audioStreamClosed, .microphoneStarted:
+            .videoStreams, .audioStreamClosed, .microphoneStarted, .callActionEvent, .callActionTimedOut:
             return false
+        // Calls (section 26): the app reports, requests and answers; the HMI presses.
+        case .callReport, .callRequest, .callActionAnswer: return role == .phone
+        case .callInput: return role == .hmi
         // Base-view video (section 25): the car's components that draw a screen.
         case .watchVideo, .requestKeyframe:
             return role == .hmi || role == .cluster
@@ -138,6 +141,12 @@ public enum RolePolicy {
         case .carButton: return "CarButtonPressed"
         case .remoteCommandEvent: return "RemoteCommandEvent"
         case .remoteCommandAnswer: return "RemoteCommandAnswer"
+        case .callReport: return "CallReport"
+        case .callRequest: return "CallRequest"
+        case .callActionEvent: return "CallActionEvent"
+        case .callActionAnswer: return "CallActionAnswer"
+        case .callActionTimedOut: return "CallActionTimedOut"
+        case .callInput: return "CallInput"
         case .watchVideo: return "WatchVideo"
         case .videoStreams: return "VideoStreams"
         case .requestKeyframe: return "RequestKeyframe"

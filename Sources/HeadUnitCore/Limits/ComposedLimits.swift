@@ -96,6 +96,8 @@ struct ComposedScope: OptionSet {
         case .templateRequest, .completeEvent: self = [.appScenes, .metadata]
         // The HMI's now-playing screen draws the app's commands.
         case .remoteCommands: self = [.appScenes]
+        // The HMI's home screen lists the calls (section 26.7).
+        case .callReport, .callRequest: self = [.home]
         case .navigationRequest, .navigationInput, .clusterInput: self = [.metadata]
         case .launchApp, .hmiInput, .setVehicleState, .closeApp: self = [.shownScreens, .metadata]
         default: self = []

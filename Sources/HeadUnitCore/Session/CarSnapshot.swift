@@ -15,7 +15,8 @@ import HeadUnitWire
 /// dashboard buttons, cluster texts; not an alert shown, which is dismissed
 /// first: `prepareForHandover`), which HMIs and clusters subscribed to the
 /// metadata stream (they get a fresh snapshot of it, numbered on), and who
-/// owns the main audio (not a navigation prompt in progress).
+/// owns the main audio (not a navigation prompt in progress), and the
+/// phone's calls (not the call actions waiting for the app's answer).
 ///
 /// Not carried over (they start clean; the server tells their peers to
 /// reconnect before handing over): accessory peers and their External
@@ -163,6 +164,10 @@ extension Car {
                 out.apps.append(entry)
             }
             out.nowPlayingAppID = nowPlayingAppID
+            // Calls go on across a restart (section 26.8); actions waiting for the app do not.
+            out.calls = calls.snapshot
+            out.nextCallActionID = calls.nextActionID
+            if let ended = calls.lastEnded { out.lastCallEnded = ended }
             for (id, event) in pendingEvents.sorted(by: { $0.key < $1.key }) {
                 var pending = HUPendingEventSnapshot()
                 pending.eventID = id
@@ -195,7 +200,8 @@ extension Car {
         case .phone(let appID): (sound.mainKind, sound.mainID) = (2, appID)
         }
         sound.mainSpoken = audio.mainSpoken
-        sound.callActive = audio.callActive
+        // The car's own call: the apps' calls are carried as calls (CarSnapshot.calls).
+        sound.callActive = audio.vehicleCallActive
         sound.voiceSessionActive = audio.voiceSessionActive
         sound.voiceAppID = audio.voiceAppID
         out.audio = sound
@@ -335,6 +341,18 @@ extension Car {
         car.audio = AudioFocus(
             restoringMain: main, spoken: sound.mainSpoken, callActive: sound.callActive,
             voiceSessionActive: sound.voiceSessionActive, voiceAppID: sound.voiceAppID)
+        if snapshot.phonePeer != 0 {
+            if let problem = car.calls.restore(
+                snapshot.calls, nextActionID: snapshot.nextCallActionID,
+                lastEnded: snapshot.hasLastCallEnded ? snapshot.lastCallEnded : nil)
+            {
+                throw SnapshotError(problem)
+            }
+            for call in car.calls.calls where car.apps[call.appID]?.category != .communication {
+                throw SnapshotError("call \(call.uuid) belongs to no communication app ('\(call.appID)')")
+            }
+            car.audio.callsChanged(appsInCalls: car.calls.appsInCalls)
+        }
         // Navigation apps were told this style already.
         car.navigation.announcedPromptStyle = car.audio.promptStyle
         car.clusterFeed.continueVersions(from: snapshot.metadataVersion)

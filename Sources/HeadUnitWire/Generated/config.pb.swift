@@ -406,6 +406,24 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxAudioStreams = newValue}
   }
 
+  /// Calls (PROTOCOL.md section 26.7).
+  public var maxCalls: UInt32 {
+    get {_storage._maxCalls}
+    set {_uniqueStorage()._maxCalls = newValue}
+  }
+
+  /// default 4 actions one app has unanswered (LIMIT_EXCEEDED, limit "calls.actions")
+  public var maxCallActions: UInt32 {
+    get {_storage._maxCallActions}
+    set {_uniqueStorage()._maxCallActions = newValue}
+  }
+
+  /// default 5000: an action unanswered this long fails (COMMAND_TIMED_OUT)
+  public var callActionTimeoutMs: UInt32 {
+    get {_storage._callActionTimeoutMs}
+    set {_uniqueStorage()._callActionTimeoutMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -659,7 +677,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -696,6 +714,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _audioJitterMs: UInt32 = 0
     var _audioWindowMs: UInt32 = 0
     var _maxAudioStreams: UInt32 = 0
+    var _maxCalls: UInt32 = 0
+    var _maxCallActions: UInt32 = 0
+    var _callActionTimeoutMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -740,6 +761,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _audioJitterMs = source._audioJitterMs
       _audioWindowMs = source._audioWindowMs
       _maxAudioStreams = source._maxAudioStreams
+      _maxCalls = source._maxCalls
+      _maxCallActions = source._maxCallActions
+      _callActionTimeoutMs = source._callActionTimeoutMs
     }
   }
 
@@ -792,6 +816,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 50: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxVideoViewers) }()
         case 51: try { try decoder.decodeSingularUInt32Field(value: &_storage._videoViewerBufferBytes) }()
         case 52: try { try decoder.decodeSingularUInt32Field(value: &_storage._keyframeRequestIntervalMs) }()
+        case 60: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxCalls) }()
+        case 61: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxCallActions) }()
+        case 62: try { try decoder.decodeSingularUInt32Field(value: &_storage._callActionTimeoutMs) }()
         default: break
         }
       }
@@ -902,6 +929,15 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._keyframeRequestIntervalMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._keyframeRequestIntervalMs, fieldNumber: 52)
       }
+      if _storage._maxCalls != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxCalls, fieldNumber: 60)
+      }
+      if _storage._maxCallActions != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxCallActions, fieldNumber: 61)
+      }
+      if _storage._callActionTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._callActionTimeoutMs, fieldNumber: 62)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -945,6 +981,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._audioJitterMs != rhs_storage._audioJitterMs {return false}
         if _storage._audioWindowMs != rhs_storage._audioWindowMs {return false}
         if _storage._maxAudioStreams != rhs_storage._maxAudioStreams {return false}
+        if _storage._maxCalls != rhs_storage._maxCalls {return false}
+        if _storage._maxCallActions != rhs_storage._maxCallActions {return false}
+        if _storage._callActionTimeoutMs != rhs_storage._callActionTimeoutMs {return false}
         return true
       }
       if !storagesAreEqual {return false}

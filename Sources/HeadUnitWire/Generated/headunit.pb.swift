@@ -610,6 +610,60 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .watchAudio(newValue)}
   }
 
+  /// Calls (call.proto, PROTOCOL.md section 26).
+  public var callReport: HUCallReport {
+    get {
+      if case .callReport(let v)? = body {return v}
+      return HUCallReport()
+    }
+    set {body = .callReport(newValue)}
+  }
+
+  /// phone -> car
+  public var callRequest: HUCallRequest {
+    get {
+      if case .callRequest(let v)? = body {return v}
+      return HUCallRequest()
+    }
+    set {body = .callRequest(newValue)}
+  }
+
+  /// car -> phone
+  public var callActionEvent: HUCallActionEvent {
+    get {
+      if case .callActionEvent(let v)? = body {return v}
+      return HUCallActionEvent()
+    }
+    set {body = .callActionEvent(newValue)}
+  }
+
+  /// phone -> car
+  public var callActionAnswer: HUCallActionAnswer {
+    get {
+      if case .callActionAnswer(let v)? = body {return v}
+      return HUCallActionAnswer()
+    }
+    set {body = .callActionAnswer(newValue)}
+  }
+
+  /// car -> phone
+  public var callActionTimedOut: HUCallActionTimedOut {
+    get {
+      if case .callActionTimedOut(let v)? = body {return v}
+      return HUCallActionTimedOut()
+    }
+    set {body = .callActionTimedOut(newValue)}
+  }
+
+  /// HMI -> car
+  public var callInput: HUCallInput {
+    get {
+      if case .callInput(let v)? = body {return v}
+      return HUCallInput()
+    }
+    set {body = .callInput(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -717,6 +771,18 @@ public nonisolated struct HUEnvelope: Sendable {
     case microphoneStarted(HUMicrophoneStarted)
     /// HMI, cluster -> car
     case watchAudio(HUWatchAudio)
+    /// Calls (call.proto, PROTOCOL.md section 26).
+    case callReport(HUCallReport)
+    /// phone -> car
+    case callRequest(HUCallRequest)
+    /// car -> phone
+    case callActionEvent(HUCallActionEvent)
+    /// phone -> car
+    case callActionAnswer(HUCallActionAnswer)
+    /// car -> phone
+    case callActionTimedOut(HUCallActionTimedOut)
+    /// HMI -> car
+    case callInput(HUCallInput)
 
   }
 
@@ -981,6 +1047,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .audioStream(newValue)}
   }
 
+  /// CallRequest, CallInput (section 26)
+  public var callAction: HUCallActionOutcome {
+    get {
+      if case .callAction(let v)? = detail {return v}
+      return HUCallActionOutcome()
+    }
+    set {detail = .callAction(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Request-specific answers.
@@ -1000,6 +1075,8 @@ public nonisolated struct HUResult: Sendable {
     case remoteCommand(HURemoteCommandOutcome)
     /// OpenAudioStream, WatchAudio
     case audioStream(HUAudioStreamInfo)
+    /// CallRequest, CallInput (section 26)
+    case callAction(HUCallActionOutcome)
 
   }
 
@@ -1210,7 +1287,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1986,6 +2063,84 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .requestKeyframe(v)
         }
       }()
+      case 120: try {
+        var v: HUCallReport?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .callReport(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .callReport(v)
+        }
+      }()
+      case 121: try {
+        var v: HUCallRequest?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .callRequest(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .callRequest(v)
+        }
+      }()
+      case 122: try {
+        var v: HUCallActionEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .callActionEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .callActionEvent(v)
+        }
+      }()
+      case 123: try {
+        var v: HUCallActionAnswer?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .callActionAnswer(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .callActionAnswer(v)
+        }
+      }()
+      case 124: try {
+        var v: HUCallActionTimedOut?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .callActionTimedOut(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .callActionTimedOut(v)
+        }
+      }()
+      case 125: try {
+        var v: HUCallInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .callInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .callInput(v)
+        }
+      }()
       default: break
       }
     }
@@ -2235,6 +2390,30 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .requestKeyframe?: try {
       guard case .requestKeyframe(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 117)
+    }()
+    case .callReport?: try {
+      guard case .callReport(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 120)
+    }()
+    case .callRequest?: try {
+      guard case .callRequest(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 121)
+    }()
+    case .callActionEvent?: try {
+      guard case .callActionEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 122)
+    }()
+    case .callActionAnswer?: try {
+      guard case .callActionAnswer(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 123)
+    }()
+    case .callActionTimedOut?: try {
+      guard case .callActionTimedOut(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 124)
+    }()
+    case .callInput?: try {
+      guard case .callInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 125)
     }()
     case nil: break
     }
@@ -2542,7 +2721,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0\u{4}\u{5}audio_stream\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0\u{4}\u{5}audio_stream\0\u{4}\u{f}call_action\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2671,6 +2850,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
           self.detail = .audioStream(v)
         }
       }()
+      case 120: try {
+        var v: HUCallActionOutcome?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .callAction(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .callAction(v)
+        }
+      }()
       default: break
       }
     }
@@ -2729,6 +2921,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     case .audioStream?: try {
       guard case .audioStream(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 105)
+    }()
+    case .callAction?: try {
+      guard case .callAction(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 120)
     }()
     case nil: break
     }

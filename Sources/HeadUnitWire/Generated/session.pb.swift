@@ -1521,9 +1521,24 @@ public nonisolated struct HUHomeScreen: Sendable {
 
   public var phoneLink: HUPhoneLink = .none
 
+  /// The phone's calls, in the order they began (PROTOCOL.md section 26.6),
+  /// and the last one that ended, with why.
+  public var calls: [HUCallInfo] = []
+
+  public var lastCallEnded: HUCallEnded {
+    get {_lastCallEnded ?? HUCallEnded()}
+    set {_lastCallEnded = newValue}
+  }
+  /// Returns true if `lastCallEnded` has been explicitly set.
+  public var hasLastCallEnded: Bool {self._lastCallEnded != nil}
+  /// Clears the value of `lastCallEnded`. Subsequent reads from it will return its default value.
+  public mutating func clearLastCallEnded() {self._lastCallEnded = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _lastCallEnded: HUCallEnded? = nil
 }
 
 public nonisolated struct HULaunchApp: Sendable {
@@ -4230,7 +4245,7 @@ nonisolated extension HUHomeScreenIcon: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HomeScreen"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4242,12 +4257,18 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
       case 2: try { try decoder.decodeSingularStringField(value: &self.nowPlayingAppID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
       case 4: try { try decoder.decodeSingularEnumField(value: &self.phoneLink) }()
+      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.calls) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._lastCallEnded) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.icons.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.icons, fieldNumber: 1)
     }
@@ -4260,6 +4281,12 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if self.phoneLink != .none {
       try visitor.visitSingularEnumField(value: self.phoneLink, fieldNumber: 4)
     }
+    if !self.calls.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.calls, fieldNumber: 5)
+    }
+    try { if let v = self._lastCallEnded {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4268,6 +4295,8 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if lhs.nowPlayingAppID != rhs.nowPlayingAppID {return false}
     if lhs.deviceName != rhs.deviceName {return false}
     if lhs.phoneLink != rhs.phoneLink {return false}
+    if lhs.calls != rhs.calls {return false}
+    if lhs._lastCallEnded != rhs._lastCallEnded {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

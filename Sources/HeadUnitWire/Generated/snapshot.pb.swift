@@ -229,11 +229,65 @@ public nonisolated struct HUCarSnapshot: @unchecked Sendable {
   /// Clears the value of `navigation`. Subsequent reads from it will return its default value.
   public mutating func clearNavigation() {_uniqueStorage()._navigation = nil}
 
+  /// The phone's calls, in the order they began (section 26.8): kept across a
+  /// restart; actions waiting for the app's answer are not.
+  public var calls: [HUCallSnapshot] {
+    get {_storage._calls}
+    set {_uniqueStorage()._calls = newValue}
+  }
+
+  public var nextCallActionID: UInt64 {
+    get {_storage._nextCallActionID}
+    set {_uniqueStorage()._nextCallActionID = newValue}
+  }
+
+  public var lastCallEnded: HUCallEnded {
+    get {_storage._lastCallEnded ?? HUCallEnded()}
+    set {_uniqueStorage()._lastCallEnded = newValue}
+  }
+  /// Returns true if `lastCallEnded` has been explicitly set.
+  public var hasLastCallEnded: Bool {_storage._lastCallEnded != nil}
+  /// Clears the value of `lastCallEnded`. Subsequent reads from it will return its default value.
+  public mutating func clearLastCallEnded() {_uniqueStorage()._lastCallEnded = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+public nonisolated struct HUCallSnapshot: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var callUuid: String = String()
+
+  public var outgoing: Bool = false
+
+  public var phase: HUCallPhase = .unspecified
+
+  public var onHold: Bool = false
+
+  public var muted: Bool = false
+
+  public var description_p: HUCallDescription {
+    get {_description_p ?? HUCallDescription()}
+    set {_description_p = newValue}
+  }
+  /// Returns true if `description_p` has been explicitly set.
+  public var hasDescription_p: Bool {self._description_p != nil}
+  /// Clears the value of `description_p`. Subsequent reads from it will return its default value.
+  public mutating func clearDescription_p() {self._description_p = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _description_p: HUCallDescription? = nil
 }
 
 /// Navigation (section 19) as the car keeps it. An alert shown at the restart
@@ -743,7 +797,7 @@ nonisolated extension HUPeerSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CarSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0\u{2}\u{b}calls\0\u{3}next_call_action_id\0\u{3}last_call_ended\0")
 
   fileprivate class _StorageClass {
     var _peers: [HUPeerSnapshot] = []
@@ -765,6 +819,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _metadataVersion: UInt64 = 0
     var _audio: HUAudioSnapshot? = nil
     var _navigation: HUNavigationSnapshot? = nil
+    var _calls: [HUCallSnapshot] = []
+    var _nextCallActionID: UInt64 = 0
+    var _lastCallEnded: HUCallEnded? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -794,6 +851,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _metadataVersion = source._metadataVersion
       _audio = source._audio
       _navigation = source._navigation
+      _calls = source._calls
+      _nextCallActionID = source._nextCallActionID
+      _lastCallEnded = source._lastCallEnded
     }
   }
 
@@ -831,6 +891,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._metadataVersion) }()
         case 18: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         case 19: try { try decoder.decodeSingularMessageField(value: &_storage._navigation) }()
+        case 30: try { try decoder.decodeRepeatedMessageField(value: &_storage._calls) }()
+        case 31: try { try decoder.decodeSingularUInt64Field(value: &_storage._nextCallActionID) }()
+        case 32: try { try decoder.decodeSingularMessageField(value: &_storage._lastCallEnded) }()
         default: break
         }
       }
@@ -900,6 +963,15 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       try { if let v = _storage._navigation {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
       } }()
+      if !_storage._calls.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._calls, fieldNumber: 30)
+      }
+      if _storage._nextCallActionID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._nextCallActionID, fieldNumber: 31)
+      }
+      try { if let v = _storage._lastCallEnded {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -928,10 +1000,77 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._metadataVersion != rhs_storage._metadataVersion {return false}
         if _storage._audio != rhs_storage._audio {return false}
         if _storage._navigation != rhs_storage._navigation {return false}
+        if _storage._calls != rhs_storage._calls {return false}
+        if _storage._nextCallActionID != rhs_storage._nextCallActionID {return false}
+        if _storage._lastCallEnded != rhs_storage._lastCallEnded {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUCallSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CallSnapshot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}call_uuid\0\u{1}outgoing\0\u{1}phase\0\u{3}on_hold\0\u{1}muted\0\u{1}description\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.callUuid) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.outgoing) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.phase) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.onHold) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.muted) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._description_p) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.callUuid.isEmpty {
+      try visitor.visitSingularStringField(value: self.callUuid, fieldNumber: 2)
+    }
+    if self.outgoing != false {
+      try visitor.visitSingularBoolField(value: self.outgoing, fieldNumber: 3)
+    }
+    if self.phase != .unspecified {
+      try visitor.visitSingularEnumField(value: self.phase, fieldNumber: 4)
+    }
+    if self.onHold != false {
+      try visitor.visitSingularBoolField(value: self.onHold, fieldNumber: 5)
+    }
+    if self.muted != false {
+      try visitor.visitSingularBoolField(value: self.muted, fieldNumber: 6)
+    }
+    try { if let v = self._description_p {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUCallSnapshot, rhs: HUCallSnapshot) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.callUuid != rhs.callUuid {return false}
+    if lhs.outgoing != rhs.outgoing {return false}
+    if lhs.phase != rhs.phase {return false}
+    if lhs.onHold != rhs.onHold {return false}
+    if lhs.muted != rhs.muted {return false}
+    if lhs._description_p != rhs._description_p {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
