@@ -11,6 +11,13 @@ import Foundation
 
 func log(_ line: String) { print(line); fflush(nil) }  // fflush(nil): every C stream (Swift 6 will not touch `stdout`)
 
+/// A named place, the MapKit way: an item at a placemark, named afterwards.
+func namedPlace(_ name: String, _ latitude: CLLocationDegrees, _ longitude: CLLocationDegrees) -> MKMapItem {
+    let item = MKMapItem(placemark: MKPlacemark(coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude)))
+    item.name = name
+    return item
+}
+
 final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplateDelegate,
     CPTemplateApplicationDashboardSceneDelegate, CPTemplateApplicationInstrumentClusterSceneDelegate,
     CPInstrumentClusterControllerDelegate, @unchecked Sendable {
@@ -21,7 +28,7 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
     let model = MapModel()
     var windows: [CPWindow] = []
     var mainWindow: CPWindow?
-    let home = CPTrip(origin: CPMapItem(name: "Office"), destination: CPMapItem(name: "Home"), routeChoices: [
+    let home = CPTrip(origin: namedPlace("Office", 48.137, 11.575), destination: namedPlace("Home", 48.162, 11.586), routeChoices: [
         CPRouteChoice(summaryVariants: ["Fastest route via A1", "Via A1"], additionalInformationVariants: ["Light traffic"],
                       selectionSummaryVariants: ["A1"], travelEstimates: CPTravelEstimates(distanceRemaining: 12_000, timeRemaining: 900),
                       identifier: "a1"),

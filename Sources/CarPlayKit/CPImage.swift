@@ -39,65 +39,6 @@ extension Optional where Wrapped == CPImage {
     var wire: HUImage? { self?.wire }
 }
 
-/// A place on the map, standing in for `CLLocationCoordinate2D` (and `MKMapItem`).
-public struct CPLocationCoordinate: Sendable, Equatable {
-    /// Degrees north.
-    public var latitude: Double
-    /// Degrees east.
-    public var longitude: Double
-    /// A coordinate.
-    public init(latitude: Double, longitude: Double) {
-        self.latitude = latitude
-        self.longitude = longitude
-    }
-}
-
-/// A named place, standing in for `MKMapItem`.
-public struct CPMapItem: Sendable, Equatable {
-    /// The place's name, shown by the car.
-    public var name: String?
-    /// Where it is.
-    public var coordinate: CPLocationCoordinate
-    /// A named place.
-    public init(name: String? = nil, coordinate: CPLocationCoordinate = CPLocationCoordinate(latitude: 0, longitude: 0)) {
-        self.name = name
-        self.coordinate = coordinate
-    }
-
-    var wire: HUPlace {
-        var place = HUPlace()
-        place.name = name ?? ""
-        place.latitude = coordinate.latitude
-        place.longitude = coordinate.longitude
-        return place
-    }
-
-    init(_ place: HUPlace) {
-        self.init(name: place.name.isEmpty ? nil : place.name, coordinate: CPLocationCoordinate(latitude: place.latitude, longitude: place.longitude))
-    }
-}
-
-/// The region a map shows, standing in for `MKCoordinateRegion`.
-public struct CPMapRegion: Sendable, Equatable {
-    /// The region's center.
-    public var center: CPLocationCoordinate
-    /// Its height in degrees of latitude.
-    public var latitudeDelta: Double
-    /// Its width in degrees of longitude.
-    public var longitudeDelta: Double
-    /// A region.
-    public init(center: CPLocationCoordinate, latitudeDelta: Double, longitudeDelta: Double) {
-        self.center = center
-        self.latitudeDelta = latitudeDelta
-        self.longitudeDelta = longitudeDelta
-    }
-
-    init(_ region: HUMapRegion) {
-        self.init(center: CPLocationCoordinate(latitude: region.centerLatitude, longitude: region.centerLongitude),
-                  latitudeDelta: region.spanLatitude, longitudeDelta: region.spanLongitude)
-    }
-}
-
 /// The light or dark appearance the car asks for, standing in for `UIUserInterfaceStyle`.
 public enum CPContentStyle: Sendable, Equatable {
     /// The car did not say.

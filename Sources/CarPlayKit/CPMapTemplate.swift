@@ -68,9 +68,9 @@ public final class CPTrip: @unchecked Sendable {
     /// The trip's id (made up when not given).
     public let identifier: String
     /// Where it starts.
-    public let origin: CPMapItem
+    public let origin: MKMapItem
     /// Where it ends.
-    public let destination: CPMapItem
+    public let destination: MKMapItem
     /// The routes, 1 to 3.
     public let routeChoices: [CPRouteChoice]
     /// The whole trip's estimates (ours: in CarPlay they go through `updateEstimates(_:for:)`).
@@ -79,7 +79,7 @@ public final class CPTrip: @unchecked Sendable {
     @CPLocked public var userInfo: (any Sendable)?
 
     /// A trip.
-    public init(origin: CPMapItem, destination: CPMapItem, routeChoices: [CPRouteChoice],
+    public init(origin: MKMapItem, destination: MKMapItem, routeChoices: [CPRouteChoice],
                 travelEstimates: CPTravelEstimates? = nil, identifier: String? = nil) {
         self.origin = origin
         self.destination = destination

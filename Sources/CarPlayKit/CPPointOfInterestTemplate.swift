@@ -3,7 +3,7 @@ import HeadUnitWire
 /// A place on a point-of-interest map with its card (`CPPointOfInterest`).
 public final class CPPointOfInterest: CPTemplateElement, @unchecked Sendable {
     /// Where it is.
-    @CPLocked public var location: CPMapItem { didSet { elementDidChange() } }
+    @CPLocked public var location: MKMapItem { didSet { elementDidChange() } }
     /// The title.
     @CPLocked public var title: String { didSet { elementDidChange() } }
     /// The subtitle.
@@ -26,7 +26,7 @@ public final class CPPointOfInterest: CPTemplateElement, @unchecked Sendable {
     @CPLocked public var secondaryButton: CPTextButton? { didSet { adoptButtons(); elementDidChange() } }
 
     /// A point of interest.
-    public init(location: CPMapItem, title: String, subtitle: String?, summary: String?, detailTitle: String?,
+    public init(location: MKMapItem, title: String, subtitle: String?, summary: String?, detailTitle: String?,
                 detailSubtitle: String?, detailSummary: String?, pinImage: CPImage?, identifier: String? = nil) {
         self.location = location
         self.title = title
@@ -52,8 +52,8 @@ public final class CPPointOfInterest: CPTemplateElement, @unchecked Sendable {
         var point = HUPointOfInterest()
         point.id = identifier
         var location = HULocation()
-        location.latitude = self.location.coordinate.latitude
-        location.longitude = self.location.coordinate.longitude
+        location.latitude = self.location.placemark.coordinate.latitude
+        location.longitude = self.location.placemark.coordinate.longitude
         point.location = location
         point.title = title
         point.subtitle = subtitle ?? ""
@@ -73,7 +73,7 @@ public final class CPPointOfInterest: CPTemplateElement, @unchecked Sendable {
 @MainActor
 public protocol CPPointOfInterestTemplateDelegate: AnyObject {
     /// The driver moved the map: send the points for the new region.
-    func pointOfInterestTemplate(_ pointOfInterestTemplate: CPPointOfInterestTemplate, didChangeMapRegion region: CPMapRegion)
+    func pointOfInterestTemplate(_ pointOfInterestTemplate: CPPointOfInterestTemplate, didChangeMapRegion region: MKCoordinateRegion)
     /// The driver selected a point.
     func pointOfInterestTemplate(_ pointOfInterestTemplate: CPPointOfInterestTemplate, didSelectPointOfInterest pointOfInterest: CPPointOfInterest)
 }
@@ -131,7 +131,7 @@ public final class CPPointOfInterestTemplate: CPTemplate, @unchecked Sendable {
             }
             return true
         case .poiRegionChanged(let changed):
-            pointOfInterestDelegate?.pointOfInterestTemplate(self, didChangeMapRegion: CPMapRegion(changed.region))
+            pointOfInterestDelegate?.pointOfInterestTemplate(self, didChangeMapRegion: MKCoordinateRegion(changed.region))
             return true
         case .buttonPressed(let pressed):
             for point in pointsOfInterest {

@@ -34,7 +34,8 @@ struct DifferenceTableTests {
         let rows = try String(contentsOf: Self.document, encoding: .utf8)
             .split(separator: "\n").filter { $0.hasPrefix("|") }.joined(separator: "\n")
         let marks = try Self.marks()
-        #expect(marks.count >= 15, "found only \(marks.count) DIFF marks: are the ports still here?")
+        // Fewer marks is progress (each API made to port unchanged removes one); almost none means the ports are gone.
+        #expect(marks.count >= 5, "found only \(marks.count) DIFF marks: are the ports still here?")
         for mark in marks {
             if mark.names.isEmpty {
                 Issue.record("\(mark.file):\(mark.line): a DIFF mark must name the Apple API it changes in back quotes")

@@ -46,8 +46,10 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
     }
 
     func showPreviews() {
-        let origin = CPMapItem(name: "Home")  // DIFF: `MKMapItem(placemark:)` and `name`
-        let destination = CPMapItem(name: "Work", coordinate: CPLocationCoordinate(latitude: 48.85, longitude: 2.35))  // DIFF: `CLLocationCoordinate2D`
+        let origin = MKMapItem.forCurrentLocation()
+        origin.name = "Home"
+        let destination = MKMapItem(placemark: MKPlacemark(coordinate: CLLocationCoordinate2D(latitude: 48.85, longitude: 2.35)))
+        destination.name = "Work"
         let route = CPRouteChoice(summaryVariants: ["Fastest"], additionalInformationVariants: ["Via A1"], selectionSummaryVariants: ["A1"])
         let trip = CPTrip(origin: origin, destination: destination, routeChoices: [route])
         trips = [trip]

@@ -45,8 +45,8 @@ struct CarPlayKitTemplateTests {
 
         func searchTemplateSearchButtonPressed(_ searchTemplate: CPSearchTemplate) { record("search button") }
 
-        func pointOfInterestTemplate(_ pointOfInterestTemplate: CPPointOfInterestTemplate, didChangeMapRegion region: CPMapRegion) {
-            record("region \(region.center.latitude)")
+        func pointOfInterestTemplate(_ pointOfInterestTemplate: CPPointOfInterestTemplate, didChangeMapRegion region: MKCoordinateRegion) {
+            record("region \(region.center.latitude) span \(region.span.latitudeDelta) x \(region.span.longitudeDelta)")
         }
 
         func pointOfInterestTemplate(_ pointOfInterestTemplate: CPPointOfInterestTemplate,
@@ -197,11 +197,11 @@ struct CarPlayKitTemplateTests {
         let recorder = Recorder()
         let rig = try await Rig.start("com.test.parking", [.parking], recorder)
         defer { rig.stop() }
-        let garage = CPPointOfInterest(location: CPMapItem(name: "Garage", coordinate: CPLocationCoordinate(latitude: 48.1, longitude: 11.5)),
+        let garage = CPPointOfInterest(location: Self.place("Garage", 48.1, 11.5),
                                        title: "Garage", subtitle: "2 EUR/h", summary: nil, detailTitle: nil, detailSubtitle: nil,
                                        detailSummary: nil, pinImage: nil, identifier: "garage")
         garage.primaryButton = CPTextButton(title: "Reserve", textStyle: .confirm, identifier: "reserve") { _ in recorder.record("reserve") }
-        let lot = CPPointOfInterest(location: CPMapItem(name: "Lot", coordinate: CPLocationCoordinate(latitude: 48.2, longitude: 11.6)),
+        let lot = CPPointOfInterest(location: Self.place("Lot", 48.2, 11.6),
                                     title: "Lot", subtitle: nil, summary: nil, detailTitle: nil, detailSubtitle: nil,
                                     detailSummary: nil, pinImage: nil, identifier: "lot")
         let places = CPPointOfInterestTemplate(title: "Parking", pointsOfInterest: [garage, lot], selectedIndex: 0, identifier: "places")
@@ -211,11 +211,27 @@ struct CarPlayKitTemplateTests {
         try await rig.input("places", .selectPoi(HUPoiSelected.with { $0.poiID = "lot" }))
         #expect(await recorder.saw("poi lot"))
         try await rig.input("places", .poiRegion(HUPoiRegionChanged.with {
-            $0.region = HUMapRegion.with { $0.centerLatitude = 48.5; $0.centerLongitude = 11.5; $0.spanLatitude = 0.1; $0.spanLongitude = 0.1 }
+            $0.region = HUMapRegion.with { $0.centerLatitude = 48.5; $0.centerLongitude = 11.5; $0.spanLatitude = 0.1; $0.spanLongitude = 0.2 }
         }))
-        #expect(await recorder.saw("region 48.5"))
+        #expect(await recorder.saw("region 48.5 span 0.1 x 0.2"), "\(recorder.all)")
         try await rig.hmi.pressButton("reserve", on: "places")
         #expect(await recorder.saw("reserve"), "\(recorder.all)")
+    }
+
+    /// A named place, the MapKit way: an item at a placemark, named afterwards.
+    static func place(_ name: String, _ latitude: CLLocationDegrees, _ longitude: CLLocationDegrees) -> MKMapItem {
+        let item = MKMapItem(placemark: MKPlacemark(coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude)))
+        item.name = name
+        return item
+    }
+
+    @Test("MKCoordinateRegion from meters: a degree of latitude is ~111.2 km, a degree of longitude shrinks with the cosine of the latitude")
+    func regionFromMeters() {
+        let equator = MKCoordinateRegion(center: CLLocationCoordinate2D(latitude: 0, longitude: 10), latitudinalMeters: 111_195, longitudinalMeters: 111_195)
+        #expect(abs(equator.span.latitudeDelta - 1) < 0.001 && abs(equator.span.longitudeDelta - 1) < 0.001)
+        let north = MKCoordinateRegion(center: CLLocationCoordinate2D(latitude: 60, longitude: 10), latitudinalMeters: 1_000, longitudinalMeters: 1_000)
+        #expect(abs(north.span.longitudeDelta / north.span.latitudeDelta - 2) < 0.001)
+        #expect(north.center == CLLocationCoordinate2D(latitude: 60, longitude: 10))
     }
 }
 
