@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitWire
+import NIOConcurrencyHelpers
 
 /// Distance and time left (`CPTravelEstimates`; ours: meters and seconds
 /// instead of `Measurement` and `TimeInterval`, as the car takes them).
@@ -169,6 +170,8 @@ public final class CPManeuver: @unchecked Sendable {
     @CPLocked public var initialTravelEstimates: CPTravelEstimates?
     /// How it is drawn when it is the second maneuver.
     @CPLocked public var displayStyle: CPManeuverDisplayStyle = .default
+    /// The fields of iOS 14 and 17.4 (CPLaneGuidance.swift).
+    @CPLocked var newerFields = CPManeuverNewerFields()
     /// Anything you want to keep with the maneuver.
     @CPLocked public var userInfo: (any Sendable)?
 
@@ -187,6 +190,7 @@ public final class CPManeuver: @unchecked Sendable {
         if let junctionImage { maneuver.junctionImage = junctionImage.wire }
         if let initialTravelEstimates { maneuver.estimates = initialTravelEstimates.wire }
         maneuver.displayStyle = displayStyle.wire
+        addNewerFields(to: &maneuver)
         return maneuver
     }
 }
@@ -228,6 +232,9 @@ public final class CPNavigationSession: @unchecked Sendable {
     /// The template whose delegate is asked for the second maneuver's display style.
     weak var mapTemplate: CPMapTemplate?
     @CPLocked private var maneuvers: [CPManeuver] = []
+    /// The lane guidances sent, and the session's values of iOS 17.4 (CPLaneGuidance.swift).
+    let sentLaneGuidances = NIOLockedValueBox(SentLaneGuidances())
+    let guidanceState = NIOLockedValueBox(CPNavigationGuidanceState())
 
     init(trip: CPTrip, routeChoice: CPRouteChoice?, application: CPApplication, mapTemplate: CPMapTemplate?) {
         self.trip = trip
@@ -239,10 +246,13 @@ public final class CPNavigationSession: @unchecked Sendable {
     /// The next one or two maneuvers; setting them sends them to the car.
     /// With two, the map delegate's `mapTemplate(_:displayStyleFor:)` decides
     /// how the second is drawn (asked on the main actor, in request order).
+    /// Their linked lane guidances are added first when the session has not
+    /// (or may no longer have) added them.
     public var upcomingManeuvers: [CPManeuver] {
         get { maneuvers }
         set {
             maneuvers = newValue
+            send(notSurelyHeld(newValue.compactMap(\.linkedLaneGuidance)))
             let wires = newValue.map(\.wire)
             let second = newValue.count > 1 ? newValue[1] : nil
             let map = mapTemplate

@@ -125,77 +125,14 @@ extension CPListSection {
 
 // MARK: - Navigation
 
-/// Lane guidance (`CPLaneGuidance`): unavailable.
-@available(*, unavailable, message: "the protocol has no lane list: send lane guidance as a second maneuver with displayStyle .symbolOnly, no instructions and the lanes drawn in its symbolImage (TEMPLATES.md section 9)")
-public final class CPLaneGuidance {
-    /// Apple's initializer (unavailable with its type).
-    public init() {}
-}
-
-/// One lane (`CPLane`): unavailable.
-@available(*, unavailable, message: "the protocol has no lane list: send lane guidance as a second maneuver with displayStyle .symbolOnly and the lanes drawn in its symbolImage")
-public final class CPLane {
-    /// Apple's initializer (unavailable with its type).
-    public init() {}
-}
-
-/// The maneuver's kind (`CPManeuverType`): unavailable.
-@available(*, unavailable, message: "the protocol's maneuver has no type: the car draws the app's symbolImage and instructions")
-public enum CPManeuverType { case noTurn }
-
-/// The junction's kind (`CPJunctionType`): unavailable.
-@available(*, unavailable, message: "the protocol's maneuver has no junction type: draw the junction in junctionImage")
-public enum CPJunctionType { case intersection }
-
-/// The side of the road traffic drives on (`CPTrafficSide`): unavailable.
-@available(*, unavailable, message: "the protocol's maneuver has no traffic side: the app's symbolImage shows the turn")
-public enum CPTrafficSide { case right, left }
-
-/// The maneuver state of a navigation session (`CPManeuverState`): unavailable.
-@available(*, unavailable, message: "the protocol has no maneuver state: send the upcoming maneuvers and their estimates")
-public enum CPManeuverState { case continue_, initial, prepare, execute }
-
 /// How trip estimates are drawn (`CPTripEstimateStyle`): unavailable.
 @available(*, unavailable, message: "the protocol has no estimate style: the car draws trip estimates its own way")
 public enum CPTripEstimateStyle { case light, dark }
-
-extension CPManeuver {
-    /// The maneuver's kind (`maneuverType`): unavailable.
-    @available(*, unavailable, message: "the protocol's maneuver has no type: the car draws the app's symbolImage and instructions")
-    public var maneuverType: CPManeuverType { fatalError("unavailable") }
-    /// The junction's kind (`junctionType`): unavailable.
-    @available(*, unavailable, message: "the protocol's maneuver has no junction type: draw the junction in junctionImage")
-    public var junctionType: CPJunctionType { fatalError("unavailable") }
-    /// The side of the road traffic drives on (`trafficSide`): unavailable.
-    @available(*, unavailable, message: "the protocol's maneuver has no traffic side")
-    public var trafficSide: CPTrafficSide { fatalError("unavailable") }
-    /// The exit's label (`highwayExitLabel`): unavailable.
-    @available(*, unavailable, message: "the protocol's maneuver has no exit label: put it in the instruction variants")
-    public var highwayExitLabel: String? { fatalError("unavailable") }
-    /// Lane guidance linked to the maneuver (`linkedLaneGuidance`): unavailable.
-    @available(*, unavailable, message: "the protocol has no lane list: send lane guidance as a second maneuver with displayStyle .symbolOnly")
-    public var linkedLaneGuidance: CPLaneGuidance? { fatalError("unavailable") }
-    /// The dashboard's own symbol (`dashboardSymbolImage`): unavailable.
-    @available(*, unavailable, message: "the protocol's maneuver has one symbol (light and dark) for every screen: use symbolImage and darkSymbolImage")
-    public var dashboardSymbolImage: CPImage? { fatalError("unavailable") }
-    /// The notification's own symbol (`notificationSymbolImage`): unavailable.
-    @available(*, unavailable, message: "the car shows no maneuver notifications (the protocol has no banner): use symbolImage")
-    public var notificationSymbolImage: CPImage? { fatalError("unavailable") }
-    /// The notification's own instructions (`notificationInstructionVariants`): unavailable.
-    @available(*, unavailable, message: "the car shows no maneuver notifications (the protocol has no banner): use instructionVariants")
-    public var notificationInstructionVariants: [String] { fatalError("unavailable") }
-}
 
 extension CPNavigationSession {
     /// Pausing with a turn-card color (`pauseTrip(for:description:turnCardColor:)`): unavailable.
     @available(*, unavailable, message: "the protocol's pause has a reason and a description only: use pauseTrip(for:description:) and the map template's guidanceBackgroundColor")
     public func pauseTrip(for reason: CPTripPauseReason, description: String?, turnCardColor: Any?) { fatalError("unavailable") }
-    /// The road the car is on (`currentRoadNameVariants`): unavailable.
-    @available(*, unavailable, message: "the protocol has no current road name: the car shows the maneuvers' instructions")
-    public var currentRoadNameVariants: [String] { fatalError("unavailable") }
-    /// The maneuver state (`maneuverState`): unavailable.
-    @available(*, unavailable, message: "the protocol has no maneuver state: send the upcoming maneuvers and their estimates")
-    public var maneuverState: CPManeuverState { fatalError("unavailable") }
 }
 
 extension CPMapTemplate {

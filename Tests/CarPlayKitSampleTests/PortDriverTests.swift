@@ -142,7 +142,7 @@ struct PortDriverTests {
         await app.disconnect()
     }
 
-    @Test("navigation port: panning callbacks, search with Apple's completions, trip previews, start, the second maneuver's display style from the delegate")
+    @Test("navigation port: panning callbacks, search with Apple's completions, trip previews, start, the second maneuver's display style from the delegate, lane guidance and the maneuver's junction")
     func navigation() async throws {
         let car = try await Car.start()
         defer { car.stop() }
@@ -187,6 +187,18 @@ struct PortDriverTests {
         #expect(maneuvers.count == 2)
         #expect(maneuvers.last?.displayStyle == .instructionOnly)
         #expect(maneuvers.last?.instructionVariants == ["Then turn left"])
+        // The lane guidance the port added, linked and made current reached the car, with the maneuver's junction.
+        let section = model.state.maneuvers
+        #expect(section.laneGuidances.count == 1)
+        let lanes = try #require(section.laneGuidances.first)
+        #expect(section.currentLaneGuidanceID == lanes.id && maneuvers.first?.linkedLaneGuidanceID == lanes.id)
+        #expect(lanes.instructionVariants == ["Use the right lane to turn onto Main Street", "Right lane"])
+        #expect(lanes.lanes.map(\.status) == [.notGood, .good, .preferred])
+        #expect(lanes.lanes.map(\.anglesDeg) == [[-90], [90], []])
+        #expect(lanes.lanes[2].highlightedAngleDeg == 90 && !lanes.lanes[0].hasHighlightedAngleDeg)
+        #expect(maneuvers.first?.maneuverType == .rightTurn && maneuvers.first?.junctionType == .intersection && maneuvers.first?.trafficSide == .right)
+        #expect(maneuvers.first?.junctionExitAngleDeg == 90 && maneuvers.first?.junctionElementAnglesDeg == [-90, 0])
+        #expect(section.currentRoadNameVariants == ["Station Road", "Station Rd"] && section.maneuverState == .prepare)
         await cluster.close()
         await app.disconnect()
     }

@@ -59,11 +59,29 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
     func mapTemplate(_ mapTemplate: CPMapTemplate, startedTrip trip: CPTrip, using routeChoice: CPRouteChoice) {
         mapTemplate.hideTripPreviews()
         let session = mapTemplate.startNavigationSession(for: trip)
+        // Lane guidance (iOS 17.4): added to the session, linked from the maneuver, made current.
+        let laneGuidance = CPLaneGuidance()
+        laneGuidance.instructionVariants = ["Use the right lane to turn onto Main Street", "Right lane"]
+        laneGuidance.lanes = [
+            CPLane(angles: [Measurement(value: -90, unit: UnitAngle.degrees)]),
+            CPLane(angles: [Measurement(value: 90, unit: UnitAngle.degrees)], highlightedAngle: Measurement(value: 0, unit: UnitAngle.degrees), isPreferred: false),
+            CPLane(angles: [], highlightedAngle: Measurement(value: 90, unit: UnitAngle.degrees), isPreferred: true),
+        ]
+        session.add([laneGuidance])
         let maneuver = CPManeuver()
         maneuver.instructionVariants = ["Turn right onto Main Street", "Right onto Main St"]
+        maneuver.maneuverType = .rightTurn
+        maneuver.junctionType = .intersection
+        maneuver.trafficSide = .right
+        maneuver.junctionExitAngle = Measurement(value: 90, unit: UnitAngle.degrees)
+        maneuver.junctionElementAngles = [Measurement(value: 0, unit: UnitAngle.degrees), Measurement(value: -90, unit: UnitAngle.degrees)]
+        maneuver.linkedLaneGuidance = laneGuidance
         let nextManeuver = CPManeuver()
         nextManeuver.instructionVariants = ["Then turn left"]
         session.upcomingManeuvers = [maneuver, nextManeuver]
+        session.currentLaneGuidance = laneGuidance
+        session.currentRoadNameVariants = ["Station Road", "Station Rd"]
+        session.maneuverState = .prepare
         session.updateEstimates(CPTravelEstimates(distanceRemaining: Measurement(value: 1.2, unit: UnitLength.kilometers),
                                                   timeRemaining: 90), for: maneuver)
         navigationSession = session
