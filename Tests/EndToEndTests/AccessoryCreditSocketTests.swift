@@ -137,7 +137,9 @@ struct AccessoryCreditSocketTests {
                 }
             }
         }
-        #expect(read >= Int(rate * seconds * 0.5), "the reader kept reading: \(read) bytes")
+        // Credit came back and was spent again: twice the budget went through. Not
+        // a rate (this one thread is both sides: a busy-core CI run read 2.5 MB of 8).
+        #expect(read >= 2 * budget, "the reader kept reading: \(read) bytes")
         #expect(maxInFlight <= budget, "the phone never had more than the accessory's budget in flight: \(maxInFlight)")
         #expect(!rig.daemon.log.contains("cutting off slow consumer"))
         // Both still connected.

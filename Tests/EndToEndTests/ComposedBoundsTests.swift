@@ -13,6 +13,14 @@ import Testing
 struct ComposedBoundsTests {
     static let maxPayload = 1_048_576
 
+    /// These tests keep a peer unread while another sends megabytes of valid
+    /// templates, which a debug daemon on a loaded machine checked for longer
+    /// than the 15 s heartbeat timeout (a busy-core CI run: the HMI was cut
+    /// off as silent mid-test). Heartbeats are not what they test.
+    static func launch(limits: [String: UInt64] = [:], tcp: Bool = true) throws -> TestDaemon {
+        try TestDaemon.launch(limits: limits.merging(["heartbeatTimeoutMs": 120_000]) { given, _ in given }, tcp: tcp)
+    }
+
     /// A frame's payload as the daemon wrote it (the encoding is canonical).
     static func payloadBytes(_ envelope: HUEnvelope) -> Int { LinearEncoder.size(of: envelope) }
 
@@ -68,7 +76,7 @@ struct ComposedBoundsTests {
     /// (MESSAGE_TOO_LARGE, `screen.bytes`), the HMI and the car agree there is
     /// no modal (a tap on the list is taken), and a new HMI gets the screen.
     @Test func theLargestListPlusTheLargestAlertIsRefusedNeverDropped() throws {
-        let daemon = try TestDaemon.launch()
+        let daemon = try Self.launch()
         defer { _ = try? daemon.terminate() }
         let (hmi, phone, scene) = try Self.audioSession(daemon)
         let root = try phone.request(HostileTrafficTests.setRoot(HostileTrafficTests.largestList("list", generation: 1), scene: scene))
@@ -117,7 +125,7 @@ struct ComposedBoundsTests {
     /// maximum) or refused; the first refused one is within a few bytes of it.
     @Test func aSetRootWhoseScreenIsJustOverTheConfiguredMaximumIsRefused() throws {
         let maximum = 16_384
-        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum)])
+        let daemon = try Self.launch(limits: ["maxPayloadBytes": UInt64(maximum)])
         defer { _ = try? daemon.terminate() }
         let (hmi, phone, scene) = try Self.audioSession(daemon)
         func root(_ extra: Int) -> HUTemplate {
@@ -172,7 +180,7 @@ struct ComposedBoundsTests {
     /// `LIMIT_EXCEEDED`; CarPlay apps send a handful): an alert with 16
     /// title variants is shown, one with 17 is refused naming the limit.
     @Test func aTemplateAlertWithSeventeenTitleVariantsIsLimitExceeded() throws {
-        let daemon = try TestDaemon.launch()
+        let daemon = try Self.launch()
         defer { _ = try? daemon.terminate() }
         let (_, phone, scene) = try Self.audioSession(daemon)
         let root = HUTemplate.with { template in
@@ -234,7 +242,7 @@ struct ComposedBoundsTests {
     /// pending, and smaller results for the same event are shown.
     @Test func searchResultsThatWouldPushTheScreenPastTheMaximumAreRefused() throws {
         let maximum = Self.maxPayload
-        let daemon = try TestDaemon.launch()
+        let daemon = try Self.launch()
         defer { _ = try? daemon.terminate() }
         let (hmi, phone, scene) = try Self.searchSession(daemon)
         #expect(try hmi.request(.hmiInput(HUHmiInput.with { $0.templateID = "search"; $0.searchText = HUSearchTextChanged.with { $0.text = "caf" } })).code == .ok)
@@ -279,7 +287,7 @@ struct ComposedBoundsTests {
     /// scene and event besides.
     @Test func everyFrameWrittenPassesTheOneSizeCheck() throws {
         let maximum = 16_384
-        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum), "maxStringBytes": UInt64(maximum)])
+        let daemon = try Self.launch(limits: ["maxPayloadBytes": UInt64(maximum), "maxStringBytes": UInt64(maximum)])
         defer { _ = try? daemon.terminate() }
         let (hmi, phone, scene) = try Self.searchSession(daemon)
         func input(_ text: String) -> HUEnvelope {
@@ -320,7 +328,7 @@ struct ComposedBoundsTests {
     /// the daemon's sentence, then the close.
     @Test func aGoodbyeIsCutToFitTheMaximum() throws {
         let maximum = 64
-        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum)], tcp: false)
+        let daemon = try Self.launch(limits: ["maxPayloadBytes": UInt64(maximum)], tcp: false)
         defer { _ = try? daemon.terminate() }
         let client = try daemon.connectUnix()
         defer { client.close() }
@@ -350,7 +358,7 @@ struct ComposedBoundsTests {
     /// screen of what was accepted.
     @Test func anAnnouncementWhoseHomeScreenWouldBeOverTheMaximumIsRefused() throws {
         let maximum = 16_384
-        let daemon = try TestDaemon.launch(limits: ["maxPayloadBytes": UInt64(maximum)])
+        let daemon = try Self.launch(limits: ["maxPayloadBytes": UInt64(maximum)])
         defer { _ = try? daemon.terminate() }
         let phone = RecordingPeer(try daemon.connectUnix())
         try phone.client.handshake(role: .phone, name: "phone")
@@ -396,7 +404,7 @@ struct ComposedBoundsTests {
     /// "12 apps with 5-deep stacks of 1 MB lists (71.7 MB of valid templates)."
     /// The phone's templates together are bounded (`max_phone_template_bytes`).
     @Test func thePhonesTemplatesTogetherAreBounded() throws {
-        let daemon = try TestDaemon.launch(limits: ["maxPhoneTemplateBytes": 2_500_000])
+        let daemon = try Self.launch(limits: ["maxPhoneTemplateBytes": 2_500_000])
         defer { _ = try? daemon.terminate() }
         let (_, phone, scene) = try Self.audioSession(daemon)
         #expect(try phone.request(HostileTrafficTests.setRoot(HostileTrafficTests.largestList("l0", generation: 0), scene: scene)).code == .ok)

@@ -20,9 +20,20 @@ final class RecordingPeer {
         try client.send(body, requestID: id)
         let deadline = RawSocketClient.now() + timeout
         while true {
-            let envelope = try client.readEnvelope(timeout: max(0, deadline - RawSocketClient.now()))
+            let envelope = try explained { try client.readEnvelope(timeout: max(0, deadline - RawSocketClient.now())) }
             if envelope.requestID == id, case .result(let result) = envelope.body { return result }
             log.append(envelope)
+        }
+    }
+
+    /// A close says why: the daemon's Goodbye, if it sent one before closing.
+    private func explained<T>(_ read: () throws -> T) throws -> T {
+        do {
+            return try read()
+        } catch RawClientError.closed(let what) {
+            let goodbye = log.last { if case .goodbye = $0.body { true } else { false } }
+            guard case .goodbye(let why)? = goodbye?.body else { throw RawClientError.closed(what + " (no Goodbye)") }
+            throw RawClientError.closed(what + " (after Goodbye{\(why.code), \"\(why.reason)\"})")
         }
     }
 
@@ -45,7 +56,7 @@ final class RecordingPeer {
                 }
                 index += 1
             }
-            log.append(try client.readEnvelope(timeout: max(0, deadline - RawSocketClient.now())))
+            log.append(try explained { try client.readEnvelope(timeout: max(0, deadline - RawSocketClient.now())) })
         }
     }
 
