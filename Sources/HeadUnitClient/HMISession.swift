@@ -137,6 +137,24 @@ public final class HMISession: @unchecked Sendable {
         return try await connection.request(.carButton(press)).remoteCommand
     }
 
+    /// The driver pressed answer, end, hold, mute or a key on a call
+    /// (PROTOCOL.md section 26.5): answered once the app fulfilled or failed
+    /// it. The calls are in `homeScreen()?.calls`.
+    public func callAction(_ action: HUCallAction) async throws -> HUCallActionOutcome {
+        var input = HUCallInput()
+        input.action = action
+        return try await connection.request(.callInput(input)).callAction
+    }
+
+    /// Waits until the home screen satisfies `condition` (its calls, say);
+    /// nil after `timeout`.
+    public func waitForHomeScreen(
+        timeout: TimeAmount = .seconds(30), where condition: @escaping @Sendable (HUHomeScreen) -> Bool
+    ) async -> HUHomeScreen? {
+        let satisfied = await waitUntil(timeout: timeout) { self.home.map(condition) ?? false }
+        return satisfied ? await homeScreen() : nil
+    }
+
     public func setVehicleState(_ state: HUVehicleState) async throws {
         var message = HUSetVehicleState()
         message.state = state

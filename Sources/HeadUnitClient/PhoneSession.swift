@@ -214,6 +214,38 @@ public final class PhoneSession: @unchecked Sendable {
         try await connection.request(.remoteCommandAnswer(answer))
     }
 
+    /// Reports a call of a communication app (PROTOCOL.md section 26.3,
+    /// `CXProvider`'s reports).
+    public func reportCall(appID: String, uuid: String, kind: HUCallReportKind, description: HUCallDescription? = nil, endedReason: HUCallEndedReason = .unspecified) async throws {
+        var report = HUCallReport()
+        report.appID = appID
+        report.callUuid = uuid
+        report.kind = kind
+        if let description { report.description_p = description }
+        report.endedReason = endedReason
+        try await connection.request(.callReport(report))
+    }
+
+    /// Asks for a call action (section 26.4, `CXCallController.request`):
+    /// the action's id once the car accepted it; the car then sends a
+    /// `CallActionEvent` (as an `.other` event) to perform and answer with
+    /// `answerCallAction`.
+    public func requestCallAction(appID: String, _ action: HUCallAction) async throws -> UInt64 {
+        var request = HUCallRequest()
+        request.appID = appID
+        request.action = action
+        return try await connection.request(.callRequest(request)).callAction.actionID
+    }
+
+    /// Fulfils or fails a `CallActionEvent` (section 26.6).
+    public func answerCallAction(appID: String, actionID: UInt64, fulfilled: Bool) async throws {
+        var answer = HUCallActionAnswer()
+        answer.appID = appID
+        answer.actionID = actionID
+        answer.fulfilled = fulfilled
+        try await connection.request(.callActionAnswer(answer))
+    }
+
     public func close() async {
         await connection.close()
     }

@@ -55,7 +55,23 @@ public enum ScreenText {
             lines.append("  \(icon.running ? "*" : " ") \(icon.appID)  \"\(icon.displayName)\"  \(icon.category)")
         }
         if !home.nowPlayingAppID.isEmpty { lines.append("  now playing: \(home.nowPlayingAppID)") }
+        // The phone's calls (PROTOCOL.md section 26.7).
+        for call in home.calls { lines.append("  " + describe(call)) }
+        if home.hasLastCallEnded {
+            let ended = home.lastCallEnded
+            lines.append("  last call ended: \(ended.callUuid) (\(ended.appID)) \(ended.reason)")
+        }
         return lines.joined(separator: "\n")
+    }
+
+    /// "call 6f1c... com.example.chat \"Ada\" +15550100: active, muted; may end, setHeld..."
+    public static func describe(_ call: HUCallInfo) -> String {
+        let who = call.description_p.localizedCallerName.isEmpty ? call.description_p.remoteHandle.value : call.description_p.localizedCallerName
+        var state = "\(call.phase)"
+        if call.onHold { state += ", on hold" }
+        if call.muted { state += ", muted" }
+        let actions = call.availableActions.map { "\($0)" }.joined(separator: ", ")
+        return "call \(call.callUuid) \(call.appID) \(call.outgoing ? "to" : "from") \"\(who)\": \(state); may \(actions.isEmpty ? "nothing" : actions)"
     }
 
     public static func render(_ update: HUScreenUpdate) -> String {

@@ -1,0 +1,208 @@
+import Foundation
+import HeadUnitWire
+import Testing
+
+/// Calls over real sockets (PROTOCOL.md section 26): a communication app's
+/// incoming call rings on the HMI's home screen, the driver's answer reaches
+/// the app as an action it fulfils, the app's own start becomes an action
+/// too, and every refusal (section 26.7's codes and the others it uses) has
+/// its code.
+@Suite("Calls over real sockets", .serialized)
+struct CallSocketTests {
+    static let chat = "com.example.chat"
+    static let radio = "com.example.radio"
+    static let first = "6f1c3c2e-8a55-4b1e-9a0f-2d4c6b8e0a11"
+    static let second = "0b7d1e52-3c4a-4f7b-8e21-9c0d5a6b7f22"
+    static let third = "a1b2c3d4-e5f6-4789-abcd-ef0123456789"
+
+    /// A daemon, an HMI, and a phone with a communication app, an audio app and a refused app.
+    struct Rig {
+        let daemon: TestDaemon
+        let hmi: RecordingPeer
+        var phone: RecordingPeer
+        var nextID: UInt32 = 5_000
+
+        static func start(limits: [String: UInt64] = [:]) throws -> Rig {
+            let daemon = try TestDaemon.launch(limits: limits)
+            let hmi = RecordingPeer(try daemon.connectUnix())
+            try hmi.client.handshake(role: .hmi, name: "hmi")
+            let phone = RecordingPeer(try daemon.connectUnix())
+            try phone.client.handshake(role: .phone, name: "phone")
+            let apps = [
+                HUAppInfo.with { $0.appID = chat; $0.displayName = "Chat"; $0.entitlements = ["com.apple.developer.carplay-communication"] },
+                HUAppInfo.with { $0.appID = radio; $0.displayName = "Radio"; $0.entitlements = ["com.apple.developer.carplay-audio"] },
+                // Navigation cannot be combined with calling: refused.
+                HUAppInfo.with {
+                    $0.appID = "com.example.both"; $0.displayName = "Both"
+                    $0.entitlements = ["com.apple.developer.carplay-maps", "com.apple.developer.carplay-calling"]
+                },
+            ]
+            let announced = try phone.request(.announceApps(HUAnnounceApps.with { $0.deviceName = "phone"; $0.apps = apps }))
+            #expect(announced.code == .ok, "\(announced.message)")
+            return Rig(daemon: daemon, hmi: hmi, phone: phone)
+        }
+
+        /// The HMI presses without waiting; the id to find its answer by.
+        mutating func press(_ action: HUCallAction) throws -> UInt32 {
+            nextID += 1
+            try hmi.client.send(.callInput(HUCallInput.with { $0.action = action }), requestID: nextID)
+            return nextID
+        }
+
+        func answer(_ id: UInt32, timeout: Double = 30) throws -> HUResult {
+            try hmi.waitFor(timeout: timeout) { envelope -> HUResult? in
+                if envelope.requestID == id, case .result(let result) = envelope.body { return result }
+                return nil
+            }
+        }
+
+        func event() throws -> HUCallActionEvent {
+            try phone.waitFor { envelope -> HUCallActionEvent? in
+                if case .callActionEvent(let event) = envelope.body { return event }
+                return nil
+            }
+        }
+
+        func fulfil(_ event: HUCallActionEvent, _ fulfilled: Bool = true) throws -> HUResult {
+            try phone.request(.callActionAnswer(HUCallActionAnswer.with {
+                $0.appID = event.appID; $0.actionID = event.actionID; $0.fulfilled = fulfilled
+            }))
+        }
+
+        func report(_ kind: HUCallReportKind, _ uuid: String, app: String = chat, name: String = "", holding: Bool = true, reason: HUCallEndedReason = .unspecified) throws -> HUResult {
+            try phone.request(.callReport(HUCallReport.with {
+                $0.appID = app
+                $0.callUuid = uuid
+                $0.kind = kind
+                $0.description_p = HUCallDescription.with {
+                    $0.remoteHandle = HUCallHandle.with { $0.type = .phoneNumber; $0.value = "+15550100" }
+                    $0.localizedCallerName = name
+                    $0.supportsHolding = holding
+                }
+                $0.endedReason = reason
+            }))
+        }
+
+        func request(_ action: HUCallAction, app: String = chat) throws -> HUResult {
+            try phone.request(.callRequest(HUCallRequest.with { $0.appID = app; $0.action = action }))
+        }
+
+        /// The home screen the HMI sees once `match` holds.
+        func home(_ match: @escaping (HUHomeScreen) -> Bool) throws -> HUHomeScreen {
+            try hmi.waitFor { envelope -> HUHomeScreen? in
+                if case .homeScreen(let home) = envelope.body, match(home) { return home }
+                return nil
+            }
+        }
+
+        func stop() {
+            hmi.close()
+            phone.close()
+            _ = try? daemon.terminate()
+        }
+    }
+
+    static func action(_ kind: HUCallActionKind, _ uuid: String, onHold: Bool = false, muted: Bool = false, digits: String = "", handle: String = "") -> HUCallAction {
+        HUCallAction.with {
+            $0.kind = kind
+            $0.callUuid = uuid
+            $0.onHold = onHold
+            $0.muted = muted
+            $0.digits = digits
+            if !handle.isEmpty { $0.handle = HUCallHandle.with { $0.type = .phoneNumber; $0.value = handle } }
+        }
+    }
+
+    @Test func anIncomingCallRingsOnTheHMIAndTheDriversAnswerReachesTheApp() async throws {
+        try await onOwnThread {
+            var rig = try Rig.start()
+            defer { rig.stop() }
+            #expect(try rig.report(.newIncoming, Self.first, name: "Ada").code == .ok)
+            let ringing = try rig.home { $0.calls.first?.phase == .ringing }
+            #expect(ringing.calls.first?.description_p.localizedCallerName == "Ada" && ringing.calls.first?.appDisplayName == "Chat")
+            #expect(ringing.calls.first?.availableActions == [.answer, .end])
+
+            let answer = try rig.press(Self.action(.answer, Self.first))
+            let event = try rig.event()
+            #expect(event.fromCar && event.action.kind == .answer && event.action.callUuid == Self.first)
+            #expect(try rig.fulfil(event).code == .ok)
+            let outcome = try rig.answer(answer)
+            #expect(outcome.code == .ok && outcome.callAction.fulfilled && outcome.callAction.appID == Self.chat)
+            _ = try rig.home { $0.calls.first?.phase == .active }
+
+            // The app's own end request becomes an action to perform; fulfilled, the call is gone.
+            let end = try rig.request(Self.action(.end, Self.first))
+            #expect(end.code == .ok && end.callAction.actionID != 0)
+            let endEvent = try rig.event()
+            #expect(!endEvent.fromCar && endEvent.actionID == end.callAction.actionID)
+            #expect(try rig.fulfil(endEvent).code == .ok)
+            let ended = try rig.home { $0.calls.isEmpty && $0.hasLastCallEnded }
+            #expect(ended.lastCallEnded.reason == .endedByAction && ended.lastCallEnded.callUuid == Self.first)
+        }
+    }
+
+    @Test func everyRefusalOfACallMessageHasItsCode() async throws {
+        try await onOwnThread {
+            // Many refusals in a second: the error budget (section 10) is raised so the test is not cut off for them.
+            var rig = try Rig.start(limits: ["maxCalls": 2, "maxCallActions": 1, "callActionTimeoutMs": 300, "maxErrorsPerSecond": 1_000])
+            defer { rig.stop() }
+            // Who may: the category, the entitlement, the app, the role.
+            #expect(try rig.report(.newIncoming, Self.first, app: Self.radio).code == .notAllowedForCategory)
+            #expect(try rig.report(.newIncoming, Self.first, app: "com.example.both").code == .entitlementRefused)
+            #expect(try rig.report(.newIncoming, Self.first, app: "com.example.nobody").code == .unknownApp)
+            #expect(try rig.hmi.request(.callReport(HUCallReport.with { $0.appID = Self.chat })).code == .notForRole)
+            #expect(try rig.phone.request(.callInput(HUCallInput.with { $0.action = Self.action(.end, Self.first) })).code == .notForRole)
+            // INVALID_ARGUMENT: the kind, the UUID, a car-only reason, the car placing a call.
+            #expect(try rig.report(.unspecified, Self.first).code == .invalidArgument)
+            #expect(try rig.report(.newIncoming, "not-a-uuid").code == .invalidArgument)
+            #expect(try rig.report(.ended, Self.first, reason: .phoneGone).code == .invalidArgument)
+            #expect(try rig.answer(try rig.press(Self.action(.start, Self.third, handle: "+1"))).code == .invalidArgument)
+            // UNKNOWN_CALL from the app and from the HMI.
+            #expect(try rig.report(.outgoingConnected, Self.first).code == .unknownCall)
+            #expect(try rig.answer(try rig.press(Self.action(.answer, Self.first))).code == .unknownCall)
+
+            #expect(try rig.report(.newIncoming, Self.first, holding: false).code == .ok)
+            // DUPLICATE_CALL, WRONG_CALL_STATE, COMMAND_NOT_SUPPORTED.
+            #expect(try rig.report(.newIncoming, Self.first.uppercased()).code == .duplicateCall)
+            #expect(try rig.report(.outgoingConnecting, Self.first).code == .wrongCallState)
+            #expect(try rig.answer(try rig.press(Self.action(.setMuted, Self.first, muted: true))).code == .wrongCallState)
+            #expect(try rig.answer(try rig.press(Self.action(.setHeld, Self.first, onHold: true))).code == .commandNotSupported)
+            // TOO_MANY_CALLS (max_calls 2).
+            #expect(try rig.report(.newIncoming, Self.second).code == .ok)
+            let third = try rig.report(.newIncoming, Self.third)
+            #expect(third.code == .tooManyCalls && third.limit == "calls.max" && third.limitValue == 2)
+            let start = try rig.request(Self.action(.start, Self.third, handle: "+15550199"))
+            #expect(start.code == .tooManyCalls)
+
+            // COMMAND_TIMED_OUT: the app never answers; the app is told, its late answer is COMPLETION_TIMEOUT.
+            let answer = try rig.press(Self.action(.answer, Self.first))
+            let event = try rig.event()
+            // LIMIT_EXCEEDED while one waits (max_call_actions 1).
+            let capped = try rig.answer(try rig.press(Self.action(.end, Self.second)))
+            #expect(capped.code == .limitExceeded && capped.limit == "calls.actions")
+            #expect(try rig.answer(answer).code == .commandTimedOut)
+            let told = try rig.phone.waitFor { envelope -> HUCallActionTimedOut? in
+                if case .callActionTimedOut(let out) = envelope.body { return out }
+                return nil
+            }
+            #expect(told.actionID == event.actionID)
+            #expect(try rig.fulfil(event).code == .completionTimeout)
+            // UNKNOWN_EVENT: an action the car never sent.
+            #expect(try rig.fulfil(HUCallActionEvent.with { $0.appID = Self.chat; $0.actionID = 999_999 }).code == .unknownEvent)
+
+            // NOT_CONNECTED: the phone's link drops (no Goodbye: it may resume); the calls stay.
+            let waiting = try rig.press(Self.action(.end, Self.second))
+            _ = try rig.event()
+            rig.phone.close()
+            #expect(try rig.answer(waiting).code == .notConnected)
+            let away = try rig.home { $0.phoneLink == .reconnecting }
+            #expect(away.calls.count == 2)
+            #expect(try rig.answer(try rig.press(Self.action(.end, Self.second))).code == .notConnected)
+            // NO_PHONE: a phone that carries no apps.
+            let other = RecordingPeer(try rig.daemon.connectUnix())
+            try other.client.handshake(role: .phone, name: "other")
+            #expect(try other.request(.callReport(HUCallReport.with { $0.appID = Self.chat; $0.callUuid = Self.first; $0.kind = .updated })).code == .noPhone)
+            other.close()
+        }
+    }
+}
