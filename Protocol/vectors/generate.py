@@ -644,6 +644,56 @@ vector("navigation-update-maneuvers-lane-guidance",
                display_style: MANEUVER_DISPLAY_STYLE_SYMBOL_ONLY } } }''')],
        ok("Result"), given=MAPS_GUIDING, ids={"scene_id": 1})
 
+MAPS_LANES = MAPS_GUIDING + [("phone", '''navigation_request { app_id: "com.example.maps" add_lane_guidances {
+    lane_guidances { id: "exit-12" lanes { status: LANE_STATUS_NOT_GOOD angles_deg: 0 }
+        lanes { status: LANE_STATUS_PREFERRED highlighted_angle_deg: 45 angles_deg: 0 } instruction_variants: "Right lane" } } }''')]
+
+vector("navigation-add-lane-guidances",
+       "The app adds lane guidance to its session (PROTOCOL.md 19.2): two lanes, left to right; the left one "
+       "goes straight on only (not good), the right one is preferred with its 45-degree exit lit and also goes straight.",
+       [message('''request_id: 40 navigation_request { app_id: "com.example.maps" add_lane_guidances {
+           lane_guidances { id: "exit-12"
+               lanes { status: LANE_STATUS_NOT_GOOD angles_deg: 0 }
+               lanes { status: LANE_STATUS_PREFERRED highlighted_angle_deg: 45 angles_deg: 0 }
+               instruction_variants: "Keep right for exit 12" instruction_variants: "Right lane" } } }''')],
+       ok("Result"), given=MAPS_GUIDING, ids={"scene_id": 1})
+
+vector("navigation-update-maneuvers-linked-lane-guidance",
+       "A maneuver that says what a cluster draws itself (iOS 17.4): an off-ramp on the right at exit 12, a junction "
+       "with the exit at 45 degrees and the road on at 0, and the lane guidance it links (added before).",
+       [message('''request_id: 41 navigation_request { app_id: "com.example.maps" update_maneuvers {
+           maneuvers { id: "m1" instruction_variants: "Take exit 12" maneuver_type: MANEUVER_TYPE_HIGHWAY_OFF_RAMP_RIGHT
+               junction_type: JUNCTION_TYPE_INTERSECTION traffic_side: TRAFFIC_SIDE_RIGHT
+               junction_exit_angle_deg: 45 junction_element_angles_deg: 0 highway_exit_label: "12"
+               linked_lane_guidance_id: "exit-12" road_following_variants: "Ring road" } } }''')],
+       ok("Result"), given=MAPS_LANES, ids={"scene_id": 1})
+
+vector("result-lane-guidance-unknown",
+       "The answer to set_current_lane_guidance naming a lane guidance the app never added: UNKNOWN_ITEM "
+       "(PROTOCOL.md 16.13), not fatal.",
+       [message('''request_id: 42 result { code: ERROR_CODE_UNKNOWN_ITEM
+           message: "lane guidance 'exit-13' was not added to the session (add_lane_guidances)" }''')],
+       ok("nothing"), sender="daemon")
+
+vector("result-lane-angle-out-of-range",
+       "The answer to add_lane_guidances with a lane's highlighted angle of 200 degrees: INVALID_ARGUMENT with "
+       "limit navigation.angle, limit_value 180 (angles are -180...180).",
+       [message('''request_id: 43 result { code: ERROR_CODE_INVALID_ARGUMENT
+           message: "lane guidance 'bad' lane 0 highlighted angle: 200.0 is not an angle from -180 to 180 degrees"
+           limit: "navigation.angle" limit_value: 180 }''')],
+       ok("nothing"), sender="daemon")
+
+vector("metadata-update-lane-guidance",
+       "A change of the maneuvers section: the maneuver, the lane guidance drawn (the current one, which it also "
+       "links), the road the car is on and the maneuver state.",
+       [message('''metadata_update { version: 9 state { maneuvers {
+           maneuvers { id: "m1" instruction_variants: "Take exit 12" maneuver_type: MANEUVER_TYPE_HIGHWAY_OFF_RAMP_RIGHT
+               linked_lane_guidance_id: "exit-12" }
+           lane_guidances { id: "exit-12" lanes { status: LANE_STATUS_NOT_GOOD angles_deg: 0 }
+               lanes { status: LANE_STATUS_PREFERRED highlighted_angle_deg: 45 angles_deg: 0 } instruction_variants: "Right lane" }
+           current_lane_guidance_id: "exit-12" current_road_name_variants: "Ring road" maneuver_state: MANEUVER_STATE_PREPARE } } }''')],
+       ok("nothing"), sender="daemon")
+
 vector("navigation-update-estimates",
        "New estimates for maneuver m1 (shown only when significant: another minute or another 10 m below 1 km).",
        [message('request_id: 25 navigation_request { app_id: "com.example.maps" update_estimates { maneuver_id: "m1" estimates { distance_remaining_m: 300 time_remaining_s: 30 } } }')],
