@@ -166,6 +166,8 @@ public final class CPApplication: @unchecked Sendable {
         }
         // Audio apps offer the car the commands of MPRemoteCommandCenter (PROTOCOL.md section 23).
         if entitlements.contains(.audio) { MPRemoteCommandCenter.shared().attach(self) }
+        // Communication apps report and perform calls through CallKit's provider (section 26).
+        if entitlements.contains(.communication) { await CallKitHub.shared.attach(self) }
     }
 
     private typealias Code = CPError.Code
@@ -221,6 +223,20 @@ public final class CPApplication: @unchecked Sendable {
                 try await phone.answerRemoteCommand(appID: event.appID, commandID: event.commandID, status: status.wire)
             } catch let error as HeadUnitError where error.code == .completionTimeout || error.code == .unknownEvent {
                 // The car stopped waiting (it told its HMI): nothing for the app to fix.
+            }
+        }
+    }
+
+    /// Fulfils or fails a call action the car sent (PROTOCOL.md 26.6), after
+    /// every request made before (a report the delegate made reaches the car first).
+    func answerCallAction(actionID: UInt64, fulfilled: Bool) {
+        guard let phone = phoneSession else { return }
+        let appID = bundleIdentifier
+        queue.post {
+            do {
+                try await phone.answerCallAction(appID: appID, actionID: actionID, fulfilled: fulfilled)
+            } catch let error as HeadUnitError where error.code == .completionTimeout || error.code == .unknownEvent {
+                // The car stopped waiting (timed out; the delegate heard it): nothing for the app to fix.
             }
         }
     }
@@ -300,6 +316,12 @@ public final class CPApplication: @unchecked Sendable {
                 accessoryManager.update(availability, application: self)
             case .remoteCommandEvent(let command)? where command.appID == bundleIdentifier:
                 answerRemoteCommand(command, MPRemoteCommandCenter.shared().handle(command))
+            case .callActionEvent(let action)? where action.appID == bundleIdentifier:
+                let performed = CallKitHub.shared.provider?.perform(action, application: self, timeoutMilliseconds: callActionTimeoutMilliseconds) ?? false
+                // No provider with a delegate: failed at once, so the car does not wait.
+                if !performed { answerCallAction(actionID: action.actionID, fulfilled: false) }
+            case .callActionTimedOut(let timedOut)? where timedOut.appID == bundleIdentifier:
+                CallKitHub.shared.provider?.timedOut(actionID: timedOut.actionID)
             case .requestKeyframe(let request)?:
                 window(sceneID: request.channel)?.keyframeRequested()
             default:
@@ -412,7 +434,12 @@ public final class CPApplication: @unchecked Sendable {
         accessoryManager.removeAll()
         phoneSession = nil
         MPRemoteCommandCenter.shared().detach(self)
+        CallKitHub.shared.detach(self)
     }
+
+    /// How long the car waits for a call action (`call_action_timeout_ms`,
+    /// for `CXAction.timeoutDate`): the car's default; it announces no value to apps.
+    var callActionTimeoutMilliseconds: UInt64 { 5_000 }
 }
 
 /// Answers applied in the car's order. The car sends a request's lifecycle

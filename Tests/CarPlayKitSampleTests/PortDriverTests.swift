@@ -116,7 +116,7 @@ struct PortDriverTests {
         await app.disconnect()
     }
 
-    @Test("communication port: a conversation's handler pushes the contact, its call button's handler runs, the delegate hears it appear")
+    @Test("communication port: a conversation's handler pushes the contact, its call button places a call with CallKit that the car shows, the HMI mutes and ends it through the app's provider delegate")
     func communication() async throws {
         let car = try await Car.start()
         defer { car.stop() }
@@ -137,6 +137,24 @@ struct PortDriverTests {
         // The push's completion and the button's handler reach the main actor through separate tasks: either may run first.
         #expect(await Self.eventually { delegate.events.contains("contact Bob shown: true") })
         #expect(delegate.events.contains("contact appeared"))
+
+        // The call button placed a call with CXStartCallAction: the car shows it, connected, with the contact's name.
+        let calling = try #require(await car.hmi.waitForHomeScreen { $0.calls.first?.phase == .active })
+        let placed = try #require(calling.calls.first)
+        #expect(placed.appID == app.bundleIdentifier && placed.outgoing && placed.description_p.localizedCallerName == "Bob")
+        #expect(placed.description_p.remoteHandle.value == "+1 555 0100" && placed.description_p.remoteHandle.type == .phoneNumber)
+        #expect(placed.availableActions.contains(.setHeld) && placed.availableActions.contains(.playDtmf))
+        #expect(delegate.callManager.events.contains("start performed"))
+        #expect(await Self.eventually { delegate.callManager.events.contains("start requested") })
+        // The driver mutes, then ends it on the car: the app's provider delegate performs both.
+        let mute = try await car.hmi.callAction(HUCallAction.with { $0.kind = .setMuted; $0.callUuid = placed.callUuid; $0.muted = true })
+        #expect(mute.fulfilled && delegate.callManager.events.contains("muted"))
+        let end = try await car.hmi.callAction(HUCallAction.with { $0.kind = .end; $0.callUuid = placed.callUuid })
+        #expect(end.fulfilled)
+        #expect(delegate.callManager.events.contains("end Bob"))
+        let ended = try #require(await car.hmi.waitForHomeScreen { $0.calls.isEmpty && $0.hasLastCallEnded })
+        #expect(ended.lastCallEnded.reason == .endedByAction && ended.lastCallEnded.callUuid == placed.callUuid)
+
         try await car.hmi.goBack(on: card.top.id)
         #expect(await car.screen { $0.top.id == list.top.id } != nil)
         await app.disconnect()

@@ -2,11 +2,86 @@
 // documentation writes one: an NSObject subclass, conversations in a list,
 // a contact template with call and message buttons. It compiles against
 // CarPlayKit in Swift 6 mode with only the differences docs/CARPLAYKIT.md
-// lists; each is marked "DIFF". PortDriverTests drives it from the HMI.
-import CarPlayKit  // DIFF: `import CarPlay` (and no `import CallKit`)
+// lists; each is marked "DIFF". The contact's call button places the call
+// with CallKit, as Apple's "Making and receiving VoIP calls" sample does.
+// PortDriverTests drives it from the HMI.
+import CarPlayKit  // DIFF: `import CarPlay` (and `import CallKit`)
+
+/// The app's CallKit side: a provider that reports calls and performs
+/// actions, a call controller that asks for them.
+final class CallManager: NSObject, CXProviderDelegate {
+    let provider: CXProvider
+    let callController = CXCallController()
+    /// What the app did, for the driver test.
+    var events: [String] = []
+    /// The calls the app has, by UUID, with whom.
+    var calls: [UUID: String] = [:]
+
+    override init() {
+        let configuration = CXProviderConfiguration()
+        configuration.maximumCallGroups = 1
+        configuration.maximumCallsPerCallGroup = 1
+        configuration.supportsVideo = false
+        configuration.supportedHandleTypes = [.phoneNumber]
+        provider = CXProvider(configuration: configuration)
+        super.init()
+        provider.setDelegate(self, queue: nil)
+    }
+
+    func startCall(to name: String, number: String) {
+        let handle = CXHandle(type: .phoneNumber, value: number)
+        let uuid = UUID()
+        calls[uuid] = name
+        let startCallAction = CXStartCallAction(call: uuid, handle: handle)
+        let transaction = CXTransaction(action: startCallAction)
+        callController.request(transaction) { [weak self] error in
+            if let error {
+                self?.events.append("start refused: \(error)")
+            } else {
+                self?.events.append("start requested")
+            }
+        }
+    }
+
+    // MARK: CXProviderDelegate
+
+    func providerDidReset(_ provider: CXProvider) {
+        calls.removeAll()
+        events.append("reset")
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXStartCallAction) {
+        let update = CXCallUpdate()
+        update.remoteHandle = action.handle
+        update.localizedCallerName = calls[action.callUUID]
+        update.supportsHolding = true
+        update.supportsDTMF = true
+        provider.reportCall(with: action.callUUID, updated: update)
+        action.fulfill()
+        events.append("start performed")
+        provider.reportOutgoingCall(with: action.callUUID, startedConnectingAt: nil)
+        provider.reportOutgoingCall(with: action.callUUID, connectedAt: nil)
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXAnswerCallAction) {
+        action.fulfill()
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXEndCallAction) {
+        events.append("end \(calls[action.callUUID] ?? "?")")
+        calls[action.callUUID] = nil
+        action.fulfill()
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXSetMutedCallAction) {
+        events.append(action.isMuted ? "muted" : "unmuted")
+        action.fulfill()
+    }
+}
 
 class CommunicationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPInterfaceControllerDelegate {
     var interfaceController: CPInterfaceController?
+    let callManager = CallManager()
     /// What the app did, for the driver test.
     var events: [String] = []
     let conversations = [("Alice", "See you at 6"), ("Bob", "Running late")]
@@ -37,9 +112,8 @@ class CommunicationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, 
 
     func showContact(named name: String) {
         let callButton = CPContactCallButton { [weak self] _ in
-            // DIFF: `CXStartCallAction` is unavailable (no call state in the protocol); an iOS app would request
-            // `CXStartCallAction(call: UUID(), handle: CXHandle(type: .phoneNumber, value: ...))` here.
             self?.events.append("call \(name)")
+            self?.callManager.startCall(to: name, number: "+1 555 0100")
         }
         let messageButton = CPContactMessageButton(phoneOrEmail: "+1 555 0100")
         let contact = CPContact(name: name, image: CPImage(named: "person.crop.circle", pixelWidth: 180, pixelHeight: 180))  // DIFF: `UIImage(systemName:)`
