@@ -207,6 +207,8 @@ function renderMain() {
       ? tap("button", { id: "dock-nowplaying", title: "Now Playing" }, openNowPlaying, "Now Playing") : null);
   const content = h("div", { class: "content" });
   root.append(dock, content);
+  const calls = callBanner();
+  if (calls) root.append(calls);
 
   if (!S.daemon || !S.daemon.connected) {
     content.append(h("div", { class: "home-empty" }, "headunitd is not connected"));
@@ -221,6 +223,41 @@ function renderMain() {
   root.classList.toggle("has-video", !!layer);
   if (layer) root.prepend(...layer);
   if (focused >= 0) { const list = focusList(); (list[Math.min(focused, list.length - 1)] || root).focus(); }
+}
+
+// Calls (PROTOCOL.md section 26): the phone's calls over whatever the screen
+// shows, with the buttons the car would accept now (available_actions); a
+// press is a CallInput the app fulfils or fails.
+function callAction(call, kind, extra) {
+  const action = Object.assign({ kind: "CALL_ACTION_KIND_" + kind, callUuid: call.callUuid }, extra || {});
+  return hmi({ callInput: { action } }).then((answer) => {
+    const o = answer.result && answer.result.callAction;
+    S.callOutcome = o ? `${kind.toLowerCase()}: ${o.fulfilled ? "done" : "the app failed it"}` : (answer.code || answer.error || "");
+    const el = $("call-status"); if (el) el.textContent = S.callOutcome;
+    return answer;
+  });
+}
+function callBanner() {
+  const calls = (S.home && S.home.calls) || [];
+  if (!calls.length) return null;
+  const box = h("div", { class: "calls", id: "calls" });
+  for (const call of calls) {
+    const d = call.description || {};
+    const who = d.localizedCallerName || (d.remoteHandle && d.remoteHandle.value) || "Unknown";
+    const phase = (call.phase || "").replace("CALL_PHASE_", "").toLowerCase();
+    const can = new Set((call.availableActions || []).map((a) => a.replace("CALL_ACTION_KIND_", "")));
+    const state = [call.onHold ? "on hold" : phase, call.muted ? "muted" : ""].filter(Boolean).join(", ");
+    box.append(h("div", { class: "call " + phase, "data-call-uuid": call.callUuid },
+      h("div", { class: "call-who" }, who),
+      h("div", { class: "call-state" }, `${call.appDisplayName || call.appId} · ${call.outgoing ? "outgoing" : "incoming"} · ${state}`),
+      h("div", { class: "call-buttons" },
+        can.has("ANSWER") ? tap("button", { class: "call-answer", "data-focus": "" }, () => callAction(call, "ANSWER"), "Answer") : null,
+        can.has("END") ? tap("button", { class: "call-end", "data-focus": "" }, () => callAction(call, "END"), phase === "ringing" ? "Decline" : "End") : null,
+        can.has("SET_MUTED") ? tap("button", { class: "call-mute", "data-focus": "" }, () => callAction(call, "SET_MUTED", { muted: !call.muted }), call.muted ? "Unmute" : "Mute") : null,
+        can.has("SET_HELD") ? tap("button", { class: "call-hold", "data-focus": "" }, () => callAction(call, "SET_HELD", { onHold: !call.onHold }), call.onHold ? "Resume" : "Hold") : null)));
+  }
+  box.append(h("div", { class: "call-status", id: "call-status" }, S.callOutcome || ""));
+  return box;
 }
 
 function renderHome() {
