@@ -221,6 +221,56 @@ struct PortDriverTests {
         await app.disconnect()
     }
 
+    @Test("navigation port: the dashboard's shortcuts and the cluster's window, zoom and settings reach Apple-style scene delegates")
+    func navigationDashboardAndCluster() async throws {
+        let car = try await Car.start()
+        defer { car.stop() }
+        let app = CPApplication(bundleIdentifier: "com.sample.maps", displayName: "Sample Maps", entitlements: [.maps])
+        let main = NavigationSceneDelegate()
+        let dashboard = DashboardSceneDelegate()
+        let cluster = InstrumentClusterSceneDelegate()
+        app.sceneDelegate = main
+        app.dashboardSceneDelegate = dashboard
+        app.instrumentClusterSceneDelegate = cluster
+        try await app.connect(to: car.endpoint)
+        try await car.hmi.launch(app.bundleIdentifier)
+        try await car.hmi.launch(app.bundleIdentifier, kind: .dashboard)
+        try await car.hmi.launch(app.bundleIdentifier, kind: .instrumentCluster)
+        // Each scene's delegate got its window at the vehicle's size (points).
+        #expect(await Self.eventually { dashboard.dashboardController != nil && cluster.events.contains("window 480x240") }, "\(cluster.events)")
+        #expect(dashboard.windowSize?.width == 520 && dashboard.windowSize?.height == 480)
+        try await app.interfaceController?.waitForPendingUpdates()
+
+        // The shortcuts and the cluster's description reached the car (the cluster's metadata).
+        let clusterPeer = try await ClusterSession.connect(to: car.endpoint)
+        try await clusterPeer.subscribe()
+        var updates = clusterPeer.updates.makeAsyncIterator()
+        var model = MetadataModel()
+        while model.state.cluster.dashboardButtons.count < 2 || model.state.cluster.inactiveDescriptionVariants.isEmpty,
+              let update = await updates.next() {
+            _ = model.apply(update)
+        }
+        let buttons = model.state.cluster.dashboardButtons
+        #expect(buttons.map(\.titleVariants) == [["Home"], ["Work"]])
+        #expect(model.state.cluster.inactiveDescriptionVariants == ["Maps is ready to guide", "Maps ready"])
+        // The driver presses the second shortcut: its handler runs, no other.
+        try await car.navigation(app.bundleIdentifier, .dashboardButton(buttons[1].id))
+        #expect(await Self.eventually { dashboard.events == ["shortcut work"] }, "\(dashboard.events)")
+
+        // The driver zooms the cluster's map and changes its settings.
+        try await clusterPeer.send(HUClusterInput.with { $0.zoomIn = true })
+        try await clusterPeer.send(HUClusterInput.with { $0.zoomIn = true })
+        try await clusterPeer.send(HUClusterInput.with { $0.zoomOut = true })
+        try await clusterPeer.send(HUClusterInput.with { $0.compass = .disabled })
+        try await clusterPeer.send(HUClusterInput.with { $0.speedLimit = .enabled })
+        let settings = ["compass \(CPInstrumentClusterSetting.disabled)", "speed limit \(CPInstrumentClusterSetting.enabled)"]
+        #expect(await Self.eventually { settings.allSatisfy(cluster.events.contains) }, "\(cluster.events)")
+        #expect(cluster.events.filter { $0.hasPrefix("zoom") } == ["zoom in", "zoom in", "zoom out"])
+        #expect(cluster.zoom == 0.5)
+        await clusterPeer.close()
+        await app.disconnect()
+    }
+
     @Test("automaker port: EAAccessoryManager's accessories and notifications from the car's availability, an EASession stream pair to an accessory peer")
     func automaker() async throws {
         let car = try await Car.start()

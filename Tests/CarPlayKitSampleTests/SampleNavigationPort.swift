@@ -133,3 +133,84 @@ class MapViewController: CPWindowContent {  // DIFF: `UIViewController` as `root
         pixels.fill(red: 242, green: 239, blue: 233)
     }
 }
+
+/// The dashboard scene (iOS 13.4+): the map in the dashboard's window and two shortcuts.
+class DashboardSceneDelegate: NSObject, CPTemplateApplicationDashboardSceneDelegate {
+    var dashboardController: CPDashboardController?
+    var windowSize: (width: UInt32, height: UInt32)?
+    var events: [String] = []
+
+    func templateApplicationDashboardScene(_ templateApplicationDashboardScene: CPTemplateApplicationDashboardScene,
+                                           didConnect dashboardController: CPDashboardController,
+                                           to window: CPWindow) {  // DIFF: `CPWindow` for `UIWindow`
+        self.dashboardController = dashboardController
+        windowSize = (window.width, window.height)
+        window.rootViewController = MapViewController()
+        let homeImage = CPImage(named: "house", pixelWidth: 80, pixelHeight: 80)  // DIFF: `UIImage(systemName:)`
+        let home = CPDashboardButton(titleVariants: ["Home"], subtitleVariants: ["15 min"], image: homeImage) { [weak self] _ in
+            self?.events.append("shortcut home")
+        }
+        let work = CPDashboardButton(titleVariants: ["Work"], subtitleVariants: ["25 min"], image: homeImage) { [weak self] _ in
+            self?.events.append("shortcut work")
+        }
+        dashboardController.shortcutButtons = [home, work]
+    }
+
+    func templateApplicationDashboardScene(_ templateApplicationDashboardScene: CPTemplateApplicationDashboardScene,
+                                           didDisconnect dashboardController: CPDashboardController,
+                                           from window: CPWindow) {  // DIFF: `CPWindow` for `UIWindow`
+        self.dashboardController = nil
+    }
+}
+
+/// The instrument cluster scene (iOS 15.4+): its controller's delegate gets the window and the driver's settings.
+class InstrumentClusterSceneDelegate: NSObject, CPTemplateApplicationInstrumentClusterSceneDelegate, CPInstrumentClusterControllerDelegate {
+    var instrumentClusterController: CPInstrumentClusterController?
+    var events: [String] = []
+    var zoom = 1.0
+
+    func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene,
+                                                   didConnect instrumentClusterController: CPInstrumentClusterController) {
+        self.instrumentClusterController = instrumentClusterController
+        instrumentClusterController.delegate = self
+        instrumentClusterController.inactiveDescriptionVariants = ["Maps is ready to guide", "Maps ready"]
+    }
+
+    func templateApplicationInstrumentClusterScene(_ templateApplicationInstrumentClusterScene: CPTemplateApplicationInstrumentClusterScene,
+                                                   didDisconnectInstrumentClusterController instrumentClusterController: CPInstrumentClusterController) {
+        self.instrumentClusterController = nil
+    }
+
+    func contentStyleDidChange(_ contentStyle: CPContentStyle) {  // DIFF: `UIUserInterfaceStyle`
+        events.append("style \(contentStyle)")
+    }
+
+    func instrumentClusterControllerDidConnect(_ instrumentClusterWindow: CPWindow) {  // DIFF: `CPWindow` for `UIWindow`
+        instrumentClusterWindow.rootViewController = MapViewController()
+        events.append("window \(Int(instrumentClusterWindow.width))x\(Int(instrumentClusterWindow.height))")
+    }
+
+    func instrumentClusterControllerDidDisconnectWindow(_ instrumentClusterWindow: CPWindow) {  // DIFF: `CPWindow` for `UIWindow`
+        events.append("window gone")
+    }
+
+    func instrumentClusterControllerDidZoom(in instrumentClusterController: CPInstrumentClusterController) {
+        zoom /= 2
+        events.append("zoom in")
+    }
+
+    func instrumentClusterControllerDidZoomOut(_ instrumentClusterController: CPInstrumentClusterController) {
+        zoom *= 2
+        events.append("zoom out")
+    }
+
+    func instrumentClusterController(_ instrumentClusterController: CPInstrumentClusterController,
+                                     didChangeCompassSetting compassSetting: CPInstrumentClusterSetting) {
+        events.append("compass \(compassSetting)")
+    }
+
+    func instrumentClusterController(_ instrumentClusterController: CPInstrumentClusterController,
+                                     didChangeSpeedLimitSetting speedLimitSetting: CPInstrumentClusterSetting) {
+        events.append("speed limit \(speedLimitSetting)")
+    }
+}
