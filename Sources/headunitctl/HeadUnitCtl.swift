@@ -14,7 +14,7 @@ struct HeadUnitCtl: AsyncParsableCommand {
         commandName: "headunitctl",
         abstract: "Talk to headunitd: play a phone from a scenario, watch the car's screens, inject input.",
         discussion: "Car commands (status, watch, launch, tap, press, back) connect as an HMI, over the Unix socket only. Any number of HMIs may be connected at once: a running `watch` stays connected and shows what the other commands change. `accessory` serves External Accessory protocols as a car feature (Unix socket only); `session` opens one as an automaker app on the phone side. `cluster` prints the instrument cluster's metadata stream. `pair` opens a pairing window on the car (HMI) and prints its code; `pair-phone` pairs this machine's phone key over TCP with it. `conform` runs the black-box conformance kit against any endpoint.",
-        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self, Accessory.self, Session.self, Conform.self, Cluster.self, Pair.self, PairPhone.self, Command.self, Button.self, TestPattern.self]
+        subcommands: [Status.self, Watch.self, Launch.self, Tap.self, Press.self, Back.self, Play.self, Accessory.self, Session.self, Conform.self, Cluster.self, Pair.self, PairPhone.self, Command.self, Button.self, Call.self, TestPattern.self]
     )
 }
 

@@ -205,4 +205,36 @@ struct CallSocketTests {
             other.close()
         }
     }
+
+    /// `headunitctl call` lists the calls; `headunitctl call end` (no UUID: the only call) is the driver's end.
+    @Test func headunitctlListsAndEndsACall() async throws {
+        try await onOwnThread {
+            let rig = try Rig.start()
+            defer { rig.stop() }
+            #expect(try rig.report(.newIncoming, Self.first, name: "Ada").code == .ok)
+            let ctl = URL(fileURLWithPath: try TestDaemon.binaryPath()).deletingLastPathComponent().appendingPathComponent("headunitctl").path
+            func run(_ arguments: [String]) throws -> (Process, Pipe) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: ctl)
+                process.arguments = arguments + ["--unix-socket", rig.daemon.unixSocketPath]
+                let out = Pipe()
+                process.standardOutput = out
+                process.standardError = out
+                try process.run()
+                return (process, out)
+            }
+            let (list, listOut) = try run(["call"])
+            let listed = String(decoding: listOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            list.waitUntilExit()
+            #expect(list.terminationStatus == 0 && listed.contains(Self.first) && listed.contains("Ada") && listed.contains("ringing"), "\(listed)")
+
+            let (end, endOut) = try run(["call", "end"])
+            let event = try rig.event()
+            #expect(event.action.kind == .end && event.action.callUuid == Self.first && event.fromCar)
+            #expect(try rig.fulfil(event).code == .ok)
+            let ended = String(decoding: endOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            end.waitUntilExit()
+            #expect(end.terminationStatus == 0 && ended.contains("\(Self.chat): done"), "\(ended)")
+        }
+    }
 }
