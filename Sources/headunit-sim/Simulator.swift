@@ -36,32 +36,15 @@ struct HeadUnitSim: AsyncParsableCommand {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.get("/") { _, _ in try Self.asset("index.html", type: "text/html; charset=utf-8") }
         router.get("/app.js") { _, _ in try Self.asset("app.js", type: "text/javascript; charset=utf-8") }
+        router.get("/video-worker.js") { _, _ in try Self.asset("video-worker.js", type: "text/javascript; charset=utf-8") }
         router.get("/style.css") { _, _ in try Self.asset("style.css", type: "text/css; charset=utf-8") }
         router.get("/healthz") { _, _ in "ok" }
         router.get("/favicon.ico") { _, _ in Response(status: .noContent) }
-        router.ws("/ws") { inbound, outbound, _ in
-            let (stream, id) = await hub.join()
-            // Page -> daemon: each text message is one request.
-            let reader = Task {
-                for try await message in inbound.messages(maxSize: 1 << 20) {
-                    guard case .text(let text) = message else { continue }
-                    await bridge.handle(pageMessage: text, from: id)
-                }
-            }
-            for await message in stream {
-                switch message {
-                case .text(let text):
-                    try await outbound.write(.text(text))
-                case .video(let channel):
-                    // The newest frame of the channel now, not the one that woke us.
-                    if let frame = await hub.takeVideo(channel, for: id) { try await outbound.write(.binary(frame)) }
-                case .audio:
-                    for chunk in await hub.takeAudio(for: id) { try await outbound.write(.binary(chunk)) }
-                }
-            }
-            reader.cancel()
-            await hub.leave(id)
-        }
+        // The page's socket (state, log, results, the car's output), and its
+        // video Worker's own socket (frames; the Worker's keyframe requests):
+        // no video frame waits behind the page's main thread.
+        router.ws("/ws") { inbound, outbound, _ in try await Self.serve(.page, hub: hub, bridge: bridge, inbound, outbound) }
+        router.ws("/video") { inbound, outbound, _ in try await Self.serve(.video, hub: hub, bridge: bridge, inbound, outbound) }
         let app = Application(
             router: router,
             server: .http1WebSocketUpgrade(webSocketRouter: router),
@@ -80,6 +63,38 @@ struct HeadUnitSim: AsyncParsableCommand {
             await group.next()
             group.cancelAll()
         }
+    }
+
+    /// One WebSocket until it closes: hub -> socket, and each text message
+    /// from the socket is one request to the daemon (page -> daemon).
+    static func serve(_ kind: PageSocket, hub: Hub, bridge: Bridge, _ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter) async throws {
+        let (stream, id) = await hub.join(kind)
+        let reader = Task {
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                guard case .text(let text) = message else { continue }
+                await bridge.handle(pageMessage: text, from: id)
+            }
+        }
+        do {
+            for await message in stream {
+                switch message {
+                case .text(let text):
+                    try await outbound.write(.text(text))
+                case .video(let channel):
+                    // The newest frame of the channel now, not the one that woke us.
+                    if let frame = await hub.takeVideo(channel, for: id) { try await outbound.write(.binary(frame)) }
+                case .audio:
+                    for chunk in await hub.takeAudio(for: id) { try await outbound.write(.binary(chunk)) }
+                }
+            }
+        } catch {
+            // The socket went away mid-write: forget it all the same.
+            reader.cancel()
+            await hub.leave(id)
+            throw error
+        }
+        reader.cancel()
+        await hub.leave(id)
     }
 
     /// Page files ship as resources of this target: no build step, no CDN.
@@ -125,6 +140,13 @@ enum JSON {
     }
 }
 
+/// A page's socket (`/ws`: state, log, results, audio) or its video
+/// Worker's (`/video`: the frames of every screen, answers to its requests).
+enum PageSocket: Sendable {
+    case page
+    case video
+}
+
 /// What a page's socket writer is handed: a text message, or word that a
 /// video frame of a channel waits (taken with `Hub.takeVideo` when written).
 enum PageMessage: Sendable {
@@ -137,7 +159,9 @@ enum PageMessage: Sendable {
 /// The pages connected and what a new one must be told first.
 actor Hub {
     private var clients: [Int: AsyncStream<PageMessage>.Continuation] = [:]
-    /// Per page: the newest unsent frame of each channel the page can decode (latest frame wins).
+    /// The page sockets (state, log, audio), not video Workers' sockets.
+    private var pages: Set<Int> = []
+    /// Per video socket: the newest unsent frame of each channel it can decode (latest frame wins).
     private var video: [Int: LatestVideoFrames<ByteBuffer>] = [:]
     /// Per page: the car's output not yet written, at most `audioBacklog` chunks (latest wins).
     private var audio: [Int: [ByteBuffer]] = [:]
@@ -149,20 +173,26 @@ actor Hub {
     private var snapshotOrder: [String] = []
     private var log: [String] = []
 
-    func join() -> (AsyncStream<PageMessage>, Int) {
+    func join(_ kind: PageSocket) -> (AsyncStream<PageMessage>, Int) {
         let (stream, continuation) = AsyncStream.makeStream(of: PageMessage.self, bufferingPolicy: .bufferingNewest(2048))
         let id = nextID
         nextID += 1
         clients[id] = continuation
-        video[id] = LatestVideoFrames()
-        audio[id] = []
-        for key in snapshotOrder { if let message = snapshot[key] { continuation.yield(.text(message)) } }
-        for entry in log { continuation.yield(.text(entry)) }
+        switch kind {
+        case .video:
+            video[id] = LatestVideoFrames()
+        case .page:
+            pages.insert(id)
+            audio[id] = []
+            for key in snapshotOrder { if let message = snapshot[key] { continuation.yield(.text(message)) } }
+            for entry in log { continuation.yield(.text(entry)) }
+        }
         return (stream, id)
     }
 
     func leave(_ id: Int) {
         clients.removeValue(forKey: id)?.finish()
+        pages.remove(id)
         video[id] = nil
         audio[id] = nil
     }
@@ -242,7 +272,7 @@ actor Hub {
     }
 
     func broadcast(_ message: String) {
-        for continuation in clients.values { continuation.yield(.text(message)) }
+        for id in pages { clients[id]?.yield(.text(message)) }
     }
 }
 

@@ -14,9 +14,9 @@ AnalyserNode receives non-silent samples, PROTOCOL.md section 24.7) and shows
 the audio focus (the radio app owns the main audio), that the log pane shows the protocol, that the
 page reports the phone dropping and the daemon restarting and reconnects, and
 that a phone's base-view video (H.264, PROTOCOL.md section 25) is decoded in
-the page (WebCodecs) into the main screen's, the dashboard's and the cluster's
-canvases under the car's overlays, non-blank and moving (video_phase: a
-test pattern), and that the MapsApp example's map shows its roads, route and
+the page's video Worker (WebCodecs, OffscreenCanvas) into the main screen's, the dashboard's and the cluster's
+canvases under the car's overlays, non-blank and moving, and still drawn
+while the page's own thread is blocked (video_phase: a test pattern), and that the MapsApp example's map shows its roads, route and
 car there, changing after a zoom or a pan pressed in the page (maps_video_phase).
 
     sim_test.py BIN_DIR [--screenshots DIR]    (BIN_DIR holds headunitd, headunitctl, headunit-sim)
@@ -117,10 +117,22 @@ def check_not_blank(png, what, path):
 
 # A grid of pixels read back from a screen's canvas (the decoded picture itself):
 # how many distinct colours, the share that is not near-black, and the values.
-SAMPLE_CANVAS = """
+# The canvases belong to the page's video Worker (OffscreenCanvas): their pixels are read
+# by drawing the canvas (the picture the page shows) into a scratch one.
+CANVAS_PIXELS = """
+function canvasPixels(c) {
+  const s = document.createElement('canvas');
+  s.width = c.width; s.height = c.height;
+  const x = s.getContext('2d');
+  x.drawImage(c, 0, 0);
+  return x.getImageData(0, 0, c.width, c.height).data;
+}
+"""
+
+SAMPLE_CANVAS = CANVAS_PIXELS + """
 const c = document.querySelector(arguments[0]);
 if (!c || c.width < 16) return null;
-const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+const data = canvasPixels(c);
 const px = [], colours = new Set();
 let lit = 0;
 for (let gy = 0; gy < 24; gy++) for (let gx = 0; gx < 32; gx++) {
@@ -166,6 +178,13 @@ def video_phase(page, driver, procs, args, sock, shots):
           f"the main screen's video fills the window the car gave the app ({main} pt for a {stream['window']['widthPt']}x{stream['window']['heightPt']} window)")
     time.sleep(2)  # two seconds of steady streaming for the numbers below
     report_video(page, driver)
+    # Off the page's thread: a page busy for a second (its own redraws, a long task) holds no frame back.
+    during = driver.execute_script("""
+        const start = Date.now();
+        while (Date.now() - start < 1000) { /* the page's thread is busy */ }
+        const end = Date.now();
+        return window.simVideo.drawTimes('SCREEN_MAIN').then((a) => a.drawn.filter((t) => t > start + 100 && t < end - 100).length);""")
+    check(during >= 5, f"the main screen's Worker drew {during} frames in the 0.8 s the page's thread was blocked")
     check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (video)", os.path.join(shots, "main-video.png"))
     check_not_blank(page.find("#dashboard").screenshot_as_png, "the dashboard (video)", os.path.join(shots, "dashboard-video.png"))
     check_not_blank(page.find("#cluster").screenshot_as_png, "the instrument cluster (video)", os.path.join(shots, "cluster-video.png"))
@@ -178,10 +197,11 @@ def video_phase(page, driver, procs, args, sock, shots):
 
 
 # Pixels of a canvas near each of some colours (within `tolerance` per channel: the codec is lossy).
-COUNT_COLOURS = """
-const c = document.querySelector(arguments[0]), targets = arguments[1], tol = arguments[2];
+# Counts are in the stream's pixels: the Worker draws a 2x window at the page's 1x size.
+COUNT_COLOURS = CANVAS_PIXELS + """
+const c = document.querySelector(arguments[0]), targets = arguments[1], tol = arguments[2], st = window.simVideo[arguments[3]];
 if (!c || c.width < 16) return null;
-const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+const data = canvasPixels(c), scale = (st.width * st.height) / (c.width * c.height);
 const counts = targets.map(() => 0);
 for (let i = 0; i < data.length; i += 8) {
   for (let t = 0; t < targets.length; t++) {
@@ -189,7 +209,7 @@ for (let i = 0; i < data.length; i += 8) {
     if (Math.abs(data[i] - r) <= tol && Math.abs(data[i + 1] - g) <= tol && Math.abs(data[i + 2] - b) <= tol) counts[t]++;
   }
 }
-return counts;
+return counts.map((n) => Math.round(n * scale));
 """
 
 # MapsApp's night palette (Examples/MapsApp/MapRenderer.swift), 0-255.
@@ -241,7 +261,7 @@ def maps_video_phase(page, driver, procs, args, sock, shots):
     time.sleep(1)
     names = list(MAP_NIGHT)
     for screen, canvas, pane, name in VIDEO_PANES:
-        counts = dict(zip(names, driver.execute_script(COUNT_COLOURS, canvas, [MAP_NIGHT[n] for n in names], 28)))
+        counts = dict(zip(names, driver.execute_script(COUNT_COLOURS, canvas, [MAP_NIGHT[n] for n in names], 28, screen)))
         roads = counts["street"] + counts["primary road"] + counts["motorway"]
         check(counts["route"] >= 50 and counts["car"] >= 10 and roads >= 200 and counts["background"] >= 200,
               f"the {name} shows the map: roads, the route and the car in their night colours ({counts})")
@@ -291,7 +311,8 @@ def report_video(page, driver):
         print(f"     {name}: {st['width']}x{st['height']} {st['codec']}, {st['fps']:.1f} fps, latency p50 {st['latencyMs'] or 0:.0f} ms"
               f" p99 {st.get('latencyP99Ms') or 0:.0f} ms (from the {st['latencySource']}; app to simulator p50 {st.get('toSimMs') or 0:.0f} ms,"
               f" arrival in the page to decoded p50 {st.get('decoderMs') or 0:.0f} ms),"
-              f" {st['decoded']} decoded, {st['dropped']} dropped, {st['keyframesAsked']} keyframes asked, {st['errors']} decoder errors", flush=True)
+              f" {st['decoded']} decoded, {st.get('drawn', 0)} drawn, {st.get('superseded', 0)} decoded but superseded, {st['dropped']} dropped,"
+              f" {st['keyframesAsked']} keyframes asked, {st['errors']} decoder errors", flush=True)
         check(st["errors"] == 0, f"the {name}'s decoder reported no error ({st.get('lastError', '')})")
         # A floor only (a busy CI machine decodes three streams in software); the numbers are printed above.
         check(st["fps"] >= 2, f"the {name} shows at least 2 fps ({st['fps']:.1f})")

@@ -21,11 +21,11 @@ const $ = (id) => document.getElementById(id);
 function connect() {
   const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
   S.ws = ws;
-  ws.binaryType = "arraybuffer";  // video frames (onVideoFrame)
+  ws.binaryType = "arraybuffer";  // the car's output (onAudioChunk); video comes on the Worker's own socket
   ws.onopen = () => { S.wsUp = true; badge("conn-page", "page: connected", "ok"); banner(); };
   ws.onmessage = (e) => {
     if (typeof e.data !== "string") {
-      if (e.data.byteLength > 12 && new DataView(e.data).getUint8(0) === 2) onAudioChunk(e.data); else onVideoFrame(e.data);
+      if (e.data.byteLength > 12 && new DataView(e.data).getUint8(0) === 2) onAudioChunk(e.data);
       return;
     }
     try { receive(JSON.parse(e.data)); } catch (err) { console.error(err, e.data); }
@@ -714,141 +714,66 @@ function renderCluster() {
 
 // ---------------------------------------------------------------- base-view video (PROTOCOL.md section 25)
 
-// The app's map for each screen: frames come as binary messages (the bridge's
-// header, then one H.264 access unit, Annex B), are decoded with WebCodecs and
-// drawn into a canvas under the car's overlays. The bridge keeps at most one
-// unsent frame per stream (latest wins); the page asks for a keyframe when its
-// decoder has to start again.
-const VIDEO_SCREENS = { 1: "SCREEN_MAIN", 2: "SCREEN_DASHBOARD", 3: "SCREEN_INSTRUMENT_CLUSTER" };
-const V = { streams: {}, panes: {} };
-// Per screen, for the browser test and the debug line: frames decoded, fps, latency.
+// The app's map for each screen, decoded and drawn off this thread: a Worker
+// (video-worker.js) opens its own socket for the frames, decodes them with
+// WebCodecs and draws the newest into each screen's canvas, transferred to it
+// as an OffscreenCanvas. The page only places the canvases under the car's
+// overlays and shows the Worker's counters (window.simVideo, for the browser
+// test and the debug line).
+const VIDEO_SCREENS = ["SCREEN_MAIN", "SCREEN_DASHBOARD", "SCREEN_INSTRUMENT_CLUSTER"];
+const V = { streams: {}, panes: {}, worker: null, asked: 0, answers: {} };
 window.simVideo = window.simVideo || {};
+
+function videoWorker() {
+  if (V.worker) return V.worker;
+  V.worker = new Worker("/video-worker.js" + location.search);  // ?renderer=2d: see video-worker.js
+  V.worker.onmessage = (e) => {
+    const m = e.data;
+    if (m.type === "stats" && V.panes[m.screen]) { Object.assign(window.simVideo[m.screen], m.stats); videoStatsText(V.panes[m.screen]); }
+    else if (m.type === "drawTimes" && V.answers[m.id]) { V.answers[m.id]({ times: m.times, drawn: m.drawn, received: m.received, decoded: m.decoded }); delete V.answers[m.id]; }
+  };
+  return V.worker;
+}
 
 function videoPane(screen) {
   if (V.panes[screen]) return V.panes[screen];
   const short = screen.replace("SCREEN_", "").toLowerCase();
   const canvas = h("canvas", { class: "video", id: "video-" + short, width: 2, height: 2 });
-  const p = V.panes[screen] = {
-    screen, canvas, ctx: canvas.getContext("2d", { alpha: false }), stats: h("div", { class: "video-stats", id: "video-stats-" + short }),
-    decoder: null, codec: "", channel: 0, waitingKey: true, lastAsk: 0, pending: new Map(),
-    decodedAt: [], latencies: [], toSim: [], inDecoder: [],
-  };
-  window.simVideo[screen] = { received: 0, decoded: 0, dropped: 0, errors: 0, keyframesAsked: 0, fps: 0, latencyMs: null, latencySource: "", codec: "" };
+  const p = V.panes[screen] = { screen, canvas, stats: h("div", { class: "video-stats", id: "video-stats-" + short }) };
+  window.simVideo[screen] = { received: 0, decoded: 0, drawn: 0, dropped: 0, errors: 0, keyframesAsked: 0, fps: 0, latencyMs: null, latencySource: "", codec: "", width: 0, height: 0 };
+  if (!("transferControlToOffscreen" in canvas) || !("VideoDecoder" in window)) { p.stats.textContent = "no OffscreenCanvas or WebCodecs in this browser"; return p; }
+  const offscreen = canvas.transferControlToOffscreen();
+  videoWorker().postMessage({ type: "canvas", screen, canvas: offscreen }, [offscreen]);
   return p;
 }
-
-// "avc1.PPCCLL": profile_idc, constraint flags (constrained baseline: set0+set1), level_idc.
-function avcCodec(params) {
-  const hex = (n) => n.toString(16).toUpperCase().padStart(2, "0");
-  const profile = params.profileIdc || 66;
-  return "avc1." + hex(profile) + (profile === 66 ? "E0" : "00") + hex(params.levelIdc || 31);
-}
+for (const screen of VIDEO_SCREENS) videoPane(screen);
 
 function onVideoStreams(m) {
   V.streams = {};
   for (const s of (m.streams && m.streams.streams) || []) V.streams[s.screen] = s;
-  for (const screen of Object.keys(V.panes)) if (!V.streams[screen]) resetDecoder(V.panes[screen]);
+  // Each shown window's width in the page's device pixels: the Worker draws a larger frame at that size.
+  const shown = {};
+  for (const [screen, s] of Object.entries(V.streams)) shown[screen] = ((s.window || {}).widthPt || 0) * (window.devicePixelRatio || 1);
+  if (V.worker) V.worker.postMessage({ type: "streams", shown });
 }
 
+// The decoder starts again from a keyframe it asks for (the browser test's decoder loss).
 function resetDecoder(p) {
-  if (p.decoder && p.decoder.state !== "closed") { try { p.decoder.close(); } catch (e) { /* closed meanwhile */ } }
-  p.decoder = null; p.waitingKey = true; p.pending.clear();
+  if (V.worker) V.worker.postMessage({ type: "reset", screen: p.screen });
 }
 
-function askKeyframe(p) {
-  const now = performance.now();
-  if (!p.channel || now - p.lastAsk < 250 || !S.wsUp) return;
-  p.lastAsk = now;
-  window.simVideo[p.screen].keyframesAsked++;
-  // No answer is awaited: the keyframe itself is the answer.
-  S.ws.send(JSON.stringify({ id: ++S.reqId, to: "hmi", envelope: { requestKeyframe: { channel: p.channel, reason: "KEYFRAME_REASON_VIEWER_ASKED" } } }));
-}
-
-function ensureDecoder(p, channel) {
-  const stream = V.streams[p.screen];
-  const codec = avcCodec((stream && stream.params) || {});
-  if (p.decoder && p.decoder.state === "configured" && p.channel === channel && p.codec === codec) return true;
-  resetDecoder(p);
-  p.channel = channel; p.codec = codec;
-  window.simVideo[p.screen].codec = codec;
-  if (!("VideoDecoder" in window)) { p.stats.textContent = "no WebCodecs in this browser"; return false; }
-  p.decoder = new VideoDecoder({
-    output: (frame) => videoDecoded(p, frame),
-    error: (e) => {
-      window.simVideo[p.screen].errors++;
-      window.simVideo[p.screen].lastError = String(e && e.message || e);
-      p.decoder = null; p.waitingKey = true;
-      askKeyframe(p);
-    },
-  });
-  // No description: the access units are Annex B with SPS and PPS in front of each IDR.
-  p.decoder.configure({ codec, optimizeForLatency: true });
-  return true;
-}
-
-function onVideoFrame(buffer) {
-  const dv = new DataView(buffer);
-  if (buffer.byteLength < 36 || dv.getUint8(0) !== 1) return;
-  const screen = VIDEO_SCREENS[dv.getUint8(1)];
-  if (!screen) return;
-  const key = (dv.getUint8(2) & 1) === 1, channel = dv.getUint32(4), number = dv.getUint32(8);
-  const p = videoPane(screen), st = window.simVideo[screen];
-  st.received++;
-  if (!ensureDecoder(p, channel)) return;
-  // A P-frame before a keyframe (or after an error) cannot be decoded: wait for the keyframe asked for.
-  if (p.waitingKey && !key) { st.dropped++; askKeyframe(p); return; }
-  // A decoder falling behind (over ~130 ms at 30 fps): drop rather than queue, and start again from a keyframe.
-  if (!key && p.decoder.decodeQueueSize > 4) { st.dropped++; p.waitingKey = true; askKeyframe(p); return; }
-  p.waitingKey = false;
-  p.pending.set(number, { simAt: dv.getFloat64(20), phoneToSimUs: dv.getInt32(28), arrived: performance.now() });
-  if (p.pending.size > 30) p.pending.delete(p.pending.keys().next().value);
-  try {
-    p.decoder.decode(new EncodedVideoChunk({ type: key ? "key" : "delta", timestamp: number, data: new Uint8Array(buffer, 32) }));
-  } catch (e) {
-    st.errors++; st.lastError = String(e.message || e);
-    resetDecoder(p); askKeyframe(p);
-  }
-}
-
-function videoDecoded(p, frame) {
-  const st = window.simVideo[p.screen];
-  if (p.canvas.width !== frame.displayWidth || p.canvas.height !== frame.displayHeight) {
-    p.canvas.width = frame.displayWidth; p.canvas.height = frame.displayHeight;
-  }
-  p.ctx.drawImage(frame, 0, 0);
-  const meta = p.pending.get(frame.timestamp);
-  p.pending.delete(frame.timestamp);
-  frame.close();
-  const now = performance.now();
-  st.decoded++;
-  p.decodedAt.push(now);
-  while (p.decodedAt.length && p.decodedAt[0] < now - 2000) p.decodedAt.shift();
-  const span = (now - p.decodedAt[0]) / 1000;
-  st.fps = span > 0.2 ? (p.decodedAt.length - 1) / span : 0;
-  if (meta) {
-    // From the app's draw when its clock is the simulator's (same machine), else from the simulator's arrival.
-    const sinceSim = Date.now() - meta.simAt;
-    st.latencySource = meta.phoneToSimUs >= 0 ? "app draw" : "simulator arrival";
-    p.latencies.push(meta.phoneToSimUs >= 0 ? meta.phoneToSimUs / 1000 + sinceSim : sinceSim);
-    if (p.latencies.length > 90) p.latencies.shift();
-    p.inDecoder.push(now - meta.arrived);
-    if (p.inDecoder.length > 90) p.inDecoder.shift();
-    st.decoderMs = [...p.inDecoder].sort((a, b) => a - b)[Math.floor(p.inDecoder.length / 2)];
-    if (meta.phoneToSimUs >= 0) { p.toSim.push(meta.phoneToSimUs / 1000); if (p.toSim.length > 90) p.toSim.shift(); }
-    const sorted = [...p.latencies].sort((a, b) => a - b);
-    st.latencyMs = sorted[Math.floor(sorted.length / 2)];
-    st.latencyP99Ms = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];
-    // The part before the page: the app to the simulator (daemon and bridge included).
-    st.toSimMs = p.toSim.length ? [...p.toSim].sort((a, b) => a - b)[Math.floor(p.toSim.length / 2)] : null;
-  }
-  st.width = frame.displayWidth || p.canvas.width; st.height = p.canvas.height;
-  if (st.decoded % 10 === 1) videoStatsText(p);
-}
+// For measuring (scripts/video-glass.py, the browser test): the app's draw time of each frame
+// received, by frame_number & 0xffff, and when the Worker last drew, in Unix ms.
+window.simVideo.drawTimes = (screen) => new Promise((resolve) => {
+  const id = ++V.asked;
+  V.answers[id] = resolve;
+  videoWorker().postMessage({ type: "drawTimes", id, screen });
+});
 
 function videoStatsText(p) {
   const st = window.simVideo[p.screen];
-  p.stats.textContent = `${st.fps.toFixed(1)} fps · ${st.latencyMs === null ? "?" : Math.round(st.latencyMs) + " ms"} · ${p.canvas.width}×${p.canvas.height}`;
-  p.stats.title = `latency p50 from the ${st.latencySource} to the decoded picture (${st.toSimMs === null ? "?" : Math.round(st.toSimMs)} ms of it before the page, ${Math.round(st.decoderMs || 0)} ms in the decoder); p99 ${Math.round(st.latencyP99Ms || 0)} ms; ${st.dropped} dropped, ${st.keyframesAsked} keyframes asked, ${st.errors} decoder errors; ${st.codec}`;
+  p.stats.textContent = `${st.fps.toFixed(1)} fps · ${st.latencyMs === null ? "?" : Math.round(st.latencyMs) + " ms"} · ${st.width}×${st.height}`;
+  p.stats.title = `latency p50 from the ${st.latencySource} to the picture drawn (${st.toSimMs === null ? "?" : Math.round(st.toSimMs)} ms of it before the page, ${Math.round(st.decoderMs || 0)} ms in the decoder); p99 ${Math.round(st.latencyP99Ms || 0)} ms; ${st.dropped} dropped, ${st.superseded || 0} decoded but not drawn (a newer one came first), ${st.keyframesAsked} keyframes asked, ${st.errors} decoder errors; ${st.codec}`;
 }
 
 // The canvas of a screen under its overlays, at the window's size in points,
