@@ -525,6 +525,18 @@ def main():
         page.wait_text("#cluster", "<1 min")  # 40 s to the turn
         page.wait_text("#cluster", "Guidance: ACTIVE · Maps")  # the display name, not the bundle id
         page.wait_text("#dashboard", "Guidance: ACTIVE · Maps")
+        # The lanes drawn from the lane guidance the maneuver links, on all three panes: three lanes, the
+        # preferred (right) one shaded with its right-turn arrow lit, the not-good one with none lit.
+        for pane in ("#cluster", "#dashboard", "#main-screen"):
+            page.wait_css(pane + ' .lane-row[data-lane-guidance-id="main-st"]', "the lanes on " + pane)
+            statuses = driver.execute_script("return [...document.querySelectorAll(arguments[0] + ' .lane-row .lane')].map(l => l.dataset.laneStatus)", pane)
+            check(statuses == ["not-good", "good", "preferred"], f"{pane}: lanes left to right as sent, got {statuses}")
+            lit = driver.execute_script("return [...document.querySelectorAll(arguments[0] + ' .lane-row .lane')].map(l => l.querySelectorAll('.lane-arrow.lit').length)", pane)
+            check(lit == [0, 1, 1], f"{pane}: the highlighted direction lit on the good and preferred lanes only, got {lit}")
+        check(driver.execute_script("return document.querySelector('#cluster .lane.preferred .lane-arrow.lit').textContent") == "↱",
+              "the preferred lane's lit arrow turns right (its 90-degree angle)")
+        page.wait_text("#main-screen", "Use the right lane for Main Street")
+        page.wait_text("#main-screen", "On Station Road")
         lanes = driver.execute_script("const b = document.querySelector('#cluster .lanes .img'); return b && [b.offsetWidth, b.offsetHeight]")
         check(lanes == [120, 18], f"the 240x36 lane strip drawn at laneGuidance's 120x18 points (TEMPLATES.md), got {lanes}")
         check(driver.execute_script("const b = document.querySelector('#cluster .lanes .img'); return b.title.startsWith('asset ') && b.scrollHeight <= b.clientHeight"),

@@ -636,10 +636,46 @@ function guidanceBlock(meta, where) {
         m.estimates ? h("div", { class: "estimates" }, fmtEst(m.estimates)) : null,
         m.junctionImage ? h("div", { class: "muted" }, "[junction view]") : null)));
   });
+  const lanes = laneRow(meta, where);
+  if (lanes) out.push(lanes);
+  const road = first((meta.maneuvers || {}).currentRoadNameVariants);
+  if (road) out.push(h("div", { class: "muted", "data-road-name": road }, "On " + road));
   const te = meta.tripEstimates || {};
   if (te.present) out.push(h("div", { class: "estimates", id: cluster ? "cluster-eta" : null }, "Trip: " + fmtEst(te.estimates)));
   if (g.trip && g.trip.destination && g.trip.destination.name) out.push(h("div", { class: "muted" }, "to " + g.trip.destination.name));
   return out;
+}
+
+// A lane direction's arrow: degrees, 0 straight ahead, clockwise (PROTOCOL.md 19.2).
+function laneGlyph(deg) {
+  const a = Math.abs(deg), right = deg > 0;
+  if (a <= 22.5) return "↑";
+  if (a <= 67.5) return right ? "↗" : "↖";
+  if (a <= 135) return right ? "↱" : "↰";
+  return right ? "↷" : "↶";
+}
+
+// The lanes from the data (PROTOCOL.md 19.5): the current lane guidance, else
+// the one the next maneuver links. A box per lane, left to right, its arrows
+// drawn over each other (one per direction); the highlighted direction of a
+// good or preferred lane is lit and a preferred lane is shaded.
+function laneRow(meta, where) {
+  const section = meta.maneuvers || {};
+  const all = section.laneGuidances || [];
+  if (!all.length) return null;
+  const id = section.currentLaneGuidanceId || ((section.maneuvers || [])[0] || {}).linkedLaneGuidanceId;
+  const guidance = all.find((g) => g.id === id) || all[0];
+  const arrow = (deg, lit) => h("span", { class: "lane-arrow" + (lit ? " lit" : ""), "data-angle": deg || 0 }, laneGlyph(deg || 0));
+  const lanes = (guidance.lanes || []).map((lane) => {
+    const status = (lane.status || "LANE_STATUS_NOT_GOOD").replace("LANE_STATUS_", "").toLowerCase().replace("_", "-");
+    const highlighted = lane.highlightedAngleDeg !== undefined;
+    return h("span", { class: "lane " + status, "data-lane-status": status },
+      ...(lane.anglesDeg || []).map((deg) => arrow(deg, false)),
+      highlighted ? arrow(lane.highlightedAngleDeg, status !== "not-good") : null);
+  });
+  // The cluster is narrow: the lanes alone; the main screen and dashboard say it too.
+  const text = where === "cluster" ? null : h("span", { class: "lane-text" }, first(guidance.instructionVariants));
+  return h("div", { class: "lane-row", "data-lane-guidance-id": guidance.id, title: first(guidance.instructionVariants) }, ...lanes, text);
 }
 
 function nowPlayingTile(meta) {
