@@ -290,4 +290,35 @@ import Testing
         #expect(!CallSession.isUUID("6f1c3c2e-8a55-4b1e-9a0f-2d4c6b8e0a1g"))
         #expect(!CallSession.isUUID(""))
     }
+
+    /// DOMAIN.md 12: "Voice control and calls take the microphone" (PROTOCOL.md 26.1).
+    @Test func callsTakeTheMicrophone() {
+        var h = Self.harness()
+        let pcm = HUAudioFormat.with { $0.codec = .pcmS16Le; $0.sampleRate = 48_000; $0.channels = 2 }
+        func openVoice(_ app: String) -> HUResult {
+            h.request(h.phone, .openAudioStream(HUOpenAudioStream.with { $0.appID = app; $0.type = .voice; $0.format = pcm }))
+        }
+        func microphone() -> [HUEnvelope.OneOf_Body] {
+            h.drain(h.phone).compactMap(\.body).filter {
+                switch $0 {
+                case .microphoneStarted: return true
+                case .audioStreamClosed(let closed): return closed.type == .microphone
+                default: return false
+                }
+            }
+        }
+        #expect(openVoice(Self.chat).code == .noAudioFocus, "no call yet")
+        #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
+        #expect(openVoice(Self.chat).code == .ok, "the ringtone plays as the app's voice")
+        #expect(openVoice(Self.radio).code == .noAudioFocus, "another app's call is not this app's")
+        #expect(microphone().isEmpty, "a ringing call does not take the microphone")
+
+        _ = Self.fulfil(&h, Self.press(&h, Self.action(.answer, Self.first)).event!)
+        guard case .microphoneStarted(let started)? = microphone().first else { Issue.record("no microphone for the answered call"); return }
+        #expect(started.appID == Self.chat && started.purpose == .call)
+
+        _ = Self.fulfil(&h, Self.press(&h, Self.action(.setHeld, Self.first, onHold: true)).event!)
+        guard case .audioStreamClosed(let closed)? = microphone().first else { Issue.record("the held call kept the microphone"); return }
+        #expect(closed.reason == .callEnded)
+    }
 }
