@@ -114,13 +114,38 @@ public enum MetadataText {
 
     public static func maneuvers(_ m: HUManeuversSection) -> [String] {
         if m.maneuvers.isEmpty { return ["no maneuvers"] }
-        return m.maneuvers.enumerated().map { index, maneuver in
+        var lines = m.maneuvers.enumerated().map { index, maneuver in
             let lane = maneuver.displayStyle == .symbolOnly && maneuver.instructionVariants.isEmpty
             var line = (index == 0 ? "next: " : "then: ") + (lane ? "lane guidance" : (maneuver.instructionVariants.first ?? ""))
             if maneuver.hasEstimates { line += " in \(estimates(maneuver.estimates))" }
+            if maneuver.maneuverType != .unspecified { line += " [\(maneuver.maneuverType)]" }
+            if !maneuver.highwayExitLabel.isEmpty { line += " [exit \(maneuver.highwayExitLabel)]" }
             if maneuver.hasJunctionImage { line += " [junction image]" }
             return line
         }
+        // The lanes (PROTOCOL.md 19.5), one line per guidance drawn.
+        for guidance in m.laneGuidances {
+            let current = guidance.id == m.currentLaneGuidanceID ? " (current)" : ""
+            lines.append("lanes '\(guidance.id)'\(current): " + guidance.lanes.map(lane).joined(separator: " | ")
+                + (guidance.instructionVariants.first.map { " \"\($0)\"" } ?? ""))
+        }
+        if let road = m.currentRoadNameVariants.first { lines.append("on: \(road)") }
+        if m.maneuverState != .unspecified { lines.append("maneuver state: \(m.maneuverState)") }
+        return lines
+    }
+
+    /// A lane as text: its status, then its directions (degrees, the highlighted one marked `*`).
+    public static func lane(_ lane: HULane) -> String {
+        let status: String
+        switch lane.status {
+        case .notGood: status = "not good"
+        case .good: status = "good"
+        case .preferred: status = "preferred"
+        case .unspecified, .UNRECOGNIZED: status = "?"
+        }
+        let angles = (lane.hasHighlightedAngleDeg ? ["\(Int(lane.highlightedAngleDeg.rounded()))*"] : [])
+            + lane.anglesDeg.map { "\(Int($0.rounded()))" }
+        return ([status] + angles).joined(separator: " ")
     }
 
     /// The lines for the sections `changed` of `state` (every section when nil).

@@ -1,4 +1,5 @@
 import Foundation
+import HeadUnitClient
 import HeadUnitWire
 import Testing
 
@@ -62,6 +63,11 @@ struct LaneGuidanceEndToEndTests {
                 #expect(section.maneuverState == .prepare)
                 #expect(section.maneuvers.first == turn)
             }
+            // `headunitctl cluster` prints them.
+            let text = HeadUnitClient.MetadataText.maneuvers(rig.clusterModel.state.maneuvers)
+            #expect(text.contains("lanes 'g2' (current): not good -90 | preferred 0* 90 | good 90* \"Use the two right lanes\""), "\(text)")
+            #expect(text.contains("on: Station Road") && text.contains("maneuver state: prepare"), "\(text)")
+            #expect(text.first?.contains("[rightTurn] [exit Exit 12] [junction image]") == true, "\(text)")
             // Clearing the current guidance leaves the linked one.
             try rig.ok(Self.current(""), on: rig.phone)
             rig.settle()
