@@ -194,6 +194,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // The audio run's Opus streams (AudioBench).
                 "COpus",
+                // The video run's pre-encoded frames (VideoBench).
+                "HeadUnitVideo",
             ]
         ),
         // The web simulator: an HMI and a cluster peer served to a browser over HTTP + WebSocket.

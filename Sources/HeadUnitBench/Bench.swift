@@ -82,6 +82,9 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(name: .customLong("audio-seconds"), help: "Instead of the RTT run: the audio path with --spawn's daemon (issue 27): this many seconds of beeps for the latency distribution, then ducking, a burst of delay, a lost link, and CPU and bytes per stream (AudioBench).")
     var audioSeconds = 0.0
 
+    @Option(name: .customLong("video-seconds"), help: "Instead of the RTT run: the base-view video path with --spawn's daemon (issue 28): bytes per window, an HMI's control RTT idle and while three windows stream, daemon CPU per frame and per HMI, a 2x slower HMI; this many seconds per streaming run (VideoBench).")
+    var videoSeconds = 0.0
+
     @Option(help: "Seconds to wait for a spawned daemon's socket (raise it under valgrind).")
     var startupTimeout = 15.0
 
@@ -97,6 +100,10 @@ struct HeadUnitBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if videoSeconds > 0, let spawn {
+            try await VideoBench(binary: spawn, seconds: videoSeconds).run()
+            return
+        }
         if audioSeconds > 0, let spawn {
             try await AudioBench(binary: spawn, seconds: audioSeconds).run()
             return
