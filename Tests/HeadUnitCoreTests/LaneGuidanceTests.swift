@@ -105,6 +105,23 @@ import Testing
         #expect(violation(guidance) == nil)
     }
 
+    /// The restart snapshot counts what a session holds by the largest lane
+    /// guidance the limits allow: it must encode within that.
+    @Test func theLargestLaneGuidanceEncodesWithinItsBound() throws {
+        let lane = HULane.with { $0.status = .preferred; $0.highlightedAngleDeg = -179.5; $0.anglesDeg = (1...8).map { Double($0) * -22.25 } }
+        let largest = HULaneGuidance.with {
+            $0.id = String(repeating: "i", count: LaneGuidanceLimits.idBytes)
+            $0.lanes = Array(repeating: lane, count: LaneGuidanceLimits.lanes)
+            $0.instructionVariants = Array(repeating: String(repeating: "\u{1F6A6}", count: LaneGuidanceLimits.variantScalars), count: NavigationLimits.variants)
+        }
+        #expect(violation(largest) == nil)
+        var snapshot = HUNavigationSessionSnapshot()
+        snapshot.laneGuidances = Array(repeating: largest, count: LaneGuidanceLimits.held)
+        let bytes: [UInt8] = try snapshot.serializedBytes()
+        #expect(bytes.count <= LaneGuidanceLimits.heldBytes, "\(bytes.count) of \(LaneGuidanceLimits.heldBytes)")
+        #expect(bytes.count > LaneGuidanceLimits.heldBytes * 8 / 10, "the bound is close: \(bytes.count) of \(LaneGuidanceLimits.heldBytes)")
+    }
+
     // MARK: maneuvers
 
     func maneuverViolation(_ maneuver: HUManeuver) -> RuleViolation? { NavigationRules.check(maneuvers: [maneuver], scale: 2) }

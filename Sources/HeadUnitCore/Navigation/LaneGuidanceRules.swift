@@ -27,6 +27,12 @@ public enum LaneGuidanceLimits {
     /// road names, road following, notification instructions), in Unicode
     /// scalars: 32 held guidances of 16 variants stay within 512 KiB.
     public static let variantScalars = 256
+    /// The most one lane guidance within these limits encodes to (64-byte id,
+    /// 16 lanes of 9 angles, 16 variants of 256 four-byte scalars: 17.8 KB),
+    /// rounded up: what a session holds counts in the restart snapshot's bound.
+    public static let maximumEncodedBytes = 20 << 10
+    /// The held lane guidances of the one session that guides.
+    public static let heldBytes = held * maximumEncodedBytes
 }
 
 /// Validation of lane guidances, angles and the newer maneuver fields: pure

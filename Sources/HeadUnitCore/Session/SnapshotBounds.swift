@@ -7,7 +7,10 @@
 /// and announced apps (`max_phone_template_bytes`, and their icons:
 /// `max_apps` x `max_image_bytes`), the screens and home
 /// screen the HMIs last saw and the metadata state (each within one frame),
-/// per-app navigation texts (a few frames' worth), and per connection its
+/// the calls (section 26.8: a copy of the home screen's, within another frame),
+/// per-app navigation texts (a few frames' worth), the lane guidances the
+/// guiding app's session holds (`LaneGuidanceLimits.heldBytes`; one app
+/// guides at a time, an ended session holds none), and per connection its
 /// peer record and the bytes read but not yet parsed (at most a frame plus
 /// one socket read).
 public enum SnapshotBounds {
@@ -20,7 +23,7 @@ public enum SnapshotBounds {
     /// count (`max_apps` x `max_image_bytes`).
     public static func maximumBytes(composed: ComposedLimits, maxConnections: Int, iconBytes: Int) -> Int {
         let frame = composed.maxFrameBytes
-        let state = composed.maxPhoneTemplateBytes + iconBytes + 12 * frame + (1 << 20)
+        let state = composed.maxPhoneTemplateBytes + iconBytes + 13 * frame + (1 << 20) + LaneGuidanceLimits.heldBytes
         let perConnection = frame + 8 + readBytes + peerRecordBytes
         return state + max(maxConnections, 1) * perConnection
     }
