@@ -1,12 +1,85 @@
 // A communication app: conversations (the car's voice flow), a contact card
-// with a call button, and an alert. Run: swift run MessagesApp [socket path].
+// with a call button that places a call with CallKit, and an alert.
+// Run: swift run MessagesApp [socket path] [--incoming-call NAME]
+// (--incoming-call: a call from NAME rings on the car once connected).
 import CarPlayKit
 import Foundation
 
 func log(_ line: String) { print(line); fflush(nil) }  // fflush(nil): every C stream (Swift 6 will not touch `stdout`)
 
+/// The app's calls, as CallKit has them (PROTOCOL.md section 26): the car
+/// shows them and its buttons arrive here as actions to perform.
+final class CallManager: NSObject, CXProviderDelegate {
+    let provider = CXProvider(configuration: CXProviderConfiguration())
+    let controller = CXCallController()
+
+    override init() {
+        super.init()
+        provider.setDelegate(self, queue: nil)
+    }
+
+    func update(_ name: String) -> CXCallUpdate {
+        let update = CXCallUpdate()
+        update.remoteHandle = CXHandle(type: .phoneNumber, value: "+1 555 0100")
+        update.localizedCallerName = name
+        update.supportsHolding = true
+        update.supportsDTMF = true
+        return update
+    }
+
+    func call(_ name: String) {
+        let uuid = UUID()
+        controller.request(CXTransaction(action: CXStartCallAction(call: uuid, handle: CXHandle(type: .phoneNumber, value: "+1 555 0100")))) { error in
+            log(error.map { "call refused: \($0)" } ?? "calling \(name)")
+        }
+        provider.reportCall(with: uuid, updated: update(name))
+    }
+
+    func ring(from name: String) {
+        provider.reportNewIncomingCall(with: UUID(), update: update(name)) { error in
+            log(error.map { "incoming call refused: \($0)" } ?? "ringing: \(name)")
+        }
+    }
+
+    func providerDidReset(_ provider: CXProvider) { log("calls reset") }
+
+    func provider(_ provider: CXProvider, perform action: CXStartCallAction) {
+        action.fulfill()
+        provider.reportOutgoingCall(with: action.callUUID, connectedAt: Date())
+        log("call connected")
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXAnswerCallAction) {
+        action.fulfill()
+        log("answered")
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXEndCallAction) {
+        action.fulfill()
+        log("ended")
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXSetHeldCallAction) {
+        action.fulfill()
+        log(action.isOnHold ? "held" : "resumed")
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXSetMutedCallAction) {
+        action.fulfill()
+        log(action.isMuted ? "muted" : "unmuted")
+    }
+
+    func provider(_ provider: CXProvider, perform action: CXPlayDTMFCallAction) {
+        action.fulfill()
+        log("keys \(action.digits)")
+    }
+}
+
 final class MessagesSceneDelegate: CPTemplateApplicationSceneDelegate, @unchecked Sendable {
     var interfaceController: CPInterfaceController?
+    let calls: CallManager
+
+    init(calls: CallManager) { self.calls = calls }
 
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene,
                                   didConnect interfaceController: CPInterfaceController) {
@@ -45,7 +118,7 @@ final class MessagesSceneDelegate: CPTemplateApplicationSceneDelegate, @unchecke
         let contact = CPContact(name: "Bob", image: nil)
         contact.subtitle = "+1 555 0100"
         contact.actions = [
-            CPContactCallButton(identifier: "call") { _ in log("calling Bob") },
+            CPContactCallButton(identifier: "call") { [unowned self] _ in self.calls.call("Bob") },
             CPContactMessageButton(phoneOrEmail: "+15550100", identifier: "message"),
         ]
         return CPContactTemplate(contact: contact, identifier: "bob-card")
@@ -67,10 +140,18 @@ final class MessagesSceneDelegate: CPTemplateApplicationSceneDelegate, @unchecke
     }
 }
 
-let socket = CommandLine.arguments.dropFirst().first ?? HeadUnitEndpoint.defaultUnixSocketPath
+var arguments = Array(CommandLine.arguments.dropFirst())
+var incomingCaller: String?
+if let flag = arguments.firstIndex(of: "--incoming-call"), flag + 1 < arguments.count {
+    incomingCaller = arguments[flag + 1]
+    arguments.removeSubrange(flag...(flag + 1))
+}
+let socket = arguments.first ?? HeadUnitEndpoint.defaultUnixSocketPath
 let app = CPApplication(bundleIdentifier: "com.example.messages", displayName: "Messages", entitlements: [.communication])
-let sceneDelegate = MessagesSceneDelegate()
+let callManager = await CallManager()
+let sceneDelegate = MessagesSceneDelegate(calls: callManager)
 app.sceneDelegate = sceneDelegate
 try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone")
 log("connected")
+if let incomingCaller { await callManager.ring(from: incomingCaller) }
 await app.run()

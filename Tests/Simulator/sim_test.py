@@ -17,7 +17,9 @@ that a phone's base-view video (H.264, PROTOCOL.md section 25) is decoded in
 the page's video Worker (WebCodecs, OffscreenCanvas) into the main screen's, the dashboard's and the cluster's
 canvases under the car's overlays, non-blank and moving, and still drawn
 while the page's own thread is blocked (video_phase: a test pattern), and that the MapsApp example's map shows its roads, route and
-car there, changing after a zoom or a pan pressed in the page (maps_video_phase).
+car there, changing after a zoom or a pan pressed in the page (maps_video_phase), and that the
+MessagesApp example's incoming call (PROTOCOL.md section 26) shows as a banner whose Answer,
+Mute and End reach the app's CXProviderDelegate (calls_phase).
 
     sim_test.py BIN_DIR [--screenshots DIR]    (BIN_DIR holds headunitd, headunitctl, headunit-sim)
 
@@ -302,6 +304,34 @@ def maps_video_phase(page, driver, procs, args, sock, shots):
     check_not_blank(page.find("#cluster").screenshot_as_png, "the instrument cluster (map video)", os.path.join(shots, "cluster-map-video.png"))
     driver.save_screenshot(os.path.join(shots, "page-map-video.png"))
     procs.stop("maps")
+
+
+def calls_phase(page, driver, procs, args, sock, shots):
+    """Calls (PROTOCOL.md section 26): the MessagesApp example reports an incoming
+    call; the page's banner shows it ringing with Answer and Decline, Answer reaches
+    the app's CXProviderDelegate and the call turns active with Mute and Hold, Mute
+    and End do too, and the banner goes away."""
+    procs.start("messages", [os.path.join(args.bin, "MessagesApp"), sock, "--incoming-call", "Ada Lovelace"])
+    procs.wait_for_line("messages", r"^ringing: Ada Lovelace$")
+    page.wait_text("#calls .call.ringing .call-who", "Ada Lovelace")
+    page.wait_text("#calls .call-state", "incoming")
+    check(page.find("#calls .call-answer") is not None and page.find("#calls .call-end") is not None,
+          "a ringing call offers Answer and Decline")
+    check(page.find("#calls .call-mute") is None, "a ringing call offers no Mute (the car would refuse it)")
+    check_not_blank(page.find("#main-screen").screenshot_as_png, "the call banner (ringing)", os.path.join(shots, "call-ringing.png"))
+    page.click("#calls .call-answer", "press Answer")
+    procs.wait_for_line("messages", r"^answered$")
+    page.wait_css("#calls .call.active", "the call is active once the app fulfilled the answer")
+    page.wait_text("#call-status", "answer: done")
+    page.click("#calls .call-mute", "press Mute")
+    procs.wait_for_line("messages", r"^muted$")
+    page.wait_text("#calls .call-state", "muted")
+    page.wait_text("#calls .call-mute", "Unmute")
+    check_not_blank(page.find("#main-screen").screenshot_as_png, "the call banner (active, muted)", os.path.join(shots, "call-active.png"))
+    page.click("#calls .call-end", "press End")
+    procs.wait_for_line("messages", r"^ended$")
+    page.wait("the banner goes away when the call ended", lambda: page.find("#calls") is None)
+    procs.stop("messages")
 
 
 def report_video(page, driver):
@@ -618,6 +648,9 @@ def main():
             video_phase(page, driver, procs, args, sock, shots)
         if args.video_source in ("maps", "both"):
             maps_video_phase(page, driver, procs, args, sock, shots)
+
+        # Calls: the MessagesApp example's incoming call on the page's banner, answered, muted and ended there.
+        calls_phase(page, driver, procs, args, sock, shots)
 
         # The daemon restarts: the page says so and reconnects by itself.
         procs.stop("daemon")
