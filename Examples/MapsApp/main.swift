@@ -126,7 +126,25 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
         turn.instructionVariants = ["Turn right onto Main Street", "Turn right"]
         turn.symbolImage = CPImage(named: "turn-right", pixelWidth: 100, pixelHeight: 100)
         turn.initialTravelEstimates = CPTravelEstimates(distanceRemaining: 400, timeRemaining: 60)
+        // What a cluster draws itself (iOS 17.4): the turn, its junction and the lanes before it.
+        turn.maneuverType = .rightTurn
+        turn.junctionType = .intersection
+        turn.trafficSide = .right
+        turn.junctionExitAngle = Measurement(value: 90, unit: UnitAngle.degrees)
+        turn.junctionElementAngles = [Measurement(value: 0, unit: UnitAngle.degrees), Measurement(value: -90, unit: UnitAngle.degrees)]
+        let lanes = CPLaneGuidance(identifier: "main-street-lanes")
+        lanes.instructionVariants = ["Use the right lane for Main Street", "Right lane"]
+        lanes.lanes = [
+            CPLane(angles: [Measurement(value: -90, unit: UnitAngle.degrees), Measurement(value: 0, unit: UnitAngle.degrees)]),
+            CPLane(angles: [Measurement(value: 0, unit: UnitAngle.degrees)]),
+            CPLane(angles: [Measurement(value: 0, unit: UnitAngle.degrees)], highlightedAngle: Measurement(value: 90, unit: UnitAngle.degrees), isPreferred: true),
+        ]
+        session.add([lanes])
+        turn.linkedLaneGuidance = lanes
         session.upcomingManeuvers = [turn]
+        session.currentLaneGuidance = lanes
+        session.currentRoadNameVariants = ["Station Road", "Station Rd"]
+        session.maneuverState = .initial
         session.updateEstimates(CPTravelEstimates(distanceRemaining: 300, timeRemaining: 45), for: turn)
         self.session = session
         setDriving(true)

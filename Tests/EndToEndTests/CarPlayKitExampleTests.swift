@@ -256,7 +256,7 @@ struct CarPlayKitExampleTests {
         let espeak = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/espeak-ng") }
         await rig.example.expect("prompt spoken (\(espeak ? "espeak-ng" : "chime")): Turn right onto Main Street")
 
-        // The cluster sees the guidance the session sent (maneuvers and estimates).
+        // The cluster sees the guidance the session sent (maneuvers, lanes, road, maneuver state).
         let cluster = try await ClusterSession.connect(to: rig.endpoint)
         try await cluster.subscribe()
         let guided = await withTaskGroup(of: Bool.self) { group in
@@ -264,7 +264,15 @@ struct CarPlayKitExampleTests {
                 var model = MetadataModel()
                 for await update in cluster.updates {
                     model.apply(update)
-                    if model.state.guidance.state == .active, model.state.maneuvers.maneuvers.first?.id == "turn-1" { return true }
+                    let section = model.state.maneuvers
+                    // With the lanes the app added, linked and made current, and its road.
+                    if model.state.guidance.state == .active, section.maneuvers.first?.id == "turn-1",
+                        section.maneuvers.first?.maneuverType == .rightTurn, section.currentLaneGuidanceID == "main-street-lanes",
+                        section.laneGuidances.first?.lanes.map(\.status) == [.notGood, .notGood, .preferred],
+                        section.currentRoadNameVariants.first == "Station Road", section.maneuverState == .initial
+                    {
+                        return true
+                    }
                 }
                 return false
             }
