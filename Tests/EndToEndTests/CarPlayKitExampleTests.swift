@@ -202,7 +202,7 @@ struct CarPlayKitExampleTests {
         await rig.example.expect("like News 24")
     }
 
-    @Test("MessagesApp: voice flow, push a contact card, its call button, a presented alert and both actions")
+    @Test("MessagesApp: voice flow, push a contact card, its call button places a call the car shows and ends, a presented alert and both actions")
     func messages() async throws {
         let rig = try await Rig.start("MessagesApp")
         defer { rig.stop() }
@@ -218,6 +218,13 @@ struct CarPlayKitExampleTests {
         #expect(await rig.top("bob-card") != nil)
         try await rig.hmi.pressButton("call", on: "bob-card")
         await rig.example.expect("calling Bob")
+        // The call button placed the call with CallKit: the car shows it connected; the driver ends it on the car.
+        await rig.example.expect("call connected")
+        let call = try #require(await rig.hmi.waitForHomeScreen { $0.calls.first?.phase == .active }?.calls.first)
+        #expect(call.appID == "com.example.messages" && call.outgoing && call.description_p.localizedCallerName == "Bob")
+        #expect(try await rig.hmi.callAction(HUCallAction.with { $0.kind = .end; $0.callUuid = call.callUuid }).fulfilled)
+        await rig.example.expect("ended")
+        #expect(await rig.hmi.waitForHomeScreen { $0.calls.isEmpty } != nil)
         try await rig.hmi.goBack(on: "bob-card")
         #expect(await rig.top("conversations") != nil)
 
