@@ -193,6 +193,44 @@ enum NavigationChecks {
             let next = try app.phone.takeNavigationEvent("panning{ended}") { if case .panning(let p) = $0.kind { return p } else { return nil } }
             try require(next.ended, "panning{ended} next (no second began)", got: "\(next)")
         },
+        ConformanceCheck("navigation.lane-guidance", .p("16.13"), "lane guidance: a link or current id not added UNKNOWN_ITEM; an angle outside -180...180 INVALID_ARGUMENT (navigation.angle); added, linked and made current it reaches the cluster in maneuvers.lane_guidances, current first; finish clears it", needsCarRole: true) { ctx in
+            let (app, cluster) = try mapsWithCluster(ctx)
+            try ok(app, start(), "start")
+            var lane = HULane()
+            lane.status = .preferred
+            lane.highlightedAngleDeg = 90
+            lane.anglesDeg = [0]
+            var guidance = HULaneGuidance()
+            guidance.id = "g1"
+            guidance.lanes = [lane]
+            guidance.instructionVariants = ["Right lane"]
+            var linked = maneuver("m1", meters: 800, seconds: 90)
+            linked.linkedLaneGuidanceID = "g1"
+            var update = HUManeuverUpdate()
+            update.maneuvers = [linked]
+            try requireCode(try app.phone.request(request(app, .updateManeuvers(update)), "update_maneuvers linking g1 before it was added"), .unknownItem, "a link to a lane guidance not added")
+            var current = HUCurrentLaneGuidance()
+            current.laneGuidanceID = "g2"
+            try requireCode(try app.phone.request(request(app, .setCurrentLaneGuidance(current)), "set_current_lane_guidance g2 (not added)"), .unknownItem, "a current lane guidance not added")
+            var bad = guidance
+            bad.lanes[0].highlightedAngleDeg = 181
+            var add = HULaneGuidances()
+            add.laneGuidances = [bad]
+            let refused = try app.phone.request(request(app, .addLaneGuidances(add)), "add_lane_guidances with an angle of 181")
+            try requireCode(refused, .invalidArgument, "an angle outside -180...180")
+            try require(refused.limit == "navigation.angle" && refused.limitValue == 180, "limit navigation.angle, 180", got: "\(refused.limit) \(refused.limitValue)")
+            var second = guidance
+            second.id = "g2"
+            add.laneGuidances = [guidance, second]
+            try ok(app, .addLaneGuidances(add), "add_lane_guidances g1, g2")
+            try ok(app, .updateManeuvers(update), "update_maneuvers linking g1")
+            try ok(app, .setCurrentLaneGuidance(current), "set_current_lane_guidance g2")
+            let state = try cluster.metadataUntil("lane guidances g2, g1") { $0.maneuvers.laneGuidances.map(\.id) == ["g2", "g1"] ? $0 : nil }
+            try require(state.maneuvers.currentLaneGuidanceID == "g2" && state.maneuvers.laneGuidances[1] == guidance,
+                        "g2 current, g1 as sent", got: "\(state.maneuvers)")
+            try ok(app, .finish(HUFinishNavigation()), "finish")
+            _ = try cluster.metadataUntil("no lane guidance after finish") { $0.guidance.state == .ended && $0.maneuvers.laneGuidances.isEmpty ? $0 : nil }
+        },
         ConformanceCheck("navigation.cluster-input", .p("16.16"), "ClusterInput: NOT_CONNECTED with no cluster scene; reaches the app's cluster scene; no kind INVALID_ARGUMENT", needsCarRole: true) { ctx in
             guard ctx.reference?.vehicle.instrumentClusterPresent == true else { throw CheckSkipped("the vehicle has no instrument cluster (Welcome.vehicle)") }
             let app = try ctx.launchedApp([Entitlement.maps], appID: mapsID)
