@@ -19,6 +19,10 @@ frames shown vs drawn, and the page's sampling interval (the resolution).
 
 --cpu-throttle N slows the page N times (Chrome's CPU throttling: a 2x slower
 HMI) to see what a slow car screen gets: fewer, newer frames, none queued.
+--screens main streams the main window alone. --watch runs `headunitctl watch`
+beside the page (a second HMI) and prints its per-window rate and bytes.
+--maps PATH streams the MapsApp example instead (no counter to read: the
+Worker's own numbers and the watch's bytes only).
 """
 import argparse
 import os
@@ -96,6 +100,9 @@ def main():
     parser.add_argument("--fps", type=int, default=30)
     parser.add_argument("--cpu-throttle", type=float, default=1)
     parser.add_argument("--query", default="", help="appended to the page's URL, e.g. ?renderer=2d")
+    parser.add_argument("--screens", choices=["all", "main"], default="all")
+    parser.add_argument("--watch", action="store_true")
+    parser.add_argument("--maps", default=None, help="the MapsApp binary to stream instead of the test pattern")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="hu-glass-")
     procs = Processes(work)
@@ -118,12 +125,21 @@ def main():
         driver.get(url + args.query)
         page = Page(driver)
         page.wait_text("#conn-daemon", "daemon: connected")
-        procs.start("phone", [os.path.join(args.bin, "headunitctl"), "test-pattern", "--unix-socket", sock, "--fps", str(args.fps)])
+        if args.maps:
+            procs.start("phone", [args.maps, sock])
+            app = "com.example.maps"
+        else:
+            procs.start("phone", [os.path.join(args.bin, "headunitctl"), "test-pattern", "--unix-socket", sock, "--fps", str(args.fps)])
+            app = "com.example.pattern"
         procs.wait_for_line("phone", r"^connected")
-        page.click('#home [data-app-id="com.example.pattern"]', "launch the pattern app")
-        page.click("#dashboard-launch", "show it on the dashboard")
-        page.click("#cluster-launch", "show it on the cluster")
-        for screen, _, name in PANES:
+        page.click(f'#home [data-app-id="{app}"]', "launch the app")
+        panes = PANES if args.screens == "all" else PANES[:1]
+        if args.screens == "all":
+            page.click("#dashboard-launch", "show it on the dashboard")
+            page.click("#cluster-launch", "show it on the cluster")
+        if args.watch:
+            procs.start("watch", [os.path.join(args.bin, "headunitctl"), "watch", "--brief", "--unix-socket", sock])
+        for screen, _, name in panes:
             page.wait(f"the {name} draws frames", lambda: (driver.execute_script(
                 "return (window.simVideo[arguments[0]] || {}).drawn || 0", screen) >= 30), timeout=60)
         if args.cpu_throttle > 1:
@@ -131,10 +147,20 @@ def main():
         time.sleep(2)
         with open("/proc/loadavg") as f:
             load = " ".join(f.read().split()[:3])
-        r = driver.execute_script(SAMPLE, [[s, c] for s, c, _ in PANES], args.seconds)
-        print(f"machine: {os.cpu_count()} CPUs, load average {load}; {args.fps} fps, {args.seconds:.0f} s, CPU throttle {args.cpu_throttle}x, page {url + args.query}")
+        r = driver.execute_script(SAMPLE, [[s, c] for s, c, _ in panes], args.seconds)
+        print(f"machine: {os.cpu_count()} CPUs, load average {load}; {'MapsApp' if args.maps else f'test pattern at {args.fps} fps'}, {len(panes)} window(s),"
+              f" {args.seconds:.0f} s, CPU throttle {args.cpu_throttle}x, page {url + args.query}")
         print(f"page's animation frames (the sampling resolution): interval {dist(r['gaps'])}")
-        for screen, _, name in PANES:
+        if args.watch:
+            lines = [l for l in procs.output("watch").splitlines() if l.startswith("video SCREEN") or l.startswith("video screen") or l.startswith("video ")]
+            for l in lines[-3 * len(panes):]:
+                print("  watch: " + l)
+        for screen, _, name in panes:
+            st = r["stats"][screen]
+            if args.maps:
+                print(f"{name}: Worker: {st.get('fps', 0):.1f} fps, latency app draw -> drawn p50 {st.get('latencyMs') or 0:.0f} / p99 {st.get('latencyP99Ms') or 0:.0f} ms"
+                      f" (last 90 frames), {st.get('decoded')} decoded, {st.get('drawn')} drawn, {st.get('dropped')} dropped, {st.get('keyframesAsked')} keyframes asked")
+                continue
             times = {int(k): v for k, v in r["times"][screen].items()}
             first = {}
             ages = []
@@ -148,7 +174,6 @@ def main():
             shown = sorted(first)
             latency = [first[n] - times[n] for n in shown]
             drawn = shown[-1] - shown[0] + 1 if shown else 0  # the app numbers every frame it draws
-            st = r["stats"][screen]
             print(f"{name}: glass-to-glass (app draw -> first shown) {dist(latency)}")
             print(f"  age of the picture shown at each animation frame {dist(ages)}")
             print(f"  frames shown {len(shown)} of {drawn} drawn by the app in that span; {unreadable} samples unreadable;"

@@ -72,6 +72,11 @@ struct HeadUnitSim: AsyncParsableCommand {
         let reader = Task {
             for try await message in inbound.messages(maxSize: 1 << 20) {
                 guard case .text(let text) = message else { continue }
+                // The Worker took a frame of this channel off its socket: room for the next.
+                if kind == .video, text.hasPrefix("ack "), let channel = UInt32(text.dropFirst(4)) {
+                    await hub.videoAcked(id, channel: channel)
+                    continue
+                }
                 await bridge.handle(pageMessage: text, from: id)
             }
         }
@@ -163,6 +168,14 @@ actor Hub {
     private var pages: Set<Int> = []
     /// Per video socket: the newest unsent frame of each channel it can decode (latest frame wins).
     private var video: [Int: LatestVideoFrames<ByteBuffer>] = [:]
+    /// Per video socket and channel: frames written that the Worker has not acknowledged
+    /// (`ack CHANNEL` when it took one off its socket), at most `videoInFlight`. Without
+    /// this bound a page slower than the stream had frames queue in the socket's buffers
+    /// (half a second and more, measured) while the latest-frame rule above never engaged.
+    private var inFlight: [Int: [UInt32: Int]] = [:]
+    /// Channels whose writer found no room: the next ack wakes it.
+    private var starved: [Int: Set<UInt32>] = [:]
+    static let videoInFlight = 2
     /// Per page: the car's output not yet written, at most `audioBacklog` chunks (latest wins).
     private var audio: [Int: [ByteBuffer]] = [:]
     static let audioBacklog = 5  // 100 ms
@@ -193,6 +206,8 @@ actor Hub {
     func leave(_ id: Int) {
         clients.removeValue(forKey: id)?.finish()
         pages.remove(id)
+        inFlight[id] = nil
+        starved[id] = nil
         video[id] = nil
         audio[id] = nil
     }
@@ -240,7 +255,20 @@ actor Hub {
     }
 
     func takeVideo(_ channel: UInt32, for id: Int) -> ByteBuffer? {
-        video[id]?.take(channel)
+        guard inFlight[id, default: [:]][channel, default: 0] < Self.videoInFlight else {
+            // It waits (newest wins) until the Worker acknowledges one in flight.
+            starved[id, default: []].insert(channel)
+            return nil
+        }
+        guard let frame = video[id]?.take(channel) else { return nil }
+        inFlight[id, default: [:]][channel, default: 0] += 1
+        return frame
+    }
+
+    func videoAcked(_ id: Int, channel: UInt32) {
+        guard let count = inFlight[id]?[channel], count > 0 else { return }
+        inFlight[id]?[channel] = count - 1
+        if starved[id]?.remove(channel) != nil { clients[id]?.yield(.video(channel)) }
     }
 
     /// The page's decoder asked for a keyframe: nothing more of the channel until it comes.

@@ -4,7 +4,8 @@
 // WebCodecs and draws into the OffscreenCanvas the page transferred for that
 // screen, so a busy page (redrawing the screens, the log, audio) never holds a
 // frame back. Latest frame wins at every step: the simulator keeps at most one
-// unsent frame per stream, a decoder more than 4 frames behind drops P-frames
+// unsent frame per stream and two in flight (each acknowledged with "ack
+// CHANNEL" when taken off the socket), a decoder more than 4 frames behind drops P-frames
 // and starts again from a keyframe, and decoded frames are never queued: the
 // newest is drawn, older ones still waiting are closed unseen.
 //
@@ -108,9 +109,12 @@ function ensureDecoder(p, channel, codec) {
 function onVideoFrame(buffer) {
   const dv = new DataView(buffer);
   if (buffer.byteLength < 36 || dv.getUint8(0) !== 1) return;
+  const channel = dv.getUint32(4);
+  // Taken off the socket: the simulator may send this channel's next frame (it keeps at most 2 in flight, newest first).
+  if (wsUp) ws.send("ack " + channel);
   const screen = SCREENS[dv.getUint8(1)];
   if (!screen) return;
-  const key = (dv.getUint8(2) & 1) === 1, channel = dv.getUint32(4), number = dv.getUint32(8);
+  const key = (dv.getUint8(2) & 1) === 1, number = dv.getUint32(8);
   const p = pane(screen), st = p.st;
   st.received++; p.changed = true;
   log(p.receivedLog);
