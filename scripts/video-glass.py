@@ -141,7 +141,12 @@ def main():
             procs.start("watch", [os.path.join(args.bin, "headunitctl"), "watch", "--brief", "--unix-socket", sock])
         for screen, _, name in panes:
             page.wait(f"the {name} draws frames", lambda: (driver.execute_script(
-                "return (window.simVideo[arguments[0]] || {}).drawn || 0", screen) >= 30), timeout=60)
+                "return (window.simVideo[arguments[0]] || {}).drawn || 0", screen) >= (2 if args.maps else 30)), timeout=60)
+        if args.maps:
+            # A still map sends a frame when it changes: start guidance so the car moves (as sim_test.py does).
+            page.click('#main-screen [data-button-id="routes"]', "press the map's routes button")
+            page.click('[data-trip-id="home"]', "press Go")
+            page.wait_css("#main-screen .guidance-card", "guidance started")
         if args.cpu_throttle > 1:
             driver.execute_cdp_cmd("Emulation.setCPUThrottlingRate", {"rate": args.cpu_throttle})
         time.sleep(2)
