@@ -216,6 +216,7 @@ public class CXAction: NSObject, @unchecked Sendable {
         guard let id = actionID, let application = applicationRef.object else { return }
         providerRef.object?.answered(actionID: id)
         application.answerCallAction(actionID: id, fulfilled: fulfilled)
+        providerRef.object?.settled(self, fulfilled: fulfilled, application: application)
     }
 
     /// The message the car performs (only the fields of the kind are read).
@@ -388,6 +389,9 @@ public protocol CXProviderDelegate: AnyObject {
     func providerDidReset(_ provider: CXProvider)
     /// The provider is ready (the app's connection to the car is up).
     func providerDidBegin(_ provider: CXProvider)
+    /// The app may handle the transaction itself (answer true, then fulfil
+    /// or fail its actions); false: each action reaches `provider(_:perform:)`.
+    func provider(_ provider: CXProvider, execute transaction: CXTransaction) -> Bool
     func provider(_ provider: CXProvider, perform action: CXStartCallAction)
     func provider(_ provider: CXProvider, perform action: CXAnswerCallAction)
     func provider(_ provider: CXProvider, perform action: CXEndCallAction)
@@ -396,10 +400,17 @@ public protocol CXProviderDelegate: AnyObject {
     func provider(_ provider: CXProvider, perform action: CXPlayDTMFCallAction)
     /// The car stopped waiting for the action and failed it.
     func provider(_ provider: CXProvider, timedOutPerforming action: CXAction)
+    /// The app's first call connected (a start or an answer fulfilled, or an
+    /// outgoing call reported connected): start the call's audio (ours: the
+    /// app's audio session; its voice goes to the car as a `VOICE` stream).
+    func provider(_ provider: CXProvider, didActivate audioSession: AVAudioSession)
+    /// The app's last connected call ended: stop the call's audio.
+    func provider(_ provider: CXProvider, didDeactivate audioSession: AVAudioSession)
 }
 
 extension CXProviderDelegate {
     public func providerDidBegin(_ provider: CXProvider) {}
+    public func provider(_ provider: CXProvider, execute transaction: CXTransaction) -> Bool { false }
     public func provider(_ provider: CXProvider, perform action: CXStartCallAction) { action.fail() }
     public func provider(_ provider: CXProvider, perform action: CXAnswerCallAction) { action.fail() }
     public func provider(_ provider: CXProvider, perform action: CXEndCallAction) { action.fail() }
@@ -407,6 +418,8 @@ extension CXProviderDelegate {
     public func provider(_ provider: CXProvider, perform action: CXSetMutedCallAction) { action.fail() }
     public func provider(_ provider: CXProvider, perform action: CXPlayDTMFCallAction) { action.fail() }
     public func provider(_ provider: CXProvider, timedOutPerforming action: CXAction) {}
+    public func provider(_ provider: CXProvider, didActivate audioSession: AVAudioSession) {}
+    public func provider(_ provider: CXProvider, didDeactivate audioSession: AVAudioSession) {}
 }
 
 /// Reports the app's calls to the car and performs the actions the car
@@ -423,6 +436,8 @@ public final class CXProvider: NSObject, @unchecked Sendable {
     @CPLocked private var descriptions: [UUID: HUCallDescription] = [:]
     /// Actions the car sent, until answered or timed out.
     @CPLocked private var inFlight: [UInt64: CXAction] = [:]
+    /// The app's calls that connected and have not ended: the audio session is active while there are any.
+    @CPLocked private var connected: Set<UUID> = []
 
     public init(configuration: CXProviderConfiguration) {
         self.configuration = configuration
@@ -475,6 +490,7 @@ public final class CXProvider: NSObject, @unchecked Sendable {
     /// The outgoing call connected.
     public func reportOutgoingCall(with UUID: UUID, connectedAt dateConnected: Date?) {
         send(UUID, .outgoingConnected)
+        callConnected(UUID, application: CallKitHub.shared.application)
     }
 
     /// The call's details changed (the set fields of `update`).
@@ -488,6 +504,37 @@ public final class CXProvider: NSObject, @unchecked Sendable {
     public func reportCall(with UUID: UUID, endedAt dateEnded: Date?, reason endedReason: CXCallEndedReason) {
         descriptions[UUID] = nil
         send(UUID, .ended, reason: endedReason.wire)
+        callEnded(UUID, application: CallKitHub.shared.application)
+    }
+
+    // MARK: the call's audio session (didActivate / didDeactivate)
+
+    /// An action the app answered: a fulfilled start or answer connects its
+    /// call, a fulfilled end or a failed start ends it.
+    func settled(_ action: CXAction, fulfilled: Bool, application: CPApplication) {
+        switch action {
+        case let start as CXStartCallAction:
+            if fulfilled { callConnected(start.callUUID, application: application) } else { callEnded(start.callUUID, application: application) }
+        case let answer as CXAnswerCallAction where fulfilled:
+            callConnected(answer.callUUID, application: application)
+        case let end as CXEndCallAction where fulfilled:
+            callEnded(end.callUUID, application: application)
+        default:
+            break
+        }
+    }
+
+    private func callConnected(_ uuid: UUID, application: CPApplication?) {
+        let first = $connected.withValue { set -> Bool in set.insert(uuid).inserted && set.count == 1 }
+        guard first, let application else { return }
+        // After the delegate call that fulfilled the action (CallKit activates the session once the call is under way).
+        Task { @MainActor in self.delegate?.provider(self, didActivate: application.audioSession) }
+    }
+
+    private func callEnded(_ uuid: UUID, application: CPApplication?) {
+        let last = $connected.withValue { set -> Bool in set.remove(uuid) != nil && set.isEmpty }
+        guard last, let application else { return }
+        Task { @MainActor in self.delegate?.provider(self, didDeactivate: application.audioSession) }
     }
 
     private func send(
@@ -543,6 +590,8 @@ public final class CXProvider: NSObject, @unchecked Sendable {
         action.providerRef = Weak(self)
         action.timeoutDate = Date().addingTimeInterval(Double(timeoutMilliseconds) / 1000)
         inFlight[event.actionID] = action
+        // The car sends one action per transaction.
+        if delegate.provider(self, execute: CXTransaction(action: action)) { return true }
         switch action {
         case let action as CXStartCallAction: delegate.provider(self, perform: action)
         case let action as CXAnswerCallAction: delegate.provider(self, perform: action)
@@ -566,6 +615,7 @@ public final class CXProvider: NSObject, @unchecked Sendable {
     @MainActor func reset() {
         inFlight = [:]
         descriptions = [:]
+        connected = []
         delegate?.providerDidReset(self)
     }
 

@@ -37,6 +37,11 @@ public struct CPLocked<Value>: @unchecked Sendable {
             return old
         }
     }
+
+    /// Reads and changes the value under one lock.
+    func withValue<T>(_ body: (inout Value) -> T) -> T {
+        box.lock.withLock { body(&box.value) }
+    }
 }
 
 /// A weak reference that can live in a `CPLocked` (delegates are weak, as in CarPlay).

@@ -145,6 +145,7 @@ struct PortDriverTests {
         #expect(placed.description_p.remoteHandle.value == "+1 555 0100" && placed.description_p.remoteHandle.type == .phoneNumber)
         #expect(placed.availableActions.contains(.setHeld) && placed.availableActions.contains(.playDtmf))
         #expect(delegate.callManager.events.contains("start performed"))
+        #expect(await Self.eventually { delegate.callManager.events.contains("audio activated") })
         #expect(await Self.eventually { delegate.callManager.events.contains("start requested") })
         // The driver mutes, then ends it on the car: the app's provider delegate performs both.
         let mute = try await car.hmi.callAction(HUCallAction.with { $0.kind = .setMuted; $0.callUuid = placed.callUuid; $0.muted = true })
@@ -152,6 +153,7 @@ struct PortDriverTests {
         let end = try await car.hmi.callAction(HUCallAction.with { $0.kind = .end; $0.callUuid = placed.callUuid })
         #expect(end.fulfilled)
         #expect(delegate.callManager.events.contains("end Bob"))
+        #expect(await Self.eventually { delegate.callManager.events.contains("audio deactivated") })
         let ended = try #require(await car.hmi.waitForHomeScreen { $0.calls.isEmpty && $0.hasLastCallEnded })
         #expect(ended.lastCallEnded.reason == .endedByAction && ended.lastCallEnded.callUuid == placed.callUuid)
 

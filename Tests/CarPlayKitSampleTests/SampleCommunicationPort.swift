@@ -73,6 +73,15 @@ final class CallManager: NSObject, CXProviderDelegate {
         action.fulfill()
     }
 
+    func provider(_ provider: CXProvider, didActivate audioSession: AVAudioSession) {
+        // An iOS app starts its call audio here.
+        events.append("audio activated")
+    }
+
+    func provider(_ provider: CXProvider, didDeactivate audioSession: AVAudioSession) {
+        events.append("audio deactivated")
+    }
+
     func provider(_ provider: CXProvider, perform action: CXSetMutedCallAction) {
         events.append(action.isMuted ? "muted" : "unmuted")
         action.fulfill()
