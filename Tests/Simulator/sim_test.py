@@ -186,7 +186,8 @@ def video_phase(page, driver, procs, args, sock, shots):
         while (Date.now() - start < 1000) { /* the page's thread is busy */ }
         const end = Date.now();
         return window.simVideo.drawTimes('SCREEN_MAIN').then((a) => a.drawn.filter((t) => t > start + 100 && t < end - 100).length);""")
-    check(during >= 5, f"the main screen's Worker drew {during} frames in the 0.8 s the page's thread was blocked")
+    # A floor, not a rate (6-11 in loaded debug runs): drawing that waits for the page's thread draws none.
+    check(during >= 2, f"the main screen's Worker drew {during} frames in the 0.8 s the page's thread was blocked")
     check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (video)", os.path.join(shots, "main-video.png"))
     check_not_blank(page.find("#dashboard").screenshot_as_png, "the dashboard (video)", os.path.join(shots, "dashboard-video.png"))
     check_not_blank(page.find("#cluster").screenshot_as_png, "the instrument cluster (video)", os.path.join(shots, "cluster-video.png"))

@@ -5,7 +5,7 @@
 // screen, so a busy page (redrawing the screens, the log, audio) never holds a
 // frame back. Latest frame wins at every step: the simulator keeps at most one
 // unsent frame per stream and two in flight (each acknowledged with "ack
-// CHANNEL" when taken off the socket), a decoder more than 4 frames behind drops P-frames
+// CHANNEL" when taken off the socket), a decoder more than 2 frames behind drops P-frames
 // and starts again from a keyframe, and decoded frames are never queued: the
 // newest is drawn, older ones still waiting are closed unseen.
 //
@@ -32,6 +32,10 @@
 "use strict";
 
 const SCREENS = { 1: "SCREEN_MAIN", 2: "SCREEN_DASHBOARD", 3: "SCREEN_INSTRUMENT_CLUSTER" };
+// P-frames waiting in a decoder past this are dropped (it starts again from a keyframe): ?decodeQueue=N to
+// try others. Three windows at 30 fps on a loaded 2-core machine: 1, 2, 4 gave 210, 210, 310 ms p50 and
+// 450, 630, 840 ms p99 glass-to-glass, 1 asking for the most keyframes (BENCHMARKS.md).
+const MAX_DECODE_QUEUE = Number(new URLSearchParams(self.location.search).get("decodeQueue")) || 2;
 const panes = {};
 let ws = null, wsUp = false, reqId = 0;
 
@@ -124,8 +128,8 @@ function onVideoFrame(buffer) {
     // A P-frame before a keyframe (or after an error) cannot be decoded: wait for the keyframe asked for.
     st.dropped++; p.waitingKey = true; askKeyframe(p); return;
   }
-  // A decoder falling behind (over ~130 ms at 30 fps): drop rather than queue, and start again from a keyframe.
-  if (!key && p.decoder.decodeQueueSize > 4) { st.dropped++; p.waitingKey = true; askKeyframe(p); return; }
+  // A decoder falling behind: drop rather than queue, and start again from a keyframe.
+  if (!key && p.decoder.decodeQueueSize > MAX_DECODE_QUEUE) { st.dropped++; p.waitingKey = true; askKeyframe(p); return; }
   p.waitingKey = false;
   const simAt = dv.getFloat64(20), phoneToSimUs = dv.getInt32(28);
   p.pending.set(number, { simAt, phoneToSimUs, arrived: performance.now() });
