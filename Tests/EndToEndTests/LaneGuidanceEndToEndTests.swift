@@ -161,6 +161,15 @@ struct LaneGuidanceEndToEndTests {
             maneuver.dashboardJunctionImage = NavWire.asset("junction", 1000, 1000)
             try refused(NavWire.maneuvers([maneuver]), .imageTooLarge, limit: "image.junctionImage", value: 280)
             maneuver = NavWire.maneuver("m1", "Turn right")
+            maneuver.dashboardSymbol = NavWire.asset("turn", 1000, 1000)  // the rule its 100 px symbol follows: maneuverSymbol
+            try refused(NavWire.maneuvers([maneuver]), .imageTooLarge, limit: "image.maneuverSymbol", value: 100)
+            maneuver = NavWire.maneuver("m1", "Turn right")
+            maneuver.notificationSymbol = NavWire.asset("turn", 240, 100)
+            try refused(NavWire.maneuvers([maneuver]), .imageTooLarge, limit: "image.maneuverSymbol", value: 100)
+            maneuver = NavWire.maneuver("m1", "Turn right")
+            maneuver.junctionElementAnglesDeg = [0, .infinity]
+            try refused(NavWire.maneuvers([maneuver]), .invalidArgument, limit: "navigation.angle", value: 180)
+            maneuver = NavWire.maneuver("m1", "Turn right")
             maneuver.linkedLaneGuidanceID = "g1"
             try refused(NavWire.maneuvers([maneuver]), .unknownItem)
 
@@ -169,6 +178,9 @@ struct LaneGuidanceEndToEndTests {
             try refused(
                 NavWire.nav(.setCurrentRoadName(HUCurrentRoadName.with { $0.variants = [String(repeating: "r", count: 257)] })),
                 .limitExceeded, limit: "navigation.variantScalars", value: 256)
+            try refused(
+                NavWire.nav(.setCurrentRoadName(HUCurrentRoadName.with { $0.variants = Array(repeating: "Rd", count: 17) })),
+                .limitExceeded, limit: "navigation.variants", value: 16)
             try refused(NavWire.nav(.setManeuverState(HUCurrentManeuverState())), .invalidArgument)
 
             rig.settle()
