@@ -96,6 +96,7 @@ extension ScenarioPlayer {
         case .dashboardButtonPressed(let button): (kind, id) = ("dashboard_button_pressed", button)
         case .clusterInput: kind = "cluster_input"
         case .promptStyle: kind = "prompt_style"
+        case .bannerSelected(let b): (kind, id) = ("banner_selected", b.maneuverID.isEmpty ? b.alertID : b.maneuverID)
         case nil: return false
         }
         if !expect.kind.isEmpty && normalize(expect.kind) != normalize(kind) { return false }
@@ -150,6 +151,7 @@ extension ScenarioPlayer {
         case .pan(let direction): kind = "pan \(direction)"
         case .exitPanning: kind = "exit_panning"
         case .dashboardButton(let id): kind = "dashboard_button '\(id)'"
+        case .selectBanner(let b): kind = "select_banner \(b.bannerID)"
         case nil: kind = "(none)"
         }
         return "navigation_input \(kind)"

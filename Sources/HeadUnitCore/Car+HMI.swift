@@ -64,6 +64,8 @@ extension Car {
     mutating func connectScene(appID: String, kind: HUSceneKind, nowPlaying: HUTemplate?) {
         let screen = screen(for: kind)
         let ref = SceneRef(appID: appID, kind: kind)
+        // On the main screen the app needs no banner (PROTOCOL.md 19.9).
+        if kind == .main { applyBanner(navigation.banner.dismiss(appID: appID)) }
         if screenOwners[screen] != ref, let previous = screenOwners[screen], let scene = apps[previous.appID]?.scenes[previous.kind] {
             sendLifecycle(SceneState.Transition(disappeared: scene.visibleIDs), appID: previous.appID, scene: scene, animated: false)
         }

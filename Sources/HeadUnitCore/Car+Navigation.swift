@@ -70,7 +70,11 @@ extension Car {
         case .cancel:
             outcome = session.cancel()
         case .showAlert(let alert):
-            return showNavigationAlert(alert, appID: appID, scale: scale)
+            let shown = showNavigationAlert(alert, appID: appID, scale: scale)
+            if case .success = shown, alert.notify {
+                applyBanner(navigation.banner.show(alert: alert, appID: appID, appInFront: isOnMainScreen(appID)))
+            }
+            return shown
         case .dismissAlert:
             guard navigation.alert?.appID == appID else {
                 return .failure(RuleViolation(.nothingPresented, "'\(appID)' shows no navigation alert"))
@@ -133,8 +137,66 @@ extension Car {
             return .failure(violation)
         case .success:
             navigation.sessions[appID] = session
+            updateBanner(after: request, appID: appID, session: session)
             return .ok
         }
+    }
+
+    // MARK: - banners (PROTOCOL.md 19.9)
+
+    /// A guidance update the app asked to notify shows or updates its banner;
+    /// a banner whose maneuver is no longer upcoming, or whose guidance ended, goes.
+    mutating func updateBanner(after request: HUNavigationRequest, appID: String, session: NavigationSession) {
+        guard session.isRunning else {
+            applyBanner(navigation.banner.dismissManeuver(appID: appID))
+            return
+        }
+        switch request.op {
+        case .updateManeuvers(let update):
+            if update.notify, let first = session.maneuvers.first {
+                applyBanner(navigation.banner.show(maneuver: first, appID: appID, appInFront: isOnMainScreen(appID)))
+            } else {
+                applyBanner(navigation.banner.dismissManeuver(appID: appID, unless: session.maneuvers.map(\.id)))
+            }
+        case .updateEstimates(let update) where update.notify:
+            if let maneuver = session.maneuvers.first(where: { $0.id == update.maneuverID }), maneuver.hasEstimates {
+                navigation.banner.update(estimates: maneuver.estimates, maneuverID: maneuver.id, appID: appID)
+            }
+        default:
+            break
+        }
+    }
+
+    /// Whether the app's main scene is what the main screen shows (no banner then).
+    func isOnMainScreen(_ appID: String) -> Bool {
+        screenOwners[.main] == SceneRef(appID: appID, kind: .main)
+    }
+
+    mutating func applyBanner(_ changes: [NavigationBanner.TimerChange]) {
+        for change in changes {
+            switch change {
+            case .start(let id): effects.append(.startTimer(.navigationBanner(bannerID: id), milliseconds: NavigationBanner.durationMilliseconds))
+            case .cancel(let id): effects.append(.cancelTimer(.navigationBanner(bannerID: id)))
+            }
+        }
+    }
+
+    /// The driver tapped the banner: the app's map comes to the main screen
+    /// (which removes the banner), then the app hears what was selected.
+    mutating func selectBanner(_ select: HUSelectBanner, appID: String) -> Result<HUResult, RuleViolation> {
+        let subject: NavigationBanner.Subject
+        switch navigation.banner.select(appID: appID, bannerID: select.bannerID) {
+        case .failure(let violation): return .failure(violation)
+        case .success(let selected): subject = selected
+        }
+        connectScene(appID: appID, kind: .main, nowPlaying: nil)
+        var selected = HUBannerSelected()
+        switch subject {
+        case .maneuver(let id): selected.maneuverID = id
+        case .alert(let id): selected.alertID = id
+        }
+        sendNavigationEvent(appID, .main, .bannerSelected(selected))
+        return .ok
     }
 
     /// Previews, guidance and panning draw on the app's map: its main scene's root must be one.
@@ -161,6 +223,7 @@ extension Car {
         ended.reason = reason
         ended.detail = detail
         sendNavigationEvent(appID, .main, .navigationCancelled(ended))
+        applyBanner(navigation.banner.dismissManeuver(appID: appID))
         if navigation.alert?.appID == appID { dismissNavigationAlert(.system, actionID: "", tell: true) }
     }
 
@@ -184,6 +247,7 @@ extension Car {
         guard let shown = navigation.alert else { return }
         navigation.alert = nil
         effects.append(.cancelTimer(.navigationAlert(serial: shown.serial)))
+        applyBanner(navigation.banner.dismissAlert(appID: shown.appID, alertID: shown.alert.id))
         if tell {
             var dismissed = HUAlertDismissed()
             dismissed.alertID = shown.alert.id
@@ -268,6 +332,8 @@ extension Car {
                 return .failure(RuleViolation(.unknownItem, "no dashboard button '\(buttonID)'"))
             }
             sendNavigationEvent(appID, .dashboard, .dashboardButtonPressed(buttonID))
+        case .selectBanner(let select):
+            return selectBanner(select, appID: appID)
         case nil:
             return .failure(RuleViolation(.invalidArgument, "navigation input names no action"))
         }
@@ -305,6 +371,7 @@ extension Car {
         case .unspecified, .UNRECOGNIZED: endReason = .unspecified
         }
         navigation.sessions[appID]?.end(endReason)
+        applyBanner(navigation.banner.dismiss(appID: appID))
         if navigation.alert?.appID == appID { dismissNavigationAlert(.system, actionID: "", tell: false) }
         navigation.forget(appID)
         audio.appGone(appID)
@@ -390,6 +457,7 @@ extension Car {
             alert.appID = shown.appID
         }
         state.alert = alert
+        state.banner = navigation.banner.section
         var nowPlaying = HUNowPlayingSection()
         if let app = apps[nowPlayingAppID], app.nowPlayingSet {
             let content = app.nowPlaying

@@ -315,6 +315,8 @@ public struct Car: Sendable {
             }
         case .navigationAlert(let serial):
             navigationAlertExpired(serial: serial)
+        case .navigationBanner(let bannerID):
+            _ = navigation.banner.expired(bannerID: bannerID)
         case .navigationPrompt(let serial):
             audio.endPrompt(serial: serial)
         case .remoteCommand(let commandID):

@@ -86,6 +86,8 @@ public enum CarTimer: Hashable, Sendable {
     case completion(eventID: UInt64)
     /// A navigation alert's duration ran out (the car dismisses it).
     case navigationAlert(serial: UInt64)
+    /// A navigation banner's time ran out (PROTOCOL.md 19.9).
+    case navigationBanner(bannerID: UInt64)
     /// A navigation prompt's duration ran out (the main audio comes back up).
     case navigationPrompt(serial: UInt64)
     /// A phone that joined must have its apps accepted within the announce timeout.

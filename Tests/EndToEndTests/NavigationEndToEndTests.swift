@@ -107,6 +107,7 @@ struct MetadataModel {
         if s.hasCluster { state.cluster = s.cluster }
         if s.hasAudio { state.audio = s.audio }
         if s.hasPhone { state.phone = s.phone }
+        if s.hasBanner { state.banner = s.banner }
         if s.hasGuidance || update.full {
             let step = "\(state.guidance.state)" + (state.guidance.state == .paused ? "(\(state.guidance.pauseReason))" : "")
                 + (state.guidance.state == .ended ? "(\(state.guidance.endReason))" : "")

@@ -15,7 +15,8 @@ public struct MetadataSections: OptionSet, Sendable, Hashable {
     public static let cluster = MetadataSections(rawValue: 1 << 7)
     public static let audio = MetadataSections(rawValue: 1 << 8)
     public static let phone = MetadataSections(rawValue: 1 << 9)
-    public static let all: MetadataSections = [.guidance, .maneuvers, .tripEstimates, .alert, .nowPlaying, .display, .previews, .cluster, .audio, .phone]
+    public static let banner = MetadataSections(rawValue: 1 << 10)
+    public static let all: MetadataSections = [.guidance, .maneuvers, .tripEstimates, .alert, .nowPlaying, .display, .previews, .cluster, .audio, .phone, .banner]
 }
 
 /// The latest metadata state for the instrument cluster, HUDs and HMIs
@@ -44,6 +45,7 @@ public struct ClusterFeed: Sendable {
         state.cluster = HUClusterSection()
         state.audio = AudioFocus().section
         state.phone = HUPhoneSection()
+        state.banner = HUBannerSection()
         self.state = state
     }
 
@@ -77,6 +79,7 @@ public struct ClusterFeed: Sendable {
         if new.cluster != state.cluster { changed.insert(.cluster) }
         if new.audio != state.audio { changed.insert(.audio) }
         if new.phone != state.phone { changed.insert(.phone) }
+        if new.banner != state.banner { changed.insert(.banner) }
         if !changed.isEmpty {
             state = new
             version &+= 1
@@ -101,6 +104,7 @@ public struct ClusterFeed: Sendable {
         if sections.contains(.cluster) { partial.cluster = state.cluster }
         if sections.contains(.audio) { partial.audio = state.audio }
         if sections.contains(.phone) { partial.phone = state.phone }
+        if sections.contains(.banner) { partial.banner = state.banner }
         update.state = partial
         return update
     }

@@ -30,6 +30,9 @@ public struct NavigationCenter: Sendable {
     public internal(set) var alert: Alert?
     var alertSerial: UInt64 = 0
 
+    /// The banner over the main screen (PROTOCOL.md 19.9).
+    public internal(set) var banner = NavigationBanner()
+
     /// The app whose map is in panning mode.
     public internal(set) var panningAppID = ""
     public internal(set) var dashboardButtons: [String: [HUDashboardButton]] = [:]

@@ -1656,6 +1656,11 @@ public nonisolated struct HUManeuverUpdate: Sendable {
   /// 1 or 2
   public var maneuvers: [HUManeuver] = []
 
+  /// Show the first maneuver as a banner while the app is not on the main
+  /// screen (API: the map delegate's shouldShowNotificationFor maneuver;
+  /// PROTOCOL.md 19.9).
+  public var notify: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1677,6 +1682,10 @@ public nonisolated struct HUEstimatesUpdate: Sendable {
   public var hasEstimates: Bool {self._estimates != nil}
   /// Clears the value of `estimates`. Subsequent reads from it will return its default value.
   public mutating func clearEstimates() {self._estimates = nil}
+
+  /// Update the banner shown for this maneuver, if one is (API:
+  /// shouldUpdateNotificationFor maneuver with estimates; PROTOCOL.md 19.9).
+  public var notify: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1789,6 +1798,10 @@ public nonisolated struct HUNavigationAlert: Sendable {
 
   /// 0: until the app or driver dismisses it
   public var durationMs: UInt32 = 0
+
+  /// show_alert: also show it as a banner while the app is not on the main
+  /// screen (API: shouldShowNotificationFor navigation alert; PROTOCOL.md 19.9).
+  public var notify: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1966,6 +1979,15 @@ public nonisolated struct HUNavigationEvent: Sendable {
     set {kind = .promptStyle(newValue)}
   }
 
+  /// the driver tapped the app's banner; its map is now on the main screen
+  public var bannerSelected: HUBannerSelected {
+    get {
+      if case .bannerSelected(let v)? = kind {return v}
+      return HUBannerSelected()
+    }
+    set {kind = .bannerSelected(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -1983,8 +2005,25 @@ public nonisolated struct HUNavigationEvent: Sendable {
     case clusterInput(HUClusterInput)
     /// the prompt style changed (NORMAL before any change)
     case promptStyle(HUPromptStyle)
+    /// the driver tapped the app's banner; its map is now on the main screen
+    case bannerSelected(HUBannerSelected)
 
   }
+
+  public init() {}
+}
+
+/// Which maneuver or alert the tapped banner showed (PROTOCOL.md 19.9). One is set.
+public nonisolated struct HUBannerSelected: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var maneuverID: String = String()
+
+  public var alertID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -2154,6 +2193,15 @@ public nonisolated struct HUNavigationInput: Sendable {
     set {kind = .dashboardButton(newValue)}
   }
 
+  /// the driver tapped the app's banner (PROTOCOL.md 19.9)
+  public var selectBanner: HUSelectBanner {
+    get {
+      if case .selectBanner(let v)? = kind {return v}
+      return HUSelectBanner()
+    }
+    set {kind = .selectBanner(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -2168,8 +2216,23 @@ public nonisolated struct HUNavigationInput: Sendable {
     case exitPanning(HUDismissPanning)
     /// button id on the dashboard
     case dashboardButton(String)
+    /// the driver tapped the app's banner (PROTOCOL.md 19.9)
+    case selectBanner(HUSelectBanner)
 
   }
+
+  public init() {}
+}
+
+/// The banner's `banner_id` as the metadata stream's `banner` section shows it.
+public nonisolated struct HUSelectBanner: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var bannerID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -2373,6 +2436,60 @@ public nonisolated struct HUAlertSection: Sendable {
   fileprivate var _alert: HUNavigationAlert? = nil
 }
 
+/// A navigation banner (PROTOCOL.md 19.9): a maneuver or an alert of a
+/// navigation app that is not on the main screen, drawn over the main screen
+/// for 8 s. Empty `app_id`: no banner.
+public nonisolated struct HUBannerSection: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// +1 per banner shown; NavigationInput.select_banner names it
+  public var bannerID: UInt64 = 0
+
+  public var appID: String = String()
+
+  /// a maneuver's banner
+  public var maneuverID: String = String()
+
+  /// an alert's banner
+  public var alertID: String = String()
+
+  /// Maneuver: notification_instruction_variants (unset: instruction_variants);
+  /// alert: title_variants. Longest first.
+  public var instructionVariants: [String] = []
+
+  /// alert: subtitle_variants
+  public var subtitleVariants: [String] = []
+
+  /// maneuver: notification_symbol (unset: symbol); alert: image
+  public var symbol: HUImage {
+    get {_symbol ?? HUImage()}
+    set {_symbol = newValue}
+  }
+  /// Returns true if `symbol` has been explicitly set.
+  public var hasSymbol: Bool {self._symbol != nil}
+  /// Clears the value of `symbol`. Subsequent reads from it will return its default value.
+  public mutating func clearSymbol() {self._symbol = nil}
+
+  /// maneuver: the estimates shown for it
+  public var estimates: HUTravelEstimates {
+    get {_estimates ?? HUTravelEstimates()}
+    set {_estimates = newValue}
+  }
+  /// Returns true if `estimates` has been explicitly set.
+  public var hasEstimates: Bool {self._estimates != nil}
+  /// Clears the value of `estimates`. Subsequent reads from it will return its default value.
+  public mutating func clearEstimates() {self._estimates = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _symbol: HUImage? = nil
+  fileprivate var _estimates: HUTravelEstimates? = nil
+}
+
 public nonisolated struct HUNowPlayingSection: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -2556,6 +2673,15 @@ public nonisolated struct HUMetadataState: @unchecked Sendable {
   public var hasPhone: Bool {_storage._phone != nil}
   /// Clears the value of `phone`. Subsequent reads from it will return its default value.
   public mutating func clearPhone() {_uniqueStorage()._phone = nil}
+
+  public var banner: HUBannerSection {
+    get {_storage._banner ?? HUBannerSection()}
+    set {_uniqueStorage()._banner = newValue}
+  }
+  /// Returns true if `banner` has been explicitly set.
+  public var hasBanner: Bool {_storage._banner != nil}
+  /// Clears the value of `banner`. Subsequent reads from it will return its default value.
+  public mutating func clearBanner() {_uniqueStorage()._banner = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3922,7 +4048,7 @@ nonisolated extension HUPauseNavigation: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension HUManeuverUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ManeuverUpdate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}maneuvers\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}maneuvers\0\u{1}notify\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3931,6 +4057,7 @@ nonisolated extension HUManeuverUpdate: SwiftProtobuf.Message, SwiftProtobuf._Me
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.maneuvers) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.notify) }()
       default: break
       }
     }
@@ -3940,11 +4067,15 @@ nonisolated extension HUManeuverUpdate: SwiftProtobuf.Message, SwiftProtobuf._Me
     if !self.maneuvers.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.maneuvers, fieldNumber: 1)
     }
+    if self.notify != false {
+      try visitor.visitSingularBoolField(value: self.notify, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUManeuverUpdate, rhs: HUManeuverUpdate) -> Bool {
     if lhs.maneuvers != rhs.maneuvers {return false}
+    if lhs.notify != rhs.notify {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3952,7 +4083,7 @@ nonisolated extension HUManeuverUpdate: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUEstimatesUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".EstimatesUpdate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}maneuver_id\0\u{1}estimates\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}maneuver_id\0\u{1}estimates\0\u{1}notify\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3962,6 +4093,7 @@ nonisolated extension HUEstimatesUpdate: SwiftProtobuf.Message, SwiftProtobuf._M
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.maneuverID) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._estimates) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.notify) }()
       default: break
       }
     }
@@ -3978,12 +4110,16 @@ nonisolated extension HUEstimatesUpdate: SwiftProtobuf.Message, SwiftProtobuf._M
     try { if let v = self._estimates {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
     } }()
+    if self.notify != false {
+      try visitor.visitSingularBoolField(value: self.notify, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUEstimatesUpdate, rhs: HUEstimatesUpdate) -> Bool {
     if lhs.maneuverID != rhs.maneuverID {return false}
     if lhs._estimates != rhs._estimates {return false}
+    if lhs.notify != rhs.notify {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4149,7 +4285,7 @@ nonisolated extension HUCurrentManeuverState: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension HUNavigationAlert: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NavigationAlert"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}image\0\u{3}title_variants\0\u{3}subtitle_variants\0\u{1}actions\0\u{3}duration_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}image\0\u{3}title_variants\0\u{3}subtitle_variants\0\u{1}actions\0\u{3}duration_ms\0\u{1}notify\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4163,6 +4299,7 @@ nonisolated extension HUNavigationAlert: SwiftProtobuf.Message, SwiftProtobuf._M
       case 4: try { try decoder.decodeRepeatedStringField(value: &self.subtitleVariants) }()
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.actions) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.durationMs) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.notify) }()
       default: break
       }
     }
@@ -4191,6 +4328,9 @@ nonisolated extension HUNavigationAlert: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.durationMs != 0 {
       try visitor.visitSingularUInt32Field(value: self.durationMs, fieldNumber: 6)
     }
+    if self.notify != false {
+      try visitor.visitSingularBoolField(value: self.notify, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4201,6 +4341,7 @@ nonisolated extension HUNavigationAlert: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.subtitleVariants != rhs.subtitleVariants {return false}
     if lhs.actions != rhs.actions {return false}
     if lhs.durationMs != rhs.durationMs {return false}
+    if lhs.notify != rhs.notify {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4374,7 +4515,7 @@ nonisolated extension HUClusterDescriptions: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension HUNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NavigationEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{4}\u{8}trip_previewed\0\u{3}trip_started\0\u{3}navigation_cancelled\0\u{3}alert_dismissed\0\u{1}panning\0\u{3}dashboard_button_pressed\0\u{3}cluster_input\0\u{3}prompt_style\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}scene_id\0\u{4}\u{8}trip_previewed\0\u{3}trip_started\0\u{3}navigation_cancelled\0\u{3}alert_dismissed\0\u{1}panning\0\u{3}dashboard_button_pressed\0\u{3}cluster_input\0\u{3}prompt_style\0\u{3}banner_selected\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4478,6 +4619,19 @@ nonisolated extension HUNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._M
           self.kind = .promptStyle(v)
         }
       }()
+      case 18: try {
+        var v: HUBannerSelected?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .bannerSelected(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .bannerSelected(v)
+        }
+      }()
       default: break
       }
     }
@@ -4527,6 +4681,10 @@ nonisolated extension HUNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._M
       guard case .promptStyle(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularEnumField(value: v, fieldNumber: 17)
     }()
+    case .bannerSelected?: try {
+      guard case .bannerSelected(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -4536,6 +4694,41 @@ nonisolated extension HUNavigationEvent: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.appID != rhs.appID {return false}
     if lhs.sceneID != rhs.sceneID {return false}
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUBannerSelected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BannerSelected"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}maneuver_id\0\u{3}alert_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.maneuverID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.alertID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.maneuverID.isEmpty {
+      try visitor.visitSingularStringField(value: self.maneuverID, fieldNumber: 1)
+    }
+    if !self.alertID.isEmpty {
+      try visitor.visitSingularStringField(value: self.alertID, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUBannerSelected, rhs: HUBannerSelected) -> Bool {
+    if lhs.maneuverID != rhs.maneuverID {return false}
+    if lhs.alertID != rhs.alertID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4722,7 +4915,7 @@ nonisolated extension HUPanEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUNavigationInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NavigationInput"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{4}\u{9}preview_trip\0\u{3}start_trip\0\u{3}alert_action\0\u{3}dismiss_alert\0\u{1}pan\0\u{3}exit_panning\0\u{3}dashboard_button\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{4}\u{9}preview_trip\0\u{3}start_trip\0\u{3}alert_action\0\u{3}dismiss_alert\0\u{1}pan\0\u{3}exit_panning\0\u{3}dashboard_button\0\u{3}select_banner\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4807,6 +5000,19 @@ nonisolated extension HUNavigationInput: SwiftProtobuf.Message, SwiftProtobuf._M
           self.kind = .dashboardButton(v)
         }
       }()
+      case 17: try {
+        var v: HUSelectBanner?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .selectBanner(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .selectBanner(v)
+        }
+      }()
       default: break
       }
     }
@@ -4849,6 +5055,10 @@ nonisolated extension HUNavigationInput: SwiftProtobuf.Message, SwiftProtobuf._M
       guard case .dashboardButton(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularStringField(value: v, fieldNumber: 16)
     }()
+    case .selectBanner?: try {
+      guard case .selectBanner(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -4857,6 +5067,36 @@ nonisolated extension HUNavigationInput: SwiftProtobuf.Message, SwiftProtobuf._M
   public static func ==(lhs: HUNavigationInput, rhs: HUNavigationInput) -> Bool {
     if lhs.appID != rhs.appID {return false}
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUSelectBanner: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SelectBanner"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}banner_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.bannerID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.bannerID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bannerID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUSelectBanner, rhs: HUSelectBanner) -> Bool {
+    if lhs.bannerID != rhs.bannerID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5216,6 +5456,75 @@ nonisolated extension HUAlertSection: SwiftProtobuf.Message, SwiftProtobuf._Mess
   }
 }
 
+nonisolated extension HUBannerSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BannerSection"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}banner_id\0\u{3}app_id\0\u{3}maneuver_id\0\u{3}alert_id\0\u{3}instruction_variants\0\u{3}subtitle_variants\0\u{1}symbol\0\u{1}estimates\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.bannerID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.maneuverID) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.alertID) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.instructionVariants) }()
+      case 6: try { try decoder.decodeRepeatedStringField(value: &self.subtitleVariants) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._symbol) }()
+      case 8: try { try decoder.decodeSingularMessageField(value: &self._estimates) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.bannerID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bannerID, fieldNumber: 1)
+    }
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2)
+    }
+    if !self.maneuverID.isEmpty {
+      try visitor.visitSingularStringField(value: self.maneuverID, fieldNumber: 3)
+    }
+    if !self.alertID.isEmpty {
+      try visitor.visitSingularStringField(value: self.alertID, fieldNumber: 4)
+    }
+    if !self.instructionVariants.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.instructionVariants, fieldNumber: 5)
+    }
+    if !self.subtitleVariants.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.subtitleVariants, fieldNumber: 6)
+    }
+    try { if let v = self._symbol {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
+    try { if let v = self._estimates {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUBannerSection, rhs: HUBannerSection) -> Bool {
+    if lhs.bannerID != rhs.bannerID {return false}
+    if lhs.appID != rhs.appID {return false}
+    if lhs.maneuverID != rhs.maneuverID {return false}
+    if lhs.alertID != rhs.alertID {return false}
+    if lhs.instructionVariants != rhs.instructionVariants {return false}
+    if lhs.subtitleVariants != rhs.subtitleVariants {return false}
+    if lhs._symbol != rhs._symbol {return false}
+    if lhs._estimates != rhs._estimates {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension HUNowPlayingSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NowPlayingSection"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}title\0\u{1}artist\0\u{1}album\0\u{3}elapsed_seconds\0\u{3}duration_seconds\0\u{3}playback_rate\0\u{1}live\0")
@@ -5407,7 +5716,7 @@ nonisolated extension HUClusterSection: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MetadataState"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{1}maneuvers\0\u{3}trip_estimates\0\u{1}alert\0\u{3}now_playing\0\u{1}display\0\u{1}previews\0\u{1}cluster\0\u{1}audio\0\u{1}phone\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{1}maneuvers\0\u{3}trip_estimates\0\u{1}alert\0\u{3}now_playing\0\u{1}display\0\u{1}previews\0\u{1}cluster\0\u{1}audio\0\u{1}phone\0\u{1}banner\0")
 
   fileprivate class _StorageClass {
     var _guidance: HUGuidanceSection? = nil
@@ -5420,6 +5729,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
     var _cluster: HUClusterSection? = nil
     var _audio: HUAudioSection? = nil
     var _phone: HUPhoneSection? = nil
+    var _banner: HUBannerSection? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -5440,6 +5750,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
       _cluster = source._cluster
       _audio = source._audio
       _phone = source._phone
+      _banner = source._banner
     }
   }
 
@@ -5468,6 +5779,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._cluster) }()
         case 9: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         case 10: try { try decoder.decodeSingularMessageField(value: &_storage._phone) }()
+        case 11: try { try decoder.decodeSingularMessageField(value: &_storage._banner) }()
         default: break
         }
       }
@@ -5510,6 +5822,9 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
       try { if let v = _storage._phone {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
       } }()
+      try { if let v = _storage._banner {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -5529,6 +5844,7 @@ nonisolated extension HUMetadataState: SwiftProtobuf.Message, SwiftProtobuf._Mes
         if _storage._cluster != rhs_storage._cluster {return false}
         if _storage._audio != rhs_storage._audio {return false}
         if _storage._phone != rhs_storage._phone {return false}
+        if _storage._banner != rhs_storage._banner {return false}
         return true
       }
       if !storagesAreEqual {return false}
