@@ -694,6 +694,65 @@ vector("metadata-update-lane-guidance",
            current_lane_guidance_id: "exit-12" current_road_name_variants: "Ring road" maneuver_state: MANEUVER_STATE_PREPARE } } }''')],
        ok("nothing"), sender="daemon")
 
+CHAT = [("phone", '''announce_apps { device_name: "Alice's iPhone"
+    apps { app_id: "com.example.chat" display_name: "Chat" entitlements: "com.apple.developer.carplay-communication" } }''')]
+
+vector("call-report-new-incoming",
+       "A communication app reports a new incoming call (PROTOCOL.md 26.3, CXProvider.reportNewIncomingCall): "
+       "the car shows it ringing on the HMI's home screen.",
+       [message('''request_id: 50 call_report { app_id: "com.example.chat" call_uuid: "6f1c3c2e-8a55-4b1e-9a0f-2d4c6b8e0a11"
+           kind: CALL_REPORT_KIND_NEW_INCOMING description { remote_handle { type: CALL_HANDLE_TYPE_PHONE_NUMBER value: "+15550100" }
+               localized_caller_name: "Ada" supports_holding: true } }''')],
+       ok("Result"), given=CHAT)
+
+vector("call-request-start",
+       "The app asks to place a call (PROTOCOL.md 26.4, CXCallController.request(CXTransaction(CXStartCallAction))): "
+       "answered with the action's id, then the car sends it back as a CallActionEvent to perform.",
+       [message('''request_id: 51 call_request { app_id: "com.example.chat" action { kind: CALL_ACTION_KIND_START
+           call_uuid: "0b7d1e52-3c4a-4f7b-8e21-9c0d5a6b7f22" handle { type: CALL_HANDLE_TYPE_PHONE_NUMBER value: "+15550199" } } }''')],
+       ok("Result"), given=CHAT)
+
+vector("result-unknown-call",
+       "The answer to a report on a call the app never reported or started (call_report OUTGOING_CONNECTED for "
+       "an unknown UUID): UNKNOWN_CALL (PROTOCOL.md 26.3), not fatal.",
+       [message('''request_id: 52 result { code: ERROR_CODE_UNKNOWN_CALL
+           message: "'com.example.chat' has no call 0b7d1e52-3c4a-4f7b-8e21-9c0d5a6b7f22" }''')],
+       ok("nothing"), sender="daemon")
+
+vector("result-duplicate-call",
+       "The answer to a second new call with the UUID of one the car holds (compared case-insensitively): DUPLICATE_CALL.",
+       [message('''request_id: 53 result { code: ERROR_CODE_DUPLICATE_CALL
+           message: "call 6f1c3c2e-8a55-4b1e-9a0f-2d4c6b8e0a11 exists already (of 'com.example.chat')" }''')],
+       ok("nothing"), sender="daemon")
+
+vector("result-too-many-calls",
+       "The answer to a new call past max_calls (2): TOO_MANY_CALLS with limit calls.max (PROTOCOL.md 26.7).",
+       [message('''request_id: 54 result { code: ERROR_CODE_TOO_MANY_CALLS
+           message: "the car holds 2 calls, at most 2" limit: "calls.max" limit_value: 2 }''')],
+       ok("nothing"), sender="daemon")
+
+vector("result-wrong-call-state",
+       "The answer to the driver's mute on a call that still rings (PROTOCOL.md 26.5): WRONG_CALL_STATE; nothing reaches the app.",
+       [message('''request_id: 55 result { code: ERROR_CODE_WRONG_CALL_STATE
+           message: "a ringing call is not muted; answer it first" }''')],
+       ok("nothing"), sender="daemon")
+
+vector("call-action-event-answer",
+       "The car asks the app to perform the driver's answer (PROTOCOL.md 26.5, CXProviderDelegate.provider(_:perform:)): "
+       "the app answers CallActionAnswer{action_id 7, fulfilled} and the HMI's request is answered then.",
+       [message('''call_action_event { app_id: "com.example.chat" action_id: 7 action { kind: CALL_ACTION_KIND_ANSWER
+           call_uuid: "6f1c3c2e-8a55-4b1e-9a0f-2d4c6b8e0a11" } from_car: true }''')],
+       ok("nothing"), sender="daemon")
+
+vector("home-screen-call-ringing",
+       "The HMI's home screen while a call rings (PROTOCOL.md 26.7): the call, who it is from, and the buttons the car accepts now.",
+       [message('''home_screen { device_name: "Alice's iPhone" phone_link: PHONE_LINK_CONNECTED
+           calls { app_id: "com.example.chat" app_display_name: "Chat" call_uuid: "6f1c3c2e-8a55-4b1e-9a0f-2d4c6b8e0a11"
+               phase: CALL_PHASE_RINGING description { remote_handle { type: CALL_HANDLE_TYPE_PHONE_NUMBER value: "+15550100" }
+                   localized_caller_name: "Ada" }
+               available_actions: CALL_ACTION_KIND_ANSWER available_actions: CALL_ACTION_KIND_END } }''')],
+       ok("nothing"), sender="daemon")
+
 vector("navigation-update-estimates",
        "New estimates for maneuver m1 (shown only when significant: another minute or another 10 m below 1 km).",
        [message('request_id: 25 navigation_request { app_id: "com.example.maps" update_estimates { maneuver_id: "m1" estimates { distance_remaining_m: 300 time_remaining_s: 30 } } }')],
