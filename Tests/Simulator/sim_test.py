@@ -181,13 +181,18 @@ def video_phase(page, driver, procs, args, sock, shots):
     time.sleep(2)  # two seconds of steady streaming for the numbers below
     report_video(page, driver)
     # Off the page's thread: a page busy for a second (its own redraws, a long task) holds no frame back.
-    during = driver.execute_script("""
-        const start = Date.now();
-        while (Date.now() - start < 1000) { /* the page's thread is busy */ }
-        const end = Date.now();
-        return window.simVideo.drawTimes('SCREEN_MAIN').then((a) => a.drawn.filter((t) => t > start + 100 && t < end - 100).length);""")
-    # A floor, not a rate (6-11 in loaded debug runs): drawing that waits for the page's thread draws none.
-    check(during >= 2, f"the main screen's Worker drew {during} frames in the 0.8 s the page's thread was blocked")
+    def drawn_while_blocked():
+        return driver.execute_script("""
+            const start = Date.now();
+            while (Date.now() - start < 1000) { /* the page's thread is busy */ }
+            const end = Date.now();
+            return window.simVideo.drawTimes('SCREEN_MAIN').then((a) => a.drawn.filter((t) => t > start + 100 && t < end - 100).length);""")
+    # A floor, not a rate (6-11 in loaded debug runs, one run with a CI beside drew 1): drawing that
+    # waits for the page's thread draws none in every try, so the best of three tries must draw some.
+    tries = []
+    while len(tries) < 3 and (not tries or max(tries) < 2):
+        tries.append(drawn_while_blocked())
+    check(max(tries) >= 2, f"the main screen's Worker drew {tries} frames in the 0.8 s the page's thread was blocked (best of {len(tries)})")
     check_not_blank(page.find("#main-screen").screenshot_as_png, "the main screen (video)", os.path.join(shots, "main-video.png"))
     check_not_blank(page.find("#dashboard").screenshot_as_png, "the dashboard (video)", os.path.join(shots, "dashboard-video.png"))
     check_not_blank(page.find("#cluster").screenshot_as_png, "the instrument cluster (video)", os.path.join(shots, "cluster-video.png"))
