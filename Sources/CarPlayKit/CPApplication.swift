@@ -256,7 +256,7 @@ public final class CPApplication: @unchecked Sendable {
 
     /// Sends a navigation request built when its turn comes (after every
     /// request made before), for requests that ask a delegate first.
-    func postNavigation(building op: @escaping @Sendable () async -> HUNavigationRequest.OneOf_Op) {
+    func postNavigation(building op: @escaping @Sendable () async -> HUNavigationRequest.OneOf_Op, accepted: (@Sendable () -> Void)? = nil) {
         guard let phone = phoneSession else { return }
         let appID = bundleIdentifier
         queue.post {
@@ -264,6 +264,7 @@ public final class CPApplication: @unchecked Sendable {
             request.appID = appID
             request.op = await op()
             _ = try await phone.connection.request(.navigationRequest(request))
+            accepted?()
         }
     }
 
@@ -418,6 +419,14 @@ public final class CPApplication: @unchecked Sendable {
             clusterScene?.instrumentClusterController.handle(input)
             // The delegate changed its zoom or compass: the cluster's map is drawn again.
             clusterScene?.instrumentClusterController.instrumentClusterWindow?.setNeedsDisplay()
+        case .bannerSelected(let selected):
+            // The car brought the map to the main screen; the scene delegate hears what was tapped.
+            guard let scene = mainScene, let map = interfaceController?.rootTemplate as? CPMapTemplate else { return }
+            switch map.bannerSubject(selected) {
+            case (let maneuver?, _): sceneDelegate?.templateApplicationScene(scene, didSelect: maneuver)
+            case (_, let alert?): sceneDelegate?.templateApplicationScene(scene, didSelect: alert)
+            default: break
+            }
         case .panning(let pan):
             (interfaceController?.rootTemplate as? CPMapTemplate)?.handle(event)
             // The delegate moved its map: the window is drawn again.

@@ -248,13 +248,20 @@ public final class CPNavigationSession: @unchecked Sendable {
     /// how the second is drawn (asked on the main actor, in request order).
     /// Their linked lane guidances are added first when the session has not
     /// (or may no longer have) added them.
+    ///
+    /// A new first maneuver (another identifier than before) is offered as a
+    /// banner: the map delegate's `mapTemplate(_:shouldShowNotificationFor:)`
+    /// answers, and the car shows the banner only while the app is not on the
+    /// main screen (PROTOCOL.md 19.9).
     public var upcomingManeuvers: [CPManeuver] {
         get { maneuvers }
         set {
+            let previousFirst = maneuvers.first?.identifier
             maneuvers = newValue
             send(notSurelyHeld(newValue.compactMap(\.linkedLaneGuidance)))
             let wires = newValue.map(\.wire)
             let second = newValue.count > 1 ? newValue[1] : nil
+            let offered = newValue.first.flatMap { $0.identifier == previousFirst ? nil : $0 }
             let map = mapTemplate
             application.postNavigation {
                 var update = HUManeuverUpdate()
@@ -262,6 +269,9 @@ public final class CPNavigationSession: @unchecked Sendable {
                 if let second, let map {
                     let style = await MainActor.run { map.mapDelegate?.mapTemplate(map, displayStyleFor: second) ?? second.displayStyle }
                     update.maneuvers[1].displayStyle = style.wire
+                }
+                if let offered, let map {
+                    update.notify = await MainActor.run { map.offerBanner(for: offered) }
                 }
                 return .updateManeuvers(update)
             }
@@ -277,11 +287,22 @@ public final class CPNavigationSession: @unchecked Sendable {
     }
 
     /// Updates the estimates to `maneuver`.
+    /// The map delegate's `mapTemplate(_:shouldUpdateNotificationFor:with:)`
+    /// says whether a banner shown for `maneuver` shows them too.
     public func updateEstimates(_ estimates: CPTravelEstimates, for maneuver: CPManeuver) {
         var update = HUEstimatesUpdate()
         update.maneuverID = maneuver.identifier
         update.estimates = estimates.wire
-        application.postNavigation(.updateEstimates(update))
+        let map = mapTemplate
+        application.postNavigation { [update] in
+            var update = update
+            if let map {
+                update.notify = await MainActor.run {
+                    map.mapDelegate?.mapTemplate(map, shouldUpdateNotificationFor: maneuver, with: estimates) ?? false
+                }
+            }
+            return .updateEstimates(update)
+        }
     }
 
     /// The trip is done.
@@ -419,6 +440,14 @@ public protocol CPMapTemplateDelegate: AnyObject {
     /// set with two, before they are sent (the protocol carries the style of
     /// the second maneuver only).
     func mapTemplate(_ mapTemplate: CPMapTemplate, displayStyleFor maneuver: CPManeuver) -> CPManeuverDisplayStyle
+    /// Whether the car shows a banner for a new first maneuver while the app
+    /// is not on the main screen (asked whenever one is set; the car decides
+    /// whether the app is in front: PROTOCOL.md 19.9).
+    func mapTemplate(_ mapTemplate: CPMapTemplate, shouldShowNotificationFor maneuver: CPManeuver) -> Bool
+    /// Whether a banner shown for `maneuver` shows the new estimates.
+    func mapTemplate(_ mapTemplate: CPMapTemplate, shouldUpdateNotificationFor maneuver: CPManeuver, with travelEstimates: CPTravelEstimates) -> Bool
+    /// Whether the car shows a banner for a navigation alert while the app is not on the main screen.
+    func mapTemplate(_ mapTemplate: CPMapTemplate, shouldShowNotificationFor navigationAlert: CPNavigationAlert) -> Bool
 }
 
 extension CPMapTemplateDelegate {
@@ -448,6 +477,12 @@ extension CPMapTemplateDelegate {
     public func mapTemplate(_ mapTemplate: CPMapTemplate, displayStyleFor maneuver: CPManeuver) -> CPManeuverDisplayStyle {
         maneuver.displayStyle
     }
+    /// No banner (CarPlay's default).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, shouldShowNotificationFor maneuver: CPManeuver) -> Bool { false }
+    /// No banner update (CarPlay's default).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, shouldUpdateNotificationFor maneuver: CPManeuver, with travelEstimates: CPTravelEstimates) -> Bool { false }
+    /// No banner (CarPlay's default).
+    public func mapTemplate(_ mapTemplate: CPMapTemplate, shouldShowNotificationFor navigationAlert: CPNavigationAlert) -> Bool { false }
 }
 
 /// A navigation app's root template: buttons over the app's map, trip
@@ -528,6 +563,8 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
     }
 
     /// Shows a navigation alert over the map.
+    /// The map delegate's `mapTemplate(_:shouldShowNotificationFor:)` says
+    /// whether the car shows it as a banner while the app is not on the main screen.
     public func present(navigationAlert: CPNavigationAlert, animated: Bool) {
         alert = navigationAlert
         let wire = navigationAlert.wire
@@ -535,13 +572,17 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
             guard let self else { return }
             self.mapDelegate?.mapTemplate(self, willShow: navigationAlert)
         }
-        application?.postNavigation(.showAlert(wire)) { [weak self] in
+        application?.postNavigation(building: { [weak self] in
+            var wire = wire
+            if let self { wire.notify = await MainActor.run { self.offerBanner(for: navigationAlert) } }
+            return .showAlert(wire)
+        }, accepted: { [weak self] in
             // The car's answer: the alert is on screen (as CarPlay's didShow).
             Task { @MainActor in
                 guard let self else { return }
                 self.mapDelegate?.mapTemplate(self, didShow: navigationAlert)
             }
-        }
+        })
     }
 
     /// Dismisses the alert; `completion` gets whether one was shown.
@@ -590,6 +631,32 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
         guard let trip = trips.first(where: { $0.identifier == chosen.tripID }),
               let route = trip.routeChoice(withID: chosen.routeChoiceID) else { return nil }
         return (trip, route)
+    }
+
+    /// The maneuvers and alerts offered as banners, by identifier, so the
+    /// driver's tap names the object the app gave (the last 8 of each).
+    @CPLocked private var bannerManeuvers: [CPManeuver] = []
+    @CPLocked private var bannerAlerts: [CPNavigationAlert] = []
+
+    /// Asks the delegate whether `maneuver` may be a banner, and remembers it if so.
+    @MainActor func offerBanner(for maneuver: CPManeuver) -> Bool {
+        guard mapDelegate?.mapTemplate(self, shouldShowNotificationFor: maneuver) == true else { return false }
+        bannerManeuvers = Array((bannerManeuvers.filter { $0.identifier != maneuver.identifier } + [maneuver]).suffix(8))
+        return true
+    }
+
+    @MainActor func offerBanner(for alert: CPNavigationAlert) -> Bool {
+        guard mapDelegate?.mapTemplate(self, shouldShowNotificationFor: alert) == true else { return false }
+        bannerAlerts = Array((bannerAlerts.filter { $0.identifier != alert.identifier } + [alert]).suffix(8))
+        return true
+    }
+
+    /// What the tapped banner showed (`banner_selected`).
+    func bannerSubject(_ selected: HUBannerSelected) -> (CPManeuver?, CPNavigationAlert?) {
+        if !selected.maneuverID.isEmpty {
+            return (bannerManeuvers.last { $0.identifier == selected.maneuverID }, nil)
+        }
+        return (nil, bannerAlerts.last { $0.identifier == selected.alertID })
     }
 
     /// A navigation event of the car for this app's main scene.

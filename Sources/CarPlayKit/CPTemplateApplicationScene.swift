@@ -19,6 +19,10 @@ public protocol CPTemplateApplicationSceneDelegate: AnyObject {
     func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didDisconnect interfaceController: CPInterfaceController, from window: CPWindow)
     /// The car switched between light and dark content.
     func contentStyleDidChange(_ contentStyle: CPContentStyle)
+    /// The driver tapped the banner of a navigation alert; the app's map is on the main screen now (PROTOCOL.md 19.9).
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didSelect navigationAlert: CPNavigationAlert)
+    /// The driver tapped the banner of a maneuver; the app's map is on the main screen now.
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didSelect maneuver: CPManeuver)
 }
 
 extension CPTemplateApplicationSceneDelegate {
@@ -36,6 +40,10 @@ extension CPTemplateApplicationSceneDelegate {
     }
     /// Does nothing (optional in CarPlay).
     public func contentStyleDidChange(_ contentStyle: CPContentStyle) {}
+    /// Does nothing (optional in CarPlay).
+    public func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didSelect navigationAlert: CPNavigationAlert) {}
+    /// Does nothing (optional in CarPlay).
+    public func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didSelect maneuver: CPManeuver) {}
 }
 
 /// The app's main scene on the car's screen (`CPTemplateApplicationScene`).

@@ -28,6 +28,7 @@ public struct MetadataModel: Sendable, Equatable {
         if s.hasPreviews { state.previews = s.previews; changed.append("previews") }
         if s.hasCluster { state.cluster = s.cluster; changed.append("cluster") }
         if s.hasAudio { state.audio = s.audio; changed.append("audio") }
+        if s.hasBanner { state.banner = s.banner; changed.append("banner") }
         return changed
     }
 }

@@ -223,6 +223,42 @@ struct PortDriverTests {
         await app.disconnect()
     }
 
+    @Test("navigation port: with the home screen in front a new maneuver is a banner the HMI sees; selecting it brings the map back and the scene delegate's didSelect hears the maneuver")
+    func navigationBanner() async throws {
+        let car = try await Car.start()
+        defer { car.stop() }
+        let app = CPApplication(bundleIdentifier: "com.sample.maps", displayName: "Sample Maps", entitlements: [.maps])
+        let delegate = NavigationSceneDelegate()
+        app.sceneDelegate = delegate
+        try await app.connect(to: car.endpoint)
+        try await car.hmi.launch(app.bundleIdentifier)
+        let appID = app.bundleIdentifier
+        _ = try #require(await car.screen { if case .map? = $0.top.kind { true } else { false } })
+        #expect(await Self.eventually { delegate.mapTemplate != nil })
+        delegate.showPreviews()
+        try await app.interfaceController?.waitForPendingUpdates()
+        let trip = try #require(delegate.trips.first)
+        try await car.navigation(appID, .startTrip(HUTripChosen.with { $0.tripID = trip.identifier }))
+        #expect(await Self.eventually { delegate.events.contains("guiding") })
+        try await app.interfaceController?.waitForPendingUpdates()
+        // The driver goes to the home screen; the app's next turn becomes a banner.
+        try await car.hmi.input(HUHmiInput.with { $0.goHome = HUGoHome() })
+        let hmiFeed = try await ClusterSession.connect(to: car.endpoint)
+        try await hmiFeed.subscribe()
+        var updates = hmiFeed.updates.makeAsyncIterator()
+        var model = MetadataModel()
+        delegate.announceNextTurn()
+        while model.state.banner.appID.isEmpty, let update = await updates.next() { model.apply(update) }
+        let banner = model.state.banner
+        #expect(banner.appID == appID && banner.instructionVariants == ["Turn left onto High Street"])
+        #expect(delegate.events.contains("banner asked"))
+        try await car.navigation(appID, .selectBanner(HUSelectBanner.with { $0.bannerID = banner.bannerID }))
+        #expect(await Self.eventually { delegate.events.contains("selected Turn left onto High St") })
+        #expect(await car.screen { if case .map? = $0.top.kind { true } else { false } } != nil)
+        await hmiFeed.close()
+        await app.disconnect()
+    }
+
     @Test("navigation port: the dashboard's shortcuts and the cluster's window, zoom and settings reach Apple-style scene delegates")
     func navigationDashboardAndCluster() async throws {
         let car = try await Car.start()

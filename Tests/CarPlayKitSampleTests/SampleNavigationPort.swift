@@ -100,6 +100,37 @@ class NavigationSceneDelegate: NSObject, CPTemplateApplicationSceneDelegate, CPM
         return .instructionOnly
     }
 
+    /// The next turn, offered as a banner while the app is in the background.
+    func announceNextTurn() {
+        let maneuver = CPManeuver()
+        maneuver.instructionVariants = ["Turn left onto High St"]
+        maneuver.notificationInstructionVariants = ["Turn left onto High Street"]
+        navigationSession?.upcomingManeuvers = [maneuver]
+    }
+
+    // Banners: Apple asks only while the app is in the background.
+    func mapTemplate(_ mapTemplate: CPMapTemplate, shouldShowNotificationFor maneuver: CPManeuver) -> Bool {
+        events.append("banner asked")
+        return true
+    }
+
+    func mapTemplate(_ mapTemplate: CPMapTemplate, shouldUpdateNotificationFor maneuver: CPManeuver,
+                     with travelEstimates: CPTravelEstimates) -> Bool {
+        true
+    }
+
+    func mapTemplate(_ mapTemplate: CPMapTemplate, shouldShowNotificationFor navigationAlert: CPNavigationAlert) -> Bool {
+        true
+    }
+
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didSelect maneuver: CPManeuver) {
+        events.append("selected \(maneuver.instructionVariants.first ?? "")")
+    }
+
+    func templateApplicationScene(_ templateApplicationScene: CPTemplateApplicationScene, didSelect navigationAlert: CPNavigationAlert) {
+        events.append("selected alert \(navigationAlert.titleVariants.first ?? "")")
+    }
+
     func mapTemplateDidShowPanningInterface(_ mapTemplate: CPMapTemplate) { events.append("pan began") }
     func mapTemplateWillDismissPanningInterface(_ mapTemplate: CPMapTemplate) { events.append("pan will end") }
     func mapTemplate(_ mapTemplate: CPMapTemplate, willShow navigationAlert: CPNavigationAlert) { events.append("alert will show") }
