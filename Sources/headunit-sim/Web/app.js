@@ -209,6 +209,8 @@ function renderMain() {
   root.append(dock, content);
   const calls = callBanner();
   if (calls) root.append(calls);
+  const banner = navBanner(r);
+  if (banner) root.append(banner);
 
   if (!S.daemon || !S.daemon.connected) {
     content.append(h("div", { class: "home-empty" }, "headunitd is not connected"));
@@ -223,6 +225,19 @@ function renderMain() {
   root.classList.toggle("has-video", !!layer);
   if (layer) root.prepend(...layer);
   if (focused >= 0) { const list = focusList(); (list[Math.min(focused, list.length - 1)] || root).focus(); }
+}
+
+// Navigation banners (PROTOCOL.md 19.9): a navigation app that is not on the
+// main screen shows its maneuver or alert at the top; a tap selects it (the
+// car brings the app's map back and the banner goes).
+function navBanner(r) {
+  const b = S.meta.banner;
+  if (!b || !b.appId || b.appId === r.appId) return null;
+  const symbol = b.symbol ? image(b.symbol, 40) : h("span", { class: "glyph" }, b.alertId ? "⚠" : maneuverGlyph(b));
+  return tap("button", { class: "nav-banner", id: "nav-banner", "data-banner-id": b.bannerId || "" },
+    () => navInput({ appId: b.appId, selectBanner: { bannerId: b.bannerId } }),
+    symbol, h("div", { class: "text" }, h("b", {}, first(b.instructionVariants)),
+      h("div", { class: "muted" }, [appName(b.appId), first(b.subtitleVariants), fmtEst(b.estimates)].filter(Boolean).join(" · "))));
 }
 
 // Calls (PROTOCOL.md section 26): the phone's calls over whatever the screen
