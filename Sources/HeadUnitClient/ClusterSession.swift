@@ -171,6 +171,18 @@ public enum MetadataText {
                 lines.append("alert: none")
             }
         }
+        // The navigation banner (PROTOCOL.md 19.9): a full render names it only while one is shown.
+        if wants("banner"), !all || !state.banner.appID.isEmpty {
+            let banner = state.banner
+            if banner.appID.isEmpty {
+                lines.append("banner: none")
+            } else {
+                var line = "banner \(banner.bannerID) (\(banner.appID)): \(banner.instructionVariants.first ?? "")"
+                if let subtitle = banner.subtitleVariants.first { line += " - \(subtitle)" }
+                if banner.hasEstimates { line += " in \(estimates(banner.estimates))" }
+                lines.append(line)
+            }
+        }
         if wants("now_playing") {
             let np = state.nowPlaying
             if np.appID.isEmpty {

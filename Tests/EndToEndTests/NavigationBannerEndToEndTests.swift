@@ -1,4 +1,5 @@
 import Foundation
+import HeadUnitClient
 import HeadUnitWire
 import Testing
 
@@ -42,6 +43,8 @@ struct NavigationBannerEndToEndTests {
             #expect(banner.instructionVariants == ["Turn left onto High Street"])
             #expect(banner.symbol.asset == "turn")
             #expect(rig.clusterModel.state.banner == banner)
+            // `headunitctl watch` names it too.
+            #expect(MetadataText.render(rig.hmiModel.state).contains("banner \(banner.bannerID) (\(NavWire.appID)): Turn left onto High Street in 800 m, 1 min"))
             // A notified estimates update updates it.
             try rig.ok(NavWire.nav(.updateEstimates(HUEstimatesUpdate.with {
                 $0.maneuverID = "m2"; $0.estimates = NavWire.estimates(150, 15); $0.notify = true
