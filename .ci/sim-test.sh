@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The web simulator in a real browser (.ci/run): headless Chromium driven by
-# selenium clicks through Tests/Simulator/scenario.json against a fresh daemon.
+# selenium clicks through Tests/Simulator/scenario.json against a fresh daemon,
+# then banner_test.py's navigation banner (banner-scenario.json).
 #   .ci/sim-test.sh BIN_DIR [sim_test.py options, e.g. --screenshots docs/simulator]
 # Needs Debian's chromium and chromium-driver (scripts/setup.sh installs them
 # in .ci/run) and selenium from PyPI (installed here when missing: system-wide,
@@ -21,4 +22,6 @@ fi
 for tool in chromium chromedriver; do
   command -v "$tool" >/dev/null || { echo "sim-test: $tool is missing (apt-get install chromium chromium-driver)" >&2; exit 1; }
 done
-exec "$python" Tests/Simulator/sim_test.py "$bin" "$@"
+"$python" Tests/Simulator/sim_test.py "$bin" "$@"
+# Navigation banners over another app's screen (PROTOCOL.md 19.9): a page of its own.
+"$python" Tests/Simulator/banner_test.py "$bin"
