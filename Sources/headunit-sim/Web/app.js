@@ -823,6 +823,8 @@ window.simVideo.drawTimes = (screen) => new Promise((resolve) => {
 
 function videoStatsText(p) {
   const st = window.simVideo[p.screen];
+  // No picture yet (an app that streams no video): no numbers over the car's screen (.video-stats:empty hides it).
+  if (!st.decoded) { p.stats.textContent = ""; return; }
   p.stats.textContent = `${st.fps.toFixed(1)} fps · ${st.latencyMs === null ? "?" : Math.round(st.latencyMs) + " ms"} · ${st.width}×${st.height}`;
   p.stats.title = `latency p50 from the ${st.latencySource} to the picture drawn (${st.toSimMs === null ? "?" : Math.round(st.toSimMs)} ms of it before the page, ${Math.round(st.decoderMs || 0)} ms in the decoder); p99 ${Math.round(st.latencyP99Ms || 0)} ms; ${st.dropped} dropped, ${st.superseded || 0} decoded but not drawn (a newer one came first), ${st.keyframesAsked} keyframes asked, ${st.errors} decoder errors; ${st.codec}`;
 }
