@@ -99,7 +99,7 @@ struct VideoBench {
         let sent = try await streaming.value
         print(row("  the same while the three windows stream at 30 fps", AudioBench.distribution(busy) + " (p99 \(format2(Self.p99(busy) / Self.p99(idle)))x idle)"))
         print(row("  frames the phone sent / skipped (socket busy)", "\(sent.sent) / \(sent.skipped)"))
-        print(row("  viewer: frames taken, p50 / p99 age at the consumer", viewer.report()))
+        print(row("  viewer: frames received and shown, p50 / p99 age at the consumer", viewer.report()))
         await viewer.stop()
 
         // 3. CPU per frame, per HMI.
@@ -113,9 +113,9 @@ struct VideoBench {
             let result = try await Self.stream(phone, windows, seconds: seconds, asks: asks)
             let cpu = Double(threadNanoseconds(pid: daemon.pid) - before) / 1e9
             let elapsed = AudioBench.now() - start
-            let forwarded = viewers.reduce(0) { $0 + $1.taken() }
+            let forwarded = viewers.reduce(0) { $0 + $1.received() }
             perSecond.append((count, cpu / elapsed))
-            print(row("daemon CPU, \(count) HMI(s) watching 3 windows", "\(format2(cpu / elapsed * 100))% of a core; \(format1(cpu / Double(result.sent) * 1e6)) us per frame from the phone (\(result.sent)), \(format1(cpu / Double(max(1, forwarded)) * 1e6)) us per frame a viewer took (\(forwarded))"))
+            print(row("daemon CPU, \(count) HMI(s) watching 3 windows", "\(format2(cpu / elapsed * 100))% of a core; \(format1(cpu / Double(result.sent) * 1e6)) us per frame from the phone (\(result.sent)), \(format1(cpu / Double(max(1, forwarded)) * 1e6)) us per frame a viewer received (\(forwarded))"))
             for viewer in viewers { await viewer.stop() }
         }
         if let one = perSecond.first, let four = perSecond.last, four.0 > one.0 {
@@ -130,7 +130,7 @@ struct VideoBench {
         try await Task.sleep(nanoseconds: 300_000_000)
         let result = try await Self.stream(phone, windows, seconds: seconds, asks: asks)
         let drawn = result.sent / windows.count
-        print(row("2x slower HMI: frames drawn per window by the app", "\(drawn) in \(format1(seconds)) s"))
+        print(row("2x slower HMI: frames drawn per window by the app", "\(drawn) in \(format1(seconds)) s; keyframes the car asked for, all windows: \(result.keyframesAsked)"))
         print(row("  the HMI that keeps up, per window", fast.report(windows: windows.count)))
         print(row("  the HMI taking 66 ms a frame, per window", slow.report(windows: windows.count)))
         await fast.stop()
@@ -161,15 +161,18 @@ struct VideoBench {
     /// Sends every window at 30 fps for `seconds`, stamped with the draw time
     /// on CLOCK_MONOTONIC; a keyframe request, or a frame the SDK skipped,
     /// makes the window's next frame the loop's IDR.
-    static func stream(_ phone: PhoneSession, _ windows: [Window], seconds: Double, asks: KeyframeFlags) async throws -> (sent: Int, skipped: Int) {
+    static func stream(_ phone: PhoneSession, _ windows: [Window], seconds: Double, asks: KeyframeFlags) async throws -> (sent: Int, skipped: Int, keyframesAsked: Int) {
         let ticks = Int(seconds * 30)
         var position = [Int](repeating: 0, count: windows.count)
-        var sent = 0, skipped = 0
+        var sent = 0, skipped = 0, keyframesAsked = 0
         let start = AudioBench.now()
         for tick in 0..<ticks {
             try await AudioBench.sleep(until: start + Double(tick) / 30)
             for (index, window) in windows.enumerated() {
-                if asks.take(window.channel) { position[index] = 0 }
+                if asks.take(window.channel) {
+                    position[index] = 0
+                    keyframesAsked += 1
+                }
                 let unit = window.units[position[index] % window.units.count]
                 let number = FrameCounter.next(window.channel)
                 let header = VideoFrameHeader(timestampMicroseconds: VideoWatch.monotonicMicroseconds(), frameNumber: number, isKeyframe: unit.key)
@@ -182,7 +185,7 @@ struct VideoBench {
                 }
             }
         }
-        return (sent, skipped)
+        return (sent, skipped, keyframesAsked)
     }
 
     /// Two seconds of a moving test pattern (bars, a sweeping bar, a frame
@@ -233,7 +236,8 @@ struct VideoBench {
         let stats: Stats
 
         final class Stats: Sendable {
-            let counts = Mutex<(taken: Int, keyframes: Int, ages: [Double])>((0, 0, []))
+            /// Frames received (every one decoded), runs taken (the last frame of each shown), keyframes received, the shown frames' ages.
+            let counts = Mutex<(received: Int, shown: Int, keyframes: Int, ages: [Double])>((0, 0, 0, []))
         }
 
         init(hmi: HMISession, watch: VideoWatch, consumerDelay: Double) {
@@ -243,10 +247,12 @@ struct VideoBench {
             self.stats = stats
             consumer = Task {
                 for await event in watch {
-                    guard case .frame(let frame) = event else { continue }
-                    // How old the frame is when the consumer takes it: the app's draw to now.
-                    let age = Double(VideoWatch.monotonicMicroseconds() - frame.header.timestampMicroseconds) / 1e6
-                    stats.counts.withLock { $0.taken += 1; $0.keyframes += frame.header.isKeyframe ? 1 : 0; $0.ages.append(age) }
+                    // A run of frames that came while the consumer was busy: all decoded, the last shown.
+                    guard case .frames(let frames) = event, let shown = frames.last else { continue }
+                    // How old the shown frame is when the consumer takes it: the app's draw to now.
+                    let age = Double(VideoWatch.monotonicMicroseconds() - shown.header.timestampMicroseconds) / 1e6
+                    let keyframes = frames.count { $0.header.isKeyframe }
+                    stats.counts.withLock { $0.received += frames.count; $0.shown += 1; $0.keyframes += keyframes; $0.ages.append(age) }
                     if consumerDelay > 0 { try? await Task.sleep(nanoseconds: UInt64(consumerDelay * 1e9)) }
                 }
             }
@@ -258,14 +264,14 @@ struct VideoBench {
             return Viewer(hmi: hmi, watch: watch, consumerDelay: consumerDelay)
         }
 
-        func taken() -> Int { stats.counts.withLock { $0.taken } }
+        func received() -> Int { stats.counts.withLock { $0.received } }
 
         func report(windows: Int = 1) -> String {
-            let (taken, keyframes, ages) = stats.counts.withLock { ($0.taken, $0.keyframes, $0.ages) }
+            let (received, shown, keyframes, ages) = stats.counts.withLock { ($0.received, $0.shown, $0.keyframes, $0.ages) }
             guard !ages.isEmpty else { return "none taken" }
             let sorted = ages.sorted()
             func at(_ q: Double) -> String { format1(sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * q))] * 1000) }
-            return "\(taken / windows) frames taken (\(keyframes / windows) keyframes); age at the consumer p50 \(at(0.5)) / p99 \(at(0.99)) / max \(at(1)) ms"
+            return "\(received / windows) frames received (\(keyframes / windows) keyframes), \(shown / windows) shown; age of the shown frame at the consumer p50 \(at(0.5)) / p99 \(at(0.99)) / max \(at(1)) ms"
         }
 
         func stop() async {

@@ -1,59 +1,95 @@
 /// A video consumer's bound (PROTOCOL.md section 25.5, latest frame wins):
-/// at most one undelivered frame per channel, and only frames the consumer's
-/// decoder can take. A keyframe always gets in (replacing what waits). A
-/// P-frame needs every frame since the keyframe decoded, so it cannot replace
-/// one that waits: it is dropped, the channel is out of sync, and its P-frames
-/// are dropped until the next keyframe, which the owner asks the car for.
+/// per channel, the frames the consumer has not taken yet, and only frames its
+/// decoder can take. A P-frame needs every frame since the keyframe decoded,
+/// so the frames that arrive while the consumer is busy wait as one run (a
+/// keyframe or the frame after the last one taken, then each frame after it)
+/// that the consumer takes whole: it decodes them all and shows the last. So
+/// a consumer slower than the stream shows fewer, newer frames without making
+/// the app send keyframes. A keyframe replaces the run (nothing before it is
+/// needed any more). A run longer than `maxFramesWaiting` or
+/// `maxBytesWaiting` is the sign of a consumer that stopped: it is dropped,
+/// the channel is out of sync, and its P-frames are dropped until the next
+/// keyframe, which the owner asks the car for.
 /// Used by `VideoWatch` and by the simulator for each browser page.
 public struct LatestVideoFrames<Frame> {
-    private var waiting: [UInt32: Frame] = [:]
-    /// Channels with a waiting frame, oldest first (fair between streams).
+    fileprivate struct Run {
+        var frames: [Frame]
+        var bytes: Int
+    }
+    private var waiting: [UInt32: Run] = [:]
+    /// Channels with waiting frames, oldest first (fair between streams).
     private var order: [UInt32] = []
     /// Channels whose consumer can decode the next P-frame.
     private var synced: Set<UInt32> = []
     /// Frames that never reached the consumer.
     public private(set) var dropped = 0
+    /// The longest run a channel keeps: one second at 30 frames a second.
+    public let maxFramesWaiting: Int
+    /// The most bytes a channel's run keeps: the daemon's own bound per
+    /// viewer (`video_viewer_buffer_bytes`, 25.6). A run's first frame is
+    /// always kept, however large.
+    public let maxBytesWaiting: Int
 
-    public init() {}
+    public init(maxFramesWaiting: Int = 30, maxBytesWaiting: Int = 256 * 1024) {
+        self.maxFramesWaiting = maxFramesWaiting
+        self.maxBytesWaiting = maxBytesWaiting
+    }
 
     public enum Offer: Equatable, Sendable {
         /// Kept, and nothing waited for the channel: tell the consumer.
         case wake
-        /// Kept in place of a waiting frame: the consumer was told already.
-        case replaced
+        /// Kept with (or, a keyframe, in place of) the frames that wait: the consumer was told already.
+        case waiting
         /// Dropped: the consumer needs a keyframe on this channel (ask the car for one).
         case needKeyframe
     }
 
-    public mutating func offer(_ frame: Frame, channel: UInt32, isKeyframe: Bool) -> Offer {
+    /// `bytes` is the frame's size, counted against `maxBytesWaiting`.
+    public mutating func offer(_ frame: Frame, channel: UInt32, isKeyframe: Bool, bytes: Int) -> Offer {
         if isKeyframe {
             synced.insert(channel)
-        } else if !synced.contains(channel) || waiting[channel] != nil {
-            synced.remove(channel)
+            if let replaced = waiting.updateValue(Run(frames: [frame], bytes: bytes), forKey: channel) {
+                dropped += replaced.frames.count
+                return .waiting
+            }
+            order.append(channel)
+            return .wake
+        }
+        guard synced.contains(channel) else {
             dropped += 1
             return .needKeyframe
         }
-        guard waiting.updateValue(frame, forKey: channel) == nil else {
-            dropped += 1
-            return .replaced
+        guard var run = waiting[channel] else {
+            waiting[channel] = Run(frames: [frame], bytes: bytes)
+            order.append(channel)
+            return .wake
         }
-        order.append(channel)
-        return .wake
+        guard run.frames.count < maxFramesWaiting, run.bytes + bytes <= maxBytesWaiting else {
+            // The consumer stopped taking: what waits is stale, and the next keyframe is what it needs.
+            dropped += run.frames.count + 1
+            waiting[channel] = nil
+            synced.remove(channel)
+            return .needKeyframe
+        }
+        run.frames.append(frame)
+        run.bytes += bytes
+        waiting[channel] = run
+        return .waiting
     }
 
-    /// The waiting frame that came first, of any channel.
-    public mutating func take() -> (channel: UInt32, frame: Frame)? {
+    /// The waiting run that came first, of any channel: decode all, show the last.
+    public mutating func take() -> (channel: UInt32, frames: [Frame])? {
         while !order.isEmpty {
             let channel = order.removeFirst()
-            if let frame = waiting.removeValue(forKey: channel) { return (channel, frame) }
+            if let run = waiting.removeValue(forKey: channel) { return (channel, run.frames) }
         }
         return nil
     }
 
-    /// The channel's waiting frame.
-    public mutating func take(_ channel: UInt32) -> Frame? {
+    /// The channel's waiting run (empty when nothing waits).
+    public mutating func take(_ channel: UInt32) -> [Frame] {
         order.removeAll { $0 == channel }
-        return waiting.removeValue(forKey: channel)
+        return waiting.removeValue(forKey: channel)?.frames ?? []
     }
 
     /// The consumer's decoder lost sync: nothing more of the channel until a keyframe.
@@ -61,7 +97,7 @@ public struct LatestVideoFrames<Frame> {
         synced.remove(channel)
     }
 
-    /// The channel's stream ended: its waiting frame and sync go with it.
+    /// The channel's stream ended: its waiting frames and sync go with it.
     public mutating func remove(_ channel: UInt32) {
         synced.remove(channel)
         _ = take(channel)
@@ -80,3 +116,4 @@ public struct LatestVideoFrames<Frame> {
 }
 
 extension LatestVideoFrames: Sendable where Frame: Sendable {}
+extension LatestVideoFrames.Run: Sendable where Frame: Sendable {}

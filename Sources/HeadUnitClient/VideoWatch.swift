@@ -32,16 +32,22 @@ public struct VideoFrame: Sendable {
 /// truth each time), and frames.
 public enum VideoEvent: Sendable {
     case streams(HUVideoStreams)
-    case frame(VideoFrame)
+    /// Frames of one channel that came while the consumer was busy, oldest
+    /// first, each needing the one before: decode them all, show the last.
+    /// Never empty.
+    case frames([VideoFrame])
 }
 
 /// The HMI (or cluster) side of base-view video: the screens this connection
 /// watches, as one async sequence of stream changes and frames.
 ///
-/// Bounded by `LatestVideoFrames`: at most one unread frame per channel; a
-/// keyframe replaces it, a P-frame cannot and is dropped with the P-frames
-/// after it, and a keyframe is asked for (`RequestKeyframe{VIEWER_ASKED}`).
-/// Every frame handed out can be decoded after the ones handed out before it. One consumer at a time;
+/// Bounded by `LatestVideoFrames`: the frames a busy consumer has not taken
+/// wait as one run per channel, handed out whole (a slower consumer decodes
+/// them all and shows the newest, and the app is not asked for keyframes); a
+/// keyframe replaces the run; a run past its bound (a consumer that stopped)
+/// is dropped with the P-frames after it, and a keyframe is asked for
+/// (`RequestKeyframe{VIEWER_ASKED}`). Every frame handed out can be decoded
+/// after the ones handed out before it. One consumer at a time;
 /// cancelling its task ends the sequence (`stop()` also stops the car sending).
 // @unchecked: mutable state is confined to the connection's event loop; public methods hop there.
 public final class VideoWatch: AsyncSequence, @unchecked Sendable {
@@ -57,6 +63,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     private var waiter: CheckedContinuation<VideoEvent?, Never>?
     /// Stopped, the connection closed, or the consumer's task cancelled: the sequence has ended.
     private var finished = false
+    private var receivedCount = 0
     private var deliveredCount = 0
 
     /// Keyframe requests of one channel at most this often (the daemon paces too, 25.5).
@@ -114,9 +121,9 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
         }
     }
 
-    /// Frames handed out and frames dropped so far.
-    public func counts() async -> (delivered: Int, dropped: Int) {
-        await connection.onLoopAsync { (self.deliveredCount, self.frames.dropped) }
+    /// Frames received, handed out and dropped so far (the rest wait for the consumer).
+    public func counts() async -> (received: Int, delivered: Int, dropped: Int) {
+        await connection.onLoopAsync { (self.receivedCount, self.deliveredCount, self.frames.dropped) }
     }
 
     // MARK: inbound (event loop)
@@ -132,14 +139,15 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
 
     func received(channel: UInt32, _ payload: ByteBuffer) {
         guard !finished, case .success(let header) = VideoFrameHeader.parse(payload) else { return }
+        receivedCount += 1
         var accessUnit = payload
         accessUnit.moveReaderIndex(forwardBy: VideoFrameHeader.size)
         let frame = VideoFrame(
             screen: screenOfChannel[channel] ?? .unspecified, channel: channel, header: header,
             accessUnit: accessUnit, receivedMicroseconds: Self.monotonicMicroseconds())
-        switch frames.offer(frame, channel: channel, isKeyframe: header.isKeyframe) {
+        switch frames.offer(frame, channel: channel, isKeyframe: header.isKeyframe, bytes: payload.readableBytes) {
         case .wake: wake()
-        case .replaced: break
+        case .waiting: break
         // Asked again (paced) while P-frames come: a request may cross a keyframe already on its way.
         case .needKeyframe: lostSync(channel)
         }
@@ -173,9 +181,9 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
             pendingStreams = nil
             return .streams(streams)
         }
-        guard let (_, frame) = frames.take() else { return nil }
-        deliveredCount += 1
-        return .frame(frame)
+        guard let (_, run) = frames.take() else { return nil }
+        deliveredCount += run.count
+        return .frames(run)
     }
 
     private func wake() {

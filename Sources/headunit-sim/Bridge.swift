@@ -147,10 +147,12 @@ actor Bridge {
                 await log("in", "hmi", { $0.body = .videoStreams(streams) })
                 await hub.videoStreams(Set(streams.streams.map(\.params.channel)))
                 await hub.state("video", JSON.object("video", [("streams", JSON.proto(streams))]))
-            case .frame(let frame):
-                let latency = frame.latencyMicroseconds.map { Int64($0) } ?? -1
-                if await hub.video(frame, phoneToSimMicroseconds: latency) {
-                    watch.requestKeyframe(channel: frame.channel)
+            case .frames(let frames):
+                for frame in frames {
+                    let latency = frame.latencyMicroseconds.map { Int64($0) } ?? -1
+                    if await hub.video(frame, phoneToSimMicroseconds: latency) {
+                        watch.requestKeyframe(channel: frame.channel)
+                    }
                 }
             }
         }

@@ -86,8 +86,8 @@ struct HeadUnitSim: AsyncParsableCommand {
                 case .text(let text):
                     try await outbound.write(.text(text))
                 case .video(let channel):
-                    // The newest frame of the channel now, not the one that woke us.
-                    if let frame = await hub.takeVideo(channel, for: id) { try await outbound.write(.binary(frame)) }
+                    // The channel's frames that wait now (the Worker decodes them all), not only the one that woke us.
+                    for frame in await hub.takeVideo(channel, for: id) { try await outbound.write(.binary(frame)) }
                 case .audio:
                     for chunk in await hub.takeAudio(for: id) { try await outbound.write(.binary(chunk)) }
                 }
@@ -166,10 +166,11 @@ actor Hub {
     private var clients: [Int: AsyncStream<PageMessage>.Continuation] = [:]
     /// The page sockets (state, log, audio), not video Workers' sockets.
     private var pages: Set<Int> = []
-    /// Per video socket: the newest unsent frame of each channel it can decode (latest frame wins).
+    /// Per video socket: the unsent frames of each channel it can decode (latest frame wins: a keyframe replaces them).
     private var video: [Int: LatestVideoFrames<ByteBuffer>] = [:]
     /// Per video socket and channel: frames written that the Worker has not acknowledged
-    /// (`ack CHANNEL` when it took one off its socket), at most `videoInFlight`. Without
+    /// (`ack CHANNEL` when it took one off its socket); no more are written while
+    /// `videoInFlight` are (a run taken whole may pass it, by at most its bound). Without
     /// this bound a page slower than the stream had frames queue in the socket's buffers
     /// (half a second and more, measured) while the latest-frame rule above never engaged.
     private var inFlight: [Int: [UInt32: Int]] = [:]
@@ -232,18 +233,19 @@ actor Hub {
     }
 
     /// A frame for every page, bounded per page by `LatestVideoFrames` (a
-    /// page still writing the channel's last frame gets a keyframe in its
-    /// place, and skips P-frames to the next keyframe). True when a page
+    /// page still writing the channel's last frames gets the ones after them
+    /// written together next, or a keyframe in their place; one that stopped
+    /// skips P-frames to the next keyframe). True when a page
     /// waits for a keyframe (it fell behind, lost sync or joined mid-stream):
     /// the caller asks the car for one (paced by `VideoWatch`).
     func video(_ frame: VideoFrame, phoneToSimMicroseconds: Int64) -> Bool {
         var lostSync = false
         let message = PageVideo.message(frame, phoneToSimMicroseconds: phoneToSimMicroseconds)
         for (id, continuation) in clients {
-            switch video[id]?.offer(message, channel: frame.channel, isKeyframe: frame.header.isKeyframe) {
+            switch video[id]?.offer(message, channel: frame.channel, isKeyframe: frame.header.isKeyframe, bytes: message.readableBytes) {
             case .wake?: continuation.yield(.video(frame.channel))
             case .needKeyframe?: lostSync = true
-            case .replaced?, nil: break
+            case .waiting?, nil: break
             }
         }
         return lostSync
@@ -254,15 +256,15 @@ actor Hub {
         for id in video.keys { video[id]?.keep(only: channels) }
     }
 
-    func takeVideo(_ channel: UInt32, for id: Int) -> ByteBuffer? {
+    func takeVideo(_ channel: UInt32, for id: Int) -> [ByteBuffer] {
         guard inFlight[id, default: [:]][channel, default: 0] < Self.videoInFlight else {
-            // It waits (newest wins) until the Worker acknowledges one in flight.
+            // They wait (a keyframe replaces them) until the Worker acknowledges one in flight.
             starved[id, default: []].insert(channel)
-            return nil
+            return []
         }
-        guard let frame = video[id]?.take(channel) else { return nil }
-        inFlight[id, default: [:]][channel, default: 0] += 1
-        return frame
+        guard let frames = video[id]?.take(channel) else { return [] }
+        inFlight[id, default: [:]][channel, default: 0] += frames.count
+        return frames
     }
 
     func videoAcked(_ id: Int, channel: UInt32) {

@@ -67,8 +67,9 @@ extension Watch {
                 let shown = streams.streams.map { "\($0.screen) \($0.appID) \($0.params.widthPx)x\($0.params.heightPx)" }
                 print("video streams: " + (shown.isEmpty ? "none" : shown.joined(separator: "; ")))
                 for stream in streams.streams { rates[stream.screen, default: VideoRate()].size = "\(stream.params.widthPx)x\(stream.params.heightPx)" }
-            case .frame(let frame):
-                rates[frame.screen, default: VideoRate()].add(frame)
+            case .frames(let frames):
+                // Frames that came while this loop printed count as received; the last is the one shown.
+                for frame in frames { rates[frame.screen, default: VideoRate()].add(frame) }
             }
             let now = VideoWatch.monotonicMicroseconds()
             let seconds = Double(now - since) / 1_000_000

@@ -5,12 +5,13 @@ import NIOCore
 import Testing
 
 /// HeadUnitClient's `VideoWatch` (the HMI side of PROTOCOL.md section 25.5)
-/// against the real daemon and a raw phone: streams first, frames in order,
-/// and a consumer slower than the stream gets only frames it can decode, with
-/// a keyframe asked for (VIEWER_ASKED) instead of a growing queue.
+/// against the real daemon and a raw phone: streams first, frames in order;
+/// a consumer slower than the stream takes the frames that came meanwhile as
+/// one run (no keyframe asked for), and one that stopped gets only frames it
+/// can decode, with a keyframe asked for (VIEWER_ASKED) instead of a growing queue.
 @Suite("VideoWatch: the HMI SDK's base-view video", .ownThread)
 struct VideoWatchClientTests {
-    @Test func aSlowConsumerGetsOnlyDecodableFramesAndTheCarIsAskedForAKeyframe() async throws {
+    @Test func aSlowConsumerTakesRunsAndAStoppedOneGetsOnlyDecodableFramesAndTheCarIsAskedForAKeyframe() async throws {
         let daemon = try TestDaemon.launch()
         let phone = try await onOwnThread { () throws -> RawSocketClient in
             let phone = try daemon.connectUnix()
@@ -39,9 +40,17 @@ struct VideoWatchClientTests {
         func send(_ number: UInt32, key: Bool) async throws {
             try await onOwnThread { try phone.sendFrame(.video, channel: channel, payload: VideoSocketTests.frame(number, key: key)) }
         }
+        func nextRun() async -> [UInt32] {
+            guard case .frames(let frames)? = await events.next() else { return [] }
+            return frames.map(\.header.frameNumber)
+        }
         func nextFrame() async -> VideoFrame? {
-            guard case .frame(let frame)? = await events.next() else { return nil }
-            return frame
+            guard case .frames(let frames)? = await events.next(), frames.count == 1 else { return nil }
+            return frames[0]
+        }
+        func received(_ count: Int) async throws {
+            let deadline = Date().addingTimeInterval(10)
+            while await watch.counts().received < count, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         }
         // Read as they come: in order, the access unit without the header, on the main screen.
         try await send(1, key: true)
@@ -51,17 +60,22 @@ struct VideoWatchClientTests {
         try await send(2, key: false)
         #expect(await nextFrame()?.header.frameNumber == 2)
 
-        // Not read: 3 waits; 4 cannot replace it (a P-frame needs 3 decoded first) and is dropped.
+        // Not read while 3 and 4 come: they wait as one run (4 needs 3 decoded first), taken whole.
         try await send(3, key: false)
         try await send(4, key: false)
-        let deadline = Date().addingTimeInterval(10)
-        while await watch.counts().dropped == 0, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(await watch.counts().dropped == 1)
-        #expect(await nextFrame()?.header.frameNumber == 3)
+        try await received(4)
+        #expect(await nextRun() == [3, 4])
+        #expect(await watch.counts().dropped == 0, "a slow consumer loses nothing")
+
+        // A consumer that stops: past the run's bound (30 frames) what waits is
+        // dropped, and P-frames after it, until a keyframe.
+        for number in UInt32(5)...35 { try await send(number, key: false) }
+        try await received(35)
+        #expect(await watch.counts().dropped == 31)
 
         // The car asks the phone on the watch's behalf; P-frames meanwhile stay out.
         let asked = try await onOwnThread { () throws -> Bool in
-            var number: UInt32 = 5
+            var number: UInt32 = 36
             let until = RawSocketClient.now() + 10
             while RawSocketClient.now() < until {
                 // The daemon paces viewers' requests (25.5): frames keep flowing until it passes it on.
@@ -85,27 +99,38 @@ struct VideoWatchClientTests {
         await watch.stop()
     }
 
-    /// The bound itself, no socket: one waiting frame per channel, keyframes
-    /// replace, P-frames never skip one, channels served in arrival order.
+    /// The bound itself, no socket: one run of waiting frames per channel,
+    /// keyframes replace it, P-frames never skip one, a run past its bound is
+    /// dropped, channels served in arrival order.
     @Test func latestVideoFramesKeepsOnlyWhatTheConsumerCanDecode() {
-        var frames = LatestVideoFrames<Int>()
-        #expect(frames.offer(1, channel: 7, isKeyframe: false) == .needKeyframe, "a P-frame before any keyframe")
-        #expect(frames.offer(2, channel: 7, isKeyframe: true) == .wake)
-        #expect(frames.offer(3, channel: 7, isKeyframe: false) == .needKeyframe, "2 waits: 3 cannot replace it")
-        #expect(frames.offer(4, channel: 7, isKeyframe: false) == .needKeyframe, "out of sync until a keyframe")
-        #expect(frames.offer(10, channel: 9, isKeyframe: true) == .wake)
-        #expect(frames.offer(5, channel: 7, isKeyframe: true) == .replaced, "a keyframe replaces the waiting frame")
+        var frames = LatestVideoFrames<Int>(maxFramesWaiting: 3, maxBytesWaiting: 1000)
+        func offer(_ frame: Int, _ channel: UInt32, key: Bool, bytes: Int = 100) -> LatestVideoFrames<Int>.Offer {
+            frames.offer(frame, channel: channel, isKeyframe: key, bytes: bytes)
+        }
+        func take() -> [Int]? { frames.take().map { [Int($0.channel)] + $0.frames } }
+        #expect(offer(1, 7, key: false) == .needKeyframe, "a P-frame before any keyframe")
+        #expect(offer(2, 7, key: true) == .wake)
+        #expect(offer(3, 7, key: false) == .waiting && offer(4, 7, key: false) == .waiting, "2 waits: 3 and 4 join it")
+        #expect(offer(10, 9, key: true) == .wake)
+        #expect(offer(5, 7, key: true) == .waiting, "a keyframe replaces the waiting run")
         #expect(frames.dropped == 4)
-        #expect(frames.take()! == (7, 5) && frames.take()! == (9, 10), "oldest channel first")
-        #expect(frames.take() == nil)
-        #expect(frames.offer(6, channel: 7, isKeyframe: false) == .wake, "in sync again after the keyframe")
+        #expect(take() == [7, 5] && take() == [9, 10], "oldest channel first")
+        #expect(take() == nil)
+        #expect(offer(6, 7, key: false) == .wake, "in sync after the keyframe")
+        #expect(offer(7, 7, key: false) == .waiting && offer(8, 7, key: false) == .waiting)
+        #expect(offer(9, 7, key: false) == .needKeyframe, "a fourth frame passes the bound: the run goes with it")
+        #expect(frames.dropped == 8 && take() == nil)
+        #expect(offer(10, 7, key: false) == .needKeyframe, "out of sync until a keyframe")
+        #expect(offer(11, 7, key: true, bytes: 5000) == .wake, "a run's first frame is kept, however large")
+        #expect(offer(12, 7, key: false) == .needKeyframe, "past the bytes bound")
+        #expect(offer(13, 7, key: true) == .wake && offer(14, 7, key: false) == .waiting)
         frames.lostSync(7)
-        #expect(frames.offer(7, channel: 7, isKeyframe: false) == .needKeyframe)
-        #expect(frames.take(7) == 6, "what waited before the loss is still decodable")
+        #expect(offer(15, 7, key: false) == .needKeyframe)
+        #expect(frames.take(7) == [13, 14], "what waited before the loss is still decodable")
         frames.remove(9)
-        #expect(frames.offer(11, channel: 9, isKeyframe: false) == .needKeyframe, "a removed stream starts from a keyframe")
-        #expect(frames.offer(12, channel: 9, isKeyframe: true) == .wake && frames.offer(8, channel: 7, isKeyframe: true) == .wake)
+        #expect(offer(16, 9, key: false) == .needKeyframe, "a removed stream starts from a keyframe")
+        #expect(offer(17, 9, key: true) == .wake && offer(18, 7, key: true) == .wake)
         frames.keep(only: [7])
-        #expect(frames.take()! == (7, 8) && frames.take() == nil, "only the streams still shown")
+        #expect(take() == [7, 18] && take() == nil, "only the streams still shown")
     }
 }

@@ -3,9 +3,11 @@
 // WebSocket (/video) to the simulator, decodes each screen's H.264 with
 // WebCodecs and draws into the OffscreenCanvas the page transferred for that
 // screen, so a busy page (redrawing the screens, the log, audio) never holds a
-// frame back. Latest frame wins at every step: the simulator keeps at most one
-// unsent frame per stream and two in flight (each acknowledged with "ack
-// CHANNEL" when taken off the socket), a decoder more than 2 frames behind drops P-frames
+// frame back. Latest frame wins at every step: the simulator keeps a stream's
+// unsent frames as one run (a keyframe replaces it; past 30 frames it is
+// dropped and a keyframe asked for), written whole once fewer than two are in
+// flight (each acknowledged with "ack CHANNEL" when taken off the socket), a
+// decoder more than 2 frames behind drops P-frames
 // and starts again from a keyframe, and decoded frames are never queued: the
 // newest is drawn, older ones still waiting are closed unseen.
 //
