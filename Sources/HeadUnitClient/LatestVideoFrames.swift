@@ -59,21 +59,21 @@ public struct LatestVideoFrames<Frame> {
             dropped += 1
             return .needKeyframe
         }
-        guard var run = waiting[channel] else {
+        // Only the run's sizes are read here: holding the run itself would make the append below copy its array.
+        guard let (count, held) = waiting[channel].map({ ($0.frames.count, $0.bytes) }) else {
             waiting[channel] = Run(frames: [frame], bytes: bytes)
             order.append(channel)
             return .wake
         }
-        guard run.frames.count < maxFramesWaiting, run.bytes + bytes <= maxBytesWaiting else {
+        guard count < maxFramesWaiting, held + bytes <= maxBytesWaiting else {
             // The consumer stopped taking: what waits is stale, and the next keyframe is what it needs.
-            dropped += run.frames.count + 1
+            dropped += count + 1
             waiting[channel] = nil
             synced.remove(channel)
             return .needKeyframe
         }
-        run.frames.append(frame)
-        run.bytes += bytes
-        waiting[channel] = run
+        waiting[channel]?.frames.append(frame)
+        waiting[channel]?.bytes += bytes
         return .waiting
     }
 
