@@ -17,7 +17,9 @@ import Darwin
 /// served by this one loop: `megabytes` go each way at once through one
 /// session while another session of the same phone does a one-byte echo
 /// round trip every 5 ms. Beside it, in the same run, the same bytes each way
-/// through a bare socket pair (`AccessoryBench.rawSocketPair`).
+/// through one socket pair with nothing between, written and checked as the
+/// session's ends do (`checkedSocketPair`), and through a bare socket pair
+/// moving a constant 64 KiB buffer unchecked (`AccessoryBench.rawSocketPair`).
 struct LeanAccessoryBench {
     let socketPath: String
     let megabytes: Int
@@ -45,6 +47,23 @@ struct LeanAccessoryBench {
         var frames: Int
         /// User + system time of the socket pair's four threads.
         var floorCPUSeconds: Double
+        /// The socket pair with the session's ends (`checkedSocketPair`): its time, CPU and whether its bytes arrived intact.
+        var checkedFloorSeconds = 0.0
+        var checkedFloorCPUSeconds = 0.0
+        var checkedFloorIntact = true
+
+        /// Rounds added up: times, CPU, frames and round trips summed; RSS from the first round's start to the last's end.
+        static func combining(_ rounds: [Report]) -> Report {
+            func sum(_ value: (Report) -> Double) -> Double { rounds.reduce(0) { $0 + value($1) } }
+            let daemonCPU = rounds.allSatisfy { $0.daemonCPUSeconds != nil } ? sum { $0.daemonCPUSeconds ?? 0 } : nil
+            return Report(
+                sessionSeconds: sum(\.sessionSeconds), rawSeconds: sum(\.rawSeconds), intact: rounds.allSatisfy(\.intact),
+                echoRTTs: rounds.flatMap(\.echoRTTs), clientCPUSeconds: sum(\.clientCPUSeconds), daemonCPUSeconds: daemonCPU,
+                rssBeforeKiB: rounds.first?.rssBeforeKiB, rssMaxKiB: rounds.compactMap(\.rssMaxKiB).max(), rssAfterKiB: rounds.last?.rssAfterKiB,
+                grants: rounds.reduce(0) { $0 + $1.grants }, frames: rounds.reduce(0) { $0 + $1.frames }, floorCPUSeconds: sum(\.floorCPUSeconds),
+                checkedFloorSeconds: sum(\.checkedFloorSeconds), checkedFloorCPUSeconds: sum(\.checkedFloorCPUSeconds),
+                checkedFloorIntact: rounds.allSatisfy(\.checkedFloorIntact))
+        }
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -52,7 +71,91 @@ struct LeanAccessoryBench {
         init(_ description: String) { self.description = description }
     }
 
-    func run() throws -> Report {
+    /// One round: the session's transfer and the socket pair's, the pair first
+    /// when `pairFirst` (rounds alternate the order, so the machine's drift
+    /// during a round does not favour either side).
+    func run(pairFirst: Bool = false) throws -> Report {
+        let total = (megabytes << 20) / frameBytes * frameBytes
+        var floorSeconds = 0.0, floorCPU = 0.0
+        var checked = (seconds: 0.0, cpu: 0.0, intact: false)
+        func floors() throws {
+            // The floors' CPU: this process does nothing else meanwhile.
+            var before = Self.processCPUSeconds()
+            let result = try Self.checkedSocketPair(total: total, frameBytes: frameBytes)
+            checked = (result.seconds, Self.processCPUSeconds() - before, result.intact)
+            before = Self.processCPUSeconds()
+            floorSeconds = try AccessoryBench.rawSocketPair(total)
+            floorCPU = Self.processCPUSeconds() - before
+        }
+        if pairFirst { try floors() }
+        var report = try transfer(total: total)
+        if !pairFirst { try floors() }
+        report.rawSeconds = floorSeconds
+        report.floorCPUSeconds = floorCPU
+        report.checkedFloorSeconds = checked.seconds
+        report.checkedFloorCPUSeconds = checked.cpu
+        report.checkedFloorIntact = checked.intact
+        return report
+    }
+
+    /// `total` bytes each way at once through one socket pair, nothing
+    /// between, with the session's ends: each writer sends the same ring's
+    /// bytes as the session's sender, one frame's payload per `write`; each
+    /// reader reads up to 1 MiB at a time and checks every byte with
+    /// `memcmp`, as `LeanConnection` and `Direction.check` do. Four threads.
+    /// The ratio to it is what the relay costs, the ends' work being equal.
+    static func checkedSocketPair(total: Int, frameBytes: Int) throws -> (seconds: Double, intact: Bool) {
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw Failure("socketpair failed") }
+        defer { Glibc.close(fds[0]); Glibc.close(fds[1]) }
+        let up = Direction(total: total, seed: 1, frameBytes: frameBytes, channel: 0)
+        let down = Direction(total: total, seed: 2, frameBytes: frameBytes, channel: 0)
+        defer { up.release(); down.release() }
+        let start = now()
+        var threads: [pthread_t] = []
+        for job in [
+            CheckedPairJob(fd: fds[0], direction: up, writes: true), CheckedPairJob(fd: fds[1], direction: up, writes: false),
+            CheckedPairJob(fd: fds[1], direction: down, writes: true), CheckedPairJob(fd: fds[0], direction: down, writes: false),
+        ] {
+            var thread = pthread_t()
+            pthread_create(&thread, nil, { context in
+                Unmanaged<CheckedPairJob>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, Unmanaged.passRetained(job).toOpaque())
+            threads.append(thread)
+        }
+        for thread in threads { pthread_join(thread, nil) }
+        return (now() - start, up.received == total && down.received == total)
+    }
+
+    /// One thread of `checkedSocketPair`: a direction's writer or its reader.
+    final class CheckedPairJob {
+        let fd: Int32, direction: Direction, writes: Bool
+        init(fd: Int32, direction: Direction, writes: Bool) { self.fd = fd; self.direction = direction; self.writes = writes }
+
+        func run() {
+            if writes {
+                // Only the writer reads `ring` and only the reader touches the counters.
+                var sent = 0
+                while sent < direction.total {
+                    let at = sent % LeanAccessoryBench.ringBytes
+                    let count = Glibc.write(fd, direction.ring.baseAddress! + at, min(direction.frameBytes, direction.total - sent))
+                    if count <= 0 { return }
+                    sent += count
+                }
+            } else {
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+                defer { buffer.deallocate() }
+                while direction.received < direction.total {
+                    let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+                    if count <= 0 { return }
+                    if !direction.check(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<count])) { return }
+                }
+            }
+        }
+    }
+
+    private func transfer(total: Int) throws -> Report {
         let bulkECU = try LeanConnection.connect(socketPath)
         let echoECU = try LeanConnection.connect(socketPath)
         let phone = try LeanConnection.connect(socketPath)
@@ -69,7 +172,6 @@ struct LeanAccessoryBench {
         let echo = try open(app: "com.example.comfort", AccessoryBench.echoProtocol, phone: phone, accessory: echoECU)
         let bulk = try open(app: "com.example.laps", AccessoryBench.bulkProtocol, phone: phone, accessory: bulkECU)
 
-        let total = (megabytes << 20) / frameBytes * frameBytes
         let up = Direction(total: total, seed: 1, frameBytes: frameBytes, channel: bulk.channel)
         let down = Direction(total: total, seed: 2, frameBytes: frameBytes, channel: bulk.channel)
         defer { up.release(); down.release() }
@@ -168,14 +270,10 @@ struct LeanAccessoryBench {
         let daemonCPU = daemonPID.flatMap { Self.cpuSeconds(pid: $0) }.flatMap { after in daemonCPUBefore.map { after - $0 } }
         let rssAfter = daemonPID.flatMap { readRSSKiB(pid: $0) }
         let intact = up.received == total && down.received == total
-        // The floor's CPU: this process does nothing else meanwhile.
-        let floorCPUBefore = Self.processCPUSeconds()
-        let raw = try AccessoryBench.rawSocketPair(total)
-        let floorCPU = Self.processCPUSeconds() - floorCPUBefore
         return Report(
-            sessionSeconds: seconds, rawSeconds: raw, intact: intact, echoRTTs: rtts, clientCPUSeconds: clientCPU,
+            sessionSeconds: seconds, rawSeconds: 0, intact: intact, echoRTTs: rtts, clientCPUSeconds: clientCPU,
             daemonCPUSeconds: daemonCPU, rssBeforeKiB: rssBefore, rssMaxKiB: rssMax, rssAfterKiB: rssAfter,
-            grants: grants, frames: up.framesSent + down.framesSent, floorCPUSeconds: floorCPU)
+            grants: grants, frames: up.framesSent + down.framesSent, floorCPUSeconds: 0)
     }
 
     struct OpenSession {
