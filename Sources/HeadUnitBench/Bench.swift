@@ -76,6 +76,15 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(help: "Duration of the metadata-stream run, seconds.")
     var clusterSeconds = 60.0
 
+    @Option(help: "The metadata-stream run's app paced at this many updates per second, one at a time (0: unpaced, --in-flight outstanding).")
+    var clusterHz = 0.0
+
+    @Flag(help: "The metadata-stream run's subscribers in a process of their own (this binary again), lean (one thread, raw sockets, stamps found in the frames' bytes) instead of the SDK's.")
+    var clusterSubscribersApart = false
+
+    @Option(name: .customLong("cluster-subscribe-only"), help: .hidden)
+    var clusterSubscribeOnly: String?
+
     @Flag(inversion: .prefixedNo, help: "Measure the floor first (a bare SwiftNIO echo server, its own process, same client) and print the daemon as ratios to it.")
     var floor = true
 
@@ -98,7 +107,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     var echoServer: String?
 
     func validate() throws {
-        if echoServer != nil || floodProbe != nil { return }
+        if echoServer != nil || floodProbe != nil || clusterSubscribeOnly != nil { return }
         if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
     }
 
@@ -109,6 +118,10 @@ struct HeadUnitBench: AsyncParsableCommand {
         }
         if audioSeconds > 0, let spawn {
             try await AudioBench(binary: spawn, seconds: audioSeconds).run()
+            return
+        }
+        if let clusterSubscribeOnly {
+            try LeanSubscribers.serve(socketPath: clusterSubscribeOnly, count: clusterSubscribers)
             return
         }
         if let floodProbe {
@@ -155,7 +168,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         if clusterSubscribers > 0 {
             try await ClusterBench(
                 endpoint: endpoint, socketPath: socketPath, daemonPID: daemon?.pid, subscribers: clusterSubscribers,
-                seconds: clusterSeconds, inFlight: inFlight
+                seconds: clusterSeconds, inFlight: inFlight, hz: clusterHz, apart: clusterSubscribersApart
             ).run()
             return
         }

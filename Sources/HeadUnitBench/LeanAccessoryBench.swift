@@ -410,6 +410,8 @@ final class LeanConnection {
     let fd: Int32
     var onData: (UInt32, UnsafeRawBufferPointer) throws -> Void = { _, _ in }
     var onMessage: (HUEnvelope) throws -> Void = { _ in }
+    /// When set, MESSAGE frames go here as bytes, not decoded (`onMessage` is not called).
+    var onRawMessage: (([UInt8]) throws -> Void)?
     private var inbox: [HUEnvelope] = []
     private var nextRequestID: UInt32 = 0
 
@@ -603,6 +605,10 @@ final class LeanConnection {
         headerCount = 0
         switch FrameKind(rawValue: kind) {
         case .message:
+            if let onRawMessage {
+                try onRawMessage(message)
+                return
+            }
             let envelope = try EnvelopeCodec.decode(ByteBuffer(bytes: message))
             inbox.append(envelope)
             try onMessage(envelope)
