@@ -16,6 +16,12 @@ final class ClusterHub {
     /// Catch-up frames of the current version by the sections they carry: many
     /// subscribers that fell behind the same way share one encoding too.
     private var catchUps: [MetadataSections: ByteBuffer] = [:]
+    /// Subscribers that are behind (a change deferred while their frame in
+    /// flight was still unsent) and will be called when their writes drain
+    /// (`ConnectionHandler.whenDrained`). Everyone else's frame in flight is
+    /// known written when the next change finds nothing of theirs unsent:
+    /// a subscriber that keeps up costs one write and one flush per change.
+    private var awaitingDrain: Set<PeerID> = []
     private let allocator = ByteBufferAllocator()
     private let maxPayload: Int
 
@@ -35,23 +41,35 @@ final class ClusterHub {
             _ = subscription.offer(.all)
             subscriptions[peer] = subscription
             guard let snapshot = frame(feed.snapshot, for: handler) else { continue }
-            write(snapshot, to: handler, peer: peer, flushNow: false)
+            handler.sendShared(snapshot, flushNow: false)
         }
         guard !changed.isEmpty else { return }
         var shared: ByteBuffer?
-        for (peer, var subscription) in subscriptions where !snapshots.contains(peer) {
-            guard let handler = connections[peer] else { continue }
-            let delivery = subscription.offer(changed)
-            subscriptions[peer] = subscription
-            if delivery == .sendShared {
+        // By index: the subscriptions change in place, the dictionary is not copied.
+        var index = subscriptions.startIndex
+        while index != subscriptions.endIndex {
+            defer { index = subscriptions.index(after: index) }
+            let peer = subscriptions.keys[index]
+            guard !snapshots.contains(peer), let handler = connections[peer] else { continue }
+            // Its frame in flight reached the kernel since: written.
+            if subscriptions.values[index].inFlight, !awaitingDrain.contains(peer), !handler.hasUnsentBytes,
+                let catchUp = subscriptions.values[index].written()
+            {
+                sendCatchUp(catchUp, to: handler, peer: peer, flushNow: false)
+            }
+            switch subscriptions.values[index].offer(changed) {
+            case .sendShared:
                 if shared == nil { shared = frame(feed.update(sections: changed), for: handler) }
-                if let shared { write(shared, to: handler, peer: peer, flushNow: false) }
+                if let shared { handler.sendShared(shared, flushNow: false) }
+            case .deferred:
+                callWhenDrained(peer, handler)
             }
         }
     }
 
     func remove(_ peer: PeerID) {
         subscriptions[peer] = nil
+        awaitingDrain.remove(peer)
     }
 
     /// Through the one outbound check (section 10.4). The Car keeps the full
@@ -65,27 +83,33 @@ final class ClusterHub {
         return nil
     }
 
-    private func write(_ frame: ByteBuffer, to handler: ConnectionHandler, peer: PeerID, flushNow: Bool) {
-        handler.sendShared(frame, flushNow: flushNow) { [weak self, weak handler] in
-            guard let self, let handler else { return }
-            self.written(peer, handler: handler)
+    /// Once: the peer is called when what it was sent has drained.
+    private func callWhenDrained(_ peer: PeerID, _ handler: ConnectionHandler) {
+        guard awaitingDrain.insert(peer).inserted else { return }
+        handler.whenDrained { [weak self, weak handler] in
+            guard let self else { return }
+            self.awaitingDrain.remove(peer)
+            guard let handler else { return }
+            self.drained(peer, handler: handler)
         }
     }
 
-    /// The subscriber's frame went out: send what it missed meanwhile, if anything.
-    private func written(_ peer: PeerID, handler: ConnectionHandler) {
-        guard var subscription = subscriptions[peer] else { return }
-        let catchUp = subscription.written()
-        subscriptions[peer] = subscription
-        guard let catchUp else { return }
+    /// A subscriber that was behind took its frame in flight: send what it missed meanwhile, if anything.
+    private func drained(_ peer: PeerID, handler: ConnectionHandler) {
+        guard let catchUp = subscriptions[peer]?.written() else { return }
+        sendCatchUp(catchUp, to: handler, peer: peer, flushNow: true)
+    }
+
+    /// The current values of `sections`: one encoding shared by every subscriber behind the same way.
+    private func sendCatchUp(_ sections: MetadataSections, to handler: ConnectionHandler, peer: PeerID, flushNow: Bool) {
         let bytes: ByteBuffer
-        if let cached = catchUps[catchUp] {
+        if let cached = catchUps[sections] {
             bytes = cached
         } else {
-            guard let fresh = frame(feed.update(sections: catchUp), for: handler) else { return }
+            guard let fresh = frame(feed.update(sections: sections), for: handler) else { return }
             bytes = fresh
-            catchUps[catchUp] = bytes
+            catchUps[sections] = bytes
         }
-        write(bytes, to: handler, peer: peer, flushNow: true)
+        handler.sendShared(bytes, flushNow: flushNow)
     }
 }

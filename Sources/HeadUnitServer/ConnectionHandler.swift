@@ -399,25 +399,47 @@ final class ConnectionHandler: ChannelInboundHandler {
         write(frame, context: context)
     }
 
-    /// Writes a frame shared with other peers (the bytes are not copied);
-    /// `written` runs on the loop once the frame has gone to the socket, or
-    /// was dropped because the connection closed.
-    func sendShared(_ frame: ByteBuffer, flushNow: Bool, written: @escaping () -> Void) {
+    /// Writes a frame shared with other peers (the bytes are not copied).
+    /// Nothing is told when it has gone to the socket: `hasUnsentBytes` says
+    /// so later, and `whenDrained` is for a peer that is behind. (A promise
+    /// per frame cost a metadata update as much as its writes, per subscriber.)
+    func sendShared(_ frame: ByteBuffer, flushNow: Bool) {
         guard open, let context else { return }
-        // Not inside the write's completion: the catch-up it may cause is written on the next tick.
-        let loop = context.eventLoop.assumeIsolated()
         // Section 10.4's one size check, as in `writeShared`.
-        guard fitsOrCloses(frame.readableBytes - FrameHeader.size, .message) else {
-            loop.execute(written)
-            return
-        }
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.assumeIsolated().whenComplete { _ in loop.execute(written) }
+        guard fitsOrCloses(frame.readableBytes - FrameHeader.size, .message) else { return }
         writePending(context)
-        context.write(wrapOutboundOut(frame), promise: promise)
+        context.write(wrapOutboundOut(frame), promise: nil)
         if flushNow {
             context.flush()
         } else if !needsFlush {
+            needsFlush = true
+            host.markDirty(self)
+        }
+    }
+
+    /// Whether some of what this peer was sent is not in the kernel yet
+    /// (queued in NIO, or not even handed to it); false once closed.
+    var hasUnsentBytes: Bool {
+        guard open, let context else { return false }
+        if let pending, pending.readableBytes > 0 { return true }
+        return ((try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0) > 0
+    }
+
+    /// `drained` runs on the loop, on a later tick, once everything written
+    /// to this peer so far has gone to the socket, or the connection closed
+    /// (writes complete in order: an empty write after them is the marker).
+    func whenDrained(_ drained: @escaping () -> Void) {
+        guard open, let context else {
+            host.eventLoop.assumeIsolated().execute(drained)
+            return
+        }
+        let loop = context.eventLoop.assumeIsolated()
+        writePending(context)
+        let marker = context.eventLoop.makePromise(of: Void.self)
+        // Not inside the write's completion: what `drained` writes goes out on the next tick.
+        marker.futureResult.assumeIsolated().whenComplete { _ in loop.execute(drained) }
+        context.write(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: marker)
+        if !needsFlush {
             needsFlush = true
             host.markDirty(self)
         }
