@@ -85,6 +85,12 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(name: .customLong("cluster-subscribe-only"), help: .hidden)
     var clusterSubscribeOnly: String?
 
+    @Option(name: .customLong("hmi-subscribe-only"), help: .hidden)
+    var hmiSubscribeOnly: String?
+
+    @Option(name: .customLong("screen-hmis"), help: "Instead of the RTT run: screens to this many HMIs (one stalled; lean, in a process of their own) while the app pushes and pops a list at --cluster-hz (100 by default) for --cluster-seconds: the latency from the app's send to each HMI's receipt (issue 30, item 3).")
+    var screenHMIs = 0
+
     @Flag(inversion: .prefixedNo, help: "Measure the floor first (a bare SwiftNIO echo server, its own process, same client) and print the daemon as ratios to it.")
     var floor = true
 
@@ -107,7 +113,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     var echoServer: String?
 
     func validate() throws {
-        if echoServer != nil || floodProbe != nil || clusterSubscribeOnly != nil { return }
+        if echoServer != nil || floodProbe != nil || clusterSubscribeOnly != nil || hmiSubscribeOnly != nil { return }
         if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
     }
 
@@ -118,6 +124,10 @@ struct HeadUnitBench: AsyncParsableCommand {
         }
         if audioSeconds > 0, let spawn {
             try await AudioBench(binary: spawn, seconds: audioSeconds).run()
+            return
+        }
+        if let hmiSubscribeOnly {
+            try LeanSubscribers.serve(socketPath: hmiSubscribeOnly, count: clusterSubscribers, role: .hmi)
             return
         }
         if let clusterSubscribeOnly {
@@ -135,7 +145,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         // The accessory and metadata-stream runs are about the daemon, not the
         // phone's transport: once, on the Unix socket (as is a daemon given by --unix-socket).
         let transports: [PhoneTransport] =
-            accessoryMiB > 0 || accessoryGrantMiB > 0 || accessoryLeanMiB > 0 || clusterSubscribers > 0 || spawn == nil ? [.unix] : (transport == .both ? [.unix, .tcp] : [transport])
+            accessoryMiB > 0 || accessoryGrantMiB > 0 || accessoryLeanMiB > 0 || clusterSubscribers > 0 || screenHMIs > 0 || spawn == nil ? [.unix] : (transport == .both ? [.unix, .tcp] : [transport])
         for phoneTransport in transports { try await measure(phoneTransport) }
     }
 
@@ -143,7 +153,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     func measure(_ transport: PhoneTransport) async throws {
         // `run` measures TCP only with a spawned daemon (whose port this picks).
         let phoneTCPPort = transport == .tcp ? try freeTCPPort() : nil
-        let floorResult = floor && clusterSubscribers == 0 ? try await measureFloor(transport) : nil
+        let floorResult = floor && clusterSubscribers == 0 && screenHMIs == 0 ? try await measureFloor(transport) : nil
         var daemon: SpawnedDaemon?
         let socketPath: String
         if let spawn {
@@ -165,6 +175,13 @@ struct HeadUnitBench: AsyncParsableCommand {
         // Idle: listening, nobody connected (this probe connection closed).
         try await Task.sleep(nanoseconds: 200_000_000)
         let idleRSS = daemon.flatMap { readRSSKiB(pid: $0.pid) }
+        if screenHMIs > 0 {
+            try await ScreenFanoutBench(
+                endpoint: endpoint, socketPath: socketPath, daemonPID: daemon?.pid, hmis: screenHMIs, seconds: clusterSeconds,
+                hz: clusterHz > 0 ? clusterHz : 100
+            ).run()
+            return
+        }
         if clusterSubscribers > 0 {
             try await ClusterBench(
                 endpoint: endpoint, socketPath: socketPath, daemonPID: daemon?.pid, subscribers: clusterSubscribers,

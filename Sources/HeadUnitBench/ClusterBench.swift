@@ -221,7 +221,7 @@ final class StalledSubscriber: @unchecked Sendable {
     let fd: Int32
     private var pinger: Task<Void, Never>?
 
-    init(path: String) throws {
+    init(path: String, role: HURole = .cluster) throws {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure("socket failed") }
         self.fd = fd
@@ -238,8 +238,9 @@ final class StalledSubscriber: @unchecked Sendable {
         // Small receive buffer: it fills sooner, as a stuck reader's would.
         var size: Int32 = 4096
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        try write(.hello(HUHello.with { $0.minVersion = 1; $0.maxVersion = 1; $0.role = .cluster; $0.name = "bench-stalled" }), id: 1)
-        try write(.subscribeMetadata(HUSubscribeMetadata()), id: 2)
+        try write(.hello(HUHello.with { $0.minVersion = 1; $0.maxVersion = 1; $0.role = role; $0.name = "bench-stalled" }), id: 1)
+        // A cluster asks for the metadata stream; an HMI is sent screens as it is.
+        if role == .cluster { try write(.subscribeMetadata(HUSubscribeMetadata()), id: 2) }
         pinger = Task.detached {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: 4_000_000_000)
@@ -399,8 +400,9 @@ final class ClusterSubscribers {
 /// "final COUNTER" in (the last update's counter), the figures' line out
 /// once every reader has seen it (5 s at most).
 enum LeanSubscribers {
-    static func serve(socketPath: String, count: Int) throws {
-        let stalled = try StalledSubscriber(path: socketPath)
+    /// `role` .cluster: metadata subscribers; .hmi: HMIs, sent the screens as they change.
+    static func serve(socketPath: String, count: Int, role: HURole = .cluster) throws {
+        let stalled = try StalledSubscriber(path: socketPath, role: role)
         var readers: [LeanConnection] = []
         var newest = [Int](repeating: 0, count: count - 1)
         var frames = [Int](repeating: 0, count: count - 1)
@@ -408,8 +410,8 @@ enum LeanSubscribers {
         latencies.reserveCapacity(1 << 20)
         for index in 0..<(count - 1) {
             let reader = try LeanConnection.connect(socketPath)
-            try reader.handshake(.cluster, name: "bench-cluster-\(index)")
-            try reader.request(.subscribeMetadata(HUSubscribeMetadata()))
+            try reader.handshake(role, name: "bench-\(role == .hmi ? "hmi" : "cluster")-\(index)")
+            if role == .cluster { try reader.request(.subscribeMetadata(HUSubscribeMetadata())) }
             reader.onRawMessage = { bytes in
                 let now = ClusterBench.monotonicNanoseconds()
                 frames[index] += 1
@@ -501,7 +503,7 @@ final class SubscriberProcess {
         self.output = output
     }
 
-    static func start(socketPath: String, subscribers: Int) throws -> SubscriberProcess {
+    static func start(socketPath: String, subscribers: Int, role: HURole = .cluster) throws -> SubscriberProcess {
         let me = CommandLine.arguments[0].hasPrefix("/") ? CommandLine.arguments[0] : (currentDirectory() + "/" + CommandLine.arguments[0])
         var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
         guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else { throw Failure("pipe failed") }
@@ -511,7 +513,7 @@ final class SubscriberProcess {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         for fd in [toChild[0], toChild[1], fromChild[0], fromChild[1]] { posix_spawn_file_actions_addclose(&actions, fd) }
-        let arguments = [me, "--cluster-subscribe-only", socketPath, "--cluster-subscribers", "\(subscribers)"]
+        let arguments = [me, role == .hmi ? "--hmi-subscribe-only" : "--cluster-subscribe-only", socketPath, "--cluster-subscribers", "\(subscribers)"]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
