@@ -147,7 +147,9 @@ final class LeanClient {
         // Ids are patched in place (5-byte maximal varint space reserved; the
         // frame is re-headed with its real length per send).
         let maxFrame = (bodies.map(\.count).max() ?? 0) + FrameHeader.size + 6
-        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: maxFrame * window * 2 + 4096, alignment: 8)
+        // The last `pongRoom` bytes take PONGs only (queued after what is being written, see below).
+        let pongRoom = 4096
+        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: maxFrame * window * 2 + pongRoom, alignment: 8)
         defer { output.deallocate() }
         var outputStart = 0, outputEnd = 0
         let ringSize = 1 << 16
@@ -188,7 +190,7 @@ final class LeanClient {
             if sending && sent - answered < window {
                 if outputStart == outputEnd { outputStart = 0; outputEnd = 0 }
                 let now = monotonicNanoseconds()
-                while sent - answered < window && outputEnd + maxFrame <= output.count && (count.map { sent < $0 } ?? true) {
+                while sent - answered < window && outputEnd + maxFrame <= output.count - pongRoom && (count.map { sent < $0 } ?? true) {
                     appendRequest(sent)
                     sentAt[sent & (ringSize - 1)] = now
                     sent += 1
@@ -207,7 +209,18 @@ final class LeanClient {
             while let (kind, start, length) = try nextFrame(blocking: block) {
                 block = false
                 progress = true
-                if kind == FrameKind.ping.rawValue { try pong(start: start, length: length); continue }
+                if kind == FrameKind.ping.rawValue {
+                    // Queued after what is being written: a request frame may be half written (a
+                    // large list), and a PONG written at once would land inside it.
+                    let pong = FrameHeader.size + length
+                    if outputEnd + pong <= output.count {
+                        let header: [UInt8] = [0x48, 0x55, FrameKind.pong.rawValue, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(length)]
+                        for i in 0..<FrameHeader.size { output[outputEnd + i] = header[i] }
+                        for i in 0..<length { output[outputEnd + FrameHeader.size + i] = input[start + i] }
+                        outputEnd += pong
+                    }
+                    continue
+                }
                 guard kind == FrameKind.message.rawValue, length > 1, input[start] == 0x08 else { continue }
                 var cursor = start + 1
                 let id = UInt32(truncatingIfNeeded: readVarint(&cursor))
