@@ -22,6 +22,11 @@ final class ClusterHub {
     /// known written when the next change finds nothing of theirs unsent:
     /// a subscriber that keeps up costs one write and one flush per change.
     private var awaitingDrain: Set<PeerID> = []
+    /// Set while `publish` walks the subscriptions by index: a subscriber
+    /// closed meanwhile (a write that fails can close its channel at once)
+    /// is removed after the walk, which a removal would otherwise invalidate.
+    private var publishing = false
+    private var removedWhilePublishing: [PeerID] = []
     private let allocator = ByteBufferAllocator()
     private let maxPayload: Int
 
@@ -46,6 +51,12 @@ final class ClusterHub {
         guard !changed.isEmpty else { return }
         var shared: ByteBuffer?
         // By index: the subscriptions change in place, the dictionary is not copied.
+        publishing = true
+        defer {
+            publishing = false
+            for peer in removedWhilePublishing { remove(peer) }
+            removedWhilePublishing.removeAll()
+        }
         var index = subscriptions.startIndex
         while index != subscriptions.endIndex {
             defer { index = subscriptions.index(after: index) }
@@ -68,6 +79,10 @@ final class ClusterHub {
     }
 
     func remove(_ peer: PeerID) {
+        guard !publishing else {
+            removedWhilePublishing.append(peer)
+            return
+        }
         subscriptions[peer] = nil
         awaitingDrain.remove(peer)
     }
