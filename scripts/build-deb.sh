@@ -56,8 +56,12 @@ for b in headunitd headunitctl; do
     # serves. It creeps in when an API binds to Foundation's overload through a
     # transitive import (String(format:), String.contains(String), range(of:)):
     # find the culprits with `nm -u .build-static/release/*.build/*.o | grep 10Foundation`.
-    if nm "$BIN/$b" | grep -q ' [TtDdBbRr] \$s10Foundation'; then
-        echo "build-deb: $b links Foundation (see the comment above this check)" >&2
+    # Counted, not `grep -q`: under pipefail, grep -q quitting at the first
+    # match makes nm die of SIGPIPE and the pipeline fail, so the check passed
+    # exactly when it should not have (Foundation and ICU crept in that way).
+    linked=$(nm "$BIN/$b" | grep -c -e ' [TtDdBbRr] \$s10Foundation' -e ' [DdRr] icudt' || true)
+    if [ "$linked" -gt 0 ]; then
+        echo "build-deb: $b links Foundation or ICU's data ($linked symbols; see the comment above this check)" >&2
         exit 1
     fi
 done

@@ -34,14 +34,22 @@ struct VideoRate {
         return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
     }
 
+    /// `value` with one decimal. (Not `String(format:)`: that is Foundation's,
+    /// and it links Foundation and ICU's data, 34 MiB, into the package.)
+    static func oneDecimal(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        return "\(tenths < 0 ? "-" : "")\(abs(tenths) / 10).\(abs(tenths) % 10)"
+    }
+
     /// One line for `seconds` of frames; resets the counts.
     mutating func line(_ screen: HUScreen, seconds: Double) -> String {
-        var text = "video \(screen): \(String(format: "%.1f", Double(frames) / seconds)) fps"
+        let one = Self.oneDecimal
+        var text = "video \(screen): \(one(Double(frames) / seconds)) fps"
         if !latencies.isEmpty {
-            text += String(format: ", latency p50 %.1f ms p99 %.1f ms (from the frames' timestamps)", Self.percentile(latencies, 0.5), Self.percentile(latencies, 0.99))
+            text += ", latency p50 \(one(Self.percentile(latencies, 0.5))) ms p99 \(one(Self.percentile(latencies, 0.99))) ms (from the frames' timestamps)"
         } else if !gaps.isEmpty {
             // The app's clock is not ours: the time between frames is what can be measured.
-            text += String(format: ", inter-arrival p50 %.1f ms p99 %.1f ms (timestamps not on this clock)", Self.percentile(gaps, 0.5), Self.percentile(gaps, 0.99))
+            text += ", inter-arrival p50 \(one(Self.percentile(gaps, 0.5))) ms p99 \(one(Self.percentile(gaps, 0.99))) ms (timestamps not on this clock)"
         }
         text += ", \(keyframes) keyframe(s), \(bytes * 8 / max(1, Int(seconds * 1000))) kbit/s\(size.isEmpty ? "" : ", " + size)"
         let keep = (lastArrival, size)

@@ -57,7 +57,10 @@ private struct EnumVisitor: SwiftProtobuf.Visitor {
 
     private func check<E: SwiftProtobuf.Enum>(_ value: E, _ field: Int) throws {
         guard !KnownEnums.isKnown(value) else { return }
-        let name = String(describing: E.self).replacingOccurrences(of: "HU", with: "", options: .anchored)
+        // The standard library's prefix test, not `replacingOccurrences`: that is
+        // Foundation's, and it links Foundation and ICU's data (34 MiB) into the package.
+        let full = String(describing: E.self)
+        let name = full.hasPrefix("HU") ? String(full.dropFirst(2)) : full
         throw FoundUnknown(unknown: KnownEnums.Unknown(
             fieldPath: (path + [field]).map(String.init).joined(separator: "."), typeName: name, value: value.rawValue))
     }
