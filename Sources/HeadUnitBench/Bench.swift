@@ -64,7 +64,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(name: .customLong("accessory-frame-kib"), help: "DATA payload per frame for --accessory-lean-mib, KiB.")
     var accessoryFrameKiB = 64
 
-    @Option(name: .customLong("accessory-rounds"), help: "Rounds --accessory-lean-mib is split into: each moves its share through a new session and through the socket pair, one after the other (the order alternates); the ratio printed is the median of the rounds'.")
+    @Option(name: .customLong("accessory-rounds"), help: "Rounds --accessory-lean-mib is split into: each moves its share through a new session and through both socket pairs (the session's own ends, and the bare one), the order alternating from round to round; the ratios printed are the medians of the rounds'.")
     var accessoryRounds = 9
 
     @Option(name: .customLong("accessory-window-kib"), help: "The receive window each side of --accessory-lean-mib widens to, KiB (the daemon's cap: its peer budget, max_outbound_bytes / 8).")
