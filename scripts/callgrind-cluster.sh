@@ -14,41 +14,12 @@ cd "$(dirname "$0")/.."
 subscribers="${1:-100}"
 short="${2:-3}"
 long="${3:-12}"
-command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null
-command -v cc >/dev/null || apt-get install -y gcc >/dev/null
-scratch=(--scratch-path "${SCRATCH_PATH:-.build}")
-if [ -n "${BIN_DIR:-}" ]; then
-  bin="$BIN_DIR"
-else
-  swift build -c release "${scratch[@]}" --product headunitd >/dev/null
-  swift build -c release "${scratch[@]}" --product HeadUnitBench >/dev/null
-  bin="$(swift build -c release "${scratch[@]}" --show-bin-path)"
-fi
-out="$(mktemp -d)"
-trap '[ -n "${KEEP_CALLGRIND:-}" ] && cp "$out"/callgrind.* "$KEEP_CALLGRIND"/ ; rm -rf "$out"' EXIT
-
-# As in callgrind-pushpop.sh: a copy without DWARF 5 (valgrind 3.19 cannot
-# read it) and a sigsuspend that does not hand valgrind a read-only mask.
-objcopy --strip-debug "$bin/headunitd" "$out/headunitd"
-cat > "$out/sigsuspend.c" <<'C'
-#define _GNU_SOURCE
-#include <signal.h>
-#include <unistd.h>
-#include <sys/syscall.h>
-int sigsuspend(const sigset_t *mask) {
-    sigset_t copy = *mask;
-    return (int)syscall(SYS_rt_sigsuspend, &copy, (size_t)8);
-}
-C
-cc -shared -fPIC -O2 "$out/sigsuspend.c" -o "$out/sigsuspend.so"
+. scripts/callgrind-common.sh
 
 run() {  # run SECONDS -> "instructions updates" of the daemon
   local seconds="$1" file="$out/callgrind.$1"
-  "$bin/HeadUnitBench" --spawn /usr/bin/env --startup-timeout 120 \
-    --cluster-subscribers "$subscribers" --cluster-seconds "$seconds" --cluster-hz 100 --cluster-subscribers-apart \
-    --daemon-arg=LD_PRELOAD="$out/sigsuspend.so" --daemon-arg="$(command -v valgrind)" --daemon-arg=--tool=callgrind --daemon-arg=--callgrind-out-file="$file" \
-    --daemon-arg="$out/headunitd" --daemon-arg=--unix-socket --daemon-arg='{socket}' \
-    --daemon-arg=--no-tcp --daemon-arg=--config --daemon-arg='{config}' > "$out/bench.$seconds"
+  "$bin/HeadUnitBench" "${daemon_args[@]}" --daemon-arg=--callgrind-out-file="$file" "${daemon_command[@]}" \
+    --cluster-subscribers "$subscribers" --cluster-seconds "$seconds" --cluster-hz 100 --cluster-subscribers-apart > "$out/bench.$seconds"
   local updates
   updates=$(sed -n 's/.*(of \([0-9]*\) updates).*/\1/p' "$out/bench.$seconds")
   echo "$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$file") ${updates:-0}"
