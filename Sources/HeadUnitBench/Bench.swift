@@ -211,7 +211,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         guard decisions.first?.accepted == true else { throw Failure("the daemon refused the bench app: \(decisions)") }
         try await hmi.launch(app.appID)
         let controller = try await phone.waitForScene(appID: app.appID)
-        try await controller.setRootTemplate(listTemplate(id: "root", items: items, tag: 0))
+        try await controller.setRootTemplate(Self.listTemplate(id: "root", items: items, tag: 0))
         // The decoding HMI launched the app; the HMIs measured with only drain.
         await hmi.close()
         var drains: [DrainHMI] = []
@@ -226,13 +226,13 @@ struct HeadUnitBench: AsyncParsableCommand {
         // Run the client side of each request on the phone connection's event
         // loop: no thread hop on the client, so the numbers are the daemon's.
         let executor = phone.connection.taskExecutor
-        let pushed = listTemplate(id: "pushed", items: items, tag: 1)
+        let pushed = Self.listTemplate(id: "pushed", items: items, tag: 1)
         let latency = try await withTaskExecutorPreference(executor) {
             try await measureLatency(serverPID: daemon?.pid) { i in
                 if i % 2 == 0 { try await controller.pushTemplate(pushed, animated: false) } else { try await controller.popTemplate(animated: false) }
             }
         }
-        let variants = (0..<items).map { listTemplate(id: "root", items: items, tag: $0) }
+        let variants = (0..<items).map { Self.listTemplate(id: "root", items: items, tag: $0) }
         let throughput = try await withTaskExecutorPreference(executor) {
             try await measureThroughput { i in try await controller.updateTemplate(variants[i % variants.count]) }
         }
@@ -466,7 +466,7 @@ struct HeadUnitBench: AsyncParsableCommand {
         let push = HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with {
             $0.appID = "com.example.bench"
             $0.sceneID = 1
-            $0.op = .push(listTemplate(id: "pushed", items: items, tag: 1))
+            $0.op = .push(Self.listTemplate(id: "pushed", items: items, tag: 1))
         })
         let pop = HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with { $0.appID = "com.example.bench"; $0.sceneID = 1; $0.op = .pop(HUPopTemplate()) })
         let executor = connection.taskExecutor
@@ -477,7 +477,7 @@ struct HeadUnitBench: AsyncParsableCommand {
             HUEnvelope.OneOf_Body.templateRequest(HUTemplateRequest.with {
                 $0.appID = "com.example.bench"
                 $0.sceneID = 1
-                $0.op = .update(listTemplate(id: "root", items: items, tag: tag))
+                $0.op = .update(Self.listTemplate(id: "root", items: items, tag: tag))
             })
         }
         let throughput = try await withTaskExecutorPreference(executor) {
@@ -489,7 +489,7 @@ struct HeadUnitBench: AsyncParsableCommand {
     }
 
     /// A list whose item `tag % items` says "now", so successive updates differ.
-    func listTemplate(id: String, items: Int, tag: Int) -> HUTemplate {
+    static func listTemplate(id: String, items: Int, tag: Int, title: String = "Stations") -> HUTemplate {
         var section = HUListSection()
         section.id = "\(id)-section"
         section.items = (0..<items).map { index in
@@ -502,7 +502,7 @@ struct HeadUnitBench: AsyncParsableCommand {
             return item
         }
         var list = HUListTemplate()
-        list.title = "Stations"
+        list.title = title
         list.sections = [section]
         var template = HUTemplate()
         template.id = id

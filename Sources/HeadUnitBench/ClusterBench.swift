@@ -291,6 +291,19 @@ struct SubscriberFigures {
 
     init() {}
 
+    /// The percentiles, maximum and count of `latencies` (nanoseconds).
+    mutating func take(latencies: [Int64]) {
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000
+        }
+        p50 = percentile(0.50)
+        p99 = percentile(0.99)
+        p999 = percentile(0.999)
+        max = Double(sorted.last ?? 0) / 1000
+        samples = sorted.count
+    }
+
     init?(line: String) {
         let fields = line.split(separator: " ")
         guard fields.count == 10, fields[0] == "figures", let frames = Int(fields[1]), let readers = Int(fields[2]), let latest = Int(fields[3]),
@@ -372,16 +385,7 @@ final class ClusterSubscribers {
         figures.latest = readers.filter(atLatest).count
         figures.readers = readers.count
         figures.stalledAlive = stalled.isOpen()
-        var all: [Int64] = readers.flatMap(\.latencies)
-        all.sort()
-        func percentile(_ p: Double) -> Double {
-            all.isEmpty ? 0 : Double(all[min(all.count - 1, Int(Double(all.count) * p))]) / 1000
-        }
-        figures.p50 = percentile(0.50)
-        figures.p99 = percentile(0.99)
-        figures.p999 = percentile(0.999)
-        figures.max = Double(all.last ?? 0) / 1000
-        figures.samples = all.count
+        figures.take(latencies: readers.flatMap(\.latencies))
         figures.framesPerReader = readers.map(\.frames).reduce(0, +) / max(1, readers.count)
         for reader in readers { reader.task?.cancel(); await reader.session.close() }
         stalled.close()
@@ -455,15 +459,7 @@ enum LeanSubscribers {
         figures.readers = readers.count
         figures.latest = newest.filter { $0 >= (last ?? .max) }.count
         figures.stalledAlive = stalled.isOpen()
-        latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? 0 : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1000
-        }
-        figures.p50 = percentile(0.50)
-        figures.p99 = percentile(0.99)
-        figures.p999 = percentile(0.999)
-        figures.max = Double(latencies.last ?? 0) / 1000
-        figures.samples = latencies.count
+        figures.take(latencies: latencies)
         figures.framesPerReader = frames.reduce(0, +) / max(1, readers.count)
         for reader in readers { reader.close() }
         stalled.close()

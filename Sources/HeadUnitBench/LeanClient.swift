@@ -354,9 +354,9 @@ extension HeadUnitBench {
         pool.start()
         defer { pool.shutdownGracefully { _ in } }
         let (warmup, requests, items, inFlight, seconds) = (self.warmup & ~1, max(2, self.requests & ~1), self.items, self.inFlight, self.seconds)
-        let root = listTemplate(id: "root", items: items, tag: 0)
-        let pushedTemplate = listTemplate(id: "pushed", items: items, tag: 1)
-        let variants = (0..<items).map { listTemplate(id: "root", items: items, tag: $0) }
+        let root = HeadUnitBench.listTemplate(id: "root", items: items, tag: 0)
+        let pushedTemplate = HeadUnitBench.listTemplate(id: "pushed", items: items, tag: 1)
+        let variants = (0..<items).map { HeadUnitBench.listTemplate(id: "root", items: items, tag: $0) }
         return try await pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) { () throws -> LeanResult in
             let client = try LeanClient.connect(unixPath: unixPath)
             try client.hello(role: .phone, name: "lean-phone")

@@ -86,25 +86,8 @@ struct ScreenFanoutBench {
         if let rssStart, let rssEnd { print(row("daemon RSS before / after", formatMiB(rssStart) + " / " + formatMiB(rssEnd))) }
     }
 
-    /// A 12-item list, as the push/pop benchmark's.
+    /// The push/pop benchmark's 12-item list, titled with a stamp.
     static func list(title: String, id: String = "pushed") -> HUTemplate {
-        var section = HUListSection()
-        section.id = "\(id)-section"
-        section.items = (0..<12).map { index in
-            var general = HUGeneralItem()
-            general.text = "Station \(index)"
-            general.detailText = "Live radio, 128 kbit/s"
-            var item = HUListItem()
-            item.id = "\(id)-item-\(index)"
-            item.kind = .general(general)
-            return item
-        }
-        var list = HUListTemplate()
-        list.title = title
-        list.sections = [section]
-        var template = HUTemplate()
-        template.id = id
-        template.kind = .list(list)
-        return template
+        HeadUnitBench.listTemplate(id: id, items: 12, tag: 0, title: title)
     }
 }
