@@ -9,7 +9,9 @@
 /// needed any more). A run longer than `maxFramesWaiting` or
 /// `maxBytesWaiting` is the sign of a consumer that stopped: it is dropped,
 /// the channel is out of sync, and its P-frames are dropped until the next
-/// keyframe, which the owner asks the car for.
+/// keyframe, which the owner asks the car for once per loss of sync (a
+/// second request could cross the keyframe the first one brings, and the
+/// daemon would then hold the stream back until yet another, 25.5).
 /// Used by `VideoWatch` and by the simulator for each browser page.
 public struct LatestVideoFrames<Frame> {
     fileprivate struct Run {
@@ -21,6 +23,8 @@ public struct LatestVideoFrames<Frame> {
     private var order: [UInt32] = []
     /// Channels whose consumer can decode the next P-frame.
     private var synced: Set<UInt32> = []
+    /// Channels out of sync whose keyframe the owner was told to ask for: their P-frames are dropped without asking again.
+    private var asked: Set<UInt32> = []
     /// Frames that never reached the consumer.
     public private(set) var dropped = 0
     /// The longest run a channel keeps: one second at 30 frames a second.
@@ -40,14 +44,18 @@ public struct LatestVideoFrames<Frame> {
         case wake
         /// Kept with (or, a keyframe, in place of) the frames that wait: the consumer was told already.
         case waiting
-        /// Dropped: the consumer needs a keyframe on this channel (ask the car for one).
+        /// Dropped, and the channel just lost sync: ask the car for a keyframe
+        /// (once: the channel's P-frames are `skipped` until it comes).
         case needKeyframe
+        /// Dropped while the channel waits for the keyframe already asked for.
+        case skipped
     }
 
     /// `bytes` is the frame's size, counted against `maxBytesWaiting`.
     public mutating func offer(_ frame: Frame, channel: UInt32, isKeyframe: Bool, bytes: Int) -> Offer {
         if isKeyframe {
             synced.insert(channel)
+            asked.remove(channel)
             if let replaced = waiting.updateValue(Run(frames: [frame], bytes: bytes), forKey: channel) {
                 dropped += replaced.frames.count
                 return .waiting
@@ -57,7 +65,7 @@ public struct LatestVideoFrames<Frame> {
         }
         guard synced.contains(channel) else {
             dropped += 1
-            return .needKeyframe
+            return asked.insert(channel).inserted ? .needKeyframe : .skipped
         }
         // Only the run's sizes are read here: holding the run itself would make the append below copy its array.
         guard let (count, held) = waiting[channel].map({ ($0.frames.count, $0.bytes) }) else {
@@ -70,6 +78,7 @@ public struct LatestVideoFrames<Frame> {
             dropped += count + 1
             waiting[channel] = nil
             synced.remove(channel)
+            asked.insert(channel)
             return .needKeyframe
         }
         waiting[channel]?.frames.append(frame)
@@ -92,26 +101,31 @@ public struct LatestVideoFrames<Frame> {
         return waiting.removeValue(forKey: channel)?.frames ?? []
     }
 
-    /// The consumer's decoder lost sync: nothing more of the channel until a keyframe.
-    public mutating func lostSync(_ channel: UInt32) {
+    /// The consumer's decoder lost sync: nothing more of the channel until a
+    /// keyframe. True when the owner should ask for one (false: asked already).
+    @discardableResult
+    public mutating func lostSync(_ channel: UInt32) -> Bool {
         synced.remove(channel)
+        return asked.insert(channel).inserted
     }
 
     /// The channel's stream ended: its waiting frames and sync go with it.
     public mutating func remove(_ channel: UInt32) {
         synced.remove(channel)
+        asked.remove(channel)
         _ = take(channel)
     }
 
     /// Only these channels' streams go on (the watched screens show them): the rest are removed.
     public mutating func keep(only channels: Set<UInt32>) {
-        for channel in Set(waiting.keys).union(synced) where !channels.contains(channel) { remove(channel) }
+        for channel in Set(waiting.keys).union(synced).union(asked) where !channels.contains(channel) { remove(channel) }
     }
 
     public mutating func removeAll() {
         waiting.removeAll()
         order.removeAll()
         synced.removeAll()
+        asked.removeAll()
     }
 }
 

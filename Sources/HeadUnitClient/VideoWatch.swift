@@ -59,15 +59,11 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
     private var pendingStreams: HUVideoStreams?
     private var frames = LatestVideoFrames<VideoFrame>()
     private var screenOfChannel: [UInt32: HUScreen] = [:]
-    private var lastKeyframeRequest: [UInt32: UInt64] = [:]
     private var waiter: CheckedContinuation<VideoEvent?, Never>?
     /// Stopped, the connection closed, or the consumer's task cancelled: the sequence has ended.
     private var finished = false
     private var receivedCount = 0
     private var deliveredCount = 0
-
-    /// Keyframe requests of one channel at most this often (the daemon paces too, 25.5).
-    static let keyframeRequestInterval: UInt64 = 250_000
 
     init(connection: HeadUnitConnection) {
         self.connection = connection
@@ -93,16 +89,17 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
         }
         for screen in screens {
             try await connection.request(.watchVideo(HUWatchVideo.with { $0.screen = screen }))
-            await connection.onLoopAsync { watch.screens.insert(screen) }
+            await connection.onLoopAsync { _ = watch.screens.insert(screen) }
         }
         return watch
     }
 
     /// Asks the app for a keyframe on `channel` (the consumer's decoder lost
     /// sync, or it dropped a frame); frames of the channel are held back until
-    /// it comes. Asked at most once per 250 ms per channel.
+    /// it comes. Asked once until it comes (the daemon keeps the request and
+    /// paces it, 25.5): asking again could cross that keyframe.
     public func requestKeyframe(channel: UInt32) {
-        connection.onLoop { self.lostSync(channel) }
+        connection.onLoop { if self.frames.lostSync(channel) { self.askForKeyframe(channel) } }
     }
 
     /// Stops watching every screen and ends the sequence.
@@ -147,9 +144,8 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
             accessUnit: accessUnit, receivedMicroseconds: Self.monotonicMicroseconds())
         switch frames.offer(frame, channel: channel, isKeyframe: header.isKeyframe, bytes: payload.readableBytes) {
         case .wake: wake()
-        case .waiting: break
-        // Asked again (paced) while P-frames come: a request may cross a keyframe already on its way.
-        case .needKeyframe: lostSync(channel)
+        case .waiting, .skipped: break
+        case .needKeyframe: askForKeyframe(channel)
         }
     }
 
@@ -157,11 +153,7 @@ public final class VideoWatch: AsyncSequence, @unchecked Sendable {
         finish()
     }
 
-    private func lostSync(_ channel: UInt32) {
-        frames.lostSync(channel)
-        let now = Self.monotonicMicroseconds()
-        if let last = lastKeyframeRequest[channel], now - last < Self.keyframeRequestInterval { return }
-        lastKeyframeRequest[channel] = now
+    private func askForKeyframe(_ channel: UInt32) {
         let connection = self.connection
         Task {
             _ = try? await connection.resultOf(.requestKeyframe(HURequestKeyframe.with { $0.channel = channel; $0.reason = .viewerAsked }))

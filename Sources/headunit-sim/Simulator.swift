@@ -237,7 +237,7 @@ actor Hub {
     /// written together next, or a keyframe in their place; one that stopped
     /// skips P-frames to the next keyframe). True when a page
     /// waits for a keyframe (it fell behind, lost sync or joined mid-stream):
-    /// the caller asks the car for one (paced by `VideoWatch`).
+    /// the caller asks the car for one (once until it comes: `VideoWatch`).
     func video(_ frame: VideoFrame, phoneToSimMicroseconds: Int64) -> Bool {
         var lostSync = false
         let message = PageVideo.message(frame, phoneToSimMicroseconds: phoneToSimMicroseconds)
@@ -245,7 +245,7 @@ actor Hub {
             switch video[id]?.offer(message, channel: frame.channel, isKeyframe: frame.header.isKeyframe, bytes: message.readableBytes) {
             case .wake?: continuation.yield(.video(frame.channel))
             case .needKeyframe?: lostSync = true
-            case .waiting?, nil: break
+            case .waiting?, .skipped?, nil: break
             }
         }
         return lostSync
