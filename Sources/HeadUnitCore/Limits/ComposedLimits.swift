@@ -93,7 +93,10 @@ struct ComposedScope: OptionSet {
     init(_ body: HUEnvelope.OneOf_Body?) {
         switch body {
         case .announceApps: self = [.home]
-        case .templateRequest, .completeEvent: self = [.appScenes, .metadata]
+        // The metadata stream shows templates only through the now-playing
+        // content (Car.adoptNowPlaying): other templates leave it as it was.
+        case .templateRequest(let request): self = Self.changesNowPlaying(request) ? [.appScenes, .metadata] : [.appScenes]
+        case .completeEvent: self = [.appScenes, .metadata]
         // The HMI's now-playing screen draws the app's commands.
         case .remoteCommands: self = [.appScenes]
         // The HMI's home screen lists the calls (section 26.7).
@@ -101,6 +104,17 @@ struct ComposedScope: OptionSet {
         case .navigationRequest, .navigationInput, .clusterInput: self = [.metadata]
         case .launchApp, .hmiInput, .setVehicleState, .closeApp: self = [.shownScreens, .metadata]
         default: self = []
+        }
+    }
+
+    /// Whether a template request may set an app's now-playing content.
+    static func changesNowPlaying(_ request: HUTemplateRequest) -> Bool {
+        switch request.op {
+        case .setRoot(let template), .push(let template), .update(let template), .present(let template):
+            if case .nowPlaying = template.kind { return true }
+            return false
+        case .updateNowPlaying: return true
+        case .pop, .popToRoot, .popTo, .dismiss, .updateItem, .showNowPlaying, nil: return false
         }
     }
 }
