@@ -415,6 +415,24 @@ extension Car {
 
     /// The metadata state as the car's components should see it now.
     func metadataState() -> HUMetadataState {
+        Self.metadataState(from: metadataInputs())
+    }
+
+    /// Everything the metadata state is built from.
+    func metadataInputs() -> MetadataInputs {
+        let app = apps[nowPlayingAppID]
+        return MetadataInputs(
+            navigation: navigation, nowPlayingAppID: nowPlayingAppID,
+            nowPlaying: app?.nowPlayingSet == true ? app?.nowPlaying : nil,
+            contentStyle: vehicleState.contentStyle,
+            clusterOwnerAppID: screenOwners[.instrumentCluster]?.appID, dashboardOwnerAppID: screenOwners[.dashboard]?.appID,
+            audio: audio, phoneLink: phoneLink.wire, deviceName: deviceName)
+    }
+
+    /// The metadata state from its inputs alone (nothing else of the car is
+    /// in reach here), so equal inputs give an equal state.
+    static func metadataState(from inputs: MetadataInputs) -> HUMetadataState {
+        let navigation = inputs.navigation
         var state = HUMetadataState()
         var guidance = HUGuidanceSection()
         guidance.nativeNavigationActive = navigation.nativeNavigationActive
@@ -459,9 +477,8 @@ extension Car {
         state.alert = alert
         state.banner = navigation.banner.section
         var nowPlaying = HUNowPlayingSection()
-        if let app = apps[nowPlayingAppID], app.nowPlayingSet {
-            let content = app.nowPlaying
-            nowPlaying.appID = nowPlayingAppID
+        if let content = inputs.nowPlaying {
+            nowPlaying.appID = inputs.nowPlayingAppID
             nowPlaying.title = content.title
             nowPlaying.artist = content.artist
             nowPlaying.album = content.album
@@ -471,7 +488,7 @@ extension Car {
             nowPlaying.live = content.live
         }
         state.nowPlaying = nowPlaying
-        state.display = HUDisplaySection.with { $0.contentStyle = vehicleState.contentStyle }
+        state.display = HUDisplaySection.with { $0.contentStyle = inputs.contentStyle }
         var previews = HUPreviewsSection()
         if let shown = navigation.previews {
             previews.appID = shown.appID
@@ -481,27 +498,59 @@ extension Car {
         }
         state.previews = previews
         var cluster = HUClusterSection()
-        if let owner = screenOwners[.instrumentCluster] {
-            cluster.appID = owner.appID
-            cluster.inactiveDescriptionVariants = navigation.clusterDescriptions[owner.appID] ?? []
+        if let owner = inputs.clusterOwnerAppID {
+            cluster.appID = owner
+            cluster.inactiveDescriptionVariants = navigation.clusterDescriptions[owner] ?? []
         }
         cluster.panning = !navigation.panningAppID.isEmpty
-        if let owner = screenOwners[.dashboard] {
-            cluster.dashboardButtons = navigation.dashboardButtons[owner.appID] ?? []
+        if let owner = inputs.dashboardOwnerAppID {
+            cluster.dashboardButtons = navigation.dashboardButtons[owner] ?? []
         }
         state.cluster = cluster
-        state.audio = audio.section
+        state.audio = inputs.audio.section
         state.phone = HUPhoneSection.with {
-            $0.link = phoneLink.wire
-            $0.deviceName = deviceName
+            $0.link = inputs.phoneLink
+            $0.deviceName = inputs.deviceName
         }
         return state
     }
 
     /// Called by the server after each input: rebuilds the metadata state and
     /// returns which subscribers need a snapshot and which sections changed.
+    /// Inputs equal to those of the last build (most template requests, every
+    /// input to a screen) skip the build and the section compares.
     public mutating func takeMetadata() -> (snapshots: [PeerID], changed: MetadataSections) {
-        clusterFeed.update(to: metadataState())
+        let inputs = metadataInputs()
+        if inputs != metadataBuiltFrom {  // both borrowed: no Optional, no copies
+            clusterFeed.update(to: Self.metadataState(from: inputs))
+            metadataBuiltFrom = inputs
+        }
         return clusterFeed.take()
     }
+}
+
+/// What `Car.metadataState(from:)` reads: the navigation center, the
+/// now-playing app's content, the content style, the cluster's and
+/// dashboard's owners, audio, the phone link and the device's name. Copies
+/// share storage (copy-on-write), so comparing inputs that did not change is
+/// mostly identity checks: far cheaper than building the state and comparing
+/// its eleven sections.
+struct MetadataInputs: Equatable, Sendable {
+    var navigation: NavigationCenter
+    var nowPlayingAppID: String
+    /// The app's content, when it set one.
+    var nowPlaying: HUNowPlayingTemplate?
+    var contentStyle: HUContentStyle
+    var clusterOwnerAppID: String?
+    var dashboardOwnerAppID: String?
+    var audio: AudioFocus
+    var phoneLink: HUPhoneLink
+    var deviceName: String
+    /// False only in `.unbuilt`, so no car's inputs equal it.
+    var built = true
+
+    /// What a car starts with: nothing built yet.
+    static let unbuilt = MetadataInputs(
+        navigation: NavigationCenter(), nowPlayingAppID: "", nowPlaying: nil, contentStyle: .unspecified,
+        clusterOwnerAppID: nil, dashboardOwnerAppID: nil, audio: AudioFocus(), phoneLink: .none, deviceName: "", built: false)
 }

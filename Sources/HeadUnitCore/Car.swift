@@ -39,6 +39,8 @@ public struct Car: Sendable {
     /// Navigation sessions, previews, alerts (Navigation/), and the metadata stream (Cluster/).
     public internal(set) var navigation = NavigationCenter()
     public internal(set) var clusterFeed = ClusterFeed()
+    /// The inputs `clusterFeed`'s state was last built from (`takeMetadata`).
+    var metadataBuiltFrom = MetadataInputs.unbuilt
     public internal(set) var audio = AudioFocus()
     /// The apps' remote commands and the commands waiting for their answer (section 23).
     public internal(set) var remote: RemoteCommands

@@ -465,7 +465,8 @@ final class CarHost: @unchecked Sendable {
 
     func checkStatus() {
         publishMetadata()
-        let counts = car.counts
+        // Through inout: a getter called on this class's stored Car copies the whole Car first.
+        let counts = { (car: inout Car) in car.counts }(&car)
         let summary = StatusSummary(phones: counts.phones, apps: counts.apps, scenes: counts.scenes)
         guard summary != lastSummary else { return }
         lastSummary = summary

@@ -121,6 +121,8 @@ extension CarHarness {
     /// The metadata state after the last input, as the server would publish it.
     mutating func metadata() -> HUMetadataState {
         _ = car.takeMetadata()
+        // takeMetadata skips the build when its inputs did not change: never stale.
+        #expect(car.clusterFeed.state == car.metadataState(), "the published state is what a build from scratch gives")
         return car.clusterFeed.state
     }
 }

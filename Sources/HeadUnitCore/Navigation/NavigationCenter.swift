@@ -4,7 +4,7 @@ import HeadUnitWire
 /// which app owns guidance, the trip previews, the navigation alert, panning,
 /// dashboard buttons and cluster texts. The Car composes it and routes
 /// navigation requests and inputs here.
-public struct NavigationCenter: Sendable {
+public struct NavigationCenter: Sendable, Equatable {
     /// Per app: its navigation session (kept after it ended, so the app is told why updates fail).
     public internal(set) var sessions: [String: NavigationSession] = [:]
     /// The app that guides (or guided last): the cluster's guidance owner.
