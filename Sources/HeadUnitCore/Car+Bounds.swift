@@ -19,7 +19,7 @@ extension Car {
             // car may stop limiting lists at any time).
             for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
                 let screen = screen(for: kind)
-                let bytes = ComposedLimits.screenBytes(HMIImages.asSent(render(screen, owner: SceneRef(appID: appID, kind: kind), listCap: nil)))
+                let bytes = composedScreenBytes(screen, owner: SceneRef(appID: appID, kind: kind))
                 if bytes > limits.maxFrameBytes {
                     return limits.frameViolation("the \(kind) screen of '\(appID)'", limit: "screen.bytes", bytes: bytes)
                 }
@@ -31,7 +31,7 @@ extension Car {
         }
         if scope.contains(.shownScreens) {
             for screen in [HUScreen.main, .dashboard, .instrumentCluster] where screenOwners[screen] != nil {
-                let bytes = ComposedLimits.screenBytes(HMIImages.asSent(render(screen, owner: screenOwners[screen], listCap: nil)))
+                let bytes = composedScreenBytes(screen, owner: screenOwners[screen])
                 if bytes > limits.maxFrameBytes {
                     return limits.frameViolation("the \(screen) screen", limit: "screen.bytes", bytes: bytes)
                 }
@@ -45,6 +45,36 @@ extension Car {
         }
         return nil
     }
+
+    /// `screen` showing `owner`'s scene, lists uncut, as HMIs are sent it
+    /// (`ComposedLimits.screenBytes` of `HMIImages.asSent`). The scene's top
+    /// and modal templates, when shown as held and without an inline PNG, are
+    /// not walked again: their sizes were taken when they were stored
+    /// (`SceneState.Held`), and only the rest of the screen is measured.
+    func composedScreenBytes(_ screen: HUScreen, owner: SceneRef?) -> Int {
+        var rendered = render(screen, owner: owner, listCap: nil)
+        var known = 0
+        if let owner, let scene = apps[owner.appID]?.scenes[owner.kind] {
+            // Not a now-playing top: the render puts the app's shared content in it.
+            if rendered.hasTop, let held = scene.stackHeld.last, !held.hasInlineImages, TemplateKind(rendered.top) != .nowPlaying {
+                known += LinearEncoder.messageFieldSize(fieldNumber: Self.renderedTopField, contentBytes: held.bytes)
+                rendered.clearTop()
+            }
+            if rendered.hasPresented, let held = scene.presentedHeld, !held.hasInlineImages {
+                known += LinearEncoder.messageFieldSize(fieldNumber: Self.renderedPresentedField, contentBytes: held.bytes)
+                rendered.clearPresented()
+            }
+        }
+        let bytes = ComposedLimits.screenBytes(HMIImages.asSent(rendered), adding: known)
+        assert(
+            known == 0 || bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, owner: owner, listCap: nil))),
+            "the held sizes add up to the screen's as measured whole")
+        return bytes
+    }
+
+    /// `RenderedScreen.top` and `.presented` (session.proto).
+    static let renderedTopField = 5
+    static let renderedPresentedField = 6
 
     /// What the phone's apps hold, encoded: their announcements and templates:
     /// stacks, modals, search results (cached per scene) and now-playing

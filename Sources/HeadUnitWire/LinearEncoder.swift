@@ -75,6 +75,29 @@ public enum LinearEncoder {
 
 struct MapFieldsNotSupported: Error {}
 
+extension LinearEncoder {
+    /// The encoded size of a message field whose content is `contentBytes`
+    /// long: tag, length prefix and content.
+    public static func messageFieldSize(fieldNumber: Int, contentBytes: Int) -> Int {
+        tagSize(fieldNumber) + varintSize(UInt64(contentBytes)) + contentBytes
+    }
+
+    /// The encoded size of `outer`, a message with `inner` nested somewhere
+    /// in it (`innerBytes` its size), once `inner` has grown by `addedBytes`:
+    /// only the length prefixes on the way change, by their varints' lengths.
+    /// `nesting`: the sizes of the messages from `inner` (exclusive) outwards,
+    /// each holding the one before it, `outer` last.
+    public static func grown(innerBytes: Int, by addedBytes: Int, nesting: [Int]) -> Int {
+        var before = innerBytes, after = innerBytes + addedBytes
+        var grownSize = after
+        for size in nesting {
+            grownSize = size + (after - before) + varintSize(UInt64(after)) - varintSize(UInt64(before))
+            (before, after) = (size, grownSize)
+        }
+        return grownSize
+    }
+}
+
 // MARK: - Wire format arithmetic
 
 @inline(__always)

@@ -32,13 +32,22 @@ public struct ComposedLimits: Sendable, Equatable {
     /// joining, on catching up, on a structural change). The largest
     /// sequence number is counted so the measure holds at any sequence.
     public static func screenBytes(_ screen: HURenderedScreen) -> Int {
+        screenBytes(screen, adding: 0)
+    }
+
+    /// `screenBytes` of `screen` once fields of `addedBytes` (tags, length
+    /// prefixes and contents, measured before) are added to it.
+    static func screenBytes(_ screen: HURenderedScreen, adding addedBytes: Int) -> Int {
         var update = HUScreenUpdate()
         update.screen = screen.screen
         update.sequence = .max
         update.full = screen
         var envelope = HUEnvelope()
         envelope.screenUpdate = update
-        return LinearEncoder.size(of: envelope)
+        guard addedBytes > 0 else { return LinearEncoder.size(of: envelope) }
+        return LinearEncoder.grown(
+            innerBytes: LinearEncoder.size(of: screen), by: addedBytes,
+            nesting: [LinearEncoder.size(of: update), LinearEncoder.size(of: envelope)])
     }
 
     public static func homeScreenBytes(_ home: HUHomeScreen) -> Int {

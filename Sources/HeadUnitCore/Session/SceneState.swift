@@ -19,10 +19,24 @@ public struct SceneState: Sendable, Equatable {
     /// The encoded size of each stack entry, of the modal and of the search
     /// results, kept as they change so the phone's template bytes are a sum,
     /// not a walk (PROTOCOL.md section 10.4, `max_phone_template_bytes`).
-    private var stackBytes: [Int] = []
-    private var presentedBytes = 0
+    public private(set) var stackHeld: [Held] = []
+    public private(set) var presentedHeld: Held?
     private var searchResultsBytes = 0
-    public var heldBytes: Int { stackBytes.reduce(0, +) + presentedBytes + searchResultsBytes }
+    public var heldBytes: Int { stackHeld.reduce(0) { $0 + $1.bytes } + (presentedHeld?.bytes ?? 0) + searchResultsBytes }
+
+    /// What the composed bound needs of a template the scene holds, taken
+    /// once when it is stored, so measuring a screen does not walk it again.
+    public struct Held: Sendable, Equatable {
+        /// Its encoded size.
+        public var bytes: Int
+        /// Whether it holds an inline PNG (HMIs get those by ref: as sent, its size differs).
+        public var hasInlineImages: Bool
+
+        init(_ template: HUTemplate) {
+            bytes = LinearEncoder.size(of: template)
+            hasInlineImages = ImageWalk.contains(template, where: ImageWalk.isInline)
+        }
+    }
     /// Last in-place update per template id, for the category's refresh limits.
     var lastUpdateMilliseconds: [String: UInt64] = [:]
 
@@ -38,8 +52,8 @@ public struct SceneState: Sendable, Equatable {
         self.init(id: id, appID: appID, kind: kind)
         self.stack = stack
         self.presented = presented
-        self.stackBytes = stack.map { LinearEncoder.size(of: $0) }
-        self.presentedBytes = presented.map { LinearEncoder.size(of: $0) } ?? 0
+        self.stackHeld = stack.map(Held.init)
+        self.presentedHeld = presented.map(Held.init)
     }
 
     public var top: HUTemplate? { stack.last }
@@ -72,9 +86,9 @@ public struct SceneState: Sendable, Equatable {
         }
         let old = visibleIDs
         stack = [template]
-        stackBytes = [LinearEncoder.size(of: template)]
+        stackHeld = [Held(template)]
         presented = nil
-        presentedBytes = 0
+        presentedHeld = nil
         searchResults = []
         return .success(Transition(disappeared: old, appeared: [template.id]))
     }
@@ -98,7 +112,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.invalidTemplate, "template id '\(template.id)' is already on the stack"))
         }
         stack.append(template)
-        stackBytes.append(LinearEncoder.size(of: template))
+        stackHeld.append(Held(template))
         return .success(Transition(disappeared: [top.id], appeared: [template.id]))
     }
 
@@ -109,11 +123,11 @@ public struct SceneState: Sendable, Equatable {
         if let top = stack.last {
             if top.id == template.id { return Transition() }
             stack.append(template)
-            stackBytes.append(LinearEncoder.size(of: template))
+            stackHeld.append(Held(template))
             return Transition(disappeared: [top.id], appeared: [template.id])
         }
         stack = [template]
-        stackBytes = [LinearEncoder.size(of: template)]
+        stackHeld = [Held(template)]
         return Transition(appeared: [template.id])
     }
 
@@ -123,7 +137,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.invalidPosition, "the root template cannot be popped"))
         }
         let gone = stack.removeLast()
-        stackBytes.removeLast()
+        stackHeld.removeLast()
         return .success(Transition(disappeared: [gone.id], appeared: [stack.last!.id]))
     }
 
@@ -141,7 +155,7 @@ public struct SceneState: Sendable, Equatable {
         guard index < stack.count - 1 else { return .success(Transition()) }
         let top = stack.last!.id
         stack.removeSubrange((index + 1)...)
-        stackBytes.removeSubrange((index + 1)...)
+        stackHeld.removeSubrange((index + 1)...)
         return .success(Transition(disappeared: [top], appeared: [templateID]))
     }
 
@@ -154,7 +168,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(violation)
         }
         presented = template
-        presentedBytes = LinearEncoder.size(of: template)
+        presentedHeld = Held(template)
         return .success(Transition(appeared: [template.id]))
     }
 
@@ -164,7 +178,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.nothingPresented, "no template is presented"))
         }
         presented = nil
-        presentedBytes = 0
+        presentedHeld = nil
         return .success(Transition(disappeared: [gone.id]))
     }
 
@@ -262,15 +276,15 @@ public struct SceneState: Sendable, Equatable {
             switch location {
             case .presented:
                 presented = newValue
-                presentedBytes = LinearEncoder.size(of: newValue)
+                presentedHeld = Held(newValue)
             case .stack(let index):
                 stack[index] = newValue
-                stackBytes[index] = LinearEncoder.size(of: newValue)
+                stackHeld[index] = Held(newValue)
             case .tab(let index, let tab):
                 guard case .tabBar(var bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
                 bar.tabs[tab].template = newValue
                 stack[index].kind = .tabBar(bar)
-                stackBytes[index] = LinearEncoder.size(of: stack[index])
+                stackHeld[index] = Held(stack[index])
             }
         }
     }
