@@ -516,7 +516,7 @@ extension Car {
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             var new = render(screen)
-            let refs = hmiImages.externalize(&new)
+            let refs = externalize(&new, owner: screenOwners[screen])
             // The dashboard and cluster appear to the HMI once an app first owns them.
             if screen != .main, rendered[screen] == nil, new.appID.isEmpty { continue }
             let old = rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
@@ -532,6 +532,22 @@ extension Car {
             }
         }
         publishVideo()
+    }
+
+    /// `hmiImages.externalize` of a screen showing `owner`'s scene, without
+    /// walking its top template when the scene holds it without any image
+    /// (`SceneState.Held`; the render only cuts it, or it is the now-playing
+    /// template, which is walked): the rest of the screen is scanned alone.
+    mutating func externalize(_ rendered: inout HURenderedScreen, owner: SceneRef?) -> [String]? {
+        guard rendered.hasTop, let owner, let held = apps[owner.appID]?.scenes[owner.kind]?.stackHeld.last,
+            !held.hasImages, TemplateKind(rendered.top) != .nowPlaying
+        else { return hmiImages.externalize(&rendered) }
+        var rest = rendered
+        rest.clearTop()
+        let scan = ImageWalk.scan(rest)
+        guard !scan.hasInline else { return hmiImages.externalize(&rendered) }
+        assert(scan.refs == ImageWalk.scan(rendered).refs && !ImageWalk.scan(rendered).hasInline, "the top holds no image")
+        return scan.refs
     }
 
     /// After a restart (section 22) the screens carry refs whose bytes this

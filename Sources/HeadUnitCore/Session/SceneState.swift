@@ -31,10 +31,14 @@ public struct SceneState: Sendable, Equatable {
         public var bytes: Int
         /// Whether it holds an inline PNG (HMIs get those by ref: as sent, its size differs).
         public var hasInlineImages: Bool
+        /// Whether it holds any image, inline or by ref (publishing a screen looks for both).
+        public var hasImages: Bool
 
         init(_ template: HUTemplate) {
             bytes = LinearEncoder.size(of: template)
-            hasInlineImages = ImageWalk.contains(template, where: ImageWalk.isInline)
+            let scan = ImageWalk.scan(template)
+            hasInlineImages = scan.hasInline
+            hasImages = scan.hasInline || !scan.refs.isEmpty
         }
     }
     /// Last in-place update per template id, for the category's refresh limits.
