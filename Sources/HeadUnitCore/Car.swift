@@ -122,13 +122,20 @@ public struct Car: Sendable {
     /// An envelope from an established peer. With `publishingScreens` false
     /// the HMIs' screens are left for a later `publishScreenChanges()`, so a
     /// server can answer first and publish once for a batch of requests.
+    /// `unknownEnum`: what a walk of the envelope found already (the
+    /// connection's limits check makes one), else the car walks it here.
     public mutating func receive(
-        _ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64, publishingScreens: Bool = true
+        _ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64, publishingScreens: Bool = true,
+        unknownEnum: KnownEnums.Walked = .notYet
     ) -> [CarEffect] {
         guard let info = peers[peer] else { return [] }
         let request = envelope.requestID
         // A value this version does not know, in any enum field of any request (section 9, code 113).
-        if let unknown = KnownEnums.firstUnknown(in: envelope) {
+        let unknown: KnownEnums.Unknown? = switch unknownEnum {
+        case .notYet: KnownEnums.firstUnknown(in: envelope)
+        case .found(let found): found
+        }
+        if let unknown {
             answer(peer, request, .failure(RuleViolation(.invalidArgument, unknown.message)))
             return takeEffects()
         }

@@ -161,8 +161,12 @@ struct SessionFuzz {
         trace("peer \(target) sent \(frame.header.kind) (\(frame.payload.readableBytes) bytes): \(action)")
         connections[target] = connection
         switch action {
-        case .deliver(let envelope):
-            let effects = car.receive(envelope, from: target, nowMilliseconds: now)
+        case .deliver(let envelope, let unknownEnum):
+            // The limits' walk finds what the car's own walk would.
+            if case .found(let found) = unknownEnum {
+                FuzzChecks.check(found == KnownEnums.firstUnknown(in: envelope), "the limits' walk found unknown enum \(String(describing: found))")
+            }
+            let effects = car.receive(envelope, from: target, nowMilliseconds: now, unknownEnum: unknownEnum)
             if envelope.requestID != 0 {
                 let answers = effects.filter {
                     if case .send(let peer, let sent) = $0, peer == target, sent.requestID == envelope.requestID, case .result = sent.body {

@@ -189,16 +189,16 @@ final class CarHost: @unchecked Sendable {
         checkStatus()
     }
 
-    func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64) {
+    func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64, unknownEnum: KnownEnums.Walked = .notYet) {
         if answerPairingRequest(envelope, from: peer, now: now) { return }
         // An HMI's own screens go out before its Result, as they always did.
         guard !car.hmiPeerIDs.contains(peer) else {
             performDeferred()
-            perform(car.receive(envelope, from: peer, nowMilliseconds: now))
+            perform(car.receive(envelope, from: peer, nowMilliseconds: now, unknownEnum: unknownEnum))
             checkStatus()
             return
         }
-        let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false)
+        let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false, unknownEnum: unknownEnum)
         // A credit grant (one per quarter window of a streaming session, 18.5)
         // changes no screen, status or metadata: nothing to publish after it.
         let grant = if case .sessionCredit = envelope.body { true } else { false }

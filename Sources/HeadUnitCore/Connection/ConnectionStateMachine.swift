@@ -7,7 +7,8 @@ public enum ConnectionAction: Sendable, Equatable {
     /// Nothing to do (a PONG, a frame after closing began...).
     case none
     /// An envelope the peer's role may send: hand it to the Car.
-    case deliver(HUEnvelope)
+    /// With what the limits' walk found of unknown enum values, for `Car.receive`.
+    case deliver(HUEnvelope, unknownEnum: KnownEnums.Walked)
     /// External Accessory session bytes on a channel: hand them to the Car.
     case deliverData(channel: UInt32, ByteBuffer)
     /// A phone's VIDEO frame (section 25), header checked: hand it to the Car's video routes.
@@ -456,7 +457,8 @@ public struct ConnectionStateMachine: Sendable {
         } catch {
             return protocolError(.malformedPayload, "payload is not a valid Envelope", requestID: 0, now: now)
         }
-        if let violation = limits.message.check(envelope) {
+        let checked = limits.message.checkAll(envelope)
+        if let violation = checked.violation {
             var result = Self.result(.messageTooLarge, violation.message, requestID: envelope.requestID)
             result.result.limit = violation.limit
             result.result.limitValue = UInt32(clamping: violation.limitValue)
@@ -500,7 +502,7 @@ public struct ConnectionStateMachine: Sendable {
                     requestID: envelope.requestID, now: now
                 )
             }
-            return .deliver(envelope)
+            return .deliver(envelope, unknownEnum: checked.unknownEnum)
         }
     }
 

@@ -23,6 +23,13 @@ public enum KnownEnums {
         }
     }
 
+    /// What a walk made before found: `MessageLimits.checkAll` looks for
+    /// unknown values on its way, so the car need not walk the message again.
+    public enum Walked: Sendable, Equatable {
+        case notYet
+        case found(Unknown?)
+    }
+
     /// The first enum field (singular or repeated) holding a value its type does not list.
     public static func firstUnknown(in message: some SwiftProtobuf.Message) -> Unknown? {
         var visitor = EnumVisitor()
@@ -52,17 +59,23 @@ private struct FoundUnknown: Error {
     var unknown: KnownEnums.Unknown
 }
 
-private struct EnumVisitor: SwiftProtobuf.Visitor {
-    var path: [Int] = []
-
-    private func check<E: SwiftProtobuf.Enum>(_ value: E, _ field: Int) throws {
-        guard !KnownEnums.isKnown(value) else { return }
+extension KnownEnums {
+    /// `value` as an `Unknown` at `fieldPath` (field numbers, Envelope first), nil when its type lists it.
+    static func unknown<E: SwiftProtobuf.Enum>(_ value: E, fieldPath: @autoclosure () -> [Int]) -> Unknown? {
+        guard !isKnown(value) else { return nil }
         // The standard library's prefix test, not `replacingOccurrences`: that is
         // Foundation's, and it links Foundation and ICU's data (34 MiB) into the package.
         let full = String(describing: E.self)
         let name = full.hasPrefix("HU") ? String(full.dropFirst(2)) : full
-        throw FoundUnknown(unknown: KnownEnums.Unknown(
-            fieldPath: (path + [field]).map(String.init).joined(separator: "."), typeName: name, value: value.rawValue))
+        return Unknown(fieldPath: fieldPath().map(String.init).joined(separator: "."), typeName: name, value: value.rawValue)
+    }
+}
+
+private struct EnumVisitor: SwiftProtobuf.Visitor {
+    var path: [Int] = []
+
+    private func check<E: SwiftProtobuf.Enum>(_ value: E, _ field: Int) throws {
+        if let unknown = KnownEnums.unknown(value, fieldPath: path + [field]) { throw FoundUnknown(unknown: unknown) }
     }
 
     mutating func visitSingularEnumField<E: SwiftProtobuf.Enum>(value: E, fieldNumber: Int) throws { try check(value, fieldNumber) }

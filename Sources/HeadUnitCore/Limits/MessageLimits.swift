@@ -25,15 +25,22 @@ public struct MessageLimits: Sendable, Equatable {
     /// The first limit `message` breaks, or nil. One walk over the decoded
     /// message; it stops at the first violation.
     public func check(_ message: some SwiftProtobuf.Message) -> MessageLimitViolation? {
+        checkAll(message).violation
+    }
+
+    /// `check`, and on the same walk `KnownEnums.firstUnknown` (found when
+    /// no limit is broken; the car answers that after the role checks): one
+    /// walk of a request where there were two.
+    public func checkAll(_ message: some SwiftProtobuf.Message) -> (violation: MessageLimitViolation?, unknownEnum: KnownEnums.Walked) {
         var visitor = LimitVisitor(limits: self)
         do {
             try message.traverse(visitor: &visitor)
         } catch let violation as MessageLimitViolation {
-            return violation
+            return (violation, .notYet)
         } catch {
-            return nil  // our visitor throws nothing else
+            return (nil, .notYet)  // our visitor throws nothing else
         }
-        return nil
+        return (nil, .found(visitor.firstUnknownEnum))
     }
 }
 
@@ -63,6 +70,8 @@ private struct LimitVisitor: SwiftProtobuf.Visitor {
     /// Where the walk is, as numbers: the path's text is built only for a
     /// violation (building it per field cost more than the checks).
     var path: [Step] = []
+    /// The first enum value its type does not list (KnownEnums).
+    var firstUnknownEnum: KnownEnums.Unknown?
 
     /// A field number, with the element's index when it is one of a repeated field's.
     struct Step {
@@ -110,8 +119,20 @@ private struct LimitVisitor: SwiftProtobuf.Visitor {
         try count(value.count, fieldNumber)
         for index in value.indices { try checkBytes(value[index], fieldNumber, index: index) }
     }
-    mutating func visitRepeatedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
-    mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
+    mutating func visitRepeatedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws {
+        try count(value.count, fieldNumber)
+        for element in value { noteEnum(element, fieldNumber) }
+    }
+    mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws {
+        try count(value.count, fieldNumber)
+        for element in value { noteEnum(element, fieldNumber) }
+    }
+
+    /// KnownEnums' path names fields only (no element indices).
+    private mutating func noteEnum<E: Enum>(_ value: E, _ field: Int) {
+        guard firstUnknownEnum == nil else { return }
+        firstUnknownEnum = KnownEnums.unknown(value, fieldPath: path.map(\.field) + [field])
+    }
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
         try count(value.count, fieldNumber)
         // By index: the elements are traversed in place, not copied.
@@ -131,7 +152,7 @@ private struct LimitVisitor: SwiftProtobuf.Visitor {
     mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
     mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
     mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
-    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {}
+    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws { noteEnum(value, fieldNumber) }
     mutating func visitMapField<KeyType, ValueType: MapValueType>(
         fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
     ) throws { try count(value.count, fieldNumber) }
