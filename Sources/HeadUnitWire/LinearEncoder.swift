@@ -55,7 +55,7 @@ public enum LinearEncoder {
     /// (the first of `encode`'s two). How the daemon measures what it would
     /// send (composed state, PROTOCOL.md section 10.4) before it changes anything.
     public static func size<M: Message>(of message: M) -> Int {
-        var sizes = SizingVisitor()
+        var sizes = SizingVisitor(recordsNested: false)
         do {
             try message.traverse(visitor: &sizes)
         } catch {
@@ -63,6 +63,20 @@ public enum LinearEncoder {
             return ((try? message.serializedBytes()) as [UInt8]?)?.count ?? 0
         }
         return sizes.total
+    }
+
+    /// `size(of:)`, and on the same walk whether `message` holds an image
+    /// with an inline PNG, and one with any source (`ImageWalk.scan` tells
+    /// the same with a walk of its own).
+    public static func sizeAndImages<M: Message>(of message: M) -> (bytes: Int, hasInlineImages: Bool, hasImages: Bool) {
+        var sizes = SizingVisitor(recordsNested: false)
+        do {
+            try message.traverse(visitor: &sizes)
+        } catch {
+            let scan = ImageWalk.scan(message)
+            return (size(of: message), scan.hasInline, scan.hasInline || !scan.refs.isEmpty)
+        }
+        return (sizes.total, sizes.hasInlineImages, sizes.hasImages)
     }
 
     /// The encoding as an array (tests and tools; the daemon writes to buffers).
@@ -156,8 +170,13 @@ extension Visitor {
 
 private struct SizingVisitor: Visitor {
     var total = 0
-    /// Every nested message's encoded size, in the order `traverse` meets them.
+    /// Every nested message's encoded size, in the order `traverse` meets them
+    /// (the writing pass takes them from here; a size alone needs none).
     var nested: [Int] = []
+    var recordsNested = true
+    /// Images met on the way (`sizeAndImages`): with an inline PNG, with any source.
+    var hasInlineImages = false
+    var hasImages = false
 
     @inline(__always)
     private mutating func addField(_ fieldNumber: Int, payload: Int) {
@@ -189,6 +208,22 @@ private struct SizingVisitor: Visitor {
     }
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
+        if M.self == HUImage.self {
+            switch unsafeBitCast(value, to: HUImage.self).source {
+            case .png: (hasInlineImages, hasImages) = (true, true)
+            case .ref: hasImages = true
+            case .asset, nil: break  // the car's own artwork: nothing to send or intern
+            }
+        }
+        guard recordsNested else {
+            let outer = total
+            total = 0
+            try value.traverse(visitor: &self)
+            let length = total
+            total = outer
+            addDelimited(fieldNumber, length: length)
+            return
+        }
         let slot = nested.count
         nested.append(0)
         let outer = total

@@ -6,10 +6,18 @@ import Testing
 
 /// The linear encoder must write exactly the bytes swift-protobuf writes.
 @Suite struct LinearEncoderTests {
-    func expectSameBytes<M: Message>(_ message: M, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// True when the message holds an image.
+    @discardableResult
+    func expectSameBytes<M: Message>(_ message: M, sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
         let reference: [UInt8] = try message.serializedBytes()
         let linear = try LinearEncoder.bytes(message)
         #expect(linear == reference, "\(M.self): \(linear.count) vs \(reference.count) bytes", sourceLocation: sourceLocation)
+        // The size alone, and with the images met on the way (as ImageWalk.scan finds them).
+        let sized = LinearEncoder.sizeAndImages(of: message)
+        let scan = ImageWalk.scan(message)
+        #expect(LinearEncoder.size(of: message) == reference.count && sized.bytes == reference.count, sourceLocation: sourceLocation)
+        #expect(sized.hasInlineImages == scan.hasInline && sized.hasImages == (scan.hasInline || !scan.refs.isEmpty), sourceLocation: sourceLocation)
+        return sized.hasImages
     }
 
     @Test func everyVectorEnvelope() throws {
@@ -46,6 +54,28 @@ import Testing
             }
         }
         #expect(compared >= 18)
+    }
+
+    /// `sizeAndImages` tells images by source, deep in a list as on a bar button.
+    @Test func imagesMetOnTheWay() throws {
+        func list(_ source: HUImage.OneOf_Source?) -> HUTemplate {
+            HUTemplate.with {
+                $0.id = "list"
+                $0.list = HUListTemplate.with {
+                    $0.sections = [HUListSection.with {
+                        $0.items = [HUListItem.with { $0.id = "a"; $0.general = HUGeneralItem.with { $0.text = "A" } },
+                                    HUListItem.with { $0.id = "b"; $0.general = HUGeneralItem.with { $0.text = "B"; if let source { $0.image.source = source } } }]
+                    }]
+                }
+            }
+        }
+        for (source, inline, any) in [(nil, false, false), (.asset("car.seat"), false, false), (.ref(String(repeating: "a", count: 64)), false, true),
+                                      (.png(Data([0x89, 0x50, 0x4e, 0x47])), true, true)] as [(HUImage.OneOf_Source?, Bool, Bool)] {
+            let template = list(source)
+            #expect(try expectSameBytes(template) == any)
+            let sized = LinearEncoder.sizeAndImages(of: template)
+            #expect(sized.hasInlineImages == inline && sized.hasImages == any, "\(String(describing: source))")
+        }
     }
 
     /// A screen update as deep as the daemon sends: envelope, update, screen,

@@ -35,10 +35,7 @@ public struct SceneState: Sendable, Equatable {
         public var hasImages: Bool
 
         init(_ template: HUTemplate) {
-            bytes = LinearEncoder.size(of: template)
-            let scan = ImageWalk.scan(template)
-            hasInlineImages = scan.hasInline
-            hasImages = scan.hasInline || !scan.refs.isEmpty
+            (bytes, hasInlineImages, hasImages) = LinearEncoder.sizeAndImages(of: template)
         }
     }
     /// Last in-place update per template id, for the category's refresh limits.
