@@ -141,20 +141,22 @@ public struct Car: Sendable {
         }
         // The state before the request: restored if the request leaves composed
         // state no frame can carry (Car+Bounds). Copy-on-write: cheap until changed.
-        let scope = ComposedScope(envelope.body)
+        // Read once: each `envelope.body` copies the body out of the envelope's storage.
+        let body = envelope.body
+        let scope = ComposedScope(body)
         let before = scope.isEmpty ? nil : self
         // Accessory-session traffic changes no screen: no re-render after it.
-        if let body = envelope.body, receiveAccessoryMessage(body, requestID: request, from: peer) {
+        if let body, receiveAccessoryMessage(body, requestID: request, from: peer) {
             return takeEffects()
         }
         // Watching video changes no screen either.
-        if let body = envelope.body, receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds) {
+        if let body, receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds) {
             return takeEffects()
         }
-        if let body = envelope.body, receiveAudioMessage(body, requestID: request, from: peer) {
+        if let body, receiveAudioMessage(body, requestID: request, from: peer) {
             return takeEffects()
         }
-        switch envelope.body {
+        switch body {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
         case .templateRequest(let templateRequest):
@@ -218,7 +220,7 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
         if let before, answeredOK(peer, request),
-            let violation = composedViolation(scope, appID: Self.scenesApp(of: envelope.body))
+            let violation = composedViolation(scope, appID: Self.scenesApp(of: body))
         {
             self = before
             answer(peer, request, .failure(violation))
