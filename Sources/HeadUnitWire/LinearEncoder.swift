@@ -25,7 +25,7 @@ public enum LinearEncoder {
     /// Appends the encoding of `message` to `buffer`; returns its byte count.
     @discardableResult
     public static func encode<M: Message>(_ message: M, into buffer: inout ByteBuffer) throws -> Int {
-        var sizes = SizingVisitor()
+        var sizes = SizingVisitor<ForEncoding>()
         do {
             try message.traverse(visitor: &sizes)
         } catch is MapFieldsNotSupported {
@@ -55,7 +55,7 @@ public enum LinearEncoder {
     /// (the first of `encode`'s two). How the daemon measures what it would
     /// send (composed state, PROTOCOL.md section 10.4) before it changes anything.
     public static func size<M: Message>(of message: M) -> Int {
-        var sizes = SizingVisitor(recordsNested: false)
+        var sizes = SizingVisitor<SizeOnly>()
         do {
             try message.traverse(visitor: &sizes)
         } catch {
@@ -69,7 +69,18 @@ public enum LinearEncoder {
     /// with an inline PNG, and one with any source (`ImageWalk.scan` tells
     /// the same with a walk of its own).
     public static func sizeAndImages<M: Message>(of message: M) -> (bytes: Int, hasInlineImages: Bool, hasImages: Bool) {
-        var sizes = SizingVisitor(recordsNested: false)
+        measure(message)
+    }
+
+    /// The same for a template (what the Core asks): called with the type
+    /// known here, the walk is compiled for templates, which a generic call
+    /// from another module would not be.
+    public static func sizeAndImages(of template: HUTemplate) -> (bytes: Int, hasInlineImages: Bool, hasImages: Bool) {
+        measure(template)
+    }
+
+    private static func measure<M: Message>(_ message: M) -> (bytes: Int, hasInlineImages: Bool, hasImages: Bool) {
+        var sizes = SizingVisitor<SizeAndImages>()
         do {
             try message.traverse(visitor: &sizes)
         } catch {
@@ -168,13 +179,33 @@ extension Visitor {
 
 // MARK: - Pass 1: sizes
 
-private struct SizingVisitor: Visitor {
+/// What a sizing walk keeps besides the total, fixed per walk by the type
+/// so that each kind of walk is compiled without the others' branches.
+private protocol SizingMode {
+    /// Every nested message's size, for the writing pass.
+    static var recordsNested: Bool { get }
+    /// Whether images are noted (`sizeAndImages`).
+    static var notesImages: Bool { get }
+}
+private enum ForEncoding: SizingMode {
+    static var recordsNested: Bool { true }
+    static var notesImages: Bool { false }
+}
+private enum SizeOnly: SizingMode {
+    static var recordsNested: Bool { false }
+    static var notesImages: Bool { false }
+}
+private enum SizeAndImages: SizingMode {
+    static var recordsNested: Bool { false }
+    static var notesImages: Bool { true }
+}
+
+private struct SizingVisitor<Mode: SizingMode>: Visitor {
     var total = 0
     /// Every nested message's encoded size, in the order `traverse` meets them
     /// (the writing pass takes them from here; a size alone needs none).
     var nested: [Int] = []
-    var recordsNested = true
-    /// Images met on the way (`sizeAndImages`): with an inline PNG, with any source.
+    /// Images met on the way (`SizeAndImages`): with an inline PNG, with any source.
     var hasInlineImages = false
     var hasImages = false
 
@@ -208,14 +239,14 @@ private struct SizingVisitor: Visitor {
     }
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        if M.self == HUImage.self {
+        if Mode.notesImages, M.self == HUImage.self {
             switch unsafeBitCast(value, to: HUImage.self).source {
             case .png: (hasInlineImages, hasImages) = (true, true)
             case .ref: hasImages = true
             case .asset, nil: break  // the car's own artwork: nothing to send or intern
             }
         }
-        guard recordsNested else {
+        guard Mode.recordsNested else {
             let outer = total
             total = 0
             try value.traverse(visitor: &self)
