@@ -541,8 +541,7 @@ func row(_ name: String, _ value: String) -> String {
 }
 
 func format1(_ value: Double) -> String {
-    let tenths = Int((value * 10).rounded())
-    return "\(tenths / 10).\(tenths % 10)"
+    String(format1: value)
 }
 
 func formatMiB(_ kib: Int) -> String {

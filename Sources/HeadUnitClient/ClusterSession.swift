@@ -228,9 +228,10 @@ public enum MetadataText {
 }
 
 extension String {
-    /// One decimal, without Foundation.
-    init(format1 value: Double) {
+    /// One decimal, without Foundation (`String(format:)` is Foundation's,
+    /// and it links Foundation and ICU's data, 34 MiB, into the package).
+    public init(format1 value: Double) {
         let tenths = Int((value * 10).rounded())
-        self = "\(tenths / 10).\(tenths % 10)"
+        self = "\(tenths < 0 ? "-" : "")\(abs(tenths) / 10).\(abs(tenths) % 10)"
     }
 }

@@ -34,16 +34,9 @@ struct VideoRate {
         return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
     }
 
-    /// `value` with one decimal. (Not `String(format:)`: that is Foundation's,
-    /// and it links Foundation and ICU's data, 34 MiB, into the package.)
-    static func oneDecimal(_ value: Double) -> String {
-        let tenths = Int((value * 10).rounded())
-        return "\(tenths < 0 ? "-" : "")\(abs(tenths) / 10).\(abs(tenths) % 10)"
-    }
-
     /// One line for `seconds` of frames; resets the counts.
     mutating func line(_ screen: HUScreen, seconds: Double) -> String {
-        let one = Self.oneDecimal
+        let one = String.init(format1:)
         var text = "video \(screen): \(one(Double(frames) / seconds)) fps"
         if !latencies.isEmpty {
             text += ", latency p50 \(one(Self.percentile(latencies, 0.5))) ms p99 \(one(Self.percentile(latencies, 0.99))) ms (from the frames' timestamps)"
