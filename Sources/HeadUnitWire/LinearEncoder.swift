@@ -106,21 +106,6 @@ extension LinearEncoder {
     public static func messageFieldSize(fieldNumber: Int, contentBytes: Int) -> Int {
         tagSize(fieldNumber) + varintSize(UInt64(contentBytes)) + contentBytes
     }
-
-    /// The encoded size of `outer`, a message with `inner` nested somewhere
-    /// in it (`innerBytes` its size), once `inner` has grown by `addedBytes`:
-    /// only the length prefixes on the way change, by their varints' lengths.
-    /// `nesting`: the sizes of the messages from `inner` (exclusive) outwards,
-    /// each holding the one before it, `outer` last.
-    public static func grown(innerBytes: Int, by addedBytes: Int, nesting: [Int]) -> Int {
-        var before = innerBytes, after = innerBytes + addedBytes
-        var grownSize = after
-        for size in nesting {
-            grownSize = size + (after - before) + varintSize(UInt64(after)) - varintSize(UInt64(before))
-            (before, after) = (size, grownSize)
-        }
-        return grownSize
-    }
 }
 
 // MARK: - Wire format arithmetic
@@ -246,22 +231,13 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
             case .asset, nil: break  // the car's own artwork: nothing to send or intern
             }
         }
-        guard Mode.recordsNested else {
-            let outer = total
-            total = 0
-            try value.traverse(visitor: &self)
-            let length = total
-            total = outer
-            addDelimited(fieldNumber, length: length)
-            return
-        }
         let slot = nested.count
-        nested.append(0)
+        if Mode.recordsNested { nested.append(0) }
         let outer = total
         total = 0
         try value.traverse(visitor: &self)
         let length = total
-        nested[slot] = length
+        if Mode.recordsNested { nested[slot] = length }
         total = outer
         addDelimited(fieldNumber, length: length)
     }

@@ -32,23 +32,31 @@ public struct ComposedLimits: Sendable, Equatable {
     /// joining, on catching up, on a structural change). The largest
     /// sequence number is counted so the measure holds at any sequence.
     public static func screenBytes(_ screen: HURenderedScreen) -> Int {
-        screenBytes(screen, adding: 0)
-    }
-
-    /// `screenBytes` of `screen` once fields of `addedBytes` (tags, length
-    /// prefixes and contents, measured before) are added to it.
-    static func screenBytes(_ screen: HURenderedScreen, adding addedBytes: Int) -> Int {
         var update = HUScreenUpdate()
         update.screen = screen.screen
         update.sequence = .max
         update.full = screen
         var envelope = HUEnvelope()
         envelope.screenUpdate = update
-        guard addedBytes > 0 else { return LinearEncoder.size(of: envelope) }
-        return LinearEncoder.grown(
-            innerBytes: LinearEncoder.size(of: screen), by: addedBytes,
-            nesting: [LinearEncoder.size(of: update), LinearEncoder.size(of: envelope)])
+        return LinearEncoder.size(of: envelope)
     }
+
+    /// `screenBytes` of `screen` once fields of `addedBytes` (tags, length
+    /// prefixes and contents, measured before) are added to it. The update
+    /// and the envelope around it are added up field by field, so the screen
+    /// is walked once.
+    static func screenBytes(_ screen: HURenderedScreen, adding addedBytes: Int) -> Int {
+        var update = HUScreenUpdate()
+        update.screen = screen.screen
+        update.sequence = .max
+        let updateBytes = LinearEncoder.size(of: update)
+            + LinearEncoder.messageFieldSize(fieldNumber: updateFullField, contentBytes: LinearEncoder.size(of: screen) + addedBytes)
+        return LinearEncoder.messageFieldSize(fieldNumber: envelopeScreenUpdateField, contentBytes: updateBytes)
+    }
+
+    /// `ScreenUpdate.full` (session.proto) and `Envelope.screen_update` (headunit.proto).
+    static let updateFullField = 10
+    static let envelopeScreenUpdateField = 41
 
     public static func homeScreenBytes(_ home: HUHomeScreen) -> Int {
         var envelope = HUEnvelope()

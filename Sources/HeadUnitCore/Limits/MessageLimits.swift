@@ -22,15 +22,10 @@ public struct MessageLimits: Sendable, Equatable {
         self.maxElements = maxElements
     }
 
-    /// The first limit `message` breaks, or nil. One walk over the decoded
+    /// The first limit `message` breaks, or nil, and on the same walk
+    /// `KnownEnums.firstUnknown` (found when no limit is broken; the car
+    /// answers that after the role checks). One walk over the decoded
     /// message; it stops at the first violation.
-    public func check(_ message: some SwiftProtobuf.Message) -> MessageLimitViolation? {
-        checkAll(message).violation
-    }
-
-    /// `check`, and on the same walk `KnownEnums.firstUnknown` (found when
-    /// no limit is broken; the car answers that after the role checks): one
-    /// walk of a request where there were two.
     public func checkAll(_ message: some SwiftProtobuf.Message) -> (violation: MessageLimitViolation?, unknownEnum: KnownEnums.Walked) {
         var visitor = LimitVisitor(limits: self)
         do {
