@@ -55,8 +55,10 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
         // The window starts at what the daemon gave (a daemon before `window`
         // existed gave both directions `initial_credit`); `start` widens it.
         self.window = Int(window == 0 ? initialCredit : window)
-        // Grant what was read once a quarter of the widened window is consumed: few messages, no stall.
-        self.grantStep = Swift.max(1, Swift.max(self.window, Self.widenedWindow) / 4)
+        // Grant what was read once a quarter of the widened window is consumed,
+        // and at least every 64 KiB: few messages, and no stall when the
+        // peer's budget is shared by many sessions (PROTOCOL.md 18.5).
+        self.grantStep = Swift.max(1, Swift.min(1 << 16, Swift.max(self.window, Self.widenedWindow) / 4))
         self.connection = connection
         self.closedHere = closedHere
     }
@@ -103,11 +105,20 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     private func take() -> ByteBuffer {
         let buffer = inbox.removeFirst()
         consumedSinceGrant += buffer.readableBytes
-        if consumedSinceGrant >= grantStep, ended == nil, !otherFinished {
-            connection.sendOneWay(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(consumedSinceGrant) }))
-            consumedSinceGrant = 0
+        if consumedSinceGrant >= grantStep && !otherFinished || otherFinished && inbox.isEmpty {
+            grantConsumed()
         }
         return buffer
+    }
+
+    /// Grants back what was read since the last grant. Once the other side
+    /// finished, the rest goes back when the last byte is read: the daemon
+    /// drops the grant but frees the bytes from this peer's budget, which its
+    /// other sessions share (PROTOCOL.md 18.5).
+    private func grantConsumed() {
+        guard consumedSinceGrant > 0, ended == nil else { return }
+        connection.sendOneWay(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(consumedSinceGrant) }))
+        consumedSinceGrant = 0
     }
 
     private static func finish(_ continuation: CheckedContinuation<ByteBuffer?, Error>, _ ended: HUSessionClosed) {
@@ -217,6 +228,7 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     /// The other side sent its last byte.
     func otherSideFinished() {
         otherFinished = true
+        if inbox.isEmpty { grantConsumed() }
         if let reader, inbox.isEmpty {
             self.reader = nil
             reader.resume(returning: nil)

@@ -78,6 +78,67 @@ struct AccessorySessionTests {
         #expect(passed.map(\.channel) == [second] && passed.map(\.bytes) == [AccessoryHub.initialCredit])
     }
 
+    /// A grant on a direction whose sender finished is dropped, but the bytes
+    /// it grants back leave the receiver's budget: they held it until the
+    /// whole session ended, and sessions finished one way towards each peer
+    /// held both budgets, each waiting on the other (found by
+    /// `HeadUnitBench --accessory-sessions 16` with 512 KiB windows).
+    @Test func bytesGrantedBackAfterTheSenderFinishedFreeTheBudget() {
+        var h = tightBudgetHarness()
+        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let first = openAccepted(&h, app: "a", Self.performance)
+        let second = openAccepted(&h, app: "b", Self.performance)
+        _ = h.drain(h.phone)
+        _ = h.drain(accessory)
+        // The first app sends its whole window to the accessory and finishes
+        // its direction; the second holds no credit towards the accessory.
+        let window = Int(AccessoryHub.initialCredit)
+        h.apply(h.car.receiveData(channel: first, ByteBuffer(repeating: 7, count: window), from: h.phone))
+        #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = first; $0.half = true })).code == .ok)
+        #expect(Self.grants(h.drain(h.phone)).isEmpty)
+        // The accessory read it all and grants it back: dropped, yet the budget frees for the second session.
+        h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = first; $0.bytes = UInt32(window) } },
+                              from: accessory, nowMilliseconds: h.now))
+        let passed = Self.grants(h.drain(h.phone))
+        #expect(passed.map(\.channel) == [second] && passed.map(\.bytes) == [AccessoryHub.initialCredit])
+        _ = h.drain(accessory)  // SessionFinished
+        // More granted on the finished direction is dropped: nothing passed on, no error.
+        h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = first; $0.bytes = 4096 } },
+                              from: accessory, nowMilliseconds: h.now))
+        #expect(h.drain(h.phone).isEmpty && h.drain(accessory).isEmpty)
+    }
+
+    /// Freed budget goes round the sessions waiting towards a peer: one
+    /// passed part of what it waits for goes behind the others, so a session
+    /// with a window as wide as the budget does not take all of it while it
+    /// streams (PROTOCOL.md 18.5).
+    @Test func freedBudgetGoesRoundTheWaitingSessions() {
+        var h = tightBudgetHarness()
+        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        let first = openAccepted(&h, app: "a", Self.performance)
+        let second = openAccepted(&h, app: "b", Self.performance)
+        _ = h.drain(h.phone)
+        func grant(_ channel: UInt32, _ bytes: Int) {
+            h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(bytes) } },
+                                  from: accessory, nowMilliseconds: h.now))
+        }
+        // The accessory widens the first session's window past the budget; its app sends a window.
+        grant(first, 128 << 10)
+        h.apply(h.car.receiveData(channel: first, ByteBuffer(repeating: 7, count: Int(AccessoryHub.initialCredit)), from: h.phone))
+        // Each half window the accessory grants back goes to the session next in turn.
+        var passed: [UInt32] = []
+        for _ in 0..<3 {
+            grant(first, 32 << 10)
+            passed += Self.grants(h.drain(h.phone)).map(\.channel)
+            // The session given credit spends it, so the budget is in flight again.
+            if let last = passed.last { h.apply(h.car.receiveData(channel: last, ByteBuffer(repeating: 1, count: 32 << 10), from: h.phone)) }
+        }
+        // (Oldest first alone, the second would have taken both halves of its window before the first got any.)
+        #expect(passed == [second, first, second])
+    }
+
     @Test func creditHeldForAPeerThatLeftIsNotSentToIt() {
         var h = tightBudgetHarness()
         _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])

@@ -300,13 +300,18 @@ public struct AccessoryHub: Sendable {
                 .invalidArgument, "credit outstanding would be \(outstanding) bytes (at most \(creditCap))",
                 limit: "session.credit_bytes", limitValue: UInt32(clamping: creditCap))
         }
-        // Its sender finished: nothing more will come, the grant has no use.
-        guard !direction.finished else { return nil }
+        // The bytes it grants back leave the receiver's budget, whether or not
+        // its sender finished: a finished direction's last bytes in flight
+        // held it until the whole session ended, and sessions finished one way
+        // towards each peer held both budgets, each waiting on the other.
         let returned = min(direction.inFlight, UInt64(credit.bytes))
         direction.inFlight -= returned
         committed[peer, default: 0] -= returned
-        if direction.held == 0 { waiting[peer, default: []].append(credit.channel) }
-        direction.held += UInt64(credit.bytes)
+        // Its sender finished: nothing more will come, the rest has no use.
+        if !direction.finished {
+            if direction.held == 0 { waiting[peer, default: []].append(credit.channel) }
+            direction.held += UInt64(credit.bytes)
+        }
         if fromApp { session.toApp = direction } else { session.toAccessory = direction }
         sessions[credit.channel] = session
         release(to: peer, outputs: &outputs)
@@ -370,9 +375,14 @@ public struct AccessoryHub: Sendable {
 
     /// Passes held credit on to the senders towards `receiver`, oldest first,
     /// while its budget has room: each as one SessionCredit from the daemon.
+    /// A session given part of what it waits for goes behind the others
+    /// still waiting: freed budget goes round them in turn, not all to the
+    /// first while it streams (with windows as wide as the budget, the
+    /// sessions behind it got nothing until it finished).
     private mutating func release(to receiver: PeerID, outputs: inout [Output]) {
         guard var queue = waiting[receiver], !queue.isEmpty else { return }
         var index = 0
+        var partly: UInt32?
         while index < queue.count, committed[receiver, default: 0] < peerBudget {
             let channel = queue[index]
             guard var session = sessions[channel] else { index += 1; continue }
@@ -384,10 +394,17 @@ public struct AccessoryHub: Sendable {
             if give > 0, session.other(than: receiver) != departing {
                 outputs.append(.send(session.other(than: receiver), .sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(give) })))
             }
-            if direction.held > 0 { break }
+            if direction.held > 0 {
+                if give > 0 { partly = channel }
+                break
+            }
             index += 1
         }
         queue.removeFirst(index)
+        if let partly, queue.count > 1, queue.first == partly {
+            queue.removeFirst()
+            queue.append(partly)
+        }
         waiting[receiver] = queue.isEmpty ? nil : queue
     }
 
