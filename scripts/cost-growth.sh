@@ -3,7 +3,10 @@
 # items 3 and 5): the benchmark once per list size, HMI count and
 # idle-connection count, each against the floor in the same run, then the
 # metadata stream to 2/10/100 cluster subscribers and screens to 2/10 HMIs
-# (paced app, subscribers lean in a process of their own); one line per row. Release build; both cores kept awake (`nice -n 19` busy
+# (paced app, subscribers lean in a process of their own), then 1/16/128
+# External Accessory sessions at once (lean client, 3 GiB each way in all,
+# 512 KiB windows); one
+# line per row. Release build; both cores kept awake (`nice -n 19` busy
 # loops) for the whole script, as latency needs on this machine.
 #   scripts/cost-growth.sh                 (release build in .build-release)
 #   BIN_DIR=/some/dir scripts/cost-growth.sh
@@ -57,4 +60,14 @@ for hmis in 2 10; do
   file="$out/screens"
   "$bin/HeadUnitBench" --spawn "$bin/headunitd" --screen-hmis "$hmis" --cluster-seconds 10 > "$file" 2>&1 || { echo "| $hmis | failed: $(grep -m1 -i error "$file") | | | |"; continue; }
   echo "| $hmis | $(field "$file" 'latency push -> screen p50') | $(field "$file" 'latency p99' | sed 's/  (target.*//') | $(field "$file" 'latency p999') | $(field "$file" 'daemon CPU per change (fan-out included)') |"
+done
+
+echo
+echo "| External Accessory sessions at once (lean; 3 GiB each way in all, 64 KiB frames, 512 KiB windows) | bytes intact | aggregate, each way | per session, slowest / fastest | daemon CPU | other session's echo p50 / p99 | daemon RSS pre-open / open / max / after |"
+echo "|---|---|---|---|---|---|---|"
+for sessions in 1 16 128; do
+  file="$out/sessions"
+  "$bin/HeadUnitBench" --spawn "$bin/headunitd" --accessory-lean-mib 3072 --accessory-sessions "$sessions" --accessory-window-kib 512 \
+    --no-floor --no-lean --requests 1000 --warmup 100 --seconds 0.5 > "$file" 2>&1 || { echo "| $sessions | failed: $(grep -m1 -i error "$file" | cut -c1-300) | | | | | |"; continue; }
+  echo "| $sessions | $(field "$file" 'bytes intact (memcmp both ends)') | $(field "$file" 'aggregate throughput, each way') | $(field "$file" 'per session, slowest \/ fastest') | $(lastfield "$file" 'daemon CPU') | $(field "$file" 'second session RTT p50 during it' | sed 's/ (.*//') / $(field "$file" 'second session RTT p99 during it') | $(field "$file" 'daemon RSS pre-open \/ open \/ max \/ after') |"
 done

@@ -70,6 +70,12 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Option(name: .customLong("accessory-window-kib"), help: "The receive window each side of --accessory-lean-mib widens to, KiB (the daemon's cap: its peer budget, max_outbound_bytes / 8).")
     var accessoryWindowKiB = 512
 
+    @Option(name: .customLong("accessory-sessions"), help: "With --accessory-lean-mib: open this many bulk sessions at once instead (one phone, one accessory peer, an app per session) and move --accessory-lean-mib MiB each way in all, split evenly across them, all sessions at once, beside the other session's echo; one round, then the socket pair with the session's ends. Senders half-close when done; receivers grant back whole frames every --accessory-grant-kib. Prints aggregate and per-session throughput, daemon CPU per GiB and RSS (issue 30, item 5). (Windows over 64 KiB stalled 16 or more sessions until the daemon's fix in b73a627: BENCHMARKS.md.) At most 255: the daemon's cap of 256 sessions per phone (fixed, AccessoryHub), one of them the echo. 0: the single-session rounds.")
+    var accessorySessions = 0
+
+    @Option(name: .customLong("accessory-grant-kib"), help: "With --accessory-lean-mib: receivers grant back every this many KiB a session consumed (default: a quarter window; with --accessory-sessions, one frame: a larger step can stall several sessions towards one peer, their 64 KiB initial credits filling its budget).")
+    var accessoryGrantKiB: Int?
+
     @Option(help: "Instead of the RTT run: the metadata stream with this many cluster subscribers (one stalled), e.g. 100.")
     var clusterSubscribers = 0
 
@@ -115,6 +121,17 @@ struct HeadUnitBench: AsyncParsableCommand {
     func validate() throws {
         if echoServer != nil || floodProbe != nil || clusterSubscribeOnly != nil || hmiSubscribeOnly != nil { return }
         if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
+        if accessorySessions != 0 {
+            guard accessoryLeanMiB > 0 else { throw ValidationError("--accessory-sessions needs --accessory-lean-mib") }
+            guard (1...255).contains(accessorySessions) else { throw ValidationError("--accessory-sessions: 1 to 255 (the daemon's 256 sessions per phone, one of them the echo)") }
+            // Credit then moves in whole frames: the 64 KiB initial window, the budget and the widened window are all whole frames.
+            guard accessoryFrameKiB > 0, 64 % accessoryFrameKiB == 0, accessoryWindowKiB % 64 == 0 else {
+                throw ValidationError("--accessory-sessions: --accessory-frame-kib must divide 64 and --accessory-window-kib be a multiple of 64")
+            }
+            if let grant = accessoryGrantKiB, grant <= 0 || grant % accessoryFrameKiB != 0 {
+                throw ValidationError("--accessory-sessions: --accessory-grant-kib must be a multiple of --accessory-frame-kib")
+            }
+        }
     }
 
     func run() async throws {
@@ -158,7 +175,9 @@ struct HeadUnitBench: AsyncParsableCommand {
         let socketPath: String
         if let spawn {
             if idleConnections > 0 { raiseOpenFileLimit() }
-            let spawned = try SpawnedDaemon.start(binary: spawn, arguments: daemonArgs, connections: idleConnections, tcpPort: phoneTCPPort)
+            // The N-session run's phone announces an app per session and the echo's.
+            let spawned = try SpawnedDaemon.start(
+                binary: spawn, arguments: daemonArgs, connections: idleConnections, tcpPort: phoneTCPPort, apps: accessorySessions + 1)
             daemon = spawned
             socketPath = spawned.socketPath
             print("spawned \(spawn) as pid \(spawned.pid) on \(socketPath) (log: \(spawned.logPath))")
@@ -304,7 +323,9 @@ struct HeadUnitBench: AsyncParsableCommand {
             if let beforeRSS, let peakRSS { print(row("daemon RSS before / after", formatMiB(beforeRSS) + " / " + formatMiB(peakRSS))) }
         }
 
-        if accessoryLeanMiB > 0 {
+        if accessoryLeanMiB > 0, accessorySessions > 0 {
+            try measureConcurrentSessions(socketPath: socketPath, daemonPID: daemon?.pid)
+        } else if accessoryLeanMiB > 0 {
             // On a shared machine the pair's own speed moves by half from one
             // second to the next: rounds, each a ratio of its own, and their median.
             let rounds = max(1, accessoryRounds)
@@ -313,7 +334,8 @@ struct HeadUnitBench: AsyncParsableCommand {
             for round in 0..<rounds {
                 roundReports.append(
                     try LeanAccessoryBench(
-                        socketPath: socketPath, megabytes: roundMiB, frameBytes: accessoryFrameKiB << 10, window: accessoryWindowKiB << 10, daemonPID: daemon?.pid
+                        socketPath: socketPath, megabytes: roundMiB, frameBytes: accessoryFrameKiB << 10, window: accessoryWindowKiB << 10, daemonPID: daemon?.pid,
+                        grantStep: accessoryGrantKiB.map { $0 << 10 }
                     ).run(pairFirst: round % 2 == 1))
             }
             let report = LeanAccessoryBench.Report.combining(roundReports)
@@ -367,6 +389,45 @@ struct HeadUnitBench: AsyncParsableCommand {
             print(row("bytes intact (FNV-1a both ends)", intact ? "yes" : "NO"))
             print(row("streamed", "\(bytes >> 20) MiB in \(format1(seconds)) s, \(format1(Double(bytes >> 20) / seconds)) MiB/s, \(bytes / (16 << 10)) grants"))
         }
+    }
+
+    /// `--accessory-sessions N`: N bulk sessions at once through the daemon,
+    /// `--accessory-lean-mib` each way in all (issue 30, item 5).
+    func measureConcurrentSessions(socketPath: String, daemonPID: pid_t?) throws {
+        let bench = LeanAccessoryBench(
+            socketPath: socketPath, megabytes: accessoryLeanMiB, frameBytes: accessoryFrameKiB << 10, window: accessoryWindowKiB << 10,
+            daemonPID: daemonPID, sessions: accessorySessions, concurrent: true, grantStep: accessoryGrantKiB.map { $0 << 10 })
+        let report = try bench.run()
+        let perSession = (accessoryLeanMiB << 20) / accessorySessions / (accessoryFrameKiB << 10) * (accessoryFrameKiB << 10)
+        let eachWay = Double(perSession * accessorySessions) / Double(1 << 20)
+        let rtts = report.echoRTTs.sorted()
+        func percentile(_ p: Double) -> Double { rtts.isEmpty ? 0 : rtts[min(rtts.count - 1, Int(Double(rtts.count) * p))] }
+        let rates = report.sessionRates.sorted()
+        let slowest = rates.first ?? 0, fastest = rates.last ?? 0
+        print("")
+        print("External Accessory sessions, lean client: \(accessorySessions) at once, \(format1(eachWay)) MiB each way in all (\(format1(Double(perSession) / Double(1 << 20))) MiB each way per session), \(accessoryFrameKiB) KiB DATA frames, \(accessoryWindowKiB) KiB windows, grants every \(accessoryGrantKiB ?? accessoryFrameKiB) KiB")
+        print(row("sessions at once", "\(accessorySessions)"))
+        print(row("bytes intact (memcmp both ends)", report.intact && report.checkedFloorIntact ? "yes" : "NO"))
+        print(row("aggregate throughput, each way", format1(eachWay / report.sessionSeconds) + " MiB/s (" + format1(2 * eachWay / report.sessionSeconds) + " MiB/s both ways)"))
+        print(row("socket pair, the session's ends", format1(2 * eachWay / report.checkedFloorSeconds) + " MiB/s both ways: the sessions " + format1(report.checkedFloorSeconds / report.sessionSeconds * 100) + "%"))
+        print(row("per session, slowest / fastest", format1(slowest) + " / " + format1(fastest) + " MiB/s both ways: " + format1(fastest > 0 ? slowest / fastest * 100 : 0) + "%"))
+        if let least = report.slowestAtFirstDone {
+            print(row("when the first session was done, the least", format1(least * 100) + "% of its bytes"))
+        }
+        print(row("second session RTT p50 during it", format1(percentile(0.5)) + " us (\(rtts.count) round trips)"))
+        print(row("second session RTT p99 during it", format1(percentile(0.99)) + " us"))
+        print(row("client thread CPU", format1(report.clientCPUSeconds / report.sessionSeconds * 100) + "% of the transfer"))
+        if let cpu = report.daemonCPUSeconds {
+            print(row("daemon CPU", format1(cpu / report.sessionSeconds * 100) + "% of the transfer, " + format2(cpu / (2 * eachWay / 1024)) + " s per GiB"))
+        }
+        if let open = report.rssBeforeOpenKiB, let before = report.rssBeforeKiB, let peak = report.rssMaxKiB, let after = report.rssAfterKiB {
+            print(row("daemon RSS pre-open / open / max / after", [open, before, peak, after].map(formatMiB).joined(separator: " / ")))
+            // Its app and the three connections included.
+            print(row("daemon RSS added per session opened", format1(Double(before - open) / Double(accessorySessions)) + " KiB"))
+        }
+        print(row("frames / grants", "\(report.frames) / \(report.grants)"))
+        var load = [Double](repeating: 0, count: 3)
+        if getloadavg(&load, 3) == 3 { print(row("load average after", load.map { format1($0) }.joined(separator: " "))) }
     }
 
     struct Latency {
@@ -596,7 +657,8 @@ struct SpawnedDaemon {
     /// `tcpPort`: the daemon also listens on 127.0.0.1:tcpPort and lets
     /// unpaired phones in there (the benchmark's phone does not pair).
     /// `extraConfig`: more members of the config's JSON object ({dir}: the daemon's directory).
-    static func start(binary: String, arguments: [String], connections: Int = 0, tcpPort: Int? = nil, extraConfig: String? = nil) throws -> SpawnedDaemon {
+    /// `apps`: the phone's apps, over the default 64 (`max_apps` raised to fit).
+    static func start(binary: String, arguments: [String], connections: Int = 0, tcpPort: Int? = nil, extraConfig: String? = nil, apps: Int = 0) throws -> SpawnedDaemon {
         var template = Array("/tmp/headunit-bench.XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw Failure("mkdtemp failed") }
         let directory = String(cString: dir)
@@ -607,7 +669,8 @@ struct SpawnedDaemon {
         let configPath = directory + "/bench-config.json"
         if let file = fopen(configPath, "w") {
             // Room for the idle connections of a scaling run, over the default caps.
-            let caps = connections > 400 ? ", \"maxConnections\": \(connections + 64), \"maxUnixConnections\": \(connections + 32)" : ""
+            let caps = (connections > 400 ? ", \"maxConnections\": \(connections + 64), \"maxUnixConnections\": \(connections + 32)" : "")
+                + (apps > 64 ? ", \"maxApps\": \(apps)" : "")
             let unpaired = tcpPort == nil ? "" : "\"allowUnpairedTcp\": true, "
             let extra = extraConfig.map { $0.replacingAll("{dir}", with: directory) + ", " } ?? ""
             fputs("{\(unpaired)\(extra)\"limits\": {\"maxRequestsPerSecond\": 1000000000\(caps)}}\n", file)

@@ -20,6 +20,15 @@ import Darwin
 /// through one socket pair with nothing between, written and checked as the
 /// session's ends do (`checkedSocketPair`), and through a bare socket pair
 /// moving a constant 64 KiB buffer unchecked (`AccessoryBench.rawSocketPair`).
+///
+/// With `concurrent` (`--accessory-sessions N`, issue 30, item 5) the bytes go
+/// through `sessions` bulk sessions at once instead, an equal share each: one
+/// app per session (the phone announces N + 1 apps), all of them on the one
+/// bulk accessory peer, so every session towards the phone shares the phone's
+/// budget and every session towards the accessory the accessory's (18.5).
+/// Each sender half-closes (`CloseSession{half}`) once it has queued its last
+/// byte, so credit it will not use goes back to the budget; receivers grant
+/// back whole frames every `grantStep` bytes (see `grantStep`).
 struct LeanAccessoryBench {
     let socketPath: String
     let megabytes: Int
@@ -30,6 +39,17 @@ struct LeanAccessoryBench {
     let window: Int
     /// The spawned daemon, for its RSS and CPU time during the transfer.
     let daemonPID: pid_t?
+    /// Bulk sessions the bytes are split across (1 unless `concurrent`).
+    var sessions = 1
+    /// The N-session measure: `sessions` bulk sessions at once, each sender
+    /// half-closing when done, grants in whole frames.
+    var concurrent = false
+    /// A receiver grants back what a session consumed once it reaches this
+    /// many bytes (nil: a quarter window; with `concurrent`, one frame).
+    /// With several sessions towards one peer a step over the 64 KiB initial
+    /// window can stall: eight sessions' 64 KiB initial credits fill the
+    /// peer's 512 KiB budget, and no receiver reaches its step to grant back.
+    var grantStep: Int?
 
     static let ringBytes = 4 << 20 + 4096 * 3  // not a multiple of the frame size: frames start at varying ring offsets
 
@@ -51,6 +71,12 @@ struct LeanAccessoryBench {
         var checkedFloorSeconds = 0.0
         var checkedFloorCPUSeconds = 0.0
         var checkedFloorIntact = true
+        /// Per bulk session: both directions' bytes over the time its last byte arrived, MiB/s.
+        var sessionRates: [Double] = []
+        /// When the first session had all its bytes: the least any session had of its own, 0-1.
+        var slowestAtFirstDone: Double?
+        /// The daemon's RSS before the transfer's connections and sessions were opened.
+        var rssBeforeOpenKiB: Int?
 
         /// Rounds added up: times, CPU, frames and round trips summed; RSS from the first round's start to the last's end.
         static func combining(_ rounds: [Report]) -> Report {
@@ -62,7 +88,8 @@ struct LeanAccessoryBench {
                 rssBeforeKiB: rounds.first?.rssBeforeKiB, rssMaxKiB: rounds.compactMap(\.rssMaxKiB).max(), rssAfterKiB: rounds.last?.rssAfterKiB,
                 grants: rounds.reduce(0) { $0 + $1.grants }, frames: rounds.reduce(0) { $0 + $1.frames }, floorCPUSeconds: sum(\.floorCPUSeconds),
                 checkedFloorSeconds: sum(\.checkedFloorSeconds), checkedFloorCPUSeconds: sum(\.checkedFloorCPUSeconds),
-                checkedFloorIntact: rounds.allSatisfy(\.checkedFloorIntact))
+                checkedFloorIntact: rounds.allSatisfy(\.checkedFloorIntact), sessionRates: rounds.flatMap(\.sessionRates),
+                slowestAtFirstDone: rounds.compactMap(\.slowestAtFirstDone).min(), rssBeforeOpenKiB: rounds.first?.rssBeforeOpenKiB)
         }
     }
 
@@ -75,7 +102,8 @@ struct LeanAccessoryBench {
     /// when `pairFirst` (rounds alternate the order, so the machine's drift
     /// during a round does not favour either side).
     func run(pairFirst: Bool = false) throws -> Report {
-        let total = (megabytes << 20) / frameBytes * frameBytes
+        // Whole frames per session, an equal share each.
+        let total = (megabytes << 20) / max(1, sessions) / frameBytes * frameBytes * max(1, sessions)
         var floorSeconds = 0.0, floorCPU = 0.0
         var checked = (seconds: 0.0, cpu: 0.0, intact: false)
         func floors() throws {
@@ -138,7 +166,7 @@ struct LeanAccessoryBench {
                 // Only the writer reads `ring` and only the reader touches the counters.
                 var sent = 0
                 while sent < direction.total {
-                    let at = sent % LeanAccessoryBench.ringBytes
+                    let at = (direction.start + sent) % LeanAccessoryBench.ringBytes
                     let count = Glibc.write(fd, direction.ring.baseAddress! + at, min(direction.frameBytes, direction.total - sent))
                     if count <= 0 { return }
                     sent += count
@@ -155,7 +183,29 @@ struct LeanAccessoryBench {
         }
     }
 
+    /// One bulk session of the transfer: both directions, and when its last byte arrived.
+    final class BulkSession {
+        let channel: UInt32
+        /// Phone to accessory, and back.
+        let up: Direction, down: Direction
+        /// Seconds from the transfer's start.
+        var doneAt: Double?
+        init(channel: UInt32, up: Direction, down: Direction) {
+            self.channel = channel
+            self.up = up
+            self.down = down
+        }
+    }
+
     private func transfer(total: Int) throws -> Report {
+        let count = max(1, sessions)
+        let concurrent = concurrent
+        let perSession = total / count
+        let step = grantStep ?? (concurrent ? frameBytes : window / 4)
+        // With several sessions grants are whole frames, so credit comes in
+        // whole frames too and none is left stranded below a frame's size.
+        let unit = concurrent ? frameBytes : 1
+        let rssBeforeOpen = daemonPID.flatMap { readRSSKiB(pid: $0) }
         let bulkECU = try LeanConnection.connect(socketPath)
         let echoECU = try LeanConnection.connect(socketPath)
         let phone = try LeanConnection.connect(socketPath)
@@ -165,22 +215,44 @@ struct LeanAccessoryBench {
         try phone.handshake(.phone, name: "lean bench phone")
         try bulkECU.request(.serveProtocols(HUServeProtocols.with { $0.protocols = [AccessoryBench.bulkProtocol] }))
         try echoECU.request(.serveProtocols(HUServeProtocols.with { $0.protocols = [AccessoryBench.echoProtocol] }))
-        let apps = [("com.example.laps", AccessoryBench.bulkProtocol), ("com.example.comfort", AccessoryBench.echoProtocol)].map { app in
+        // One app per bulk session (a session per app and protocol, 18.3).
+        let bulkApps = (0..<count).map { $0 == 0 ? "com.example.laps" : "com.example.laps.\($0)" }
+        let apps = (bulkApps.map { ($0, AccessoryBench.bulkProtocol) } + [("com.example.comfort", AccessoryBench.echoProtocol)]).map { app in
             HUAppInfo.with { $0.appID = app.0; $0.displayName = app.0; $0.entitlements = ["com.apple.developer.carplay-protocols"]; $0.accessoryProtocols = [app.1] }
         }
         try phone.request(.announceApps(HUAnnounceApps.with { $0.deviceName = "lean bench phone"; $0.apps = apps }))
         let echo = try open(app: "com.example.comfort", AccessoryBench.echoProtocol, phone: phone, accessory: echoECU)
-        let bulk = try open(app: "com.example.laps", AccessoryBench.bulkProtocol, phone: phone, accessory: bulkECU)
 
-        let up = Direction(total: total, seed: 1, frameBytes: frameBytes, channel: bulk.channel)
-        let down = Direction(total: total, seed: 2, frameBytes: frameBytes, channel: bulk.channel)
-        defer { up.release(); down.release() }
-        // Each receiver widens its window to the largest outstanding credit, once.
-        let widen = UInt32(window) - bulk.window
-        phone.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = bulk.channel; $0.bytes = widen }))
-        bulkECU.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = bulk.channel; $0.bytes = widen }))
-        up.credit = Int(bulk.phoneCredit)
-        down.credit = Int(bulk.accessoryCredit)
+        let upRing = Ring(seed: 1, frameBytes: frameBytes), downRing = Ring(seed: 2, frameBytes: frameBytes)
+        var opened: [(BulkSession, OpenSession)] = []
+        defer {
+            for (session, _) in opened { session.up.release(); session.down.release() }
+            upRing.release()
+            downRing.release()
+        }
+        for (index, app) in bulkApps.enumerated() {
+            let opening = try open(app: app, AccessoryBench.bulkProtocol, phone: phone, accessory: bulkECU)
+            // Each session's streams start at a place of their own in the ring (the first at its start).
+            let start = index * 1_000_003
+            opened.append((BulkSession(
+                channel: opening.channel,
+                up: Direction(total: perSession, ring: upRing, start: start, frameBytes: frameBytes, channel: opening.channel),
+                down: Direction(total: perSession, ring: downRing, start: start, frameBytes: frameBytes, channel: opening.channel)), opening))
+        }
+        let list = opened.map(\.0)
+        let byChannel = Dictionary(uniqueKeysWithValues: list.enumerated().map { ($1.channel, $0) })
+        // Each receiver widens its window to the largest outstanding credit,
+        // once (after every session opened: a grant passed on during the
+        // setup would reach a sender that is not counting yet).
+        for (session, opening) in opened {
+            let widen = UInt32(max(window, Int(opening.window))) - opening.window
+            if widen > 0 {
+                phone.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = session.channel; $0.bytes = widen }))
+                bulkECU.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = session.channel; $0.bytes = widen }))
+            }
+            session.up.credit = Int(opening.phoneCredit)
+            session.down.credit = Int(opening.accessoryCredit)
+        }
 
         var echoSentAt: Double?
         var nextEcho = Self.now()
@@ -190,16 +262,16 @@ struct LeanAccessoryBench {
 
         // Who does what with the bytes and messages each connection receives.
         phone.onData = { channel, bytes in
-            if channel == bulk.channel {
-                if !down.check(bytes) { throw Failure("the phone received bytes that differ from what the accessory sent") }
+            if let index = byChannel[channel] {
+                if !list[index].down.check(bytes) { throw Failure("the phone received bytes that differ from what the accessory sent") }
             } else if channel == echo.channel, let sentAt = echoSentAt {
                 rtts.append((Self.now() - sentAt) * 1e6)
                 echoSentAt = nil
             }
         }
         bulkECU.onData = { channel, bytes in
-            guard channel == bulk.channel else { return }
-            if !up.check(bytes) { throw Failure("the accessory received bytes that differ from what the phone sent") }
+            guard let index = byChannel[channel] else { return }
+            if !list[index].up.check(bytes) { throw Failure("the accessory received bytes that differ from what the phone sent") }
         }
         echoECU.onData = { channel, bytes in
             // One byte back, as it came (a 1-byte frame needs no credit bookkeeping here: 64 KiB lasts 65,536 rounds).
@@ -210,10 +282,13 @@ struct LeanAccessoryBench {
         for connection in [phone, bulkECU, echoECU] {
             connection.onMessage = { envelope in
                 switch envelope.body {
-                case .sessionCredit(let grant) where grant.channel == bulk.channel:
-                    if connection === phone { up.credit += Int(grant.bytes) } else if connection === bulkECU { down.credit += Int(grant.bytes) }
+                case .sessionCredit(let grant):
+                    guard let index = byChannel[grant.channel] else { break }
+                    if connection === phone { list[index].up.credit += Int(grant.bytes) } else if connection === bulkECU { list[index].down.credit += Int(grant.bytes) }
                 case .goodbye(let goodbye): throw Failure("the daemon said goodbye: \(goodbye.code) \(goodbye.reason)")
                 case .result(let result) where result.code != .ok: throw Failure("the daemon refused: \(result.code) \(result.message)")
+                case .sessionClosed(let closed) where concurrent && closed.reason == .finished && byChannel[closed.channel] != nil:
+                    break  // both of its senders half-closed
                 case .sessionClosed(let closed): throw Failure("session \(closed.channel) closed: \(closed.reason) \(closed.detail)")
                 default: break
                 }
@@ -221,22 +296,41 @@ struct LeanAccessoryBench {
         }
         for connection in [phone, bulkECU, echoECU] { try connection.setNonBlocking() }
 
+        // Senders queue whole frames while they have credit; with several
+        // sessions each then half-closes, so credit it will not use goes back
+        // to its receiver's budget, for the other sessions.
+        func send(_ direction: Direction, channel: UInt32, on sender: LeanConnection) {
+            direction.queueFrames(on: sender)
+            if concurrent, !direction.finishSent, direction.queued >= direction.total {
+                sender.enqueue(.closeSession(HUCloseSession.with { $0.channel = channel; $0.half = true }))
+                direction.finishSent = true
+            }
+        }
+        // Receivers grant back every `step` bytes consumed (in whole `unit`s).
+        func grant(_ direction: Direction, channel: UInt32, from receiver: LeanConnection) {
+            guard !direction.done, direction.ungranted >= step else { return }
+            let bytes = direction.ungranted / unit * unit
+            receiver.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(bytes) }))
+            direction.ungranted -= bytes
+            grants += 1
+        }
+
         let rssBefore = daemonPID.flatMap { readRSSKiB(pid: $0) }
         var rssMax = rssBefore
         var nextRSS = Self.now()
         let daemonCPUBefore = daemonPID.flatMap { Self.cpuSeconds(pid: $0) }
         let clientCPUBefore = Self.threadCPUSeconds()
         let start = Self.now()
+        var remaining = list.count
+        var slowestAtFirstDone: Double?
+        var lastReceived = 0, lastProgress = start
         var fds = [phone, bulkECU, echoECU].map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-        while !(up.done && down.done) {
-            // Senders queue whole frames while they have credit.
-            up.queueFrames(on: phone)
-            down.queueFrames(on: bulkECU)
-            // Receivers grant back every quarter window.
-            for (direction, receiver) in [(down, phone), (up, bulkECU)] where direction.ungranted >= window / 4 {
-                receiver.enqueue(.sessionCredit(HUSessionCredit.with { $0.channel = bulk.channel; $0.bytes = UInt32(direction.ungranted) }))
-                direction.ungranted = 0
-                grants += 1
+        while remaining > 0 {
+            for session in list where session.doneAt == nil {
+                send(session.up, channel: session.channel, on: phone)
+                send(session.down, channel: session.channel, on: bulkECU)
+                grant(session.down, channel: session.channel, from: phone)
+                grant(session.up, channel: session.channel, from: bulkECU)
             }
             let now = Self.now()
             if echoSentAt == nil, now >= nextEcho {
@@ -263,17 +357,43 @@ struct LeanAccessoryBench {
                 if events & Int32(POLLOUT) != 0 { try connection.flush() }
                 if events & Int32(POLLIN | POLLHUP | POLLERR) != 0 { try connection.readAvailable() }
             }
-            if Self.now() - start > 600 { throw Failure("the transfer took over 10 minutes") }
+            let after = Self.now()
+            var received = 0
+            for session in list {
+                received += session.up.received + session.down.received
+                guard session.doneAt == nil, session.up.done, session.down.done else { continue }
+                session.doneAt = after - start
+                remaining -= 1
+                if slowestAtFirstDone == nil {
+                    slowestAtFirstDone = list.map { Double($0.up.received + $0.down.received) / Double(2 * perSession) }.min()
+                }
+            }
+            if received > lastReceived {
+                lastReceived = received
+                lastProgress = after
+            } else if after - lastProgress > 10 {
+                // Nothing arrived for 10 s: say where the credit is.
+                func state(_ direction: Direction) -> String {
+                    direction.done ? "done" : "\(direction.received >> 10)/\(direction.total >> 10) KiB, credit \(direction.credit >> 10), not granted back \(direction.ungranted >> 10)"
+                }
+                let states = list.filter { $0.doneAt == nil }.prefix(8).map { "channel \($0.channel): up \(state($0.up)); down \(state($0.down))" }
+                throw Failure(
+                    "stalled: no session byte for 10 s, \(list.count - remaining) of \(list.count) sessions done (grant step \(step >> 10) KiB); "
+                        + states.joined(separator: " | "))
+            }
+            if after - start > 600 { throw Failure("the transfer took over 10 minutes") }
         }
         let seconds = Self.now() - start
         let clientCPU = Self.threadCPUSeconds() - clientCPUBefore
         let daemonCPU = daemonPID.flatMap { Self.cpuSeconds(pid: $0) }.flatMap { after in daemonCPUBefore.map { after - $0 } }
         let rssAfter = daemonPID.flatMap { readRSSKiB(pid: $0) }
-        let intact = up.received == total && down.received == total
+        let intact = list.allSatisfy { $0.up.received == perSession && $0.down.received == perSession }
         return Report(
             sessionSeconds: seconds, rawSeconds: 0, intact: intact, echoRTTs: rtts, clientCPUSeconds: clientCPU,
             daemonCPUSeconds: daemonCPU, rssBeforeKiB: rssBefore, rssMaxKiB: rssMax, rssAfterKiB: rssAfter,
-            grants: grants, frames: up.framesSent + down.framesSent, floorCPUSeconds: 0)
+            grants: grants, frames: list.reduce(0) { $0 + $1.up.framesSent + $1.down.framesSent }, floorCPUSeconds: 0,
+            sessionRates: list.map { Double(2 * perSession) / Double(1 << 20) / ($0.doneAt ?? seconds) },
+            slowestAtFirstDone: slowestAtFirstDone, rssBeforeOpenKiB: rssBeforeOpen)
     }
 
     struct OpenSession {
@@ -300,12 +420,39 @@ struct LeanAccessoryBench {
         return OpenSession(channel: channel, phoneCredit: opened.initialCredit, accessoryCredit: requested.initialCredit, window: opened.window)
     }
 
-    /// One direction of the bulk session: the sender's credit and frames, the receiver's check.
+    /// The random bytes every stream of one direction is cut from; the tail
+    /// past `ringBytes` repeats the start, so a frame is one contiguous slice.
+    final class Ring {
+        let bytes: UnsafeMutableRawBufferPointer
+
+        init(seed: UInt64, frameBytes: Int) {
+            bytes = .allocate(byteCount: LeanAccessoryBench.ringBytes + frameBytes, alignment: 16)
+            var state = seed &* 0x9E37_79B9_7F4A_7C15
+            for offset in stride(from: 0, to: bytes.count - 7, by: 8) {
+                // splitmix64
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                bytes.storeBytes(of: z ^ (z >> 31), toByteOffset: offset, as: UInt64.self)
+            }
+            for offset in 0..<frameBytes { bytes[LeanAccessoryBench.ringBytes + offset] = bytes[offset] }
+        }
+
+        /// Explicit, not in deinit: the connections' handlers keep their directions alive.
+        func release() { bytes.deallocate() }
+    }
+
+    /// One direction of a bulk session: the sender's credit and frames, the receiver's check.
     final class Direction {
         let total: Int
         let frameBytes: Int
-        /// Random bytes; stream offset `s` carries `ring[s % ringBytes]`.
-        let ring: UnsafeMutableRawBufferPointer
+        let pattern: Ring
+        /// Stream offset `s` carries `ring[(start + s) % ringBytes]`: sessions
+        /// sharing a ring start at different places, so bytes delivered on
+        /// the wrong channel do not match.
+        let start: Int
+        var ring: UnsafeMutableRawBufferPointer { pattern.bytes }
         /// The one header every frame of this direction has (same channel, same length).
         let header: UnsafeMutableRawBufferPointer
         var credit = 0
@@ -313,30 +460,30 @@ struct LeanAccessoryBench {
         var framesSent = 0
         var received = 0
         var ungranted = 0
+        /// The sender's CloseSession{half} is queued.
+        var finishSent = false
+        /// This direction owns its ring (a direction of its own, not one of N sessions').
+        private let ownsRing: Bool
 
-        init(total: Int, seed: UInt64, frameBytes: Int, channel: UInt32) {
+        init(total: Int, ring: Ring, start: Int = 0, frameBytes: Int, channel: UInt32, ownsRing: Bool = false) {
             self.total = total
             self.frameBytes = frameBytes
-            ring = .allocate(byteCount: LeanAccessoryBench.ringBytes + frameBytes, alignment: 16)
-            var state = seed &* 0x9E37_79B9_7F4A_7C15
-            for offset in stride(from: 0, to: ring.count - 7, by: 8) {
-                // splitmix64
-                state &+= 0x9E37_79B9_7F4A_7C15
-                var z = state
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                ring.storeBytes(of: z ^ (z >> 31), toByteOffset: offset, as: UInt64.self)
-            }
-            // The tail past ringBytes repeats the start, so a frame is one contiguous slice.
-            for offset in 0..<frameBytes { ring[LeanAccessoryBench.ringBytes + offset] = ring[offset] }
+            pattern = ring
+            self.start = start % LeanAccessoryBench.ringBytes
+            self.ownsRing = ownsRing
             header = .allocate(byteCount: FrameHeader.size, alignment: 8)
             var buffer = ByteBuffer()
             buffer.writeFrameHeader(FrameHeader(kind: .data, channel: channel, length: UInt32(frameBytes)))
             buffer.withUnsafeReadableBytes { header.copyMemory(from: $0) }
         }
 
+        /// A direction with a ring of its own.
+        convenience init(total: Int, seed: UInt64, frameBytes: Int, channel: UInt32) {
+            self.init(total: total, ring: Ring(seed: seed, frameBytes: frameBytes), frameBytes: frameBytes, channel: channel, ownsRing: true)
+        }
+
         func release() {
-            ring.deallocate()
+            if ownsRing { pattern.release() }
             header.deallocate()
         }
 
@@ -345,7 +492,7 @@ struct LeanAccessoryBench {
         /// Queues as many whole frames as the credit allows (no copy: the header and a slice of the ring).
         func queueFrames(on connection: LeanConnection) {
             while credit >= frameBytes, queued < total {
-                let start = queued % LeanAccessoryBench.ringBytes
+                let start = (self.start + queued) % LeanAccessoryBench.ringBytes
                 connection.enqueue(UnsafeRawPointer(header.baseAddress!), FrameHeader.size)
                 connection.enqueue(UnsafeRawPointer(ring.baseAddress! + start), frameBytes)
                 credit -= frameBytes
@@ -358,7 +505,7 @@ struct LeanAccessoryBench {
         func check(_ bytes: UnsafeRawBufferPointer) -> Bool {
             var offset = 0
             while offset < bytes.count {
-                let at = (received + offset) % LeanAccessoryBench.ringBytes
+                let at = (start + received + offset) % LeanAccessoryBench.ringBytes
                 let count = min(bytes.count - offset, LeanAccessoryBench.ringBytes - at)
                 if memcmp(bytes.baseAddress! + offset, ring.baseAddress! + at, count) != 0 { return false }
                 offset += count
