@@ -528,10 +528,21 @@ extension Car {
             if let diff = contentDiff(from: old, to: new), !diffIsOversized(diff, screen: screen) {
                 if !diff.changes.isEmpty { sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .diff(diff)))) }
             } else {
-                sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))), images: refs)
+                sendToHMIs(
+                    .screen(screen), .screenUpdate(screenUpdate(screen, .full(new))), images: refs,
+                    renderedTop: heldTopBytes(new, owner: screenOwners[screen]))
             }
         }
         publishVideo()
+    }
+
+    /// The encoded top template of `owner`'s scene, when `rendered` shows it
+    /// as the scene holds it (not cut for driving, no content of the car's
+    /// put in, no inline PNG turned into a ref): the HMIs' frame copies these
+    /// bytes instead of encoding the template again.
+    mutating func heldTopBytes(_ rendered: HURenderedScreen, owner: SceneRef?) -> [UInt8]? {
+        guard rendered.hasTop, let owner else { return nil }
+        return apps[owner.appID]?.scenes[owner.kind]?.encodedTop(ifShown: rendered.top)
     }
 
     /// `hmiImages.externalize` of a screen showing `owner`'s scene, without

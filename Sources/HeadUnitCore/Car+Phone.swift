@@ -171,7 +171,11 @@ extension Car {
         return nil
     }
 
-    mutating func handleTemplateRequest(_ request: HUTemplateRequest, from peer: PeerID, now: UInt64) -> Result<HUResult, RuleViolation> {
+    /// `wire`: the bytes of the template the request carries, as sent (kept beside it, `SceneState.Held`).
+    mutating func handleTemplateRequest(
+        _ request: HUTemplateRequest, from peer: PeerID, now: UInt64, wire: WireTemplate? = nil
+    ) -> Result<HUResult, RuleViolation> {
+        func sent(_ opField: Int) -> [UInt8]? { wire?.opField == opField ? wire?.bytes : nil }
         let kind: HUSceneKind
         switch sceneKind(for: request.appID, sceneID: request.sceneID, from: peer) {
         case .success(let found): kind = found
@@ -184,9 +188,9 @@ extension Car {
         let outcome: Result<SceneState.Transition, RuleViolation>
         switch request.op {
         case .setRoot(let template):
-            outcome = scene.setRoot(adoptNowPlaying(template, appID: appID), category: category, scale: scale)
+            outcome = scene.setRoot(adoptNowPlaying(template, appID: appID), category: category, scale: scale, wire: sent(WireTemplate.setRootField))
         case .push(let template):
-            outcome = scene.push(adoptNowPlaying(template, appID: appID), category: category, scale: scale)
+            outcome = scene.push(adoptNowPlaying(template, appID: appID), category: category, scale: scale, wire: sent(WireTemplate.pushField))
         case .showNowPlaying:
             var template = HUTemplate()
             template.id = nowPlayingTemplateID
@@ -207,7 +211,9 @@ extension Car {
         case .dismiss:
             outcome = scene.dismiss()
         case .update(let template):
-            outcome = scene.update(adoptNowPlaying(template, appID: appID), category: category, scale: scale, nowMilliseconds: now)
+            outcome = scene.update(
+                adoptNowPlaying(template, appID: appID), category: category, scale: scale, nowMilliseconds: now,
+                wire: sent(WireTemplate.updateField))
                 .map { SceneState.Transition() }
         case .updateItem(let update):
             outcome = scene.updateItem(update.item, inTemplate: update.templateID, category: category, scale: scale, nowMilliseconds: now)

@@ -126,7 +126,7 @@ public struct Car: Sendable {
     /// connection's limits check makes one), else the car walks it here.
     public mutating func receive(
         _ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64, publishingScreens: Bool = true,
-        unknownEnum: KnownEnums.Walked = .notYet
+        unknownEnum: KnownEnums.Walked = .notYet, template: WireTemplate? = nil
     ) -> [CarEffect] {
         guard let info = peers[peer] else { return [] }
         let request = envelope.requestID
@@ -160,7 +160,7 @@ public struct Car: Sendable {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
         case .templateRequest(let templateRequest):
-            answer(peer, request, handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds))
+            answer(peer, request, handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds, wire: template))
         case .completeEvent(let complete):
             answer(peer, request, completeEvent(complete, from: peer))
         case .appClosed(let closed):
@@ -452,11 +452,11 @@ public struct Car: Sendable {
 
     /// `images`: the refs `body` carries, when the caller already found them
     /// (a full screen: `HMIImages.externalize` did); else they are looked up here.
-    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body, images: [String]? = nil) {
+    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body, images: [String]? = nil, renderedTop: [UInt8]? = nil) {
         guard !hmiPeers.isEmpty else { return }
         var envelope = HUEnvelope()
         envelope.body = body
-        effects.append(.toHMIs(stream, envelope, images: images ?? HMIImages.refs(in: envelope)))
+        effects.append(.toHMIs(stream, envelope, images: images ?? HMIImages.refs(in: envelope), renderedTop: renderedTop))
     }
 
     /// The bytes of an image the HMIs' current state shows (section 12.6).

@@ -46,7 +46,10 @@ public enum CarEffect: Sendable, Equatable {
     /// of that stream (`Car.catchUp`) instead of every intermediate one.
     /// `images`: the refs it shows; an HMI not sent one yet gets its
     /// `ImageData` first (`Car.hmiImage`, PROTOCOL.md section 12.6).
-    case toHMIs(HMIStream, HUEnvelope, images: [String])
+    /// `renderedTop`: for a full screen showing a template as the car holds
+    /// it, that template already encoded (`SceneState.Held`), so the server
+    /// copies it into the frame instead of encoding it again.
+    case toHMIs(HMIStream, HUEnvelope, images: [String], renderedTop: [UInt8]? = nil)
     /// A new HMI: send it the latest state of these streams, in this order
     /// (`Car.catchUp`), as to an HMI that caught up.
     case hmiJoined(PeerID, [HMIStream])

@@ -161,12 +161,22 @@ struct SessionFuzz {
         trace("peer \(target) sent \(frame.header.kind) (\(frame.payload.readableBytes) bytes): \(action)")
         connections[target] = connection
         switch action {
-        case .deliver(let envelope, let unknownEnum):
+        case .deliver(let envelope, let unknownEnum, let template):
             // The limits' walk finds what the car's own walk would.
             if case .found(let found) = unknownEnum {
                 FuzzChecks.check(found == KnownEnums.firstUnknown(in: envelope), "the limits' walk found unknown enum \(String(describing: found))")
             }
-            let effects = car.receive(envelope, from: target, nowMilliseconds: now, unknownEnum: unknownEnum)
+            if let template {
+                // The template's bytes as sent are the template the car decoded.
+                let request = envelope.templateRequest
+                let decoded: HUTemplate? = switch request.op {
+                case .setRoot(let t), .push(let t), .present(let t), .update(let t): t
+                default: nil
+                }
+                FuzzChecks.check(decoded != nil && (try? HUTemplate(serializedBytes: template.bytes)) == decoded,
+                                 "the request's template bytes decode to its template")
+            }
+            let effects = car.receive(envelope, from: target, nowMilliseconds: now, unknownEnum: unknownEnum, template: template)
             if envelope.requestID != 0 {
                 let answers = effects.filter {
                     if case .send(let peer, let sent) = $0, peer == target, sent.requestID == envelope.requestID, case .result = sent.body {
@@ -244,8 +254,13 @@ struct SessionFuzz {
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
                 checkFrame(envelope)
                 if peer == Self.hmiID { hmiReceives(envelope) }
-            case .toHMIs(_, let envelope, let images):
+            case .toHMIs(_, let envelope, let images, let renderedTop):
                 FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
+                if let renderedTop {
+                    FuzzChecks.check(
+                        (try? LinearEncoder.bytes(envelope.screenUpdate.full.top)) == renderedTop,
+                        "a screen's top template sent as held bytes is that template, encoded")
+                }
                 // Section 12.6: every image the HMIs are shown can be sent to them.
                 for ref in images { FuzzChecks.check(car.hmiImage(ref) != nil, "an image shown to the HMIs is held (\(ref))") }
                 checkFrame(envelope)

@@ -189,16 +189,16 @@ final class CarHost: @unchecked Sendable {
         checkStatus()
     }
 
-    func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64, unknownEnum: KnownEnums.Walked = .notYet) {
+    func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64, unknownEnum: KnownEnums.Walked = .notYet, template: WireTemplate? = nil) {
         if answerPairingRequest(envelope, from: peer, now: now) { return }
         // An HMI's own screens go out before its Result, as they always did.
         guard !car.hmiPeerIDs.contains(peer) else {
             performDeferred()
-            perform(car.receive(envelope, from: peer, nowMilliseconds: now, unknownEnum: unknownEnum))
+            perform(car.receive(envelope, from: peer, nowMilliseconds: now, unknownEnum: unknownEnum, template: template))
             checkStatus()
             return
         }
-        let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false, unknownEnum: unknownEnum)
+        let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false, unknownEnum: unknownEnum, template: template)
         // A credit grant (one per quarter window of a streaming session, 18.5)
         // changes no screen, status or metadata: nothing to publish after it.
         let grant = if case .sessionCredit = envelope.body { true } else { false }
@@ -357,8 +357,8 @@ final class CarHost: @unchecked Sendable {
             switch effect {
             case .send(let peer, let envelope):
                 connections[peer]?.send(envelope)
-            case .toHMIs(let stream, let envelope, let images):
-                hmiHub.publish(stream, envelope, images: images, car: &car, connections: connections)
+            case .toHMIs(let stream, let envelope, let images, let renderedTop):
+                hmiHub.publish(stream, envelope, images: images, renderedTop: renderedTop, car: &car, connections: connections)
             case .hmiJoined(let peer, let streams):
                 hmiHub.joined(peer, streams: streams, car: &car, handler: connections[peer])
             case .close(let peer, let code, let reason):

@@ -277,8 +277,8 @@ final class ConnectionHandler: ChannelInboundHandler {
         switch action {
         case .none:
             break
-        case .deliver(let envelope, let unknownEnum):
-            host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds(), unknownEnum: unknownEnum)
+        case .deliver(let envelope, let unknownEnum, let template):
+            host.deliver(envelope, from: peerID, now: now ?? monotonicMilliseconds(), unknownEnum: unknownEnum, template: template)
         case .deliverData(let channel, let payload):
             host.deliverData(channel: channel, payload, wire: nil, from: peerID)
         case .deliverVideo(let channel, let header, let payload):

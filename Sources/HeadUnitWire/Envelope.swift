@@ -21,13 +21,23 @@ public enum EnvelopeCodec {
 
     /// Serializes an envelope as one MESSAGE frame appended to `buffer`.
     public static func writeFrame(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
+        writeFrame(into: &buffer) { try LinearEncoder.encode(envelope, into: &$0) }
+    }
+
+    /// The same for a screen update whose full screen's top template is
+    /// already encoded (`LinearEncoder.encode(_:renderedTop:into:)`).
+    public static func writeFrame(_ envelope: HUEnvelope, renderedTop: [UInt8], into buffer: inout ByteBuffer) {
+        writeFrame(into: &buffer) { try LinearEncoder.encode(envelope, renderedTop: renderedTop, into: &$0) }
+    }
+
+    private static func writeFrame(into buffer: inout ByteBuffer, payload: (inout ByteBuffer) throws -> Int) {
         // The header goes first with a zero length, set once the payload is in:
         // the payload is encoded straight into the buffer, with no copy.
         let headerIndex = buffer.writerIndex
         buffer.writeFrameHeader(FrameHeader(kind: .message, length: 0))
         let length: Int
         do {
-            length = try LinearEncoder.encode(envelope, into: &buffer)
+            length = try payload(&buffer)
         } catch {
             // Serializing a well-formed proto3 message in memory cannot fail.
             preconditionFailure("envelope serialization failed: \(error)")
@@ -38,6 +48,14 @@ public enum EnvelopeCodec {
     public static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 128)
         writeFrame(envelope, into: &buffer)
+        return buffer
+    }
+
+    /// `frame` with the screen's top template already encoded (nil: encoded here).
+    public static func frame(_ envelope: HUEnvelope, renderedTop: [UInt8]?, allocator: ByteBufferAllocator) -> ByteBuffer {
+        guard let renderedTop else { return frame(envelope, allocator: allocator) }
+        var buffer = allocator.buffer(capacity: 128)
+        writeFrame(envelope, renderedTop: renderedTop, into: &buffer)
         return buffer
     }
 }

@@ -32,19 +32,53 @@ public enum LinearEncoder {
             let bytes: [UInt8] = try message.serializedBytes()
             return buffer.writeBytes(bytes)
         }
+        return try write(message, sizes: sizes, splicing: nil, into: &buffer)
+    }
+
+    /// `encode` of a screen update whose full screen's top template is
+    /// `renderedTop`, already encoded (a template the car holds, with the
+    /// bytes the phone sent it in or encoded once: `SceneState.Held`): its
+    /// bytes are copied where the walk meets `RenderedScreen.top` instead of
+    /// walking it twice more. The envelope decodes as `envelope` (debug
+    /// builds check every call); the bytes are `encode`'s when `renderedTop`
+    /// is the top's encoding (the tests compare them), and the same length
+    /// when they are the phone's, whose fields may come in another order.
+    @discardableResult
+    public static func encode(_ envelope: HUEnvelope, renderedTop: [UInt8], into buffer: inout ByteBuffer) throws -> Int {
+        var sizes = SizingVisitor<ForEncodingSplicingTop>()
+        sizes.renderedTop = renderedTop.count
+        try envelope.traverse(visitor: &sizes)  // no map fields in the protocol
+        let start = buffer.writerIndex
+        let total = try write(envelope, sizes: sizes, splicing: renderedTop, into: &buffer)
+        assert(
+            (try? HUEnvelope(serializedBytes: buffer.getBytes(at: start, length: total) ?? [])) == envelope,
+            "the spliced top template is the one the screen shows")
+        return total
+    }
+
+    private static func write<M: Message, Mode: SizingMode>(
+        _ message: M, sizes: SizingVisitor<Mode>, splicing renderedTop: [UInt8]?, into buffer: inout ByteBuffer
+    ) throws -> Int {
         let total = sizes.total
         let nested = sizes.nested
         var failure: Error?
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: total) { raw in
             guard total > 0, let base = raw.baseAddress else { return 0 }
-            var writer = WritingVisitor(cursor: base, nested: nested)
             do {
-                try message.traverse(visitor: &writer)
+                if let renderedTop {
+                    var writer = WritingVisitor<SplicingTop>(cursor: base, nested: nested)
+                    writer.renderedTop = renderedTop
+                    try message.traverse(visitor: &writer)
+                    precondition(writer.cursor - base == total, "protobuf size and write passes disagree")
+                } else {
+                    var writer = WritingVisitor<Plain>(cursor: base, nested: nested)
+                    try message.traverse(visitor: &writer)
+                    precondition(writer.cursor - base == total, "protobuf size and write passes disagree")
+                }
             } catch {
                 failure = error
                 return 0
             }
-            precondition(writer.cursor - base == total, "protobuf size and write passes disagree")
             return total
         }
         if let failure { throw failure }
@@ -171,19 +205,32 @@ private protocol SizingMode {
     static var recordsNested: Bool { get }
     /// Whether images are noted (`sizeAndImages`).
     static var notesImages: Bool { get }
+    /// Whether `RenderedScreen.top` is taken as already encoded (`encode(_:renderedTop:into:)`).
+    static var splicesTop: Bool { get }
 }
 private enum ForEncoding: SizingMode {
     static var recordsNested: Bool { true }
     static var notesImages: Bool { false }
+    static var splicesTop: Bool { false }
+}
+private enum ForEncodingSplicingTop: SizingMode {
+    static var recordsNested: Bool { true }
+    static var notesImages: Bool { false }
+    static var splicesTop: Bool { true }
 }
 private enum SizeOnly: SizingMode {
     static var recordsNested: Bool { false }
     static var notesImages: Bool { false }
+    static var splicesTop: Bool { false }
 }
 private enum SizeAndImages: SizingMode {
     static var recordsNested: Bool { false }
     static var notesImages: Bool { true }
+    static var splicesTop: Bool { false }
 }
+
+/// `RenderedScreen.top` (session.proto), the field a splicing walk takes as encoded.
+private let renderedTopField = 5
 
 private struct SizingVisitor<Mode: SizingMode>: Visitor {
     var total = 0
@@ -193,6 +240,10 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
     /// Images met on the way (`SizeAndImages`): with an inline PNG, with any source.
     var hasInlineImages = false
     var hasImages = false
+    /// `splicesTop`: the encoded size of the rendered screen's top template,
+    /// and whether the message being walked is that screen.
+    var renderedTop = 0
+    var inRenderedScreen = false
 
     @inline(__always)
     private mutating func addField(_ fieldNumber: Int, payload: Int) {
@@ -231,11 +282,18 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
             case .asset, nil: break  // the car's own artwork: nothing to send or intern
             }
         }
+        if Mode.splicesTop, inRenderedScreen, fieldNumber == renderedTopField, M.self == HUTemplate.self {
+            addDelimited(fieldNumber, length: renderedTop)
+            return
+        }
         let slot = nested.count
         if Mode.recordsNested { nested.append(0) }
         let outer = total
         total = 0
+        let outerScreen = inRenderedScreen
+        if Mode.splicesTop { inRenderedScreen = M.self == HURenderedScreen.self }
         try value.traverse(visitor: &self)
+        if Mode.splicesTop { inRenderedScreen = outerScreen }
         let length = total
         if Mode.recordsNested { nested[slot] = length }
         total = outer
@@ -283,11 +341,26 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
 
 // MARK: - Pass 2: bytes
 
-private struct WritingVisitor: Visitor {
+/// Whether a writing walk copies `RenderedScreen.top` from bytes encoded before.
+private protocol WritingMode {
+    static var splicesTop: Bool { get }
+}
+private enum Plain: WritingMode {
+    static var splicesTop: Bool { false }
+}
+private enum SplicingTop: WritingMode {
+    static var splicesTop: Bool { true }
+}
+
+private struct WritingVisitor<Mode: WritingMode>: Visitor {
     /// The next byte to write; the buffer was sized by pass 1.
     var cursor: UnsafeMutableRawPointer
     let nested: [Int]
     var nextNested = 0
+    /// `splicesTop`: the rendered screen's top template, encoded, and
+    /// whether the message being walked is that screen.
+    var renderedTop: [UInt8] = []
+    var inRenderedScreen = false
 
     init(cursor: UnsafeMutableRawPointer, nested: [Int]) {
         self.cursor = cursor
@@ -370,9 +443,17 @@ private struct WritingVisitor: Visitor {
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
         putTag(fieldNumber, .lengthDelimited)
+        if Mode.splicesTop, inRenderedScreen, fieldNumber == renderedTopField, M.self == HUTemplate.self {
+            putVarint(UInt64(renderedTop.count))
+            renderedTop.withUnsafeBytes { putRaw($0) }
+            return
+        }
         putVarint(UInt64(nested[nextNested]))
         nextNested += 1
+        let outerScreen = inRenderedScreen
+        if Mode.splicesTop { inRenderedScreen = M.self == HURenderedScreen.self }
         try value.traverse(visitor: &self)
+        if Mode.splicesTop { inRenderedScreen = outerScreen }
     }
 
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {

@@ -202,7 +202,7 @@ import Testing
     @Test func allowedMessagesAreDelivered() {
         var phone = Self.established(.phone)
         let announce = Self.message(.announceApps(HUAnnounceApps()), requestID: 2)
-        guard case .deliver(let envelope, _) = phone.receive(announce, now: 1_100) else {
+        guard case .deliver(let envelope, _, _) = phone.receive(announce, now: 1_100) else {
             Issue.record("not delivered")
             return
         }

@@ -17,6 +17,15 @@ import Testing
         let scan = ImageWalk.scan(message)
         #expect(LinearEncoder.size(of: message) == reference.count && sized.bytes == reference.count, sourceLocation: sourceLocation)
         #expect(sized.hasInlineImages == scan.hasInline && sized.hasImages == (scan.hasInline || !scan.refs.isEmpty), sourceLocation: sourceLocation)
+        if let template = message as? HUTemplate {
+            try expectSameBytes(HUEnvelope.with { $0.screenUpdate.full.top = template }, sourceLocation: sourceLocation)
+        }
+        if let envelope = message as? HUEnvelope, case .full(let screen)? = envelope.screenUpdate.change, screen.hasTop {
+            // A full screen whose top template the car held encoded already.
+            var buffer = ByteBufferAllocator().buffer(capacity: 0)
+            let written = try LinearEncoder.encode(envelope, renderedTop: try LinearEncoder.bytes(screen.top), into: &buffer)
+            #expect(written == reference.count && buffer.readBytes(length: buffer.readableBytes) == reference, sourceLocation: sourceLocation)
+        }
         return sized.hasImages
     }
 
@@ -99,6 +108,9 @@ import Testing
         template.kind = .list(list)
         var screen = HURenderedScreen()
         screen.top = template
+        // A modal (also a template, the field after the top) and a tab bar
+        // whose tabs hold templates: a walk that splices the top leaves them be.
+        screen.presented = HUTemplate.with { $0.id = "alert"; $0.alert.titleVariants = ["Stop?"] }
         screen.stack = ["root", "list"]
         screen.itemsShown = 12
         screen.itemsTotal = 200
@@ -109,6 +121,12 @@ import Testing
         envelope.requestID = 1 << 40
         envelope.screenUpdate = update
         try expectSameBytes(envelope)
+        var tabs = envelope
+        tabs.screenUpdate.full.top = HUTemplate.with {
+            $0.id = "tabs"
+            $0.tabBar.tabs = [HUTab.with { $0.id = "one"; $0.template = template }, HUTab.with { $0.id = "two"; $0.template = template }]
+        }
+        try expectSameBytes(tabs)
 
         // Through the frame writer: header length matches the payload.
         var buffer = ByteBufferAllocator().buffer(capacity: 0)

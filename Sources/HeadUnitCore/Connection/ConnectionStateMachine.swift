@@ -7,8 +7,9 @@ public enum ConnectionAction: Sendable, Equatable {
     /// Nothing to do (a PONG, a frame after closing began...).
     case none
     /// An envelope the peer's role may send: hand it to the Car.
-    /// With what the limits' walk found of unknown enum values, for `Car.receive`.
-    case deliver(HUEnvelope, unknownEnum: KnownEnums.Walked)
+    /// With what the limits' walk found of unknown enum values, and the
+    /// bytes of the template a `TemplateRequest` carries (`WireTemplate`), for `Car.receive`.
+    case deliver(HUEnvelope, unknownEnum: KnownEnums.Walked, template: WireTemplate? = nil)
     /// External Accessory session bytes on a channel: hand them to the Car.
     case deliverData(channel: UInt32, ByteBuffer)
     /// A phone's VIDEO frame (section 25), header checked: hand it to the Car's video routes.
@@ -502,7 +503,8 @@ public struct ConnectionStateMachine: Sendable {
                     requestID: envelope.requestID, now: now
                 )
             }
-            return .deliver(envelope, unknownEnum: checked.unknownEnum)
+            let template = if case .templateRequest = body { WireTemplate(inEnvelope: payload) } else { WireTemplate?.none }
+            return .deliver(envelope, unknownEnum: checked.unknownEnum, template: template)
         }
     }
 

@@ -25,7 +25,9 @@ public struct SceneState: Sendable, Equatable {
     public var heldBytes: Int { stackHeld.reduce(0) { $0 + $1.bytes } + (presentedHeld?.bytes ?? 0) + searchResultsBytes }
 
     /// What the composed bound needs of a template the scene holds, taken
-    /// once when it is stored, so measuring a screen does not walk it again.
+    /// once when it is stored, so measuring a screen does not walk it again;
+    /// and its encoding once the car has needed it, so the HMIs' frame of a
+    /// screen showing it copies it instead of encoding it again.
     public struct Held: Sendable, Equatable {
         /// Its encoded size.
         public var bytes: Int
@@ -33,11 +35,38 @@ public struct SceneState: Sendable, Equatable {
         public var hasInlineImages: Bool
         /// Whether it holds any image, inline or by ref (publishing a screen looks for both).
         public var hasImages: Bool
+        /// The template encoded: the bytes the phone sent it in
+        /// (`WireTemplate`) when they are as long as its encoding, else
+        /// encoded on the first full screen that shows it. A cache: two Helds
+        /// of one template are equal with or without it.
+        public fileprivate(set) var encoded: [UInt8]?
 
-        init(_ template: HUTemplate) {
+        init(_ template: HUTemplate, wire: [UInt8]? = nil) {
             (bytes, hasInlineImages, hasImages) = LinearEncoder.sizeAndImages(of: template)
+            // Longer bytes decode to it too (a field sent twice, a default value
+            // sent), but the HMIs' frames would outgrow what the bound measured.
+            if let wire, wire.count == bytes {
+                assert((try? HUTemplate(serializedBytes: wire)) == template, "the bytes sent are the template")
+                encoded = wire
+            }
+        }
+
+        public static func == (lhs: Held, rhs: Held) -> Bool {
+            (lhs.bytes, lhs.hasInlineImages, lhs.hasImages) == (rhs.bytes, rhs.hasInlineImages, rhs.hasImages)
         }
     }
+
+    /// The top template encoded, kept once encoded (`Held.encoded`), when
+    /// `shown` is that template. A template shown as stored keeps its
+    /// storage, so the comparison is one identity check.
+    mutating func encodedTop(ifShown shown: HUTemplate) -> [UInt8]? {
+        guard let last = stackHeld.indices.last, stack[last] == shown else { return nil }
+        if let encoded = stackHeld[last].encoded { return encoded }
+        guard let encoded = try? LinearEncoder.bytes(stack[last]) else { return nil }
+        stackHeld[last].encoded = encoded
+        return encoded
+    }
+
     /// Last in-place update per template id, for the category's refresh limits.
     var lastUpdateMilliseconds: [String: UInt64] = [:]
 
@@ -53,8 +82,8 @@ public struct SceneState: Sendable, Equatable {
         self.init(id: id, appID: appID, kind: kind)
         self.stack = stack
         self.presented = presented
-        self.stackHeld = stack.map(Held.init)
-        self.presentedHeld = presented.map(Held.init)
+        self.stackHeld = stack.map { Held($0) }
+        self.presentedHeld = presented.map { Held($0) }
     }
 
     public var top: HUTemplate? { stack.last }
@@ -81,20 +110,21 @@ public struct SceneState: Sendable, Equatable {
         TemplateContext(category: category, placement: placement, displayScale: scale)
     }
 
-    public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
+    /// `wire`: the bytes the phone sent the template in (`WireTemplate`), kept when they are its encoding.
+    public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: [UInt8]? = nil) -> Result<Transition, RuleViolation> {
         if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale)) {
             return .failure(violation)
         }
         let old = visibleIDs
         stack = [template]
-        stackHeld = [Held(template)]
+        stackHeld = [Held(template, wire: wire)]
         presented = nil
         presentedHeld = nil
         searchResults = []
         return .success(Transition(disappeared: old, appeared: [template.id]))
     }
 
-    public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
+    public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: [UInt8]? = nil) -> Result<Transition, RuleViolation> {
         if let violation = requireRoot("pushing") { return .failure(violation) }
         let top = stack.last!
         guard let topKind = TemplateKind(top) else {
@@ -113,7 +143,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.invalidTemplate, "template id '\(template.id)' is already on the stack"))
         }
         stack.append(template)
-        stackHeld.append(Held(template))
+        stackHeld.append(Held(template, wire: wire))
         return .success(Transition(disappeared: [top.id], appeared: [template.id]))
     }
 
@@ -185,7 +215,9 @@ public struct SceneState: Sendable, Equatable {
 
     /// Replaces the template with the same id (on the stack, presented, or a
     /// tab's content) in place, after validating it where it stands.
-    public mutating func update(_ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64) -> Result<Void, RuleViolation> {
+    public mutating func update(
+        _ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64, wire: [UInt8]? = nil
+    ) -> Result<Void, RuleViolation> {
         if let violation = requireRoot("updating") { return .failure(violation) }
         guard let location = locate(template.id) else {
             return .failure(RuleViolation(.unknownTemplate, "template '\(template.id)' is not on screen or on the stack"))
@@ -205,7 +237,12 @@ public struct SceneState: Sendable, Equatable {
                 limit: "refresh.interval_ms", limitValue: UInt32(clamping: interval)))
         }
         lastUpdateMilliseconds[template.id] = nowMilliseconds
-        self[location] = template
+        if case .stack(let index) = location {
+            stack[index] = template
+            stackHeld[index] = Held(template, wire: wire)
+        } else {
+            self[location] = template
+        }
         return .success(())
     }
 

@@ -1,0 +1,110 @@
+import NIOCore
+
+/// The bytes of the template a `TemplateRequest` carries, as the phone sent
+/// them, found by reading the envelope's field headers (not by decoding it).
+///
+/// The car keeps these beside the template it stores, so a screen that shows
+/// the template is sent to the HMIs with them copied in, instead of encoded
+/// again (`LinearEncoder.encode(_:renderedTop:into:)`). They are that template
+/// exactly only when the decoder did not merge it from several pieces: so the
+/// envelope must hold `template_request` once, and the request exactly one
+/// field of its `op` oneof. A caller also checks that their length is the
+/// template's encoded size, so that what the HMIs are sent measures what the
+/// composed bound counted (PROTOCOL.md section 10.4).
+public struct WireTemplate: Sendable, Equatable {
+    /// The `TemplateRequest.op` field the bytes came in: set_root 10, push 11, present 15, update 17.
+    public let opField: Int
+    public let bytes: [UInt8]
+
+    public static let setRootField = 10
+    public static let pushField = 11
+    public static let presentField = 15
+    public static let updateField = 17
+
+    /// `Envelope.template_request` (headunit.proto) and `TemplateRequest.op`'s field numbers (session.proto).
+    static let templateRequestField = 11
+    static let opFields = 10...20
+    static let templateOpFields: Set<Int> = [setRootField, pushField, presentField, updateField]
+
+    public init(opField: Int, bytes: [UInt8]) {
+        self.opField = opField
+        self.bytes = bytes
+    }
+
+    /// The template in an envelope's payload, or nil when it carries none
+    /// (another message, another operation) or one the decoder merged.
+    public init?(inEnvelope payload: ByteBuffer) {
+        guard let found = payload.withUnsafeReadableBytes({ Self.find(in: $0) }) else { return nil }
+        self = found
+    }
+
+    private static func find(in envelope: UnsafeRawBufferPointer) -> WireTemplate? {
+        var request: UnsafeRawBufferPointer?
+        var reader = FieldReader(envelope)
+        while let field = reader.next() {
+            guard let field else { return nil }  // not well formed: the decoder said otherwise, so do not guess
+            if field.number == templateRequestField {
+                guard request == nil, let content = field.content else { return nil }
+                request = content
+            }
+        }
+        guard let request else { return nil }
+        var op: (number: Int, content: UnsafeRawBufferPointer)?
+        reader = FieldReader(request)
+        while let field = reader.next() {
+            guard let field else { return nil }
+            if opFields.contains(field.number) {
+                guard op == nil, let content = field.content else { return nil }
+                op = (field.number, content)
+            }
+        }
+        guard let op, templateOpFields.contains(op.number) else { return nil }
+        return WireTemplate(opField: op.number, bytes: Array(op.content))
+    }
+
+    /// Protobuf fields one after another: number, and the content of a
+    /// length-delimited one. `next()` is nil at the end and `.some(nil)` on
+    /// bytes that are not well formed (or a group, which no message here has).
+    private struct FieldReader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+        mutating func next() -> (number: Int, content: UnsafeRawBufferPointer?)?? {
+            guard offset < bytes.count else { return .none }
+            guard let tag = varint(), tag >> 3 > 0, tag >> 3 <= UInt64(Int32.max) else { return .some(nil) }
+            let number = Int(tag >> 3)
+            switch tag & 7 {
+            case 0:
+                guard varint() != nil else { return .some(nil) }
+                return (number, nil)
+            case 1, 5:
+                let width = tag & 7 == 1 ? 8 : 4
+                guard bytes.count - offset >= width else { return .some(nil) }
+                offset += width
+                return (number, nil)
+            case 2:
+                guard let length = varint(), length <= UInt64(bytes.count - offset) else { return .some(nil) }
+                let start = offset
+                offset += Int(length)
+                return (number, UnsafeRawBufferPointer(rebasing: bytes[start..<offset]))
+            default:
+                return .some(nil)
+            }
+        }
+
+        private mutating func varint() -> UInt64? {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < bytes.count, shift < 64 {
+                let byte = bytes[offset]
+                offset += 1
+                value |= UInt64(byte & 0x7f) << shift
+                if byte < 0x80 { return value }
+                shift += 7
+            }
+            return nil
+        }
+    }
+}
