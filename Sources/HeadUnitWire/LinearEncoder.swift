@@ -14,8 +14,10 @@ import SwiftProtobuf
 /// message `d` levels deep is walked `d` times. A screen update for the HMI is
 /// eight levels deep (envelope, update, screen, template, list, section, item,
 /// its kind), so that cost most of the daemon's CPU per request. Here one walk
-/// records every nested message's size, in the order the walk meets them, and
-/// a second walk writes, taking each length from that list.
+/// writes: a nested message gets one byte for its length before its content
+/// is written, enough below 128 bytes (most of them); a longer one moves its
+/// content up by the bytes its length needs more. (A first walk measuring
+/// every nested size, then a second writing, cost twice the walks.)
 ///
 /// The bytes are identical to `serializedBytes()` (the tests compare them):
 /// fields come in the same order from the same generated `traverse`. Map
@@ -25,64 +27,35 @@ public enum LinearEncoder {
     /// Appends the encoding of `message` to `buffer`; returns its byte count.
     @discardableResult
     public static func encode<M: Message>(_ message: M, into buffer: inout ByteBuffer) throws -> Int {
-        var sizes = SizingVisitor<ForEncoding>()
+        var writer = WritingVisitor<Plain>()
+        defer { writer.deallocate() }
         do {
-            try message.traverse(visitor: &sizes)
+            try message.traverse(visitor: &writer)
         } catch is MapFieldsNotSupported {
             let bytes: [UInt8] = try message.serializedBytes()
             return buffer.writeBytes(bytes)
         }
-        return try write(message, sizes: sizes, splicing: nil, into: &buffer)
+        return buffer.writeBytes(writer.written)
     }
 
     /// `encode` of a screen update whose full screen's top template is
     /// `renderedTop`, already encoded (a template the car holds, with the
     /// bytes the phone sent it in or encoded once: `SceneState.Held`): its
     /// bytes are copied where the walk meets `RenderedScreen.top` instead of
-    /// walking it twice more. The envelope decodes as `envelope` (debug
-    /// builds check every call); the bytes are `encode`'s when `renderedTop`
-    /// is the top's encoding (the tests compare them), and the same length
-    /// when they are the phone's, whose fields may come in another order.
+    /// walking it again. The envelope decodes as `envelope` (debug builds
+    /// check every call); the bytes are `encode`'s when `renderedTop` is the
+    /// top's encoding (the tests compare them), and the same length when they
+    /// are the phone's, whose fields may come in another order.
     @discardableResult
     public static func encode(_ envelope: HUEnvelope, renderedTop: [UInt8], into buffer: inout ByteBuffer) throws -> Int {
-        var sizes = SizingVisitor<ForEncodingSplicingTop>()
-        sizes.renderedTop = renderedTop.count
-        try envelope.traverse(visitor: &sizes)  // no map fields in the protocol
-        let start = buffer.writerIndex
-        let total = try write(envelope, sizes: sizes, splicing: renderedTop, into: &buffer)
+        var writer = WritingVisitor<SplicingTop>()
+        defer { writer.deallocate() }
+        writer.renderedTop = renderedTop
+        try envelope.traverse(visitor: &writer)  // no map fields in the protocol
         assert(
-            (try? HUEnvelope(serializedBytes: buffer.getBytes(at: start, length: total) ?? [])) == envelope,
+            (try? HUEnvelope(serializedBytes: Array(writer.written))) == envelope,
             "the spliced top template is the one the screen shows")
-        return total
-    }
-
-    private static func write<M: Message, Mode: SizingMode>(
-        _ message: M, sizes: SizingVisitor<Mode>, splicing renderedTop: [UInt8]?, into buffer: inout ByteBuffer
-    ) throws -> Int {
-        let total = sizes.total
-        let nested = sizes.nested
-        var failure: Error?
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: total) { raw in
-            guard total > 0, let base = raw.baseAddress else { return 0 }
-            do {
-                if let renderedTop {
-                    var writer = WritingVisitor<SplicingTop>(cursor: base, nested: nested)
-                    writer.renderedTop = renderedTop
-                    try message.traverse(visitor: &writer)
-                    precondition(writer.cursor - base == total, "protobuf size and write passes disagree")
-                } else {
-                    var writer = WritingVisitor<Plain>(cursor: base, nested: nested)
-                    try message.traverse(visitor: &writer)
-                    precondition(writer.cursor - base == total, "protobuf size and write passes disagree")
-                }
-            } catch {
-                failure = error
-                return 0
-            }
-            return total
-        }
-        if let failure { throw failure }
-        return total
+        return buffer.writeBytes(writer.written)
     }
 
     /// The encoded size of `message` in bytes, without encoding it: one walk
@@ -201,32 +174,14 @@ extension Visitor {
 /// What a sizing walk keeps besides the total, fixed per walk by the type
 /// so that each kind of walk is compiled without the others' branches.
 private protocol SizingMode {
-    /// Every nested message's size, for the writing pass.
-    static var recordsNested: Bool { get }
     /// Whether images are noted (`sizeAndImages`).
     static var notesImages: Bool { get }
-    /// Whether `RenderedScreen.top` is taken as already encoded (`encode(_:renderedTop:into:)`).
-    static var splicesTop: Bool { get }
-}
-private enum ForEncoding: SizingMode {
-    static var recordsNested: Bool { true }
-    static var notesImages: Bool { false }
-    static var splicesTop: Bool { false }
-}
-private enum ForEncodingSplicingTop: SizingMode {
-    static var recordsNested: Bool { true }
-    static var notesImages: Bool { false }
-    static var splicesTop: Bool { true }
 }
 private enum SizeOnly: SizingMode {
-    static var recordsNested: Bool { false }
     static var notesImages: Bool { false }
-    static var splicesTop: Bool { false }
 }
 private enum SizeAndImages: SizingMode {
-    static var recordsNested: Bool { false }
     static var notesImages: Bool { true }
-    static var splicesTop: Bool { false }
 }
 
 /// `RenderedScreen.top` (session.proto), the field a splicing walk takes as encoded.
@@ -234,16 +189,9 @@ private let renderedTopField = 5
 
 private struct SizingVisitor<Mode: SizingMode>: Visitor {
     var total = 0
-    /// Every nested message's encoded size, in the order `traverse` meets them
-    /// (the writing pass takes them from here; a size alone needs none).
-    var nested: [Int] = []
     /// Images met on the way (`SizeAndImages`): with an inline PNG, with any source.
     var hasInlineImages = false
     var hasImages = false
-    /// `splicesTop`: the encoded size of the rendered screen's top template,
-    /// and whether the message being walked is that screen.
-    var renderedTop = 0
-    var inRenderedScreen = false
 
     @inline(__always)
     private mutating func addField(_ fieldNumber: Int, payload: Int) {
@@ -282,20 +230,10 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
             case .asset, nil: break  // the car's own artwork: nothing to send or intern
             }
         }
-        if Mode.splicesTop, inRenderedScreen, fieldNumber == renderedTopField, M.self == HUTemplate.self {
-            addDelimited(fieldNumber, length: renderedTop)
-            return
-        }
-        let slot = nested.count
-        if Mode.recordsNested { nested.append(0) }
         let outer = total
         total = 0
-        let outerScreen = inRenderedScreen
-        if Mode.splicesTop { inRenderedScreen = M.self == HURenderedScreen.self }
         try value.traverse(visitor: &self)
-        if Mode.splicesTop { inRenderedScreen = outerScreen }
         let length = total
-        if Mode.recordsNested { nested[slot] = length }
         total = outer
         addDelimited(fieldNumber, length: length)
     }
@@ -353,24 +291,46 @@ private enum SplicingTop: WritingMode {
 }
 
 private struct WritingVisitor<Mode: WritingMode>: Visitor {
-    /// The next byte to write; the buffer was sized by pass 1.
-    var cursor: UnsafeMutableRawPointer
-    let nested: [Int]
-    var nextNested = 0
+    /// The bytes written so far, in memory this walk owns (grown by doubling;
+    /// `deallocate` when done). Each field reserves the most it can take
+    /// before it writes, so the puts below write without checks.
+    private var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    private var count = 0
     /// `splicesTop`: the rendered screen's top template, encoded, and
     /// whether the message being walked is that screen.
     var renderedTop: [UInt8] = []
     var inRenderedScreen = false
 
-    init(cursor: UnsafeMutableRawPointer, nested: [Int]) {
-        self.cursor = cursor
-        self.nested = nested
+    init() {
+        capacity = 256
+        base = .allocate(byteCount: capacity, alignment: 8)
+    }
+
+    func deallocate() { base.deallocate() }
+
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Room for `bytes` more. A tag and a varint take at most 15 bytes.
+    @inline(__always)
+    private mutating func reserve(_ bytes: Int) {
+        if bytes > capacity - count { grow(count + bytes) }
+    }
+
+    @inline(never)
+    private mutating func grow(_ needed: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < needed { newCapacity *= 2 }
+        let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+        newBase.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        (base, capacity) = (newBase, newCapacity)
     }
 
     @inline(__always)
     private mutating func putByte(_ byte: UInt8) {
-        cursor.storeBytes(of: byte, as: UInt8.self)
-        cursor += 1
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
     }
 
     @inline(__always)
@@ -385,25 +345,27 @@ private struct WritingVisitor<Mode: WritingMode>: Visitor {
 
     @inline(__always)
     private mutating func putTag(_ fieldNumber: Int, _ wireType: WireType) {
+        reserve(15)
         putVarint(UInt64(fieldNumber) << 3 | wireType.rawValue)
     }
 
     @inline(__always)
     private mutating func putFixed32(_ value: UInt32) {
-        cursor.storeBytes(of: value.littleEndian, as: UInt32.self)
-        cursor += 4
+        base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt32.self)
+        count += 4
     }
 
     @inline(__always)
     private mutating func putFixed64(_ value: UInt64) {
-        cursor.storeBytes(of: value.littleEndian, as: UInt64.self)
-        cursor += 8
+        base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt64.self)
+        count += 8
     }
 
     private mutating func putRaw(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        cursor.copyMemory(from: source, byteCount: bytes.count)
-        cursor += bytes.count
+        reserve(bytes.count)
+        (base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
     }
 
     mutating func visitSingularFloatField(value: Float, fieldNumber: Int) throws { putTag(fieldNumber, .fixed32); putFixed32(value.bitPattern) }
@@ -426,6 +388,7 @@ private struct WritingVisitor<Mode: WritingMode>: Visitor {
         putVarint(UInt64(utf8.count))
         let copied: Void? = utf8.withContiguousStorageIfAvailable { putRaw(UnsafeRawBufferPointer($0)) }
         if copied == nil {
+            reserve(utf8.count)
             for byte in utf8 { putByte(byte) }
         }
     }
@@ -448,12 +411,23 @@ private struct WritingVisitor<Mode: WritingMode>: Visitor {
             renderedTop.withUnsafeBytes { putRaw($0) }
             return
         }
-        putVarint(UInt64(nested[nextNested]))
-        nextNested += 1
+        // One byte for the length, written once the content is.
+        let lengthAt = count
+        count += 1
         let outerScreen = inRenderedScreen
         if Mode.splicesTop { inRenderedScreen = M.self == HURenderedScreen.self }
         try value.traverse(visitor: &self)
         if Mode.splicesTop { inRenderedScreen = outerScreen }
+        let length = count - lengthAt - 1
+        let more = varintSize(UInt64(length)) - 1
+        if more > 0 {
+            reserve(more)
+            let content = base + lengthAt + 1
+            (content + more).copyMemory(from: content, byteCount: length)  // memmove: the regions overlap
+        }
+        count = lengthAt
+        putVarint(UInt64(length))
+        count += length
     }
 
     mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
@@ -468,7 +442,9 @@ private struct WritingVisitor<Mode: WritingMode>: Visitor {
 
     private mutating func putPacked<T>(_ values: [T], _ fieldNumber: Int, size: (T) -> Int, put: (inout Self, T) -> Void) {
         putTag(fieldNumber, .lengthDelimited)
-        putVarint(UInt64(packedLength(values, size)))
+        let length = packedLength(values, size)
+        putVarint(UInt64(length))
+        reserve(length)
         for value in values { put(&self, value) }
     }
 
@@ -491,7 +467,7 @@ private struct WritingVisitor<Mode: WritingMode>: Visitor {
         }
     }
 
-    // Pass 1 threw for these, so pass 2 never runs on a message with a map.
+    // `encode` falls back to swift-protobuf for a message with a map.
     mutating func visitMapField<KeyType, ValueType: MapValueType>(
         fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
     ) throws { throw MapFieldsNotSupported() }
