@@ -203,7 +203,8 @@ final class CarHost: @unchecked Sendable {
         // changes no screen, status or metadata: nothing to publish after it.
         let grant = if case .sessionCredit = envelope.body { true } else { false }
         if !grant { screensPending = true }
-        var forRequester: [CarEffect] = []
+        // The requester's own effects now, in order; the others' after the read batch.
+        var dropped: [(PeerID, UInt32)] = []
         for effect in effects {
             let recipient: PeerID?
             switch effect {
@@ -219,9 +220,9 @@ final class CarHost: @unchecked Sendable {
             case .startTimer, .cancelTimer:
                 recipient = peer
             }
-            if recipient == peer { forRequester.append(effect) } else { deferred.append(effect) }
+            if recipient == peer { perform(effect, dropped: &dropped) } else { deferred.append(effect) }
         }
-        performNow(forRequester)
+        videoDropped(dropped)
         if !grant { statusPending = true }
     }
 
@@ -347,48 +348,52 @@ final class CarHost: @unchecked Sendable {
 
     private func performNow(_ effects: [CarEffect]) {
         var dropped: [(PeerID, UInt32)] = []
-        defer {
-            if !dropped.isEmpty {
-                let now = monotonicMilliseconds()
-                for (peer, channel) in dropped { performNow(car.videoDropped(channel: channel, viewer: peer, now: now)) }
+        for effect in effects { perform(effect, dropped: &dropped) }
+        videoDropped(dropped)
+    }
+
+    /// Video frames a viewer was behind for (`sendVideo`): the Car learns of them after the effects that sent them.
+    private func videoDropped(_ dropped: [(PeerID, UInt32)]) {
+        guard !dropped.isEmpty else { return }
+        let now = monotonicMilliseconds()
+        for (peer, channel) in dropped { performNow(car.videoDropped(channel: channel, viewer: peer, now: now)) }
+    }
+
+    private func perform(_ effect: CarEffect, dropped: inout [(PeerID, UInt32)]) {
+        switch effect {
+        case .send(let peer, let envelope):
+            connections[peer]?.send(envelope)
+        case .toHMIs(let stream, let envelope, let images, let renderedTop):
+            hmiHub.publish(stream, envelope, images: images, renderedTop: renderedTop, car: &car, connections: connections)
+        case .hmiJoined(let peer, let streams):
+            hmiHub.joined(peer, streams: streams, car: &car, handler: connections[peer])
+        case .close(let peer, let code, let reason):
+            connections[peer]?.closeWithGoodbye(code, reason)
+        case .startTimer(let timer, let milliseconds):
+            timers[timer]?.cancel()
+            timers[timer] = eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: milliseconds))) { [weak self] in
+                self?.timerFired(timer)
             }
-        }
-        for effect in effects {
-            switch effect {
-            case .send(let peer, let envelope):
-                connections[peer]?.send(envelope)
-            case .toHMIs(let stream, let envelope, let images, let renderedTop):
-                hmiHub.publish(stream, envelope, images: images, renderedTop: renderedTop, car: &car, connections: connections)
-            case .hmiJoined(let peer, let streams):
-                hmiHub.joined(peer, streams: streams, car: &car, handler: connections[peer])
-            case .close(let peer, let code, let reason):
-                connections[peer]?.closeWithGoodbye(code, reason)
-            case .startTimer(let timer, let milliseconds):
-                timers[timer]?.cancel()
-                timers[timer] = eventLoop.scheduleTask(in: .milliseconds(Int64(clamping: milliseconds))) { [weak self] in
-                    self?.timerFired(timer)
-                }
-            case .cancelTimer(let timer):
-                timers.removeValue(forKey: timer)?.cancel()
-            case .sendData(let peer, let channel, let payload):
-                connections[peer]?.sendData(channel: channel, payload)
-            case .sendVideo(let peer, let channel, let payload):
-                guard let connection = connections[peer] else { continue }
-                if !connection.sendVideo(channel: channel, payload) {
-                    // Behind: this frame is dropped for it (latest frame wins) and it waits for a keyframe.
-                    dropped.append((peer, channel))
-                }
-            case .refuseData(let peer, let code, let message):
-                connections[peer]?.refuseData(code, message)
-            case .refuseRequest(let peer, let result, let requestID):
-                connections[peer]?.refuse(result, requestID: requestID)
-            case .audio(let command):
-                if !audioEngine.submit(command) {
-                    logger.error("audio handoff full: command dropped", metadata: ["capacity": "\(AudioEngine.capacity)"])
-                }
-            case .sendMedia(let peer, let channel, let payload):
-                connections[peer]?.sendMedia(channel: channel, payload)
+        case .cancelTimer(let timer):
+            timers.removeValue(forKey: timer)?.cancel()
+        case .sendData(let peer, let channel, let payload):
+            connections[peer]?.sendData(channel: channel, payload)
+        case .sendVideo(let peer, let channel, let payload):
+            guard let connection = connections[peer] else { return }
+            if !connection.sendVideo(channel: channel, payload) {
+                // Behind: this frame is dropped for it (latest frame wins) and it waits for a keyframe.
+                dropped.append((peer, channel))
             }
+        case .refuseData(let peer, let code, let message):
+            connections[peer]?.refuseData(code, message)
+        case .refuseRequest(let peer, let result, let requestID):
+            connections[peer]?.refuse(result, requestID: requestID)
+        case .audio(let command):
+            if !audioEngine.submit(command) {
+                logger.error("audio handoff full: command dropped", metadata: ["capacity": "\(AudioEngine.capacity)"])
+            }
+        case .sendMedia(let peer, let channel, let payload):
+            connections[peer]?.sendMedia(channel: channel, payload)
         }
     }
 
