@@ -56,6 +56,19 @@ struct AccessorySessionTests {
         return h
     }
 
+    /// Apps "a" and "b" each open a session to the accessory.
+    func twoSessions(_ h: inout CarHarness) -> (first: UInt32, second: UInt32) {
+        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
+        _ = serve(&h, accessory, [Self.performance])
+        return (openAccepted(&h, app: "a", Self.performance), openAccepted(&h, app: "b", Self.performance))
+    }
+
+    /// The accessory grants `bytes` on `channel` (one-way, no answer).
+    func accessoryGrants(_ h: inout CarHarness, _ channel: UInt32, _ bytes: Int) {
+        h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(bytes) } },
+                              from: accessory, nowMilliseconds: h.now))
+    }
+
     static func requestedCredits(_ envelopes: [HUEnvelope]) -> [UInt32] {
         envelopes.compactMap { if case .sessionRequested(let r) = $0.body { return r.initialCredit } else { return nil } }
     }
@@ -66,10 +79,7 @@ struct AccessorySessionTests {
 
     @Test func creditAddsUpPerPeerAndWhatIsHeldIsPassedOnAsTheBudgetFrees() {
         var h = tightBudgetHarness()
-        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
-        _ = serve(&h, accessory, [Self.performance])
-        let first = openAccepted(&h, app: "a", Self.performance)
-        let second = openAccepted(&h, app: "b", Self.performance)
+        let (first, second) = twoSessions(&h)
         // The phone's budget went to the first session; the second's accessory waits.
         #expect(Self.requestedCredits(h.drain(accessory)) == [AccessoryHub.initialCredit, 0])
         // The first session ends: its share goes to the second, as a SessionCredit from the daemon.
@@ -85,10 +95,7 @@ struct AccessorySessionTests {
     /// `HeadUnitBench --accessory-sessions 16` with 512 KiB windows).
     @Test func bytesGrantedBackAfterTheSenderFinishedFreeTheBudget() {
         var h = tightBudgetHarness()
-        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
-        _ = serve(&h, accessory, [Self.performance])
-        let first = openAccepted(&h, app: "a", Self.performance)
-        let second = openAccepted(&h, app: "b", Self.performance)
+        let (first, second) = twoSessions(&h)
         _ = h.drain(h.phone)
         _ = h.drain(accessory)
         // The first app sends its whole window to the accessory and finishes
@@ -98,14 +105,12 @@ struct AccessorySessionTests {
         #expect(h.request(h.phone, .closeSession(HUCloseSession.with { $0.channel = first; $0.half = true })).code == .ok)
         #expect(Self.grants(h.drain(h.phone)).isEmpty)
         // The accessory read it all and grants it back: dropped, yet the budget frees for the second session.
-        h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = first; $0.bytes = UInt32(window) } },
-                              from: accessory, nowMilliseconds: h.now))
+        accessoryGrants(&h, first, window)
         let passed = Self.grants(h.drain(h.phone))
         #expect(passed.map(\.channel) == [second] && passed.map(\.bytes) == [AccessoryHub.initialCredit])
         _ = h.drain(accessory)  // SessionFinished
         // More granted on the finished direction is dropped: nothing passed on, no error.
-        h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = first; $0.bytes = 4096 } },
-                              from: accessory, nowMilliseconds: h.now))
+        accessoryGrants(&h, first, 4096)
         #expect(h.drain(h.phone).isEmpty && h.drain(accessory).isEmpty)
     }
 
@@ -115,22 +120,15 @@ struct AccessorySessionTests {
     /// streams (PROTOCOL.md 18.5).
     @Test func freedBudgetGoesRoundTheWaitingSessions() {
         var h = tightBudgetHarness()
-        _ = announce(&h, [("a", [Self.performance]), ("b", [Self.performance])])
-        _ = serve(&h, accessory, [Self.performance])
-        let first = openAccepted(&h, app: "a", Self.performance)
-        let second = openAccepted(&h, app: "b", Self.performance)
+        let (first, second) = twoSessions(&h)
         _ = h.drain(h.phone)
-        func grant(_ channel: UInt32, _ bytes: Int) {
-            h.apply(h.car.receive(HUEnvelope.with { $0.sessionCredit = HUSessionCredit.with { $0.channel = channel; $0.bytes = UInt32(bytes) } },
-                                  from: accessory, nowMilliseconds: h.now))
-        }
         // The accessory widens the first session's window past the budget; its app sends a window.
-        grant(first, 128 << 10)
+        accessoryGrants(&h, first, 128 << 10)
         h.apply(h.car.receiveData(channel: first, ByteBuffer(repeating: 7, count: Int(AccessoryHub.initialCredit)), from: h.phone))
         // Each half window the accessory grants back goes to the session next in turn.
         var passed: [UInt32] = []
         for _ in 0..<3 {
-            grant(first, 32 << 10)
+            accessoryGrants(&h, first, 32 << 10)
             passed += Self.grants(h.drain(h.phone)).map(\.channel)
             // The session given credit spends it, so the budget is in flight again.
             if let last = passed.last { h.apply(h.car.receiveData(channel: last, ByteBuffer(repeating: 1, count: 32 << 10), from: h.phone)) }
