@@ -7,14 +7,14 @@ import HeadUnitWire
 /// One phone at a time carries the apps; any number of HMI peers watch the
 /// screens and send input (the car's screen renderer, a debugging `watch`).
 public struct Car: Sendable {
-    public private(set) var configuration: CarConfiguration
+    @CopyOnWrite public private(set) var configuration: CarConfiguration
     public internal(set) var vehicleState: HUVehicleState
 
     var peers: [PeerID: PeerInfo] = [:]
     /// HMI peers in join order.
     var hmiPeers: [PeerID] = []
     /// The phone whose apps are announced (connected, or lost and resumable), and its device name.
-    var phoneLink = PhoneLink()
+    @CopyOnWrite var phoneLink = PhoneLink()
     var phonePeer: PeerID? { phoneLink.peer }
     var deviceName = ""
     /// Apps in announce order (the home screen's order).
@@ -34,26 +34,26 @@ public struct Car: Sendable {
     var nextEventID: UInt64 = 1
     var nextSceneID: UInt32 = 1
     /// External Accessory protocols served and the sessions on them.
-    var accessories: AccessoryHub
+    @CopyOnWrite var accessories: AccessoryHub
     var effects: [CarEffect] = []
     /// Navigation sessions, previews, alerts (Navigation/), and the metadata stream (Cluster/).
-    public internal(set) var navigation = NavigationCenter()
-    public internal(set) var clusterFeed = ClusterFeed()
+    @CopyOnWrite public internal(set) var navigation = NavigationCenter()
+    @CopyOnWrite public internal(set) var clusterFeed = ClusterFeed()
     /// The inputs `clusterFeed`'s state was last built from (`takeMetadata`).
-    var metadataBuiltFrom = MetadataInputs.unbuilt
-    public internal(set) var audio = AudioFocus()
+    @CopyOnWrite var metadataBuiltFrom = MetadataInputs.unbuilt
+    @CopyOnWrite public internal(set) var audio = AudioFocus()
     /// The apps' remote commands and the commands waiting for their answer (section 23).
-    public internal(set) var remote: RemoteCommands
+    @CopyOnWrite public internal(set) var remote: RemoteCommands
     /// The audio streams to the mixer and the microphone (section 24).
-    public internal(set) var audioStreams: AudioStreams
+    @CopyOnWrite public internal(set) var audioStreams: AudioStreams
     /// Who hears the car's mixed output (section 24.7).
-    public internal(set) var audioTap: AudioTap
+    @CopyOnWrite public internal(set) var audioTap: AudioTap
     /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
-    public internal(set) var hmiImages = HMIImages()
+    @CopyOnWrite public internal(set) var hmiImages = HMIImages()
     /// Who watches which screen's base-view video (Video/, section 25).
-    public internal(set) var video: VideoRoutes
+    @CopyOnWrite public internal(set) var video: VideoRoutes
     /// The phone's calls and the actions waiting for the app (Calls/, section 26).
-    public internal(set) var calls: CallSession
+    @CopyOnWrite public internal(set) var calls: CallSession
 
     struct TimedOutEvent: Equatable, Sendable {
         var id: UInt64
