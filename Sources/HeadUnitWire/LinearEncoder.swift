@@ -171,7 +171,7 @@ extension Visitor {
     }
 }
 
-// MARK: - Pass 1: sizes
+// MARK: - Sizes (size(of:), sizeAndImages)
 
 /// What a sizing walk keeps besides the total, fixed per walk by the type
 /// so that each kind of walk is compiled without the others' branches.
@@ -279,7 +279,7 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
     mutating func visitUnknown(bytes: Data) throws { total += bytes.count }
 }
 
-// MARK: - Pass 2: bytes
+// MARK: - Bytes (encode)
 
 /// Whether a writing walk copies `RenderedScreen.top` from bytes encoded before.
 private protocol WritingMode {
