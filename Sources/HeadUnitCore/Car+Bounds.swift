@@ -57,11 +57,11 @@ extension Car {
         if let owner, let scene = apps[owner.appID]?.scenes[owner.kind] {
             // Not a now-playing top: the render puts the app's shared content in it.
             if rendered.hasTop, let held = scene.stackHeld.last, !held.hasInlineImages, TemplateKind(rendered.top) != .nowPlaying {
-                known += LinearEncoder.messageFieldSize(fieldNumber: Self.renderedTopField, contentBytes: held.bytes)
+                known += LinearEncoder.messageFieldSize(fieldNumber: LinearEncoder.renderedTopField, contentBytes: held.bytes)
                 rendered.clearTop()
             }
             if rendered.hasPresented, let held = scene.presentedHeld, !held.hasInlineImages {
-                known += LinearEncoder.messageFieldSize(fieldNumber: Self.renderedPresentedField, contentBytes: held.bytes)
+                known += LinearEncoder.messageFieldSize(fieldNumber: LinearEncoder.renderedPresentedField, contentBytes: held.bytes)
                 rendered.clearPresented()
             }
         }
@@ -71,10 +71,6 @@ extension Car {
             "the held sizes add up to the screen's as measured whole")
         return bytes
     }
-
-    /// `RenderedScreen.top` and `.presented` (session.proto).
-    static let renderedTopField = 5
-    static let renderedPresentedField = 6
 
     /// What the phone's apps hold, encoded: their announcements and templates:
     /// stacks, modals, search results (cached per scene) and now-playing

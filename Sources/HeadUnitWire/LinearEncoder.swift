@@ -186,8 +186,13 @@ private enum SizeAndImages: SizingMode {
     static var notesImages: Bool { true }
 }
 
-/// `RenderedScreen.top` (session.proto), the field a splicing walk takes as encoded.
-private let renderedTopField = 5
+extension LinearEncoder {
+    /// `RenderedScreen.top` and `.presented` (session.proto): the field a
+    /// splicing walk takes as encoded, and the car's composed bound's
+    /// held sizes (Car+Bounds).
+    public static let renderedTopField = 5
+    public static let renderedPresentedField = 6
+}
 
 private struct SizingVisitor<Mode: SizingMode>: Visitor {
     var total = 0
@@ -408,7 +413,7 @@ private struct WritingVisitor<Mode: WritingMode>: Visitor {
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
         putTag(fieldNumber, .lengthDelimited)
-        if Mode.splicesTop, inRenderedScreen, fieldNumber == renderedTopField, M.self == HUTemplate.self {
+        if Mode.splicesTop, inRenderedScreen, fieldNumber == LinearEncoder.renderedTopField, M.self == HUTemplate.self {
             putVarint(UInt64(renderedTop.count))
             renderedTop.withUnsafeBytes { putRaw($0) }
             return

@@ -240,12 +240,7 @@ public struct SceneState: Sendable, Equatable {
                 limit: "refresh.interval_ms", limitValue: UInt32(clamping: interval)))
         }
         lastUpdateMilliseconds[template.id] = nowMilliseconds
-        if case .stack(let index) = location {
-            stack[index] = template
-            stackHeld[index] = Held(template, wire: wire)
-        } else {
-            self[location] = template
-        }
+        store(template, at: location, wire: wire)
         return .success(())
     }
 
@@ -313,20 +308,25 @@ public struct SceneState: Sendable, Equatable {
                 return bar.tabs[tab].template
             }
         }
-        set {
-            switch location {
-            case .presented:
-                presented = newValue
-                presentedHeld = Held(newValue)
-            case .stack(let index):
-                stack[index] = newValue
-                stackHeld[index] = Held(newValue)
-            case .tab(let index, let tab):
-                guard case .tabBar(var bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
-                bar.tabs[tab].template = newValue
-                stack[index].kind = .tabBar(bar)
-                stackHeld[index] = Held(stack[index])
-            }
+        set { store(newValue, at: location) }
+    }
+
+    /// Puts `template` at `location`, its `Held` measured again. `wire`, the
+    /// bytes the phone sent it in, is kept for a stack entry (a tab's
+    /// template is stored inside its tab bar, whose bytes they are not).
+    mutating func store(_ template: HUTemplate, at location: Location, wire: [UInt8]? = nil) {
+        switch location {
+        case .presented:
+            presented = template
+            presentedHeld = Held(template)
+        case .stack(let index):
+            stack[index] = template
+            stackHeld[index] = Held(template, wire: wire)
+        case .tab(let index, let tab):
+            guard case .tabBar(var bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
+            bar.tabs[tab].template = template
+            stack[index].kind = .tabBar(bar)
+            stackHeld[index] = Held(stack[index])
         }
     }
 
