@@ -254,6 +254,11 @@ let package = Package(
             dependencies: ["HeadUnitCore", "HeadUnitWire", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
+            // The daemon's own command line (an executable target, imported @testable).
+            name: "HeadUnitDaemonTests",
+            dependencies: ["headunitd", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(
             name: "SystemdTests",
             dependencies: ["Systemd"]
         ),
