@@ -36,7 +36,14 @@ scripts/setup.sh debhelper dpkg-dev fakeroot binutils $([ $run_lintian = 1 ] && 
 # No debug information: the packaged binaries are stripped below anyway, and
 # emitting DWARF for every module (BoringSSL twice, NIO, protobuf) is time
 # the build does not need.
-BUILD=(swift build -c release --static-swift-stdlib -debug-info-format none --scratch-path "$SCRATCH")
+# --no-export-dynamic: swiftc exports every symbol of an executable (50,000 in
+# .dynsym, 1.2 MiB, with 3 MiB of names), which nothing here looks up (the one
+# dlsym at start, libdispatch's dispatch_async_swift_job, is not found either
+# way) and a stripped binary prints no backtrace with. Without them: 5 MiB off
+# the file, 2 MiB off the idle RSS, and the Swift runtime's dladdr of itself
+# at start no longer walks them (BENCHMARKS.md, start-up round two).
+BUILD=(swift build -c release --static-swift-stdlib -debug-info-format none --scratch-path "$SCRATCH"
+    -Xlinker --no-export-dynamic)
 if [ $build = 1 ]; then
     for product in headunitd headunitctl; do
         nice -n 10 "${BUILD[@]}" --product "$product" >&2
