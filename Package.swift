@@ -49,7 +49,11 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 // SHA-256 names each image the HMIs are sent once (Observers/HMIImages.swift).
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            // Release builds skip the run-time exclusivity checks (debug builds and
+            // tests keep them): the Car's sub-states behind `CopyOnWrite` boxes
+            // made every access to them a checked class access (BENCHMARKS.md, round five).
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
         // TLS on TCP and pairing crypto (PROTOCOL.md section 20): the car's identity
         // key and certificate, pinning, SPAKE2 (BoringSSL's) and the pairing key schedule.
@@ -85,7 +89,9 @@ let package = Package(
                 // The car's speakers and microphone on a board ("alsa:DEVICE", section 24.5).
                 "CALSA",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            // As HeadUnitCore: CarHost's and the handlers' class state, checked in debug builds only.
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
         .systemLibrary(
             name: "CALSA",
