@@ -56,7 +56,7 @@ extension Car {
         var known = 0
         if let owner, let scene = apps[owner.appID]?.scenes[owner.kind] {
             // Not a now-playing top: the render puts the app's shared content in it.
-            if rendered.hasTop, let held = scene.stackHeld.last, !held.hasInlineImages, TemplateKind(rendered.top) != .nowPlaying {
+            if rendered.hasTop, let held = scene.stackHeld.last, !held.hasInlineImages, held.kind != .nowPlaying {
                 known += LinearEncoder.messageFieldSize(fieldNumber: LinearEncoder.renderedTopField, contentBytes: held.bytes)
                 rendered.clearTop()
             }

@@ -439,25 +439,28 @@ extension Car {
         rendered.appID = owner.appID
         rendered.sceneID = scene.id
         rendered.stack = scene.stack.map(\.id)
-        if var top = scene.top {
-            switch top.kind {
+        // The kind as held (`SceneState.Held`): reading `top.kind` copies the template's content.
+        if var top = scene.top, let held = scene.stackHeld.last {
+            switch held.kind {
             case .nowPlaying:
                 top.nowPlaying = app.nowPlaying
                 if let commands = remote.set(of: owner.appID) { rendered.remoteCommands = commands }
-            case .tabBar(let bar):
-                rendered.selectedTabID = scene.selectedTabs[top.id] ?? (bar.selectedTabID.isEmpty ? bar.tabs.first?.id ?? "" : bar.selectedTabID)
+            case .tabBar:
+                if case .tabBar(let bar) = top.kind {
+                    rendered.selectedTabID = scene.selectedTabs[top.id] ?? (bar.selectedTabID.isEmpty ? bar.tabs.first?.id ?? "" : bar.selectedTabID)
+                }
             case .search:
                 rendered.searchResults = scene.searchResults
             default:
                 break
             }
-            if let cap = listCap {
+            if let cap = listCap, held.kind == .list || held.kind == .tabBar {
                 let truncated = truncateLists(top, maxItems: cap)
                 top = truncated.template
                 rendered.itemsShown = UInt32(truncated.shown)
                 rendered.itemsTotal = UInt32(truncated.total)
-            } else if case .list(let list) = top.kind {
-                let total = UInt32(list.sections.reduce(0) { $0 + $1.items.count })
+            } else if held.kind == .list {
+                let total = UInt32(held.listSectionItems.reduce(0, +))
                 rendered.itemsShown = total
                 rendered.itemsTotal = total
             }
@@ -465,7 +468,7 @@ extension Car {
         }
         if let presented = scene.presented { rendered.presented = presented }
         // The navigation bar's Now Playing button shows for the current now-playing app only.
-        rendered.showNowPlayingButton = !nowPlayingAppID.isEmpty && scene.top.map { TemplateKind($0) != .nowPlaying } ?? false
+        rendered.showNowPlayingButton = !nowPlayingAppID.isEmpty && scene.stackHeld.last.map { $0.kind != .nowPlaying } ?? false
         for (id, pending) in pendingEvents where pending.showsSpinner && pending.appID == owner.appID && pending.sceneKind == owner.kind {
             rendered.pending = pending.selection(id)
         }
@@ -551,7 +554,7 @@ extension Car {
     /// template, which is walked): the rest of the screen is scanned alone.
     mutating func externalize(_ rendered: inout HURenderedScreen, owner: SceneRef?) -> [String]? {
         guard rendered.hasTop, let owner, let held = apps[owner.appID]?.scenes[owner.kind]?.stackHeld.last,
-            !held.hasImages, TemplateKind(rendered.top) != .nowPlaying
+            !held.hasImages, held.kind != .nowPlaying
         else { return hmiImages.externalize(&rendered) }
         var rest = rendered
         rest.clearTop()

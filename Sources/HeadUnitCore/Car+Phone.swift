@@ -235,11 +235,12 @@ extension Car {
             var shown = HUTemplateShown()
             shown.templateID = scene.visibleTemplateID ?? ""
             shown.depth = UInt32(scene.stack.count)
-            if let top = scene.stack.last, case .list = top.kind {
+            if let held = scene.stackHeld.last, held.kind == .list {
                 // Counted as the HMI is shown it (render applies the same cut).
-                let truncated = truncateLists(top, maxItems: listCap ?? Int.max)
-                shown.itemsShown = UInt32(truncated.shown)
-                shown.itemsTotal = UInt32(truncated.total)
+                let counts = DrivingLimits.counts(
+                    sectionItems: held.listSectionItems, maxItems: listCap ?? Int.max, maxSections: sectionCap ?? Int.max)
+                shown.itemsShown = UInt32(counts.shown)
+                shown.itemsTotal = UInt32(counts.total)
             }
             var result = HUResult()
             result.templateShown = shown

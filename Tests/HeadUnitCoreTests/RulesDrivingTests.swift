@@ -57,6 +57,40 @@ import Testing
         #expect(result.total == 23)
     }
 
+    /// What the car answers a push with and what a parked screen shows are
+    /// counted from the held section sizes (`DrivingLimits.counts`), not by
+    /// cutting the list: the same numbers as the cut, for every shape and cap.
+    @Test func countsAreWhatTheCutShows() {
+        for sections in 1...5 {
+            for items in [0, 1, 3, 7] {
+                let list = Fixture.list(items: items, sections: sections)
+                let sizes = Fixture.listTemplate(list).sections.map(\.items.count)
+                for maxItems in [0, 1, 4, 12, 35] {
+                    for maxSections in [0, 1, 2, 12] {
+                        let cut = DrivingLimits.truncate(list, maxItems: maxItems, maxSections: maxSections)
+                        let counted = DrivingLimits.counts(sectionItems: sizes, maxItems: maxItems, maxSections: maxSections)
+                        #expect(counted.shown == cut.shown && counted.total == cut.total, "\(sizes) \(maxItems) \(maxSections)")
+                    }
+                }
+            }
+        }
+        // Uneven sections, an empty one among them.
+        #expect(DrivingLimits.counts(sectionItems: [5, 0, 9, 2], maxItems: 12, maxSections: 0) == (12, 16))
+        #expect(DrivingLimits.counts(sectionItems: [5, 0, 9, 2], maxItems: 12, maxSections: 2) == (5, 16))
+        #expect(DrivingLimits.counts(sectionItems: [], maxItems: 12, maxSections: 2) == (0, 0))
+    }
+
+    /// A held template keeps its kind and section sizes, read once when stored.
+    @Test func heldTemplatesKnowTheirKindAndSectionSizes() {
+        var scene = SceneState(id: 1, appID: "app", kind: .main)
+        _ = scene.setRoot(Fixture.list(items: 2, sections: 3), category: .audio, scale: 2)
+        #expect(scene.stackHeld.last?.kind == .list)
+        #expect(scene.stackHeld.last?.listSectionItems == [2, 2, 2])
+        _ = scene.push(Fixture.grid(), category: .audio, scale: 2)
+        #expect(scene.stackHeld.map(\.kind) == [.list, .grid])
+        #expect(scene.stackHeld.last?.listSectionItems == [])
+    }
+
     @Test func templatesWithoutListsAreUnchanged() {
         let grid = Fixture.grid()
         let result = DrivingLimits.truncate(grid, maxItems: 1, maxSections: 1)

@@ -15,6 +15,9 @@ public enum DrivingLimits {
         switch template.kind {
         case .list(let list):
             let (truncated, shown, total) = truncate(list, maxItems: maxItems, maxSections: maxSections)
+            // Nothing cut: the template itself, its storage shared (a screen
+            // showing the held top is known by that identity, `SceneState.encodedTop`).
+            if shown == total && truncated.sections.count == list.sections.count { return (template, shown, total) }
             var result = template
             result.kind = .list(truncated)
             return (result, shown, total)
@@ -33,6 +36,21 @@ public enum DrivingLimits {
         case nil, .grid, .nowPlaying, .alert, .actionSheet, .information, .pointOfInterest, .contact, .map, .search, .voiceControl:
             return (template, 0, 0)
         }
+    }
+
+    /// What `truncate` would show of a list whose sections hold these many
+    /// items, counted without building the cut list.
+    public static func counts(sectionItems: [Int], maxItems: Int, maxSections: Int) -> (shown: Int, total: Int) {
+        let total = sectionItems.reduce(0, +)
+        var remaining = maxItems > 0 ? maxItems : Int.max
+        var shown = 0
+        for items in sectionItems.prefix(maxSections > 0 ? maxSections : Int.max) {
+            if remaining == 0 { break }
+            let taken = min(items, remaining)
+            shown += taken
+            remaining -= taken
+        }
+        return (shown, total)
     }
 
     static func truncate(_ list: HUListTemplate, maxItems: Int, maxSections: Int) -> (HUListTemplate, shown: Int, total: Int) {

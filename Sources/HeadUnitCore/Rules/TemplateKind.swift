@@ -6,7 +6,11 @@ public enum TemplateKind: String, CaseIterable, Sendable {
     case pointOfInterest, contact, map, search, voiceControl
 
     public init?(_ template: HUTemplate) {
-        switch template.kind {
+        self.init(template.kind)
+    }
+
+    public init?(_ kind: HUTemplate.OneOf_Kind?) {
+        switch kind {
         case .list: self = .list
         case .grid: self = .grid
         case .tabBar: self = .tabBar

@@ -40,9 +40,22 @@ public struct SceneState: Sendable, Equatable {
         /// encoded on the first full screen that shows it. A cache: two Helds
         /// of one template are equal with or without it.
         public fileprivate(set) var encoded: [UInt8]?
+        /// Its kind, and for a list the items in each section: read once here,
+        /// because each read of `HUTemplate.kind` copies the whole oneof out of
+        /// the template's storage (~430 instructions for a list; a push and a
+        /// pop read it ~24 times).
+        public let kind: TemplateKind?
+        public let listSectionItems: [Int]
 
         init(_ template: HUTemplate, wire: [UInt8]? = nil) {
             (bytes, hasInlineImages, hasImages) = LinearEncoder.sizeAndImages(of: template)
+            let oneof = template.kind
+            kind = TemplateKind(oneof)
+            if case .list(let list)? = oneof {
+                listSectionItems = list.sections.map(\.items.count)
+            } else {
+                listSectionItems = []
+            }
             // Longer bytes decode to it too (a field sent twice, a default value
             // sent), but the HMIs' frames would outgrow what the bound measured.
             if let wire, wire.count == bytes {
@@ -130,7 +143,7 @@ public struct SceneState: Sendable, Equatable {
     public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: [UInt8]? = nil) -> Result<Transition, RuleViolation> {
         if let violation = requireRoot("pushing") { return .failure(violation) }
         let top = stack.last!
-        guard let topKind = TemplateKind(top) else {
+        guard let topKind = stackHeld.last!.kind else {
             return .failure(RuleViolation(.invalidTemplate, "the template on top has no kind"))
         }
         if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale)) {
@@ -294,7 +307,7 @@ public struct SceneState: Sendable, Equatable {
         case .presented: return .present
         case .tab: return .tab
         case .stack(0): return .root
-        case .stack(let index): return TemplateKind(stack[index - 1]).map { .push(onTopOf: $0) } ?? .root
+        case .stack(let index): return stackHeld[index - 1].kind.map { .push(onTopOf: $0) } ?? .root
         }
     }
 
