@@ -86,8 +86,9 @@ public enum ImageRules {
     }
 
     /// Checks an optional image: absent (`present` false) is always fine.
-    static func check(_ image: HUImage, present: Bool, use: ImageUse, scale: UInt32, what: @autoclosure () -> String) -> RuleViolation? {
-        present ? check(image, use: use, scale: scale, what: what()) : nil
+    /// `image` is read only when present: reading an absent one builds a default image.
+    static func check(_ image: @autoclosure () -> HUImage, present: Bool, use: ImageUse, scale: UInt32, what: @autoclosure () -> String) -> RuleViolation? {
+        present ? check(image(), use: use, scale: scale, what: what()) : nil
     }
 
     /// Width and height from a PNG's IHDR chunk, or nil when the bytes are not a PNG.

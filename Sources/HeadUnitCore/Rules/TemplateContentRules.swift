@@ -36,8 +36,10 @@ struct TemplateContentRules {
         count < minimum ? .tooFew(limit(), count: count, minimum: minimum) : nil
     }
 
-    func image(_ image: HUImage, present: Bool, _ use: ImageUse, _ what: @autoclosure () -> String) -> RuleViolation? {
-        ImageRules.check(image, present: present, use: use, scale: scale, what: what())
+    /// The image is an autoclosure too: read only when present (reading an
+    /// absent one builds a default image, then destroys it; twice per list item).
+    func image(_ image: @autoclosure () -> HUImage, present: Bool, _ use: ImageUse, _ what: @autoclosure () -> String) -> RuleViolation? {
+        ImageRules.check(image(), present: present, use: use, scale: scale, what: what())
     }
 
     /// Leading and trailing navigation-bar buttons: at most 2 a side, images bar-sized.

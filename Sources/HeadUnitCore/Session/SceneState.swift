@@ -52,7 +52,7 @@ public struct SceneState: Sendable, Equatable {
             let oneof = template.kind
             kind = TemplateKind(oneof)
             if case .list(let list)? = oneof {
-                listSectionItems = list.sections.map(\.items.count)
+                listSectionItems = list.sections.map { $0.items.count }
             } else {
                 listSectionItems = []
             }
