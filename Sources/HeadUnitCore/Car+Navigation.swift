@@ -422,17 +422,17 @@ extension Car {
     func metadataInputs() -> MetadataInputs {
         let app = apps[nowPlayingAppID]
         return MetadataInputs(
-            navigation: navigation, nowPlayingAppID: nowPlayingAppID,
+            navigation: $navigation, nowPlayingAppID: nowPlayingAppID,
             nowPlaying: app?.nowPlayingSet == true ? app?.nowPlaying : nil,
             contentStyle: vehicleState.contentStyle,
             clusterOwnerAppID: screenOwners[.instrumentCluster]?.appID, dashboardOwnerAppID: screenOwners[.dashboard]?.appID,
-            audio: audio, phoneLink: phoneLink.wire, deviceName: deviceName)
+            audio: $audio, phoneLink: phoneLink.wire, deviceName: deviceName)
     }
 
     /// The metadata state from its inputs alone (nothing else of the car is
     /// in reach here), so equal inputs give an equal state.
     static func metadataState(from inputs: MetadataInputs) -> HUMetadataState {
-        let navigation = inputs.navigation
+        let navigation = inputs.navigation.wrappedValue
         var state = HUMetadataState()
         var guidance = HUGuidanceSection()
         guidance.nativeNavigationActive = navigation.nativeNavigationActive
@@ -507,7 +507,7 @@ extension Car {
             cluster.dashboardButtons = navigation.dashboardButtons[owner] ?? []
         }
         state.cluster = cluster
-        state.audio = inputs.audio.section
+        state.audio = inputs.audio.wrappedValue.section
         state.phone = HUPhoneSection.with {
             $0.link = inputs.phoneLink
             $0.deviceName = inputs.deviceName
@@ -523,8 +523,10 @@ extension Car {
         let inputs = metadataInputs()
         if inputs != metadataBuiltFrom {  // both borrowed: no Optional, no copies
             clusterFeed.update(to: Self.metadataState(from: inputs))
-            metadataBuiltFrom = inputs
         }
+        // Kept even when equal: it then shares the car's current storage, so
+        // the next comparison is identity checks until something changes.
+        metadataBuiltFrom = inputs
         return clusterFeed.take()
     }
 }
@@ -536,14 +538,15 @@ extension Car {
 /// mostly identity checks: far cheaper than building the state and comparing
 /// its eleven sections.
 struct MetadataInputs: Equatable, Sendable {
-    var navigation: NavigationCenter
+    /// The car's own boxes (`CopyOnWrite`): unchanged, they compare by identity.
+    var navigation: CopyOnWrite<NavigationCenter>
     var nowPlayingAppID: String
     /// The app's content, when it set one.
     var nowPlaying: HUNowPlayingTemplate?
     var contentStyle: HUContentStyle
     var clusterOwnerAppID: String?
     var dashboardOwnerAppID: String?
-    var audio: AudioFocus
+    var audio: CopyOnWrite<AudioFocus>
     var phoneLink: HUPhoneLink
     var deviceName: String
     /// False only in `.unbuilt`, so no car's inputs equal it.
@@ -551,6 +554,7 @@ struct MetadataInputs: Equatable, Sendable {
 
     /// What a car starts with: nothing built yet.
     static let unbuilt = MetadataInputs(
-        navigation: NavigationCenter(), nowPlayingAppID: "", nowPlaying: nil, contentStyle: .unspecified,
-        clusterOwnerAppID: nil, dashboardOwnerAppID: nil, audio: AudioFocus(), phoneLink: .none, deviceName: "", built: false)
+        navigation: CopyOnWrite(wrappedValue: NavigationCenter()), nowPlayingAppID: "", nowPlaying: nil, contentStyle: .unspecified,
+        clusterOwnerAppID: nil, dashboardOwnerAppID: nil, audio: CopyOnWrite(wrappedValue: AudioFocus()), phoneLink: .none,
+        deviceName: "", built: false)
 }

@@ -145,6 +145,9 @@ public struct Car: Sendable {
         let body = envelope.body
         let scope = ComposedScope(body)
         let before = scope.isEmpty ? nil : self
+        // A push's answer, four lifecycle events and the HMIs' screen: one
+        // allocation, not the four an array growing from empty makes.
+        effects.reserveCapacity(8)
         // Accessory-session traffic changes no screen: no re-render after it.
         if let body, receiveAccessoryMessage(body, requestID: request, from: peer) {
             return takeEffects()

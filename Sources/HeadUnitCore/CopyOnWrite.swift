@@ -24,4 +24,17 @@ public struct CopyOnWrite<Value: Sendable>: Sendable {
             yield &box.value
         }
     }
+
+    /// `$name`: the wrapper itself, to keep a reference to the value as it is now.
+    public var projectedValue: CopyOnWrite<Value> { self }
+}
+
+/// Equal when they share storage (a value is changed in place only while
+/// nothing else refers to it, so shared storage has not changed since), else
+/// when the values are equal: comparing a kept copy with the current one is
+/// then one identity check until the value changes.
+extension CopyOnWrite: Equatable where Value: Equatable {
+    public static func == (lhs: CopyOnWrite, rhs: CopyOnWrite) -> Bool {
+        lhs.box === rhs.box || lhs.box.value == rhs.box.value
+    }
 }
