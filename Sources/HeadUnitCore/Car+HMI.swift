@@ -399,6 +399,17 @@ extension Car {
 
     // MARK: - rendering
 
+    /// Everything `homeScreen()` reads, cheap to compare: the apps' infos and
+    /// strings compare by storage first, the calls by their box.
+    func homeInputs() -> HomeInputs {
+        HomeInputs(
+            deviceName: deviceName, nowPlayingAppID: nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls,
+            apps: appOrder.map { id in
+                let app = apps[id]
+                return HomeInputs.App(id: id, info: app?.info, category: app?.category, running: app?.scenes[.main] != nil)
+            })
+    }
+
     func homeScreen() -> HUHomeScreen {
         var home = HUHomeScreen()
         home.deviceName = deviceName
@@ -511,11 +522,19 @@ extension Car {
     mutating func publishScreens() {
         // What the HMIs are sent carries images by ref (section 12.6).
         defer { hmiImages.endRound() }
-        var home = homeScreen()
-        hmiImages.externalize(&home)
-        if home != lastHomeScreen {
-            lastHomeScreen = home
-            sendToHMIs(.home, .homeScreen(home))
+        let inputs = homeInputs()
+        if lastHomeScreen != nil, let last = lastHomeInputs, inputs == last.inputs {
+            hmiImages.keepShowing(last.refs)  // built from the same inputs: the same screen, its images still in use
+            // Kept so they share the car's current storage: the next comparison is identity checks.
+            lastHomeInputs = (inputs, last.refs)
+        } else {
+            var home = homeScreen()
+            hmiImages.externalize(&home)
+            lastHomeInputs = (inputs, HMIImages.refs(in: home))
+            if home != lastHomeScreen {
+                lastHomeScreen = home
+                sendToHMIs(.home, .homeScreen(home))
+            }
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             var new = render(screen)

@@ -26,6 +26,10 @@ public struct Car: Sendable {
     var rendered: [HUScreen: HURenderedScreen] = [:]
     var screenSequence: [HUScreen: UInt64] = [:]
     var lastHomeScreen: HUHomeScreen?
+    /// What the last home screen built came from (`HomeInputs`), and the
+    /// refs of its images: equal inputs give an equal home screen, so a
+    /// publish need not build it again.
+    var lastHomeInputs: (inputs: HomeInputs, refs: [String])?
     var nowPlayingAppID = ""
     var pendingEvents: [UInt64: PendingEvent] = [:]
     /// Recently timed-out events (bounded), so a late completion is told so.

@@ -180,4 +180,34 @@ struct HMIImagesTests {
         #expect(answer.code == .ok && answer.imageData.png == icon.png)
         #expect(harness.request(harness.hmi, .getImage(HUGetImage.with { $0.ref = "nope" })).code == .unknownImage)
     }
+
+    /// A publish whose home-screen inputs did not change does not build the
+    /// home screen again (`HomeInputs`), yet its icons stay in use round after
+    /// round; a change (a scene connecting marks the icon running) sends it again.
+    @Test func anUnchangedHomeScreenKeepsItsIconsAcrossPublishes() {
+        var harness = CarHarness()
+        harness.join(harness.phone, .phone)
+        let icon = Fixture.png(width: 120, height: 120)
+        _ = harness.request(harness.phone, .announceApps(HUAnnounceApps.with {
+            $0.deviceName = "Test Phone"
+            $0.apps = [HUAppInfo.with { $0.appID = "a"; $0.displayName = "A"; $0.entitlements = ["com.apple.developer.carplay-audio"]; $0.icon = icon }]
+        }))
+        harness.join(harness.hmi, .hmi)
+        _ = harness.drain(harness.hmi)
+        let ref = HMIImages.ref(of: icon.png)
+        for _ in 0..<5 {
+            // A request that changes no home-screen input (each request publishes).
+            _ = harness.request(harness.phone, .getStatus(HUGetStatus()))
+            #expect(harness.car.hmiImage(ref)?.png == icon.png, "the icon is still shown")
+        }
+        #expect(harness.drain(harness.hmi).allSatisfy { if case .homeScreen = $0.body { false } else { true } }, "no home screen resent")
+        // The app is launched: its icon shows it running, so the home screen is sent again.
+        _ = harness.launch("a")
+        let homes = harness.drain(harness.hmi).compactMap { envelope -> HUHomeScreen? in
+            if case .homeScreen(let home) = envelope.body { return home }
+            return nil
+        }
+        #expect(homes.last?.icons.first?.running == true, "\(homes)")
+        #expect(harness.car.hmiImage(ref)?.png == icon.png)
+    }
 }

@@ -79,6 +79,15 @@ public struct HMIImages: Sendable {
         return nil
     }
 
+    /// Keeps images already interned (`refs` of a screen shown again
+    /// unchanged) in use this round, as `externalize` of that screen would.
+    mutating func keepShowing(_ refs: [String]) {
+        guard !refs.isEmpty else { return }
+        for ref in refs { store[ref]?.used = round }
+        let keys = known.compactMap { refs.contains($0.value.ref) ? $0.key : nil }
+        for key in keys { known[key]!.used = round }
+    }
+
     /// The home screen as HMIs are sent it (every inline PNG by its 64-character
     /// ref), for measuring it without interning anything (ComposedLimits).
     static func asSent(_ home: HUHomeScreen) -> HUHomeScreen {

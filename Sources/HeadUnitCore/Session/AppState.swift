@@ -32,3 +32,22 @@ public struct AppState: Sendable, Equatable {
 
 /// The id of the now-playing template the car shows on an app's behalf.
 public let nowPlayingTemplateID = "now-playing"
+
+/// What the home screen is built from (`Car.homeInputs()`, `Car.homeScreen()`):
+/// the apps in announce order with what their icons show, the calls (their
+/// apps' names come from the same infos), the now-playing app, the phone
+/// link and the device's name.
+struct HomeInputs: Equatable, Sendable {
+    struct App: Equatable, Sendable {
+        var id: String
+        var info: HUAppInfo?
+        var category: HUCategory?
+        var running: Bool
+    }
+
+    var deviceName: String
+    var nowPlayingAppID: String
+    var phoneLink: HUPhoneLink
+    var calls: CopyOnWrite<CallSession>
+    var apps: [App]
+}
