@@ -349,20 +349,27 @@ extension Car {
     }
 
     mutating func sendLifecycle(_ transition: SceneState.Transition, appID: String, scene: SceneState, animated: Bool) {
-        func event(_ templateID: String, _ phase: HULifecyclePhase) -> HUEnvelope.OneOf_Body {
-            var event = HUAppEvent()
-            event.appID = appID
-            event.sceneID = scene.id
-            event.templateID = templateID
-            var lifecycle = HUTemplateLifecycle()
-            lifecycle.phase = phase
-            lifecycle.animated = animated
-            event.kind = .lifecycle(lifecycle)
-            return .appEvent(event)
+        let sceneID = scene.id
+        func send(_ templateID: String, _ phase: HULifecyclePhase, car: inout Car) {
+            if let phone = car.phonePeer {
+                // Encoded from the values (four events a push or pop): the same bytes as the envelope.
+                car.effects.append(.sendEncoded(phone, LifecycleEventEncoding.envelope(
+                    appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)))
+            } else if car.phoneLink.isReconnecting {
+                var event = HUAppEvent()
+                event.appID = appID
+                event.sceneID = sceneID
+                event.templateID = templateID
+                var lifecycle = HUTemplateLifecycle()
+                lifecycle.phase = phase
+                lifecycle.animated = animated
+                event.kind = .lifecycle(lifecycle)
+                car.phoneLink.keep(.appEvent(event))
+            }
         }
-        for id in transition.disappeared { sendToPhone(event(id, .willDisappear)) }
-        for id in transition.appeared { sendToPhone(event(id, .willAppear)) }
-        for id in transition.disappeared { sendToPhone(event(id, .didDisappear)) }
-        for id in transition.appeared { sendToPhone(event(id, .didAppear)) }
+        for id in transition.disappeared { send(id, .willDisappear, car: &self) }
+        for id in transition.appeared { send(id, .willAppear, car: &self) }
+        for id in transition.disappeared { send(id, .didDisappear, car: &self) }
+        for id in transition.appeared { send(id, .didAppear, car: &self) }
     }
 }

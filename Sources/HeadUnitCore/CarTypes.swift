@@ -41,6 +41,9 @@ public enum DataRoute: Sendable, Equatable {
 public enum CarEffect: Sendable, Equatable {
     /// Send an envelope to a peer.
     case send(PeerID, HUEnvelope)
+    /// Send an envelope the car encoded itself (a template lifecycle event,
+    /// `LifecycleEventEncoding`): the bytes of one `Envelope`, without the frame header.
+    case sendEncoded(PeerID, [UInt8])
     /// Send a `HomeScreen` or `ScreenUpdate` to every HMI. It is state: the
     /// server encodes it once, and an HMI that is behind gets the latest state
     /// of that stream (`Car.catchUp`) instead of every intermediate one.

@@ -254,6 +254,16 @@ struct SessionFuzz {
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
                 checkFrame(envelope)
                 if peer == Self.hmiID { hmiReceives(envelope) }
+            case .sendEncoded(let peer, let payload):
+                FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
+                let envelope = try? HUEnvelope(serializedBytes: payload)
+                FuzzChecks.check(
+                    envelope.flatMap { try? $0.serializedBytes() as [UInt8] } == payload,
+                    "an envelope the car encodes itself is swift-protobuf's encoding of it")
+                if let envelope {
+                    checkFrame(envelope)
+                    if peer == Self.hmiID { hmiReceives(envelope) }
+                }
             case .toHMIs(_, let envelope, let images, let renderedTop):
                 FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
                 if let renderedTop {

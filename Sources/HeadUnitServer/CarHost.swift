@@ -208,8 +208,8 @@ final class CarHost: @unchecked Sendable {
         for effect in effects {
             let recipient: PeerID?
             switch effect {
-            case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _), .refuseRequest(let to, _, _),
-                .sendVideo(let to, _, _), .sendMedia(let to, _, _):
+            case .send(let to, _), .sendEncoded(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _),
+                .refuseRequest(let to, _, _), .sendVideo(let to, _, _), .sendMedia(let to, _, _):
                 recipient = to
             case .audio:
                 recipient = peer  // the mixer hears it at once
@@ -363,6 +363,8 @@ final class CarHost: @unchecked Sendable {
         switch effect {
         case .send(let peer, let envelope):
             connections[peer]?.send(envelope)
+        case .sendEncoded(let peer, let payload):
+            connections[peer]?.sendEncoded(payload)
         case .toHMIs(let stream, let envelope, let images, let renderedTop):
             hmiHub.publish(stream, envelope, images: images, renderedTop: renderedTop, car: &car, connections: connections)
         case .hmiJoined(let peer, let streams):

@@ -345,6 +345,23 @@ final class ConnectionHandler: ChannelInboundHandler {
         if buffer.readableBytes >= host.configuration.writeHighWaterMark { writePending(context) }
     }
 
+    /// `send` of an envelope the car encoded itself (`CarEffect.sendEncoded`):
+    /// framed as it is, with section 10.4's size check.
+    func sendEncoded(_ payload: [UInt8]) {
+        guard open, let context else { return }
+        guard fitsOrCloses(payload.count, .message) else { return }
+        var buffer = pending ?? context.channel.allocator.buffer(capacity: 512)
+        pending = nil  // so the buffer is uniquely referenced while it grows
+        buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
+        buffer.writeBytes(payload)
+        pending = buffer
+        if !needsFlush {
+            needsFlush = true
+            host.markDirty(self)
+        }
+        if buffer.readableBytes >= host.configuration.writeHighWaterMark { writePending(context) }
+    }
+
     /// What `send` framed since the last write, written before anything else
     /// goes out so the order is kept.
     private func writePending(_ context: ChannelHandlerContext) {

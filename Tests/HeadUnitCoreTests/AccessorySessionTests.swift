@@ -440,7 +440,12 @@ struct AccessorySessionTests {
         _ = openAccepted(&h, app: "track-laps", Self.performance)
         _ = h.drain(accessory)
         let effects = h.car.peerLeft(h.phone, departure: departure)
-        let toPhone = effects.filter { if case .send(h.phone, _) = $0 { return true } else { return false } }
+        let toPhone = effects.filter {
+            switch $0 {
+            case .send(h.phone, _), .sendEncoded(h.phone, _): return true
+            default: return false
+            }
+        }
         #expect(toPhone.isEmpty, "the phone has gone: \(toPhone)")
         h.apply(effects)
         #expect(Self.closedReasons(h.drain(accessory)) == [.phoneGone])

@@ -33,6 +33,15 @@ struct CarHarness {
                 // Found by the long fuzz run: a phone that left was still sent SessionClosed.
                 #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected: \(envelope)")
                 sent[peer, default: []].append(envelope)
+            case .sendEncoded(let peer, let payload):
+                #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected")
+                // The car's own encoding (lifecycle events): exactly swift-protobuf's bytes for the envelope.
+                guard let envelope = try? HUEnvelope(serializedBytes: payload) else {
+                    Issue.record("undecodable envelope encoded by the car: \(payload)")
+                    continue
+                }
+                #expect((try? envelope.serializedBytes() as [UInt8]) == payload, "\(envelope)")
+                sent[peer, default: []].append(envelope)
             case .toHMIs(_, let envelope, _, let renderedTop):
                 if let renderedTop {
                     // The frame the server builds with the held bytes copied in is this envelope.

@@ -1,0 +1,52 @@
+import SwiftProtobuf
+import Testing
+@testable import HeadUnitWire
+
+/// The car encodes its template lifecycle events from their values
+/// (`LifecycleEventEncoding`); the bytes must be swift-protobuf's for the
+/// same envelope, byte for byte, for every value a field can take.
+@Suite struct LifecycleEventEncodingTests {
+    static let strings = ["", "a", "list-1", "café 🚗", String(repeating: "x", count: 127), String(repeating: "y", count: 300)]
+    static let sceneIDs: [UInt32] = [0, 1, 127, 128, 16_383, 16_384, UInt32.max]
+    static let phases: [HULifecyclePhase] = HULifecyclePhase.allCases + [.UNRECOGNIZED(42), .UNRECOGNIZED(200_000)]
+
+    static func reference(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) throws -> [UInt8] {
+        var event = HUAppEvent()
+        event.appID = appID
+        event.sceneID = sceneID
+        event.templateID = templateID
+        var lifecycle = HUTemplateLifecycle()
+        lifecycle.phase = phase
+        lifecycle.animated = animated
+        event.kind = .lifecycle(lifecycle)
+        var envelope = HUEnvelope()
+        envelope.body = .appEvent(event)
+        return try envelope.serializedBytes()
+    }
+
+    @Test func theBytesAreSwiftProtobufsForEveryValue() throws {
+        for appID in Self.strings {
+            for templateID in Self.strings {
+                for sceneID in Self.sceneIDs {
+                    for phase in Self.phases {
+                        for animated in [false, true] {
+                            let encoded = LifecycleEventEncoding.envelope(
+                                appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
+                            let expected = try Self.reference(
+                                appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
+                            #expect(encoded == expected, "\(appID) \(sceneID) \(templateID) \(phase) \(animated)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func theyDecodeToTheEvent() throws {
+        let bytes = LifecycleEventEncoding.envelope(appID: "app", sceneID: 7, templateID: "t", phase: .didAppear, animated: true)
+        let envelope = try HUEnvelope(serializedBytes: bytes)
+        #expect(envelope.requestID == 0)
+        #expect(envelope.appEvent.appID == "app" && envelope.appEvent.sceneID == 7 && envelope.appEvent.templateID == "t")
+        #expect(envelope.appEvent.lifecycle.phase == .didAppear && envelope.appEvent.lifecycle.animated)
+    }
+}
