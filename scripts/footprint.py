@@ -79,13 +79,11 @@ def wait_ready(ns, t0):
             return (time.monotonic() - t0) * 1000
 
 
-def activated_ready_ms(args, tmp):
-    """Start-to-READY under socket activation: the listener made here and
-    handed over as systemd does (fd 3, LISTEN_FDS=1, LISTEN_FDNAMES=unix,
-    LISTEN_PID the daemon's own pid), so the daemon adopts it instead of
-    binding; then the first connection is served (a status request)."""
-    sock = os.path.join(tmp, "activated.sock")
-    notify = os.path.join(tmp, "notify-activated.sock")
+def start_activated(command, sock, notify):
+    """Starts `command` (the daemon and its arguments) socket-activated as
+    systemd does: a listener bound to `sock` handed over as fd 3
+    (LISTEN_FDS=1, LISTEN_FDNAMES=unix, LISTEN_PID the daemon's own pid) and
+    NOTIFY_SOCKET at `notify`. Returns (proc, listener, notify socket, t0)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock)
     listener.listen(128)
@@ -94,10 +92,19 @@ def activated_ready_ms(args, tmp):
     fd = listener.fileno()
     t0 = time.monotonic()
     # sh sets LISTEN_PID to its own pid, which exec hands to the daemon.
-    proc = subprocess.Popen(["sh", "-c", 'LISTEN_PID=$$ exec "$0" "$@"', args.daemon], env=env,
+    proc = subprocess.Popen(["sh", "-c", 'LISTEN_PID=$$ exec "$0" "$@"'] + command, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             preexec_fn=lambda: os.set_inheritable(3, True) if fd == 3 else os.dup2(fd, 3),
                             close_fds=False)
+    return proc, listener, ns, t0
+
+
+def activated_ready_ms(args, tmp):
+    """Start-to-READY under socket activation (`start_activated`), so the
+    daemon adopts the listener instead of binding; then the first connection
+    is served (a status request)."""
+    sock = os.path.join(tmp, "activated.sock")
+    proc, listener, ns, t0 = start_activated([args.daemon], sock, os.path.join(tmp, "notify-activated.sock"))
     try:
         ready_ms = wait_ready(ns, t0)
         subprocess.run([args.ctl, "status", "--unix-socket", sock], check=True,

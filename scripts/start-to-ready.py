@@ -15,15 +15,13 @@ import argparse
 import glob
 import os
 import shlex
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from footprint import notify_socket, rss_kib, wait_ready  # noqa: E402
+from footprint import rss_kib, start_activated, wait_ready  # noqa: E402
 
 
 def cpu_ms(pid):
@@ -38,19 +36,8 @@ def cpu_ms(pid):
 
 
 def one_start(binary, extra, tmp, n, measure_rss):
-    sock = os.path.join(tmp, f"a{n}.sock")
-    notify = os.path.join(tmp, f"n{n}.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(sock)
-    listener.listen(128)
-    ns = notify_socket(notify)
-    env = dict(os.environ, NOTIFY_SOCKET=notify, LISTEN_FDS="1", LISTEN_FDNAMES="unix")
-    fd = listener.fileno()
-    t0 = time.monotonic()
-    proc = subprocess.Popen(["sh", "-c", 'LISTEN_PID=$$ exec "$0" "$@"', binary] + extra, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=lambda: os.set_inheritable(3, True) if fd == 3 else os.dup2(fd, 3),
-                            close_fds=False)
+    proc, listener, ns, t0 = start_activated(
+        [binary] + extra, os.path.join(tmp, f"a{n}.sock"), os.path.join(tmp, f"n{n}.sock"))
     try:
         ready = wait_ready(ns, t0)
         cpu = cpu_ms(proc.pid)

@@ -356,15 +356,8 @@ extension Car {
                 car.effects.append(.sendEncoded(phone, LifecycleEventEncoding.envelope(
                     appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)))
             } else if car.phoneLink.isReconnecting {
-                var event = HUAppEvent()
-                event.appID = appID
-                event.sceneID = sceneID
-                event.templateID = templateID
-                var lifecycle = HUTemplateLifecycle()
-                lifecycle.phase = phase
-                lifecycle.animated = animated
-                event.kind = .lifecycle(lifecycle)
-                car.phoneLink.keep(.appEvent(event))
+                car.phoneLink.keep(LifecycleEventEncoding.body(
+                    appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated))
             }
         }
         for id in transition.disappeared { send(id, .willDisappear, car: &self) }

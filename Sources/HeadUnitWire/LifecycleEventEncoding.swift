@@ -35,6 +35,20 @@ public enum LifecycleEventEncoding {
         return envelope
     }
 
+    /// The same event as an envelope body (kept for a phone that is
+    /// reconnecting, PROTOCOL.md section 22, and the tests' reference).
+    public static func body(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> HUEnvelope.OneOf_Body {
+        var event = HUAppEvent()
+        event.appID = appID
+        event.sceneID = sceneID
+        event.templateID = templateID
+        var lifecycle = HUTemplateLifecycle()
+        lifecycle.phase = phase
+        lifecycle.animated = animated
+        event.kind = .lifecycle(lifecycle)
+        return .appEvent(event)
+    }
+
     private static func appendString(_ string: String, tag: UInt8, to bytes: inout [UInt8]) {
         let utf8 = string.utf8
         guard !utf8.isEmpty else { return }

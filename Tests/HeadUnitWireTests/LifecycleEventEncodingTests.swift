@@ -10,17 +10,10 @@ import Testing
     static let sceneIDs: [UInt32] = [0, 1, 127, 128, 16_383, 16_384, UInt32.max]
     static let phases: [HULifecyclePhase] = HULifecyclePhase.allCases + [.UNRECOGNIZED(42), .UNRECOGNIZED(200_000)]
 
+    /// swift-protobuf's bytes for the event built as messages.
     static func reference(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) throws -> [UInt8] {
-        var event = HUAppEvent()
-        event.appID = appID
-        event.sceneID = sceneID
-        event.templateID = templateID
-        var lifecycle = HUTemplateLifecycle()
-        lifecycle.phase = phase
-        lifecycle.animated = animated
-        event.kind = .lifecycle(lifecycle)
         var envelope = HUEnvelope()
-        envelope.body = .appEvent(event)
+        envelope.body = LifecycleEventEncoding.body(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
         return try envelope.serializedBytes()
     }
 
