@@ -332,17 +332,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// sent between flushes goes to the pipeline as one buffer, one write.
     func send(_ envelope: HUEnvelope) {
         guard open, let context else { return }
-        var buffer = pending ?? context.channel.allocator.buffer(capacity: 512)
-        pending = nil  // so the buffer is uniquely referenced while it grows
-        encode(envelope, into: &buffer)
-        pending = buffer
-        if !needsFlush {
-            needsFlush = true
-            host.markDirty(self)
-        }
-        // Past the high-water mark the bytes go to the channel now, so its
-        // writability (and backpressure, section 10.2) sees them.
-        if buffer.readableBytes >= host.configuration.writeHighWaterMark { writePending(context) }
+        appendToPending(context) { encode(envelope, into: &$0) }
     }
 
     /// `send` of an envelope the car encoded itself (`CarEffect.sendEncoded`):
@@ -350,15 +340,24 @@ final class ConnectionHandler: ChannelInboundHandler {
     func sendEncoded(_ payload: [UInt8]) {
         guard open, let context else { return }
         guard fitsOrCloses(payload.count, .message) else { return }
+        appendToPending(context) { buffer in
+            buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
+            buffer.writeBytes(payload)
+        }
+    }
+
+    /// Adds to `pending` and asks the host for a flush at the end of the round.
+    private func appendToPending(_ context: ChannelHandlerContext, _ write: (inout ByteBuffer) -> Void) {
         var buffer = pending ?? context.channel.allocator.buffer(capacity: 512)
         pending = nil  // so the buffer is uniquely referenced while it grows
-        buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
-        buffer.writeBytes(payload)
+        write(&buffer)
         pending = buffer
         if !needsFlush {
             needsFlush = true
             host.markDirty(self)
         }
+        // Past the high-water mark the bytes go to the channel now, so its
+        // writability (and backpressure, section 10.2) sees them.
         if buffer.readableBytes >= host.configuration.writeHighWaterMark { writePending(context) }
     }
 

@@ -10,30 +10,24 @@ public enum LifecycleEventEncoding {
         let phaseValue = UInt64(bitPattern: Int64(phase.rawValue))
         // Sizes first, so the bytes go into one array allocated once.
         // TemplateLifecycle: phase = 1 (varint), animated = 2 (bool).
-        let lifecycleSize = (phaseValue != 0 ? 1 + varintSize(phaseValue) : 0) + (animated ? 2 : 0)
+        let lifecycleSize = WireBytes.varintFieldSize(phaseValue) + (animated ? 2 : 0)
         // AppEvent: app_id = 1, scene_id = 2, template_id = 4, lifecycle = 18
         // (a oneof member: written even when empty).
-        let eventSize = stringFieldSize(appID) + (sceneID != 0 ? 1 + varintSize(UInt64(sceneID)) : 0)
-            + stringFieldSize(templateID) + 2 + varintSize(UInt64(lifecycleSize)) + lifecycleSize
+        let eventSize = WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID))
+            + WireBytes.stringFieldSize(templateID) + 2 + varintSize(UInt64(lifecycleSize)) + lifecycleSize
         // Envelope: request_id = 1 is 0 (left out), app_event = 22.
         var bytes: [UInt8] = []
         bytes.reserveCapacity(2 + varintSize(UInt64(eventSize)) + eventSize)
         bytes.append(0xB2)  // (22 << 3) | 2
         bytes.append(0x01)
-        appendVarint(UInt64(eventSize), to: &bytes)
-        appendString(appID, tag: 0x0A, to: &bytes)
-        if sceneID != 0 {
-            bytes.append(0x10)
-            appendVarint(UInt64(sceneID), to: &bytes)
-        }
-        appendString(templateID, tag: 0x22, to: &bytes)
+        WireBytes.appendVarint(UInt64(eventSize), to: &bytes)
+        WireBytes.appendStringField(appID, tag: 0x0A, to: &bytes)
+        WireBytes.appendVarintField(UInt64(sceneID), tag: 0x10, to: &bytes)
+        WireBytes.appendStringField(templateID, tag: 0x22, to: &bytes)
         bytes.append(0x92)  // (18 << 3) | 2
         bytes.append(0x01)
-        appendVarint(UInt64(lifecycleSize), to: &bytes)
-        if phaseValue != 0 {
-            bytes.append(0x08)
-            appendVarint(phaseValue, to: &bytes)
-        }
+        WireBytes.appendVarint(UInt64(lifecycleSize), to: &bytes)
+        WireBytes.appendVarintField(phaseValue, tag: 0x08, to: &bytes)
         if animated {
             bytes.append(0x10)
             bytes.append(0x01)
@@ -53,32 +47,5 @@ public enum LifecycleEventEncoding {
         lifecycle.animated = animated
         event.kind = .lifecycle(lifecycle)
         return .appEvent(event)
-    }
-
-    private static func stringFieldSize(_ string: String) -> Int {
-        let count = string.utf8.count
-        return count == 0 ? 0 : 1 + varintSize(UInt64(count)) + count
-    }
-
-    private static func varintSize(_ value: UInt64) -> Int {
-        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
-    }
-
-    private static func appendString(_ string: String, tag: UInt8, to bytes: inout [UInt8]) {
-        var string = string
-        let count = string.utf8.count
-        guard count > 0 else { return }
-        bytes.append(tag)
-        appendVarint(UInt64(count), to: &bytes)
-        string.withUTF8 { bytes.append(contentsOf: $0) }
-    }
-
-    private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
-        var value = value
-        while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        bytes.append(UInt8(value))
     }
 }

@@ -119,8 +119,9 @@ extension LinearEncoder {
 
 // MARK: - Wire format arithmetic
 
+/// Also used by `LifecycleEventEncoding`.
 @inline(__always)
-private func varintSize(_ value: UInt64) -> Int {
+func varintSize(_ value: UInt64) -> Int {
     // 1 byte per started group of 7 bits; 0 takes one byte.
     let bits = 64 - (value | 1).leadingZeroBitCount
     return (bits + 6) / 7
