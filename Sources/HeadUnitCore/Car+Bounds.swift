@@ -108,8 +108,13 @@ extension Car {
     /// request that changed something can have broken a bound).
     func answeredOK(_ peer: PeerID, _ requestID: UInt32) -> Bool {
         for effect in effects.reversed() {
-            if case .send(let to, let envelope) = effect, to == peer, envelope.requestID == requestID, case .result(let result) = envelope.body {
-                return result.code == .ok
+            switch effect {
+            case .send(let to, let envelope) where to == peer && envelope.requestID == requestID:
+                if case .result(let result) = envelope.body { return result.code == .ok }
+            case .sendEncodedAnswer(let to, requestID, _) where to == peer:
+                return true
+            default:
+                break
             }
         }
         return false

@@ -174,7 +174,7 @@ extension Car {
     /// `wire`: the bytes of the template the request carries, as sent (kept beside it, `SceneState.Held`).
     mutating func handleTemplateRequest(
         _ request: HUTemplateRequest, from peer: PeerID, now: UInt64, wire: WireTemplate? = nil
-    ) -> Result<HUResult, RuleViolation> {
+    ) -> Result<TemplateShownAnswer, RuleViolation> {
         func sent(_ opField: Int) -> [UInt8]? { wire?.opField == opField ? wire?.bytes : nil }
         let kind: HUSceneKind
         switch sceneKind(for: request.appID, sceneID: request.sceneID, from: peer) {
@@ -232,9 +232,7 @@ extension Car {
             if onScreen {
                 sendLifecycle(transition, appID: appID, scene: scene, animated: request.animated)
             }
-            var shown = HUTemplateShown()
-            shown.templateID = scene.visibleTemplateID ?? ""
-            shown.depth = UInt32(scene.stack.count)
+            var shown = TemplateShownAnswer(templateID: scene.visibleTemplateID ?? "", depth: UInt32(scene.stack.count))
             if let held = scene.stackHeld.last, held.kind == .list {
                 // Counted as the HMI is shown it (render applies the same cut).
                 let counts = DrivingLimits.counts(
@@ -242,9 +240,7 @@ extension Car {
                 shown.itemsShown = UInt32(counts.shown)
                 shown.itemsTotal = UInt32(counts.total)
             }
-            var result = HUResult()
-            result.templateShown = shown
-            return .success(result)
+            return .success(shown)
         }
     }
 

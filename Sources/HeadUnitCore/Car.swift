@@ -167,7 +167,10 @@ public struct Car: Sendable {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
         case .templateRequest(let templateRequest):
-            answer(peer, request, handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds, wire: template))
+            switch handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds, wire: template) {
+            case .success(let shown): effects.append(.sendEncodedAnswer(peer, requestID: request, shown.envelope(requestID: request)))
+            case .failure(let violation): answer(peer, request, .failure(violation))
+            }
         case .completeEvent(let complete):
             answer(peer, request, completeEvent(complete, from: peer))
         case .appClosed(let closed):

@@ -44,6 +44,9 @@ public enum CarEffect: Sendable, Equatable {
     /// Send an envelope the car encoded itself (a template lifecycle event,
     /// `LifecycleEventEncoding`): the bytes of one `Envelope`, without the frame header.
     case sendEncoded(PeerID, [UInt8])
+    /// The OK answer to `requestID`, encoded by the car (a template request's
+    /// `Result{template_shown}`, `TemplateShownAnswer`): sent as `sendEncoded`.
+    case sendEncodedAnswer(PeerID, requestID: UInt32, [UInt8])
     /// Send a `HomeScreen` or `ScreenUpdate` to every HMI. It is state: the
     /// server encodes it once, and an HMI that is behind gets the latest state
     /// of that stream (`Car.catchUp`) instead of every intermediate one.

@@ -179,10 +179,18 @@ struct SessionFuzz {
             let effects = car.receive(envelope, from: target, nowMilliseconds: now, unknownEnum: unknownEnum, template: template)
             if envelope.requestID != 0 {
                 let answers = effects.filter {
-                    if case .send(let peer, let sent) = $0, peer == target, sent.requestID == envelope.requestID, case .result = sent.body {
-                        return true
+                    switch $0 {
+                    case .send(let peer, let sent):
+                        if peer == target, sent.requestID == envelope.requestID, case .result = sent.body { return true }
+                        return false
+                    case .sendEncodedAnswer(let peer, let requestID, let payload):
+                        FuzzChecks.check(
+                            (try? HUEnvelope(serializedBytes: payload))?.requestID == requestID,
+                            "an answer the car encodes itself carries its request id")
+                        return peer == target && requestID == envelope.requestID
+                    default:
+                        return false
                     }
-                    return false
                 }
                 // A SessionCredit is one-way: answered only when refused.
                 if case .sessionCredit = envelope.body {
@@ -254,7 +262,7 @@ struct SessionFuzz {
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
                 checkFrame(envelope)
                 if peer == Self.hmiID { hmiReceives(envelope) }
-            case .sendEncoded(let peer, let payload):
+            case .sendEncoded(let peer, let payload), .sendEncodedAnswer(let peer, _, let payload):
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
                 let envelope = try? HUEnvelope(serializedBytes: payload)
                 FuzzChecks.check(

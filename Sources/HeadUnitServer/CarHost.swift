@@ -208,7 +208,7 @@ final class CarHost: @unchecked Sendable {
         for effect in effects {
             let recipient: PeerID?
             switch effect {
-            case .send(let to, _), .sendEncoded(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _),
+            case .send(let to, _), .sendEncoded(let to, _), .sendEncodedAnswer(let to, _, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _),
                 .refuseRequest(let to, _, _), .sendVideo(let to, _, _), .sendMedia(let to, _, _):
                 recipient = to
             case .audio:
@@ -363,7 +363,7 @@ final class CarHost: @unchecked Sendable {
         switch effect {
         case .send(let peer, let envelope):
             connections[peer]?.send(envelope)
-        case .sendEncoded(let peer, let payload):
+        case .sendEncoded(let peer, let payload), .sendEncodedAnswer(let peer, _, let payload):
             connections[peer]?.sendEncoded(payload)
         case .toHMIs(let stream, let envelope, let images, let renderedTop):
             hmiHub.publish(stream, envelope, images: images, renderedTop: renderedTop, car: &car, connections: connections)

@@ -33,9 +33,9 @@ struct CarHarness {
                 // Found by the long fuzz run: a phone that left was still sent SessionClosed.
                 #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected: \(envelope)")
                 sent[peer, default: []].append(envelope)
-            case .sendEncoded(let peer, let payload):
+            case .sendEncoded(let peer, let payload), .sendEncodedAnswer(let peer, _, let payload):
                 #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected")
-                // The car's own encoding (lifecycle events): exactly swift-protobuf's bytes for the envelope.
+                // The car's own encoding (lifecycle events, template answers): exactly swift-protobuf's bytes for the envelope.
                 guard let envelope = try? HUEnvelope(serializedBytes: payload) else {
                     Issue.record("undecodable envelope encoded by the car: \(payload)")
                     continue

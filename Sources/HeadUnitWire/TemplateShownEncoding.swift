@@ -1,0 +1,56 @@
+/// The OK answer to a template request, `Envelope{request_id, result:
+/// Result{template_shown: TemplateShown{template_id, depth, items_shown,
+/// items_total}}}` (PROTOCOL.md section 11), encoded straight from its
+/// values: every push and pop answers with one, and building the three
+/// messages and walking them cost thousands of instructions. The bytes are
+/// exactly swift-protobuf's for the same envelope (fields in number order,
+/// proto3 defaults left out): `TemplateShownEncodingTests` compares them.
+public struct TemplateShownAnswer: Equatable, Sendable {
+    public var templateID: String
+    public var depth: UInt32
+    public var itemsShown: UInt32
+    public var itemsTotal: UInt32
+
+    public init(templateID: String, depth: UInt32, itemsShown: UInt32 = 0, itemsTotal: UInt32 = 0) {
+        self.templateID = templateID
+        self.depth = depth
+        self.itemsShown = itemsShown
+        self.itemsTotal = itemsTotal
+    }
+
+    /// The answer to `requestID`, encoded.
+    public func envelope(requestID: UInt32) -> [UInt8] {
+        // TemplateShown: template_id = 1, depth = 2, items_shown = 3, items_total = 4.
+        let shownSize = WireBytes.stringFieldSize(templateID) + WireBytes.varintFieldSize(UInt64(depth))
+            + WireBytes.varintFieldSize(UInt64(itemsShown)) + WireBytes.varintFieldSize(UInt64(itemsTotal))
+        // Result: code = 1 is OK (0, left out), no message or limit; template_shown = 12
+        // (a oneof member: written even when empty).
+        let resultSize = 1 + varintSize(UInt64(shownSize)) + shownSize
+        // Envelope: request_id = 1, result = 5.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(WireBytes.varintFieldSize(UInt64(requestID)) + 1 + varintSize(UInt64(resultSize)) + resultSize)
+        WireBytes.appendVarintField(UInt64(requestID), tag: 0x08, to: &bytes)
+        bytes.append(0x2A)  // (5 << 3) | 2
+        WireBytes.appendVarint(UInt64(resultSize), to: &bytes)
+        bytes.append(0x62)  // (12 << 3) | 2
+        WireBytes.appendVarint(UInt64(shownSize), to: &bytes)
+        WireBytes.appendStringField(templateID, tag: 0x0A, to: &bytes)
+        WireBytes.appendVarintField(UInt64(depth), tag: 0x10, to: &bytes)
+        WireBytes.appendVarintField(UInt64(itemsShown), tag: 0x18, to: &bytes)
+        WireBytes.appendVarintField(UInt64(itemsTotal), tag: 0x20, to: &bytes)
+        return bytes
+    }
+
+    /// The same answer as a message (the tests' reference, and callers that
+    /// answer with a `Result` value).
+    public var result: HUResult {
+        var shown = HUTemplateShown()
+        shown.templateID = templateID
+        shown.depth = depth
+        shown.itemsShown = itemsShown
+        shown.itemsTotal = itemsTotal
+        var result = HUResult()
+        result.templateShown = shown
+        return result
+    }
+}
