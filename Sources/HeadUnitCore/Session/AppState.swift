@@ -1,18 +1,60 @@
 import HeadUnitWire
 
 /// An app the phone announced, with the car's decision about it.
+///
+/// Its fields are kept behind one reference (`CopyOnWrite`): a request reads
+/// apps out of the car's dictionary several times (render, the composed
+/// bound, the home screen's inputs), and each read is a copy, one retain
+/// instead of one per field and a copy of the whole struct.
 public struct AppState: Sendable, Equatable {
-    public var info: HUAppInfo
+    private struct Fields: Sendable, Equatable {
+        var info: HUAppInfo
+        var category: HUCategory?
+        var refusal: RuleViolation?
+        var matchedProtocols: [String] = []
+        var scenes: [HUSceneKind: SceneState] = [:]
+        var nowPlaying = HUNowPlayingTemplate()
+        var nowPlayingSet = false
+    }
+
+    @CopyOnWrite private var fields: Fields
+
+    public init(info: HUAppInfo) {
+        fields = Fields(info: info)
+    }
+
+    public var info: HUAppInfo {
+        _read { yield fields.info }
+        _modify { yield &fields.info }
+    }
     /// The accepted category, or nil when the car refused the app's claims.
-    public var category: HUCategory?
-    public var refusal: RuleViolation?
+    public var category: HUCategory? {
+        _read { yield fields.category }
+        _modify { yield &fields.category }
+    }
+    public var refusal: RuleViolation? {
+        _read { yield fields.refusal }
+        _modify { yield &fields.refusal }
+    }
     /// Automaker apps: the vehicle's protocols the app may use.
-    public var matchedProtocols: [String] = []
+    public var matchedProtocols: [String] {
+        _read { yield fields.matchedProtocols }
+        _modify { yield &fields.matchedProtocols }
+    }
     /// Connected scenes by kind (at most one of each).
-    public var scenes: [HUSceneKind: SceneState] = [:]
+    public var scenes: [HUSceneKind: SceneState] {
+        _read { yield fields.scenes }
+        _modify { yield &fields.scenes }
+    }
     /// The one shared now-playing template of the app (DOMAIN.md §5).
-    public var nowPlaying = HUNowPlayingTemplate()
-    public var nowPlayingSet = false
+    public var nowPlaying: HUNowPlayingTemplate {
+        _read { yield fields.nowPlaying }
+        _modify { yield &fields.nowPlaying }
+    }
+    public var nowPlayingSet: Bool {
+        _read { yield fields.nowPlayingSet }
+        _modify { yield &fields.nowPlayingSet }
+    }
 
     public var id: String { info.appID }
 
