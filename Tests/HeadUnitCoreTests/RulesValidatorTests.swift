@@ -60,6 +60,27 @@ import Testing
         #expect(validate(Fixture.template("list", .list(list)), .audio)?.code == .invalidTemplate)
     }
 
+    /// `IDScope` compares ids one by one while few and hashes them past
+    /// `fewest`: a repeat is found on either side of the switch, whichever
+    /// side the first one was seen on.
+    @Test func repeatedIDsAreFoundAtEveryCount() {
+        for count in [1, 2, IDScope.fewest - 1, IDScope.fewest, IDScope.fewest + 1, IDScope.fewest + 2, 100] {
+            var unique = IDScope("t")
+            for index in 0..<count { unique.add("id-\(index)", "list item") }
+            #expect(unique.violation == nil, "\(count) distinct ids")
+            for repeated in [0, count / 2, count - 1] {
+                var scope = IDScope("t")
+                for index in 0..<count { scope.add("id-\(index)", "list item") }
+                scope.add("id-\(repeated)", "list item")
+                #expect(scope.violation?.message.contains("id-\(repeated) ") == true, "id \(repeated) repeated after \(count)")
+            }
+            var template = IDScope("t")
+            for index in 0..<count { template.add("id-\(index)", "list item") }
+            template.add("t", "list item")
+            #expect(template.violation != nil, "the template's own id after \(count)")
+        }
+    }
+
     @Test func pointOfInterestCardButtonIDsAreElementIDs() {
         var template = Fixture.pointOfInterest()
         guard case .pointOfInterest(var poi) = template.kind else { return }

@@ -159,22 +159,40 @@ public enum TemplateValidator {
 /// The ids seen so far in one template; keeps the first violation.
 struct IDScope {
     let templateID: String
-    var seen: Set<String>
+    /// The ids seen, compared one by one while there are few (a template
+    /// holds a dozen or so): hashing a string costs hundreds of
+    /// instructions, comparing two short ones a few. Past `fewest` they go
+    /// into a set, so a 1,000-item list is not compared pair by pair.
+    private var few: [String]
+    private var many: Set<String>?
     private(set) var violation: RuleViolation?
+    static let fewest = 16
 
     init(_ templateID: String) {
         self.templateID = templateID
-        seen = [templateID]
-        seen.reserveCapacity(16)
+        few = [templateID]
+        few.reserveCapacity(Self.fewest)
     }
 
     mutating func add(_ id: String, _ what: StaticString) {
         guard violation == nil else { return }
         if id.isEmpty {
             violation = RuleViolation(.invalidTemplate, "\(what) in template \(templateID) has an empty id")
-        } else if !seen.insert(id).inserted {
+        } else if !insert(id) {
             violation = RuleViolation(.invalidTemplate, "id \(id) (\(what)) is used twice in template \(templateID)")
         }
+    }
+
+    /// False when `id` was seen already.
+    private mutating func insert(_ id: String) -> Bool {
+        if many != nil { return many!.insert(id).inserted }
+        if few.contains(id) { return false }
+        few.append(id)
+        if few.count > Self.fewest {
+            many = Set(few)
+            few = []
+        }
+        return true
     }
 
     mutating func add(_ leading: [HUBarButton], _ trailing: [HUBarButton]) {
