@@ -229,10 +229,11 @@ public struct Car: Sendable {
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
-        if let before, answeredOK(peer, request),
+        // Tested, not bound: `if let before` copies the whole Car once more.
+        if before != nil, answeredOK(peer, request),
             let violation = composedViolation(scope, appID: Self.scenesApp(of: body))
         {
-            self = before
+            self = before!
             answer(peer, request, .failure(violation))
         }
         settlePhoneLink()
