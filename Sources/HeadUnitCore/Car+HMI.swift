@@ -399,14 +399,16 @@ extension Car {
 
     // MARK: - rendering
 
-    /// Everything `homeScreen()` reads, cheap to compare: the apps' infos and
-    /// strings compare by storage first, the calls by their box.
+    /// Everything `homeScreen()` reads, cheap to compare: the apps' infos
+    /// and the calls by reference first, strings by storage first.
     func homeInputs() -> HomeInputs {
         HomeInputs(
             deviceName: deviceName, nowPlayingAppID: nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls,
             apps: appOrder.map { id in
-                let app = apps[id]
-                return HomeInputs.App(id: id, info: app?.info, category: app?.category, running: app?.scenes[.main] != nil)
+                guard let app = apps[id] else { return HomeInputs.App(id: id, info: nil, category: nil, running: false) }
+                // The info by reference, the main scene by its key: neither copied.
+                return HomeInputs.App(
+                    id: id, info: app.sharedInfo, category: app.category, running: app.scenes.index(forKey: .main) != nil)
             })
     }
 

@@ -210,4 +210,27 @@ struct HMIImagesTests {
         #expect(homes.last?.icons.first?.running == true, "\(homes)")
         #expect(harness.car.hmiImage(ref)?.png == icon.png)
     }
+
+    /// `HomeInputs` keeps each app's info by reference: the same reference
+    /// is equal without a look inside, another one with the same info is
+    /// equal, and a changed name or icon is not.
+    @Test func homeInputsCompareAppInfosByReferenceThenByValue() {
+        let info = HUAppInfo.with { $0.appID = "a"; $0.displayName = "A"; $0.icon = Fixture.png(width: 120, height: 120) }
+        let app = AppState(info: info)
+        let calls = CopyOnWrite(wrappedValue: CallSession())
+        func inputs(_ info: CopyOnWrite<HUAppInfo>?) -> HomeInputs {
+            HomeInputs(
+                deviceName: "Phone", nowPlayingAppID: "", phoneLink: .connected, calls: calls,
+                apps: [HomeInputs.App(id: "a", info: info, category: .audio, running: false)])
+        }
+        #expect(inputs(app.sharedInfo) == inputs(app.sharedInfo), "the same reference")
+        #expect(inputs(app.sharedInfo) == inputs(CopyOnWrite(wrappedValue: info)), "another reference to an equal info")
+        var renamed = info
+        renamed.displayName = "B"
+        #expect(inputs(app.sharedInfo) != inputs(CopyOnWrite(wrappedValue: renamed)), "a changed name")
+        var reiconed = info
+        reiconed.icon = Fixture.png(width: 121, height: 121)
+        #expect(inputs(app.sharedInfo) != inputs(CopyOnWrite(wrappedValue: reiconed)), "a changed icon")
+        #expect(inputs(app.sharedInfo) != inputs(nil), "an app gone")
+    }
 }

@@ -8,7 +8,9 @@ import HeadUnitWire
 /// instead of one per field and a copy of the whole struct.
 public struct AppState: Sendable, Equatable {
     private struct Fields: Sendable, Equatable {
-        var info: HUAppInfo
+        /// Behind a reference of its own: the home screen's inputs keep it
+        /// and compare it by identity until it changes (`HomeInputs`).
+        var info: CopyOnWrite<HUAppInfo>
         var category: HUCategory?
         var refusal: RuleViolation?
         var matchedProtocols: [String] = []
@@ -20,13 +22,15 @@ public struct AppState: Sendable, Equatable {
     @CopyOnWrite private var fields: Fields
 
     public init(info: HUAppInfo) {
-        fields = Fields(info: info)
+        fields = Fields(info: CopyOnWrite(wrappedValue: info))
     }
 
     public var info: HUAppInfo {
-        _read { yield fields.info }
-        _modify { yield &fields.info }
+        _read { yield fields.info.wrappedValue }
+        _modify { yield &fields.info.wrappedValue }
     }
+    /// The info's reference, kept by `HomeInputs`.
+    var sharedInfo: CopyOnWrite<HUAppInfo> { fields.info }
     /// The accepted category, or nil when the car refused the app's claims.
     public var category: HUCategory? {
         _read { yield fields.category }
@@ -82,7 +86,7 @@ public let nowPlayingTemplateID = "now-playing"
 struct HomeInputs: Equatable, Sendable {
     struct App: Equatable, Sendable {
         var id: String
-        var info: HUAppInfo?
+        var info: CopyOnWrite<HUAppInfo>?
         var category: HUCategory?
         var running: Bool
     }
