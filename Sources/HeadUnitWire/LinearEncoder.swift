@@ -119,7 +119,7 @@ extension LinearEncoder {
 
 // MARK: - Wire format arithmetic
 
-/// Also used by `LifecycleEventEncoding`.
+/// Also used by the envelopes the car writes itself (`WireBytes`).
 @inline(__always)
 func varintSize(_ value: UInt64) -> Int {
     // 1 byte per started group of 7 bits; 0 takes one byte.

@@ -41,8 +41,7 @@ public struct TemplateShownAnswer: Equatable, Sendable {
         return bytes
     }
 
-    /// The same answer as a message (the tests' reference, and callers that
-    /// answer with a `Result` value).
+    /// The same answer as a message (the tests' reference).
     public var result: HUResult {
         var shown = HUTemplateShown()
         shown.templateID = templateID

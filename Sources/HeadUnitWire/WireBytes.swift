@@ -1,6 +1,6 @@
 /// Protobuf wire-format writing into a byte array, for the few envelopes the
 /// car encodes straight from their values (`LifecycleEventEncoding`,
-/// `TemplateShownEncoding`): the message forms, built and walked, cost
+/// `TemplateShownAnswer`): the message forms, built and walked, cost
 /// thousands of instructions each on every push and pop.
 enum WireBytes {
     /// A string field as proto3 writes it: left out when empty.
