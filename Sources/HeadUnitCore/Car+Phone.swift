@@ -175,7 +175,7 @@ extension Car {
     mutating func handleTemplateRequest(
         _ request: HUTemplateRequest, from peer: PeerID, now: UInt64, wire: WireTemplate? = nil
     ) -> Result<TemplateShownAnswer, RuleViolation> {
-        func sent(_ opField: Int) -> [UInt8]? { wire?.opField == opField ? wire?.bytes : nil }
+        func sent(_ opField: Int) -> WireTemplate? { wire?.opField == opField ? wire : nil }
         let kind: HUSceneKind
         switch sceneKind(for: request.appID, sceneID: request.sceneID, from: peer) {
         case .success(let found): kind = found

@@ -1,4 +1,5 @@
 import CFuzzMain
+import HeadUnitCore
 import HeadUnitWire
 import NIOCore
 import SwiftProtobuf
@@ -90,6 +91,7 @@ enum FuzzChecks {
 
     /// Decode; for what decodes: binary, text and JSON round trips.
     static func envelope(_ payload: ByteBuffer) {
+        fastDecoder(payload)
         guard let decoded = try? EnvelopeCodec.decode(payload) else { return }
 
         // Binary: encode, frame, parse, decode, encode again: the same bytes both times.
@@ -141,6 +143,43 @@ enum FuzzChecks {
             check(try fromJSON.jsonString() == json, "JSON round trip is stable")
         } catch {
             fail("own JSON form does not parse: \(error)\n\(json)")
+        }
+    }
+
+    /// What the fast decoder takes, swift-protobuf reads the same way
+    /// (`TemplateRequestDecoder`), and the sizes it reports are exact: limits
+    /// set at them admit the message, and one less on any of them does not.
+    static func fastDecoder(_ payload: ByteBuffer) {
+        guard let fast = TemplateRequestDecoder.decode(payload) else { return }
+        let slow: HUEnvelope
+        do {
+            slow = try EnvelopeCodec.decode(payload)
+        } catch {
+            fail("the fast decoder took a payload swift-protobuf refuses: \(error)")
+        }
+        let sameBytes = { (try? fast.envelope.serializedBytes() as [UInt8]) == (try? slow.serializedBytes() as [UInt8]) }
+        check(fast.envelope == slow || sameBytes(), "the fast decoder reads what swift-protobuf reads")
+        let found = WireTemplate(inEnvelope: payload)
+        check(fast.template?.opField == found?.opField && fast.template?.bytes == found?.bytes, "the fast decoder finds WireTemplate's bytes")
+        if let template = fast.template, let measured = template.measured {
+            // Said to be the template's encoding: it is, and its images are as the car's walk finds them.
+            let decoded = try? HUTemplate(serializedBytes: template.bytes)
+            check(try decoded?.serializedBytes() as [UInt8]? == template.bytes, "measured bytes are the template's encoding")
+            let walked = LinearEncoder.sizeAndImages(of: decoded ?? HUTemplate())
+            check(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "the measure is the walk's")
+        }
+        let sizes = fast.sizes
+        let exact = MessageLimits(maxStringBytes: sizes.longestString, maxImageBytes: sizes.longestBytes, maxElements: sizes.elements)
+        check(exact.admits(sizes), "limits at the sizes admit them")
+        let walked = exact.checkAll(slow)
+        check(walked.violation == nil && walked.unknownEnum == .found(nil), "the limits walk agrees: within the limits, no unknown enum")
+        var tighter = [exact, exact, exact]
+        tighter[0].maxStringBytes -= 1
+        tighter[1].maxImageBytes -= 1
+        tighter[2].maxElements -= 1
+        let measured = [sizes.longestString, sizes.longestBytes, sizes.elements]
+        for (limits, value) in zip(tighter, measured) where value > 0 {
+            check(!limits.admits(sizes) && limits.checkAll(slow).violation != nil, "one less than the sizes is refused by both")
         }
     }
 

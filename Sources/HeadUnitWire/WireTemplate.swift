@@ -15,6 +15,23 @@ public struct WireTemplate: Sendable, Equatable {
     /// The `TemplateRequest.op` field the bytes came in: set_root 10, push 11, present 15, update 17.
     public let opField: Int
     public let bytes: [UInt8]
+    /// Set when the bytes are known to be exactly swift-protobuf's encoding of
+    /// the template (`TemplateRequestDecoder` checked each field): their
+    /// length is its encoded size, and what they hold of images is here, so
+    /// the car need not walk the template to measure it (`SceneState.Held`).
+    public let measured: Measured?
+
+    public struct Measured: Sendable, Equatable {
+        /// An image with an inline PNG.
+        public var hasInlineImages: Bool
+        /// An image with an inline PNG or a ref.
+        public var hasImages: Bool
+
+        public init(hasInlineImages: Bool, hasImages: Bool) {
+            self.hasInlineImages = hasInlineImages
+            self.hasImages = hasImages
+        }
+    }
 
     public static let setRootField = 10
     public static let pushField = 11
@@ -26,9 +43,10 @@ public struct WireTemplate: Sendable, Equatable {
     static let opFields = 10...20
     static let templateOpFields: Set<Int> = [setRootField, pushField, presentField, updateField]
 
-    public init(opField: Int, bytes: [UInt8]) {
+    public init(opField: Int, bytes: [UInt8], measured: Measured? = nil) {
         self.opField = opField
         self.bytes = bytes
+        self.measured = measured
     }
 
     /// The template in an envelope's payload, or nil when it carries none

@@ -211,6 +211,55 @@ import Testing
         if case .deliver = hmi.receive(Self.message(.launchApp(HULaunchApp())), now: 1_100) {} else { Issue.record("launch not delivered") }
     }
 
+    /// A list push goes the fast decoder's way (TemplateRequestDecoder) when it
+    /// fits the limits and lists only known enums, and swift-protobuf's way
+    /// otherwise; the actions are the same either way.
+    @Test func listPushesAreDeliveredOrRefusedAsTheLimitsWalkSays() throws {
+        func push(text: String, accessory: HUAccessoryType = .none, role: HURole = .phone) -> (ConnectionAction, HUTemplate) {
+            var item = HUListItem()
+            item.id = "i"
+            item.general.text = text
+            item.general.accessory = accessory
+            var section = HUListSection()
+            section.items = [item]
+            var template = HUTemplate()
+            template.id = "t"
+            template.list.sections = [section]
+            var request = HUTemplateRequest()
+            request.push = template
+            var machine = Self.established(role)
+            return (machine.receive(Self.message(.templateRequest(request), requestID: 5), now: 1_100), template)
+        }
+        let within = String(repeating: "x", count: 1024)  // max_string_bytes by default
+        let (delivered, template) = push(text: within)
+        guard case .deliver(let envelope, let unknownEnum, let wire) = delivered else {
+            Issue.record("not delivered: \(delivered)")
+            return
+        }
+        #expect(envelope.requestID == 5 && envelope.templateRequest.push == template)
+        #expect(unknownEnum == .found(nil))
+        let measured = WireTemplate.Measured(hasInlineImages: false, hasImages: false)
+        #expect(wire == WireTemplate(opField: WireTemplate.pushField, bytes: try template.serializedBytes(), measured: measured))
+
+        let (over, _) = push(text: within + "x")
+        guard case .reply(let refusal) = over, case .result(let result) = refusal.body else {
+            Issue.record("not refused: \(over)")
+            return
+        }
+        #expect(result.code == .messageTooLarge && result.limit == "max_string_bytes" && refusal.requestID == 5)
+        #expect(result.message.contains("11.11.10.2[0].3[0].10.1"), "\(result.message)")
+
+        let (unknown, _) = push(text: "x", accessory: .UNRECOGNIZED(9))
+        guard case .deliver(_, .found(let found?), _) = unknown else {
+            Issue.record("unknown enum not found: \(unknown)")
+            return
+        }
+        #expect(found.fieldPath == "11.11.10.2.3.10.4" && found.value == 9)
+
+        let (hmi, _) = push(text: "x", role: .hmi)
+        #expect(Self.resultCode(hmi) == .notForRole)
+    }
+
     @Test func messagesOutsideTheRoleAreNotForRole() {
         var phone = Self.established(.phone)
         #expect(Self.resultCode(phone.receive(Self.message(.launchApp(HULaunchApp())), now: 1_100)) == .notForRole)

@@ -453,12 +453,23 @@ public struct ConnectionStateMachine: Sendable {
 
     private mutating func receiveMessage(_ payload: ByteBuffer, peer: PeerInfo, now: UInt64, charged: Bool = true) -> ConnectionAction {
         let envelope: HUEnvelope
-        do {
-            envelope = try EnvelopeCodec.decode(payload)
-        } catch {
-            return protocolError(.malformedPayload, "payload is not a valid Envelope", requestID: 0, now: now)
+        let checked: (violation: MessageLimitViolation?, unknownEnum: KnownEnums.Walked)
+        /// `.some` when the fast decoder found the template's bytes (or that there are none).
+        var knownTemplate: WireTemplate?? = .none
+        if let fast = TemplateRequestDecoder.decode(payload), limits.message.admits(fast.sizes) {
+            // A template request it takes whole, within the limits: no unknown
+            // enum (it gives up on those) and no walk over the message.
+            envelope = fast.envelope
+            checked = (nil, .found(nil))
+            knownTemplate = .some(fast.template)
+        } else {
+            do {
+                envelope = try EnvelopeCodec.decode(payload)
+            } catch {
+                return protocolError(.malformedPayload, "payload is not a valid Envelope", requestID: 0, now: now)
+            }
+            checked = limits.message.checkAll(envelope)
         }
-        let checked = limits.message.checkAll(envelope)
         if let violation = checked.violation {
             var result = Self.result(.messageTooLarge, violation.message, requestID: envelope.requestID)
             result.result.limit = violation.limit
@@ -503,7 +514,7 @@ public struct ConnectionStateMachine: Sendable {
                     requestID: envelope.requestID, now: now
                 )
             }
-            let template = if case .templateRequest = body { WireTemplate(inEnvelope: payload) } else { WireTemplate?.none }
+            let template = if case .templateRequest = body { knownTemplate ?? WireTemplate(inEnvelope: payload) } else { WireTemplate?.none }
             return .deliver(envelope, unknownEnum: checked.unknownEnum, template: template)
         }
     }

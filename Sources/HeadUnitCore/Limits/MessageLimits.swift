@@ -37,6 +37,14 @@ public struct MessageLimits: Sendable, Equatable {
         }
         return (nil, .found(visitor.firstUnknownEnum))
     }
+
+    /// Whether a message whose decoder measured `sizes` breaks none of these
+    /// limits: the same tests `checkAll` makes, on the counts the decoder kept
+    /// (`TemplateRequestDecoder`). A message that does not fit is walked by
+    /// `checkAll`, which names the field.
+    public func admits(_ sizes: WireSizes) -> Bool {
+        sizes.elements <= maxElements && sizes.longestString <= maxStringBytes && sizes.longestBytes <= maxImageBytes
+    }
 }
 
 /// Which limit, where, and by how much.

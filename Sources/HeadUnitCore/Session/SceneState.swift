@@ -47,8 +47,17 @@ public struct SceneState: Sendable, Equatable {
         public let kind: TemplateKind?
         public let listSectionItems: [Int]
 
-        init(_ template: HUTemplate, wire: [UInt8]? = nil) {
-            (bytes, hasInlineImages, hasImages) = LinearEncoder.sizeAndImages(of: template)
+        init(_ template: HUTemplate, wire: WireTemplate? = nil) {
+            if let wire, let measured = wire.measured {
+                // The decoder read the bytes as exactly the template's encoding
+                // (`TemplateRequestDecoder`): no walk to measure it.
+                (bytes, hasInlineImages, hasImages) = (wire.bytes.count, measured.hasInlineImages, measured.hasImages)
+                assert(
+                    wire.bytes.count > 1 << 16 || LinearEncoder.sizeAndImages(of: template) == (bytes, hasInlineImages, hasImages),
+                    "the decoder's measure is the template's")
+            } else {
+                (bytes, hasInlineImages, hasImages) = LinearEncoder.sizeAndImages(of: template)
+            }
             let oneof = template.kind
             kind = TemplateKind(oneof)
             if case .list(let list)? = oneof {
@@ -58,7 +67,7 @@ public struct SceneState: Sendable, Equatable {
             }
             // Longer bytes decode to it too (a field sent twice, a default value
             // sent), but the HMIs' frames would outgrow what the bound measured.
-            if let wire, wire.count == bytes {
+            if let wire = wire?.bytes, wire.count == bytes {
                 // Checked up to 64 KiB: a decode of the largest lists per
                 // update made debug daemons too slow for the tests that
                 // pipeline them (WireTemplateTests and the fuzz target check the rest).
@@ -127,7 +136,7 @@ public struct SceneState: Sendable, Equatable {
     }
 
     /// `wire`: the bytes the phone sent the template in (`WireTemplate`), kept when they are its encoding.
-    public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: [UInt8]? = nil) -> Result<Transition, RuleViolation> {
+    public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> Result<Transition, RuleViolation> {
         if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale)) {
             return .failure(violation)
         }
@@ -140,7 +149,7 @@ public struct SceneState: Sendable, Equatable {
         return .success(Transition(disappeared: old, appeared: [template.id]))
     }
 
-    public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: [UInt8]? = nil) -> Result<Transition, RuleViolation> {
+    public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> Result<Transition, RuleViolation> {
         if let violation = requireRoot("pushing") { return .failure(violation) }
         let top = stack.last!
         guard let topKind = stackHeld.last!.kind else {
@@ -232,7 +241,7 @@ public struct SceneState: Sendable, Equatable {
     /// Replaces the template with the same id (on the stack, presented, or a
     /// tab's content) in place, after validating it where it stands.
     public mutating func update(
-        _ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64, wire: [UInt8]? = nil
+        _ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64, wire: WireTemplate? = nil
     ) -> Result<Void, RuleViolation> {
         if let violation = requireRoot("updating") { return .failure(violation) }
         guard let location = locate(template.id) else {
@@ -327,7 +336,7 @@ public struct SceneState: Sendable, Equatable {
     /// Puts `template` at `location`, its `Held` measured again. `wire`, the
     /// bytes the phone sent it in, is kept for a stack entry (a tab's
     /// template is stored inside its tab bar, whose bytes they are not).
-    mutating func store(_ template: HUTemplate, at location: Location, wire: [UInt8]? = nil) {
+    mutating func store(_ template: HUTemplate, at location: Location, wire: WireTemplate? = nil) {
         switch location {
         case .presented:
             presented = template

@@ -1,0 +1,474 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials  // Data, for Image.png
+#else
+import Foundation
+#endif
+import NIOCore
+import SwiftProtobuf
+
+/// A direct decoder for the request that dominates a phone's traffic: a
+/// `TemplateRequest` whose template, if it carries one, is a list of general
+/// items (with bar buttons and images). It reads the fields straight into the
+/// generated values, where swift-protobuf's decoder runs its generic code
+/// unspecialised (its `BinaryDecoder` is internal to it), asks the runtime for
+/// metadata at each nested field and copies each item in and out of its oneof.
+///
+/// It takes only what it knows exactly and gives up (nil) on anything else:
+/// another body, another template kind or item kind, an unknown field, a wire
+/// type that does not match, a field that swift-protobuf would merge (a
+/// message field or a oneof seen twice), an enum value its type does not list,
+/// text that is not UTF-8, bytes that are not well formed. The caller then
+/// decodes with swift-protobuf as before, so the fast path never decides what
+/// an error is. What it returns equals swift-protobuf's decoding of the same
+/// bytes (`TemplateRequestDecoderTests`, and the stream fuzz target on every
+/// payload it meets).
+///
+/// On the way it measures what `MessageLimits` checks (`WireSizes`), and it
+/// knows the template's own bytes (`WireTemplate`), and whether they are
+/// exactly what swift-protobuf would encode for the template (each message's
+/// fields in ascending order, no default value written, every varint in its
+/// shortest form), with what images they hold (`WireTemplate.Measured`).
+/// So the car walks the request neither for its limits nor to measure it.
+public enum TemplateRequestDecoder {
+    public struct Decoded {
+        public var envelope: HUEnvelope
+        public var sizes: WireSizes
+        /// The template's bytes as sent, when the operation carries one.
+        public var template: WireTemplate?
+    }
+
+    public static func decode(_ payload: ByteBuffer) -> Decoded? {
+        payload.withUnsafeReadableBytes { raw in
+            var walk = Walk()
+            var template: WireTemplate?
+            do {
+                let envelope = try decodeEnvelope(raw, &walk, &template)
+                return Decoded(envelope: envelope, sizes: walk.sizes, template: template)
+            } catch {
+                return nil
+            }
+        }
+    }
+}
+
+/// What `MessageLimits` limits, as a decoder met it: every repeated field's
+/// elements counted (nested ones included), and the longest string and bytes.
+public struct WireSizes: Sendable, Equatable {
+    public var elements = 0
+    public var longestString = 0
+    public var longestBytes = 0
+
+    public init() {}
+}
+
+/// The fast path does not take these bytes; swift-protobuf decodes them.
+private struct NotTaken: Error {}
+
+/// What the decoder learns on its way, besides the values.
+private struct Walk {
+    var sizes = WireSizes()
+    /// Whether the bytes read since the last `reset` are swift-protobuf's encoding of what they decode to.
+    var canonical = true
+    var inlineImages = false
+    var images = false
+
+    mutating func resetForm() {
+        canonical = true
+        inlineImages = false
+        images = false
+    }
+}
+
+/// The fields of one message, one after another.
+private struct FieldReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+    /// The fields that may repeat (bit n: field n): only those may follow themselves in canonical form.
+    let repeated: UInt64
+    var lastNumber: UInt64 = 0
+
+    init(_ bytes: UnsafeRawBufferPointer, repeated: UInt64 = 0) {
+        self.bytes = bytes
+        self.repeated = repeated
+    }
+
+    var atEnd: Bool { offset >= bytes.count }
+
+    /// The next field's number and wire type.
+    @inline(__always)
+    mutating func tag(_ walk: inout Walk) throws(NotTaken) -> (number: UInt64, wire: UInt64) {
+        let tag = try varint(&walk)
+        // swift-protobuf refuses tags at or above 2^32 and field number 0.
+        guard tag < UInt64(UInt32.max), tag >> 3 != 0 else { throw NotTaken() }
+        let number = tag >> 3
+        // swift-protobuf writes fields in ascending order, a repeated field's elements together.
+        if number < lastNumber || (number == lastNumber && (number >= 64 || repeated & (1 << number) == 0)) { walk.canonical = false }
+        lastNumber = number
+        return (number, tag & 7)
+    }
+
+    /// A varint as swift-protobuf reads one: at most ten bytes, the bits past 64 dropped.
+    @inline(__always)
+    mutating func varint(_ walk: inout Walk) throws(NotTaken) -> UInt64 {
+        let start = offset
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < bytes.count, shift <= 63 {
+            let byte = bytes[offset]
+            offset += 1
+            value |= UInt64(byte & 0x7f) &<< shift
+            if byte < 0x80 {
+                if offset - start != varintSize(value) { walk.canonical = false }
+                return value
+            }
+            shift += 7
+        }
+        throw NotTaken()
+    }
+
+    mutating func varint(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> UInt64 {
+        guard wire == 0 else { throw NotTaken() }
+        let value = try varint(&walk)
+        // proto3 leaves a field at its default out.
+        if value == 0 { walk.canonical = false }
+        return value
+    }
+
+    /// A length-delimited field's content.
+    mutating func content(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> UnsafeRawBufferPointer {
+        guard wire == 2 else { throw NotTaken() }
+        let length = try varint(&walk)
+        guard length <= UInt64(bytes.count - offset) else { throw NotTaken() }
+        let start = offset
+        offset += Int(length)
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
+    }
+
+    /// A plain string field: proto3 leaves it out when empty.
+    mutating func string(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> String {
+        let string = try element(wire: wire, &walk)
+        if string.isEmpty { walk.canonical = false }
+        return string
+    }
+
+    /// A string in a oneof or a repeated field: written even when empty.
+    mutating func element(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> String {
+        let content = try content(wire: wire, &walk)
+        walk.sizes.longestString = max(walk.sizes.longestString, content.count)
+        let utf8 = content.assumingMemoryBound(to: UInt8.self)
+        // ASCII is valid UTF-8, and `String(decoding:)` is the standard
+        // library's fast path; `String(validating:)` runs its generic code
+        // unspecialised (~1,000 instructions a string), so it is kept for the rest.
+        if isASCII(utf8) { return String(decoding: utf8, as: UTF8.self) }
+        guard let string = String(validating: utf8, as: UTF8.self) else { throw NotTaken() }
+        return string
+    }
+
+    private func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = bytes.count
+        // Eight bytes at a time, then the rest.
+        while count - index >= 8 {
+            if UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            index += 8
+        }
+        while index < count {
+            if bytes[index] >= 0x80 { return false }
+            index += 1
+        }
+        return true
+    }
+
+    mutating func bool(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> Bool {
+        let value = try varint(wire: wire, &walk)
+        if value > 1 { walk.canonical = false }  // written as 1
+        return value != 0
+    }
+
+    mutating func uint32(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> UInt32 {
+        let value = try varint(wire: wire, &walk)
+        if value > UInt64(UInt32.max) { walk.canonical = false }  // swift-protobuf keeps the low 32 bits
+        return UInt32(truncatingIfNeeded: value)
+    }
+
+    /// An enum's raw value as swift-protobuf reads it (the varint's low 32 bits, signed).
+    mutating func enumValue(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> Int {
+        let value = try varint(wire: wire, &walk)
+        let raw = Int(Int32(truncatingIfNeeded: value))
+        // Known values are small and positive (a negative one is not taken): written as read only when the varint held just them.
+        if UInt64(bitPattern: Int64(raw)) != value { walk.canonical = false }
+        return raw
+    }
+
+    mutating func float(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> Float {
+        guard wire == 5, bytes.count - offset >= 4 else { throw NotTaken() }
+        let bits = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        offset += 4
+        if bits == 0 { walk.canonical = false }  // left out when its bit pattern is zero
+        return Float(bitPattern: bits)
+    }
+}
+
+/// A set-once guard: a message field or oneof seen twice would be merged.
+@inline(__always)
+private func once(_ seen: inout Bool) throws(NotTaken) {
+    guard !seen else { throw NotTaken() }
+    seen = true
+}
+
+/// Bit `n` for each field number `n`: `FieldReader.repeated`.
+private func fields(_ numbers: UInt64...) -> UInt64 {
+    numbers.reduce(0) { $0 | 1 << $1 }
+}
+
+private func decodeEnvelope(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk, _ template: inout WireTemplate?) throws(NotTaken) -> HUEnvelope {
+    var envelope = HUEnvelope()
+    var reader = FieldReader(bytes)
+    var body = false
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: envelope.requestID = try reader.uint32(wire: wire, &walk)
+        case 11:
+            try once(&body)
+            envelope.body = .templateRequest(try decodeTemplateRequest(reader.content(wire: wire, &walk), &walk, &template))
+        default: throw NotTaken()
+        }
+    }
+    return envelope
+}
+
+private func decodeTemplateRequest(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk, _ template: inout WireTemplate?) throws(NotTaken) -> HUTemplateRequest {
+    var request = HUTemplateRequest()
+    var reader = FieldReader(bytes)
+    var op = false
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: request.appID = try reader.string(wire: wire, &walk)
+        case 2: request.sceneID = try reader.uint32(wire: wire, &walk)
+        case 3: request.animated = try reader.bool(wire: wire, &walk)
+        case 10, 11, 15, 17:
+            try once(&op)
+            let content = try reader.content(wire: wire, &walk)
+            // Whether these bytes are the template's encoding: judged on its own fields only.
+            walk.resetForm()
+            let decoded = try decodeTemplate(content, &walk)
+            let measured = walk.canonical ? WireTemplate.Measured(hasInlineImages: walk.inlineImages, hasImages: walk.images) : nil
+            template = WireTemplate(opField: Int(number), bytes: Array(content), measured: measured)
+            switch number {
+            case 10: request.op = .setRoot(decoded)
+            case 11: request.op = .push(decoded)
+            case 15: request.op = .present(decoded)
+            default: request.op = .update(decoded)
+            }
+        case 12, 13, 16:
+            try once(&op)
+            // PopTemplate has no fields: anything in it is unknown to this decoder.
+            guard try reader.content(wire: wire, &walk).isEmpty else { throw NotTaken() }
+            switch number {
+            case 12: request.op = .pop(HUPopTemplate())
+            case 13: request.op = .popToRoot(HUPopTemplate())
+            default: request.op = .dismiss(HUPopTemplate())
+            }
+        case 14:
+            try once(&op)
+            request.op = .popTo(try reader.element(wire: wire, &walk))
+        default: throw NotTaken()
+        }
+    }
+    return request
+}
+
+private func decodeTemplate(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUTemplate {
+    var template = HUTemplate()
+    var reader = FieldReader(bytes)
+    var kind = false
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: template.id = try reader.string(wire: wire, &walk)
+        case 10:
+            try once(&kind)
+            template.kind = .list(try decodeList(reader.content(wire: wire, &walk), &walk))
+        default: throw NotTaken()
+        }
+    }
+    return template
+}
+
+private let listRepeated = fields(2, 3, 4, 5, 6)
+
+private func decodeList(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListTemplate {
+    var list = HUListTemplate()
+    var reader = FieldReader(bytes, repeated: listRepeated)
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: list.title = try reader.string(wire: wire, &walk)
+        case 2:
+            list.sections.append(try decodeSection(reader.content(wire: wire, &walk), &walk))
+            walk.sizes.elements += 1
+        case 3:
+            list.leadingButtons.append(try decodeBarButton(reader.content(wire: wire, &walk), &walk))
+            walk.sizes.elements += 1
+        case 4:
+            list.trailingButtons.append(try decodeBarButton(reader.content(wire: wire, &walk), &walk))
+            walk.sizes.elements += 1
+        case 5:
+            list.emptyViewTitleVariants.append(try reader.element(wire: wire, &walk))
+            walk.sizes.elements += 1
+        case 6:
+            list.emptyViewSubtitleVariants.append(try reader.element(wire: wire, &walk))
+            walk.sizes.elements += 1
+        default: throw NotTaken()
+        }
+    }
+    return list
+}
+
+private let sectionRepeated = fields(3)
+
+private func decodeSection(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListSection {
+    var section = HUListSection()
+    var reader = FieldReader(bytes, repeated: sectionRepeated)
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: section.id = try reader.string(wire: wire, &walk)
+        case 2: section.header = try reader.string(wire: wire, &walk)
+        case 3:
+            section.items.append(try decodeItem(reader.content(wire: wire, &walk), &walk))
+            walk.sizes.elements += 1
+        default: throw NotTaken()
+        }
+    }
+    return section
+}
+
+private func decodeItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListItem {
+    var item = HUListItem()
+    var reader = FieldReader(bytes)
+    var kind = false
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: item.id = try reader.string(wire: wire, &walk)
+        case 10:
+            try once(&kind)
+            item.kind = .general(try decodeGeneralItem(reader.content(wire: wire, &walk), &walk))
+        default: throw NotTaken()
+        }
+    }
+    return item
+}
+
+private func decodeGeneralItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUGeneralItem {
+    var general = HUGeneralItem()
+    var reader = FieldReader(bytes)
+    var image = false
+    var accessoryImage = false
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: general.text = try reader.string(wire: wire, &walk)
+        case 2: general.detailText = try reader.string(wire: wire, &walk)
+        case 3:
+            try once(&image)
+            general.image = try decodeImage(reader.content(wire: wire, &walk), &walk)
+        case 4:
+            guard let accessory = HUAccessoryType(rawValue: try reader.enumValue(wire: wire, &walk)), accessory.isListed else { throw NotTaken() }
+            general.accessory = accessory
+        case 5:
+            try once(&accessoryImage)
+            general.accessoryImage = try decodeImage(reader.content(wire: wire, &walk), &walk)
+        case 6: general.showsProgress = try reader.bool(wire: wire, &walk)
+        case 7: general.progress = try reader.float(wire: wire, &walk)
+        case 8: general.playing = try reader.bool(wire: wire, &walk)
+        case 9:
+            guard let location = HUPlayingIndicatorLocation(rawValue: try reader.enumValue(wire: wire, &walk)), location.isListed else { throw NotTaken() }
+            general.playingIndicatorLocation = location
+        case 10: general.explicitContent = try reader.bool(wire: wire, &walk)
+        case 12: general.disabled = try reader.bool(wire: wire, &walk)
+        case 13: general.read = try reader.bool(wire: wire, &walk)
+        case 14: general.showReadStatus = try reader.bool(wire: wire, &walk)
+        default: throw NotTaken()
+        }
+    }
+    return general
+}
+
+private func decodeBarButton(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUBarButton {
+    var button = HUBarButton()
+    var reader = FieldReader(bytes)
+    var image = false
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1: button.id = try reader.string(wire: wire, &walk)
+        case 2: button.title = try reader.string(wire: wire, &walk)
+        case 3:
+            try once(&image)
+            button.image = try decodeImage(reader.content(wire: wire, &walk), &walk)
+        case 4: button.disabled = try reader.bool(wire: wire, &walk)
+        case 5:
+            guard let style = HUButtonStyle(rawValue: try reader.enumValue(wire: wire, &walk)), style.isListed else { throw NotTaken() }
+            button.style = style
+        default: throw NotTaken()
+        }
+    }
+    return button
+}
+
+private func decodeImage(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUImage {
+    var image = HUImage()
+    var reader = FieldReader(bytes)
+    var source = false
+    while !reader.atEnd {
+        let (number, wire) = try reader.tag(&walk)
+        switch number {
+        case 1:
+            try once(&source)
+            image.source = .asset(try reader.element(wire: wire, &walk))
+        case 2:
+            try once(&source)
+            let png = try reader.content(wire: wire, &walk)
+            walk.sizes.longestBytes = max(walk.sizes.longestBytes, png.count)
+            image.source = .png(Data(png))
+            walk.inlineImages = true
+            walk.images = true
+        case 6:
+            try once(&source)
+            image.source = .ref(try reader.element(wire: wire, &walk))
+            walk.images = true
+        case 3: image.widthPx = try reader.uint32(wire: wire, &walk)
+        case 4: image.heightPx = try reader.uint32(wire: wire, &walk)
+        case 5: image.darkAsset = try reader.string(wire: wire, &walk)
+        default: throw NotTaken()
+        }
+    }
+    return image
+}
+
+// Whether a value is one of its type's declared cases (proto3 keeps others as
+// `UNRECOGNIZED`; the car answers those with the slow path's KnownEnums walk).
+extension HUAccessoryType {
+    fileprivate var isListed: Bool {
+        if case .UNRECOGNIZED = self { return false }
+        return true
+    }
+}
+
+extension HUPlayingIndicatorLocation {
+    fileprivate var isListed: Bool {
+        if case .UNRECOGNIZED = self { return false }
+        return true
+    }
+}
+
+extension HUButtonStyle {
+    fileprivate var isListed: Bool {
+        if case .UNRECOGNIZED = self { return false }
+        return true
+    }
+}
