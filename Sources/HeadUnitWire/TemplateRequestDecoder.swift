@@ -94,6 +94,32 @@ private struct FieldReader {
 
     var atEnd: Bool { offset >= bytes.count }
 
+    /// How many times field `number` occurs, found by skipping from field to
+    /// field (0 when the bytes are not well formed: the decoding says why).
+    func count(of number: UInt64) -> Int {
+        var reader = self
+        var walk = Walk()
+        var count = 0
+        do {
+            while !reader.atEnd {
+                let (field, wire) = try reader.tag(&walk)
+                if field == number { count += 1 }
+                switch wire {
+                case 0: _ = try reader.varint(&walk)
+                case 1, 5:
+                    let width = wire == 1 ? 8 : 4
+                    guard reader.bytes.count - reader.offset >= width else { return 0 }
+                    reader.offset += width
+                case 2: _ = try reader.content(wire: 2, &walk)
+                default: return 0
+                }
+            }
+        } catch {
+            return 0
+        }
+        return count
+    }
+
     /// The next field's number and wire type.
     @inline(__always)
     mutating func tag(_ walk: inout Walk) throws(NotTaken) -> (number: UInt64, wire: UInt64) {
@@ -301,6 +327,7 @@ private let listRepeated = fields(2, 3, 4, 5, 6)
 
 private func decodeList(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListTemplate {
     var list = HUListTemplate()
+    list.sections.reserveCapacity(FieldReader(bytes).count(of: 2))
     var reader = FieldReader(bytes, repeated: listRepeated)
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
@@ -331,6 +358,8 @@ private let sectionRepeated = fields(3)
 
 private func decodeSection(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListSection {
     var section = HUListSection()
+    // Sized once: an item is a large value, and each time the array grew it moved them all.
+    section.items.reserveCapacity(FieldReader(bytes).count(of: 3))
     var reader = FieldReader(bytes, repeated: sectionRepeated)
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
@@ -338,7 +367,9 @@ private func decodeSection(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) 
         case 1: section.id = try reader.string(wire: wire, &walk)
         case 2: section.header = try reader.string(wire: wire, &walk)
         case 3:
-            section.items.append(try decodeItem(reader.content(wire: wire, &walk), &walk))
+            // Decoded where it is kept: returned, the item was copied out and destroyed.
+            section.items.append(HUListItem())
+            try decodeItem(reader.content(wire: wire, &walk), into: &section.items[section.items.count - 1], &walk)
             walk.sizes.elements += 1
         default: throw NotTaken()
         }
@@ -346,8 +377,7 @@ private func decodeSection(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) 
     return section
 }
 
-private func decodeItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListItem {
-    var item = HUListItem()
+private func decodeItem(_ bytes: UnsafeRawBufferPointer, into item: inout HUListItem, _ walk: inout Walk) throws(NotTaken) {
     var reader = FieldReader(bytes)
     var kind = false
     while !reader.atEnd {
@@ -360,7 +390,6 @@ private func decodeItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) thr
         default: throw NotTaken()
         }
     }
-    return item
 }
 
 private func decodeGeneralItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUGeneralItem {
