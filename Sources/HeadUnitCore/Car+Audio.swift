@@ -124,8 +124,11 @@ extension Car {
     func microphoneWanted() -> (appID: String, purpose: HUMicrophonePurpose)? {
         guard phonePeer != nil else { return nil }
         for appID in appOrder {
-            if case .voiceControl? = apps[appID]?.scenes[.main]?.presented?.kind { return (appID, .voiceControl) }
+            // The kind as held: reading `presented.kind` copies the template's content.
+            if apps[appID]?.scenes[.main]?.presentedHeld?.kind == .voiceControl { return (appID, .voiceControl) }
         }
+        // Asked after every message: the voice streams are sorted only during a call.
+        guard calls.lineHolder != nil || audio.vehicleCallActive else { return nil }
         let voices = audioStreams.streams.values.filter { $0.type == .voice }.sorted { $0.id < $1.id }
         if let holder = calls.lineHolder, let voice = voices.first(where: { $0.appID == holder }) {
             return (voice.appID, .call)

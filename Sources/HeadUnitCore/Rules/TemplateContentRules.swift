@@ -70,12 +70,14 @@ struct TemplateContentRules {
             let count = list.sections.reduce(0) { $0 + $1.items.count }
             if let violation = atMost("list.items", count, maximum) { return violation }
         }
-        // By index: a list item is a large struct, and a copy per item cost
-        // more than its checks.
+        // In place: a list item is a large struct (its oneof is 288 bytes),
+        // and a copy per item cost more than its checks.
         for section in list.sections.indices {
             let violation: RuleViolation? = list.sections[section].items.withUnsafeBufferPointer { items in
-                for index in items.indices {
-                    if let violation = check(items[index]) { return violation }
+                guard var item = items.baseAddress else { return nil }
+                for _ in items.indices {
+                    if let violation = check(itemAt: item) { return violation }
+                    item += 1
                 }
                 return nil
             }
@@ -85,25 +87,30 @@ struct TemplateContentRules {
     }
 
     func check(_ item: HUListItem) -> RuleViolation? {
-        switch item.kind {
+        withUnsafePointer(to: item) { check(itemAt: $0) }
+    }
+
+    /// The item read where it is: passed by value (even from a buffer), each was copied whole.
+    private func check(itemAt item: UnsafePointer<HUListItem>) -> RuleViolation? {
+        switch item.pointee.kind {
         case nil:
-            return RuleViolation(.invalidTemplate, "list item \(item.id) has no kind (general, image row or message)")
+            return RuleViolation(.invalidTemplate, "list item \(item.pointee.id) has no kind (general, image row or message)")
         case .general(let general):
             // Also NaN: the comparison fails for it.
             if !(0...1).contains(general.progress) {
-                return RuleViolation(.invalidArgument, "list item \(item.id): progress \(general.progress) is outside 0...1")
+                return RuleViolation(.invalidArgument, "list item \(item.pointee.id): progress \(general.progress) is outside 0...1")
             }
-            return image(general.image, present: general.hasImage, .listItem, "list item \(item.id)")
-                ?? image(general.accessoryImage, present: general.hasAccessoryImage, .listItemAccessory, "accessory of list item \(item.id)")
+            return image(general.image, present: general.hasImage, .listItem, "list item \(item.pointee.id)")
+                ?? image(general.accessoryImage, present: general.hasAccessoryImage, .listItemAccessory, "accessory of list item \(item.pointee.id)")
         case .imageRow(let row):
             if let violation = atMost("list.imageRow.images", row.images.count, TemplateLimits.imageRowImages) {
                 return violation
             }
             if row.imageTitles.count > row.images.count {
-                return RuleViolation(.invalidArgument, "image row \(item.id): \(row.imageTitles.count) titles for \(row.images.count) images")
+                return RuleViolation(.invalidArgument, "image row \(item.pointee.id): \(row.imageTitles.count) titles for \(row.images.count) images")
             }
             for (index, rowImage) in row.images.enumerated() {
-                if let violation = image(rowImage, present: true, .imageRow, "image \(index) of image row \(item.id)") {
+                if let violation = image(rowImage, present: true, .imageRow, "image \(index) of image row \(item.pointee.id)") {
                     return violation
                 }
             }
@@ -111,16 +118,16 @@ struct TemplateContentRules {
         case .message(let message):
             // Tapping a message item starts a voice flow: only communication apps have one.
             if context.category != .communication {
-                return RuleViolation(.notAllowedForCategory, "message item \(item.id) is only allowed for the communication category, not \(context.category)")
+                return RuleViolation(.notAllowedForCategory, "message item \(item.pointee.id) is only allowed for the communication category, not \(context.category)")
             }
             if message.conversationID.isEmpty && message.phoneOrEmail.isEmpty {
-                return RuleViolation(.invalidTemplate, "message item \(item.id) needs conversation_id or phone_or_email")
+                return RuleViolation(.invalidTemplate, "message item \(item.pointee.id) needs conversation_id or phone_or_email")
             }
             if message.trailingKind == .image && !message.hasTrailingImage {
-                return RuleViolation(.invalidTemplate, "message item \(item.id) has trailing kind image but no trailing_image")
+                return RuleViolation(.invalidTemplate, "message item \(item.pointee.id) has trailing kind image but no trailing_image")
             }
-            return image(message.leadingImage, present: message.hasLeadingImage, .messageItem, "leading image of message item \(item.id)")
-                ?? image(message.trailingImage, present: message.hasTrailingImage, .messageItem, "trailing image of message item \(item.id)")
+            return image(message.leadingImage, present: message.hasLeadingImage, .messageItem, "leading image of message item \(item.pointee.id)")
+                ?? image(message.trailingImage, present: message.hasTrailingImage, .messageItem, "trailing image of message item \(item.pointee.id)")
         }
     }
 
