@@ -67,7 +67,7 @@ private struct NotTaken: Error {}
 /// What the decoder learns on its way, besides the values.
 private struct Walk {
     var sizes = WireSizes()
-    /// Whether the bytes read since the last `reset` are swift-protobuf's encoding of what they decode to.
+    /// Whether the bytes read since the last `resetForm()` are swift-protobuf's encoding of what they decode to.
     var canonical = true
     var inlineImages = false
     var images = false

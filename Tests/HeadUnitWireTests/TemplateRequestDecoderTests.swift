@@ -246,13 +246,9 @@ import Testing
             return [0x5A] + varint(request.count) + request
         }
         func varint(_ value: Int) -> [UInt8] {
-            var value = UInt64(value)
             var bytes: [UInt8] = []
-            while value >= 0x80 {
-                bytes.append(UInt8(value & 0x7f) | 0x80)
-                value >>= 7
-            }
-            return bytes + [UInt8(value)]
+            WireBytes.appendVarint(UInt64(value), to: &bytes)
+            return bytes
         }
         let measured = try #require(TemplateRequestDecoder.decode(ByteBuffer(bytes: envelope(canonical)))?.template?.measured)
         #expect(measured == WireTemplate.Measured(hasInlineImages: true, hasImages: true))

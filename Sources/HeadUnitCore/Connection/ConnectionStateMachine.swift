@@ -454,7 +454,7 @@ public struct ConnectionStateMachine: Sendable {
     private mutating func receiveMessage(_ payload: ByteBuffer, peer: PeerInfo, now: UInt64, charged: Bool = true) -> ConnectionAction {
         let envelope: HUEnvelope
         let checked: (violation: MessageLimitViolation?, unknownEnum: KnownEnums.Walked)
-        /// `.some` when the fast decoder found the template's bytes (or that there are none).
+        // `.some` when the fast decoder found the template's bytes (or that there are none).
         var knownTemplate: WireTemplate?? = .none
         if let fast = TemplateRequestDecoder.decode(payload), limits.message.admits(fast.sizes) {
             // A template request it takes whole, within the limits: no unknown
