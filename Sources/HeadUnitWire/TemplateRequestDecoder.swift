@@ -94,32 +94,6 @@ private struct FieldReader {
 
     var atEnd: Bool { offset >= bytes.count }
 
-    /// How many times field `number` occurs, found by skipping from field to
-    /// field (0 when the bytes are not well formed: the decoding says why).
-    func count(of number: UInt64) -> Int {
-        var reader = self
-        var walk = Walk()
-        var count = 0
-        do {
-            while !reader.atEnd {
-                let (field, wire) = try reader.tag(&walk)
-                if field == number { count += 1 }
-                switch wire {
-                case 0: _ = try reader.varint(&walk)
-                case 1, 5:
-                    let width = wire == 1 ? 8 : 4
-                    guard reader.bytes.count - reader.offset >= width else { return 0 }
-                    reader.offset += width
-                case 2: _ = try reader.content(wire: 2, &walk)
-                default: return 0
-                }
-            }
-        } catch {
-            return 0
-        }
-        return count
-    }
-
     /// The next field's number and wire type.
     @inline(__always)
     mutating func tag(_ walk: inout Walk) throws(NotTaken) -> (number: UInt64, wire: UInt64) {
@@ -327,7 +301,7 @@ private let listRepeated = fields(2, 3, 4, 5, 6)
 
 private func decodeList(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListTemplate {
     var list = HUListTemplate()
-    list.sections.reserveCapacity(FieldReader(bytes).count(of: 2))
+    list.sections.reserveCapacity(WireTemplate.count(of: 2, in: bytes))
     var reader = FieldReader(bytes, repeated: listRepeated)
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
@@ -359,7 +333,7 @@ private let sectionRepeated = fields(3)
 private func decodeSection(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUListSection {
     var section = HUListSection()
     // Sized once: an item is a large value, and each time the array grew it moved them all.
-    section.items.reserveCapacity(FieldReader(bytes).count(of: 3))
+    section.items.reserveCapacity(WireTemplate.count(of: 3, in: bytes))
     var reader = FieldReader(bytes, repeated: sectionRepeated)
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)

@@ -80,6 +80,18 @@ public struct WireTemplate: Sendable, Equatable {
         return WireTemplate(opField: op.number, bytes: Array(op.content))
     }
 
+    /// How many times field `number` occurs in a message's bytes (0 when they
+    /// are not well formed). `TemplateRequestDecoder` sizes arrays with it.
+    static func count(of number: Int, in bytes: UnsafeRawBufferPointer) -> Int {
+        var reader = FieldReader(bytes)
+        var count = 0
+        while let field = reader.next() {
+            guard let field else { return 0 }
+            if field.number == number { count += 1 }
+        }
+        return count
+    }
+
     /// Protobuf fields one after another: number, and the content of a
     /// length-delimited one. `next()` is nil at the end and `.some(nil)` on
     /// bytes that are not well formed (or a group, which no message here has).
