@@ -198,6 +198,16 @@ struct AudioStreamSocketTests {
             return nil
         }
 
+        /// When `hertz` last sounds above `threshold`: the end of the last such 10 ms window.
+        func end(_ hertz: Double, threshold: Double) -> Double? {
+            var at = (left.count / 480 - 1) * 480
+            while at >= 0 {
+                if level(hertz, from: at, count: 480) >= threshold { return time(at + 480) }
+                at -= 480
+            }
+            return nil
+        }
+
         /// How long `hertz` sounds above `threshold` in all (10 ms windows).
         func duration(_ hertz: Double, threshold: Double) -> Double {
             var at = 0
