@@ -78,8 +78,9 @@ extension Car {
     /// them already, and HMIs get each image once (section 12.6).
     public var phoneTemplateBytes: Int {
         apps.values.reduce(0) { total, app in
-            total + LinearEncoder.size(of: app.info) - app.info.icon.png.count + app.scenes.values.reduce(0) { $0 + $1.heldBytes }
-                + (app.nowPlayingSet ? LinearEncoder.size(of: app.nowPlaying) : 0)
+            assert(app.infoBytes == LinearEncoder.size(of: app.info) - app.info.icon.png.count, "info size kept")
+            assert(app.nowPlayingBytes == LinearEncoder.size(of: app.nowPlaying), "now-playing size kept")
+            return total + app.infoBytes + app.scenes.reduce(0) { $0 + $1.value.heldBytes } + (app.nowPlayingSet ? app.nowPlayingBytes : 0)
         }
     }
 

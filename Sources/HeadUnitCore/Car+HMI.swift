@@ -408,7 +408,7 @@ extension Car {
                 guard let app = apps[id] else { return HomeInputs.App(id: id, info: nil, category: nil, running: false) }
                 // The info by reference, the main scene by its key: neither copied.
                 return HomeInputs.App(
-                    id: id, info: app.sharedInfo, category: app.category, running: app.scenes.index(forKey: .main) != nil)
+                    id: id, info: app.sharedInfo, category: app.category, running: app.scenes[.main] != nil)
             })
     }
 

@@ -21,10 +21,10 @@ public struct Car: Sendable {
     var appOrder: [String] = []
     var apps: [String: AppState] = [:]
     /// Which app scene each screen shows; absent: the home screen.
-    var screenOwners: [HUScreen: SceneRef] = [:]
+    var screenOwners: SmallMap<HUScreen, SceneRef> = [:]
     /// What each screen last showed the HMI, for diffs.
-    var rendered: [HUScreen: HURenderedScreen] = [:]
-    var screenSequence: [HUScreen: UInt64] = [:]
+    var rendered: SmallMap<HUScreen, HURenderedScreen> = [:]
+    var screenSequence: SmallMap<HUScreen, UInt64> = [:]
     var lastHomeScreen: HUHomeScreen?
     /// What the last home screen built came from (`HomeInputs`), and the
     /// refs of its images: equal inputs give an equal home screen, so a

@@ -14,21 +14,33 @@ public struct AppState: Sendable, Equatable {
         var category: HUCategory?
         var refusal: RuleViolation?
         var matchedProtocols: [String] = []
-        var scenes: [HUSceneKind: SceneState] = [:]
+        var scenes: SmallMap<HUSceneKind, SceneState> = [:]
         var nowPlaying = HUNowPlayingTemplate()
         var nowPlayingSet = false
+        /// The encoded sizes the composed bound adds up after every request
+        /// (`Car.phoneTemplateBytes`), kept as the values change.
+        var infoBytes = 0
+        var nowPlayingBytes = 0
     }
 
     @CopyOnWrite private var fields: Fields
 
     public init(info: HUAppInfo) {
         fields = Fields(info: CopyOnWrite(wrappedValue: info))
+        fields.infoBytes = Self.encodedSize(info)
+        fields.nowPlayingBytes = LinearEncoder.size(of: fields.nowPlaying)
     }
 
     public var info: HUAppInfo {
         _read { yield fields.info.wrappedValue }
-        _modify { yield &fields.info.wrappedValue }
+        _modify {
+            defer { fields.infoBytes = Self.encodedSize(fields.info.wrappedValue) }
+            yield &fields.info.wrappedValue
+        }
     }
+    /// The info's encoded size without its icon (HMIs get each image once, section 12.6).
+    var infoBytes: Int { fields.infoBytes }
+    private static func encodedSize(_ info: HUAppInfo) -> Int { LinearEncoder.size(of: info) - info.icon.png.count }
     /// The info's reference, kept by `HomeInputs`.
     var sharedInfo: CopyOnWrite<HUAppInfo> { fields.info }
     /// The accepted category, or nil when the car refused the app's claims.
@@ -46,15 +58,20 @@ public struct AppState: Sendable, Equatable {
         _modify { yield &fields.matchedProtocols }
     }
     /// Connected scenes by kind (at most one of each).
-    public var scenes: [HUSceneKind: SceneState] {
+    public var scenes: SmallMap<HUSceneKind, SceneState> {
         _read { yield fields.scenes }
         _modify { yield &fields.scenes }
     }
     /// The one shared now-playing template of the app (DOMAIN.md §5).
     public var nowPlaying: HUNowPlayingTemplate {
         _read { yield fields.nowPlaying }
-        _modify { yield &fields.nowPlaying }
+        _modify {
+            defer { fields.nowPlayingBytes = LinearEncoder.size(of: fields.nowPlaying) }
+            yield &fields.nowPlaying
+        }
     }
+    /// The now-playing template's encoded size.
+    var nowPlayingBytes: Int { fields.nowPlayingBytes }
     public var nowPlayingSet: Bool {
         _read { yield fields.nowPlayingSet }
         _modify { yield &fields.nowPlayingSet }
