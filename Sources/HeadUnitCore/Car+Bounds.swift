@@ -95,6 +95,42 @@ extension Car {
         return LinearEncoder.size(of: envelope) > configuration.composed.maxFrameBytes
     }
 
+    /// What a request is undone to when it breaks a composed bound.
+    enum Undo {
+        /// The request can break none.
+        case nothing
+        /// A template request that leaves the now-playing content alone changes
+        /// one app's scenes and adds effects, nothing else: the app as it was
+        /// and how many effects there were. Keeping the whole Car instead held
+        /// a second reference to each of its boxes, so every change the request
+        /// made copied what it touched (the apps dictionary above all).
+        case app(String, AppState?, effects: Int)
+        /// Anything else: the whole Car (copy-on-write).
+        case car(Car)
+
+        var isNothing: Bool { if case .nothing = self { true } else { false } }
+    }
+
+    /// The state to keep before `body` runs, for `restore`.
+    func undoPoint(_ body: HUEnvelope.OneOf_Body?, scope: ComposedScope) -> Undo {
+        if scope.isEmpty { return .nothing }
+        if scope == [.appScenes], case .templateRequest(let request) = body {
+            return .app(request.appID, apps[request.appID], effects: effects.count)
+        }
+        return .car(self)
+    }
+
+    /// Back to the state before the request (its effects dropped too).
+    mutating func restore(_ undo: Undo) {
+        switch undo {
+        case .nothing: break
+        case .app(let appID, let app, let count):
+            apps[appID] = app
+            effects.removeSubrange(count...)
+        case .car(let car): self = car
+        }
+    }
+
     /// The app a request changes the scenes of.
     static func scenesApp(of body: HUEnvelope.OneOf_Body?) -> String? {
         switch body {

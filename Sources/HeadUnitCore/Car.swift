@@ -143,12 +143,11 @@ public struct Car: Sendable {
             answer(peer, request, .failure(RuleViolation(.invalidArgument, unknown.message)))
             return takeEffects()
         }
-        // The state before the request: restored if the request leaves composed
-        // state no frame can carry (Car+Bounds). Copy-on-write: cheap until changed.
         // Read once: each `envelope.body` copies the body out of the envelope's storage.
         let body = envelope.body
         let scope = ComposedScope(body)
-        let before = scope.isEmpty ? nil : self
+        // What to restore if the request leaves composed state no frame can carry (Car+Bounds).
+        let undo = undoPoint(body, scope: scope)
         // A push's answer, four lifecycle events and the HMIs' screen: one
         // allocation, not the four an array growing from empty makes.
         effects.reserveCapacity(8)
@@ -229,11 +228,8 @@ public struct Car: Sendable {
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
-        // Tested, not bound: `if let before` copies the whole Car once more.
-        if before != nil, answeredOK(peer, request),
-            let violation = composedViolation(scope, appID: Self.scenesApp(of: body))
-        {
-            self = before!
+        if !undo.isNothing, answeredOK(peer, request), let violation = composedViolation(scope, appID: Self.scenesApp(of: body)) {
+            restore(undo)
             answer(peer, request, .failure(violation))
         }
         settlePhoneLink()
