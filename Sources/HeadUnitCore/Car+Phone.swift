@@ -346,19 +346,34 @@ extension Car {
 
     mutating func sendLifecycle(_ transition: SceneState.Transition, appID: String, scene: SceneState, animated: Bool) {
         let sceneID = scene.id
-        func send(_ templateID: String, _ phase: HULifecyclePhase, car: inout Car) {
-            if let phone = car.phonePeer {
-                // Encoded from the values (four events a push or pop): the same bytes as the envelope.
-                car.effects.append(.sendEncoded(phone, LifecycleEventEncoding.envelope(
-                    appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)))
-            } else if car.phoneLink.isReconnecting {
-                car.phoneLink.keep(LifecycleEventEncoding.body(
-                    appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated))
+        // Four events a push or pop, in this order.
+        let events = [(transition.disappeared, HULifecyclePhase.willDisappear), (transition.appeared, .willAppear),
+                      (transition.disappeared, .didDisappear), (transition.appeared, .didAppear)]
+        if let phone = phonePeer {
+            // Encoded from the values into one array (the same bytes as the envelopes), sent as one effect.
+            var encoded = EncodedEnvelopes()
+            var size = 0
+            for (ids, phase) in events {
+                for id in ids {
+                    size += 4 + LifecycleEventEncoding.size(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated)
+                }
+            }
+            guard size > 0 else { return }
+            encoded.reserveCapacity(size)
+            for (ids, phase) in events {
+                for id in ids {
+                    encoded.append {
+                        LifecycleEventEncoding.append(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated, to: &$0)
+                    }
+                }
+            }
+            effects.append(.sendEncoded(phone, encoded))
+        } else if phoneLink.isReconnecting {
+            for (ids, phase) in events {
+                for id in ids {
+                    phoneLink.keep(LifecycleEventEncoding.body(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated))
+                }
             }
         }
-        for id in transition.disappeared { send(id, .willDisappear, car: &self) }
-        for id in transition.appeared { send(id, .willAppear, car: &self) }
-        for id in transition.disappeared { send(id, .didDisappear, car: &self) }
-        for id in transition.appeared { send(id, .didAppear, car: &self) }
     }
 }

@@ -41,9 +41,9 @@ public enum DataRoute: Sendable, Equatable {
 public enum CarEffect: Sendable, Equatable {
     /// Send an envelope to a peer.
     case send(PeerID, HUEnvelope)
-    /// Send an envelope the car encoded itself (a template lifecycle event,
-    /// `LifecycleEventEncoding`): the bytes of one `Envelope`, without the frame header.
-    case sendEncoded(PeerID, [UInt8])
+    /// Send envelopes the car encoded itself (a transition's template
+    /// lifecycle events, `LifecycleEventEncoding`), in order, each in a frame of its own.
+    case sendEncoded(PeerID, EncodedEnvelopes)
     /// The OK answer to `requestID`, encoded by the car (a template request's
     /// `Result{template_shown}`, `TemplateShownAnswer`): sent as `sendEncoded`.
     case sendEncodedAnswer(PeerID, requestID: UInt32, [UInt8])

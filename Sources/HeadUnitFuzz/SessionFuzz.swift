@@ -254,6 +254,19 @@ struct SessionFuzz {
         }
     }
 
+    /// An envelope the car encoded itself.
+    mutating func receiveEncoded(_ payload: [UInt8], peer: PeerID) {
+        FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
+        let envelope = try? HUEnvelope(serializedBytes: payload)
+        FuzzChecks.check(
+            envelope.flatMap { try? $0.serializedBytes() as [UInt8] } == payload,
+            "an envelope the car encodes itself is swift-protobuf's encoding of it")
+        if let envelope {
+            checkFrame(envelope)
+            if peer == Self.hmiID { hmiReceives(envelope) }
+        }
+    }
+
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
             trace("  car: \(effect)")
@@ -262,16 +275,11 @@ struct SessionFuzz {
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
                 checkFrame(envelope)
                 if peer == Self.hmiID { hmiReceives(envelope) }
-            case .sendEncoded(let peer, let payload), .sendEncodedAnswer(let peer, _, let payload):
-                FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
-                let envelope = try? HUEnvelope(serializedBytes: payload)
-                FuzzChecks.check(
-                    envelope.flatMap { try? $0.serializedBytes() as [UInt8] } == payload,
-                    "an envelope the car encodes itself is swift-protobuf's encoding of it")
-                if let envelope {
-                    checkFrame(envelope)
-                    if peer == Self.hmiID { hmiReceives(envelope) }
-                }
+            case .sendEncoded(let peer, let envelopes):
+                FuzzChecks.check(!envelopes.isEmpty, "the car sends no empty batch of envelopes")
+                for payload in envelopes.envelopes { receiveEncoded(payload, peer: peer) }
+            case .sendEncodedAnswer(let peer, _, let payload):
+                receiveEncoded(payload, peer: peer)
             case .toHMIs(_, let envelope, let images, let renderedTop):
                 FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
                 if let renderedTop {

@@ -363,7 +363,9 @@ final class CarHost: @unchecked Sendable {
         switch effect {
         case .send(let peer, let envelope):
             connections[peer]?.send(envelope)
-        case .sendEncoded(let peer, let payload), .sendEncodedAnswer(let peer, _, let payload):
+        case .sendEncoded(let peer, let envelopes):
+            connections[peer]?.sendEncoded(envelopes)
+        case .sendEncodedAnswer(let peer, _, let payload):
             connections[peer]?.sendEncoded(payload)
         case .toHMIs(let stream, let envelope, let images, let renderedTop):
             hmiHub.publish(stream, envelope, images: images, renderedTop: renderedTop, car: &car, connections: connections)

@@ -335,7 +335,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         appendToPending(context) { encode(envelope, into: &$0) }
     }
 
-    /// `send` of an envelope the car encoded itself (`CarEffect.sendEncoded`):
+    /// `send` of an envelope the car encoded itself (`CarEffect.sendEncodedAnswer`):
     /// framed as it is, with section 10.4's size check.
     func sendEncoded(_ payload: [UInt8]) {
         guard open, let context else { return }
@@ -343,6 +343,20 @@ final class ConnectionHandler: ChannelInboundHandler {
         appendToPending(context) { buffer in
             buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
             buffer.writeBytes(payload)
+        }
+    }
+
+    /// `sendEncoded` of several envelopes, each framed: one append to `pending`.
+    func sendEncoded(_ envelopes: EncodedEnvelopes) {
+        guard open, let context else { return }
+        var fits = true
+        envelopes.forEach { if fits { fits = fitsOrCloses($0.count, .message) } }
+        guard fits else { return }
+        appendToPending(context) { buffer in
+            envelopes.forEach { payload in
+                buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
+                buffer.writeBytes(payload)
+            }
         }
     }
 

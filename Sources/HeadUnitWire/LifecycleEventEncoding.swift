@@ -7,17 +7,25 @@
 /// defaults left out): `LifecycleEventEncodingTests` compares them.
 public enum LifecycleEventEncoding {
     public static func envelope(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> [UInt8] {
-        let phaseValue = UInt64(bitPattern: Int64(phase.rawValue))
-        // Sizes first, so the bytes go into one array allocated once.
-        // TemplateLifecycle: phase = 1 (varint), animated = 2 (bool).
-        let lifecycleSize = WireBytes.varintFieldSize(phaseValue) + (animated ? 2 : 0)
-        // AppEvent: app_id = 1, scene_id = 2, template_id = 4, lifecycle = 18
-        // (a oneof member: written even when empty).
-        let eventSize = WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID))
-            + WireBytes.stringFieldSize(templateID) + 2 + varintSize(UInt64(lifecycleSize)) + lifecycleSize
-        // Envelope: request_id = 1 is 0 (left out), app_event = 22.
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(2 + varintSize(UInt64(eventSize)) + eventSize)
+        bytes.reserveCapacity(size(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated))
+        append(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated, to: &bytes)
+        return bytes
+    }
+
+    /// The envelope's size in bytes.
+    public static func size(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> Int {
+        let eventSize = eventSize(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
+        return 2 + varintSize(UInt64(eventSize)) + eventSize
+    }
+
+    /// Appends the envelope's bytes to `bytes`.
+    public static func append(
+        appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool, to bytes: inout [UInt8]
+    ) {
+        let phaseValue = UInt64(bitPattern: Int64(phase.rawValue))
+        let eventSize = eventSize(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
+        // Envelope: request_id = 1 is 0 (left out), app_event = 22.
         bytes.append(0xB2)  // (22 << 3) | 2
         bytes.append(0x01)
         WireBytes.appendVarint(UInt64(eventSize), to: &bytes)
@@ -26,13 +34,25 @@ public enum LifecycleEventEncoding {
         WireBytes.appendStringField(templateID, tag: 0x22, to: &bytes)
         bytes.append(0x92)  // (18 << 3) | 2
         bytes.append(0x01)
-        WireBytes.appendVarint(UInt64(lifecycleSize), to: &bytes)
+        WireBytes.appendVarint(UInt64(lifecycleSize(phaseValue, animated: animated)), to: &bytes)
         WireBytes.appendVarintField(phaseValue, tag: 0x08, to: &bytes)
         if animated {
             bytes.append(0x10)
             bytes.append(0x01)
         }
-        return bytes
+    }
+
+    /// TemplateLifecycle: phase = 1 (varint), animated = 2 (bool).
+    private static func lifecycleSize(_ phaseValue: UInt64, animated: Bool) -> Int {
+        WireBytes.varintFieldSize(phaseValue) + (animated ? 2 : 0)
+    }
+
+    /// AppEvent: app_id = 1, scene_id = 2, template_id = 4, lifecycle = 18
+    /// (a oneof member: written even when empty).
+    private static func eventSize(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> Int {
+        let lifecycleSize = lifecycleSize(UInt64(bitPattern: Int64(phase.rawValue)), animated: animated)
+        return WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID))
+            + WireBytes.stringFieldSize(templateID) + 2 + varintSize(UInt64(lifecycleSize)) + lifecycleSize
     }
 
     /// The same event as an envelope body (kept for a phone that is

@@ -33,15 +33,11 @@ struct CarHarness {
                 // Found by the long fuzz run: a phone that left was still sent SessionClosed.
                 #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected: \(envelope)")
                 sent[peer, default: []].append(envelope)
-            case .sendEncoded(let peer, let payload), .sendEncodedAnswer(let peer, _, let payload):
-                #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected")
-                // The car's own encoding (lifecycle events, template answers): exactly swift-protobuf's bytes for the envelope.
-                guard let envelope = try? HUEnvelope(serializedBytes: payload) else {
-                    Issue.record("undecodable envelope encoded by the car: \(payload)")
-                    continue
-                }
-                #expect((try? envelope.serializedBytes() as [UInt8]) == payload, "\(envelope)")
-                sent[peer, default: []].append(envelope)
+            case .sendEncoded(let peer, let envelopes):
+                #expect(!envelopes.isEmpty, "an empty batch of envelopes")
+                for payload in envelopes.envelopes { receiveEncoded(payload, peer: peer) }
+            case .sendEncodedAnswer(let peer, _, let payload):
+                receiveEncoded(payload, peer: peer)
             case .toHMIs(_, let envelope, _, let renderedTop):
                 if let renderedTop {
                     // The frame the server builds with the held bytes copied in is this envelope.
@@ -68,6 +64,17 @@ struct CarHarness {
             case .sendMedia(let peer, let channel, let payload): media[peer, default: []].append((channel, Array(payload.readableBytesView)))
             }
         }
+    }
+
+    /// The car's own encoding (lifecycle events, template answers): exactly swift-protobuf's bytes for the envelope.
+    mutating func receiveEncoded(_ payload: [UInt8], peer: PeerID) {
+        #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected")
+        guard let envelope = try? HUEnvelope(serializedBytes: payload) else {
+            Issue.record("undecodable envelope encoded by the car: \(payload)")
+            return
+        }
+        #expect((try? envelope.serializedBytes() as [UInt8]) == payload, "\(envelope)")
+        sent[peer, default: []].append(envelope)
     }
 
     mutating func join(_ peer: PeerID, _ role: HURole) {

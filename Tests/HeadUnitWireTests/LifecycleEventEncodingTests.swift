@@ -28,6 +28,8 @@ import Testing
                             let expected = try Self.reference(
                                 appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
                             #expect(encoded == expected, "\(appID) \(sceneID) \(templateID) \(phase) \(animated)")
+                            #expect(encoded.count == LifecycleEventEncoding.size(
+                                appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated))
                         }
                     }
                 }
@@ -41,5 +43,22 @@ import Testing
         #expect(envelope.requestID == 0)
         #expect(envelope.appEvent.appID == "app" && envelope.appEvent.sceneID == 7 && envelope.appEvent.templateID == "t")
         #expect(envelope.appEvent.lifecycle.phase == .didAppear && envelope.appEvent.lifecycle.animated)
+    }
+
+    /// A batch (`EncodedEnvelopes`) gives back each envelope as appended, in
+    /// order, whatever their lengths (a length's every byte is used).
+    @Test func aBatchGivesBackEachEnvelopeInOrder() {
+        let envelopes: [[UInt8]] = [[], [1], Array(repeating: 7, count: 255), Array(repeating: 8, count: 256),
+                                    (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }, [9, 9]]
+        var batch = EncodedEnvelopes()
+        #expect(batch.isEmpty && batch.envelopes.isEmpty)
+        for envelope in envelopes { batch.append { $0.append(contentsOf: envelope) } }
+        #expect(!batch.isEmpty)
+        #expect(batch.envelopes == envelopes)
+        #expect(batch.storage.count == envelopes.reduce(0) { $0 + 4 + $1.count })
+        #expect(EncodedEnvelopes([1, 2, 3]).envelopes == [[1, 2, 3]])
+        var lifecycle = EncodedEnvelopes()
+        lifecycle.append { LifecycleEventEncoding.append(appID: "a", sceneID: 1, templateID: "t", phase: .willAppear, animated: false, to: &$0) }
+        #expect(lifecycle.envelopes == [LifecycleEventEncoding.envelope(appID: "a", sceneID: 1, templateID: "t", phase: .willAppear, animated: false)])
     }
 }
