@@ -45,7 +45,8 @@ public enum CarEffect: Sendable, Equatable {
     /// lifecycle events, `LifecycleEventEncoding`), in order, each in a frame of its own.
     case sendEncoded(PeerID, EncodedEnvelopes)
     /// The OK answer to `requestID`, encoded by the car (a template request's
-    /// `Result{template_shown}`, `TemplateShownAnswer`): sent as `sendEncoded`.
+    /// `Result{template_shown}`, `TemplateShownAnswer`): the bytes of one
+    /// `Envelope`, sent in a frame of its own.
     case sendEncodedAnswer(PeerID, requestID: UInt32, [UInt8])
     /// Send a `HomeScreen` or `ScreenUpdate` to every HMI. It is state: the
     /// server encodes it once, and an HMI that is behind gets the latest state
