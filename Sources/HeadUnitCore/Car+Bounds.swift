@@ -2,7 +2,9 @@ import HeadUnitWire
 
 // What requests add up to (PROTOCOL.md section 10.4, ComposedLimits): a
 // request whose resulting state could not be sent in one frame, or would make
-// the phone hold more templates than the car allows, is undone and refused.
+// the phone hold more templates than the car allows, is refused: a template
+// request's changed scene is measured before it is stored (`undoPoint`),
+// anything else is undone.
 extension Car {
     /// The first composed bound the current state breaks within `scope`, or nil.
     /// `appID`: the app whose scenes a phone request changed.
@@ -14,24 +16,17 @@ extension Car {
                 return limits.frameViolation("the home screen", limit: "home_screen.bytes", bytes: bytes)
             }
         }
-        if scope.contains(.appScenes), let appID, let app = apps[appID] {
-            // Every scene of the app, as it would be shown, lists uncut (the
-            // car may stop limiting lists at any time).
-            for kind in app.scenes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
-                let screen = screen(for: kind)
-                let bytes = composedScreenBytes(screen, owner: SceneRef(appID: appID, kind: kind))
-                if bytes > limits.maxFrameBytes {
-                    return limits.frameViolation("the \(kind) screen of '\(appID)'", limit: "screen.bytes", bytes: bytes)
-                }
-            }
-        }
-        if !scope.isDisjoint(with: [.home, .appScenes]) {
+        if scope.contains(.appScenes) {
+            if let violation = appScenesViolation(appID) { return violation }
+        } else if scope.contains(.home) {
+            // Announcing apps adds their infos to what the phone holds.
             let held = phoneTemplateBytes
             if held > limits.maxPhoneTemplateBytes { return limits.templateBytesViolation(held) }
         }
         if scope.contains(.shownScreens) {
             for screen in [HUScreen.main, .dashboard, .instrumentCluster] where screenOwners[screen] != nil {
-                let bytes = composedScreenBytes(screen, owner: screenOwners[screen])
+                let shown = shownScene(screenOwners[screen])
+                let bytes = composedScreenBytes(screen, app: shown?.app, scene: shown?.scene)
                 if bytes > limits.maxFrameBytes {
                     return limits.frameViolation("the \(screen) screen", limit: "screen.bytes", bytes: bytes)
                 }
@@ -46,15 +41,39 @@ extension Car {
         return nil
     }
 
-    /// `screen` showing `owner`'s scene, lists uncut, as HMIs are sent it
+    /// Every scene of `appID`'s app, as it would be shown, lists uncut (the
+    /// car may stop limiting lists at any time), then the phone's template
+    /// bytes. `candidate`: a scene a template request would store in place of
+    /// the one of its kind, measured before it is stored (no undo then).
+    func appScenesViolation(_ appID: String?, candidate: SceneState? = nil) -> RuleViolation? {
+        let limits = configuration.composed
+        var held = phoneTemplateBytes
+        if let appID, let app = apps[appID] {
+            for (kind, stored) in app.scenes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                var scene = stored
+                if let candidate, candidate.kind == kind {
+                    scene = candidate
+                    held += candidate.heldBytes - stored.heldBytes
+                }
+                let bytes = composedScreenBytes(screen(for: kind), app: app, scene: scene)
+                if bytes > limits.maxFrameBytes {
+                    return limits.frameViolation("the \(kind) screen of '\(appID)'", limit: "screen.bytes", bytes: bytes)
+                }
+            }
+        }
+        if held > limits.maxPhoneTemplateBytes { return limits.templateBytesViolation(held) }
+        return nil
+    }
+
+    /// `screen` showing `scene` of `app`, lists uncut, as HMIs are sent it
     /// (`ComposedLimits.screenBytes` of `HMIImages.asSent`). The scene's top
     /// and modal templates, when shown as held and without an inline PNG, are
     /// not walked again: their sizes were taken when they were stored
     /// (`SceneState.Held`), and only the rest of the screen is measured.
-    func composedScreenBytes(_ screen: HUScreen, owner: SceneRef?) -> Int {
-        var rendered = render(screen, owner: owner, listCap: nil)
+    func composedScreenBytes(_ screen: HUScreen, app: AppState?, scene: SceneState?) -> Int {
+        var rendered = render(screen, app: app, scene: scene, listCap: nil)
         var known = 0
-        if let owner, let scene = apps[owner.appID]?.scenes[owner.kind] {
+        if let scene {
             // Not a now-playing top: the render puts the app's shared content in it.
             if rendered.hasTop, let held = scene.stackHeld.last, !held.hasInlineImages, held.kind != .nowPlaying {
                 known += LinearEncoder.messageFieldSize(fieldNumber: LinearEncoder.renderedTopField, contentBytes: held.bytes)
@@ -67,7 +86,7 @@ extension Car {
         }
         let bytes = ComposedLimits.screenBytes(HMIImages.asSent(rendered), adding: known)
         assert(
-            known == 0 || bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, owner: owner, listCap: nil))),
+            known == 0 || bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil))),
             "the held sizes add up to the screen's as measured whole")
         return bytes
     }
@@ -95,40 +114,17 @@ extension Car {
         return LinearEncoder.size(of: envelope) > configuration.composed.maxFrameBytes
     }
 
-    /// What a request is undone to when it breaks a composed bound.
-    enum Undo {
-        /// The request can break none.
-        case nothing
-        /// A template request that leaves the now-playing content alone changes
-        /// one app's scenes and adds effects, nothing else: the app as it was
-        /// and how many effects there were. Keeping the whole Car instead held
-        /// a second reference to each of its boxes, so every change the request
-        /// made copied what it touched (the apps dictionary above all).
-        case app(String, AppState?, effects: Int)
-        /// Anything else: the whole Car (copy-on-write).
-        case car(Car)
-
-        var isNothing: Bool { if case .nothing = self { true } else { false } }
-    }
-
-    /// The state to keep before `body` runs, for `restore`.
-    func undoPoint(_ body: HUEnvelope.OneOf_Body?, scope: ComposedScope) -> Undo {
-        if scope.isEmpty { return .nothing }
-        if scope == [.appScenes], case .templateRequest(let request) = body {
-            return .app(request.appID, apps[request.appID], effects: effects.count)
-        }
-        return .car(self)
-    }
-
-    /// Back to the state before the request (its effects dropped too).
-    mutating func restore(_ undo: Undo) {
-        switch undo {
-        case .nothing: break
-        case .app(let appID, let app, let count):
-            apps[appID] = app
-            effects.removeSubrange(count...)
-        case .car(let car): self = car
-        }
+    /// The car as it was before `body`, to go back to when the request breaks
+    /// a composed bound (`nil`: it can break none, or it is measured before
+    /// anything changes). A template request that leaves the now-playing
+    /// content alone changes only its scene: `handleTemplateRequest` measures
+    /// the scene before storing it. Keeping the car (or only the app) instead
+    /// held a second reference to what the request changes, so each change
+    /// copied what it touched, and the copy was destroyed after every request.
+    func undoPoint(_ body: HUEnvelope.OneOf_Body?, scope: ComposedScope) -> Car? {
+        if scope.isEmpty { return nil }
+        if scope == [.appScenes], case .templateRequest = body { return nil }
+        return self
     }
 
     /// The app a request changes the scenes of.

@@ -442,13 +442,24 @@ extension Car {
     /// `listCap`. The composed bound measures every scene this way, uncut, as
     /// if shown (Car+Bounds).
     func render(_ screen: HUScreen, owner: SceneRef?, listCap: Int?) -> HURenderedScreen {
+        let shown = shownScene(owner)
+        return render(screen, app: shown?.app, scene: shown?.scene, listCap: listCap)
+    }
+
+    /// `owner`'s app and scene, read once for whatever a screen showing it needs.
+    func shownScene(_ owner: SceneRef?) -> (app: AppState, scene: SceneState)? {
+        guard let owner, let app = apps[owner.appID], let scene = app.scenes[owner.kind] else { return nil }
+        return (app, scene)
+    }
+
+    /// A screen showing `scene` of `app` (nil: none), read by the caller.
+    func render(_ screen: HUScreen, app: AppState?, scene: SceneState?, listCap: Int?) -> HURenderedScreen {
         var rendered = HURenderedScreen()
         rendered.screen = screen
         rendered.contentStyle = vehicleState.contentStyle
         rendered.rightHandDrive = configuration.vehicle.rightHandDrive
-        guard let owner, let app = apps[owner.appID], let scene = app.scenes[owner.kind] else {
-            return rendered
-        }
+        guard let app, let scene else { return rendered }
+        let owner = SceneRef(appID: scene.appID, kind: scene.kind)
         rendered.appID = owner.appID
         rendered.sceneID = scene.id
         rendered.stack = scene.stack.map(\.id)
@@ -539,10 +550,12 @@ extension Car {
             }
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
-            var new = render(screen)
-            let refs = externalize(&new, owner: screenOwners[screen])
-            // The dashboard and cluster appear to the HMI once an app first owns them.
-            if screen != .main, rendered[screen] == nil, new.appID.isEmpty { continue }
+            let owner = screenOwners[screen]
+            // The dashboard and cluster appear to the HMI once an app first
+            // owns them: until then they are not rendered (an owner's app is
+            // never gone: its scenes end first, `endScenes`).
+            if screen != .main, owner == nil, rendered[screen] == nil { continue }
+            let (new, refs) = renderForHMIs(screen, owner: owner)
             let old = rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
             guard new != old else { continue }
             rendered[screen] = new
@@ -554,7 +567,7 @@ extension Car {
             } else {
                 sendToHMIs(
                     .screen(screen), .screenUpdate(screenUpdate(screen, .full(new))), images: refs,
-                    renderedTop: heldTopBytes(new, owner: screenOwners[screen]))
+                    renderedTop: heldTopBytes(new, owner: owner))
             }
         }
         publishVideo()
@@ -569,13 +582,22 @@ extension Car {
         return apps[owner.appID]?.scenes[owner.kind]?.encodedTop(ifShown: rendered.top)
     }
 
-    /// `hmiImages.externalize` of a screen showing `owner`'s scene, without
+    /// `screen` as HMIs are sent it, and the refs of its images. The owner's
+    /// app and scene are read once for both, and let go on return, before
+    /// `heldTopBytes` changes the scene (a copy still held would be copied).
+    mutating func renderForHMIs(_ screen: HUScreen, owner: SceneRef?) -> (HURenderedScreen, [String]?) {
+        let shown = shownScene(owner)
+        var rendered = render(screen, app: shown?.app, scene: shown?.scene, listCap: listCap)
+        let refs = externalize(&rendered, scene: shown?.scene)
+        return (rendered, refs)
+    }
+
+    /// `hmiImages.externalize` of a screen showing `scene`, without
     /// walking its top template when the scene holds it without any image
     /// (`SceneState.Held`; the render only cuts it, or it is the now-playing
     /// template, which is walked): the rest of the screen is scanned alone.
-    mutating func externalize(_ rendered: inout HURenderedScreen, owner: SceneRef?) -> [String]? {
-        guard rendered.hasTop, let owner, let held = apps[owner.appID]?.scenes[owner.kind]?.stackHeld.last,
-            !held.hasImages, held.kind != .nowPlaying
+    mutating func externalize(_ rendered: inout HURenderedScreen, scene: SceneState?) -> [String]? {
+        guard rendered.hasTop, let held = scene?.stackHeld.last, !held.hasImages, held.kind != .nowPlaying
         else { return hmiImages.externalize(&rendered) }
         var rest = rendered
         rest.clearTop()

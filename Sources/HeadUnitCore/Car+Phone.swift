@@ -146,16 +146,20 @@ extension Car {
 
     /// Finds the scene a template request names: NO_PHONE, UNKNOWN_APP,
     /// ENTITLEMENT_REFUSED, NOT_YOUR_SCENE, NOT_CONNECTED, in that order.
-    func sceneKind(for appID: String, sceneID: UInt32, from peer: PeerID) -> Result<HUSceneKind, RuleViolation> {
+    /// With the app's category and the scene as they are: one lookup of the
+    /// app for the whole request.
+    func requestedScene(for appID: String, sceneID: UInt32, from peer: PeerID)
+        -> Result<(kind: HUSceneKind, category: HUCategory, scene: SceneState), RuleViolation>
+    {
         let app: AppState
         switch announcedApp(appID, from: peer) {
         case .success(let found): app = found
         case .failure(let violation): return .failure(violation)
         }
-        guard app.category != nil else {
+        guard let category = app.category else {
             return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
         }
-        if let kind = app.scenes.first(where: { $0.value.id == sceneID })?.key { return .success(kind) }
+        for (kind, scene) in app.scenes where scene.id == sceneID { return .success((kind, category, scene)) }
         if sceneOwner(sceneID) != nil {
             return .failure(RuleViolation(.notYourScene, "scene \(sceneID) belongs to another app"))
         }
@@ -172,19 +176,20 @@ extension Car {
     }
 
     /// `wire`: the bytes of the template the request carries, as sent (kept beside it, `SceneState.Held`).
+    /// `measuringBounds`: the changed scene is measured against the composed
+    /// bounds before it is stored, and refused without a trace when it breaks one.
     mutating func handleTemplateRequest(
-        _ request: HUTemplateRequest, from peer: PeerID, now: UInt64, wire: WireTemplate? = nil
+        _ request: HUTemplateRequest, from peer: PeerID, now: UInt64, wire: WireTemplate? = nil, measuringBounds: Bool = false
     ) -> Result<TemplateShownAnswer, RuleViolation> {
         func sent(_ opField: Int) -> WireTemplate? { wire?.opField == opField ? wire : nil }
-        let kind: HUSceneKind
-        switch sceneKind(for: request.appID, sceneID: request.sceneID, from: peer) {
-        case .success(let found): kind = found
+        let kind: HUSceneKind, category: HUCategory
+        var scene: SceneState
+        switch requestedScene(for: request.appID, sceneID: request.sceneID, from: peer) {
+        case .success(let found): (kind, category, scene) = found
         case .failure(let violation): return .failure(violation)
         }
         let appID = request.appID
-        let category = apps[appID]!.category!
         let scale = configuration.vehicle.mainDisplay.scale
-        var scene = apps[appID]!.scenes[kind]!
         let outcome: Result<SceneState.Transition, RuleViolation>
         switch request.op {
         case .setRoot(let template):
@@ -227,6 +232,7 @@ extension Car {
         case .failure(let violation):
             return .failure(violation)
         case .success(let transition):
+            if measuringBounds, let violation = appScenesViolation(appID, candidate: scene) { return .failure(violation) }
             apps[appID]!.scenes[kind] = scene
             let onScreen = screenOwners[screen(for: kind)] == SceneRef(appID: appID, kind: kind)
             if onScreen {

@@ -166,7 +166,9 @@ public struct Car: Sendable {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
         case .templateRequest(let templateRequest):
-            switch handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds, wire: template) {
+            // Measured against the composed bounds before it is stored when it changes only its scene (`undoPoint`).
+            let measured = scope == [.appScenes]
+            switch handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds, wire: template, measuringBounds: measured) {
             case .success(let shown): effects.append(.sendEncodedAnswer(peer, requestID: request, shown.envelope(requestID: request)))
             case .failure(let violation): answer(peer, request, .failure(violation))
             }
@@ -228,8 +230,8 @@ public struct Car: Sendable {
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
         }
-        if !undo.isNothing, answeredOK(peer, request), let violation = composedViolation(scope, appID: Self.scenesApp(of: body)) {
-            restore(undo)
+        if let undo, answeredOK(peer, request), let violation = composedViolation(scope, appID: Self.scenesApp(of: body)) {
+            self = undo  // its effects too: the answer and events of what did not happen
             answer(peer, request, .failure(violation))
         }
         settlePhoneLink()

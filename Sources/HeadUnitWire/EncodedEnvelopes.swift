@@ -8,12 +8,6 @@ public struct EncodedEnvelopes: Sendable, Equatable {
 
     public init() {}
 
-    /// One envelope already encoded.
-    public init(_ envelope: [UInt8]) {
-        storage.reserveCapacity(4 + envelope.count)
-        append { $0.append(contentsOf: envelope) }
-    }
-
     public var isEmpty: Bool { storage.isEmpty }
 
     /// Room for envelopes of `bytes` in all (their lengths included).

@@ -134,15 +134,18 @@ struct HostileTrafficTests {
         let hmi = try daemon.connectUnix()
         try hmi.handshake(role: .hmi)
         // 45 at once: 40 served (the burst), 5 refused, each answered with its own id.
+        let start = DispatchTime.now()
         for id in 1...45 { try hmi.send(.getStatus(HUGetStatus()), requestID: UInt32(id)) }
         var served = 0, refused: [UInt32] = []
         while served + refused.count < 45 {
             let (id, result) = try hmi.readResult()
             if result.code == .ok { served += 1 } else if result.code == .tooManyRequests { refused.append(id) }
         }
-        // The bucket refills a token every 25 ms while the daemon reads the batch:
-        // on a loaded machine one or two more may be served, never fewer.
-        #expect((40...42).contains(served))
+        // The bucket refills a token every 25 ms while the daemon reads the
+        // batch: on a loaded machine a few more may be served (no more than
+        // the time taken refilled), never fewer.
+        let refilled = Int(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 25_000_000)
+        #expect((40...41 + refilled).contains(served), "served \(served), \(refilled) tokens refilled meanwhile")
         #expect(refused.count == 45 - served && refused.allSatisfy { $0 > 40 })
         // The bucket refills: a second later requests are served again.
         Thread.sleep(forTimeInterval: 1.1)

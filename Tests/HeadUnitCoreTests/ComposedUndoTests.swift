@@ -4,31 +4,30 @@ import Testing
 @testable import HeadUnitCore
 
 /// A request refused by a composed bound (Car+Bounds) leaves the car as it
-/// was: a template request keeps only its app as it was (`Car.Undo.app`),
-/// anything else the whole car.
+/// was: a template request's scene is measured before it is stored
+/// (`Car.appScenesViolation`), anything else is undone to the whole car.
 @Suite struct ComposedUndoTests {
     static let app = "com.example.radio"
 
-    /// A car whose phone may hold the root list and `room` bytes more.
+    /// A car whose phone may hold the root list and `room` bytes more: the
+    /// session played once to measure the root, then on a car with the bound.
     static func harness(room: Int) -> (CarHarness, UInt32) {
-        var h = CarHarness()
-        h.join(h.hmi, .hmi)
-        h.join(h.phone, .phone)
-        _ = h.announce([(app, [EntitlementKey.audio])])
-        let scene = h.launch(app)
-        #expect(h.template(app, scene, .setRoot(listTemplate("root", items: 3))).code == .ok)
-        var configuration = h.car.configuration
-        configuration.composed = ComposedLimits(maxPhoneTemplateBytes: h.car.phoneTemplateBytes + room)
-        var bounded = CarHarness()
-        bounded.car = Car(configuration: configuration)
-        bounded.join(bounded.hmi, .hmi)
-        bounded.join(bounded.phone, .phone)
-        _ = bounded.announce([(app, [EntitlementKey.audio])])
-        let boundedScene = bounded.launch(app)
-        #expect(bounded.template(app, boundedScene, .setRoot(listTemplate("root", items: 3))).code == .ok)
-        _ = bounded.drain(bounded.phone)
-        _ = bounded.drain(bounded.hmi)
-        return (bounded, boundedScene)
+        func session(on car: Car) -> (CarHarness, UInt32) {
+            var h = CarHarness()
+            h.car = car
+            h.join(h.hmi, .hmi)
+            h.join(h.phone, .phone)
+            _ = h.announce([(app, [EntitlementKey.audio])])
+            let scene = h.launch(app)
+            #expect(h.template(app, scene, .setRoot(listTemplate("root", items: 3))).code == .ok)
+            _ = h.drain(h.phone)
+            _ = h.drain(h.hmi)
+            return (h, scene)
+        }
+        let measured = session(on: CarHarness().car).0.car
+        var configuration = measured.configuration
+        configuration.composed = ComposedLimits(maxPhoneTemplateBytes: measured.phoneTemplateBytes + room)
+        return session(on: Car(configuration: configuration))
     }
 
     @Test func aPushOverThePhonesTemplateBytesLeavesTheSceneAndSendsNoLifecycle() {

@@ -56,7 +56,6 @@ import Testing
         #expect(!batch.isEmpty)
         #expect(batch.envelopes == envelopes)
         #expect(batch.storage.count == envelopes.reduce(0) { $0 + 4 + $1.count })
-        #expect(EncodedEnvelopes([1, 2, 3]).envelopes == [[1, 2, 3]])
         var lifecycle = EncodedEnvelopes()
         lifecycle.append { LifecycleEventEncoding.append(appID: "a", sceneID: 1, templateID: "t", phase: .willAppear, animated: false, to: &$0) }
         #expect(lifecycle.envelopes == [LifecycleEventEncoding.envelope(appID: "a", sceneID: 1, templateID: "t", phase: .willAppear, animated: false)])

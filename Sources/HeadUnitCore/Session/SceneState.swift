@@ -4,25 +4,61 @@ import HeadUnitWire
 /// The stack rules (what may go where, how deep) are checked here so every
 /// interface-controller operation is one pure function of (scene, request).
 public struct SceneState: Sendable, Equatable {
+    /// Behind one reference (`CopyOnWrite`), as `AppState`'s are: a request
+    /// reads its scene out of the car several times (the request itself,
+    /// render, the composed bound, the image walk), and each read is a copy,
+    /// one retain instead of one per array, dictionary and string inside.
+    private struct Fields: Sendable, Equatable {
+        let appID: String
+        var stack: [HUTemplate] = []
+        var presented: HUTemplate?
+        var selectedTabs: [String: String] = [:]
+        var searchResults: [HUListItem] = []
+        var stackHeld: [Held] = []
+        var presentedHeld: Held?
+        var searchResultsBytes = 0
+        var lastUpdateMilliseconds: [String: UInt64] = [:]
+    }
+
     public let id: UInt32
-    public let appID: String
     public let kind: HUSceneKind
+    @CopyOnWrite private var fields: Fields
+
+    public var appID: String { fields.appID }
     /// Root first. Empty until the app sets a root template.
-    public private(set) var stack: [HUTemplate] = []
-    public private(set) var presented: HUTemplate?
+    public private(set) var stack: [HUTemplate] {
+        _read { yield fields.stack }
+        _modify { yield &fields.stack }
+    }
+    public private(set) var presented: HUTemplate? {
+        _read { yield fields.presented }
+        _modify { yield &fields.presented }
+    }
     /// The tab the car shows, per tab bar template id (the car owns tab selection).
-    public var selectedTabs: [String: String] = [:]
+    public var selectedTabs: [String: String] {
+        _read { yield fields.selectedTabs }
+        _modify { yield &fields.selectedTabs }
+    }
     /// Results of the last search, shown under the search template.
-    public var searchResults: [HUListItem] = [] {
-        didSet { searchResultsBytes = searchResults.reduce(0) { $0 + LinearEncoder.size(of: $1) } }
+    public var searchResults: [HUListItem] {
+        _read { yield fields.searchResults }
+        _modify {
+            defer { fields.searchResultsBytes = fields.searchResults.reduce(0) { $0 + LinearEncoder.size(of: $1) } }
+            yield &fields.searchResults
+        }
     }
     /// The encoded size of each stack entry, of the modal and of the search
     /// results, kept as they change so the phone's template bytes are a sum,
     /// not a walk (PROTOCOL.md section 10.4, `max_phone_template_bytes`).
-    public private(set) var stackHeld: [Held] = []
-    public private(set) var presentedHeld: Held?
-    private var searchResultsBytes = 0
-    public var heldBytes: Int { stackHeld.reduce(0) { $0 + $1.bytes } + (presentedHeld?.bytes ?? 0) + searchResultsBytes }
+    public private(set) var stackHeld: [Held] {
+        _read { yield fields.stackHeld }
+        _modify { yield &fields.stackHeld }
+    }
+    public private(set) var presentedHeld: Held? {
+        _read { yield fields.presentedHeld }
+        _modify { yield &fields.presentedHeld }
+    }
+    public var heldBytes: Int { stackHeld.reduce(0) { $0 + $1.bytes } + (presentedHeld?.bytes ?? 0) + fields.searchResultsBytes }
 
     /// What the composed bound needs of a template the scene holds, taken
     /// once when it is stored, so measuring a screen does not walk it again;
@@ -93,12 +129,15 @@ public struct SceneState: Sendable, Equatable {
     }
 
     /// Last in-place update per template id, for the category's refresh limits.
-    var lastUpdateMilliseconds: [String: UInt64] = [:]
+    var lastUpdateMilliseconds: [String: UInt64] {
+        _read { yield fields.lastUpdateMilliseconds }
+        _modify { yield &fields.lastUpdateMilliseconds }
+    }
 
     public init(id: UInt32, appID: String, kind: HUSceneKind) {
         self.id = id
-        self.appID = appID
         self.kind = kind
+        fields = Fields(appID: appID)
     }
 
     /// A scene as a daemon restart handed it over (CarSnapshot): the stack and
