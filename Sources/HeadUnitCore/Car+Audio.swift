@@ -123,9 +123,12 @@ extension Car {
     /// call, the app with a voice stream.
     func microphoneWanted() -> (appID: String, purpose: HUMicrophonePurpose)? {
         guard phonePeer != nil else { return nil }
-        for appID in appOrder {
-            // The kind as held: reading `presented.kind` copies the template's content.
-            if apps[appID]?.scenes[.main]?.presentedHeld?.kind == .voiceControl { return (appID, .voiceControl) }
+        // The kind as held: reading `presented.kind` copies the template's
+        // content. Asked after every message: the apps are looked up in
+        // order only when one shows voice control.
+        func showsVoiceControl(_ app: AppState) -> Bool { app.scenes[.main]?.presentedHeld?.kind == .voiceControl }
+        if apps.values.contains(where: showsVoiceControl) {
+            for appID in appOrder where apps[appID].map(showsVoiceControl) == true { return (appID, .voiceControl) }
         }
         // Asked after every message: the voice streams are sorted only during a call.
         guard calls.lineHolder != nil || audio.vehicleCallActive else { return nil }

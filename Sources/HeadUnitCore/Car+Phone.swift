@@ -357,20 +357,20 @@ extension Car {
                       (transition.disappeared, .didDisappear), (transition.appeared, .didAppear)]
         if let phone = phonePeer {
             // Encoded from the values into one array (the same bytes as the envelopes), sent as one effect.
+            // The app and scene fields, alike in every event, encoded once.
+            let fields = LifecycleEventEncoding.SceneFields(appID: appID, sceneID: sceneID)
             var encoded = EncodedEnvelopes()
             var size = 0
             for (ids, phase) in events {
                 for id in ids {
-                    size += 4 + LifecycleEventEncoding.size(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated)
+                    size += 4 + LifecycleEventEncoding.size(fields, templateID: id, phase: phase, animated: animated)
                 }
             }
             guard size > 0 else { return }
             encoded.reserveCapacity(size)
             for (ids, phase) in events {
                 for id in ids {
-                    encoded.append {
-                        LifecycleEventEncoding.append(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated, to: &$0)
-                    }
+                    encoded.append { LifecycleEventEncoding.append(fields, templateID: id, phase: phase, animated: animated, to: &$0) }
                 }
             }
             effects.append(.sendEncoded(phone, encoded))

@@ -54,7 +54,9 @@ public enum EnvelopeCodec {
     /// `frame` with the screen's top template already encoded (nil: encoded here).
     public static func frame(_ envelope: HUEnvelope, renderedTop: [UInt8]?, allocator: ByteBufferAllocator) -> ByteBuffer {
         guard let renderedTop else { return frame(envelope, allocator: allocator) }
-        var buffer = allocator.buffer(capacity: 128)
+        // Room for the top and a screen's usual rest (its ids, names, the
+        // header): the frame is written without growing the buffer.
+        var buffer = allocator.buffer(capacity: renderedTop.count + 512)
         writeFrame(envelope, renderedTop: renderedTop, into: &buffer)
         return buffer
     }

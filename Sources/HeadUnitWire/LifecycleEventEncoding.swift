@@ -6,31 +6,45 @@
 /// swift-protobuf's for the same envelope (fields in number order, proto3
 /// defaults left out): `LifecycleEventEncodingTests` compares them.
 public enum LifecycleEventEncoding {
+    /// The fields every event of one scene carries alike (app_id = 1,
+    /// scene_id = 2), encoded once for a transition's events and copied into each.
+    public struct SceneFields: Sendable {
+        fileprivate let bytes: [UInt8]
+
+        public init(appID: String, sceneID: UInt32) {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID)))
+            WireBytes.appendStringField(appID, tag: 0x0A, to: &bytes)
+            WireBytes.appendVarintField(UInt64(sceneID), tag: 0x10, to: &bytes)
+            self.bytes = bytes
+        }
+    }
+
     public static func envelope(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> [UInt8] {
+        let scene = SceneFields(appID: appID, sceneID: sceneID)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(size(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated))
-        append(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated, to: &bytes)
+        bytes.reserveCapacity(size(scene, templateID: templateID, phase: phase, animated: animated))
+        append(scene, templateID: templateID, phase: phase, animated: animated, to: &bytes)
         return bytes
     }
 
     /// The envelope's size in bytes.
-    public static func size(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> Int {
-        let eventSize = eventSize(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
+    public static func size(_ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool) -> Int {
+        let eventSize = eventSize(scene, templateID: templateID, phase: phase, animated: animated)
         return 2 + varintSize(UInt64(eventSize)) + eventSize
     }
 
     /// Appends the envelope's bytes to `bytes`.
     public static func append(
-        appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool, to bytes: inout [UInt8]
+        _ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool, to bytes: inout [UInt8]
     ) {
         let phaseValue = UInt64(bitPattern: Int64(phase.rawValue))
-        let eventSize = eventSize(appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
+        let eventSize = eventSize(scene, templateID: templateID, phase: phase, animated: animated)
         // Envelope: request_id = 1 is 0 (left out), app_event = 22.
         bytes.append(0xB2)  // (22 << 3) | 2
         bytes.append(0x01)
         WireBytes.appendVarint(UInt64(eventSize), to: &bytes)
-        WireBytes.appendStringField(appID, tag: 0x0A, to: &bytes)
-        WireBytes.appendVarintField(UInt64(sceneID), tag: 0x10, to: &bytes)
+        bytes.append(contentsOf: scene.bytes)
         WireBytes.appendStringField(templateID, tag: 0x22, to: &bytes)
         bytes.append(0x92)  // (18 << 3) | 2
         bytes.append(0x01)
@@ -49,10 +63,9 @@ public enum LifecycleEventEncoding {
 
     /// AppEvent: app_id = 1, scene_id = 2, template_id = 4, lifecycle = 18
     /// (a oneof member: written even when empty).
-    private static func eventSize(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> Int {
+    private static func eventSize(_ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool) -> Int {
         let lifecycleSize = lifecycleSize(UInt64(bitPattern: Int64(phase.rawValue)), animated: animated)
-        return WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID))
-            + WireBytes.stringFieldSize(templateID) + 2 + varintSize(UInt64(lifecycleSize)) + lifecycleSize
+        return scene.bytes.count + WireBytes.stringFieldSize(templateID) + 2 + varintSize(UInt64(lifecycleSize)) + lifecycleSize
     }
 
     /// The same event as an envelope body (kept for a phone that is

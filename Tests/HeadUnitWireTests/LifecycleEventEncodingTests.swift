@@ -29,7 +29,8 @@ import Testing
                                 appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated)
                             #expect(encoded == expected, "\(appID) \(sceneID) \(templateID) \(phase) \(animated)")
                             #expect(encoded.count == LifecycleEventEncoding.size(
-                                appID: appID, sceneID: sceneID, templateID: templateID, phase: phase, animated: animated))
+                                LifecycleEventEncoding.SceneFields(appID: appID, sceneID: sceneID),
+                                templateID: templateID, phase: phase, animated: animated))
                         }
                     }
                 }
@@ -56,8 +57,15 @@ import Testing
         #expect(!batch.isEmpty)
         #expect(batch.envelopes == envelopes)
         #expect(batch.storage.count == envelopes.reduce(0) { $0 + 4 + $1.count })
+        // A transition's events share one encoding of the scene's fields.
+        let fields = LifecycleEventEncoding.SceneFields(appID: "com.example.app", sceneID: 300)
+        let events: [(String, HULifecyclePhase)] = [("a", .willDisappear), ("b", .willAppear), ("a", .didDisappear), ("b", .didAppear)]
         var lifecycle = EncodedEnvelopes()
-        lifecycle.append { LifecycleEventEncoding.append(appID: "a", sceneID: 1, templateID: "t", phase: .willAppear, animated: false, to: &$0) }
-        #expect(lifecycle.envelopes == [LifecycleEventEncoding.envelope(appID: "a", sceneID: 1, templateID: "t", phase: .willAppear, animated: false)])
+        for (id, phase) in events {
+            lifecycle.append { LifecycleEventEncoding.append(fields, templateID: id, phase: phase, animated: true, to: &$0) }
+        }
+        #expect(lifecycle.envelopes == events.map {
+            LifecycleEventEncoding.envelope(appID: "com.example.app", sceneID: 300, templateID: $0.0, phase: $0.1, animated: true)
+        })
     }
 }
