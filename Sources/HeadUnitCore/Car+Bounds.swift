@@ -71,6 +71,12 @@ extension Car {
     /// not walked again: their sizes were taken when they were stored
     /// (`SceneState.Held`), and only the rest of the screen is measured.
     func composedScreenBytes(_ screen: HUScreen, app: AppState?, scene: SceneState?) -> Int {
+        if let scene, let bytes = heldScreenBytes(screen, scene: scene) {
+            assert(
+                bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil))),
+                "the screen's size from its held templates and its other values is its size as rendered whole")
+            return bytes
+        }
         var rendered = render(screen, app: app, scene: scene, listCap: nil)
         var known = 0
         if let scene {
@@ -92,6 +98,29 @@ extension Car {
             known == 0 || bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil))),
             "the held sizes add up to the screen's as measured whole")
         return bytes
+    }
+
+    /// `screen` showing `scene` without a render, when all it shows of
+    /// templates is held without an inline PNG (`SceneState.Held`) and none
+    /// of the car's content goes into them: not a now-playing top (the app's
+    /// shared content), nor a tab bar (the selected tab) or a search (its
+    /// results). The rest is measured from its values (`RenderedScreenSize`),
+    /// as `render` sets them with lists uncut; nil: measure a render.
+    func heldScreenBytes(_ screen: HUScreen, scene: SceneState) -> Int? {
+        guard let top = scene.stackHeld.last, !top.hasInlineImages else { return nil }
+        switch top.kind {
+        case .nowPlaying, .tabBar, .search, nil: return nil
+        case .list, .grid, .information, .pointOfInterest, .map, .contact, .alert, .actionSheet, .voiceControl: break
+        }
+        let presented = scene.presentedHeld
+        if let presented, presented.hasInlineImages { return nil }
+        let items = top.kind == .list ? UInt32(top.listSectionItems.reduce(0, +)) : 0
+        let rendered = RenderedScreenSize.of(
+            screen: screen, appID: scene.appID, sceneID: scene.id, stack: scene.stack, top: top.bytes,
+            presented: presented?.bytes, pending: spinning(on: SceneRef(appID: scene.appID, kind: scene.kind)),
+            itemsShown: items, itemsTotal: items, contentStyle: vehicleState.contentStyle,
+            rightHandDrive: configuration.vehicle.rightHandDrive, showNowPlayingButton: !nowPlayingAppID.isEmpty)
+        return ComposedLimits.screenBytes(screen, renderedBytes: rendered)
     }
 
     /// What the phone's apps hold, encoded: their announcements and templates:

@@ -493,10 +493,17 @@ extension Car {
         if let presented = scene.presented { rendered.presented = presented }
         // The navigation bar's Now Playing button shows for the current now-playing app only.
         rendered.showNowPlayingButton = !nowPlayingAppID.isEmpty && scene.stackHeld.last.map { $0.kind != .nowPlaying } ?? false
-        for (id, pending) in pendingEvents where pending.showsSpinner && pending.appID == owner.appID && pending.sceneKind == owner.kind {
-            rendered.pending = pending.selection(id)
-        }
+        if let pending = spinning(on: owner) { rendered.pending = pending }
         return rendered
+    }
+
+    /// The selection a spinner shows on `owner`'s scene, if any.
+    func spinning(on owner: SceneRef) -> HUPendingSelection? {
+        var selection: HUPendingSelection?
+        for (id, pending) in pendingEvents where pending.showsSpinner && pending.appID == owner.appID && pending.sceneKind == owner.kind {
+            selection = pending.selection(id)
+        }
+        return selection
     }
 
     /// Lists (on top or in a tab bar's tabs) cut to the driving cap.

@@ -46,11 +46,16 @@ public struct ComposedLimits: Sendable, Equatable {
     /// and the envelope around it are added up field by field, so the screen
     /// is walked once.
     static func screenBytes(_ screen: HURenderedScreen, adding addedBytes: Int) -> Int {
+        screenBytes(screen.screen, renderedBytes: LinearEncoder.size(of: screen) + addedBytes)
+    }
+
+    /// `screenBytes` of a screen whose `RenderedScreen` encodes to `renderedBytes`.
+    static func screenBytes(_ screen: HUScreen, renderedBytes: Int) -> Int {
         var update = HUScreenUpdate()
-        update.screen = screen.screen
+        update.screen = screen
         update.sequence = .max
         let updateBytes = LinearEncoder.size(of: update)
-            + LinearEncoder.messageFieldSize(fieldNumber: updateFullField, contentBytes: LinearEncoder.size(of: screen) + addedBytes)
+            + LinearEncoder.messageFieldSize(fieldNumber: updateFullField, contentBytes: renderedBytes)
         return LinearEncoder.messageFieldSize(fieldNumber: envelopeScreenUpdateField, contentBytes: updateBytes)
     }
 
