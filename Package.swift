@@ -1,6 +1,18 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// Release builds of the request path's modules (HeadUnitWire, HeadUnitCore, HeadUnitServer):
+/// - no run-time exclusivity checks (debug builds and tests keep them): the
+///   Car's sub-states behind `CopyOnWrite` boxes, CarHost's and the handlers'
+///   class state made every access a checked one (BENCHMARKS.md, round five);
+/// - copies and destroys of large values (protobuf oneofs, optional messages,
+///   `CarEffect`) compiled to code of their own (`-disable-type-layout`):
+///   by default each called the type's value witness, looking its metadata
+///   up and walking its layout at run time (BENCHMARKS.md, round ten).
+let releaseSettings: [SwiftSetting] = [
+    .unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-disable-type-layout"], .when(configuration: .release))
+]
+
 let package = Package(
     name: "headunitd",
     platforms: [.macOS(.v14)],
@@ -38,7 +50,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            swiftSettings: releaseSettings
         ),
         // The car as pure state machines. No I/O.
         .target(
@@ -50,10 +62,7 @@ let package = Package(
                 // SHA-256 names each image the HMIs are sent once (Observers/HMIImages.swift).
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            // Release builds skip the run-time exclusivity checks (debug builds and
-            // tests keep them): the Car's sub-states behind `CopyOnWrite` boxes
-            // made every access to them a checked class access (BENCHMARKS.md, round five).
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            swiftSettings: releaseSettings
         ),
         // TLS on TCP and pairing crypto (PROTOCOL.md section 20): the car's identity
         // key and certificate, pinning, SPAKE2 (BoringSSL's) and the pairing key schedule.
@@ -90,8 +99,7 @@ let package = Package(
                 "CALSA",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            // As HeadUnitCore: CarHost's and the handlers' class state, checked in debug builds only.
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            swiftSettings: releaseSettings
         ),
         .systemLibrary(
             name: "CALSA",

@@ -90,9 +90,9 @@ extension Car {
                 rendered.clearPresented()
             }
         }
-        // An image can be left only in a top or modal still in it, or in search
-        // results: without them there is nothing for `asSent` to find.
-        let mayHoldImages = rendered.hasTop || rendered.hasPresented || !rendered.searchResults.isEmpty || rendered.hasRemoteCommands
+        // An image can be left only in a top or modal still in it, search
+        // results or commands: without them there is nothing for `asSent` to find.
+        let mayHoldImages = rendered.hasTop || rendered.mayHoldImagesBesideTop
         let bytes = ComposedLimits.screenBytes(mayHoldImages ? HMIImages.asSent(rendered) : rendered, adding: known)
         assert(
             known == 0 || bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil))),
@@ -154,9 +154,15 @@ extension Car {
     /// held a second reference to what the request changes, so each change
     /// copied what it touched, and the copy was destroyed after every request.
     func undoPoint(_ body: HUEnvelope.OneOf_Body?, scope: ComposedScope) -> Car? {
-        if scope.isEmpty { return nil }
-        if scope == [.appScenes], case .templateRequest = body { return nil }
+        if scope.isEmpty || Self.measuredBeforeStored(body, scope: scope) { return nil }
         return self
+    }
+
+    /// A template request that changes only its scene (not the now-playing
+    /// content) is measured against the composed bounds before it is stored.
+    static func measuredBeforeStored(_ body: HUEnvelope.OneOf_Body?, scope: ComposedScope) -> Bool {
+        guard scope == [.appScenes], case .templateRequest = body else { return false }
+        return true
     }
 
     /// The app a request changes the scenes of.

@@ -435,14 +435,7 @@ extension Car {
     /// What a screen shows now, with the car's own adjustments applied
     /// (shared now-playing content, the selected tab, list truncation).
     func render(_ screen: HUScreen) -> HURenderedScreen {
-        render(screen, owner: screenOwners[screen], listCap: listCap)
-    }
-
-    /// A screen showing `owner`'s scene (nil: the home screen), lists cut to
-    /// `listCap`. The composed bound measures every scene this way, uncut, as
-    /// if shown (Car+Bounds).
-    func render(_ screen: HUScreen, owner: SceneRef?, listCap: Int?) -> HURenderedScreen {
-        let shown = shownScene(owner)
+        let shown = shownScene(screenOwners[screen])
         return render(screen, app: shown?.app, scene: shown?.scene, listCap: listCap)
     }
 
@@ -452,7 +445,9 @@ extension Car {
         return (app, scene)
     }
 
-    /// A screen showing `scene` of `app` (nil: none), read by the caller.
+    /// A screen showing `scene` of `app` (nil: the home screen), read by the
+    /// caller, lists cut to `listCap`. The composed bound measures every scene
+    /// this way, uncut, as if shown (Car+Bounds).
     func render(_ screen: HUScreen, app: AppState?, scene: SceneState?, listCap: Int?) -> HURenderedScreen {
         var rendered = HURenderedScreen()
         rendered.screen = screen
@@ -606,6 +601,10 @@ extension Car {
     mutating func externalize(_ rendered: inout HURenderedScreen, scene: SceneState?) -> [String]? {
         guard rendered.hasTop, let held = scene?.stackHeld.last, !held.hasImages, held.kind != .nowPlaying
         else { return hmiImages.externalize(&rendered) }
+        guard rendered.mayHoldImagesBesideTop else {
+            assert(ImageWalk.scan(rendered).refs.isEmpty && !ImageWalk.scan(rendered).hasInline, "nothing on the screen holds an image")
+            return []
+        }
         var rest = rendered
         rest.clearTop()
         let scan = ImageWalk.scan(rest)
@@ -643,4 +642,11 @@ extension Car {
         diff.changes = changes
         return diff
     }
+}
+
+extension HURenderedScreen {
+    /// Whether anything besides the top template can hold an image: the
+    /// modal, the search results or the now-playing commands (the screen's
+    /// other fields hold none).
+    var mayHoldImagesBesideTop: Bool { hasPresented || !searchResults.isEmpty || hasRemoteCommands }
 }

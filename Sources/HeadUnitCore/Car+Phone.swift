@@ -361,16 +361,18 @@ extension Car {
             let fields = LifecycleEventEncoding.SceneFields(appID: appID, sceneID: sceneID)
             var encoded = EncodedEnvelopes()
             var size = 0
+            var count = 0
             for (ids, phase) in events {
                 for id in ids {
-                    size += 4 + LifecycleEventEncoding.size(fields, templateID: id, phase: phase, animated: animated)
+                    size += LifecycleEventEncoding.size(fields, templateID: id, phase: phase, animated: animated)
+                    count += 1
                 }
             }
-            guard size > 0 else { return }
-            encoded.reserveCapacity(size)
+            guard count > 0 else { return }
+            encoded.reserveCapacity(envelopeBytes: size, count: count)
             for (ids, phase) in events {
                 for id in ids {
-                    encoded.append { LifecycleEventEncoding.append(fields, templateID: id, phase: phase, animated: animated, to: &$0) }
+                    LifecycleEventEncoding.append(fields, templateID: id, phase: phase, animated: animated, to: &encoded)
                 }
             }
             effects.append(.sendEncoded(phone, encoded))

@@ -166,8 +166,7 @@ public struct Car: Sendable {
         case .announceApps(let announce):
             answer(peer, request, announceApps(announce, from: peer))
         case .templateRequest(let templateRequest):
-            // Measured against the composed bounds before it is stored when it changes only its scene (`undoPoint`).
-            let measured = scope == [.appScenes]
+            let measured = Self.measuredBeforeStored(body, scope: scope)
             switch handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds, wire: template, measuringBounds: measured) {
             case .success(let shown): effects.append(.sendEncodedAnswer(peer, requestID: request, shown.envelope(requestID: request)))
             case .failure(let violation): answer(peer, request, .failure(violation))

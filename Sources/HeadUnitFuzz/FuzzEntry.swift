@@ -167,6 +167,7 @@ enum FuzzChecks {
             check(try decoded?.serializedBytes() as [UInt8]? == template.bytes, "measured bytes are the template's encoding")
             let walked = LinearEncoder.sizeAndImages(of: decoded ?? HUTemplate())
             check(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "the measure is the walk's")
+            check(LinearEncoder.holdsImageFields(decoded ?? HUTemplate()) == measured.hasImageFields, "the decoder finds the image fields the walk finds")
         }
         let sizes = fast.sizes
         let exact = MessageLimits(maxStringBytes: sizes.longestString, maxImageBytes: sizes.longestBytes, maxElements: sizes.elements)

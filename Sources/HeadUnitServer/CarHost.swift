@@ -359,8 +359,9 @@ final class CarHost: @unchecked Sendable {
         for (peer, channel) in dropped { performNow(car.videoDropped(channel: channel, viewer: peer, now: now)) }
     }
 
-    private func perform(_ effect: CarEffect, dropped: inout [(PeerID, UInt32)]) {
-        switch effect {
+    /// Consumed: the switch moves the payloads out instead of copying the effect.
+    private func perform(_ effect: consuming CarEffect, dropped: inout [(PeerID, UInt32)]) {
+        switch consume effect {
         case .send(let peer, let envelope):
             connections[peer]?.send(envelope)
         case .sendEncoded(let peer, let envelopes):
@@ -443,12 +444,15 @@ final class CarHost: @unchecked Sendable {
     @discardableResult
     func performDeferred() -> Bool {
         guard !deferred.isEmpty || statusPending || screensPending else { return false }
+        // Taken, not copied: copying left `deferred` shared, so emptying it allocated anew.
+        var effects: [CarEffect] = []
+        swap(&effects, &deferred)
         if screensPending {
             screensPending = false
-            deferred.append(contentsOf: car.publishScreenChanges())
+            let screens = car.publishScreenChanges()
+            // Usually nothing else waits: the screens' array is taken as it is, not copied in.
+            if effects.isEmpty { effects = screens } else { effects.append(contentsOf: screens) }
         }
-        let effects = deferred
-        deferred.removeAll(keepingCapacity: true)
         performNow(effects)
         if statusPending {
             statusPending = false

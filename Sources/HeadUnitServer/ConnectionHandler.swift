@@ -273,8 +273,9 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     // MARK: - Actions
 
-    private func perform(_ action: ConnectionAction, now: UInt64? = nil) {
-        switch action {
+    /// Consumed: the switch moves the payloads out instead of copying the action.
+    private func perform(_ action: consuming ConnectionAction, now: UInt64? = nil) {
+        switch consume action {
         case .none:
             break
         case .deliver(let envelope, let unknownEnum, let template):
@@ -346,18 +347,11 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    /// `sendEncoded` of several envelopes, each framed: one append to `pending`.
+    /// `sendEncoded` of several envelopes, framed already: one append to `pending`.
     func sendEncoded(_ envelopes: EncodedEnvelopes) {
         guard open, let context else { return }
-        var fits = true
-        envelopes.forEach { if fits { fits = fitsOrCloses($0.count, .message) } }
-        guard fits else { return }
-        appendToPending(context) { buffer in
-            envelopes.forEach { payload in
-                buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
-                buffer.writeBytes(payload)
-            }
-        }
+        guard fitsOrCloses(envelopes.longestEnvelope, .message) else { return }
+        appendToPending(context) { $0.writeBytes(envelopes.frames) }
     }
 
     /// Adds to `pending` and asks the host for a flush at the end of the round.

@@ -1,35 +1,58 @@
-/// Envelopes encoded for one peer, in order, kept in one array: each is a
-/// 4-byte little-endian length, then the envelope's bytes (without a frame
-/// header: the server frames each as it writes it). A push's four lifecycle
-/// events are one allocation and one `CarEffect`, not four of each.
+/// Envelopes encoded for one peer, in order, kept in one array as the
+/// MESSAGE frames they go out in: each a 12-byte frame header, then the
+/// envelope's bytes. A push's four lifecycle events are one allocation and
+/// one `CarEffect`, not four of each, and the server writes them whole,
+/// in one copy, after checking each frame's length (section 10.4).
 public struct EncodedEnvelopes: Sendable, Equatable {
-    /// The lengths and envelopes, back to back.
-    public private(set) var storage: [UInt8] = []
+    /// The frames, back to back.
+    public private(set) var frames: [UInt8] = []
 
     public init() {}
 
-    public var isEmpty: Bool { storage.isEmpty }
+    public var isEmpty: Bool { frames.isEmpty }
 
-    /// Room for envelopes of `bytes` in all (their lengths included).
-    public mutating func reserveCapacity(_ bytes: Int) { storage.reserveCapacity(bytes) }
+    /// Room for `count` envelopes of `bytes` in all, and their frame headers.
+    public mutating func reserveCapacity(envelopeBytes bytes: Int, count: Int) {
+        frames.reserveCapacity(bytes + count * FrameHeader.size)
+    }
 
-    /// Appends one envelope, which `write` appends to the storage.
+    /// Appends one envelope, which `write` appends to the frames.
     public mutating func append(_ write: (inout [UInt8]) -> Void) {
-        let start = storage.count
-        for _ in 0..<4 { storage.append(0) }
-        write(&storage)
-        let length = UInt32(storage.count - start - 4)
-        for index in 0..<4 { storage[start + index] = UInt8(truncatingIfNeeded: length >> (8 * index)) }
+        let start = frames.count
+        frames.append(contentsOf: repeatElement(0, count: FrameHeader.size))
+        write(&frames)
+        let header = FrameHeader(kind: .message, length: UInt32(frames.count - start - FrameHeader.size))
+        frames.withUnsafeMutableBytes { header.store(to: $0.baseAddress! + start) }
+    }
+
+    /// Appends one envelope of `size` bytes, which `write` writes (`WireWriter`).
+    mutating func append(measured size: Int, _ write: (inout WireWriter) -> Void) {
+        WireWriter.append(FrameHeader.size + size, to: &frames) { writer in
+            writer.frameHeader(FrameHeader(kind: .message, length: UInt32(size)))
+            write(&writer)
+        }
+    }
+
+    /// The longest envelope's length (0 when there is none).
+    public var longestEnvelope: Int {
+        var longest = 0
+        forEachLength { longest = max(longest, $1) }
+        return longest
     }
 
     /// Each envelope's bytes, in order.
     public func forEach(_ body: (ArraySlice<UInt8>) throws -> Void) rethrows {
+        try forEachLength { start, length in try body(frames[start..<(start + length)]) }
+    }
+
+    /// Each envelope's start in `frames` and its length, from its frame header.
+    private func forEachLength(_ body: (_ start: Int, _ length: Int) throws -> Void) rethrows {
         var at = 0
-        while at < storage.count {
+        while at < frames.count {
             var length = 0
-            for index in 0..<4 { length |= Int(storage[at + index]) << (8 * index) }
-            try body(storage[(at + 4)..<(at + 4 + length)])
-            at += 4 + length
+            for index in 8..<12 { length = length << 8 | Int(frames[at + index]) }
+            try body(at + FrameHeader.size, length)
+            at += FrameHeader.size + length
         }
     }
 

@@ -130,13 +130,20 @@ extension ByteBuffer {
     /// capacity and uniqueness, cost ~1,200 instructions per frame).
     public mutating func writeFrameHeader(_ header: FrameHeader) {
         writeWithUnsafeMutableBytes(minimumWritableBytes: FrameHeader.size) { raw in
-            raw.storeBytes(of: FrameHeader.magic.bigEndian, toByteOffset: 0, as: UInt16.self)
-            raw.storeBytes(of: header.kindByte, toByteOffset: 2, as: UInt8.self)
-            raw.storeBytes(of: header.flags, toByteOffset: 3, as: UInt8.self)
-            raw.storeBytes(of: header.channel.bigEndian, toByteOffset: 4, as: UInt32.self)
-            raw.storeBytes(of: header.length.bigEndian, toByteOffset: 8, as: UInt32.self)
+            header.store(to: raw.baseAddress!)
             return FrameHeader.size
         }
+    }
+}
+
+extension FrameHeader {
+    /// The header's 12 bytes, written at `raw` (which has room for them).
+    func store(to raw: UnsafeMutableRawPointer) {
+        raw.storeBytes(of: FrameHeader.magic.bigEndian, toByteOffset: 0, as: UInt16.self)
+        raw.storeBytes(of: kindByte, toByteOffset: 2, as: UInt8.self)
+        raw.storeBytes(of: flags, toByteOffset: 3, as: UInt8.self)
+        raw.storeBytes(of: channel.bigEndian, toByteOffset: 4, as: UInt32.self)
+        raw.storeBytes(of: length.bigEndian, toByteOffset: 8, as: UInt32.self)
     }
 }
 

@@ -12,20 +12,18 @@ public enum LifecycleEventEncoding {
         fileprivate let bytes: [UInt8]
 
         public init(appID: String, sceneID: UInt32) {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID)))
-            WireBytes.appendStringField(appID, tag: 0x0A, to: &bytes)
-            WireBytes.appendVarintField(UInt64(sceneID), tag: 0x10, to: &bytes)
-            self.bytes = bytes
+            bytes = WireWriter.bytes(WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID))) { writer in
+                writer.stringField(appID, tag: 0x0A)
+                writer.varintField(UInt64(sceneID), tag: 0x10)
+            }
         }
     }
 
     public static func envelope(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> [UInt8] {
         let scene = SceneFields(appID: appID, sceneID: sceneID)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(size(scene, templateID: templateID, phase: phase, animated: animated))
-        append(scene, templateID: templateID, phase: phase, animated: animated, to: &bytes)
-        return bytes
+        return WireWriter.bytes(size(scene, templateID: templateID, phase: phase, animated: animated)) { writer in
+            write(scene, templateID: templateID, phase: phase, animated: animated, to: &writer)
+        }
     }
 
     /// The envelope's size in bytes.
@@ -34,25 +32,33 @@ public enum LifecycleEventEncoding {
         return 2 + varintSize(UInt64(eventSize)) + eventSize
     }
 
-    /// Appends the envelope's bytes to `bytes`.
+    /// Appends the envelope to a batch for one peer.
     public static func append(
-        _ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool, to bytes: inout [UInt8]
+        _ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool, to envelopes: inout EncodedEnvelopes
+    ) {
+        envelopes.append(measured: size(scene, templateID: templateID, phase: phase, animated: animated)) { writer in
+            write(scene, templateID: templateID, phase: phase, animated: animated, to: &writer)
+        }
+    }
+
+    private static func write(
+        _ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool, to writer: inout WireWriter
     ) {
         let phaseValue = UInt64(bitPattern: Int64(phase.rawValue))
         let eventSize = eventSize(scene, templateID: templateID, phase: phase, animated: animated)
         // Envelope: request_id = 1 is 0 (left out), app_event = 22.
-        bytes.append(0xB2)  // (22 << 3) | 2
-        bytes.append(0x01)
-        WireBytes.appendVarint(UInt64(eventSize), to: &bytes)
-        bytes.append(contentsOf: scene.bytes)
-        WireBytes.appendStringField(templateID, tag: 0x22, to: &bytes)
-        bytes.append(0x92)  // (18 << 3) | 2
-        bytes.append(0x01)
-        WireBytes.appendVarint(UInt64(lifecycleSize(phaseValue, animated: animated)), to: &bytes)
-        WireBytes.appendVarintField(phaseValue, tag: 0x08, to: &bytes)
+        writer.byte(0xB2)  // (22 << 3) | 2
+        writer.byte(0x01)
+        writer.varint(UInt64(eventSize))
+        writer.bytes(scene.bytes)
+        writer.stringField(templateID, tag: 0x22)
+        writer.byte(0x92)  // (18 << 3) | 2
+        writer.byte(0x01)
+        writer.varint(UInt64(lifecycleSize(phaseValue, animated: animated)))
+        writer.varintField(phaseValue, tag: 0x08)
         if animated {
-            bytes.append(0x10)
-            bytes.append(0x01)
+            writer.byte(0x10)
+            writer.byte(0x01)
         }
     }
 

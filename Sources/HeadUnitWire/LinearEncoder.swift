@@ -88,6 +88,14 @@ public enum LinearEncoder {
         measure(template)
     }
 
+    /// Whether `template` holds an image field, with a source or without
+    /// (what `WireTemplate.Measured.hasImageFields` says of its bytes).
+    public static func holdsImageFields(_ template: HUTemplate) -> Bool {
+        var sizes = SizingVisitor<SizeAndImages>()
+        try? template.traverse(visitor: &sizes)
+        return sizes.hasImageFields
+    }
+
     private static func measure<M: Message>(_ message: M) -> (bytes: Int, hasInlineImages: Bool, hasImages: Bool) {
         var sizes = SizingVisitor<SizeAndImages>()
         do {
@@ -200,6 +208,8 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
     /// Images met on the way (`SizeAndImages`): with an inline PNG, with any source.
     var hasInlineImages = false
     var hasImages = false
+    /// An image field at all, with a source or without.
+    var hasImageFields = false
 
     @inline(__always)
     private mutating func addField(_ fieldNumber: Int, payload: Int) {
@@ -232,6 +242,7 @@ private struct SizingVisitor<Mode: SizingMode>: Visitor {
 
     mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
         if Mode.notesImages, M.self == HUImage.self {
+            hasImageFields = true
             switch unsafeBitCast(value, to: HUImage.self).source {
             case .png: (hasInlineImages, hasImages) = (true, true)
             case .ref: hasImages = true

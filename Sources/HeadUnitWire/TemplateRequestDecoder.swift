@@ -71,11 +71,13 @@ private struct Walk {
     var canonical = true
     var inlineImages = false
     var images = false
+    var imageFields = false
 
     mutating func resetForm() {
         canonical = true
         inlineImages = false
         images = false
+        imageFields = false
     }
 }
 
@@ -254,7 +256,7 @@ private func decodeTemplateRequest(_ bytes: UnsafeRawBufferPointer, _ walk: inou
             // Whether these bytes are the template's encoding: judged on its own fields only.
             walk.resetForm()
             let decoded = try decodeTemplate(content, &walk)
-            let measured = walk.canonical ? WireTemplate.Measured(hasInlineImages: walk.inlineImages, hasImages: walk.images) : nil
+            let measured = walk.canonical ? WireTemplate.Measured(hasInlineImages: walk.inlineImages, hasImages: walk.images, hasImageFields: walk.imageFields) : nil
             template = WireTemplate(opField: Int(number), bytes: Array(content), measured: measured)
             switch number {
             case 10: request.op = .setRoot(decoded)
@@ -427,6 +429,7 @@ private func decodeImage(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) th
     var image = HUImage()
     var reader = FieldReader(bytes)
     var source = false
+    walk.imageFields = true
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
         switch number {

@@ -27,18 +27,17 @@ public struct TemplateShownAnswer: Equatable, Sendable {
         // (a oneof member: written even when empty).
         let resultSize = 1 + varintSize(UInt64(shownSize)) + shownSize
         // Envelope: request_id = 1, result = 5.
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(WireBytes.varintFieldSize(UInt64(requestID)) + 1 + varintSize(UInt64(resultSize)) + resultSize)
-        WireBytes.appendVarintField(UInt64(requestID), tag: 0x08, to: &bytes)
-        bytes.append(0x2A)  // (5 << 3) | 2
-        WireBytes.appendVarint(UInt64(resultSize), to: &bytes)
-        bytes.append(0x62)  // (12 << 3) | 2
-        WireBytes.appendVarint(UInt64(shownSize), to: &bytes)
-        WireBytes.appendStringField(templateID, tag: 0x0A, to: &bytes)
-        WireBytes.appendVarintField(UInt64(depth), tag: 0x10, to: &bytes)
-        WireBytes.appendVarintField(UInt64(itemsShown), tag: 0x18, to: &bytes)
-        WireBytes.appendVarintField(UInt64(itemsTotal), tag: 0x20, to: &bytes)
-        return bytes
+        return WireWriter.bytes(WireBytes.varintFieldSize(UInt64(requestID)) + 1 + varintSize(UInt64(resultSize)) + resultSize) { writer in
+            writer.varintField(UInt64(requestID), tag: 0x08)
+            writer.byte(0x2A)  // (5 << 3) | 2
+            writer.varint(UInt64(resultSize))
+            writer.byte(0x62)  // (12 << 3) | 2
+            writer.varint(UInt64(shownSize))
+            writer.stringField(templateID, tag: 0x0A)
+            writer.varintField(UInt64(depth), tag: 0x10)
+            writer.varintField(UInt64(itemsShown), tag: 0x18)
+            writer.varintField(UInt64(itemsTotal), tag: 0x20)
+        }
     }
 
     /// The same answer as a message (the tests' reference).

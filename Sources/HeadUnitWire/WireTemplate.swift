@@ -26,10 +26,14 @@ public struct WireTemplate: Sendable, Equatable {
         public var hasInlineImages: Bool
         /// An image with an inline PNG or a ref.
         public var hasImages: Bool
+        /// An image field of any kind, even one with no source: without one,
+        /// the car's image rules have nothing to check.
+        public var hasImageFields: Bool
 
-        public init(hasInlineImages: Bool, hasImages: Bool) {
+        public init(hasInlineImages: Bool, hasImages: Bool, hasImageFields: Bool) {
             self.hasInlineImages = hasInlineImages
             self.hasImages = hasImages
+            self.hasImageFields = hasImageFields
         }
     }
 

@@ -103,6 +103,21 @@ struct TemplateSessionErrorTests {
         await expectError(.invalidArgument) { _ = try await s.controller.setRootTemplate(template) }
     }
 
+    /// A list's item images are checked when the car's own decoder reads
+    /// the list: it notes whether the bytes hold an image field at all
+    /// (`WireTemplate.Measured.hasImageFields`), and only without one are
+    /// the image rules skipped. An image with no source is still one.
+    @Test func aListsItemImagesAreChecked() async throws {
+        let s = try await Self.start()
+        var huge = Self.list("root")
+        huge.list.sections[0].items[1].general.image = HUImage.with { $0.asset = "huge"; $0.widthPx = 4000; $0.heightPx = 4000 }
+        await expectError(.imageTooLarge) { _ = try await s.controller.setRootTemplate(huge) }
+        var sourceless = Self.list("root")
+        sourceless.list.sections[0].items[0].general.accessoryImage = HUImage()
+        await expectError(.invalidArgument) { _ = try await s.controller.setRootTemplate(sourceless) }
+        _ = try await s.controller.setRootTemplate(Self.list("root"))
+    }
+
     @Test func imageTooLarge() async throws {
         let s = try await Self.start()
         var template = HUTemplate()

@@ -1,3 +1,4 @@
+import NIOCore
 import SwiftProtobuf
 import Testing
 @testable import HeadUnitWire
@@ -47,8 +48,9 @@ import Testing
     }
 
     /// A batch (`EncodedEnvelopes`) gives back each envelope as appended, in
-    /// order, whatever their lengths (a length's every byte is used).
-    @Test func aBatchGivesBackEachEnvelopeInOrder() {
+    /// order, whatever their lengths (a length's every byte is used), each in
+    /// the MESSAGE frame the server writes.
+    @Test func aBatchGivesBackEachEnvelopeInOrder() throws {
         let envelopes: [[UInt8]] = [[], [1], Array(repeating: 7, count: 255), Array(repeating: 8, count: 256),
                                     (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }, [9, 9]]
         var batch = EncodedEnvelopes()
@@ -56,13 +58,22 @@ import Testing
         for envelope in envelopes { batch.append { $0.append(contentsOf: envelope) } }
         #expect(!batch.isEmpty)
         #expect(batch.envelopes == envelopes)
-        #expect(batch.storage.count == envelopes.reduce(0) { $0 + 4 + $1.count })
+        #expect(batch.frames.count == envelopes.reduce(0) { $0 + FrameHeader.size + $1.count })
+        #expect(batch.longestEnvelope == 70_000)
+        // Each a MESSAGE frame, as the server writes it.
+        var frames = ByteBuffer(bytes: batch.frames)
+        for envelope in envelopes {
+            let frame = try #require(try FrameParser.parse(&frames, maxPayload: 1 << 20))
+            #expect(frame.header.kind == .message && frame.header.channel == 0 && frame.header.flags == 0)
+            #expect(Array(frame.payload.readableBytesView) == envelope)
+        }
+        #expect(frames.readableBytes == 0)
         // A transition's events share one encoding of the scene's fields.
         let fields = LifecycleEventEncoding.SceneFields(appID: "com.example.app", sceneID: 300)
         let events: [(String, HULifecyclePhase)] = [("a", .willDisappear), ("b", .willAppear), ("a", .didDisappear), ("b", .didAppear)]
         var lifecycle = EncodedEnvelopes()
         for (id, phase) in events {
-            lifecycle.append { LifecycleEventEncoding.append(fields, templateID: id, phase: phase, animated: true, to: &$0) }
+            LifecycleEventEncoding.append(fields, templateID: id, phase: phase, animated: true, to: &lifecycle)
         }
         #expect(lifecycle.envelopes == events.map {
             LifecycleEventEncoding.envelope(appID: "com.example.app", sceneID: 300, templateID: $0.0, phase: $0.1, animated: true)

@@ -84,7 +84,12 @@ import Testing
             #expect(try expectSameBytes(template) == any)
             let sized = LinearEncoder.sizeAndImages(of: template)
             #expect(sized.hasInlineImages == inline && sized.hasImages == any, "\(String(describing: source))")
+            #expect(LinearEncoder.holdsImageFields(template) == (source != nil), "\(String(describing: source))")
         }
+        // An image field with no source is still one (the rules refuse it).
+        var sourceless = list(nil)
+        sourceless.list.sections[0].items[0].general.image = HUImage()
+        #expect(LinearEncoder.holdsImageFields(sourceless) && !LinearEncoder.sizeAndImages(of: sourceless).hasImages)
     }
 
     /// A screen update as deep as the daemon sends: envelope, update, screen,

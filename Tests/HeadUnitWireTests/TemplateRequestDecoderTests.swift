@@ -186,6 +186,7 @@ import Testing
             if let decoded {
                 let walked = LinearEncoder.sizeAndImages(of: decoded)
                 #expect(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "\(context)")
+                #expect(LinearEncoder.holdsImageFields(decoded) == measured.hasImageFields, "\(context)")
             }
         }
         return true
@@ -225,7 +226,7 @@ import Testing
         #expect(decoded.envelope == envelope)
         #expect(decoded.sizes.elements == 13 && decoded.sizes.longestString == "Live radio, 128 kbit/s".utf8.count)
         #expect(decoded.template?.opField == WireTemplate.pushField)
-        #expect(decoded.template?.measured == WireTemplate.Measured(hasInlineImages: false, hasImages: false))
+        #expect(decoded.template?.measured == WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false))
     }
 
     /// Bytes that decode to a template but are not its encoding are not
@@ -246,12 +247,16 @@ import Testing
             return [0x5A] + varint(request.count) + request
         }
         func varint(_ value: Int) -> [UInt8] {
+            var value = UInt64(value)
             var bytes: [UInt8] = []
-            WireBytes.appendVarint(UInt64(value), to: &bytes)
-            return bytes
+            while value >= 0x80 {
+                bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+                value >>= 7
+            }
+            return bytes + [UInt8(value)]
         }
         let measured = try #require(TemplateRequestDecoder.decode(ByteBuffer(bytes: envelope(canonical)))?.template?.measured)
-        #expect(measured == WireTemplate.Measured(hasInlineImages: true, hasImages: true))
+        #expect(measured == WireTemplate.Measured(hasInlineImages: true, hasImages: true, hasImageFields: true))
 
         let variants: [(String, [UInt8])] = [
             ("the id written twice", [0x0A, 0x01, UInt8(ascii: "s")] + canonical),

@@ -36,10 +36,12 @@ struct TemplateContentRules {
         count < minimum ? .tooFew(limit(), count: count, minimum: minimum) : nil
     }
 
-    /// The image is an autoclosure too: read only when present (reading an
+    /// The image and its presence are autoclosures too: read only when the
+    /// template may hold images, and the image only when present (reading an
     /// absent one builds a default image, then destroys it; twice per list item).
-    func image(_ image: @autoclosure () -> HUImage, present: Bool, _ use: ImageUse, _ what: @autoclosure () -> String) -> RuleViolation? {
-        ImageRules.check(image(), present: present, use: use, scale: scale, what: what())
+    func image(_ image: @autoclosure () -> HUImage, present: @autoclosure () -> Bool, _ use: ImageUse, _ what: @autoclosure () -> String) -> RuleViolation? {
+        guard context.mayHoldImages, present() else { return nil }
+        return ImageRules.check(image(), use: use, scale: scale, what: what())
     }
 
     /// Leading and trailing navigation-bar buttons: at most 2 a side, images bar-sized.
@@ -48,6 +50,7 @@ struct TemplateContentRules {
             ?? atMost("\(kind.rawValue).trailingButtons", trailing.count, TemplateLimits.barButtonsPerSide) {
             return violation
         }
+        guard context.mayHoldImages else { return nil }
         for buttons in [leading, trailing] {
             for button in buttons where button.hasImage {
                 if let violation = image(button.image, present: true, .barButton, "bar button \(button.id)") {

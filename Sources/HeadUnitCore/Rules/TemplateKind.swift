@@ -54,10 +54,15 @@ public struct TemplateContext: Sendable {
     public var placement: TemplatePlacement
     /// The main display's scale (2 or 3): image maxima are points times scale.
     public var displayScale: UInt32
+    /// False when the template's bytes are known to hold no image field
+    /// (`WireTemplate.Measured.hasImageFields`): the image rules are skipped,
+    /// since reading an item's absent image still copies it out of storage.
+    public var mayHoldImages: Bool
 
-    public init(category: HUCategory, placement: TemplatePlacement, displayScale: UInt32) {
+    public init(category: HUCategory, placement: TemplatePlacement, displayScale: UInt32, mayHoldImages: Bool = true) {
         self.category = category
         self.placement = placement
         self.displayScale = displayScale
+        self.mayHoldImages = mayHoldImages
     }
 }

@@ -170,13 +170,13 @@ public struct SceneState: Sendable, Equatable {
         stack.isEmpty ? RuleViolation(.noRootTemplate, "set a root template before \(operation)") : nil
     }
 
-    func context(_ placement: TemplatePlacement, category: HUCategory, scale: UInt32) -> TemplateContext {
-        TemplateContext(category: category, placement: placement, displayScale: scale)
+    func context(_ placement: TemplatePlacement, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> TemplateContext {
+        TemplateContext(category: category, placement: placement, displayScale: scale, mayHoldImages: wire?.measured?.hasImageFields ?? true)
     }
 
     /// `wire`: the bytes the phone sent the template in (`WireTemplate`), kept when they are its encoding.
     public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> Result<Transition, RuleViolation> {
-        if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale)) {
+        if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale, wire: wire)) {
             return .failure(violation)
         }
         let old = visibleIDs
@@ -194,7 +194,7 @@ public struct SceneState: Sendable, Equatable {
         guard let topKind = stackHeld.last!.kind else {
             return .failure(RuleViolation(.invalidTemplate, "the template on top has no kind"))
         }
-        if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale)) {
+        if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale, wire: wire)) {
             return .failure(violation)
         }
         let maximum = CategoryRules.maxStackDepth(for: category)
@@ -290,7 +290,7 @@ public struct SceneState: Sendable, Equatable {
         guard TemplateKind(current) == TemplateKind(template) else {
             return .failure(RuleViolation(.invalidTemplate, "an update cannot change the kind of template '\(template.id)'"))
         }
-        if let violation = TemplateValidator.validate(template, context: context(placement(of: location), category: category, scale: scale)) {
+        if let violation = TemplateValidator.validate(template, context: context(placement(of: location), category: category, scale: scale, wire: wire)) {
             return .failure(violation)
         }
         if let kind = TemplateKind(template), let interval = RefreshRules.minimumUpdateInterval(kind, category: category),
