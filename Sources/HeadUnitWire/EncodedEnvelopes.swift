@@ -16,15 +16,6 @@ public struct EncodedEnvelopes: Sendable, Equatable {
         frames.reserveCapacity(bytes + count * FrameHeader.size)
     }
 
-    /// Appends one envelope, which `write` appends to the frames.
-    public mutating func append(_ write: (inout [UInt8]) -> Void) {
-        let start = frames.count
-        frames.append(contentsOf: repeatElement(0, count: FrameHeader.size))
-        write(&frames)
-        let header = FrameHeader(kind: .message, length: UInt32(frames.count - start - FrameHeader.size))
-        frames.withUnsafeMutableBytes { header.store(to: $0.baseAddress! + start) }
-    }
-
     /// Appends one envelope of `size` bytes, which `write` writes (`WireWriter`).
     mutating func append(measured size: Int, _ write: (inout WireWriter) -> Void) {
         WireWriter.append(FrameHeader.size + size, to: &frames) { writer in

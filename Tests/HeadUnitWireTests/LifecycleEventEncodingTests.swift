@@ -55,7 +55,7 @@ import Testing
                                     (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }, [9, 9]]
         var batch = EncodedEnvelopes()
         #expect(batch.isEmpty && batch.envelopes.isEmpty)
-        for envelope in envelopes { batch.append { $0.append(contentsOf: envelope) } }
+        for envelope in envelopes { batch.append(measured: envelope.count) { $0.bytes(envelope) } }
         #expect(!batch.isEmpty)
         #expect(batch.envelopes == envelopes)
         #expect(batch.frames.count == envelopes.reduce(0) { $0 + FrameHeader.size + $1.count })
