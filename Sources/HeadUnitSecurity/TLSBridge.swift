@@ -69,14 +69,31 @@ public enum TLSBridge {
             tls.close(promise: nil)
             throw SecurityError("socketpair: \(String(cString: strerror(errno)))")
         }
-        let local = try ClientBootstrap(group: tls.eventLoop)
-            .channelOption(.allowRemoteHalfClosure, value: true)
-            .withConnectedSocket(fds[1]).wait()
-        try tls.eventLoop.submit {
-            let (a, b) = GlueHandler.pair()
-            try tls.pipeline.syncOperations.addHandler(a)
-            try local.pipeline.syncOperations.addHandler(b)
-        }.wait()
+        let local: Channel
+        do {
+            local = try ClientBootstrap(group: tls.eventLoop)
+                .channelOption(.allowRemoteHalfClosure, value: true)
+                .withConnectedSocket(fds[1]).wait()
+        } catch {
+            // fds[1] is NIO's once handed to it: closing it here could close a reused descriptor.
+            tls.close(promise: nil)
+            _ = close(fds[0])
+            throw error
+        }
+        do {
+            try tls.eventLoop.submit {
+                let (a, b) = GlueHandler.pair()
+                try tls.pipeline.syncOperations.addHandler(a)
+                try local.pipeline.syncOperations.addHandler(b)
+            }.wait()
+        } catch {
+            // The car may close a connection right after its handshake (an
+            // unauthenticated one evicted, section 10.1): say so, leak nothing.
+            tls.close(promise: nil)
+            local.close(promise: nil)
+            _ = close(fds[0])
+            throw SecurityError("the connection closed right after the TLS handshake (\(error))")
+        }
         return Connection(fd: fds[0], carPublicKey: seenKey.withLockedValue { $0 })
     }
 }
