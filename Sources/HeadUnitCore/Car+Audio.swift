@@ -109,12 +109,18 @@ extension Car {
     mutating func settleAudio() {
         settleCalls()
         var outputs: [AudioStreams.Output] = []
-        let connected = phonePeer != nil
-        let apps = self.apps
-        audioStreams.settle(
-            focus: audio, appAlive: { connected && apps[$0] != nil }, microphoneWanted: microphoneWanted(),
-            phoneReachable: connected || phoneLink.isReconnecting, outputs: &outputs)
-        performAudio(outputs, from: nil)
+        let wanted = microphoneWanted()
+        if audioStreams.isIdle, wanted == nil {
+            // After most messages: nothing open, nothing wanted, only the mix can change.
+            audioStreams.settleMix(focus: audio, outputs: &outputs)
+        } else {
+            let connected = phonePeer != nil
+            let apps = self.apps
+            audioStreams.settle(
+                focus: audio, appAlive: { connected && apps[$0] != nil }, microphoneWanted: wanted,
+                phoneReachable: connected || phoneLink.isReconnecting, outputs: &outputs)
+        }
+        if !outputs.isEmpty { performAudio(outputs, from: nil) }
     }
 
     /// The app whose voice-control template is shown on its main scene; else

@@ -129,6 +129,8 @@ extension Car {
     /// The audio focus follows the calls (a call pauses the main audio and
     /// may take the microphone, section 24); navigation apps hear the prompt style.
     mutating func settleCalls() {
+        // No call before or now (most messages): nothing to compare.
+        if calls.calls.isEmpty, audio.appCalls.isEmpty { return }
         let inCalls = calls.appsInCalls
         guard inCalls != audio.appCalls else { return }
         audio.callsChanged(appsInCalls: inCalls)

@@ -151,15 +151,13 @@ public struct Car: Sendable {
         // A push's answer, four lifecycle events and the HMIs' screen: one
         // allocation, not the four an array growing from empty makes.
         effects.reserveCapacity(8)
-        // Accessory-session traffic changes no screen: no re-render after it.
-        if let body, receiveAccessoryMessage(body, requestID: request, from: peer) {
-            return takeEffects()
-        }
-        // Watching video changes no screen either.
-        if let body, receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds) {
-            return takeEffects()
-        }
-        if let body, receiveAudioMessage(body, requestID: request, from: peer) {
+        // Accessory-session traffic, watching video and audio streams change
+        // no screen: no re-render after them. (One binding: each copies the body.)
+        if let body,
+            receiveAccessoryMessage(body, requestID: request, from: peer)
+                || receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds)
+                || receiveAudioMessage(body, requestID: request, from: peer)
+        {
             return takeEffects()
         }
         switch body {

@@ -463,9 +463,16 @@ final class CarHost: @unchecked Sendable {
 
     private func flushDirty() {
         guard !dirty.isEmpty else { return }
-        let batch = dirty
+        // By index, not through a copy (which left `dirty` shared: emptying it
+        // allocated anew every time). A handler marked meanwhile is flushed in
+        // this same pass; a flush that comes back here (a peer writable again)
+        // flushes them all and empties the list, which ends this pass.
+        var index = 0
+        while index < dirty.count {
+            dirty[index].flushIfNeeded()
+            index += 1
+        }
         dirty.removeAll(keepingCapacity: true)
-        for handler in batch { handler.flushIfNeeded() }
     }
 
     // MARK: - Status

@@ -4,11 +4,12 @@ import Logging
 import NIOCore
 import NIOTLS
 
-/// The thin per-connection handler: feeds frames and timer ticks to the
-/// `ConnectionStateMachine` and performs the action it returns. Established
-/// envelopes go to the `CarHost`. Lives on the host's event loop.
+/// The thin per-connection handler: cuts what is read into frames, feeds
+/// them and timer ticks to the `ConnectionStateMachine` and performs the
+/// action it returns. Established envelopes go to the `CarHost`. Lives on
+/// the host's event loop.
 final class ConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = Frame
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let host: CarHost
@@ -37,20 +38,28 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// (PROTOCOL.md section 10.2): served once they drain. Bounded by what
     /// one read batch held, since nothing more is read meanwhile.
     private var held = CircularBuffer<Frame>()
+    /// Frames are cut here, not by a decoder in front: one handler less
+    /// on every read (PROTOCOL.md "Framing"; section 22 takes its partial frame).
+    private var assembler: FrameAssembler
+    /// A framing error ended the stream: what follows is not read as frames.
+    private var framingFailed = false
+    /// Set while a read's frames are served; a read delivered meanwhile
+    /// (TLS can hand one over from inside a write) waits in `reentered`.
+    private var serving = false
+    private var reentered: [ByteBuffer] = []
 
     /// A connection a previous daemon process handed over (PROTOCOL.md section 22).
     private let restoring: RestoredConnection?
     /// Set once the connection is being handed to the next process: nothing
     /// more is read (the tap holds what arrives), timed or caught up here.
     private(set) var handingOver = false
-    /// What the decoder held of a frame when it was taken out for a handover.
-    private var undecoded: ByteBuffer?
     /// Everything written before the handover's barrier reached the kernel.
     private(set) var isDrained = false
 
-    init(host: CarHost, transport: Transport, restoring: RestoredConnection? = nil) {
+    init(host: CarHost, transport: Transport, maxPayload: UInt32, restoring: RestoredConnection? = nil) {
         self.host = host
         self.transport = transport
+        self.assembler = FrameAssembler(maxPayload: maxPayload)
         self.logger = host.logger
         self.restoring = restoring
     }
@@ -142,7 +151,33 @@ final class ConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
+        let bytes = unwrapInboundIn(data)
+        guard !serving else {
+            reentered.append(bytes)
+            return
+        }
+        serving = true
+        defer { serving = false }
+        serveFrames(in: bytes, context: context)
+        while !reentered.isEmpty { serveFrames(in: reentered.removeFirst(), context: context) }
+    }
+
+    /// Every whole frame of a read, in order; the start of one cut short is kept for the next.
+    private func serveFrames(in bytes: ByteBuffer, context: ChannelHandlerContext) {
+        guard !framingFailed else { return }  // the Goodbye is already on its way
+        var bytes = bytes
+        do {
+            while let frame = try assembler.next(from: &bytes, allocator: context.channel.allocator) {
+                serve(frame, context: context)
+            }
+        } catch {
+            framingFailed = true
+            logger.debug("framing error", metadata: ["reason": "\(error.reason)"])
+            perform(machine.framingFailed(error))
+        }
+    }
+
+    private func serve(_ frame: Frame, context: ChannelHandlerContext) {
         // Backpressure (section 10.2): while this peer's answers wait above
         // the high-water mark, its next requests wait too, in order.
         guard held.isEmpty, context.channel.isWritable || !open else {
@@ -180,24 +215,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        switch error {
-        case let framing as FramingError:
-            logger.debug("framing error", metadata: ["reason": "\(framing.reason)"])
-            perform(machine.framingFailed(framing))
-        case let truncated as TruncatedFrame:
-            // The peer closed mid-frame: nothing to answer, just clean up.
-            logger.debug("connection ended inside a frame", metadata: ["bytes": "\(truncated.bytes)"])
-            forceClose()
-        case let undecoded as UndecodedBytes:
-            // The decoder came out for a handover holding part of a frame.
-            self.undecoded = undecoded.bytes
-        case is ByteToMessageDecoderError:
-            // Bytes after a framing error: the Goodbye is already on its way.
-            break
-        default:
-            logger.debug("connection error", metadata: ["error": "\(error)"])
-            forceClose()
-        }
+        logger.debug("connection error", metadata: ["error": "\(error)"])
+        forceClose()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -251,6 +270,10 @@ final class ConnectionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         open = false
         held.removeAll(keepingCapacity: false)
+        if let cut = assembler.takePartial() {
+            // The peer closed mid-frame: nothing to answer, just clean up.
+            logger.debug("connection ended inside a frame", metadata: ["bytes": "\(cut.readableBytes)"])
+        }
         tick?.cancel()
         tick = nil
         slowConsumerTimer?.cancel()
@@ -703,10 +726,10 @@ struct RestoredConnection {
 
 extension ConnectionHandler {
     /// First step of a handover: nothing more is read (what the kernel had
-    /// already given NIO lands in `tap`), the heartbeat stops, and the frame
-    /// decoder comes out: frames it still held are handled now (their answers
-    /// are written like any other), and a partial frame is kept (`undecoded`).
-    /// Completes once the decoder is out.
+    /// already given NIO lands in `tap`, in front of this handler), the
+    /// heartbeat stops, and frames held back are handled now (their answers
+    /// are written like any other). A partial frame stays in the assembler
+    /// until `handoverState` takes it.
     func beginHandover(tap: HandoverTap) -> EventLoopFuture<Void> {
         guard open, let context else { return host.eventLoop.makeFailedFuture(HandoverRefused.closed) }
         handingOver = true
@@ -721,8 +744,7 @@ extension ConnectionHandler {
         do {
             try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
             try channel.pipeline.syncOperations.addHandler(tap, position: .first)
-            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<FrameDecoder>.self)
-            return channel.pipeline.syncOperations.removeHandler(decoder)
+            return channel.eventLoop.makeSucceededVoidFuture()
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
@@ -758,7 +780,7 @@ extension ConnectionHandler {
     var canBeHandedOver: Bool { transport != .tcp }
 
     /// The state that goes with the socket: role, version and the bytes read
-    /// but not yet parsed (the decoder's partial frame, then what the tap held).
+    /// but not yet parsed (the assembler's partial frame, then what the tap held).
     func handoverState(tap: HandoverTap) -> HUConnectionSnapshot? {
         guard open else { return nil }
         // Version 0: a connection still waiting for its Hello (it starts afresh
@@ -768,7 +790,7 @@ extension ConnectionHandler {
         state.peerID = peerID
         state.transport = transport.rawValue
         state.version = version
-        var pending = undecoded ?? ByteBuffer()
+        var pending = assembler.takePartial() ?? ByteBuffer()
         for var chunk in tap.held { pending.writeBuffer(&chunk) }
         state.pendingInput = .init(pending.readableBytesView)
         return state

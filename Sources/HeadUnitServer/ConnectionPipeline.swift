@@ -6,8 +6,9 @@ import NIOSSL
 
 /// The one place a connection's pipeline is built, for accepted connections
 /// and handed-over ones alike (DESIGN.md, "TLS on TCP"):
-/// TCP: NIOSSLServerHandler -> FrameDecoder -> ConnectionHandler;
-/// Unix: FrameDecoder -> ConnectionHandler. No frame crosses TCP in clear.
+/// TCP: NIOSSLServerHandler -> ConnectionHandler; Unix: ConnectionHandler
+/// alone, which cuts frames itself (`FrameAssembler`). No frame crosses TCP
+/// in clear.
 // @unchecked: `tls` is set once in `start()`, before any listener accepts.
 final class ConnectionPipeline: @unchecked Sendable {
     let host: CarHost
@@ -17,7 +18,7 @@ final class ConnectionPipeline: @unchecked Sendable {
     /// Reads of up to 1 MiB (NIO's default stops at 64 KiB): a peer streaming
     /// session bytes (section 18.4) is read in a few large reads per batch,
     /// most of its DATA frames whole in one read (relayed as slices, not
-    /// copied; FrameDecoder). A read's size adapts to what the last ones
+    /// copied; FrameAssembler). A read's size adapts to what the last ones
     /// took: a peer sending little gets small buffers.
     static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 1 << 20)
 
@@ -37,8 +38,7 @@ final class ConnectionPipeline: @unchecked Sendable {
             guard let tls else { throw TLSUnavailable() }
             try operations.addHandler(NIOSSLServerHandler(context: tls))
         }
-        try operations.addHandler(ByteToMessageHandler(FrameDecoder(maxPayload: maxPayload)))
-        try operations.addHandler(ConnectionHandler(host: host, transport: transport, restoring: restoring))
+        try operations.addHandler(ConnectionHandler(host: host, transport: transport, maxPayload: maxPayload, restoring: restoring))
     }
 
     struct TLSUnavailable: Error, CustomStringConvertible {

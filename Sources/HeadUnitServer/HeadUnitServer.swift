@@ -5,7 +5,7 @@ import NIOCore
 import NIOPosix
 
 /// The daemon's network side: listeners on one event loop, one pipeline per
-/// connection (FrameDecoder -> ConnectionHandler), the Car hosted on the same
+/// connection (ConnectionHandler, which cuts frames itself), the Car hosted on the same
 /// loop. Start with `start()`, stop with `shutdown()`.
 // @unchecked: its channels and host live on one event loop; start/shutdown hop there.
 public final class HeadUnitServer: @unchecked Sendable {

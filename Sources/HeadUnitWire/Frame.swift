@@ -147,16 +147,18 @@ extension FrameHeader {
     }
 }
 
-/// NIO decoder: bytes in, `Frame`s out. Framing errors are thrown to the pipeline.
+/// Bytes in as they were read, whole frames out: what a connection reads
+/// (the daemon's `ConnectionHandler` directly, clients through
+/// `FrameDecoder`). Framing errors are thrown; after one the stream cannot
+/// be resynchronised.
 ///
 /// Complete frames are slices of the buffer they were read into, never
-/// copied. A frame that a read cuts in two is taken out of NIO's buffer into
-/// `partial` and completed from the next read: so NIO never appends a new
-/// read to (copies it into) a buffer whose earlier frames are still held
+/// copied. A frame that a read cuts in two is taken out of that buffer into
+/// `partial` and completed from the next read: so a new read is never
+/// appended to (copied into) a buffer whose earlier frames are still held
 /// elsewhere (DATA relayed to another peer, section 18.4): only the frame cut
 /// in two is copied, once.
-public struct FrameDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = Frame
+public struct FrameAssembler: Sendable {
     public let maxPayload: UInt32
     /// The start of a frame an earlier read ended inside (its header may be
     /// incomplete too). Its capacity grows with what arrives, from at most one
@@ -168,27 +170,29 @@ public struct FrameDecoder: ByteToMessageDecoder {
         self.maxPayload = maxPayload
     }
 
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        if partial != nil {
-            guard let frame = try completePartial(from: &buffer, allocator: context.channel.allocator) else { return .needMoreData }
-            context.fireChannelRead(Self.wrapInboundOut(frame))
-            return .continue
-        }
-        if let frame = try FrameParser.parse(&buffer, maxPayload: maxPayload) {
-            context.fireChannelRead(Self.wrapInboundOut(frame))
-            return .continue
-        }
+    /// The next whole frame from `buffer`, or nil once `buffer` is used up:
+    /// what it held of a frame not complete yet is then kept for the next read.
+    public mutating func next(from buffer: inout ByteBuffer, allocator: ByteBufferAllocator) throws(FramingError) -> Frame? {
+        if partial != nil { return try completePartial(from: &buffer) }
+        if let frame = try FrameParser.parse(&buffer, maxPayload: maxPayload) { return frame }
         if buffer.readableBytes > 0 {
-            // What is there of the next frame comes out; NIO's buffer is left empty and dropped.
-            var start = context.channel.allocator.buffer(capacity: try capacity(for: buffer, have: buffer.readableBytes))
+            // What is there of the next frame comes out; the read's buffer is left empty and dropped.
+            var start = allocator.buffer(capacity: try capacity(for: buffer, have: buffer.readableBytes))
             start.writeBuffer(&buffer)
             partial = start
         }
-        return .needMoreData
+        return nil
+    }
+
+    /// The bytes of a frame begun and not complete, taken out (the stream
+    /// ended, or the connection goes to the next process); nil when none.
+    public mutating func takePartial() -> ByteBuffer? {
+        defer { partial = nil }
+        return partial
     }
 
     /// Adds what `buffer` has of the partial frame; the frame once complete.
-    private mutating func completePartial(from buffer: inout ByteBuffer, allocator: ByteBufferAllocator) throws -> Frame? {
+    private mutating func completePartial(from buffer: inout ByteBuffer) throws(FramingError) -> Frame? {
         guard var start = partial, buffer.readableBytes > 0 else { return nil }
         partial = nil  // uniquely referenced while it grows
         if start.readableBytes < FrameHeader.size {
@@ -211,7 +215,7 @@ public struct FrameDecoder: ByteToMessageDecoder {
     }
 
     /// The capacity for a partial frame of which `have` bytes are there now.
-    private func capacity(for buffer: ByteBuffer, have: Int) throws -> Int {
+    private func capacity(for buffer: ByteBuffer, have: Int) throws(FramingError) -> Int {
         guard let size = try Self.frameSize(buffer, maxPayload: maxPayload) else { return FrameHeader.size }
         return min(size, max(Self.initialPartialCapacity, 2 * have))
     }
@@ -226,19 +230,36 @@ public struct FrameDecoder: ByteToMessageDecoder {
         guard length <= maxPayload else { throw .frameTooLarge(length: length, maximum: maxPayload) }
         return FrameHeader.size + Int(length)
     }
+}
+
+/// NIO decoder for clients (`FrameAssembler` behind NIO's
+/// `ByteToMessageHandler`): bytes in, `Frame`s out. Framing errors are
+/// thrown to the pipeline.
+public struct FrameDecoder: ByteToMessageDecoder {
+    public typealias InboundOut = Frame
+    private var assembler: FrameAssembler
+    public var maxPayload: UInt32 { assembler.maxPayload }
+
+    public init(maxPayload: UInt32) {
+        assembler = FrameAssembler(maxPayload: maxPayload)
+    }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let frame = try assembler.next(from: &buffer, allocator: context.channel.allocator) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(frame))
+        return .continue
+    }
 
     public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
-        // `decode` took whatever was left into `partial`.
-        if let start = partial {
-            partial = nil
+        // `decode` took whatever was left into the assembler's partial frame.
+        if let start = assembler.takePartial() {
             if seenEOF {
                 // A frame cut short by the peer closing: nothing to deliver, nothing to keep.
                 context.fireErrorCaught(TruncatedFrame(bytes: start.readableBytes))
             } else {
-                // The decoder was taken out mid-stream (the connection is being
-                // handed to the next daemon process): the start of the next
-                // frame goes with the connection, not lost.
+                // The decoder was taken out mid-stream: the start of the next
+                // frame is handed on, not lost.
                 context.fireErrorCaught(UndecodedBytes(bytes: start))
             }
         }

@@ -107,6 +107,39 @@ import Testing
         #expect(streams.mix == AudioStreams.Mix(duckMain: false, pauseMain: true, call: true))
     }
 
+    /// The car's shortcut after most messages (`Car.settleAudio`): with no
+    /// stream or microphone open and none wanted, the mix alone is settled,
+    /// and that is exactly what the whole `settle` does in every focus.
+    @Test func anIdleSettleIsTheMixAlone() {
+        var focuses: [AudioFocus] = []
+        for spoken in [false, true] {
+            for prompt in [false, true] {
+                for call in [false, true] {
+                    var focus = AudioFocus()
+                    focus.nowPlaying(appID: "podcast", playing: true, spoken: spoken)
+                    if prompt { _ = focus.startPrompt(appID: "maps", durationMilliseconds: 1000) }
+                    if call { focus.vehicleChanged(carSource: "", callActive: true, voiceSessionActive: false) }
+                    focuses.append(focus)
+                }
+            }
+        }
+        var whole = AudioStreams()
+        var mixOnly = AudioStreams()
+        for focus in focuses + focuses.reversed() {
+            #expect(whole.isIdle && mixOnly.isIdle)
+            var wholeOutputs: [AudioStreams.Output] = []
+            var mixOutputs: [AudioStreams.Output] = []
+            whole.settle(focus: focus, appAlive: { _ in false }, microphoneWanted: nil, phoneReachable: true, outputs: &wholeOutputs)
+            mixOnly.settleMix(focus: focus, outputs: &mixOutputs)
+            #expect(wholeOutputs == mixOutputs)
+            #expect(whole.mix == mixOnly.mix)
+        }
+        // Not idle once a microphone is open: the shortcut does not apply.
+        var outputs: [AudioStreams.Output] = []
+        whole.settle(focus: AudioFocus(), appAlive: { _ in true }, microphoneWanted: ("maps", .voiceControl), phoneReachable: true, outputs: &outputs)
+        #expect(!whole.isIdle)
+    }
+
     @Test func theMicrophoneStartsAndStopsAndNeverSendsBeyondItsCredit() {
         var streams = AudioStreams()
         var outputs: [AudioStreams.Output] = []

@@ -165,4 +165,51 @@ import Testing
         #expect(undecoded.bytes == begun)
         _ = try? channel.finish()
     }
+
+    /// The daemon's connections cut frames with the assembler alone (no
+    /// decoder in front): frames whole in a read come out as they are, and for
+    /// a restart handover `takePartial` gives exactly the bytes of the frame
+    /// begun, once; the next frames, completed from there, come out whole.
+    @Test func theAssemblerHandsOverExactlyTheFrameBegun() throws {
+        var assembler = FrameAssembler(maxPayload: 1 << 20)
+        let allocator = ByteBufferAllocator()
+        var stream = Self.frame(.ping, [9])
+        var big = ByteBuffer()
+        big.writeFrame(kind: .data, channel: 5, payload: ByteBuffer(repeating: 7, count: 100_000))
+        let begun = big.getSlice(at: 0, length: 80_000)!
+        stream.writeImmutableBuffer(begun.getSlice(at: 0, length: 40_000)!)
+        #expect(try assembler.next(from: &stream, allocator: allocator)?.header.kind == .ping)
+        #expect(try assembler.next(from: &stream, allocator: allocator) == nil)
+        var rest = begun.getSlice(at: 40_000, length: 40_000)!
+        #expect(try assembler.next(from: &rest, allocator: allocator) == nil)
+        #expect(stream.readableBytes == 0 && rest.readableBytes == 0)
+        #expect(assembler.takePartial() == begun)
+        #expect(assembler.takePartial() == nil)
+        // The next process: the handed-over bytes, then the rest of the stream.
+        var next = FrameAssembler(maxPayload: 1 << 20)
+        var handed = begun
+        #expect(try next.next(from: &handed, allocator: allocator) == nil)
+        var tail = big.getSlice(at: 80_000, length: big.readableBytes - 80_000)!
+        tail.writeImmutableBuffer(Self.frame(.ping, [1]))
+        let data = try #require(try next.next(from: &tail, allocator: allocator))
+        #expect(data.header.channel == 5 && data.payload == ByteBuffer(repeating: 7, count: 100_000))
+        #expect(try next.next(from: &tail, allocator: allocator)?.header.kind == .ping)
+        #expect(try next.next(from: &tail, allocator: allocator) == nil)
+        #expect(next.takePartial() == nil)
+    }
+
+    /// A framing error is thrown before anything is kept; the bytes of a bad
+    /// header are not taken into a partial frame.
+    @Test func theAssemblerThrowsOnABadHeader() throws {
+        var assembler = FrameAssembler(maxPayload: 1024)
+        var oversized = ByteBuffer()
+        oversized.writeFrameHeader(FrameHeader(kind: .message, length: 1025))
+        #expect(throws: FramingError.frameTooLarge(length: 1025, maximum: 1024)) {
+            _ = try assembler.next(from: &oversized, allocator: ByteBufferAllocator())
+        }
+        var http = ByteBuffer(string: "GET")
+        #expect(try assembler.next(from: &http, allocator: ByteBufferAllocator()) == nil)
+        var more = ByteBuffer(string: " / HTTP/1.1\r\n")
+        #expect(throws: FramingError.badMagic(0x4745)) { _ = try assembler.next(from: &more, allocator: ByteBufferAllocator()) }
+    }
 }

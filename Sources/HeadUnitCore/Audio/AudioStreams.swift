@@ -225,6 +225,16 @@ public struct AudioStreams: Sendable {
                 close(id, reason: .focusLost, detail: lost, tell: phoneReachable, drain: stream.type == .alternate, outputs: &outputs)
             }
         }
+        settleMix(focus: focus, outputs: &outputs)
+        settleMicrophone(wanted: microphoneWanted, appAlive: appAlive, phoneReachable: phoneReachable, outputs: &outputs)
+    }
+
+    /// No stream and no microphone open: `settle` then has no stream to
+    /// close and, with no microphone wanted, only the mix to bring up to date.
+    var isIdle: Bool { streams.isEmpty && microphone == nil }
+
+    /// The mixer's focus, from the car's.
+    mutating func settleMix(focus: AudioFocus, outputs: inout [Output]) {
         let promptPlaying = focus.prompt != nil
         let next = Mix(
             duckMain: promptPlaying && !focus.mainSpoken,
@@ -234,7 +244,6 @@ public struct AudioStreams: Sendable {
             mix = next
             outputs.append(.engine(.mix(next)))
         }
-        settleMicrophone(wanted: microphoneWanted, appAlive: appAlive, phoneReachable: phoneReachable, outputs: &outputs)
     }
 
     mutating func settleMicrophone(wanted: (appID: String, purpose: HUMicrophonePurpose)?, appAlive: (String) -> Bool, phoneReachable: Bool, outputs: inout [Output]) {
