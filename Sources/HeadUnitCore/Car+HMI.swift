@@ -412,6 +412,28 @@ extension Car {
             })
     }
 
+    /// Whether the home screen's inputs are those it was last built from,
+    /// storage and all (`homeInputs()` field by field, in place). False may
+    /// still mean equal values: `publishScreens` then compares them.
+    func homeInputsIdentical() -> Bool {
+        guard lastHomeScreen != nil, let last = lastHomeInputs?.inputs, last.deviceName == deviceName,
+            last.nowPlayingAppID == nowPlayingAppID, last.phoneLink == phoneLink.wire, last.calls.isIdentical(to: $calls),
+            last.apps.count == appOrder.count
+        else { return false }
+        for (index, id) in appOrder.enumerated() {
+            let was = last.apps[index]
+            guard was.id == id else { return false }
+            guard let app = apps[id] else {
+                if was.info != nil || was.category != nil || was.running { return false }
+                continue
+            }
+            guard let info = was.info, info.isIdentical(to: app.sharedInfo), was.category == app.category,
+                was.running == (app.scenes[.main] != nil)
+            else { return false }
+        }
+        return true
+    }
+
     func homeScreen() -> HUHomeScreen {
         var home = HUHomeScreen()
         home.deviceName = deviceName
@@ -537,19 +559,13 @@ extension Car {
     mutating func publishScreens() {
         // What the HMIs are sent carries images by ref (section 12.6).
         defer { hmiImages.endRound() }
-        let inputs = homeInputs()
-        if lastHomeScreen != nil, let last = lastHomeInputs, inputs == last.inputs {
-            hmiImages.keepShowing(last.refs)  // built from the same inputs: the same screen, its images still in use
-            // Kept so they share the car's current storage: the next comparison is identity checks.
-            lastHomeInputs = (inputs, last.refs)
+        // After most inputs nothing on the home screen changed: read in place,
+        // without building the inputs (an array and a lookup per app) to compare.
+        assert(!homeInputsIdentical() || homeInputs() == lastHomeInputs?.inputs, "identical inputs are equal")
+        if homeInputsIdentical(), let refs = lastHomeInputs?.refs {
+            hmiImages.keepShowing(refs)  // the same screen, its images still in use
         } else {
-            var home = homeScreen()
-            hmiImages.externalize(&home)
-            lastHomeInputs = (inputs, HMIImages.refs(in: home))
-            if home != lastHomeScreen {
-                lastHomeScreen = home
-                sendToHMIs(.home, .homeScreen(home))
-            }
+            publishHome()
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             let owner = screenOwners[screen]
@@ -582,6 +598,25 @@ extension Car {
     mutating func heldTopBytes(_ rendered: HURenderedScreen, owner: SceneRef?) -> [UInt8]? {
         guard rendered.hasTop, let owner else { return nil }
         return apps[owner.appID]?.scenes[owner.kind]?.encodedTop(ifShown: rendered.top)
+    }
+
+    /// The home screen, sent when it changed, built from its inputs when they
+    /// changed (`homeInputsIdentical` found them not the same storage).
+    private mutating func publishHome() {
+        let inputs = homeInputs()
+        if lastHomeScreen != nil, let last = lastHomeInputs, inputs == last.inputs {
+            hmiImages.keepShowing(last.refs)  // built from the same inputs: the same screen, its images still in use
+            // Kept so they share the car's current storage: the next comparison is identity checks.
+            lastHomeInputs = (inputs, last.refs)
+        } else {
+            var home = homeScreen()
+            hmiImages.externalize(&home)
+            lastHomeInputs = (inputs, HMIImages.refs(in: home))
+            if home != lastHomeScreen {
+                lastHomeScreen = home
+                sendToHMIs(.home, .homeScreen(home))
+            }
+        }
     }
 
     /// `screen` as HMIs are sent it, and the refs of its images. The owner's

@@ -520,14 +520,34 @@ extension Car {
     /// Inputs equal to those of the last build (most template requests, every
     /// input to a screen) skip the build and the section compares.
     public mutating func takeMetadata() -> (snapshots: [PeerID], changed: MetadataSections) {
-        let inputs = metadataInputs()
-        if inputs != metadataBuiltFrom {  // both borrowed: no Optional, no copies
-            clusterFeed.update(to: Self.metadataState(from: inputs))
+        // After most inputs nothing the state is built from changed: read in
+        // place, without building the inputs (a copy of each) to compare.
+        assert(!metadataInputsIdentical() || metadataInputs() == metadataBuiltFrom, "identical inputs are equal")
+        if !metadataInputsIdentical() {
+            let inputs = metadataInputs()
+            if inputs != metadataBuiltFrom {  // both borrowed: no Optional, no copies
+                clusterFeed.update(to: Self.metadataState(from: inputs))
+            }
+            // Kept even when equal: it then shares the car's current storage, so
+            // the next comparison is identity checks until something changes.
+            metadataBuiltFrom = inputs
         }
-        // Kept even when equal: it then shares the car's current storage, so
-        // the next comparison is identity checks until something changes.
-        metadataBuiltFrom = inputs
         return clusterFeed.take()
+    }
+
+    /// Whether the car's metadata inputs are those the state was last built
+    /// from, storage and all (`metadataInputs()` field by field, in place).
+    /// False may still mean equal values: `takeMetadata` then compares them.
+    func metadataInputsIdentical() -> Bool {
+        guard metadataBuiltFrom.built, metadataBuiltFrom.navigation.isIdentical(to: $navigation),
+            metadataBuiltFrom.audio.isIdentical(to: $audio), metadataBuiltFrom.nowPlayingAppID == nowPlayingAppID,
+            metadataBuiltFrom.contentStyle == vehicleState.contentStyle, metadataBuiltFrom.phoneLink == phoneLink.wire,
+            metadataBuiltFrom.deviceName == deviceName,
+            metadataBuiltFrom.clusterOwnerAppID == screenOwners[.instrumentCluster]?.appID,
+            metadataBuiltFrom.dashboardOwnerAppID == screenOwners[.dashboard]?.appID
+        else { return false }
+        guard let app = apps[nowPlayingAppID], app.nowPlayingSet else { return metadataBuiltFrom.nowPlaying == nil }
+        return metadataBuiltFrom.nowPlaying == app.nowPlaying
     }
 }
 

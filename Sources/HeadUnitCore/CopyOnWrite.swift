@@ -27,6 +27,9 @@ public struct CopyOnWrite<Value: Sendable>: Sendable {
 
     /// `$name`: the wrapper itself, to keep a reference to the value as it is now.
     public var projectedValue: CopyOnWrite<Value> { self }
+
+    /// The same storage: the value has not changed since one was copied from the other.
+    public func isIdentical(to other: CopyOnWrite<Value>) -> Bool { box === other.box }
 }
 
 /// Equal when they share storage (a value is changed in place only while

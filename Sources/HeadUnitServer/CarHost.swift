@@ -480,6 +480,9 @@ final class CarHost: @unchecked Sendable {
     /// After every input: the metadata stream's snapshots and changes (ClusterHub).
     private func publishMetadata() {
         let taken = car.takeMetadata()
+        // Nothing new for anyone (after most inputs): the hub already holds
+        // the car's feed as of its last change (the version moves only with one).
+        guard !taken.snapshots.isEmpty || !taken.changed.isEmpty else { return }
         clusterHub.publish(snapshots: taken.snapshots, changed: taken.changed, feed: car.clusterFeed, connections: connections)
     }
 
