@@ -54,13 +54,21 @@ decode() { tshark -X lua_script:Protocol/headunit.lua -o "tls.keylog_file:$work/
 decode_tree() { tshark -X lua_script:Protocol/headunit.lua -o "tls.keylog_file:$work/keys.log" -r "$1" -V "${@:3}" > "$2" 2> "$2.err"; }
 
 # dumpcap writes the pcap header as it opens the interface, a moment before
-# packets flow: wait for the header, then a little longer.
-start_capture() {  # start_capture FILE FILTER
+# packets flow (a fixed second after the header once lost a whole first
+# session in a CI run under load): wait for the header, then make bare
+# connects to PORT (no payload, nothing to decode) until one is in the file.
+start_capture() {  # start_capture FILE FILTER PORT
   dumpcap -q -i lo -f "$2" -w "$1" > "$1.log" 2>&1 &
   capture=$!
   pids+=("$capture")
   for _ in $(seq 100); do [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -ge 24 ] && break; sleep 0.1; done
-  sleep 1
+  local header
+  header=$(stat -c %s "$1" 2>/dev/null || echo 0)
+  for _ in $(seq 100); do
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()' "$3" 2> /dev/null || true
+    sleep 0.1
+    [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -gt "$header" ] && break
+  done
 }
 stop_capture() {  # stop_capture FILE
   sleep 0.5  # the last packets reach dumpcap
@@ -80,7 +88,7 @@ for _ in $(seq 100); do grep -q '^ready' "$work/daemon.log" 2>/dev/null && break
 grep -q '^ready' "$work/daemon.log" || { echo "dissector: the daemon did not start:"; cat "$work/daemon.log"; echo "0 passed, 1 failed"; exit 1; }
 
 # ---- 1 and 2: loopback TCP
-start_capture "$work/tcp.pcap" "tcp port $port"
+start_capture "$work/tcp.pcap" "tcp port $port" "$port"
 if "$bin/headunitctl" play --tcp "127.0.0.1:$port" --hmi-socket "$work/hu.sock" Tests/Dissector/session.json > "$work/play.log" 2>&1; then
   pass "the scripted session over TCP ran"
 else
