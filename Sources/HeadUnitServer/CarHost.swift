@@ -24,6 +24,8 @@ final class CarHost: @unchecked Sendable {
     var nextPeerID: PeerID = 1
     /// Connections written to since the last flush.
     private var dirty: [ConnectionHandler] = []
+    /// True while `flushDirty` walks `dirty`.
+    private var flushingDirty = false
     /// What a phone's (or cluster's) request caused for other peers, in
     /// order, sent at the end of the read batch once the requester's answer
     /// is flushed: the answer does not wait for the HMIs' screens to be
@@ -462,11 +464,14 @@ final class CarHost: @unchecked Sendable {
     }
 
     private func flushDirty() {
-        guard !dirty.isEmpty else { return }
+        // A flush can come back here (a peer writable again): that inner call
+        // returns, and this pass, which reads `dirty.count` afresh, flushes
+        // whatever was marked meanwhile before it empties the list.
+        guard !dirty.isEmpty, !flushingDirty else { return }
+        flushingDirty = true
+        defer { flushingDirty = false }
         // By index, not through a copy (which left `dirty` shared: emptying it
-        // allocated anew every time). A handler marked meanwhile is flushed in
-        // this same pass; a flush that comes back here (a peer writable again)
-        // flushes them all and empties the list, which ends this pass.
+        // allocated anew every time).
         var index = 0
         while index < dirty.count {
             dirty[index].flushIfNeeded()

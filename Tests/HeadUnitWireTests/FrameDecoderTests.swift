@@ -198,8 +198,9 @@ import Testing
         #expect(next.takePartial() == nil)
     }
 
-    /// A framing error is thrown before anything is kept; the bytes of a bad
-    /// header are not taken into a partial frame.
+    /// A framing error is thrown before anything is kept: the bytes of a bad
+    /// header are not taken into a partial frame. (The "GET" alone is kept: a
+    /// header is judged only once all of it is there.)
     @Test func theAssemblerThrowsOnABadHeader() throws {
         var assembler = FrameAssembler(maxPayload: 1024)
         var oversized = ByteBuffer()
@@ -207,9 +208,11 @@ import Testing
         #expect(throws: FramingError.frameTooLarge(length: 1025, maximum: 1024)) {
             _ = try assembler.next(from: &oversized, allocator: ByteBufferAllocator())
         }
+        #expect(assembler.takePartial() == nil)
         var http = ByteBuffer(string: "GET")
         #expect(try assembler.next(from: &http, allocator: ByteBufferAllocator()) == nil)
         var more = ByteBuffer(string: " / HTTP/1.1\r\n")
         #expect(throws: FramingError.badMagic(0x4745)) { _ = try assembler.next(from: &more, allocator: ByteBufferAllocator()) }
+        #expect(assembler.takePartial() == nil)
     }
 }
