@@ -145,7 +145,7 @@ public struct Car: Sendable {
         }
         // Read once: each `envelope.body` copies the body out of the envelope's storage.
         let body = envelope.body
-        let scope = ComposedScope(body)
+        let scope = ComposedScope(body, template: template)
         // What to restore if the request leaves composed state no frame can carry (Car+Bounds).
         let undo = undoPoint(body, scope: scope)
         // A push's answer, four lifecycle events and the HMIs' screen: one

@@ -161,6 +161,15 @@ enum FuzzChecks {
         check(fast.envelope == slow || sameBytes(), "the fast decoder reads what swift-protobuf reads")
         let found = WireTemplate(inEnvelope: payload)
         check(fast.template?.opField == found?.opField && fast.template?.bytes == found?.bytes, "the fast decoder finds WireTemplate's bytes")
+        if let template = fast.template {
+            var kindField = -1
+            switch slow.templateRequest.op {
+            case .setRoot(let decoded), .push(let decoded), .present(let decoded), .update(let decoded):
+                if decoded.kind == nil { kindField = 0 } else if case .list = decoded.kind { kindField = WireTemplate.listKindField }
+            default: break
+            }
+            check(template.kindField == kindField, "the fast decoder's template kind is swift-protobuf's")
+        }
         if let template = fast.template, let measured = template.measured {
             // Said to be the template's encoding: it is, and its images are as the car's walk finds them.
             let decoded = try? HUTemplate(serializedBytes: template.bytes)

@@ -255,9 +255,9 @@ private func decodeTemplateRequest(_ bytes: UnsafeRawBufferPointer, _ walk: inou
             let content = try reader.content(wire: wire, &walk)
             // Whether these bytes are the template's encoding: judged on its own fields only.
             walk.resetForm()
-            let decoded = try decodeTemplate(content, &walk)
+            let (decoded, kindField) = try decodeTemplate(content, &walk)
             let measured = walk.canonical ? WireTemplate.Measured(hasInlineImages: walk.inlineImages, hasImages: walk.images, hasImageFields: walk.imageFields) : nil
-            template = WireTemplate(opField: Int(number), bytes: Array(content), measured: measured)
+            template = WireTemplate(opField: Int(number), bytes: Array(content), measured: measured, kindField: kindField)
             switch number {
             case 10: request.op = .setRoot(decoded)
             case 11: request.op = .push(decoded)
@@ -282,7 +282,8 @@ private func decodeTemplateRequest(_ bytes: UnsafeRawBufferPointer, _ walk: inou
     return request
 }
 
-private func decodeTemplate(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUTemplate {
+/// The template, and its kind's field number (0: it has none).
+private func decodeTemplate(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> (template: HUTemplate, kindField: Int) {
     var template = HUTemplate()
     var reader = FieldReader(bytes)
     var kind = false
@@ -290,13 +291,13 @@ private func decodeTemplate(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk)
         let (number, wire) = try reader.tag(&walk)
         switch number {
         case 1: template.id = try reader.string(wire: wire, &walk)
-        case 10:
+        case UInt64(WireTemplate.listKindField):
             try once(&kind)
             template.kind = .list(try decodeList(reader.content(wire: wire, &walk), &walk))
         default: throw NotTaken()
         }
     }
-    return template
+    return (template, kind ? WireTemplate.listKindField : 0)
 }
 
 private let listRepeated = fields(2, 3, 4, 5, 6)

@@ -20,6 +20,11 @@ public struct WireTemplate: Sendable, Equatable {
     /// length is its encoded size, and what they hold of images is here, so
     /// the car need not walk the template to measure it (`SceneState.Held`).
     public let measured: Measured?
+    /// The template's kind as its field number in `Template.kind` (list 10,
+    /// now_playing 13; 0 when it has none) when `TemplateRequestDecoder` read
+    /// the template whole (a kind field at most once); nil when not known
+    /// (`init(inEnvelope:)`).
+    public let kindField: Int?
 
     public struct Measured: Sendable, Equatable {
         /// An image with an inline PNG.
@@ -41,16 +46,20 @@ public struct WireTemplate: Sendable, Equatable {
     public static let pushField = 11
     public static let presentField = 15
     public static let updateField = 17
+    /// `Template.list` and `Template.now_playing` (templates.proto).
+    public static let listKindField = 10
+    public static let nowPlayingKindField = 13
 
     /// `Envelope.template_request` (headunit.proto) and `TemplateRequest.op`'s field numbers (session.proto).
     static let templateRequestField = 11
     static let opFields = 10...20
     static let templateOpFields: Set<Int> = [setRootField, pushField, presentField, updateField]
 
-    public init(opField: Int, bytes: [UInt8], measured: Measured? = nil) {
+    public init(opField: Int, bytes: [UInt8], measured: Measured? = nil, kindField: Int? = nil) {
         self.opField = opField
         self.bytes = bytes
         self.measured = measured
+        self.kindField = kindField
     }
 
     /// The template in an envelope's payload, or nil when it carries none

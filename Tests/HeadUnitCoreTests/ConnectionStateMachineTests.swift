@@ -239,7 +239,7 @@ import Testing
         #expect(envelope.requestID == 5 && envelope.templateRequest.push == template)
         #expect(unknownEnum == .found(nil))
         let measured = WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false)
-        #expect(wire == WireTemplate(opField: WireTemplate.pushField, bytes: try template.serializedBytes(), measured: measured))
+        #expect(wire == WireTemplate(opField: WireTemplate.pushField, bytes: try template.serializedBytes(), measured: measured, kindField: WireTemplate.listKindField))
 
         let (over, _) = push(text: within + "x")
         guard case .reply(let refusal) = over, case .result(let result) = refusal.body else {

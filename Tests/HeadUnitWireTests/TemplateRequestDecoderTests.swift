@@ -178,6 +178,10 @@ import Testing
         #expect(fast.sizes == expectedSizes(slow), "\(context)")
         let found = WireTemplate(inEnvelope: payload)
         #expect(fast.template?.opField == found?.opField && fast.template?.bytes == found?.bytes, "\(context)")
+        if let template = fast.template {
+            // The kind it reports is the kind swift-protobuf decoded.
+            #expect(template.kindField == Self.kindField(slow), "\(context)")
+        }
         if let template = fast.template, let measured = template.measured {
             // Said to be the template's encoding: it is, and the images are the walk's.
             let decoded = try? HUTemplate(serializedBytes: template.bytes)
@@ -192,10 +196,49 @@ import Testing
         return true
     }
 
+    /// The field number of the kind of the envelope's template (0: none;
+    /// -1: a kind the fast decoder never takes, or no template).
+    static func kindField(_ envelope: HUEnvelope) -> Int {
+        switch envelope.templateRequest.op {
+        case .setRoot(let template), .push(let template), .present(let template), .update(let template):
+            switch template.kind {
+            case nil: return 0
+            case .list: return WireTemplate.listKindField
+            case .nowPlaying: return WireTemplate.nowPlayingKindField
+            default: return -1
+            }
+        default: return -1
+        }
+    }
+
     /// swift-protobuf's own encoding of a template is recognised as such.
     static func expectMeasured(_ bytes: [UInt8], _ context: String) {
         guard let fast = TemplateRequestDecoder.decode(ByteBuffer(bytes: bytes)), let template = fast.template else { return }
         #expect(template.measured != nil, "\(context): swift-protobuf's encoding not recognised")
+    }
+
+    /// The car learns from it whether a request may change the now-playing
+    /// content (`ComposedScope`): a list's kind is 10, no kind is 0, and a
+    /// now-playing template is not taken (the car reads that one itself).
+    @Test func theTemplatesKindIsReported() throws {
+        func decoded(_ template: HUTemplate) throws -> TemplateRequestDecoder.Decoded? {
+            var request = HUTemplateRequest()
+            request.push = template
+            var envelope = HUEnvelope()
+            envelope.templateRequest = request
+            return TemplateRequestDecoder.decode(ByteBuffer(bytes: try envelope.serializedBytes() as [UInt8]))
+        }
+        var list = HUTemplate()
+        list.id = "l"
+        list.list.title = "A list"
+        #expect(try decoded(list)?.template?.kindField == WireTemplate.listKindField)
+        var none = HUTemplate()
+        none.id = "n"
+        #expect(try decoded(none)?.template?.kindField == 0)
+        var nowPlaying = HUTemplate()
+        nowPlaying.id = "p"
+        nowPlaying.nowPlaying = HUNowPlayingTemplate()
+        #expect(try decoded(nowPlaying) == nil)
     }
 
     @Test func theBenchmarksPushIsTakenAndEqualsSwiftProtobufs() throws {

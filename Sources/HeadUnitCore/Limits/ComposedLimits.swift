@@ -112,12 +112,22 @@ struct ComposedScope: OptionSet {
     static let shownScreens = ComposedScope(rawValue: 1 << 3)
 
     /// What a request body may change beyond itself; empty: nothing to measure.
-    init(_ body: HUEnvelope.OneOf_Body?) {
+    /// `template`: the request's template as it came on the wire, whose kind
+    /// the decoder may know (read from the request, it is a copy).
+    init(_ body: HUEnvelope.OneOf_Body?, template: WireTemplate? = nil) {
         switch body {
         case .announceApps: self = [.home]
         // The metadata stream shows templates only through the now-playing
         // content (Car.adoptNowPlaying): other templates leave it as it was.
-        case .templateRequest(let request): self = Self.changesNowPlaying(request) ? [.appScenes, .metadata] : [.appScenes]
+        case .templateRequest(let request):
+            let nowPlaying: Bool
+            if let kindField = template?.kindField {
+                nowPlaying = kindField == WireTemplate.nowPlayingKindField
+                assert(nowPlaying == Self.changesNowPlaying(request), "the wire's template kind is the request's")
+            } else {
+                nowPlaying = Self.changesNowPlaying(request)
+            }
+            self = nowPlaying ? [.appScenes, .metadata] : [.appScenes]
         case .completeEvent: self = [.appScenes, .metadata]
         // The HMI's now-playing screen draws the app's commands.
         case .remoteCommands: self = [.appScenes]
