@@ -416,22 +416,10 @@ extension Car {
     /// storage and all (`homeInputs()` field by field, in place). False may
     /// still mean equal values: `publishScreens` then compares them.
     func homeInputsIdentical() -> Bool {
-        guard lastHomeScreen != nil, let last = lastHomeInputs?.inputs, last.deviceName == deviceName,
-            last.nowPlayingAppID == nowPlayingAppID, last.phoneLink == phoneLink.wire, last.calls.isIdentical(to: $calls),
-            last.apps.count == appOrder.count
-        else { return false }
-        for (index, id) in appOrder.enumerated() {
-            let was = last.apps[index]
-            guard was.id == id else { return false }
-            guard let app = apps[id] else {
-                if was.info != nil || was.category != nil || was.running { return false }
-                continue
-            }
-            guard let info = was.info, info.isIdentical(to: app.sharedInfo), was.category == app.category,
-                was.running == (app.scenes[.main] != nil)
-            else { return false }
-        }
-        return true
+        // Read in place: binding the last inputs, or comparing the last
+        // screen with nil through `!=`, copied them.
+        guard case .some = lastHomeScreen else { return false }
+        return lastHomeInputs?.inputs.areIdentical(toHomeOf: self) ?? false
     }
 
     func homeScreen() -> HUHomeScreen {
@@ -684,4 +672,25 @@ extension HURenderedScreen {
     /// modal, the search results or the now-playing commands (the screen's
     /// other fields hold none).
     var mayHoldImagesBesideTop: Bool { hasPresented || !searchResults.isEmpty || hasRemoteCommands }
+}
+
+extension HomeInputs {
+    /// `Car.homeInputsIdentical`: these inputs are `car`'s, storage and all.
+    fileprivate func areIdentical(toHomeOf car: Car) -> Bool {
+        guard deviceName == car.deviceName, nowPlayingAppID == car.nowPlayingAppID, phoneLink == car.phoneLink.wire,
+            calls.isIdentical(to: car.$calls), apps.count == car.appOrder.count
+        else { return false }
+        for (index, id) in car.appOrder.enumerated() {
+            let was = apps[index]
+            guard was.id == id else { return false }
+            guard let app = car.apps[id] else {
+                if was.info != nil || was.category != nil || was.running { return false }
+                continue
+            }
+            guard let info = was.info, info.isIdentical(to: app.sharedInfo), was.category == app.category,
+                was.running == (app.scenes[.main] != nil)
+            else { return false }
+        }
+        return true
+    }
 }
