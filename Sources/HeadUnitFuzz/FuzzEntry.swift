@@ -177,6 +177,13 @@ enum FuzzChecks {
             let walked = LinearEncoder.sizeAndImages(of: decoded ?? HUTemplate())
             check(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "the measure is the walk's")
             check(LinearEncoder.holdsImageFields(decoded ?? HUTemplate()) == measured.hasImageFields, "the decoder finds the image fields the walk finds")
+            let plain = (decoded ?? HUTemplate()).list.sections.allSatisfy { section in
+                section.items.allSatisfy { item in
+                    guard case .general(let general) = item.kind else { return false }
+                    return (0...1).contains(general.progress)
+                }
+            }
+            check(plain == measured.plainListItems, "the decoder finds the plain list items swift-protobuf's decoding holds")
         }
         let sizes = fast.sizes
         let exact = MessageLimits(maxStringBytes: sizes.longestString, maxImageBytes: sizes.longestBytes, maxElements: sizes.elements)

@@ -72,12 +72,15 @@ private struct Walk {
     var inlineImages = false
     var images = false
     var imageFields = false
+    /// A list item without a kind, or a progress outside 0...1 (NaN too).
+    var unplainListItems = false
 
     mutating func resetForm() {
         canonical = true
         inlineImages = false
         images = false
         imageFields = false
+        unplainListItems = false
     }
 }
 
@@ -256,7 +259,8 @@ private func decodeTemplateRequest(_ bytes: UnsafeRawBufferPointer, _ walk: inou
             // Whether these bytes are the template's encoding: judged on its own fields only.
             walk.resetForm()
             let (decoded, kindField) = try decodeTemplate(content, &walk)
-            let measured = walk.canonical ? WireTemplate.Measured(hasInlineImages: walk.inlineImages, hasImages: walk.images, hasImageFields: walk.imageFields) : nil
+            let measured = walk.canonical ? WireTemplate.Measured(
+                hasInlineImages: walk.inlineImages, hasImages: walk.images, hasImageFields: walk.imageFields, plainListItems: !walk.unplainListItems) : nil
             template = WireTemplate(opField: Int(number), bytes: Array(content), measured: measured, kindField: kindField)
             switch number {
             case 10: request.op = .setRoot(decoded)
@@ -367,6 +371,7 @@ private func decodeItem(_ bytes: UnsafeRawBufferPointer, into item: inout HUList
         default: throw NotTaken()
         }
     }
+    if !kind { walk.unplainListItems = true }
 }
 
 private func decodeGeneralItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUGeneralItem {
@@ -389,7 +394,9 @@ private func decodeGeneralItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Wa
             try once(&accessoryImage)
             general.accessoryImage = try decodeImage(reader.content(wire: wire, &walk), &walk)
         case 6: general.showsProgress = try reader.bool(wire: wire, &walk)
-        case 7: general.progress = try reader.float(wire: wire, &walk)
+        case 7:
+            general.progress = try reader.float(wire: wire, &walk)
+            if !(0...1).contains(general.progress) { walk.unplainListItems = true }
         case 8: general.playing = try reader.bool(wire: wire, &walk)
         case 9:
             guard let location = HUPlayingIndicatorLocation(rawValue: try reader.enumValue(wire: wire, &walk)), location.isListed else { throw NotTaken() }

@@ -34,8 +34,13 @@ public struct WireTemplate: Sendable, Equatable {
         /// An image field of any kind, even one with no source: without one,
         /// the car's image rules have nothing to check.
         public var hasImageFields: Bool
+        /// Every list item is a general item (none without a kind) and every
+        /// progress value is within 0...1: with no image field either, the
+        /// car's per-item rules have nothing to find.
+        public var plainListItems: Bool
 
-        public init(hasInlineImages: Bool, hasImages: Bool, hasImageFields: Bool) {
+        public init(hasInlineImages: Bool, hasImages: Bool, hasImageFields: Bool, plainListItems: Bool = false) {
+            self.plainListItems = plainListItems
             self.hasInlineImages = hasInlineImages
             self.hasImages = hasImages
             self.hasImageFields = hasImageFields

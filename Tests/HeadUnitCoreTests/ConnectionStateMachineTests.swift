@@ -238,7 +238,7 @@ import Testing
         }
         #expect(envelope.requestID == 5 && envelope.templateRequest.push == template)
         #expect(unknownEnum == .found(nil))
-        let measured = WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false)
+        let measured = WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false, plainListItems: true)
         #expect(wire == WireTemplate(opField: WireTemplate.pushField, bytes: try template.serializedBytes(), measured: measured, kindField: WireTemplate.listKindField))
 
         let (over, _) = push(text: within + "x")

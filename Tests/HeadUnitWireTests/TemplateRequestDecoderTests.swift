@@ -191,9 +191,20 @@ import Testing
                 let walked = LinearEncoder.sizeAndImages(of: decoded)
                 #expect(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "\(context)")
                 #expect(LinearEncoder.holdsImageFields(decoded) == measured.hasImageFields, "\(context)")
+                #expect(Self.plainListItems(decoded) == measured.plainListItems, "\(context)")
             }
         }
         return true
+    }
+
+    /// Every item of the list a general item with its progress within 0...1.
+    static func plainListItems(_ template: HUTemplate) -> Bool {
+        template.list.sections.allSatisfy { section in
+            section.items.allSatisfy { item in
+                guard case .general(let general) = item.kind else { return false }
+                return (0...1).contains(general.progress)
+            }
+        }
     }
 
     /// The field number of the kind of the envelope's template (0: none;
@@ -269,7 +280,7 @@ import Testing
         #expect(decoded.envelope == envelope)
         #expect(decoded.sizes.elements == 13 && decoded.sizes.longestString == "Live radio, 128 kbit/s".utf8.count)
         #expect(decoded.template?.opField == WireTemplate.pushField)
-        #expect(decoded.template?.measured == WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false))
+        #expect(decoded.template?.measured == WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false, plainListItems: true))
     }
 
     /// Bytes that decode to a template but are not its encoding are not
@@ -299,7 +310,7 @@ import Testing
             return bytes + [UInt8(value)]
         }
         let measured = try #require(TemplateRequestDecoder.decode(ByteBuffer(bytes: envelope(canonical)))?.template?.measured)
-        #expect(measured == WireTemplate.Measured(hasInlineImages: true, hasImages: true, hasImageFields: true))
+        #expect(measured == WireTemplate.Measured(hasInlineImages: true, hasImages: true, hasImageFields: true, plainListItems: true))
 
         let variants: [(String, [UInt8])] = [
             ("the id written twice", [0x0A, 0x01, UInt8(ascii: "s")] + canonical),

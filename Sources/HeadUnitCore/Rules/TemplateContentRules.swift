@@ -73,6 +73,15 @@ struct TemplateContentRules {
             let count = list.sections.reduce(0) { $0 + $1.items.count }
             if let violation = atMost("list.items", count, maximum) { return violation }
         }
+        // Nothing for the item rules to find (the decoder saw every item): no walk.
+        if !context.mayHoldImages && !context.mayHoldUnplainListItems {
+            assert(itemViolation(list) == nil, "plain list items break no item rule")
+            return barButtons(.list, list.leadingButtons, list.trailingButtons)
+        }
+        return itemViolation(list) ?? barButtons(.list, list.leadingButtons, list.trailingButtons)
+    }
+
+    private func itemViolation(_ list: HUListTemplate) -> RuleViolation? {
         // In place: a list item is a large struct (its oneof is 288 bytes),
         // and a copy per item cost more than its checks.
         for section in list.sections.indices {
@@ -86,7 +95,7 @@ struct TemplateContentRules {
             }
             if let violation { return violation }
         }
-        return barButtons(.list, list.leadingButtons, list.trailingButtons)
+        return nil
     }
 
     func check(_ item: HUListItem) -> RuleViolation? {

@@ -58,11 +58,16 @@ public struct TemplateContext: Sendable {
     /// (`WireTemplate.Measured.hasImageFields`): the image rules are skipped,
     /// since reading an item's absent image still copies it out of storage.
     public var mayHoldImages: Bool
+    /// False when every list item is known to be a general item with its
+    /// progress within 0...1 (`WireTemplate.Measured.plainListItems`): with
+    /// no image either, the per-item rules are skipped.
+    public var mayHoldUnplainListItems: Bool
 
-    public init(category: HUCategory, placement: TemplatePlacement, displayScale: UInt32, mayHoldImages: Bool = true) {
+    public init(category: HUCategory, placement: TemplatePlacement, displayScale: UInt32, mayHoldImages: Bool = true, mayHoldUnplainListItems: Bool = true) {
         self.category = category
         self.placement = placement
         self.displayScale = displayScale
         self.mayHoldImages = mayHoldImages
+        self.mayHoldUnplainListItems = mayHoldUnplainListItems
     }
 }
