@@ -49,15 +49,23 @@ extension Car {
         let limits = configuration.composed
         var held = phoneTemplateBytes
         if let appID, let app = apps[appID] {
-            for (kind, stored) in app.scenes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            func check(_ kind: HUSceneKind, _ stored: SceneState) -> RuleViolation? {
                 var scene = stored
                 if let candidate, candidate.kind == kind {
                     scene = candidate
                     held += candidate.heldBytes - stored.heldBytes
                 }
                 let bytes = composedScreenBytes(screen(for: kind), app: app, scene: scene)
-                if bytes > limits.maxFrameBytes {
-                    return limits.frameViolation("the \(kind) screen of '\(appID)'", limit: "screen.bytes", bytes: bytes)
+                guard bytes > limits.maxFrameBytes else { return nil }
+                return limits.frameViolation("the \(kind) screen of '\(appID)'", limit: "screen.bytes", bytes: bytes)
+            }
+            // In kind order, so the screen named is the same whichever scene
+            // changed. One scene (most apps) needs no sort, which allocated.
+            if app.scenes.count == 1 {
+                for (kind, stored) in app.scenes { if let violation = check(kind, stored) { return violation } }
+            } else {
+                for (kind, stored) in app.scenes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                    if let violation = check(kind, stored) { return violation }
                 }
             }
         }

@@ -170,8 +170,10 @@ struct IDScope {
 
     init(_ templateID: String) {
         self.templateID = templateID
-        few = [templateID]
-        few.reserveCapacity(Self.fewest)
+        // One allocation: a literal `[templateID]` and then a reserve made two.
+        few = []
+        few.reserveCapacity(Self.fewest + 1)
+        few.append(templateID)
     }
 
     mutating func add(_ id: String, _ what: StaticString) {
