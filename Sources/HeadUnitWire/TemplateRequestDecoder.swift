@@ -395,8 +395,9 @@ private func decodeGeneralItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Wa
             general.accessoryImage = try decodeImage(reader.content(wire: wire, &walk), &walk)
         case 6: general.showsProgress = try reader.bool(wire: wire, &walk)
         case 7:
-            general.progress = try reader.float(wire: wire, &walk)
-            if !(0...1).contains(general.progress) { walk.unplainListItems = true }
+            let progress = try reader.float(wire: wire, &walk)
+            if !(0...1).contains(progress) { walk.unplainListItems = true }
+            general.progress = progress
         case 8: general.playing = try reader.bool(wire: wire, &walk)
         case 9:
             guard let location = HUPlayingIndicatorLocation(rawValue: try reader.enumValue(wire: wire, &walk)), location.isListed else { throw NotTaken() }

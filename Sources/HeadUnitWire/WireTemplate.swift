@@ -40,10 +40,10 @@ public struct WireTemplate: Sendable, Equatable {
         public var plainListItems: Bool
 
         public init(hasInlineImages: Bool, hasImages: Bool, hasImageFields: Bool, plainListItems: Bool = false) {
-            self.plainListItems = plainListItems
             self.hasInlineImages = hasInlineImages
             self.hasImages = hasImages
             self.hasImageFields = hasImageFields
+            self.plainListItems = plainListItems
         }
     }
 
@@ -153,6 +153,40 @@ public struct WireTemplate: Sendable, Equatable {
                 shift += 7
             }
             return nil
+        }
+    }
+}
+
+// MARK: - What the decoder's facts mean, read from a decoded message
+
+/// `TemplateRequestDecoder`'s tests and its fuzz family hold what it reports
+/// to these, computed from swift-protobuf's decoding of the same bytes.
+extension WireTemplate {
+    /// The `kindField` the decoder reports for the template in `envelope`'s
+    /// request: 10 for a list, 0 for none; nil for another kind (the decoder
+    /// takes none) or no template.
+    public static func kindField(ofTemplateIn envelope: HUEnvelope) -> Int? {
+        switch envelope.templateRequest.op {
+        case .setRoot(let template), .push(let template), .present(let template), .update(let template):
+            switch template.kind {
+            case nil: return 0
+            case .list: return listKindField
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+}
+
+extension WireTemplate.Measured {
+    /// `plainListItems` for `template`: every item of its list a general
+    /// item with its progress within 0...1 (true with no list).
+    public static func plainListItems(in template: HUTemplate) -> Bool {
+        template.list.sections.allSatisfy { section in
+            section.items.allSatisfy { item in
+                guard case .general(let general) = item.kind else { return false }
+                return (0...1).contains(general.progress)
+            }
         }
     }
 }

@@ -180,7 +180,7 @@ import Testing
         #expect(fast.template?.opField == found?.opField && fast.template?.bytes == found?.bytes, "\(context)")
         if let template = fast.template {
             // The kind it reports is the kind swift-protobuf decoded.
-            #expect(template.kindField == Self.kindField(slow), "\(context)")
+            #expect(template.kindField == WireTemplate.kindField(ofTemplateIn: slow), "\(context)")
         }
         if let template = fast.template, let measured = template.measured {
             // Said to be the template's encoding: it is, and the images are the walk's.
@@ -191,35 +191,10 @@ import Testing
                 let walked = LinearEncoder.sizeAndImages(of: decoded)
                 #expect(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "\(context)")
                 #expect(LinearEncoder.holdsImageFields(decoded) == measured.hasImageFields, "\(context)")
-                #expect(Self.plainListItems(decoded) == measured.plainListItems, "\(context)")
+                #expect(WireTemplate.Measured.plainListItems(in: decoded) == measured.plainListItems, "\(context)")
             }
         }
         return true
-    }
-
-    /// Every item of the list a general item with its progress within 0...1.
-    static func plainListItems(_ template: HUTemplate) -> Bool {
-        template.list.sections.allSatisfy { section in
-            section.items.allSatisfy { item in
-                guard case .general(let general) = item.kind else { return false }
-                return (0...1).contains(general.progress)
-            }
-        }
-    }
-
-    /// The field number of the kind of the envelope's template (0: none;
-    /// -1: a kind the fast decoder never takes, or no template).
-    static func kindField(_ envelope: HUEnvelope) -> Int {
-        switch envelope.templateRequest.op {
-        case .setRoot(let template), .push(let template), .present(let template), .update(let template):
-            switch template.kind {
-            case nil: return 0
-            case .list: return WireTemplate.listKindField
-            case .nowPlaying: return WireTemplate.nowPlayingKindField
-            default: return -1
-            }
-        default: return -1
-        }
     }
 
     /// swift-protobuf's own encoding of a template is recognised as such.

@@ -73,12 +73,13 @@ struct TemplateContentRules {
             let count = list.sections.reduce(0) { $0 + $1.items.count }
             if let violation = atMost("list.items", count, maximum) { return violation }
         }
-        // Nothing for the item rules to find (the decoder saw every item): no walk.
-        if !context.mayHoldImages && !context.mayHoldUnplainListItems {
+        if context.mayHoldImages || context.mayHoldUnplainListItems {
+            if let violation = itemViolation(list) { return violation }
+        } else {
+            // Nothing for the item rules to find (the decoder saw every item): no walk.
             assert(itemViolation(list) == nil, "plain list items break no item rule")
-            return barButtons(.list, list.leadingButtons, list.trailingButtons)
         }
-        return itemViolation(list) ?? barButtons(.list, list.leadingButtons, list.trailingButtons)
+        return barButtons(.list, list.leadingButtons, list.trailingButtons)
     }
 
     private func itemViolation(_ list: HUListTemplate) -> RuleViolation? {
