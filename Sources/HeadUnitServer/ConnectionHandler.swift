@@ -604,9 +604,14 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func flushIfNeeded() {
         guard needsFlush else { return }
-        needsFlush = false
-        guard let context else { return }
+        guard let context else {
+            needsFlush = false
+            return
+        }
+        // While `needsFlush` is still set: `write` would otherwise mark this
+        // peer dirty again, and the host's pass flush it a second time for nothing.
         writePending(context)
+        needsFlush = false
         context.flush()
     }
 

@@ -24,12 +24,6 @@ public enum EnvelopeCodec {
         writeFrame(into: &buffer) { try LinearEncoder.encode(envelope, into: &$0) }
     }
 
-    /// The same for a screen update whose full screen's top template is
-    /// already encoded (`LinearEncoder.encode(_:renderedTop:into:)`).
-    public static func writeFrame(_ envelope: HUEnvelope, renderedTop: [UInt8], into buffer: inout ByteBuffer) {
-        writeFrame(into: &buffer) { try LinearEncoder.encode(envelope, renderedTop: renderedTop, into: &$0) }
-    }
-
     private static func writeFrame(into buffer: inout ByteBuffer, payload: (inout ByteBuffer) throws -> Int) {
         // The header goes first with a zero length, set once the payload is in:
         // the payload is encoded straight into the buffer, with no copy.
@@ -45,20 +39,34 @@ public enum EnvelopeCodec {
         buffer.setInteger(UInt32(length), at: headerIndex + FrameHeader.size - 4)
     }
 
+    /// `envelope` as one MESSAGE frame, in a buffer allocated once at its
+    /// size (it is encoded first).
     public static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 128)
-        writeFrame(envelope, into: &buffer)
-        return buffer
+        sized(allocator) { try LinearEncoder.withEncoding(envelope, $0) }
     }
 
     /// `frame` with the screen's top template already encoded (nil: encoded here).
     public static func frame(_ envelope: HUEnvelope, renderedTop: [UInt8]?, allocator: ByteBufferAllocator) -> ByteBuffer {
         guard let renderedTop else { return frame(envelope, allocator: allocator) }
-        // Room for the top and a screen's usual rest (its ids, names, the
-        // header): the frame is written without growing the buffer.
-        var buffer = allocator.buffer(capacity: renderedTop.count + 512)
-        writeFrame(envelope, renderedTop: renderedTop, into: &buffer)
-        return buffer
+        return sized(allocator) { try LinearEncoder.withEncoding(envelope, renderedTop: renderedTop, $0) }
+    }
+
+    /// The frame of the payload `encode` lends: header and payload in one
+    /// buffer of their size.
+    private static func sized(
+        _ allocator: ByteBufferAllocator, _ encode: ((UnsafeRawBufferPointer) -> ByteBuffer) throws -> ByteBuffer
+    ) -> ByteBuffer {
+        do {
+            return try encode { payload in
+                var buffer = allocator.buffer(capacity: FrameHeader.size + payload.count)
+                buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
+                buffer.writeBytes(payload)
+                return buffer
+            }
+        } catch {
+            // Serializing a well-formed proto3 message in memory cannot fail.
+            preconditionFailure("envelope serialization failed: \(error)")
+        }
     }
 }
 

@@ -27,15 +27,21 @@ public enum LinearEncoder {
     /// Appends the encoding of `message` to `buffer`; returns its byte count.
     @discardableResult
     public static func encode<M: Message>(_ message: M, into buffer: inout ByteBuffer) throws -> Int {
+        try withEncoding(message) { buffer.writeBytes($0) }
+    }
+
+    /// The bytes `encode` writes, lent to `body` (valid only inside it): a
+    /// caller that allocates after learning the size allocates once.
+    public static func withEncoding<M: Message, Result>(_ message: M, _ body: (UnsafeRawBufferPointer) -> Result) throws -> Result {
         var writer = WritingVisitor<Plain>()
         defer { writer.deallocate() }
         do {
             try message.traverse(visitor: &writer)
         } catch is MapFieldsNotSupported {
             let bytes: [UInt8] = try message.serializedBytes()
-            return buffer.writeBytes(bytes)
+            return bytes.withUnsafeBytes(body)
         }
-        return buffer.writeBytes(writer.written)
+        return body(writer.written)
     }
 
     /// `encode` of a screen update whose full screen's top template is
@@ -48,7 +54,17 @@ public enum LinearEncoder {
     /// are the phone's, whose fields may come in another order.
     @discardableResult
     public static func encode(_ envelope: HUEnvelope, renderedTop: [UInt8], into buffer: inout ByteBuffer) throws -> Int {
-        var writer = WritingVisitor<SplicingTop>()
+        try withEncoding(envelope, renderedTop: renderedTop) { buffer.writeBytes($0) }
+    }
+
+    /// The bytes `encode(_:renderedTop:into:)` writes, lent to `body` (valid
+    /// only inside it): a caller that allocates after learning the size
+    /// allocates once (`EnvelopeCodec.frame`).
+    public static func withEncoding<Result>(
+        _ envelope: HUEnvelope, renderedTop: [UInt8], _ body: (UnsafeRawBufferPointer) -> Result
+    ) throws -> Result {
+        // Room for the top and a screen's usual rest: the walk seldom grows it.
+        var writer = WritingVisitor<SplicingTop>(capacity: renderedTop.count + 512)
         defer { writer.deallocate() }
         writer.renderedTop = renderedTop
         try envelope.traverse(visitor: &writer)  // no map fields in the protocol
@@ -57,7 +73,7 @@ public enum LinearEncoder {
         assert(
             writer.written.count > 1 << 16 || (try? HUEnvelope(serializedBytes: Array(writer.written))) == envelope,
             "the spliced top template is the one the screen shows")
-        return buffer.writeBytes(writer.written)
+        return body(writer.written)
     }
 
     /// The encoded size of `message` in bytes, without encoding it: one walk
@@ -329,8 +345,8 @@ private struct WritingVisitor<Mode: WritingMode>: Visitor {
     var renderedTop: [UInt8] = []
     var inRenderedScreen = false
 
-    init() {
-        capacity = 256
+    init(capacity: Int = 256) {
+        self.capacity = capacity
         base = .allocate(byteCount: capacity, alignment: 8)
     }
 
