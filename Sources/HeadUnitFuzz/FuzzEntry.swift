@@ -174,6 +174,9 @@ enum FuzzChecks {
             check(
                 WireTemplate.Measured.plainListItems(in: decoded ?? HUTemplate()) == measured.plainListItems,
                 "the decoder finds the plain list items swift-protobuf's decoding holds")
+            check(
+                WireTemplate.Measured.uniqueElementIDs(in: decoded ?? HUTemplate()) == measured.uniqueElementIDs,
+                "the decoder finds the element ids unique as swift-protobuf's decoding holds them")
         }
         let sizes = fast.sizes
         let exact = MessageLimits(maxStringBytes: sizes.longestString, maxImageBytes: sizes.longestBytes, maxElements: sizes.elements)

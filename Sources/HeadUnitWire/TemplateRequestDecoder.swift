@@ -74,6 +74,7 @@ private struct Walk {
     var imageFields = false
     /// A list item without a kind, or a progress outside 0...1 (NaN too).
     var unplainListItems = false
+    var ids = ElementIDs()
 
     mutating func resetForm() {
         canonical = true
@@ -81,6 +82,55 @@ private struct Walk {
         images = false
         imageFields = false
         unplainListItems = false
+        ids = ElementIDs()
+    }
+}
+
+/// The ids of a template and of its list's elements (sections, items, bar
+/// buttons) as their bytes in the request, compared as they are read:
+/// whether every element has one and none repeats (`WireTemplate.Measured.uniqueElementIDs`).
+private struct ElementIDs {
+    static let most = WireTemplate.Measured.mostIDsCompared
+
+    /// Each id's length and its first and last eight bytes: equal keys are
+    /// equal ids up to 16 bytes; longer ones are compared whole.
+    private struct Key: Equatable {
+        let count: Int
+        let head: UInt64
+        let tail: UInt64
+    }
+    private var keys: [Key] = []
+    private var longIDs: [UnsafeRawBufferPointer] = []
+    /// False once an element has no id, an id repeats, or there were too many to compare.
+    private(set) var unique = true
+
+    /// An element read without an id field: its id is empty.
+    mutating func noteMissing() { unique = false }
+
+    mutating func note(_ id: UnsafeRawBufferPointer) {
+        guard unique else { return }
+        guard keys.count < Self.most else {
+            unique = false
+            return
+        }
+        let key = Self.key(id)
+        // Up to 16 bytes the key is the whole id; past that, the bytes are compared.
+        if keys.contains(key), key.count <= 16 || longIDs.contains(where: { $0.elementsEqual(id) }) {
+            unique = false
+            return
+        }
+        if keys.isEmpty { keys.reserveCapacity(Self.most) }
+        keys.append(key)
+        if key.count > 16 { longIDs.append(id) }
+    }
+
+    private static func key(_ id: UnsafeRawBufferPointer) -> Key {
+        if id.count >= 8 {
+            return Key(count: id.count, head: id.loadUnaligned(as: UInt64.self), tail: id.loadUnaligned(fromByteOffset: id.count - 8, as: UInt64.self))
+        }
+        var head: UInt64 = 0
+        for index in id.indices { head |= UInt64(id[index]) << (8 * UInt64(index)) }
+        return Key(count: id.count, head: head, tail: 0)
     }
 }
 
@@ -156,9 +206,20 @@ private struct FieldReader {
         return string
     }
 
+    /// The template's or an element's id: a plain string, noted in `walk.ids`.
+    mutating func id(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> String {
+        let content = try content(wire: wire, &walk)
+        if content.isEmpty { walk.canonical = false }
+        walk.ids.note(content)
+        return try Self.text(content, &walk)
+    }
+
     /// A string in a oneof or a repeated field: written even when empty.
     mutating func element(wire: UInt64, _ walk: inout Walk) throws(NotTaken) -> String {
-        let content = try content(wire: wire, &walk)
+        try Self.text(content(wire: wire, &walk), &walk)
+    }
+
+    private static func text(_ content: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> String {
         walk.sizes.longestString = max(walk.sizes.longestString, content.count)
         let utf8 = content.assumingMemoryBound(to: UInt8.self)
         // ASCII is valid UTF-8, and `String(decoding:)` is the standard
@@ -169,7 +230,7 @@ private struct FieldReader {
         return string
     }
 
-    private func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = bytes.count
         // Eight bytes at a time, then the rest.
@@ -260,7 +321,8 @@ private func decodeTemplateRequest(_ bytes: UnsafeRawBufferPointer, _ walk: inou
             walk.resetForm()
             let (decoded, kindField) = try decodeTemplate(content, &walk)
             let measured = walk.canonical ? WireTemplate.Measured(
-                hasInlineImages: walk.inlineImages, hasImages: walk.images, hasImageFields: walk.imageFields, plainListItems: !walk.unplainListItems) : nil
+                hasInlineImages: walk.inlineImages, hasImages: walk.images, hasImageFields: walk.imageFields, plainListItems: !walk.unplainListItems,
+                uniqueElementIDs: walk.ids.unique) : nil
             template = WireTemplate(opField: Int(number), bytes: Array(content), measured: measured, kindField: kindField)
             switch number {
             case 10: request.op = .setRoot(decoded)
@@ -294,7 +356,7 @@ private func decodeTemplate(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk)
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
         switch number {
-        case 1: template.id = try reader.string(wire: wire, &walk)
+        case 1: template.id = try reader.id(wire: wire, &walk)
         case UInt64(WireTemplate.listKindField):
             try once(&kind)
             template.kind = .list(try decodeList(reader.content(wire: wire, &walk), &walk))
@@ -342,10 +404,13 @@ private func decodeSection(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) 
     // Sized once: an item is a large value, and each time the array grew it moved them all.
     section.items.reserveCapacity(WireTemplate.count(of: 3, in: bytes))
     var reader = FieldReader(bytes, repeated: sectionRepeated)
+    var id = false
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
         switch number {
-        case 1: section.id = try reader.string(wire: wire, &walk)
+        case 1:
+            id = true
+            section.id = try reader.id(wire: wire, &walk)
         case 2: section.header = try reader.string(wire: wire, &walk)
         case 3:
             // Decoded where it is kept: returned, the item was copied out and destroyed.
@@ -355,16 +420,20 @@ private func decodeSection(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) 
         default: throw NotTaken()
         }
     }
+    if !id { walk.ids.noteMissing() }
     return section
 }
 
 private func decodeItem(_ bytes: UnsafeRawBufferPointer, into item: inout HUListItem, _ walk: inout Walk) throws(NotTaken) {
     var reader = FieldReader(bytes)
     var kind = false
+    var id = false
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
         switch number {
-        case 1: item.id = try reader.string(wire: wire, &walk)
+        case 1:
+            id = true
+            item.id = try reader.id(wire: wire, &walk)
         case 10:
             try once(&kind)
             item.kind = .general(try decodeGeneralItem(reader.content(wire: wire, &walk), &walk))
@@ -372,6 +441,7 @@ private func decodeItem(_ bytes: UnsafeRawBufferPointer, into item: inout HUList
         }
     }
     if !kind { walk.unplainListItems = true }
+    if !id { walk.ids.noteMissing() }
 }
 
 private func decodeGeneralItem(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk) throws(NotTaken) -> HUGeneralItem {
@@ -416,10 +486,13 @@ private func decodeBarButton(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk
     var button = HUBarButton()
     var reader = FieldReader(bytes)
     var image = false
+    var id = false
     while !reader.atEnd {
         let (number, wire) = try reader.tag(&walk)
         switch number {
-        case 1: button.id = try reader.string(wire: wire, &walk)
+        case 1:
+            id = true
+            button.id = try reader.id(wire: wire, &walk)
         case 2: button.title = try reader.string(wire: wire, &walk)
         case 3:
             try once(&image)
@@ -431,6 +504,7 @@ private func decodeBarButton(_ bytes: UnsafeRawBufferPointer, _ walk: inout Walk
         default: throw NotTaken()
         }
     }
+    if !id { walk.ids.noteMissing() }
     return button
 }
 

@@ -38,12 +38,22 @@ public struct WireTemplate: Sendable, Equatable {
         /// progress value is within 0...1: with no image field either, the
         /// car's per-item rules have nothing to find.
         public var plainListItems: Bool
+        /// Every element of the list (section, item, bar button) has an id,
+        /// and no two ids of the template, its own included, are the same:
+        /// the car's element-id rule has nothing to find. False also when
+        /// there were more than `mostIDsCompared` ids (not compared).
+        public var uniqueElementIDs: Bool
 
-        public init(hasInlineImages: Bool, hasImages: Bool, hasImageFields: Bool, plainListItems: Bool = false) {
+        /// Beyond this many ids the decoder does not compare them (pairwise,
+        /// the cost grows with the square): the car checks them itself.
+        public static let mostIDsCompared = 24
+
+        public init(hasInlineImages: Bool, hasImages: Bool, hasImageFields: Bool, plainListItems: Bool = false, uniqueElementIDs: Bool = false) {
             self.hasInlineImages = hasInlineImages
             self.hasImages = hasImages
             self.hasImageFields = hasImageFields
             self.plainListItems = plainListItems
+            self.uniqueElementIDs = uniqueElementIDs
         }
     }
 
@@ -188,5 +198,16 @@ extension WireTemplate.Measured {
                 return (0...1).contains(general.progress)
             }
         }
+    }
+
+    /// `uniqueElementIDs` for `template`: its list's elements all have an id,
+    /// no two of its ids (its own, when it has one, included) are the same,
+    /// and there are at most `mostIDsCompared` of them.
+    public static func uniqueElementIDs(in template: HUTemplate) -> Bool {
+        let list = template.list
+        var elementIDs = list.sections.map(\.id) + list.sections.flatMap { $0.items.map(\.id) }
+        elementIDs += (list.leadingButtons + list.trailingButtons).map(\.id)
+        let ids = elementIDs + (template.id.isEmpty ? [] : [template.id])
+        return ids.count <= mostIDsCompared && !elementIDs.contains("") && Set(ids).count == ids.count
     }
 }

@@ -192,6 +192,7 @@ import Testing
                 #expect(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "\(context)")
                 #expect(LinearEncoder.holdsImageFields(decoded) == measured.hasImageFields, "\(context)")
                 #expect(WireTemplate.Measured.plainListItems(in: decoded) == measured.plainListItems, "\(context)")
+                #expect(WireTemplate.Measured.uniqueElementIDs(in: decoded) == measured.uniqueElementIDs, "\(context)")
             }
         }
         return true
@@ -227,16 +228,58 @@ import Testing
         #expect(try decoded(nowPlaying) == nil)
     }
 
+    /// The decoder compares the template's ids as it reads them: the car's
+    /// element-id rule is skipped only when they are there and unique.
+    @Test func theElementIDsAreComparedAsRead() throws {
+        func unique(_ template: HUTemplate) throws -> Bool? {
+            var request = HUTemplateRequest()
+            request.push = template
+            var envelope = HUEnvelope()
+            envelope.templateRequest = request
+            let measured = TemplateRequestDecoder.decode(ByteBuffer(bytes: try envelope.serializedBytes() as [UInt8]))?.template?.measured
+            #expect(measured?.uniqueElementIDs == WireTemplate.Measured.uniqueElementIDs(in: template), "\(template)")
+            return measured?.uniqueElementIDs
+        }
+        func list(_ itemIDs: [String], sectionID: String = "s", buttonIDs: [String] = [], templateID: String = "t") -> HUTemplate {
+            var template = HUTemplate()
+            template.id = templateID
+            var section = HUListSection()
+            section.id = sectionID
+            section.items = itemIDs.map { id in HUListItem.with { $0.id = id; $0.general.text = "x" } }
+            template.list.sections = [section]
+            template.list.trailingButtons = buttonIDs.map { id in HUBarButton.with { $0.id = id; $0.title = "b" } }
+            return template
+        }
+        let long = String(repeating: "l", count: 20)
+        #expect(try unique(list(["a", "b", "item-10", "item-11", long + "1", long + "2"], buttonIDs: ["c"])) == true)
+        #expect(try unique(list(["a", "b", "a"])) == false)  // short ids
+        #expect(try unique(list(["item-0001", "item-0002", "item-0001"])) == false)  // 8 to 16 bytes
+        #expect(try unique(list([long + "1", long + "1"])) == false)  // longer: compared whole
+        #expect(try unique(list(["\(long)x\(long)", "\(long)y\(long)"])) == true)  // same length, head and tail: differ in the middle
+        #expect(try unique(list(["a", "t"])) == false)  // the template's own id
+        #expect(try unique(list(["a"], buttonIDs: ["s"])) == false)  // a button's id is a section's
+        #expect(try unique(list(["a"], sectionID: "")) == false)  // a section without an id
+        #expect(try unique(list(["a", ""])) == false)  // an item without one
+        #expect(try unique(list(["a"], buttonIDs: [""])) == false)  // a button without one
+        #expect(try unique(list(["a"], templateID: "")) == true)  // the template's own id is another rule's
+        // The template's id, the section's and 22 items': 24 compared; one more is not.
+        let most = WireTemplate.Measured.mostIDsCompared
+        #expect(try unique(list((0..<(most - 2)).map { "i\($0)" })) == true)
+        #expect(try unique(list((0..<(most - 1)).map { "i\($0)" })) == false)
+    }
+
     @Test func theBenchmarksPushIsTakenAndEqualsSwiftProtobufs() throws {
         var general = HUGeneralItem()
         general.text = "Station 0 (now)"
         general.detailText = "Live radio, 128 kbit/s"
-        var item = HUListItem()
-        item.id = "t-item-0"
-        item.kind = .general(general)
         var section = HUListSection()
         section.id = "t-section"
-        section.items = Array(repeating: item, count: 12)
+        section.items = (0..<12).map { index in
+            var item = HUListItem()
+            item.id = "t-item-\(index)"
+            item.kind = .general(general)
+            return item
+        }
         var list = HUListTemplate()
         list.title = "Stations"
         list.sections = [section]
@@ -255,7 +298,9 @@ import Testing
         #expect(decoded.envelope == envelope)
         #expect(decoded.sizes.elements == 13 && decoded.sizes.longestString == "Live radio, 128 kbit/s".utf8.count)
         #expect(decoded.template?.opField == WireTemplate.pushField)
-        #expect(decoded.template?.measured == WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false, plainListItems: true))
+        #expect(
+            decoded.template?.measured
+                == WireTemplate.Measured(hasInlineImages: false, hasImages: false, hasImageFields: false, plainListItems: true, uniqueElementIDs: true))
     }
 
     /// Bytes that decode to a template but are not its encoding are not

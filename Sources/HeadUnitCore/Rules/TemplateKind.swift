@@ -62,12 +62,19 @@ public struct TemplateContext: Sendable {
     /// progress within 0...1 (`WireTemplate.Measured.plainListItems`): with
     /// no image either, the per-item rules are skipped.
     public var mayHoldUnplainListItems: Bool
+    /// False when every element's id is known to be there and unique
+    /// (`WireTemplate.Measured.uniqueElementIDs`): the element-id rule is skipped.
+    public var mayRepeatElementIDs: Bool
 
-    public init(category: HUCategory, placement: TemplatePlacement, displayScale: UInt32, mayHoldImages: Bool = true, mayHoldUnplainListItems: Bool = true) {
+    public init(
+        category: HUCategory, placement: TemplatePlacement, displayScale: UInt32, mayHoldImages: Bool = true, mayHoldUnplainListItems: Bool = true,
+        mayRepeatElementIDs: Bool = true
+    ) {
         self.category = category
         self.placement = placement
         self.displayScale = displayScale
         self.mayHoldImages = mayHoldImages
         self.mayHoldUnplainListItems = mayHoldUnplainListItems
+        self.mayRepeatElementIDs = mayRepeatElementIDs
     }
 }

@@ -26,9 +26,10 @@ public enum TemplateValidator {
         if let violation = checkPlacement(kind, template.id, context.placement) {
             return violation
         }
-        if let violation = checkElementIDs(template) {
+        if context.mayRepeatElementIDs, let violation = checkElementIDs(template) {
             return violation
         }
+        assert(context.mayRepeatElementIDs || checkElementIDs(template) == nil, "the decoder found the element ids unique")
         return TemplateContentRules(context: context).check(template)
     }
 

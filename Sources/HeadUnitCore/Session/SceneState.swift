@@ -173,7 +173,7 @@ public struct SceneState: Sendable, Equatable {
     func context(_ placement: TemplatePlacement, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> TemplateContext {
         TemplateContext(
             category: category, placement: placement, displayScale: scale, mayHoldImages: wire?.measured?.hasImageFields ?? true,
-            mayHoldUnplainListItems: !(wire?.measured?.plainListItems ?? false))
+            mayHoldUnplainListItems: !(wire?.measured?.plainListItems ?? false), mayRepeatElementIDs: !(wire?.measured?.uniqueElementIDs ?? false))
     }
 
     /// `wire`: the bytes the phone sent the template in (`WireTemplate`), kept when they are its encoding.
