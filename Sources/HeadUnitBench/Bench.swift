@@ -100,6 +100,12 @@ struct HeadUnitBench: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Measure the floor first (a bare SwiftNIO echo server, its own process, same client) and print the daemon as ratios to it.")
     var floor = true
 
+    @Flag(name: .customLong("floor-only"), help: "Measure the floor alone, with no daemon (scripts/callgrind-pushpop.sh counts its instructions per request this way).")
+    var floorOnly = false
+
+    @Option(name: .customLong("floor-arg"), help: "A command to run the floor under, a word each (valgrind and its options); the floor's own command follows them.")
+    var floorArgs: [String] = []
+
     @Flag(inversion: .prefixedNo, help: "Also measure floor and daemon with the lean client (one thread, pre-encoded frames; Unix socket only; issue 30).")
     var lean = true
 
@@ -120,7 +126,7 @@ struct HeadUnitBench: AsyncParsableCommand {
 
     func validate() throws {
         if echoServer != nil || floodProbe != nil || clusterSubscribeOnly != nil || hmiSubscribeOnly != nil { return }
-        if (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
+        if !floorOnly, (unixSocket == nil) == (spawn == nil) { throw ValidationError("give --unix-socket PATH or --spawn PATH_TO_headunitd") }
         if accessorySessions != 0 {
             guard accessoryLeanMiB > 0 else { throw ValidationError("--accessory-sessions needs --accessory-lean-mib") }
             guard (1...255).contains(accessorySessions) else { throw ValidationError("--accessory-sessions: 1 to 255 (the daemon's 256 sessions per phone, one of them the echo)") }
@@ -170,7 +176,13 @@ struct HeadUnitBench: AsyncParsableCommand {
     func measure(_ transport: PhoneTransport) async throws {
         // `run` measures TCP only with a spawned daemon (whose port this picks).
         let phoneTCPPort = transport == .tcp ? try freeTCPPort() : nil
-        let floorResult = floor && clusterSubscribers == 0 && screenHMIs == 0 ? try await measureFloor(transport) : nil
+        let floorResult = (floor || floorOnly) && clusterSubscribers == 0 && screenHMIs == 0 ? try await measureFloor(transport) : nil
+        if floorOnly {
+            if let floorResult {
+                print("the floor alone: RTT p50 \(format1(floorResult.latency.p50)) us, p99 \(format1(floorResult.latency.p99)) us, \(floorResult.latency.count) requests")
+            }
+            return
+        }
         var daemon: SpawnedDaemon?
         let socketPath: String
         if let spawn {
@@ -515,7 +527,8 @@ struct HeadUnitBench: AsyncParsableCommand {
     func measureFloor(_ transport: PhoneTransport) async throws -> FloorResult {
         let me = CommandLine.arguments[0].hasPrefix("/") ? CommandLine.arguments[0] : (currentDirectory() + "/" + CommandLine.arguments[0])
         let port = transport == .tcp ? try freeTCPPort() : nil
-        let server = try SpawnedDaemon.start(binary: me, arguments: ["--echo-server", port.map { "tcp:\($0)" } ?? "{socket}"])
+        let command = floorArgs + [me, "--echo-server", port.map { "tcp:\($0)" } ?? "{socket}"]
+        let server = try SpawnedDaemon.start(binary: command[0], arguments: Array(command.dropFirst()))
         defer { server.stop() }
         let endpoint = port.map { HeadUnitEndpoint.tcp(host: "127.0.0.1", port: $0) } ?? .unix(path: server.socketPath)
         print("spawned the floor (bare SwiftNIO echo) as pid \(server.pid) on \(endpoint)")
