@@ -280,6 +280,8 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance", "HeadUnitSecurity", "HeadUnitVideo",
+                // The server in process, for a restart handover without systemd (AudioRestartHandoverTests).
+                "HeadUnitServer", .product(name: "Logging", package: "swift-log"),
                 // An Opus encoder for the app side of the audio tests (PROTOCOL.md section 24).
                 "COpus",
                 .product(name: "Crypto", package: "swift-crypto"),

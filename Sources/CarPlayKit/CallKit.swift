@@ -360,7 +360,8 @@ public final class CXTransaction: NSObject, @unchecked Sendable {
 
 /// The app's provider settings (`CXProviderConfiguration`). The car reads
 /// none of them: it shows the app's display name and icon, allows
-/// `max_calls` calls (2) and audio only.
+/// `max_calls` calls (3; one app at most `max_calls - 1`, one ringing) and
+/// audio only.
 public final class CXProviderConfiguration: NSObject, @unchecked Sendable {
     @CPLocked public var localizedName: String?
     @CPLocked public var ringtoneSound: String?

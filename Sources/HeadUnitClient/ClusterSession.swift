@@ -221,6 +221,7 @@ public enum MetadataText {
             if a.callActive { line += "; call" }
             if a.voiceSessionActive { line += "; voice session" }
             if !a.voiceAppID.isEmpty { line += "; voice control by \(a.voiceAppID)" }
+            if !a.microphoneAppID.isEmpty { line += "; MICROPHONE to \(a.microphoneAppID) (\(a.microphonePurpose))" }
             lines.append(line)
         }
         return lines

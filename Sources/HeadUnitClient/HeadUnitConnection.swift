@@ -37,6 +37,13 @@ public final class HeadUnitConnection: @unchecked Sendable {
         /// Pair the identity with this code (shown by the car) before
         /// authenticating (SPAKE2 over TLS, PROTOCOL.md section 20.2).
         public var pairingCode: String?
+        /// How long pairing may take in all, waiting for the car when it
+        /// answers PAIRING_THROTTLED with how long to wait (its rate holds
+        /// guesses from everyone, so a phone under a guessing flood waits its
+        /// turn): each wait past this deadline fails with that refusal.
+        public var pairingTimeout: TimeAmount = .seconds(120)
+        /// Told before each such wait: how long, and the car's reason.
+        public var pairingWait: (@Sendable (TimeAmount, String) -> Void)?
         /// TCP is TLS: the car's key (SPKI DER) this phone pinned when it
         /// paired; nil: the identity's (`PhoneIdentity.carKey`). Without a pin
         /// (and to pair) any car key is accepted for the TLS handshake, and
@@ -54,6 +61,17 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
         /// The car key to pin: `carKey`, else the identity's (given, or the
         /// stored one when `useStoredIdentity`).
+        /// The identity that signs the admission ticket: the given one, else
+        /// the stored one when `useStoredIdentity`; nil when it has no car
+        /// key, or `carKey` pins another car than it paired with.
+        var admissionIdentity: PhoneIdentity? {
+            var chosen = identity
+            if chosen == nil, useStoredIdentity { chosen = (try? PhoneIdentity.load(path: PhoneIdentity.defaultPath)) ?? nil }
+            guard let chosen, let paired = chosen.carKey else { return nil }
+            if let carKey, carKey != paired { return nil }
+            return chosen
+        }
+
         var pinnedCarKey: [UInt8]? {
             if let carKey { return carKey }
             if let identity { return identity.carKey }
@@ -141,10 +159,50 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     /// `beforeHandshake` runs on the event loop once the socket is up, before
     /// Hello: sessions install their handlers there so no event is missed.
+    /// Pairing that the car throttles waits the time the car states
+    /// (`Result.limit_value`, PROTOCOL.md section 20.2) and tries again on a
+    /// new connection (auth_timeout_ms counts from connecting), until
+    /// `pairingTimeout`.
     static func connect(
         to endpoint: HeadUnitEndpoint,
         configuration: Configuration,
         group: EventLoopGroup,
+        beforeHandshake: @escaping @Sendable (HeadUnitConnection) -> Void
+    ) async throws -> HeadUnitConnection {
+        guard configuration.pairingCode != nil else {
+            return try await connectOnce(to: endpoint, configuration: configuration, group: group, pairStartAt: nil, beforeHandshake: beforeHandshake)
+        }
+        let deadline = NIODeadline.now() + configuration.pairingTimeout
+        var pairStartAt: NIODeadline?
+        while true {
+            do {
+                return try await connectOnce(
+                    to: endpoint, configuration: configuration, group: group, pairStartAt: pairStartAt, beforeHandshake: beforeHandshake)
+            } catch let refusal as HeadUnitError where refusal.code == .pairingThrottled && refusal.origin == .result {
+                // A connection that used its attempts just connects again; otherwise the car says how long.
+                let wait: TimeAmount = refusal.limit == PairingLimitNames.retryAfter ? .milliseconds(Int64(refusal.limitValue)) : .zero
+                let at = NIODeadline.now() + wait
+                guard at < deadline else {
+                    var late = refusal
+                    late.message += " (waiting would pass the pairing timeout of \(configuration.pairingTimeout.nanoseconds / 1_000_000_000) s)"
+                    throw late
+                }
+                configuration.pairingWait?(wait, refusal.message)
+                // Connect again shortly before that time, so PairStart goes out at it.
+                let reconnectLead = TimeAmount.milliseconds(500)
+                if wait > reconnectLead { try await Task.sleep(nanoseconds: UInt64((wait - reconnectLead).nanoseconds)) }
+                pairStartAt = at
+            }
+        }
+    }
+
+    /// One connection: TLS on TCP, Hello, and authentication (pairing first,
+    /// its PairStart not before `pairStartAt`) when the Welcome asks for it.
+    private static func connectOnce(
+        to endpoint: HeadUnitEndpoint,
+        configuration: Configuration,
+        group: EventLoopGroup,
+        pairStartAt: NIODeadline?,
         beforeHandshake: @escaping @Sendable (HeadUnitConnection) -> Void
     ) async throws -> HeadUnitConnection {
         let loop = group.next()
@@ -152,9 +210,12 @@ public final class HeadUnitConnection: @unchecked Sendable {
         let maxPayload = configuration.maxPayloadBytes
         // TCP is TLS 1.3 (PROTOCOL.md section 1); the car's key is pinned once paired.
         var tls: (NIOSSLContext, [UInt8]?)?
+        // A paired phone names itself in its first flight, so no stranger can evict it (section 10.1).
+        var ticket: String?
         if case .tcp = endpoint {
             do {
                 tls = (try TLSSetup.clientContext(), configuration.pairingCode != nil ? nil : configuration.pinnedCarKey)
+                if configuration.pairingCode == nil { ticket = configuration.admissionIdentity?.admissionTicket() }
             } catch {
                 throw HeadUnitError(code: .notConnected, message: "cannot set up TLS: \(error)", origin: .connectionClosed)
             }
@@ -162,10 +223,10 @@ public final class HeadUnitConnection: @unchecked Sendable {
         let seen = connection.tlsCarKey
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(configuration.connectTimeout)
-            .channelInitializer { [tls] channel in
+            .channelInitializer { [tls, ticket] channel in
                 do {
                     if let (context, pin) = tls {
-                        let handler = try TLSSetup.clientHandler(context: context, pinnedCarKey: pin) { key in
+                        let handler = try TLSSetup.clientHandler(context: context, pinnedCarKey: pin, serverName: ticket) { key in
                             seen.withLockedValue { $0 = key }
                         }
                         try channel.pipeline.syncOperations.addHandler(handler)
@@ -211,7 +272,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
             connection.welcome = welcome
             if welcome.authRequired {
                 do {
-                    try await connection.authenticate(configuration: configuration)
+                    try await connection.authenticate(configuration: configuration, pairStartAt: pairStartAt)
                 } catch {
                     await connection.close()
                     throw error
@@ -237,7 +298,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
 
     /// After a Welcome that requires it: Pair (when a code is given), then
     /// sign the challenge. Refusals throw the daemon's typed error.
-    private func authenticate(configuration: Configuration) async throws {
+    private func authenticate(configuration: Configuration, pairStartAt: NIODeadline?) async throws {
         var identity = configuration.identity
         if identity == nil, configuration.useStoredIdentity {
             do {
@@ -253,7 +314,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
                 origin: .usage)
         }
         if let code = configuration.pairingCode {
-            try await pair(identity: identity, code: code, deviceName: configuration.name)
+            try await pair(identity: identity, code: code, deviceName: configuration.name, startAt: pairStartAt)
         }
         let authenticate = try identity.authenticate(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)
         try await request(.authenticate(authenticate))
@@ -263,7 +324,7 @@ public final class HeadUnitConnection: @unchecked Sendable {
     /// confirmation (which proves it knows the code *and* that the TLS key this
     /// phone saw is the car's), then Pair with this phone's confirmation,
     /// key and signature. A wrong code or a man in the middle fails here.
-    private func pair(identity: PhoneIdentity, code: String, deviceName: String) async throws {
+    private func pair(identity: PhoneIdentity, code: String, deviceName: String, startAt: NIODeadline?) async throws {
         let exchange: SPAKE2Exchange
         do {
             exchange = try SPAKE2Exchange(role: .phone, password: Array(code.utf8))
@@ -272,6 +333,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
         }
         var start = HUPairStart()
         start.spake2Message = .init(exchange.message)
+        // The time the car said its next attempt is free (never earlier: it would be throttled again).
+        if let startAt, startAt > .now() { try await Task.sleep(nanoseconds: UInt64((startAt - .now()).nanoseconds)) }
         let answer = try await request(.pairStart(start)).pairing
         let seenKey = carPublicKey
         guard !seenKey.isEmpty, PairingKeySchedule.constantTimeEqual(Array(answer.carPublicKey), seenKey) else {

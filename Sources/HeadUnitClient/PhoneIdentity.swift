@@ -1,5 +1,7 @@
 import Crypto
+import HeadUnitSecurity
 import HeadUnitWire
+import NIOConcurrencyHelpers
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -49,6 +51,16 @@ public struct PhoneIdentity: Sendable {
             let text = String(byte, radix: 16)
             return byte < 16 ? "0" + text : text
         }.joined()
+    }
+
+    /// The admission ticket for a new TCP connection to the car this phone
+    /// paired with (PROTOCOL.md section 10.1): the TLS server name that lets
+    /// the car admit the connection as this device's before any stranger can
+    /// evict it. nil when not paired (no car key). Each call's counter is
+    /// larger than the last one this process made (the clock in microseconds).
+    public func admissionTicket() -> String? {
+        guard let carKey else { return nil }
+        return try? AdmissionTicket(signing: privateKey, deviceID: deviceID, carKeyDER: carKey, counter: TicketCounter.next()).serverName
     }
 
     /// The Authenticate message for this connection's challenge.
@@ -180,5 +192,22 @@ public struct PhoneIdentity: Sendable {
 extension String {
     fileprivate var trimmingWhitespace: String {
         String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}
+
+/// A ticket's counter: the wall clock in microseconds, strictly increasing
+/// within the process (two connections in one microsecond, or a clock set
+/// back, still get larger counters than before).
+enum TicketCounter {
+    private static let last = NIOLockedValueBox<UInt64>(0)
+
+    static func next() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let micros = UInt64(max(0, now.tv_sec)) * 1_000_000 + UInt64(max(0, now.tv_nsec)) / 1_000
+        return last.withLockedValue { last in
+            last = max(last + 1, micros)
+            return last
+        }
     }
 }

@@ -105,7 +105,7 @@ extension Car {
     }
 
     /// After every input: streams follow the focus, the mixer learns the
-    /// focus, the microphone follows the voice-control template and calls.
+    /// focus, the microphone follows `MicrophoneRule`.
     mutating func settleAudio() {
         settleCalls()
         var outputs: [AudioStreams.Output] = []
@@ -118,34 +118,42 @@ extension Car {
             let apps = self.apps
             audioStreams.settle(
                 focus: audio, appAlive: { connected && apps[$0] != nil }, microphoneWanted: wanted,
+                microphoneStopReason: { use in
+                    MicrophoneRule.stopReason(
+                        use, appAlive: connected && apps[use.appID] != nil,
+                        voiceControlPresented: apps[use.appID]?.scenes[.main]?.presentedHeld?.kind == .voiceControl)
+                },
                 phoneReachable: connected || phoneLink.isReconnecting, outputs: &outputs)
         }
         if !outputs.isEmpty { performAudio(outputs, from: nil) }
     }
 
-    /// The app whose voice-control template is shown on its main scene; else
-    /// the app whose call holds the line (answered or placed, not held:
-    /// section 26), when it has a voice stream; else, during the car's own
-    /// call, the app with a voice stream.
-    func microphoneWanted() -> (appID: String, purpose: HUMicrophonePurpose)? {
+    /// Who should hear the cabin now (`MicrophoneRule.wanted`, section 24.6).
+    func microphoneWanted() -> MicrophoneUse? {
         guard phonePeer != nil else { return nil }
-        // The kind as held: reading `presented.kind` copies the template's
-        // content. Asked after every message: the apps are looked up in
-        // order only when one shows voice control.
-        func showsVoiceControl(_ app: AppState) -> Bool { app.scenes[.main]?.presentedHeld?.kind == .voiceControl }
-        if apps.values.contains(where: showsVoiceControl) {
-            for appID in appOrder where apps[appID].map(showsVoiceControl) == true { return (appID, .voiceControl) }
-        }
-        // Asked after every message: the voice streams are sorted only during a call.
-        guard calls.lineHolder != nil || audio.vehicleCallActive else { return nil }
-        let voices = audioStreams.streams.values.filter { $0.type == .voice }.sorted { $0.id < $1.id }
-        if let holder = calls.lineHolder, let voice = voices.first(where: { $0.appID == holder }) {
-            return (voice.appID, .call)
-        }
-        if audio.vehicleCallActive, let voice = voices.first {
-            return (voice.appID, .call)
-        }
-        return nil
+        return MicrophoneRule.wanted(
+            voiceControlShown: voiceControlShown(), lineHolder: calls.lineHolder, vehicleCallActive: audio.vehicleCallActive,
+            voiceStreamApps: { audioStreams.streams.values.filter { $0.type == .voice }.sorted { $0.id < $1.id }.map(\.appID) })
+    }
+
+    /// The app whose voice-control template the driver sees: presented on top
+    /// of its main scene while that scene is the main screen's. Only the
+    /// screen's owner is looked at, so a hidden scene holding the template
+    /// (launched once, then another app or the home screen shown) is not.
+    func voiceControlShown() -> String? {
+        // The kind as held: reading `presented.kind` copies the template's content.
+        guard let owner = screenOwners[.main], owner.kind == .main,
+            apps[owner.appID]?.scenes[.main]?.presentedHeld?.kind == .voiceControl
+        else { return nil }
+        return owner.appID
+    }
+
+    /// The app's scenes ended: its streams and microphone end with APP_CLOSED
+    /// (24.3), before the focus its end takes away could close them otherwise.
+    mutating func endAudio(of appID: String, tellPhone: Bool) {
+        var outputs: [AudioStreams.Output] = []
+        audioStreams.appEnded(appID, tell: tellPhone && (phonePeer != nil || phoneLink.isReconnecting), outputs: &outputs)
+        if !outputs.isEmpty { performAudio(outputs, from: nil) }
     }
 
     mutating func performAudio(_ outputs: [AudioStreams.Output], from peer: PeerID?) {

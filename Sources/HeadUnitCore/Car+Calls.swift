@@ -2,7 +2,8 @@ import HeadUnitWire
 
 // Calls (PROTOCOL.md section 26): the car checks who asks and routes, the
 // `CallSession` value decides. The driver's action is answered when the app
-// fulfils or fails it (or times out), not at once.
+// fulfils or fails it (or times out), not at once; the driver's end is the
+// car's own, carried out and answered at once.
 extension Car {
     /// The communication app a phone's call message names (26.2): NO_PHONE,
     /// UNKNOWN_APP, ENTITLEMENT_REFUSED, NOT_ALLOWED_FOR_CATEGORY.
@@ -59,6 +60,22 @@ extension Car {
         guard let call = calls.call(input.action.callUuid) else {
             return answer(peer, requestID, .failure(RuleViolation(.unknownCall, "no call \(input.action.callUuid.lowercased())")))
         }
+        if input.action.kind == .end {
+            // The driver can always end a call: gone from the car now, whatever
+            // the app answers, even while its phone reconnects (it hears on resuming).
+            var outputs: [CallSession.Output] = []
+            guard let id = calls.endByCar(call.uuid, reason: .endedByAction, outputs: &outputs) else { return }
+            var result = HUResult()
+            result.callAction = HUCallActionOutcome.with {
+                $0.appID = call.appID
+                $0.actionID = id
+                $0.action = HUCallAction.with { $0.kind = .end; $0.callUuid = call.uuid }
+                $0.fulfilled = true
+            }
+            answer(peer, requestID, .success(result))
+            performCalls(outputs)
+            return
+        }
         guard phonePeer != nil else {
             return answer(peer, requestID, .failure(RuleViolation(.notConnected, "the phone carrying '\(call.appID)' is reconnecting")))
         }
@@ -84,6 +101,20 @@ extension Car {
         performCalls(outputs)
     }
 
+    /// A call rang `call_ring_timeout_ms` unanswered: the car ends it (RANG_OUT).
+    mutating func callRangOut(_ uuid: String) {
+        var outputs: [CallSession.Output] = []
+        calls.ringTimerFired(uuid, outputs: &outputs)
+        performCalls(outputs)
+    }
+
+    /// The driver closed the app (CloseApp): its calls end on the car, and it is told (CLOSED_BY_CAR).
+    mutating func endCallsByCar(of appID: String) {
+        var outputs: [CallSession.Output] = []
+        calls.endByCar(appID: appID, reason: .closedByCar, outputs: &outputs)
+        performCalls(outputs)
+    }
+
     /// The app closed, or its phone left for good: its calls end.
     mutating func endCalls(of appIDs: [String], reason: HUCallEndedReason) {
         var outputs: [CallSession.Output] = []
@@ -106,6 +137,10 @@ extension Car {
                 effects.append(.startTimer(.callAction(actionID: event.actionID), milliseconds: calls.limits.actionTimeoutMilliseconds))
             case .timedOut(let message):
                 sendToPhone(.callActionTimedOut(message))
+            case .ringing(let uuid):
+                effects.append(.startTimer(.callRinging(uuid: uuid), milliseconds: calls.limits.ringTimeoutMilliseconds))
+            case .stoppedRinging(let uuid):
+                effects.append(.cancelTimer(.callRinging(uuid: uuid)))
             case .settled(let id, let pending, let outcome):
                 effects.append(.cancelTimer(.callAction(actionID: id)))
                 guard let asker = pending.asker else { continue }

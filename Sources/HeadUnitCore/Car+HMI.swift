@@ -114,10 +114,13 @@ extension Car {
         return connected
     }
 
+    /// The driver closes an app: its scenes end, and its calls (PROTOCOL.md 26.8).
     mutating func closeApp(_ appID: String) -> Result<HUResult, RuleViolation> {
         guard let app = apps[appID] else { return .failure(RuleViolation(.unknownApp, "no app '\(appID)'")) }
-        guard !app.scenes.isEmpty else { return .failure(RuleViolation(.notConnected, "app '\(appID)' has no connected scene")) }
+        let hasCalls = calls.appsInCalls.contains(appID)
+        guard !app.scenes.isEmpty || hasCalls else { return .failure(RuleViolation(.notConnected, "app '\(appID)' has no connected scene and no call")) }
         endScenes(of: appID, reason: .closedByCar, tellPhone: true)
+        if hasCalls { endCallsByCar(of: appID) }
         return .ok
     }
 

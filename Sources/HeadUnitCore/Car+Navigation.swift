@@ -426,7 +426,7 @@ extension Car {
             nowPlaying: app?.nowPlayingSet == true ? app?.nowPlaying : nil,
             contentStyle: vehicleState.contentStyle,
             clusterOwnerAppID: screenOwners[.instrumentCluster]?.appID, dashboardOwnerAppID: screenOwners[.dashboard]?.appID,
-            audio: $audio, phoneLink: phoneLink.wire, deviceName: deviceName)
+            audio: $audio, microphone: audioStreams.microphoneUse, phoneLink: phoneLink.wire, deviceName: deviceName)
     }
 
     /// The metadata state from its inputs alone (nothing else of the car is
@@ -508,6 +508,11 @@ extension Car {
         }
         state.cluster = cluster
         state.audio = inputs.audio.wrappedValue.section
+        // The car's own record of its microphone (24.6), whatever the app shows or says.
+        if let microphone = inputs.microphone {
+            state.audio.microphoneAppID = microphone.appID
+            state.audio.microphonePurpose = microphone.purpose
+        }
         state.phone = HUPhoneSection.with {
             $0.link = inputs.phoneLink
             $0.deviceName = inputs.deviceName
@@ -540,7 +545,8 @@ extension Car {
     /// False may still mean equal values: `takeMetadata` then compares them.
     func metadataInputsIdentical() -> Bool {
         guard metadataBuiltFrom.built, metadataBuiltFrom.navigation.isIdentical(to: $navigation),
-            metadataBuiltFrom.audio.isIdentical(to: $audio), metadataBuiltFrom.nowPlayingAppID == nowPlayingAppID,
+            metadataBuiltFrom.audio.isIdentical(to: $audio), metadataBuiltFrom.microphone == audioStreams.microphoneUse,
+            metadataBuiltFrom.nowPlayingAppID == nowPlayingAppID,
             metadataBuiltFrom.contentStyle == vehicleState.contentStyle, metadataBuiltFrom.phoneLink == phoneLink.wire,
             metadataBuiltFrom.deviceName == deviceName,
             metadataBuiltFrom.clusterOwnerAppID == screenOwners[.instrumentCluster]?.appID,
@@ -553,7 +559,7 @@ extension Car {
 
 /// What `Car.metadataState(from:)` reads: the navigation center, the
 /// now-playing app's content, the content style, the cluster's and
-/// dashboard's owners, audio, the phone link and the device's name. Copies
+/// dashboard's owners, audio and the microphone's use, the phone link and the device's name. Copies
 /// share storage (copy-on-write), so comparing inputs that did not change is
 /// mostly identity checks: far cheaper than building the state and comparing
 /// its eleven sections.
@@ -567,6 +573,8 @@ struct MetadataInputs: Equatable, Sendable {
     var clusterOwnerAppID: String?
     var dashboardOwnerAppID: String?
     var audio: CopyOnWrite<AudioFocus>
+    /// Who the car's microphone streams to (`AudioStreams.microphoneUse`).
+    var microphone: MicrophoneUse?
     var phoneLink: HUPhoneLink
     var deviceName: String
     /// False only in `.unbuilt`, so no car's inputs equal it.
@@ -575,6 +583,6 @@ struct MetadataInputs: Equatable, Sendable {
     /// What a car starts with: nothing built yet.
     static let unbuilt = MetadataInputs(
         navigation: CopyOnWrite(wrappedValue: NavigationCenter()), nowPlayingAppID: "", nowPlaying: nil, contentStyle: .unspecified,
-        clusterOwnerAppID: nil, dashboardOwnerAppID: nil, audio: CopyOnWrite(wrappedValue: AudioFocus()), phoneLink: .none,
+        clusterOwnerAppID: nil, dashboardOwnerAppID: nil, audio: CopyOnWrite(wrappedValue: AudioFocus()), microphone: nil, phoneLink: .none,
         deviceName: "", built: false)
 }

@@ -347,6 +347,7 @@ extension Car {
         }
         app.scenes = [:]
         apps[appID] = app
+        endAudio(of: appID, tellPhone: tellPhone)
         endNavigation(of: appID, reason: reason)
     }
 

@@ -52,6 +52,12 @@ public struct Car: Sendable {
     @CopyOnWrite public internal(set) var audioStreams: AudioStreams
     /// Who hears the car's mixed output (section 24.7).
     @CopyOnWrite public internal(set) var audioTap: AudioTap
+    /// After a restore: the audio streams the previous process had open, to be
+    /// closed towards the phone (RESTARTED) once its connection is back (section 22).
+    var audioClosedByRestart: [HUAudioStreamClosed] = []
+    /// The car's audio output as the mixer last reported it (section 24.5),
+    /// set by the server; shown in `GetStatus`. Nil until audio first played.
+    public var audioOutput: HUAudioOutputStatus?
     /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
     @CopyOnWrite public internal(set) var hmiImages = HMIImages()
     /// Who watches which screen's base-view video (Video/, section 25).
@@ -153,12 +159,19 @@ public struct Car: Sendable {
         effects.reserveCapacity(8)
         // Accessory-session traffic, watching video and audio streams change
         // no screen: no re-render after them. (One binding: each copies the body.)
-        if let body,
-            receiveAccessoryMessage(body, requestID: request, from: peer)
+        if let body {
+            if receiveAccessoryMessage(body, requestID: request, from: peer)
                 || receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds)
-                || receiveAudioMessage(body, requestID: request, from: peer)
-        {
-            return takeEffects()
+            {
+                return takeEffects()
+            }
+            if receiveAudioMessage(body, requestID: request, from: peer) {
+                // A VOICE stream opened or closed can start or stop the
+                // microphone (24.6): settled after this request's answer, as
+                // after every request (issue 48: it waited for the next one).
+                settleAudio()
+                return takeEffects()
+            }
         }
         switch body {
         case .announceApps(let announce):
@@ -343,6 +356,9 @@ public struct Car: Sendable {
         case .callAction(let actionID):
             callActionTimedOut(actionID: actionID)
             publishScreens()
+        case .callRinging(let uuid):
+            callRangOut(uuid)
+            publishScreens()
         case .accessoryOpen(let channel, let serial):
             var outputs: [AccessoryHub.Output] = []
             accessories.openTimedOut(channel: channel, serial: serial, outputs: &outputs)
@@ -422,6 +438,7 @@ public struct Car: Sendable {
         status.phoneLink = phoneLink.wire
         status.accessoryProtocols = accessoryStatus()
         status.authenticatedPhones = UInt32(peers.values.filter { $0.device != nil }.count)
+        if let audioOutput { status.audioOutput = audioOutput }
         return status
     }
 

@@ -112,6 +112,8 @@ public enum CarTimer: Hashable, Sendable {
     case videoKeyframe(channel: UInt32)
     /// An app did not fulfil or fail a call action in time (PROTOCOL.md section 26).
     case callAction(actionID: UInt64)
+    /// An incoming call rang `call_ring_timeout_ms` unanswered: the car ends it (PROTOCOL.md 26.6).
+    case callRinging(uuid: String)
 }
 
 /// Everything the car is configured with.

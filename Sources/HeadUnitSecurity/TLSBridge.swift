@@ -24,9 +24,10 @@ public enum TLSBridge {
     }
 
     /// Connects, completes the TLS handshake (pinning `pinnedCarKey` when
-    /// given) within `timeoutMs`, and returns the plaintext end.
+    /// given; `serverName` as the ClientHello's SNI, a paired phone's
+    /// admission ticket) within `timeoutMs`, and returns the plaintext end.
     public static func connect(
-        host: String, port: Int, pinnedCarKey: [UInt8]? = nil, from source: String? = nil, timeoutMs: Int = 5_000
+        host: String, port: Int, pinnedCarKey: [UInt8]? = nil, serverName: String? = nil, from source: String? = nil, timeoutMs: Int = 5_000
     ) throws -> Connection {
         let group = MultiThreadedEventLoopGroup.singleton
         let context = try TLSSetup.clientContext()
@@ -40,7 +41,7 @@ public enum TLSBridge {
             .channelOption(.allowRemoteHalfClosure, value: true)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let handler = try TLSSetup.clientHandler(context: context, pinnedCarKey: pinnedCarKey) { key in
+                    let handler = try TLSSetup.clientHandler(context: context, pinnedCarKey: pinnedCarKey, serverName: serverName) { key in
                         seenKey.withLockedValue { $0 = key }
                     }
                     try channel.pipeline.syncOperations.addHandler(handler)

@@ -41,11 +41,13 @@ public enum TLSSetup {
 
     /// A client handler that accepts the car's certificate only when its key
     /// is `pinnedCarKey` (SPKI DER); nil: any key (to pair). `seen` gets the
-    /// key the car presented (the pairing transcript binds it).
+    /// key the car presented (the pairing transcript binds it). `serverName`
+    /// is sent as the ClientHello's SNI: a paired phone's `AdmissionTicket`
+    /// (PROTOCOL.md section 10.1), nil for none.
     public static func clientHandler(
-        context: NIOSSLContext, pinnedCarKey: [UInt8]?, seen: @escaping @Sendable ([UInt8]) -> Void
+        context: NIOSSLContext, pinnedCarKey: [UInt8]?, serverName: String? = nil, seen: @escaping @Sendable ([UInt8]) -> Void
     ) throws -> NIOSSLClientHandler {
-        try NIOSSLClientHandler(context: context, serverHostname: nil) { certificates, promise in
+        try NIOSSLClientHandler(context: context, serverHostname: serverName) { certificates, promise in
             guard let leaf = certificates.first, let key = try? leaf.extractPublicKey().toSPKIBytes() else {
                 promise.succeed(.failed)
                 return

@@ -90,6 +90,7 @@ final class CarHost: @unchecked Sendable {
     /// The mixer played frames (credit back to the apps) and the microphone captured chunks.
     func audioReport(_ report: AudioReport) {
         performDeferred()
+        if let output = report.outputStatus { car.audioOutput = output }
         if !report.played.isEmpty { perform(car.audioPlayed(report.played)) }
         for chunk in report.captured {
             perform(car.microphoneCaptured(stream: chunk.stream, timestamp: chunk.timestamp, pcm: chunk.pcm))
@@ -124,6 +125,46 @@ final class CarHost: @unchecked Sendable {
         case .refuse(let reason):
             return reason
         }
+    }
+
+    /// TCP connections waiting for their first flight, by the id admission counts them under.
+    private var firstFlightChannels: [UInt64: Channel] = [:]
+    private var nextFirstFlightID: UInt64 = 1
+
+    /// A TCP connection was accepted and waits for its ClientHello: counted
+    /// among those (never refused; the oldest waiting one may be closed to
+    /// make room). Returns the id `firstFlightEnded` takes.
+    func firstFlightArriving(_ channel: Channel) -> UInt64 {
+        let id = nextFirstFlightID
+        nextFirstFlightID += 1
+        if case .waitClosing(let older) = admission.firstFlightArriving(id, address: AdmissionSource.key(channel.remoteAddress)),
+            let closing = firstFlightChannels.removeValue(forKey: older)
+        {
+            noteEviction("waited for its first flight the longest when a newer connection needed the room")
+            closing.close(promise: nil)
+        }
+        firstFlightChannels[id] = channel
+        return id
+    }
+
+    func firstFlightEnded(_ id: UInt64) {
+        firstFlightChannels[id] = nil
+        admission.firstFlightEnded(id)
+    }
+
+    /// The paired device whose admission ticket the ClientHello's server
+    /// name carries, when it verifies with that device's key for this car's
+    /// key and its counter is new (section 10.1); nil otherwise (a stranger).
+    func ticketClaim(serverName: String?) -> String? {
+        guard let serverName, let ticket = AdmissionTicket(serverName: serverName),
+            let device = pairing.device(ticket.deviceID), let carKey = configuration.carIdentity?.publicKeyDER,
+            ticket.verifies(publicKey: device.publicKey, carKeyDER: carKey)
+        else { return nil }
+        guard admission.acceptTicket(device: device.id, counter: ticket.counter) else {
+            logger.notice("an admission ticket was replayed", metadata: ["device": "\(device.id)"])
+            return nil
+        }
+        return device.id
     }
 
     /// A connection handed over by the previous process: counted, never refused.
@@ -259,9 +300,11 @@ final class CarHost: @unchecked Sendable {
             performDeferred()
             perform(car.peerLeft(peer, departure: departure))
             checkStatus()
-            // Not inside a read batch: what the Car told the others goes out now.
-            flush()
         }
+        // Not inside a read batch: whatever this close queued for the others
+        // goes out now, from the Car or not (a pairing attempt the connection
+        // abandoned reached the HMIs only with their next heartbeat, issue 48).
+        flush()
         if connections.isEmpty, let promise = allClosedPromise {
             allClosedPromise = nil
             promise.succeed(())
@@ -290,6 +333,7 @@ final class CarHost: @unchecked Sendable {
             result.pairing = pairing.wire
         case .removePairedDevice(let remove):
             if pairing.remove(remove.deviceID) {
+                admission.forgetTickets(of: remove.deviceID)
                 save()
                 logger.notice("paired device removed", metadata: ["device": "\(remove.deviceID)"])
             } else {
@@ -515,6 +559,8 @@ final class CarHost: @unchecked Sendable {
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
         for handler in connections.values { handler.shutdown(reason: reason) }
+        // Connections that sent nothing yet are owed nothing: closed.
+        for channel in firstFlightChannels.values { channel.close(promise: nil) }
         flush()
         if connections.isEmpty { return eventLoop.makeSucceededVoidFuture() }
         let promise = allClosedPromise ?? eventLoop.makePromise(of: Void.self)

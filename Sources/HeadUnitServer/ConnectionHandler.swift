@@ -28,6 +28,9 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var tick: Scheduled<Void>?
     private var tickDeadline: UInt64 = .max
     private var slowConsumerTimer: Scheduled<Void>?
+    /// Bytes handed to the channel so far: less what still waits in it, what
+    /// the peer took (section 10.5's clock measures progress by it).
+    private var bytesWritten = 0
     /// Counted in the host's connection caps (released when the connection ends).
     private var admitted = false
     /// TCP only: the TLS handshake completed (before it, nothing can be sent to the peer).
@@ -56,12 +59,25 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// Everything written before the handover's barrier reached the kernel.
     private(set) var isDrained = false
 
-    init(host: CarHost, transport: Transport, maxPayload: UInt32, restoring: RestoredConnection? = nil) {
+    /// TCP: the paired device whose verified admission ticket came in the
+    /// ClientHello (FirstFlightGate); nil for a stranger.
+    private let claimedDevice: String?
+
+    init(host: CarHost, transport: Transport, maxPayload: UInt32, restoring: RestoredConnection? = nil, claimedDevice: String? = nil) {
+        self.claimedDevice = claimedDevice
         self.host = host
         self.transport = transport
-        self.assembler = FrameAssembler(maxPayload: maxPayload)
+        // A frame over the maximum is refused alone up to 4 times it (section 2, step 3).
+        self.assembler = FrameAssembler(maxPayload: maxPayload, skipOversizedUpTo: Self.oversizedFrameBound(maxPayload: maxPayload))
         self.logger = host.logger
         self.restoring = restoring
+    }
+
+    /// The longest frame refused alone rather than fatal (section 2, step 3):
+    /// 4 x `max_payload_bytes`. Past it the header says nothing trustworthy
+    /// (a stream out of step, garbage after a valid magic): FRAME_TOO_LARGE.
+    static func oversizedFrameBound(maxPayload: UInt32) -> UInt32 {
+        UInt32(clamping: 4 * UInt64(maxPayload))
     }
 
     // MARK: - Channel events
@@ -126,7 +142,9 @@ final class ConnectionHandler: ChannelInboundHandler {
         // Who it is, for admission: credentials were read in handlerAdded, before this decision.
         let who: AdmissionPeer
         switch transport {
-        case .tcp: who = .tcp(address: AdmissionSource.key(context.remoteAddress))
+        case .tcp:
+            let address = AdmissionSource.key(context.remoteAddress)
+            who = claimedDevice.map { .pairedTCP(address: address, device: $0) } ?? .tcp(address: address)
         case .unix: who = .unix(machine.peerCredentials)
         }
         if restoring != nil {
@@ -236,30 +254,45 @@ final class ConnectionHandler: ChannelInboundHandler {
                 host.caughtUp(peerID)
                 host.flush()
             }
-        } else if slowConsumerTimer == nil, open, !handingOver {
+        } else if open, !handingOver {
             // Requests in flight are bounded by what the peer reads: while its
             // answers pile up, its next requests wait in its own socket.
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             // Not reading for a while is tolerated; not reading for long is cut off.
-            armSlowConsumerTimer(context: context)
+            fellBehind()
         }
         context.fireChannelWritabilityChanged()
     }
 
+    /// Output waits for this peer and it was not taking it: its writes passed
+    /// the high-water mark, or a frame shared with other peers was dropped or
+    /// deferred for it (video, the car's audio, a metadata update: they never
+    /// pile up, so they never make it unwritable). Section 10.5's clock runs
+    /// from now, whatever the output is: the one slow-consumer rule.
+    private func fellBehind() {
+        guard slowConsumerTimer == nil, open, !handingOver, let context else { return }
+        armSlowConsumerTimer(context: context)
+    }
+
+    /// What the peer took of what it was sent (TLS adds a few bytes a record
+    /// in the channel, so this only errs towards "took nothing").
+    private func bytesTaken(_ context: ChannelHandlerContext) -> Int {
+        bytesWritten - ((try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0)
+    }
+
     /// Cuts the peer off once it took nothing for `slow_consumer_timeout_ms`
-    /// (section 10.5). A peer that took some bytes meanwhile (less is waiting
-    /// than when the timer started: while it is behind, its requests wait and
-    /// an HMI's state is skipped, so little is added) is slow, not stalled:
-    /// the timer starts again.
+    /// while output waited for it (section 10.5). A peer that took some bytes
+    /// meanwhile is slow, not stalled: the clock starts again; one with
+    /// nothing waiting any more caught up: the clock stops.
     private func armSlowConsumerTimer(context: ChannelHandlerContext) {
         let timeout = host.configuration.slowConsumerTimeoutMilliseconds
-        let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        let taken = bytesTaken(context)
+        logger.notice("TMPDEBUG slow timer armed", metadata: ["taken": "\(taken)", "written": "\(bytesWritten)"])
         slowConsumerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
             guard let self else { return }
             self.slowConsumerTimer = nil
-            guard self.open, let context = self.context, !context.channel.isWritable else { return }
-            let now = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-            if now < waiting {
+            guard self.open, !self.handingOver, let context = self.context, self.hasUnsentBytes else { return }
+            if self.bytesTaken(context) > taken {
                 self.armSlowConsumerTimer(context: context)
             } else {
                 self.cutOffSlowConsumer("the peer took no data for \(timeout) ms")
@@ -456,6 +489,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard fitsOrCloses(frame.readableBytes - FrameHeader.size, .message) else { return }
         writePending(context)
         context.write(wrapOutboundOut(frame), promise: nil)
+        bytesWritten += frame.readableBytes
         if flushNow {
             context.flush()
         } else if !needsFlush {
@@ -482,6 +516,9 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
         let loop = context.eventLoop.assumeIsolated()
         writePending(context)
+        // Something waits for this peer to take its output (ClusterHub's
+        // deferred update): the slow-consumer clock runs meanwhile.
+        fellBehind()
         let marker = context.eventLoop.makePromise(of: Void.self)
         // Not inside the write's completion: what `drained` writes goes out on the next tick.
         marker.futureResult.assumeIsolated().whenComplete { _ in loop.execute(drained) }
@@ -530,7 +567,10 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard fitsOrCloses(payload.readableBytes, .video) else { return true }
         writePending(context)
         let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-        guard waiting < host.configuration.videoViewerBufferBytes, context.channel.isWritable else { return false }
+        guard waiting < host.configuration.videoViewerBufferBytes, context.channel.isWritable else {
+            fellBehind()
+            return false
+        }
         var header = context.channel.allocator.buffer(capacity: FrameHeader.size)
         header.writeFrameHeader(FrameHeader(kind: .video, flags: 0, channel: channel, length: UInt32(payload.readableBytes)))
         write(header, context: context)
@@ -557,7 +597,10 @@ final class ConnectionHandler: ChannelInboundHandler {
         guard open, let context else { return }
         writePending(context)
         let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-        guard waiting < CarHost.audioWatcherBufferBytes, context.channel.isWritable else { return }
+        guard waiting < CarHost.audioWatcherBufferBytes, context.channel.isWritable else {
+            fellBehind()
+            return
+        }
         sendMedia(channel: AudioTap.channel, payload)
     }
 
@@ -585,6 +628,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         writePending(context)
         context.write(wrapOutboundOut(buffer), promise: nil)
+        bytesWritten += buffer.readableBytes
         if !needsFlush {
             needsFlush = true
             host.markDirty(self)
@@ -791,6 +835,9 @@ extension ConnectionHandler {
         // Version 0: a connection still waiting for its Hello (it starts afresh
         // in the next process, Hello bytes already sent included).
         guard let version = isAwaitingHello ? 0 : machine.negotiatedVersion else { return nil }
+        // Amid an oversized frame's payload, dropped as it arrives: the next
+        // process could not know where the next frame starts (closed; a phone resumes).
+        guard assembler.skipping == 0 else { return nil }
         var state = HUConnectionSnapshot()
         state.peerID = peerID
         state.transport = transport.rawValue

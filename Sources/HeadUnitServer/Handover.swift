@@ -86,6 +86,8 @@ extension HeadUnitServer {
             await shutdown(reason: "the daemon is stopping")
             return report
         }
+        // The mixer's output file is finished (a WAV's sizes); a blocked output is abandoned within a bound.
+        host.audioEngine.stop()
         logger.notice("handed over", metadata: ["connections": "\(report.handedOver)", "closed": "\(report.closed)"])
         try? await group.shutdownGracefully()
         return report
@@ -318,6 +320,10 @@ extension CarHost {
             for peer in self.car.peerIDs where !present.contains(peer) {
                 self.perform(self.car.peerLeft(peer, departure: .lost))
             }
+            // What the restart ended is told now, before anything is read: the
+            // phone's audio streams are closed (RESTARTED), so it knows their
+            // credit is gone before its next MEDIA frame is looked at.
+            self.perform(self.car.restoredConnectionsBack())
             // Reading starts only once every connection is back: whatever the
             // first request causes reaches every peer.
             for (channel, pending) in channels {

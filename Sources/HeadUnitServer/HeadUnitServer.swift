@@ -85,7 +85,9 @@ public final class HeadUnitServer: @unchecked Sendable {
                 }
             }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
-            .childChannelOption(.recvAllocator, value: ConnectionPipeline.receiveAllocator)
+            .childChannelOption(
+                .recvAllocator, value: transport == .tcp ? ConnectionPipeline.tcpReceiveAllocator : ConnectionPipeline.receiveAllocator)
+            .childChannelOption(.maxMessagesPerRead, value: transport == .tcp ? ConnectionPipeline.tcpReadsPerTurn : ConnectionPipeline.unixReadsPerTurn)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try pipeline.configure(channel, transport: transport, restoring: nil)

@@ -21,14 +21,17 @@ extension CarHost {
     /// A phone's PairStart, between Welcome and Authenticate. Order of checks:
     /// the message is 32 bytes (INVALID_ARGUMENT, no guess used); this
     /// connection has guesses left (PAIRING_THROTTLED); then the registry's
-    /// (PAIRING_NOT_OPEN, PAIRING_THROTTLED); then the guess is counted and
-    /// the car answers its SPAKE2 message and confirmation.
+    /// (PAIRING_NOT_OPEN, PAIRING_THROTTLED with the wait in `limit_value`);
+    /// then the guess is counted and the car answers its SPAKE2 message and
+    /// confirmation.
     func pairStart(_ request: HUPairStart, requestID: UInt32, from peer: PeerID, source: String, now: UInt64) -> HUEnvelope {
         var result = HUResult()
-        func refuse(_ code: HUErrorCode, _ message: String) -> HUEnvelope {
+        func refuse(_ code: HUErrorCode, _ message: String, limit: String = "", limitValue: UInt64 = 0) -> HUEnvelope {
             logger.notice("pairing attempt refused", metadata: ["code": "\(code)", "reason": "\(message)", "peer": "\(peer)", "source": "\(source)"])
             result.code = code
             result.message = message
+            result.limit = limit
+            result.limitValue = UInt32(clamping: limitValue)
             return Self.answer(result, requestID: requestID)
         }
         let phoneMessage = Array(request.spake2Message)
@@ -43,13 +46,18 @@ extension CarHost {
         }
         let started = pairStartsByPeer[peer, default: 0]
         guard started < PendingPairing.maxPerConnection else {
-            return refuse(.pairingThrottled, "this connection already made \(started) pairing attempts: connect again")
+            return refuse(
+                .pairingThrottled, "this connection already made \(started) pairing attempts: connect again",
+                limit: PairingLimitNames.attemptsPerConnection, limitValue: UInt64(PendingPairing.maxPerConnection))
         }
-        pairStartsByPeer[peer] = started + 1
         switch pairing.beginAttempt(source: source, now: now) {
         case .refused(let code, let message):
             return refuse(code, message)
+        case .throttled(let wait, let message):
+            // Not a guess: it uses none of the connection's attempts.
+            return refuse(.pairingThrottled, message, limit: PairingLimitNames.retryAfter, limitValue: wait)
         case .proceed(let attempt):
+            pairStartsByPeer[peer] = started + 1
             do {
                 let exchange = try SPAKE2Exchange(role: .car, password: Array(attempt.code.utf8))
                 let key = try exchange.finish(peerMessage: phoneMessage)

@@ -55,16 +55,24 @@ public struct Frame: Sendable {
     /// read, never copied), when it came from the decoder: a relay can pass
     /// it on whole, with no header to build (DATA keeps its channel, 18.5).
     public var wire: ByteBuffer?
+    /// The payload was over the maximum (`header.length` says by how much)
+    /// and is skipped as it arrives, never held: `payload` is only, for a
+    /// MESSAGE, its first bytes (at most `FrameAssembler.oversizedPrefix`),
+    /// else empty, so the receiver can refuse the frame alone (PROTOCOL.md
+    /// section 2, step 3).
+    public var isOversized: Bool
 
-    public init(header: FrameHeader, payload: ByteBuffer, wire: ByteBuffer? = nil) {
+    public init(header: FrameHeader, payload: ByteBuffer, wire: ByteBuffer? = nil, isOversized: Bool = false) {
         self.header = header
         self.payload = payload
         self.wire = wire
+        self.isOversized = isOversized
     }
 
     public init(kind: FrameKind, channel: UInt32 = 0, payload: ByteBuffer) {
         self.header = FrameHeader(kind: kind, channel: channel, length: UInt32(payload.readableBytes))
         self.payload = payload
+        self.isOversized = false
     }
 }
 
@@ -158,23 +166,43 @@ extension FrameHeader {
 /// appended to (copied into) a buffer whose earlier frames are still held
 /// elsewhere (DATA relayed to another peer, section 18.4): only the frame cut
 /// in two is copied, once.
+///
+/// With `skipOversizedUpTo` (the daemon), a frame over the maximum whose
+/// header is otherwise valid (a known kind, flags 0) and whose length is at
+/// most that bound is not fatal: it comes out as soon as its header is in
+/// (a MESSAGE's with its first bytes: `Frame.isOversized`), and the rest of
+/// its payload is dropped as it arrives, never buffered (PROTOCOL.md section 2).
 public struct FrameAssembler: Sendable {
     public let maxPayload: UInt32
+    /// The longest oversized frame skipped rather than fatal (0: none is).
+    public let skipOversizedUpTo: UInt32
+    /// How much of an oversized MESSAGE's payload comes out with it: enough
+    /// for an envelope's leading `request_id` (a tag and a 5-byte varint).
+    public static let oversizedPrefix = 16
     /// The start of a frame an earlier read ended inside (its header may be
     /// incomplete too). Its capacity grows with what arrives, from at most one
     /// 64 KiB frame: a header alone does not reserve a large frame's memory.
     private var partial: ByteBuffer?
+    /// Bytes of an oversized frame's payload still to drop as they arrive.
+    public private(set) var skipping = 0
     static let initialPartialCapacity = 64 << 10 + FrameHeader.size
 
-    public init(maxPayload: UInt32) {
+    public init(maxPayload: UInt32, skipOversizedUpTo: UInt32 = 0) {
         self.maxPayload = maxPayload
+        self.skipOversizedUpTo = skipOversizedUpTo
     }
 
     /// The next whole frame from `buffer`, or nil once `buffer` is used up:
     /// what it held of a frame not complete yet is then kept for the next read.
     public mutating func next(from buffer: inout ByteBuffer, allocator: ByteBufferAllocator) throws(FramingError) -> Frame? {
+        if skipping > 0 {
+            let dropped = min(skipping, buffer.readableBytes)
+            buffer.moveReaderIndex(forwardBy: dropped)
+            skipping -= dropped
+            if skipping > 0 { return nil }
+        }
         if partial != nil { return try completePartial(from: &buffer) }
-        if let frame = try FrameParser.parse(&buffer, maxPayload: maxPayload) { return frame }
+        if let frame = try take(&buffer) { return frame }
         if buffer.readableBytes > 0 {
             // What is there of the next frame comes out; the read's buffer is left empty and dropped.
             var start = allocator.buffer(capacity: try capacity(for: buffer, have: buffer.readableBytes))
@@ -191,6 +219,20 @@ public struct FrameAssembler: Sendable {
         return partial
     }
 
+    /// The frame at the front of `buffer` once all of it the assembler needs
+    /// is there (an oversized frame: its header, a MESSAGE's first bytes); nil, with
+    /// nothing consumed, while more bytes are needed.
+    private mutating func take(_ buffer: inout ByteBuffer) throws(FramingError) -> Frame? {
+        guard let size = try frameSize(buffer), buffer.readableBytes >= size else { return nil }
+        guard let header = Self.header(buffer)?.frame, header.length > maxPayload else {
+            return try FrameParser.parse(&buffer, maxPayload: maxPayload)
+        }
+        let taken = buffer.readSlice(length: size)!
+        let prefix = taken.getSlice(at: taken.readerIndex + FrameHeader.size, length: size - FrameHeader.size)!
+        skipping = Int(header.length) - prefix.readableBytes
+        return Frame(header: header, payload: prefix, isOversized: true)
+    }
+
     /// Adds what `buffer` has of the partial frame; the frame once complete.
     private mutating func completePartial(from buffer: inout ByteBuffer) throws(FramingError) -> Frame? {
         guard var start = partial, buffer.readableBytes > 0 else { return nil }
@@ -199,7 +241,7 @@ public struct FrameAssembler: Sendable {
             var header = buffer.readSlice(length: min(FrameHeader.size - start.readableBytes, buffer.readableBytes))!
             start.writeBuffer(&header)
         }
-        if let size = try Self.frameSize(start, maxPayload: maxPayload) {
+        if let size = try frameSize(start) {
             var rest = buffer.readSlice(length: min(size - start.readableBytes, buffer.readableBytes))!
             let needed = start.readableBytes + rest.readableBytes
             if start.writableBytes < rest.readableBytes {
@@ -207,7 +249,7 @@ public struct FrameAssembler: Sendable {
             }
             start.writeBuffer(&rest)
             if start.readableBytes == size {
-                return try FrameParser.parse(&start, maxPayload: maxPayload)
+                return try take(&start)
             }
         }
         partial = start
@@ -216,19 +258,37 @@ public struct FrameAssembler: Sendable {
 
     /// The capacity for a partial frame of which `have` bytes are there now.
     private func capacity(for buffer: ByteBuffer, have: Int) throws(FramingError) -> Int {
-        guard let size = try Self.frameSize(buffer, maxPayload: maxPayload) else { return FrameHeader.size }
+        guard let size = try frameSize(buffer) else { return FrameHeader.size }
         return min(size, max(Self.initialPartialCapacity, 2 * have))
     }
 
-    /// Header plus payload of the frame at the front of `buffer`, once its header is there (checked as `parse` does).
-    static func frameSize(_ buffer: ByteBuffer, maxPayload: UInt32) throws(FramingError) -> Int? {
+    /// What the assembler gathers of the frame at the front of `buffer`, once
+    /// its header is there (checked as `parse` does): header and payload, or
+    /// for an oversized frame it skips, the header (a MESSAGE's and `oversizedPrefix` bytes).
+    func frameSize(_ buffer: ByteBuffer) throws(FramingError) -> Int? {
+        guard let header = Self.header(buffer) else { return nil }
+        guard header.magic == FrameHeader.magic else { throw .badMagic(header.magic) }
+        guard header.length > maxPayload else { return FrameHeader.size + Int(header.length) }
+        // Only a header that is otherwise sound says where the next frame starts.
+        guard header.length <= skipOversizedUpTo, header.frame.kind != nil, header.frame.flags == 0 else {
+            throw .frameTooLarge(length: header.length, maximum: maxPayload)
+        }
+        // A MESSAGE waits for its first bytes (an answer carries its request id);
+        // any other kind is decided on its header alone.
+        return FrameHeader.size + (header.frame.kind == .message ? min(Int(header.length), Self.oversizedPrefix) : 0)
+    }
+
+    /// The header at the front of `buffer` with its magic, once its 12 bytes are there.
+    private static func header(_ buffer: ByteBuffer) -> (magic: UInt16, frame: FrameHeader, length: UInt32)? {
+        let start = buffer.readerIndex
         guard buffer.readableBytes >= FrameHeader.size,
-            let magic = buffer.getInteger(at: buffer.readerIndex, as: UInt16.self),
-            let length = buffer.getInteger(at: buffer.readerIndex + 8, as: UInt32.self)
+            let magic = buffer.getInteger(at: start, as: UInt16.self),
+            let kind = buffer.getInteger(at: start + 2, as: UInt8.self),
+            let flags = buffer.getInteger(at: start + 3, as: UInt8.self),
+            let channel = buffer.getInteger(at: start + 4, as: UInt32.self),
+            let length = buffer.getInteger(at: start + 8, as: UInt32.self)
         else { return nil }
-        guard magic == FrameHeader.magic else { throw .badMagic(magic) }
-        guard length <= maxPayload else { throw .frameTooLarge(length: length, maximum: maxPayload) }
-        return FrameHeader.size + Int(length)
+        return (magic, FrameHeader(kindByte: kind, flags: flags, channel: channel, length: length), length)
     }
 }
 

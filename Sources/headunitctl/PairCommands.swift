@@ -139,6 +139,11 @@ struct PairPhone: AsyncParsableCommand {
             let phone = try await PhoneSession.connect(to: connection.endpoint, deviceName: name) {
                 $0.identity = pairing
                 $0.pairingCode = code
+                // Under a guessing flood the car holds attempts back: say that we wait, and why.
+                $0.pairingWait = { wait, reason in
+                    let milliseconds = wait.nanoseconds / 1_000_000
+                    writeError("the car is throttling pairing attempts: waiting \(milliseconds / 1000).\(milliseconds % 1000 / 100) s, then trying again (\(reason))\n")
+                }
             }
             // Pinned from now on: a later TLS connection to another key fails.
             identity.carKey = phone.connection.carPublicKey

@@ -70,6 +70,7 @@ enum DaemonConfig {
         config.limits.maxCalls = UInt32(calls.maxCalls)
         config.limits.maxCallActions = UInt32(calls.maxActionsPerApp)
         config.limits.callActionTimeoutMs = UInt32(calls.actionTimeoutMilliseconds)
+        config.limits.callRingTimeoutMs = UInt32(calls.ringTimeoutMilliseconds)
         config.vehicle = .standard
         config.entitlements.allowed = EntitlementKey.all.sorted()
         config.logLevel = "notice"
@@ -187,15 +188,34 @@ enum DaemonConfig {
 
     // MARK: - Pairing and peer credentials (PROTOCOL.md section 20)
 
-    static func security(_ config: HUDaemonConfig) -> ConnectionSecurity {
-        func access(_ access: HUPeerAccess) -> PeerAccess {
-            PeerAccess(uids: Set(access.uids), gids: Set(access.gids))
+    /// The access rules with their user and group names resolved to ids
+    /// (once, at start: SO_PEERCRED carries ids). A name `accounts` does not
+    /// know stops the start: a rule that matched nobody would keep the car's
+    /// own HMI out.
+    static func security(_ config: HUDaemonConfig, accounts: AccountDatabase = .system) throws -> ConnectionSecurity {
+        func access(_ access: HUPeerAccess, _ key: String) throws -> PeerAccess {
+            var uids = Set(access.uids)
+            var gids = Set(access.gids)
+            for name in access.users {
+                guard let uid = accounts.uid(name) else {
+                    throw ConfigError(description: "\(key).users: no user '\(name)' on this system")
+                }
+                uids.insert(uid)
+            }
+            for name in access.groups {
+                guard let gid = accounts.gid(name) else {
+                    throw ConfigError(
+                        description: "\(key).groups: no group '\(name)' on this system (the package creates its groups with systemd-sysusers from headunitd.sysusers)")
+                }
+                gids.insert(gid)
+            }
+            return PeerAccess(uids: uids, gids: gids)
         }
         return ConnectionSecurity(
             authenticatePhonesOverTCP: !config.allowUnpairedTcp,
             access: PeerAccessPolicy(
-                hmi: access(config.hmiAccess), cluster: access(config.clusterAccess), accessory: access(config.accessoryAccess),
-                phone: access(config.phoneAccess)))
+                hmi: try access(config.hmiAccess, "hmi_access"), cluster: try access(config.clusterAccess, "cluster_access"),
+                accessory: try access(config.accessoryAccess, "accessory_access"), phone: try access(config.phoneAccess, "phone_access")))
     }
 
     /// `state_directory`, else systemd's $STATE_DIRECTORY (its first entry),
@@ -269,4 +289,28 @@ enum DaemonConfig {
         server.pairingStore = store
         logger.info("paired devices", metadata: ["file": "\(store.path)", "devices": "\(server.pairedDevices.count)"])
     }
+}
+
+/// User and group names to ids: the system's database (NSS: /etc/passwd,
+/// /etc/group, systemd's own), or a test's.
+struct AccountDatabase: Sendable {
+    var uid: @Sendable (String) -> UInt32?
+    var gid: @Sendable (String) -> UInt32?
+
+    static let system = AccountDatabase(
+        uid: { name in
+            var entry = passwd()
+            var found: UnsafeMutablePointer<passwd>?
+            var buffer = [CChar](repeating: 0, count: 16_384)
+            guard getpwnam_r(name, &entry, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+            return entry.pw_uid
+        },
+        gid: { name in
+            var entry = group()
+            var found: UnsafeMutablePointer<group>?
+            // A group's member list can be long: a large buffer, once, at start.
+            var buffer = [CChar](repeating: 0, count: 65_536)
+            guard getgrnam_r(name, &entry, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+            return entry.gr_gid
+        })
 }

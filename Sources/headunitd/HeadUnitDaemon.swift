@@ -136,6 +136,13 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxCalls > 0 { car.calls.maxCalls = Int(fileLimits.maxCalls) }
         if fileLimits.maxCallActions > 0 { car.calls.maxActionsPerApp = Int(fileLimits.maxCallActions) }
         if fileLimits.callActionTimeoutMs > 0 { car.calls.actionTimeoutMilliseconds = UInt64(fileLimits.callActionTimeoutMs) }
+        if fileLimits.callRingTimeoutMs > 0 { car.calls.ringTimeoutMilliseconds = UInt64(fileLimits.callRingTimeoutMs) }
+        guard CallSession.Limits.maxCallsRange.contains(car.calls.maxCalls) else {
+            throw ValidationError("max_calls must be \(CallSession.Limits.maxCallsRange.lowerBound) to \(CallSession.Limits.maxCallsRange.upperBound) (one app holds one fewer, so another app's call finds a slot), not \(car.calls.maxCalls)")
+        }
+        guard CallSession.Limits.ringTimeoutRange.contains(car.calls.ringTimeoutMilliseconds) else {
+            throw ValidationError("call_ring_timeout_ms must be \(CallSession.Limits.ringTimeoutRange.lowerBound) to \(CallSession.Limits.ringTimeoutRange.upperBound), not \(car.calls.ringTimeoutMilliseconds)")
+        }
         // What requests may add up to (PROTOCOL.md section 10.4): every state frame within max_payload_bytes.
         car.composed = ComposedLimits(
             maxFrameBytes: Int(limits.maxPayloadBytes),
@@ -145,7 +152,7 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.keyframeRequestIntervalMs > 0 { car.video.keyframeIntervalMilliseconds = UInt64(fileLimits.keyframeRequestIntervalMs) }
         var connection = ConnectionConfiguration(
             limits: limits, vehicle: vehicle, daemonName: file.daemonName.isEmpty ? "headunitd" : file.daemonName)
-        connection.security = DaemonConfig.security(file)
+        connection.security = try DaemonConfig.security(file)
 
         // Listeners: systemd's when socket-activated, else our own.
         var listeners: [ListenerSpec] = []

@@ -152,7 +152,8 @@ struct PortDriverTests {
         #expect(mute.fulfilled && delegate.callManager.events.contains("muted"))
         let end = try await car.hmi.callAction(HUCallAction.with { $0.kind = .end; $0.callUuid = placed.callUuid })
         #expect(end.fulfilled)
-        #expect(delegate.callManager.events.contains("end Bob"))
+        // The driver's end is the car's, answered at once (PROTOCOL.md 26.5); the app performs it after.
+        #expect(await Self.eventually { delegate.callManager.events.contains("end Bob") })
         #expect(await Self.eventually { delegate.callManager.events.contains("audio deactivated") })
         let ended = try #require(await car.hmi.waitForHomeScreen { $0.calls.isEmpty && $0.hasLastCallEnded })
         #expect(ended.lastCallEnded.reason == .endedByAction && ended.lastCallEnded.callUuid == placed.callUuid)

@@ -424,7 +424,8 @@ struct NavigationEndToEndTests {
     @Test func aStalledSubscriberNeitherSlowsOthersNorGrowsAQueue() async throws {
         try await onOwnThread {
             // The phone posts 3,000 updates as fast as it can: over the default request rate.
-            var rig = try NavRig.start(limits: ["maxRequestsPerSecond": 1_000_000])
+            // The stalled subscriber is within the slow-consumer timeout throughout (it applies to it, 10.5).
+            var rig = try NavRig.start(limits: ["maxRequestsPerSecond": 1_000_000, "slowConsumerTimeoutMs": 60_000])
             defer { rig.stop() }
             // A second cluster subscribes and then stops reading.
             let stalled = RecordingPeer(try rig.daemon.connectUnix())

@@ -84,8 +84,12 @@ final class RawSocketClient {
     /// The daemon's TCP listener speaks TLS 1.3 only: the raw frames go
     /// through a real TLS connection (TLSBridge), `from` a given local address
     /// when set (per-source pairing limits).
-    static func tcp(host: String = "127.0.0.1", port: Int, from source: String? = nil, pinnedCarKey: [UInt8]? = nil) throws -> RawSocketClient {
-        let connection = try TLSBridge.connect(host: host, port: port, pinnedCarKey: pinnedCarKey, from: source)
+    static func tcp(
+        host: String = "127.0.0.1", port: Int, from source: String? = nil, pinnedCarKey: [UInt8]? = nil, serverName: String? = nil,
+        timeoutMs: Int = 5_000
+    ) throws -> RawSocketClient {
+        let connection = try TLSBridge.connect(
+            host: host, port: port, pinnedCarKey: pinnedCarKey, serverName: serverName, from: source, timeoutMs: timeoutMs)
         let client = RawSocketClient(fd: connection.fd)
         client.carPublicKey = connection.carPublicKey
         return client

@@ -6,6 +6,9 @@ import Testing
 
 /// PROTOCOL.md section 24: who may stream what, credit, and the microphone, without a socket.
 @Suite struct AudioStreamsTests {
+    /// The Car asks `MicrophoneRule.stopReason`; here a template dismissed.
+    static func dismissed(_: MicrophoneUse) -> HUAudioStreamCloseReason { .voiceControlDismissed }
+
     static let pcm = HUAudioFormat.with { $0.codec = .pcmS16Le; $0.sampleRate = 48_000; $0.channels = 2 }
 
     static func frame(timestamp: UInt64, frames: Int, channels: Int = 2) -> ByteBuffer {
@@ -81,12 +84,12 @@ import Testing
         let main = try streams.open(appID: "music", type: .main, format: Self.pcm, outputs: &outputs).get()
         let prompt = try streams.open(appID: "maps", type: .alternate, format: Self.pcm, outputs: &outputs).get()
         outputs = []
-        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, phoneReachable: true, outputs: &outputs)
+        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &outputs)
         #expect(outputs == [.engine(.mix(AudioStreams.Mix(duckMain: true)))])
         focus.endPrompt()
         focus.vehicleChanged(carSource: "FM 101.1", callActive: false, voiceSessionActive: false)
         outputs = []
-        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, phoneReachable: true, outputs: &outputs)
+        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &outputs)
         #expect(outputs.contains(.engine(.close(stream: main.streamID, drain: false))))
         #expect(outputs.contains(.engine(.close(stream: prompt.streamID, drain: true))))
         #expect(outputs.contains(.engine(.mix(AudioStreams.Mix()))))
@@ -99,11 +102,11 @@ import Testing
         _ = focus.startPrompt(appID: "maps", durationMilliseconds: 1000)
         var streams = AudioStreams()
         var outputs: [AudioStreams.Output] = []
-        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, phoneReachable: true, outputs: &outputs)
+        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &outputs)
         #expect(streams.mix == AudioStreams.Mix(duckMain: false, pauseMain: true))
         focus.endPrompt()
         focus.vehicleChanged(carSource: "", callActive: true, voiceSessionActive: false)
-        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, phoneReachable: true, outputs: &outputs)
+        streams.settle(focus: focus, appAlive: { _ in true }, microphoneWanted: nil, microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &outputs)
         #expect(streams.mix == AudioStreams.Mix(duckMain: false, pauseMain: true, call: true))
     }
 
@@ -129,21 +132,21 @@ import Testing
             #expect(whole.isIdle && mixOnly.isIdle)
             var wholeOutputs: [AudioStreams.Output] = []
             var mixOutputs: [AudioStreams.Output] = []
-            whole.settle(focus: focus, appAlive: { _ in false }, microphoneWanted: nil, phoneReachable: true, outputs: &wholeOutputs)
+            whole.settle(focus: focus, appAlive: { _ in false }, microphoneWanted: nil, microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &wholeOutputs)
             mixOnly.settleMix(focus: focus, outputs: &mixOutputs)
             #expect(wholeOutputs == mixOutputs)
             #expect(whole.mix == mixOnly.mix)
         }
         // Not idle once a microphone is open: the shortcut does not apply.
         var outputs: [AudioStreams.Output] = []
-        whole.settle(focus: AudioFocus(), appAlive: { _ in true }, microphoneWanted: ("maps", .voiceControl), phoneReachable: true, outputs: &outputs)
+        whole.settle(focus: AudioFocus(), appAlive: { _ in true }, microphoneWanted: MicrophoneUse(appID: "maps", purpose: .voiceControl), microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &outputs)
         #expect(!whole.isIdle)
     }
 
     @Test func theMicrophoneStartsAndStopsAndNeverSendsBeyondItsCredit() {
         var streams = AudioStreams()
         var outputs: [AudioStreams.Output] = []
-        streams.settle(focus: AudioFocus(), appAlive: { _ in true }, microphoneWanted: ("maps", .voiceControl), phoneReachable: true, outputs: &outputs)
+        streams.settle(focus: AudioFocus(), appAlive: { _ in true }, microphoneWanted: MicrophoneUse(appID: "maps", purpose: .voiceControl), microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &outputs)
         guard case .send(.microphoneStarted(let started)) = outputs.first else { Issue.record("\(outputs)"); return }
         #expect(started.stream.window == 1920 && started.stream.format == AudioStreams.microphoneFormat)
         let id = started.stream.streamID
@@ -157,7 +160,7 @@ import Testing
         #expect(streams.credit(HUAudioCredit.with { $0.streamID = id; $0.frames = 320 }) == nil)
         #expect(streams.credit(HUAudioCredit.with { $0.streamID = 999; $0.frames = 320 })?.code == .unknownSession)
         outputs = []
-        streams.settle(focus: AudioFocus(), appAlive: { _ in true }, microphoneWanted: nil, phoneReachable: true, outputs: &outputs)
+        streams.settle(focus: AudioFocus(), appAlive: { _ in true }, microphoneWanted: nil, microphoneStopReason: Self.dismissed, phoneReachable: true, outputs: &outputs)
         #expect(outputs.contains(.engine(.microphone(stream: nil))))
         #expect(outputs.contains { output in
             if case .send(.audioStreamClosed(let closed)) = output { return closed.streamID == id && closed.reason == .voiceControlDismissed }

@@ -7,12 +7,13 @@ import Testing
 /// and the `CallSession` rules on their own.
 @Suite struct CallSessionTests {
     static let chat = "com.example.chat"
+    static let voip = "com.example.voip"
     static let radio = "com.example.radio"
     static let first = "6f1c3c2e-8a55-4b1e-9a0f-2d4c6b8e0a11"
     static let second = "0B7D1E52-3C4A-4F7B-8E21-9C0D5A6B7F22"
     static let third = "a1b2c3d4-e5f6-4789-abcd-ef0123456789"
 
-    /// A phone with a communication app and an audio app; an HMI watching.
+    /// A phone with two communication apps and an audio app; an HMI watching.
     static func harness(calls: CallSession.Limits = .init()) -> CarHarness {
         var h = CarHarness()
         var configuration = h.car.configuration
@@ -21,7 +22,7 @@ import Testing
         // With a resumption token, as the server gives every phone: a lost link may resume (section 21).
         h.apply(h.car.peerJoined(h.phone, info: PeerInfo(role: .phone, name: "phone", transport: .unix, resumptionToken: "token")))
         h.join(h.hmi, .hmi)
-        #expect(h.announce([(chat, [EntitlementKey.communication]), (radio, [EntitlementKey.audio])]).code == .ok)
+        #expect(h.announce([(chat, [EntitlementKey.communication]), (voip, [EntitlementKey.communication]), (radio, [EntitlementKey.audio])]).code == .ok)
         _ = h.drain(h.phone)
         _ = h.drain(h.hmi)
         return h
@@ -133,9 +134,10 @@ import Testing
 
         let end = Self.press(&h, Self.action(.end, Self.second))
         let event = try! #require(end.event)
+        #expect(end.answer?.callAction.fulfilled == true, "the driver's end is the car's: answered at once")
+        #expect(event.fromCar && event.endedByCar == .endedByAction)
+        #expect(Self.shown(h).isEmpty, "gone before the app answers")
         #expect(Self.fulfil(&h, event).code == .ok)
-        #expect(Self.answerOf(&h, end.requestID)?.callAction.fulfilled == true)
-        #expect(Self.shown(h).isEmpty)
         #expect(h.car.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
         #expect(!h.car.audio.callActive)
     }
@@ -168,11 +170,12 @@ import Testing
         #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
         #expect(Self.report(&h, .newIncoming, Self.first.uppercased()).code == .duplicateCall, "UUIDs compare case-insensitively")
         #expect(Self.report(&h, .outgoingConnected, Self.first).code == .wrongCallState, "an incoming call does not connect as outgoing")
-        #expect(Self.report(&h, .ended, Self.first, reason: .endedByAction).code == .invalidArgument, "the car's own reasons are not the app's")
-        #expect(Self.report(&h, .newIncoming, Self.second).code == .ok)
-        let third = Self.report(&h, .newIncoming, Self.third)
-        #expect(third.code == .tooManyCalls && third.limit == "calls.max" && third.limitValue == 2)
-        #expect(Self.report(&h, .updated, Self.second, description: Self.description("+15550111", name: "Bo")).code == .ok)
+        #expect(Self.report(&h, .ended, Self.first, reason: .rangOut).code == .invalidArgument, "the car's own reasons are not the app's")
+        let twice = Self.report(&h, .newIncoming, Self.second)
+        #expect(twice.code == .tooManyCalls && twice.limit == "calls.ringingPerApp" && twice.limitValue == 1, "an app rings one call at a time")
+        #expect(Self.report(&h, .newIncoming, Self.second, app: Self.voip).code == .ok, "another app's call finds its slot")
+        #expect(Self.report(&h, .updated, Self.second, description: Self.description("+15550111", name: "Bo")).code == .unknownCall, "not chat's call")
+        #expect(Self.report(&h, .updated, Self.second, app: Self.voip, description: Self.description("+15550111", name: "Bo")).code == .ok)
         #expect(Self.shown(h).map(\.description_p.localizedCallerName) == ["", "Bo"])
     }
 
@@ -189,18 +192,18 @@ import Testing
         #expect(foreign.code == .notAllowedForCategory)
 
         let a = Self.press(&h, Self.action(.answer, Self.first))
-        let b = Self.press(&h, Self.action(.end, Self.first))
+        let b = Self.press(&h, Self.action(.answer, Self.first))
         #expect(a.answer == nil && b.answer == nil)
-        let capped = Self.press(&h, Self.action(.end, Self.first)).answer
+        let capped = Self.press(&h, Self.action(.answer, Self.first)).answer
         #expect(capped?.code == .limitExceeded && capped?.limit == "calls.actions" && capped?.limitValue == 2)
         #expect(Self.fulfil(&h, a.event!).code == .ok)
         #expect(Self.fulfil(&h, a.event!).code == .unknownEvent, "answered once")
 
         // A second call while the first holds the line: answering it is refused until the first is held.
-        #expect(Self.report(&h, .newIncoming, Self.second).code == .ok)
+        #expect(Self.report(&h, .newIncoming, Self.second, app: Self.voip).code == .ok)
         #expect(Self.press(&h, Self.action(.answer, Self.second)).answer?.code == .wrongCallState)
         let start = h.request(h.phone, .callRequest(HUCallRequest.with { $0.appID = Self.chat; $0.action = Self.action(.start, Self.third, handle: "+2") }))
-        #expect(start.code == .tooManyCalls)
+        #expect(start.code == .tooManyCalls && start.limit == "calls.perApp", "chat holds its share (max_calls 2: one)")
     }
 
     @Test func anActionTheAppNeverAnswersTimesOutAndAFailedStartEndsTheCall() {
@@ -225,9 +228,10 @@ import Testing
         #expect(Self.shown(h).first?.phase == .ringing, "a timed-out action is a failed one")
 
         let decline = Self.press(&h, Self.action(.end, Self.second))
+        #expect(decline.answer?.code == .ok && decline.answer?.callAction.fulfilled == true, "the driver's end is answered at once")
+        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
         #expect(Self.fulfil(&h, decline.event!, false).code == .ok)
-        #expect(Self.answerOf(&h, decline.requestID)?.callAction.fulfilled == false)
-        #expect(Self.shown(h).count == 1, "a failed end leaves the call")
+        #expect(Self.shown(h).isEmpty, "the app failing the end changes nothing: the car ended the call")
     }
 
     @Test func holdAndMuteFollowTheAppsFulfilment() {
@@ -254,7 +258,7 @@ import Testing
         h.apply(h.car.peerLeft(h.phone, departure: .lost))
         #expect(Self.answerOf(&h, pending.requestID)?.code == .notConnected)
         #expect(Self.shown(h).count == 1 && h.car.audio.callActive)
-        #expect(Self.press(&h, Self.action(.end, Self.first)).answer?.code == .notConnected)
+        #expect(Self.press(&h, Self.action(.answer, Self.first)).answer?.code == .notConnected, "only the driver's end works while the phone is away")
         // The grace runs out: the phone is gone for good, its calls end.
         let serial = h.timers.compactMap { timer -> UInt64? in
             if case .resumeGrace(let serial) = timer { return serial }
@@ -282,6 +286,137 @@ import Testing
         #expect(restored.calls.nextActionID == h.car.calls.nextActionID)
         #expect(restored.audio.callActive && restored.audio.appCalls == [Self.chat])
         _ = waiting
+    }
+
+    // MARK: - no app holds the call slots or silences the car (issue 47)
+
+    static let fourth = "d4c3b2a1-0f9e-4d8c-b7a6-5e4d3c2b1a09"
+
+    static func start(_ h: inout CarHarness, _ uuid: String, app: String = chat) -> HUResult {
+        h.request(h.phone, .callRequest(HUCallRequest.with { $0.appID = app; $0.action = Self.action(.start, uuid, handle: "+15550123") }))
+    }
+
+    /// The car-ended END actions the app was sent (its `ended_by_car` set).
+    static func endsByCar(_ h: inout CarHarness) -> [HUCallActionEvent] {
+        events(&h).filter { $0.fromCar && $0.action.kind == .end && $0.endedByCar != .unspecified }
+    }
+
+    @Test func oneAppHoldsOneCallFewerThanTheCarAndRingsOneAtATime() {
+        var h = Self.harness()  // max_calls 3: an app holds at most 2
+        #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
+        _ = Self.fulfil(&h, Self.press(&h, Self.action(.answer, Self.first)).event!)
+        #expect(Self.report(&h, .newIncoming, Self.second).code == .ok, "call waiting: one app, one answered call and one ringing")
+        let ringing = Self.report(&h, .newIncoming, Self.third)
+        #expect(ringing.code == .tooManyCalls && ringing.limit == "calls.ringingPerApp" && ringing.limitValue == 1)
+        let share = Self.start(&h, Self.third)
+        #expect(share.code == .tooManyCalls && share.limit == "calls.perApp" && share.limitValue == 2)
+        // Another app's real incoming call is not refused: the slot is kept for it.
+        #expect(Self.report(&h, .newIncoming, Self.third, app: Self.voip).code == .ok)
+        #expect(Self.shown(h).count == 3)
+        let full = Self.start(&h, Self.fourth, app: Self.voip)
+        #expect(full.code == .tooManyCalls && full.limit == "calls.max" && full.limitValue == 3, "the car-wide cap stays")
+        #expect(CallSession.Limits(maxCalls: 2).maxCallsPerApp == 1)
+    }
+
+    @Test func aRingingCallRingsOutAndTheAppAndTheHMIAreTold() {
+        var h = Self.harness(calls: .init(ringTimeoutMilliseconds: 45_000))
+        let effects = h.car.receive(HUEnvelope.with {
+            $0.requestID = 77
+            $0.body = .callReport(HUCallReport.with {
+                $0.appID = Self.chat; $0.callUuid = Self.first; $0.kind = .newIncoming; $0.description_p = Self.description("+1")
+            })
+        }, from: h.phone, nowMilliseconds: h.now)
+        let armed = effects.compactMap { effect -> UInt64? in
+            if case .startTimer(.callRinging(let uuid), let milliseconds) = effect, uuid == Self.first { return milliseconds }
+            return nil
+        }
+        #expect(armed == [45_000], "the ring-out is timed by the car's clock, call_ring_timeout_ms")
+        h.apply(effects)
+        _ = h.drain(h.phone)
+        #expect(h.car.audio.callActive && h.car.audioStreams.mix.pauseMain, "ringing: the main audio pauses")
+
+        // The app never answers the driver's answer: it rings on, then out.
+        let answer = Self.press(&h, Self.action(.answer, Self.first))
+        h.apply(h.car.timerFired(.callAction(actionID: answer.event!.actionID), nowMilliseconds: h.now + 5_000))
+        #expect(Self.shown(h).first?.phase == .ringing)
+        h.now += 45_000
+        h.apply(h.car.timerFired(.callRinging(uuid: Self.first), nowMilliseconds: h.now))
+        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .rangOut)
+        #expect(!h.car.audio.callActive && !h.car.audioStreams.mix.pauseMain, "the focus the ringing call held is released")
+        let told = Self.endsByCar(&h)
+        #expect(told.map(\.endedByCar) == [.rangOut] && told.first?.action.callUuid == Self.first && told.first?.appID == Self.chat)
+        #expect(!h.timers.contains(.callRinging(uuid: Self.first)))
+        #expect(Self.fulfil(&h, told[0]).code == .ok, "the app ends its side; the answer changes nothing")
+
+        // An answered call does not ring out, even if a stale timer fires.
+        #expect(Self.report(&h, .newIncoming, Self.second).code == .ok)
+        #expect(h.timers.contains(.callRinging(uuid: Self.second.lowercased())))
+        _ = Self.fulfil(&h, Self.press(&h, Self.action(.answer, Self.second)).event!)
+        #expect(!h.timers.contains(.callRinging(uuid: Self.second.lowercased())), "answered: the ring-out timer is cancelled")
+        h.apply(h.car.timerFired(.callRinging(uuid: Self.second.lowercased()), nowMilliseconds: h.now + 60_000))
+        #expect(Self.shown(h).first?.phase == .active)
+        // A call the app reports ended stops its timer too.
+        #expect(Self.report(&h, .newIncoming, Self.third, app: Self.voip).code == .ok)
+        #expect(Self.report(&h, .ended, Self.third, app: Self.voip, reason: .remoteEnded).code == .ok)
+        #expect(!h.timers.contains(.callRinging(uuid: Self.third)))
+    }
+
+    @Test func theDriverEndsACallWhateverTheAppAnswersOrWhenItIsAway() {
+        var h = Self.harness(calls: .init(maxActionsPerApp: 1))
+        #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
+        let answer = Self.press(&h, Self.action(.answer, Self.first))
+        #expect(answer.answer == nil, "the app's cap of actions is now reached")
+        #expect(Self.press(&h, Self.action(.answer, Self.first)).answer?.code == .limitExceeded)
+        let end = Self.press(&h, Self.action(.end, Self.first))
+        #expect(end.answer?.code == .ok && end.answer?.callAction.fulfilled == true, "the driver's end is never capped, and answered at once")
+        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
+        #expect(!h.car.audio.callActive && !h.car.audioStreams.mix.pauseMain)
+        let event = try! #require(end.event)
+        #expect(event.fromCar && event.action.kind == .end && event.endedByCar == .endedByAction)
+        // The app fulfils the old answer: the call stays gone; the end it never answers times out and changes nothing.
+        #expect(Self.fulfil(&h, answer.event!).code == .ok)
+        #expect(Self.shown(h).isEmpty, "a late answer does not bring the call back")
+        h.apply(h.car.timerFired(.callAction(actionID: event.actionID), nowMilliseconds: h.now + 5_000))
+        #expect(h.drain(h.phone).contains { if case .callActionTimedOut(let out) = $0.body { return out.actionID == event.actionID }; return false })
+        #expect(Self.shown(h).isEmpty)
+
+        // While the phone reconnects the driver still ends a call; the app hears on resuming.
+        #expect(Self.report(&h, .newIncoming, Self.second).code == .ok)
+        h.apply(h.car.peerLeft(h.phone, departure: .lost))
+        #expect(Self.press(&h, Self.action(.answer, Self.second)).answer?.code == .notConnected)
+        let away = Self.press(&h, Self.action(.end, Self.second))
+        #expect(away.answer?.code == .ok && Self.shown(h).isEmpty && !h.car.audio.callActive)
+    }
+
+    @Test func closingTheAppEndsItsCalls() {
+        var h = Self.harness()
+        // No scene, a ringing call: CloseApp still ends it.
+        #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
+        #expect(h.request(h.hmi, .closeApp(HUCloseApp.with { $0.appID = Self.chat })).code == .ok)
+        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .closedByCar)
+        #expect(Self.endsByCar(&h).map(\.endedByCar) == [.closedByCar])
+        #expect(!h.car.audio.callActive)
+        // Launched, with an answered call: the scenes and the call end.
+        _ = h.launch(Self.voip)
+        #expect(Self.report(&h, .newIncoming, Self.second, app: Self.voip).code == .ok)
+        _ = Self.fulfil(&h, Self.press(&h, Self.action(.answer, Self.second)).event!)
+        #expect(h.request(h.hmi, .closeApp(HUCloseApp.with { $0.appID = Self.voip })).code == .ok)
+        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .closedByCar)
+        #expect(h.car.calls.lineHolder == nil)
+        // Nothing to close: no scene, no call.
+        #expect(h.request(h.hmi, .closeApp(HUCloseApp.with { $0.appID = Self.radio })).code == .notConnected)
+    }
+
+    @Test func aRestartTimesARingingCallAgain() throws {
+        var h = Self.harness()
+        #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
+        let bytes: [UInt8] = try h.car.snapshot().serializedBytes()
+        let restored = try Car.restoring(try HUCarSnapshot(serializedBytes: bytes), configuration: h.car.configuration)
+        let armed = restored.effects.contains { effect in
+            if case .startTimer(.callRinging(let uuid), let milliseconds) = effect { return uuid == Self.first && milliseconds == 60_000 }
+            return false
+        }
+        #expect(armed, "a ringing call carried over a restart still rings out")
     }
 
     @Test func uuidsAreCanonical() {

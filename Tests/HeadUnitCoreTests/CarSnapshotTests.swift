@@ -1,4 +1,5 @@
 import HeadUnitWire
+import NIOCore
 import Testing
 
 @testable import HeadUnitCore
@@ -222,5 +223,60 @@ import Testing
         var snapshot = h.car.snapshot()
         snapshot.audio.mainKind = 9
         #expect(throws: SnapshotError.self) { try Car.restoring(snapshot, configuration: h.car.configuration) }
+    }
+    /// Issue 47 item 5: a restart does not carry the phone's audio streams or
+    /// the microphone (their buffers and credit live in the mixer of the
+    /// process that ends); the next process closes each towards the phone
+    /// with RESTARTED once the connections are back, drops their MEDIA still
+    /// in flight without a word, and carries who hears the car's output.
+    @Test func aRestartClosesTheAudioStreamsWithTheirReasonAndCarriesTheOutputWatchers() throws {
+        var (h, scene) = sessionInProgress()
+        var np = HUNowPlayingTemplate()
+        (np.title, np.playbackRate) = ("Song", 1)
+        #expect(h.template("com.example.radio", scene, .updateNowPlaying(np)).code == .ok)
+        let pcm = HUAudioFormat.with { $0.codec = .pcmS16Le; $0.sampleRate = 48_000; $0.channels = 2 }
+        let opened = h.request(h.phone, .openAudioStream(HUOpenAudioStream.with { $0.appID = "com.example.radio"; $0.type = .main; $0.format = pcm }))
+        #expect(opened.code == .ok)
+        let stream = opened.audioStream.streamID
+        #expect(h.request(h.hmi, .watchAudio(HUWatchAudio())).code == .ok)
+        var snapshot = try roundTrip(h.car)
+        #expect(snapshot.audio.streams.map(\.streamID) == [stream])
+        // A microphone open at the restart is named the same way (as the snapshot writes it).
+        let microphone = stream + 7
+        snapshot.audio.streams.append(HUAudioStreamSnapshot.with { $0.appID = "com.example.radio"; $0.streamID = microphone; $0.type = .microphone })
+
+        let (car, effects) = try Car.restoring(snapshot, configuration: h.car.configuration)
+        var next = CarHarness()
+        next.car = car
+        next.apply(effects)
+        #expect(next.engine == [.tap(true)], "the HMI still hears the output")
+        #expect(next.car.audioTap.watchers == [h.hmi])
+        #expect(next.drain(h.phone).isEmpty, "nothing is told before the connections are back")
+
+        next.apply(next.car.restoredConnectionsBack())
+        let closed = next.drain(h.phone).compactMap { envelope -> HUAudioStreamClosed? in
+            if case .audioStreamClosed(let closed) = envelope.body { return closed }
+            return nil
+        }
+        #expect(closed.map(\.streamID) == [stream, microphone])
+        #expect(closed.map(\.type) == [.main, .microphone])
+        #expect(closed.allSatisfy { $0.reason == .restarted && $0.appID == "com.example.radio" && !$0.detail.isEmpty })
+        #expect(next.car.restoredConnectionsBack().isEmpty, "told once")
+
+        // MEDIA the phone sent before it read that is dropped without a word; a new stream gets a new id and credit.
+        next.apply(next.car.receiveMedia(channel: stream, ByteBuffer(bytes: [UInt8](repeating: 0, count: 8 + 4 * 960)), from: h.phone))
+        #expect(next.refusedData[h.phone, default: []].isEmpty)
+        let again = next.request(h.phone, .openAudioStream(HUOpenAudioStream.with { $0.appID = "com.example.radio"; $0.type = .main; $0.format = pcm }))
+        #expect(again.code == .ok)
+        #expect(again.audioStream.streamID != stream && again.audioStream.streamID != microphone)
+        #expect(again.audioStream.initialCredit == again.audioStream.window)
+
+        // A stream of no app of the phone, or a watcher that is not an HMI or cluster, is a bad snapshot.
+        var bad = snapshot
+        bad.audio.streams[0].appID = "com.example.unknown"
+        #expect(throws: SnapshotError.self) { try Car.restoring(bad, configuration: h.car.configuration) }
+        bad = snapshot
+        bad.audio.outputWatchers = [h.phone]
+        #expect(throws: SnapshotError.self) { try Car.restoring(bad, configuration: h.car.configuration) }
     }
 }

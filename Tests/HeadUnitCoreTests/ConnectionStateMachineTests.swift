@@ -327,6 +327,58 @@ import Testing
         }
     }
 
+    // MARK: - Oversized frames refused alone (sections 2, 10, 25.4)
+
+    /// What the assembler hands over for a frame over the maximum: its header and first bytes.
+    static func oversized(_ kind: FrameKind, channel: UInt32 = 0, length: UInt32 = 5000, prefix: [UInt8] = []) -> Frame {
+        Frame(header: FrameHeader(kind: kind, channel: channel, length: length), payload: ByteBuffer(bytes: prefix), isOversized: true)
+    }
+
+    @Test func anOversizedFrameIsRefusedAloneByItsKind() throws {
+        var machine = Self.established(.phone)
+        // MESSAGE: MESSAGE_TOO_LARGE on the request id the envelope starts with, naming the limit.
+        let answer = machine.receive(Self.oversized(.message, prefix: [0x08, 0x96, 0x01, 0x5A]), now: 1_000)
+        guard case .reply(let envelope) = answer, case .result(let result) = envelope.body else {
+            Issue.record("not a Result: \(answer)")
+            return
+        }
+        #expect(envelope.requestID == 150 && result.code == .messageTooLarge)
+        #expect(result.limit == "max_payload_bytes" && result.limitValue == 4096)
+        // VIDEO: the video refusal, request id 0, naming max_frame_bytes.
+        let video = machine.receive(Self.oversized(.video, channel: 3), now: 1_000)
+        guard case .reply(let refusal) = video, case .result(let videoResult) = refusal.body else {
+            Issue.record("not a Result: \(video)")
+            return
+        }
+        #expect(refusal.requestID == 0 && videoResult.code == .badVideoFrame && videoResult.limit == "max_frame_bytes")
+        #expect(Self.resultCode(machine.receive(Self.oversized(.media, channel: 2), now: 1_000)) == .badMediaFrame)
+        #expect(Self.resultCode(machine.receive(Self.oversized(.ping), now: 1_000)) == .malformedPayload)
+        // The connection goes on: the next frame is served.
+        #expect(Self.resultCode(machine.receive(Self.oversized(.message), now: 1_000)) == .messageTooLarge)
+        guard case .pong = machine.receive(Self.raw(kind: FrameKind.ping.rawValue, [1]), now: 1_000) else {
+            Issue.record("the next PING was not answered")
+            return
+        }
+        // DATA: a session's byte stream cannot skip bytes: fatal.
+        #expect(Self.closeCode(machine.receive(Self.oversized(.data, channel: 4), now: 1_000)) == .frameTooLarge)
+    }
+
+    /// The role comes first for VIDEO (25.4), and every oversized frame counts
+    /// towards the error budget: the 11th in a second is TOO_MANY_ERRORS.
+    @Test func oversizedFramesAreCheckedForTheRoleAndCountTowardsTheBudget() {
+        var hmi = Self.established(.hmi)
+        #expect(Self.resultCode(hmi.receive(Self.oversized(.video, channel: 3), now: 1_000)) == .notForRole)
+        var phone = Self.established(.phone)
+        for _ in 0..<10 { #expect(Self.resultCode(phone.receive(Self.oversized(.video, channel: 3), now: 2_000)) == .badVideoFrame) }
+        #expect(Self.closeCode(phone.receive(Self.oversized(.video, channel: 3), now: 2_000)) == .tooManyErrors)
+    }
+
+    /// Before the handshake an oversized header is fatal as it always was (vector `handshake-length-over-max`).
+    @Test func anOversizedFrameBeforeTheHandshakeIsFatal() {
+        var machine = Self.machine()
+        #expect(Self.closeCode(machine.receive(Self.oversized(.message), now: 1_000)) == .frameTooLarge)
+    }
+
     @Test func framingErrorsCloseWithTheirCode() {
         var machine = Self.established()
         #expect(machine.framingFailed(.badMagic(0x4745)) == .close(.badMagic, FramingError.badMagic(0x4745).reason))

@@ -229,4 +229,18 @@ import Testing
         let restored = try Car.restoring(snapshot, configuration: h.car.configuration).car
         #expect(restored.remote.declared == h.car.remote.declared)
     }
+    /// Issue 47 item 5: a command waiting for the app's answer is not carried
+    /// across a restart; its HMI is answered before the handover rather than never.
+    @Test func aCommandWaitingAtARestartIsAnsweredBeforeTheHandover() throws {
+        var h = Self.playing(commands: [Self.state(.pause)])
+        let pause = Self.ask(&h, .carButton(HUCarButtonPressed.with { $0.button = .pause }))
+        #expect(pause.answer == nil, "waiting for the app")
+        h.apply(h.car.prepareForHandover())
+        let answer = Self.answerOf(&h, pause.requestID)
+        #expect(answer?.code == .notConnected && answer?.message.contains("restart") == true, "\(String(describing: answer))")
+        #expect(h.car.remote.pending.isEmpty)
+        #expect(!h.timers.contains(.remoteCommand(commandID: pause.event!.commandID)))
+        let restored = try Car.restoring(h.car.snapshot(), configuration: h.car.configuration).car
+        #expect(restored.remote.declared == h.car.remote.declared)
+    }
 }

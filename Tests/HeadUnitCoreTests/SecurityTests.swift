@@ -91,10 +91,12 @@ import Testing
         }
         // 0, 1, 3, 7, 15, 31, 61, 91 s: eight guesses in two minutes.
         #expect(started == 8)
-        guard case .refused(.pairingThrottled, let message) = registry.beginAttempt(source: "10.0.0.66", now: now) else {
+        guard case .throttled(let wait, let message) = registry.beginAttempt(source: "10.0.0.66", now: now) else {
             Issue.record("not throttled"); return
         }
-        #expect(message.contains("try again in"))
+        // Its last guess was at 91 s: the next at 121 s, stated in ms (section 20.2's limit_value).
+        #expect(wait == 121_000 - now)
+        #expect(message.contains("try again in \(wait) ms"))
         #expect(registry.window != nil)
         let owner = Self.pairs(&registry, source: "10.0.0.2", id: "owner", now: now)
         guard case .paired = owner else { Issue.record("\(owner)"); return }
@@ -124,11 +126,46 @@ import Testing
         #expect(started <= registry.attemptBound)
         #expect(registry.window != nil)
         // Past the burst an attempt waits for the rate, told how long; the window stays open.
-        guard case .refused(.pairingThrottled, let message) = lastRefusal else { Issue.record("not throttled"); return }
+        guard case .throttled(let wait, let message) = lastRefusal else { Issue.record("not throttled"); return }
         #expect(message.contains("try again in") && message.contains("stays open"))
+        // The last try, at 99.99 s, is told the next attempt is free at 100 s.
+        #expect(wait == 10)
         // The owner, 2 s later, gets the next attempt and pairs.
         let owner = Self.pairs(&registry, source: "10.0.0.2", id: "owner", now: now + 2_000)
         guard case .paired = owner else { Issue.record("\(owner)"); return }
+    }
+
+    /// Issue 47: the wait a throttled attempt is told is exact, so a phone
+    /// that waits it (the SDK does) gets the next attempt: one millisecond
+    /// earlier it is still throttled, at the stated time it starts.
+    @Test func theStatedWaitIsExactForTheSourceAndTheCarsRate() {
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000, globalBurst: 2, globalIntervalMilliseconds: 2_000)
+        _ = registry.open(code: "042917", now: 0)
+        for index in 0..<2 {
+            guard case .proceed = registry.beginAttempt(source: "10.0.1.\(index)", now: 100) else { Issue.record("refused"); return }
+        }
+        // The car's rate: the bucket is empty, 2 s to the next attempt.
+        guard case .throttled(let wait, _) = registry.beginAttempt(source: "10.0.0.2", now: 500) else { Issue.record("not throttled"); return }
+        #expect(wait == 1_600)
+        guard case .throttled(let left, _) = registry.beginAttempt(source: "10.0.0.2", now: 500 + wait - 1) else { Issue.record("early"); return }
+        #expect(left == 1)
+        guard case .proceed = registry.beginAttempt(source: "10.0.0.2", now: 500 + wait) else { Issue.record("not at the stated time"); return }
+        // The source's own backoff (1 s) and the car's rate (2 s): the longer is stated.
+        guard case .throttled(let both, _) = registry.beginAttempt(source: "10.0.0.2", now: 2_100) else { Issue.record("not throttled"); return }
+        #expect(both == 2_000)
+    }
+
+    /// Asking every millisecond never stops the car's rate from refilling
+    /// (a refill rounded down at each call lost its fraction every time).
+    @Test func tryingEveryMillisecondDoesNotStallTheCarsRate() {
+        var registry = PairingRegistry(codeValidMilliseconds: 120_000, globalBurst: 1, globalIntervalMilliseconds: 2_000)
+        _ = registry.open(code: "042917", now: 0)
+        var started = 0
+        for now in UInt64(0)..<10_000 {
+            if case .proceed = registry.beginAttempt(source: "10.2.\(now / 250).\(now % 250)", now: now) { started += 1 }
+        }
+        // At 0, 2, 4, 6 and 8 s.
+        #expect(started == 5)
     }
 
     @Test func theBurstLetsAFewSourcesGuessThenTheOwnerPairsAtOnce() {

@@ -215,4 +215,77 @@ import Testing
         #expect(throws: FramingError.badMagic(0x4745)) { _ = try assembler.next(from: &more, allocator: ByteBufferAllocator()) }
         #expect(assembler.takePartial() == nil)
     }
+
+    // MARK: - Oversized frames refused alone (PROTOCOL.md section 2, step 3)
+
+    /// A PING, a VIDEO frame and a MESSAGE over the maximum, a MESSAGE: the stream the tests below cut into reads.
+    static func streamWithOversizedFrames(length: Int = 3000) -> (ByteBuffer, oversizedPayload: ByteBuffer, message: [UInt8]) {
+        var stream = frame(.ping, [1, 2])
+        let payload = ByteBuffer(bytes: (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        stream.writeFrame(kind: .video, channel: 3, payload: payload)
+        stream.writeFrame(kind: .message, payload: payload)
+        let message: [UInt8] = [0x08, 0x2A]
+        stream.writeImmutableBuffer(frame(.message, message))
+        return (stream, payload, message)
+    }
+
+    /// Whatever the reads, an oversized frame whose header is sound comes out
+    /// once, as its header (and for a MESSAGE its first 16 bytes), its other
+    /// bytes are dropped as they come (nothing of them is held), and the
+    /// frame after it is whole.
+    @Test(arguments: [1, 5, 12, 13, 28, 700, 5000])
+    func theAssemblerSkipsAnOversizedFrameAsItsBytesArrive(readSize: Int) throws {
+        var assembler = FrameAssembler(maxPayload: 1024, skipOversizedUpTo: 4096)
+        let allocator = ByteBufferAllocator()
+        var (stream, oversizedPayload, message) = Self.streamWithOversizedFrames()
+        var frames: [Frame] = []
+        var mostHeld = 0
+        while stream.readableBytes > 0 {
+            var read = stream.readSlice(length: min(readSize, stream.readableBytes))!
+            while let frame = try assembler.next(from: &read, allocator: allocator) { frames.append(frame) }
+            #expect(read.readableBytes == 0)
+            // What it holds between reads, looked at and given back as the next read's start.
+            if var held = assembler.takePartial() {
+                mostHeld = max(mostHeld, held.readableBytes)
+                #expect(try assembler.next(from: &held, allocator: allocator) == nil)
+            }
+        }
+        #expect(frames.map(\.header.kind) == [.ping, .video, .message, .message])
+        #expect(frames.map(\.isOversized) == [false, true, true, false])
+        let video = frames[1]
+        #expect(video.header.length == 3000 && video.header.channel == 3 && video.payload.readableBytes == 0)
+        #expect(frames[2].header.length == 3000)
+        #expect(frames[2].payload == oversizedPayload.getSlice(at: 0, length: FrameAssembler.oversizedPrefix))
+        #expect(frames[3].payload == ByteBuffer(bytes: message))
+        #expect(assembler.skipping == 0 && assembler.takePartial() == nil)
+        #expect(mostHeld <= FrameHeader.size + FrameAssembler.oversizedPrefix, "an oversized frame's payload is never gathered")
+    }
+
+    /// The boundary: over `skipOversizedUpTo`, or a header unsound otherwise
+    /// (an unknown kind, flags set), an oversized length is fatal as before,
+    /// decided on the header alone; at the bound it is skipped.
+    @Test func anOversizedHeaderPastTheBoundOrOtherwiseUnsoundIsFatal() throws {
+        let allocator = ByteBufferAllocator()
+        func first(_ header: FrameHeader) throws(FramingError) -> Frame? {
+            var assembler = FrameAssembler(maxPayload: 1024, skipOversizedUpTo: 4096)
+            var bytes = ByteBuffer()
+            bytes.writeFrameHeader(header)
+            bytes.writeRepeatingByte(0, count: 16)
+            return try assembler.next(from: &bytes, allocator: allocator)
+        }
+        #expect(try first(FrameHeader(kind: .message, length: 4096))?.isOversized == true)
+        #expect(try first(FrameHeader(kind: .message, length: 1024)) == nil, "within the maximum: gathered whole")
+        #expect(throws: FramingError.frameTooLarge(length: 4097, maximum: 1024)) { _ = try first(FrameHeader(kind: .video, length: 4097)) }
+        #expect(throws: FramingError.frameTooLarge(length: 2000, maximum: 1024)) {
+            _ = try first(FrameHeader(kindByte: 0x09, flags: 0, channel: 0, length: 2000))
+        }
+        #expect(throws: FramingError.frameTooLarge(length: 2000, maximum: 1024)) {
+            _ = try first(FrameHeader(kindByte: FrameKind.video.rawValue, flags: 1, channel: 1, length: 2000))
+        }
+        // Without a bound (clients), any oversized header is fatal.
+        var strict = FrameAssembler(maxPayload: 1024)
+        var bytes = ByteBuffer()
+        bytes.writeFrameHeader(FrameHeader(kind: .video, length: 1025))
+        #expect(throws: FramingError.frameTooLarge(length: 1025, maximum: 1024)) { _ = try strict.next(from: &bytes, allocator: allocator) }
+    }
 }

@@ -3,7 +3,8 @@
 
 Addresses: unix:/path/to.sock or tcp:HOST:PORT (TLS 1.3, as headunitd's TCP is).
 
-  huclient.py hello ADDR                 Hello as a phone, expect Welcome.
+  huclient.py hello ADDR [--role hmi]    Hello as a phone (or the HMI), expect Welcome;
+                                         a Goodbye instead prints its code and fails.
   huclient.py hold ADDR [--ready FILE] [--announce]
                                          Hello (and AnnounceApps), then wait for the daemon's Goodbye
                                          and the orderly close; exit 0 if the code
@@ -49,9 +50,12 @@ def field(number, wire_type, payload):
     return key + varint(len(payload)) + payload
 
 
-def hello_envelope(name):
-    # Hello{min_version:1, max_version:1, role:ROLE_PHONE, name}
-    hello = field(1, 0, 1) + field(2, 0, 1) + field(3, 0, 1) + field(4, 2, name.encode())
+ROLES = {"phone": 1, "hmi": 2}
+
+
+def hello_envelope(name, role=1):
+    # Hello{min_version:1, max_version:1, role (ROLE_PHONE by default), name}
+    hello = field(1, 0, 1) + field(2, 0, 1) + field(3, 0, role) + field(4, 2, name.encode())
     return field(2, 2, hello)
 
 
@@ -153,9 +157,12 @@ class Connection:
             if kind == KIND_MESSAGE:
                 return dict(parse_fields(payload))
 
-    def handshake(self, name):
-        self.send(KIND_MESSAGE, hello_envelope(name))
+    def handshake(self, name, role=1):
+        self.send(KIND_MESSAGE, hello_envelope(name, role))
         envelope = self.receive_envelope()
+        if ENVELOPE_GOODBYE in envelope:
+            goodbye = dict(parse_fields(envelope[ENVELOPE_GOODBYE]))
+            raise ValueError("Goodbye code=%d reason=%r" % (goodbye.get(1, 0), goodbye.get(2, b"").decode("utf-8", "replace")))
         if ENVELOPE_WELCOME not in envelope:
             raise ValueError("expected Welcome, got fields %s" % sorted(envelope))
         welcome = dict(parse_fields(envelope[ENVELOPE_WELCOME]))
@@ -192,7 +199,7 @@ class Connection:
 
 def cmd_hello(args):
     conn = Connection(args.address, args.timeout)
-    version = conn.handshake("systemd-test-hello")
+    version = conn.handshake("systemd-test-hello", ROLES[args.role])
     conn.close()
     print("welcome version=%d auth_required=%d" % (version, conn.auth_required))
     return 0
@@ -265,6 +272,7 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("hello")
     p.add_argument("address")
+    p.add_argument("--role", choices=sorted(ROLES), default="phone")
     p.add_argument("--timeout", type=float, default=10)
     p = sub.add_parser("hold")
     p.add_argument("address")

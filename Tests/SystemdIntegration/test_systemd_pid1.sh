@@ -10,8 +10,9 @@
 # PrivateTmp= hides /tmp),
 # shortens WatchdogSec= to 2 s, disables core dumps and the start rate limit,
 # and sends the daemon's output to a file (no journald in the namespace). The
-# headunit group that headunitd.socket's SocketGroup= needs is added to a copy
-# of /etc/group bind-mounted inside the namespace.
+# groups of headunitd.sysusers (headunit, which headunitd.socket's SocketGroup=
+# needs, and headunit-hmi and headunit-phone, which the shipped config's access
+# rules name) are added to a copy of /etc/group bind-mounted inside the namespace.
 #
 # Prints PASS:/FAIL: lines and `N passed, N failed`; exits non-zero on failure.
 set -u
@@ -77,6 +78,8 @@ StandardError=append:/run/headunitd-test/daemon.log
 UNIT
 cp /etc/group "$WORK/group"
 grep -q '^headunit:' "$WORK/group" || echo 'headunit:x:64999:' >> "$WORK/group"
+grep -q '^headunit-hmi:' "$WORK/group" || echo 'headunit-hmi:x:64998:' >> "$WORK/group"
+grep -q '^headunit-phone:' "$WORK/group" || echo 'headunit-phone:x:64997:' >> "$WORK/group"
 cat > "$WORK/preboot.sh" <<PRE
 #!/bin/sh
 set -e
@@ -84,7 +87,9 @@ mount --bind '$WORK/group' /etc/group
 mkdir -p /run/headunitd-test
 cp '$BIN' /run/headunitd-test/headunitd
 cp '$ROOT/systemd/headunitd.json' /run/headunitd-test/headunitd.json
+cp '$CLIENT' /run/headunitd-test/huclient.py
 chmod 755 /run/headunitd-test /run/headunitd-test/headunitd
+chmod 644 /run/headunitd-test/huclient.py
 PRE
 chmod +x "$WORK/preboot.sh"
 
@@ -119,6 +124,20 @@ check "the first connection starts the service and is served" $? "$out"
 check "service active (Type=notify: READY=1 received)" $? "$(show headunitd.service ActiveState)/$(show headunitd.service SubState)"
 out=$(client hello "tcp:$TCP" 2>&1)
 check "TCP listener served" $? "$out"
+
+# The shipped access rules (PROTOCOL.md sections 10.1 and 20.5): the daemon
+# sees a peer's real gid (no PrivateUsers=, which would show every other user
+# as nobody), so a process running with the headunit-hmi group takes the HMI
+# role and a member of the socket's group without it does not. Debian's
+# python3 and a copy of the client: the test's own may live where these
+# users cannot read.
+hmi_gid=$(ns_run getent group headunit-hmi | cut -d: -f3)
+socket_gid=$(ns_run getent group headunit | cut -d: -f3)
+out=$(ns_run setpriv --reuid 64990 --regid "$hmi_gid" --groups "$socket_gid" /usr/bin/python3 /run/headunitd-test/huclient.py hello "unix:$SOCK" --role hmi 2>&1)
+check "shipped rules: a process with the headunit-hmi group is welcomed as the HMI" $? "$out"
+out=$(ns_run setpriv --reuid 64991 --regid "$socket_gid" --groups "$socket_gid" /usr/bin/python3 /run/headunitd-test/huclient.py hello "unix:$SOCK" --role hmi 2>&1)
+echo "$out" | grep -q 'code=26 '
+check "shipped rules: a member of the socket's group alone is refused the HMI role (PEER_NOT_ALLOWED)" $? "$out"
 echo "$out" | grep -q 'auth_required=1'
 check "the shipped config requires TCP phones to pair (PROTOCOL.md section 20; its StateDirectory= works)" $? "$out"
 

@@ -88,6 +88,8 @@ public struct AudioStreams: Sendable {
     static let recentMemory = 64
     var nextID: UInt32 = 1
     var microphone: (appID: String, stream: UInt32, purpose: HUMicrophonePurpose)?
+    /// Who the microphone streams to now (the metadata stream publishes it).
+    public var microphoneUse: MicrophoneUse? { microphone.map { MicrophoneUse(appID: $0.appID, purpose: $0.purpose) } }
     public private(set) var mix = Mix()
     /// Microphone chunks dropped because the phone granted no room (a live source does not wait).
     public private(set) var microphoneDropped: UInt64 = 0
@@ -213,9 +215,24 @@ public struct AudioStreams: Sendable {
         if recentlyClosed.count > Self.recentMemory { recentlyClosed.removeFirst() }
     }
 
+    /// An app's scenes ended (`AppClosed`, the HMI's `CloseApp`): its streams
+    /// and its microphone end with APP_CLOSED, whatever focus they held
+    /// (24.3: the scenes' end comes before the focus it takes away).
+    mutating func appEnded(_ appID: String, tell: Bool, outputs: inout [Output]) {
+        for id in streams.keys.sorted() where streams[id]!.appID == appID {
+            close(id, reason: .appClosed, detail: "the app's scenes ended", tell: tell, drain: false, outputs: &outputs)
+        }
+        if microphone?.appID == appID { stopMicrophone(reason: .appClosed, tell: tell, outputs: &outputs) }
+    }
+
     /// Closes every stream whose app no longer holds the focus its type needs
-    /// (or is gone), then brings the mixer's focus and the microphone up to date.
-    mutating func settle(focus: AudioFocus, appAlive: (String) -> Bool, microphoneWanted: (appID: String, purpose: HUMicrophonePurpose)?, phoneReachable: Bool, outputs: inout [Output]) {
+    /// (or is gone), then brings the mixer's focus and the microphone up to
+    /// date: `microphoneWanted` as `MicrophoneRule.wanted` says, and when the
+    /// microphone open now must stop, why (`MicrophoneRule.stopReason`).
+    mutating func settle(
+        focus: AudioFocus, appAlive: (String) -> Bool, microphoneWanted: MicrophoneUse?,
+        microphoneStopReason: (MicrophoneUse) -> HUAudioStreamCloseReason, phoneReachable: Bool, outputs: inout [Output]
+    ) {
         for id in streams.keys.sorted() {
             let stream = streams[id]!
             if !appAlive(stream.appID) {
@@ -226,7 +243,7 @@ public struct AudioStreams: Sendable {
             }
         }
         settleMix(focus: focus, outputs: &outputs)
-        settleMicrophone(wanted: microphoneWanted, appAlive: appAlive, phoneReachable: phoneReachable, outputs: &outputs)
+        settleMicrophone(wanted: microphoneWanted, stopReason: microphoneStopReason, phoneReachable: phoneReachable, outputs: &outputs)
     }
 
     /// No stream and no microphone open: `settle` then has no stream to
@@ -246,21 +263,9 @@ public struct AudioStreams: Sendable {
         }
     }
 
-    mutating func settleMicrophone(wanted: (appID: String, purpose: HUMicrophonePurpose)?, appAlive: (String) -> Bool, phoneReachable: Bool, outputs: inout [Output]) {
-        if let current = microphone, current.appID != wanted?.appID || current.purpose != wanted?.purpose {
-            microphone = nil
-            remember(current.stream)
-            outputs.append(.engine(.microphone(stream: nil)))
-            if phoneReachable {
-                let reason: HUAudioStreamCloseReason =
-                    !appAlive(current.appID) ? .appClosed : current.purpose == .call ? .callEnded : .voiceControlDismissed
-                outputs.append(.send(.audioStreamClosed(HUAudioStreamClosed.with {
-                    $0.appID = current.appID
-                    $0.streamID = current.stream
-                    $0.type = .microphone
-                    $0.reason = reason
-                })))
-            }
+    mutating func settleMicrophone(wanted: MicrophoneUse?, stopReason: (MicrophoneUse) -> HUAudioStreamCloseReason, phoneReachable: Bool, outputs: inout [Output]) {
+        if let current = microphoneUse, current != wanted {
+            stopMicrophone(reason: stopReason(current), tell: phoneReachable, outputs: &outputs)
         }
         guard microphone == nil, let wanted, phoneReachable else { return }
         let id = allocateID()
@@ -284,6 +289,21 @@ public struct AudioStreams: Sendable {
 
     /// What the daemon may still send on the microphone stream.
     var microphoneCredit: UInt32 = 0
+
+    /// The capture stops at once; the app hears why (no MEDIA follows on the stream).
+    mutating func stopMicrophone(reason: HUAudioStreamCloseReason, tell: Bool, outputs: inout [Output]) {
+        guard let current = microphone else { return }
+        microphone = nil
+        remember(current.stream)
+        outputs.append(.engine(.microphone(stream: nil)))
+        guard tell else { return }
+        outputs.append(.send(.audioStreamClosed(HUAudioStreamClosed.with {
+            $0.appID = current.appID
+            $0.streamID = current.stream
+            $0.type = .microphone
+            $0.reason = reason
+        })))
+    }
 
     /// Why an app may not (or no longer) stream audio of this type, or nil.
     static func focusProblem(_ type: HUAudioStreamType, appID: String, focus: AudioFocus) -> String? {
@@ -415,7 +435,7 @@ public struct AudioStreams: Sendable {
         for id in streams.keys.sorted() {
             close(id, reason: reason, detail: "", tell: tell, drain: false, outputs: &outputs)
         }
-        settleMicrophone(wanted: nil, appAlive: { _ in false }, phoneReachable: tell, outputs: &outputs)
+        stopMicrophone(reason: reason, tell: tell, outputs: &outputs)
     }
 }
 

@@ -14,13 +14,27 @@ public struct CallSession: Sendable, Equatable {
         public var maxActionsPerApp: Int
         /// How long the car waits for the app to fulfil or fail an action (COMMAND_TIMED_OUT).
         public var actionTimeoutMilliseconds: UInt64
+        /// How long an incoming call rings unanswered before the car ends it (RANG_OUT).
+        public var ringTimeoutMilliseconds: UInt64
 
-        public init(maxCalls: Int = 2, maxActionsPerApp: Int = 4, actionTimeoutMilliseconds: UInt64 = 5_000) {
+        /// The range `max_calls` and `call_ring_timeout_ms` may be configured in.
+        public static let maxCallsRange = 2...16
+        public static let ringTimeoutRange: ClosedRange<UInt64> = 5_000...600_000
+
+        public init(maxCalls: Int = 3, maxActionsPerApp: Int = 4, actionTimeoutMilliseconds: UInt64 = 5_000, ringTimeoutMilliseconds: UInt64 = 60_000) {
             self.maxCalls = maxCalls
             self.maxActionsPerApp = maxActionsPerApp
             self.actionTimeoutMilliseconds = actionTimeoutMilliseconds
+            self.ringTimeoutMilliseconds = ringTimeoutMilliseconds
         }
+
+        /// Calls one app may hold (limit `calls.perApp`): one fewer than the
+        /// car's, so one app never takes the slot another app's call needs.
+        public var maxCallsPerApp: Int { max(maxCalls - 1, 1) }
     }
+
+    /// Calls of one app ringing at once (TOO_MANY_CALLS, limit `calls.ringingPerApp`).
+    public static let maxRingingPerApp = 1
 
     /// A handle's value and a caller name, in UTF-8 bytes; DTMF digits per action.
     public static let maxHandleBytes = 256
@@ -107,6 +121,10 @@ public struct CallSession: Sendable, Equatable {
         case settled(actionID: UInt64, PendingAction, Result<Bool, RuleViolation>)
         /// Tell the app it took too long (`provider(_:timedOutPerforming:)`).
         case timedOut(HUCallActionTimedOut)
+        /// A call began ringing: time its ring-out (`ringTimeoutMilliseconds`).
+        case ringing(uuid: String)
+        /// A ringing call was answered or ended: its ring-out timer goes.
+        case stoppedRinging(uuid: String)
     }
 
     public var limits: Limits
@@ -305,15 +323,17 @@ public struct CallSession: Sendable, Equatable {
         case .ended:
             switch report.endedReason {
             case .failed, .remoteEnded, .unanswered, .answeredElsewhere, .declinedElsewhere: break
-            case .unspecified, .endedByAction, .startFailed, .appClosed, .phoneGone, .UNRECOGNIZED:
+            case .unspecified, .endedByAction, .startFailed, .appClosed, .phoneGone, .rangOut, .closedByCar, .UNRECOGNIZED:
                 return RuleViolation(.invalidArgument, "an ended call's reason is one of CXCallEndedReason's (1-5)")
             }
         case .outgoingConnecting, .outgoingConnected, .unspecified, .UNRECOGNIZED:
             break
         }
         if report.kind == .newIncoming {
-            if let problem = newCallProblem(report.callUuid) { return problem }
-            calls.append(Call(appID: report.appID, uuid: report.callUuid.lowercased(), outgoing: false, phase: .ringing, description: report.description_p))
+            if let problem = newCallProblem(report.callUuid, appID: report.appID, ringing: true) { return problem }
+            let uuid = report.callUuid.lowercased()
+            calls.append(Call(appID: report.appID, uuid: uuid, outgoing: false, phase: .ringing, description: report.description_p))
+            outputs.append(.ringing(uuid: uuid))
             return nil
         }
         guard let i = index(report.callUuid), calls[i].appID == report.appID else {
@@ -333,17 +353,30 @@ public struct CallSession: Sendable, Equatable {
         case .updated:
             calls[i].description = report.description_p
         case .ended:
-            end(at: i, reason: report.endedReason)
+            end(at: i, reason: report.endedReason, outputs: &outputs)
         case .newIncoming, .unspecified, .UNRECOGNIZED:
             break
         }
         return nil
     }
 
-    /// A new call with this UUID: DUPLICATE_CALL, TOO_MANY_CALLS.
-    func newCallProblem(_ uuid: String) -> RuleViolation? {
+    /// A new call of `appID` with this UUID, in order: DUPLICATE_CALL; then
+    /// TOO_MANY_CALLS for the app's own share (a call of it ringing already,
+    /// for a ringing one; `maxCallsPerApp` calls), then for the car's.
+    func newCallProblem(_ uuid: String, appID: String, ringing: Bool) -> RuleViolation? {
         if let existing = call(uuid) {
             return RuleViolation(.duplicateCall, "call \(existing.uuid) exists already (of '\(existing.appID)')")
+        }
+        let own = calls.filter { $0.appID == appID }
+        if ringing, own.count(where: { $0.phase == .ringing }) >= Self.maxRingingPerApp {
+            return RuleViolation(
+                .tooManyCalls, "'\(appID)' has a call ringing already: an app rings one call at a time",
+                limit: "calls.ringingPerApp", limitValue: UInt32(Self.maxRingingPerApp))
+        }
+        if own.count >= limits.maxCallsPerApp {
+            return RuleViolation(
+                .tooManyCalls, "'\(appID)' holds \(own.count) calls, at most \(limits.maxCallsPerApp) (one fewer than the car's \(limits.maxCalls), so another app's call finds a slot)",
+                limit: "calls.perApp", limitValue: UInt32(limits.maxCallsPerApp))
         }
         if calls.count >= limits.maxCalls {
             return RuleViolation(.tooManyCalls, "the car holds \(calls.count) calls, at most \(limits.maxCalls)", limit: "calls.max", limitValue: UInt32(limits.maxCalls))
@@ -351,8 +384,9 @@ public struct CallSession: Sendable, Equatable {
         return nil
     }
 
-    mutating func end(at index: Int, reason: HUCallEndedReason) {
+    mutating func end(at index: Int, reason: HUCallEndedReason, outputs: inout [Output]) {
         let call = calls.remove(at: index)
+        if call.phase == .ringing { outputs.append(.stoppedRinging(uuid: call.uuid)) }
         lastEnded = HUCallEnded.with {
             $0.appID = call.appID
             $0.callUuid = call.uuid
@@ -378,7 +412,7 @@ public struct CallSession: Sendable, Equatable {
         var action = action
         action.callUuid = action.callUuid.lowercased()
         if action.kind == .start {
-            if let problem = newCallProblem(action.callUuid) { return .failure(problem) }
+            if let problem = newCallProblem(action.callUuid, appID: requester!, ringing: false) { return .failure(problem) }
             if let other = calls.first(where: \.holdsTheLine) {
                 return .failure(RuleViolation(.wrongCallState, "call \(other.uuid) holds the line: hold or end it before starting another"))
             }
@@ -422,25 +456,29 @@ public struct CallSession: Sendable, Equatable {
             return RuleViolation(.unknownEvent, "'\(answer.appID)' has no call action \(answer.actionID) waiting for an answer")
         }
         pending[answer.actionID] = nil
-        apply(found.action, fulfilled: answer.fulfilled)
+        apply(found.action, fulfilled: answer.fulfilled, outputs: &outputs)
         outputs.append(.settled(actionID: answer.actionID, found, .success(answer.fulfilled)))
         return nil
     }
 
-    /// What a settled action does to its call (gone meanwhile: nothing).
-    mutating func apply(_ action: HUCallAction, fulfilled: Bool) {
+    /// What a settled action does to its call (gone meanwhile, as after
+    /// the car's own end: nothing).
+    mutating func apply(_ action: HUCallAction, fulfilled: Bool, outputs: inout [Output]) {
         guard let i = index(action.callUuid) else { return }
         switch action.kind {
         case .start:
             if !fulfilled {
-                end(at: i, reason: .startFailed)
+                end(at: i, reason: .startFailed, outputs: &outputs)
             } else if calls[i].phase == .dialing {
                 calls[i].phase = .connecting
             }
         case .answer:
-            if fulfilled, calls[i].phase == .ringing { calls[i].phase = .active }
+            if fulfilled, calls[i].phase == .ringing {
+                calls[i].phase = .active
+                outputs.append(.stoppedRinging(uuid: calls[i].uuid))
+            }
         case .end:
-            if fulfilled { end(at: i, reason: .endedByAction) }
+            if fulfilled { end(at: i, reason: .endedByAction, outputs: &outputs) }
         case .setHeld:
             if fulfilled, calls[i].phase == .active { calls[i].onHold = action.onHold }
         case .setMuted:
@@ -455,7 +493,7 @@ public struct CallSession: Sendable, Equatable {
         guard let found = pending.removeValue(forKey: actionID) else { return }
         timedOut.append((actionID, found.appID))
         if timedOut.count > Self.timedOutMemory { timedOut.removeFirst() }
-        apply(found.action, fulfilled: false)
+        apply(found.action, fulfilled: false, outputs: &outputs)
         outputs.append(.timedOut(HUCallActionTimedOut.with {
             $0.appID = found.appID
             $0.actionID = actionID
@@ -485,7 +523,48 @@ public struct CallSession: Sendable, Equatable {
             outputs.append(.settled(actionID: id, found, .failure(RuleViolation(.notConnected, "'\(appID)' went away before it answered"))))
         }
         while let i = calls.firstIndex(where: { $0.appID == appID }) {
-            end(at: i, reason: reason)
+            end(at: i, reason: reason, outputs: &outputs)
+        }
+    }
+
+    // MARK: - the car's own end
+
+    /// The car ends a call itself (26.6): the driver's end, a ring-out, the
+    /// driver closing the app. The call is gone at once, whatever the app
+    /// answers or fails to; the app is sent the end to perform
+    /// (`ended_by_car` says why), timed like any action, and never refused
+    /// by the actions cap: the driver can always end a call. Its id; nil
+    /// when there is no such call.
+    public mutating func endByCar(_ uuid: String, reason: HUCallEndedReason, outputs: inout [Output]) -> UInt64? {
+        guard let i = index(uuid) else { return nil }
+        let call = calls[i]
+        end(at: i, reason: reason, outputs: &outputs)
+        var action = HUCallAction()
+        action.kind = .end
+        action.callUuid = call.uuid
+        let id = nextActionID
+        nextActionID &+= 1
+        pending[id] = PendingAction(appID: call.appID, action: action, fromCar: true, asker: nil)
+        outputs.append(.perform(HUCallActionEvent.with {
+            $0.appID = call.appID
+            $0.actionID = id
+            $0.action = action
+            $0.fromCar = true
+            $0.endedByCar = reason
+        }))
+        return id
+    }
+
+    /// A call's ring-out timer fired: still ringing, the car ends it (RANG_OUT).
+    public mutating func ringTimerFired(_ uuid: String, outputs: inout [Output]) {
+        guard call(uuid)?.phase == .ringing else { return }
+        _ = endByCar(uuid, reason: .rangOut, outputs: &outputs)
+    }
+
+    /// The driver closed the app (CloseApp): the car ends its calls (CLOSED_BY_CAR).
+    public mutating func endByCar(appID: String, reason: HUCallEndedReason, outputs: inout [Output]) {
+        for uuid in calls.filter({ $0.appID == appID }).map(\.uuid) {
+            _ = endByCar(uuid, reason: reason, outputs: &outputs)
         }
     }
 

@@ -127,12 +127,16 @@ public struct ConnectionStateMachine: Sendable {
         switch state {
         case .closing:
             return .none
-        case .awaitingHello:
+        case .awaitingHello, .authenticating:
+            // Before the peer is known, an oversized header is fatal (section 2,
+            // vector `handshake-length-over-max`): nothing is refused alone yet.
+            if frame.isOversized {
+                return close(.frameTooLarge, "frame payload of \(frame.header.length) bytes exceeds the maximum of \(limits.maxPayloadBytes)")
+            }
+            if case .authenticating = state { return receiveWhileAuthenticating(frame, now: now) }
             return receiveBeforeHandshake(frame, now: now)
         case .established(let info, _):
             return receiveEstablished(frame, peer: info, now: now)
-        case .authenticating:
-            return receiveWhileAuthenticating(frame, now: now)
         }
     }
 
@@ -391,7 +395,7 @@ public struct ConnectionStateMachine: Sendable {
         // `receiveMessage`: a grant needs bytes the other side sent, so credit
         // already bounds how many come, 18.5); a PONG is bounded by the PINGs
         // the daemon sent.
-        let creditFrame = kind == .message && Self.isSessionCredit(frame)
+        let creditFrame = kind == .message && !frame.isOversized && Self.isSessionCredit(frame)
         switch kind {
         case .message where creditFrame:
             break
@@ -413,6 +417,7 @@ public struct ConnectionStateMachine: Sendable {
             }
             pingsUnanswered -= 1
         }
+        if frame.isOversized { return refuseOversized(frame, kind: kind, peer: peer, now: now) }
         switch kind {
         case .ping:
             guard frame.payload.readableBytes <= FrameHeader.maxPingPayload else {
@@ -448,6 +453,47 @@ public struct ConnectionStateMachine: Sendable {
             return .deliverMedia(channel: frame.header.channel, frame.payload)
         case .message:
             return receiveMessage(frame.payload, peer: peer, now: now, charged: !creditFrame)
+        }
+    }
+
+    /// A frame over `max_payload_bytes` whose header is otherwise sound, its
+    /// payload skipped as it arrives (`Frame.isOversized`; section 2, step 3):
+    /// refused alone once its header passed the checks every frame meets
+    /// (kind, flags, channel, rate), counted towards the error budget. What
+    /// the refusal is depends on the kind (section 10): only DATA ends the
+    /// connection, since a session's byte stream cannot skip bytes (18.4).
+    private mutating func refuseOversized(_ frame: Frame, kind: FrameKind, peer: PeerInfo, now: UInt64) -> ConnectionAction {
+        let length = frame.header.length, maximum = limits.maxPayloadBytes
+        let over = "\(length) bytes, over max_payload_bytes (\(maximum)); skipped"
+        switch kind {
+        case .message:
+            var answer = Self.result(.messageTooLarge, "MESSAGE frame of \(over)", requestID: Self.requestID(of: frame))
+            answer.result.limit = "max_payload_bytes"
+            answer.result.limitValue = maximum
+            return protocolError(answer, now: now)
+        case .ping:
+            return protocolError(.malformedPayload, "PING payload of \(length) bytes exceeds \(FrameHeader.maxPingPayload); skipped", requestID: 0, now: now)
+        case .pong:
+            return silentProtocolError("a PONG of \(over)", now: now)
+        case .video:
+            // Section 25.4's order: role, then the frame itself.
+            guard RolePolicy.maySendVideo(role: peer.role) else {
+                return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send VIDEO frames", requestID: 0, now: now)
+            }
+            var answer = Self.result(.badVideoFrame, "VIDEO frame on channel \(frame.header.channel) of \(over) (max_frame_bytes)", requestID: 0)
+            answer.result.limit = "max_frame_bytes"
+            answer.result.limitValue = maximum
+            return protocolError(answer, now: now)
+        case .media:
+            guard peer.role == .phone else {
+                return protocolError(.notForRole, "a \(RolePolicy.name(of: peer.role)) may not send MEDIA frames", requestID: 0, now: now)
+            }
+            var answer = Self.result(.badMediaFrame, "MEDIA frame on channel \(frame.header.channel) of \(over)", requestID: 0)
+            answer.result.limit = "max_payload_bytes"
+            answer.result.limitValue = maximum
+            return protocolError(answer, now: now)
+        case .data:
+            return close(.frameTooLarge, "DATA frame on channel \(frame.header.channel) of \(length) bytes exceeds the maximum of \(maximum): a session's bytes cannot be skipped")
         }
     }
 

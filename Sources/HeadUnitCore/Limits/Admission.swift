@@ -6,6 +6,19 @@ public enum AdmissionPeer: Sendable, Equatable {
     case tcp(address: String)
     /// SO_PEERCRED; nil when it could not be read.
     case unix(PeerCredentials?)
+    /// A TCP connection whose first flight carried a verified admission
+    /// ticket of this paired device (`acceptTicket` said yes): a paired
+    /// phone on its way to authenticating, which no stranger evicts.
+    case pairedTCP(address: String, device: String)
+}
+
+/// What to do with a TCP connection before its first flight was read.
+public enum FirstFlightDecision: Sendable, Equatable {
+    /// Wait for its ClientHello.
+    case wait
+    /// Wait for its ClientHello, and close this older waiting connection
+    /// (silently: it has sent nothing, there is no TLS to speak in).
+    case waitClosing(UInt64)
 }
 
 /// What to do with a new connection.
@@ -40,6 +53,8 @@ public struct Admission: Sendable {
         var reserved: Bool
         /// The paired device a TCP phone authenticated as.
         var device: String? = nil
+        /// The paired device whose verified ticket admitted it, until it authenticates.
+        var claim: String? = nil
     }
 
     private var entries: [UInt64: Entry] = [:]
@@ -53,6 +68,12 @@ public struct Admission: Sendable {
     /// thousandths) and when it was last refilled. At most `maxSources`.
     private var evictionBudgets: [String: (milli: UInt64, at: UInt64)] = [:]
     private static let maxSources = 64
+    /// TCP connections whose first flight (the TLS ClientHello) has not been
+    /// read yet, oldest first, with their address; at most `caps.maxTCPFirstFlight`.
+    private var firstFlights: [(id: UInt64, address: String)] = []
+    /// The largest ticket counter accepted per paired device: a ticket must
+    /// be above it (one per verified device, so bounded by the paired list).
+    private var ticketCounters: [String: UInt64] = [:]
 
     public init(caps: ConnectionCaps, access: PeerAccessPolicy = PeerAccessPolicy()) {
         self.caps = caps
@@ -67,6 +88,45 @@ public struct Admission: Sendable {
     public var tcpConnections: Int { tcp }
     public var unixConnections: Int { unix }
     public var unauthenticatedTCP: Int { unauthenticated.count }
+    public var waitingForFirstFlight: Int { firstFlights.count }
+
+    /// A TCP connection was accepted; its first flight is still to come. It
+    /// is never refused: the oldest waiting connection (of its own address
+    /// first, when that address holds its share) makes room. An honest
+    /// phone's ClientHello follows its connect at once, so evicting it
+    /// before it is read takes `maxTCPFirstFlight` accepts in that instant.
+    public mutating func firstFlightArriving(_ id: UInt64, address: String) -> FirstFlightDecision {
+        var decision = FirstFlightDecision.wait
+        let perSource = max(1, caps.maxTCPFirstFlightPerSource)
+        if firstFlights.count(where: { $0.address == address }) >= perSource,
+            let own = firstFlights.firstIndex(where: { $0.address == address })
+        {
+            decision = .waitClosing(firstFlights.remove(at: own).id)
+        } else if firstFlights.count >= max(1, caps.maxTCPFirstFlight) {
+            decision = .waitClosing(firstFlights.removeFirst().id)
+        }
+        firstFlights.append((id, address))
+        return decision
+    }
+
+    /// The connection's first flight was read, it waited too long, or it closed.
+    public mutating func firstFlightEnded(_ id: UInt64) {
+        firstFlights.removeAll { $0.id == id }
+    }
+
+    /// A ticket of `device` whose signature verified: accepted when its
+    /// counter is above every earlier one of that device (a replayed
+    /// ClientHello is not), and then remembered.
+    public mutating func acceptTicket(device: String, counter: UInt64) -> Bool {
+        if let last = ticketCounters[device], counter <= last { return false }
+        ticketCounters[device] = counter
+        return true
+    }
+
+    /// The paired device forgets its tickets when it is removed (a new pairing starts again).
+    public mutating func forgetTickets(of device: String) {
+        ticketCounters[device] = nil
+    }
 
     /// A connection was accepted (`id` is new and increasing: a higher id is a newer connection).
     public mutating func admit(_ id: UInt64, _ peer: AdmissionPeer, now: UInt64) -> AdmissionDecision {
@@ -84,6 +144,27 @@ public struct Admission: Sendable {
             unix += 1
             if !reserved { unreservedUnix += 1 }
             return .admit
+        case .pairedTCP(let address, let device):
+            // One connection on its way per device: a retry takes the place of the one before it.
+            if let earlier = entries.first(where: { $0.value.claim == device })?.key {
+                remove(earlier)
+                entries[id] = Entry(transport: .tcp, source: address, reserved: false, claim: device)
+                tcp += 1
+                return .admitEvicting(earlier, reason: "a newer connection of the same paired device (its ticket verified) took its place")
+            }
+            var decision = AdmissionDecision.admit
+            if tcp >= caps.maxTCP || total >= caps.maxTotal {
+                // A paired phone makes room among strangers, whatever their addresses' budgets:
+                // first those that have not said Hello, then the oldest.
+                guard let victim = unauthenticated.first(where: { entries[$0]?.greeted == false }) ?? unauthenticated.first else {
+                    return .refuse("TCP holds its maximum of \(caps.maxTCP) connections, all of them authenticated or paired phones on their way")
+                }
+                remove(victim)
+                decision = .admitEvicting(victim, reason: "not authenticated, and a paired phone (its ticket verified) needed the slot")
+            }
+            entries[id] = Entry(transport: .tcp, source: address, reserved: false, claim: device)
+            tcp += 1
+            return decision
         case .tcp(let address):
             var decision = AdmissionDecision.admit
             if let (victim, reason) = tcpVictim(for: address) {
@@ -156,7 +237,7 @@ public struct Admission: Sendable {
             entries[id] = Entry(transport: .unix, source: "", reserved: reserved)
             unix += 1
             if !reserved { unreservedUnix += 1 }
-        case .tcp(let address):
+        case .tcp(let address), .pairedTCP(let address, _):
             entries[id] = Entry(transport: .tcp, source: address, reserved: false)
             tcp += 1
         }
@@ -179,6 +260,7 @@ public struct Admission: Sendable {
     @discardableResult
     public mutating func authenticated(_ id: UInt64, device: String? = nil) -> (victim: UInt64, reason: String)? {
         unauthenticated.removeAll { $0 == id }
+        entries[id]?.claim = nil
         guard let device, entries[id]?.transport == .tcp else { return nil }
         entries[id]?.device = device
         let held = entries.filter { $0.value.device == device }.keys.sorted()
@@ -199,7 +281,7 @@ public struct Admission: Sendable {
     }
 
     public func isAuthenticated(_ id: UInt64) -> Bool {
-        entries[id] != nil && !unauthenticated.contains(id)
+        entries[id] != nil && !unauthenticated.contains(id) && entries[id]?.claim == nil
     }
 
     private mutating func remove(_ id: UInt64) {

@@ -24,16 +24,29 @@ public struct ConnectionCaps: Sendable, Equatable {
     /// past this evicts its own oldest (CONNECTION_EVICTED), so one phone
     /// cannot fill TCP's cap and keep another paired phone out.
     public var maxTCPPerDevice: Int
+    /// TCP connections accepted whose first flight (the TLS ClientHello,
+    /// which may carry a paired phone's admission ticket) was not read yet:
+    /// past it the oldest is closed. Only a descriptor each: no TLS yet.
+    public var maxTCPFirstFlight: Int
+    /// Of those, per remote address: past it that address's own oldest is closed.
+    public var maxTCPFirstFlightPerSource: Int
+    /// How long a TCP connection may take to send its first flight.
+    public var tcpFirstFlightTimeoutMilliseconds: UInt64
 
     /// Defaults: 8 TCP (phones only, one of which carries apps; the rest are
     /// waiting, pairing or resuming), at most 4 of them unauthenticated and 2
     /// per address, 4 evictions a second per address; the rest of 512 for the car's roles, 64 of the Unix
-    /// socket's 448 kept for the configured users.
+    /// socket's 448 kept for the configured users; 64 connects waiting for their
+    /// first flight (16 per address) for at most 2 s.
     public init(
         maxTotal: Int = 512, maxUnix: Int = 448, maxTCP: Int = 8,
         maxTCPUnauthenticated: Int = 4, maxTCPUnauthenticatedPerSource: Int = 2, unixReserved: Int = 64,
-        tcpEvictionsPerSourcePerSecond: Int = 4, maxTCPPerDevice: Int = 2
+        tcpEvictionsPerSourcePerSecond: Int = 4, maxTCPPerDevice: Int = 2,
+        maxTCPFirstFlight: Int = 64, maxTCPFirstFlightPerSource: Int = 16, tcpFirstFlightTimeoutMilliseconds: UInt64 = 2_000
     ) {
+        self.maxTCPFirstFlight = maxTCPFirstFlight
+        self.maxTCPFirstFlightPerSource = maxTCPFirstFlightPerSource
+        self.tcpFirstFlightTimeoutMilliseconds = tcpFirstFlightTimeoutMilliseconds
         self.maxTCPPerDevice = maxTCPPerDevice
         self.tcpEvictionsPerSourcePerSecond = tcpEvictionsPerSourcePerSecond
         self.maxTotal = maxTotal

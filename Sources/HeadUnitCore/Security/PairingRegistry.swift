@@ -102,8 +102,10 @@ public struct PairingRegistry: Sendable, Equatable {
     public var codeValidMilliseconds: UInt64
     public let globalBurst: Int
     public let globalIntervalMilliseconds: UInt64
-    /// The global bucket: attempts available (thousandths) and when it was last refilled.
-    private var globalMilli: UInt64
+    /// The global bucket in milliseconds of refill (an attempt costs
+    /// `globalIntervalMilliseconds`; each millisecond adds one, so no call,
+    /// however frequent, loses a fraction), and when it was last refilled.
+    private var globalCredit: UInt64
     private var globalAt: UInt64 = 0
 
     public init(
@@ -114,7 +116,7 @@ public struct PairingRegistry: Sendable, Equatable {
         self.codeValidMilliseconds = codeValidMilliseconds
         self.globalBurst = max(1, globalBurst)
         self.globalIntervalMilliseconds = max(1, globalIntervalMilliseconds)
-        self.globalMilli = UInt64(max(1, globalBurst)) * 1000
+        self.globalCredit = UInt64(max(1, globalBurst)) * max(1, globalIntervalMilliseconds)
     }
 
     /// The most guesses one window can take from all sources together: the
@@ -160,12 +162,16 @@ public struct PairingRegistry: Sendable, Equatable {
     public enum AttemptStart: Sendable, Equatable {
         case proceed(Attempt)
         case refused(HUErrorCode, String)
+        /// PAIRING_THROTTLED: an attempt from this source can start in
+        /// `waitMilliseconds` at the earliest (`Result.limit_value`, section 20.2).
+        case throttled(waitMilliseconds: UInt64, String)
     }
 
     /// A phone's `PairStart` from `source` (its address). Order of checks: a
     /// window is open and not expired (PAIRING_NOT_OPEN), the source is not
-    /// in backoff (PAIRING_THROTTLED), the car's rate for all sources has an
-    /// attempt left (PAIRING_THROTTLED, the window stays open). Counts the guess.
+    /// in backoff, the car's rate for all sources has an attempt left (both
+    /// PAIRING_THROTTLED, with the wait until both allow one; the window
+    /// stays open). Counts the guess.
     public mutating func beginAttempt(source: String, now: UInt64) -> AttemptStart {
         guard var open = window else {
             return .refused(.pairingNotOpen, "no pairing code is open: run `headunitctl pair` on the car first")
@@ -175,22 +181,22 @@ public struct PairingRegistry: Sendable, Equatable {
             return .refused(.pairingNotOpen, "the pairing code expired; open a new one on the car")
         }
         var record = sources[source] ?? SourceRecord(attempts: 0, nextAllowedAt: 0, lastSeen: now)
-        guard now >= record.nextAllowedAt else {
-            return .refused(.pairingThrottled, "too many attempts from \(source): try again in \(record.nextAllowedAt - now) ms")
-        }
-        // The rate for everyone: refill, then take one attempt.
-        let capacity = UInt64(globalBurst) * 1000
+        // The rate for everyone: refill first, so that a refusal can say when both allow an attempt.
         if now > globalAt {
-            globalMilli = min(capacity, globalMilli + (now - globalAt) * 1000 / globalIntervalMilliseconds)
+            globalCredit = min(UInt64(globalBurst) * globalIntervalMilliseconds, globalCredit + (now - globalAt))
             globalAt = now
         }
-        guard globalMilli >= 1000 else {
-            let wait = (1000 - globalMilli) * globalIntervalMilliseconds / 1000 + 1
-            return .refused(
-                .pairingThrottled,
-                "the car takes at most \(globalBurst) pairing attempts at once and one more every \(globalIntervalMilliseconds) ms from all sources: try again in \(wait) ms (the code stays open)")
+        let globalWait = globalCredit >= globalIntervalMilliseconds ? 0 : globalIntervalMilliseconds - globalCredit
+        guard now >= record.nextAllowedAt else {
+            let wait = max(record.nextAllowedAt - now, globalWait)
+            return .throttled(waitMilliseconds: wait, "too many attempts from \(source): try again in \(wait) ms")
         }
-        globalMilli -= 1000
+        guard globalWait == 0 else {
+            return .throttled(
+                waitMilliseconds: globalWait,
+                "the car takes at most \(globalBurst) pairing attempts at once and one more every \(globalIntervalMilliseconds) ms from all sources: try again in \(globalWait) ms (the code stays open)")
+        }
+        globalCredit -= globalIntervalMilliseconds
         record.attempts += 1
         record.lastSeen = now
         let backoff = Self.firstBackoffMilliseconds << UInt64(min(record.attempts - 1, 16))

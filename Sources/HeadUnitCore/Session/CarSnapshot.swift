@@ -15,13 +15,18 @@ import HeadUnitWire
 /// dashboard buttons, cluster texts; not an alert shown, which is dismissed
 /// first: `prepareForHandover`), which HMIs and clusters subscribed to the
 /// metadata stream (they get a fresh snapshot of it, numbered on), and who
-/// owns the main audio (not a navigation prompt in progress), and the
-/// phone's calls (not the call actions waiting for the app's answer).
+/// owns the main audio (not a navigation prompt in progress), the
+/// phone's calls (not the call actions waiting for the app's answer), and
+/// which HMIs and clusters hear the car's output (24.7).
 ///
 /// Not carried over (they start clean; the server tells their peers to
 /// reconnect before handing over): accessory peers and their External
 /// Accessory sessions, a navigation prompt in
-/// progress, and a phone that was away within its resumption grace.
+/// progress, and a phone that was away within its resumption grace. The
+/// phone's audio streams and the microphone are not carried either (their
+/// buffers and credit live in the mixer of the process that ends): the
+/// snapshot names them and the next process closes each towards the phone
+/// with RESTARTED (`restoredConnectionsBack`).
 public enum CarSnapshotFormat {
     /// Bumped whenever a field of snapshot.proto changes meaning; a snapshot
     /// of another format is refused (the daemon starts clean).
@@ -44,9 +49,12 @@ extension Car {
 
     /// Before the snapshot is taken: what the next process does not carry
     /// ends now, and whoever depends on it is told: a navigation alert shown
-    /// is dismissed (`alert_dismissed{SYSTEM}` to its app).
+    /// is dismissed (`alert_dismissed{SYSTEM}` to its app); a remote command
+    /// waiting for its app's answer ends, its HMI answered NOT_CONNECTED (the
+    /// request would otherwise never be answered).
     public mutating func prepareForHandover() -> [CarEffect] {
         if navigation.alert != nil { dismissNavigationAlert(.system, actionID: "", tell: true) }
+        endRemoteCommands(of: appOrder, forget: false, why: "was cut off by the daemon's restart")
         settlePhoneLink()
         publishScreens()
         return takeEffects()
@@ -121,6 +129,18 @@ extension Car {
         center.dashboardButtons = entry.dashboardButtons.mapValues(\.buttons)
         center.clusterDescriptions = entry.clusterDescriptions.mapValues(\.values)
         car.navigation = center
+    }
+
+    /// After a restore, once every handed-over connection is back and the
+    /// peers that did not come back have left: the phone hears of each audio
+    /// stream the restart ended (AudioStreamClosed{RESTARTED}, or in its
+    /// backlog while it is away), then audio settles: the mixer learns the
+    /// focus, and a microphone still wanted starts anew (section 22).
+    public mutating func restoredConnectionsBack() -> [CarEffect] {
+        for closed in audioClosedByRestart { sendToPhone(.audioStreamClosed(closed)) }
+        audioClosedByRestart = []
+        settleAudio()
+        return takeEffects()
     }
 
     /// Roles whose sessions a snapshot carries; other peers are told to reconnect.
@@ -204,6 +224,11 @@ extension Car {
         sound.callActive = audio.vehicleCallActive
         sound.voiceSessionActive = audio.voiceSessionActive
         sound.voiceAppID = audio.voiceAppID
+        // Streams are not carried (their buffers and credit live in this
+        // process's mixer): the next process closes them towards the phone.
+        sound.streams = audioStreams.openAtRestart()
+        sound.nextStreamID = audioStreams.nextID
+        sound.outputWatchers = audioTap.watchers
         out.audio = sound
         // Only the phone's apps navigate: with no phone carried, nothing of it is.
         if phoneLink.peer != nil { out.navigation = navigationSnapshot() }
@@ -341,6 +366,27 @@ extension Car {
         car.audio = AudioFocus(
             restoringMain: main, spoken: sound.mainSpoken, callActive: sound.callActive,
             voiceSessionActive: sound.voiceSessionActive, voiceAppID: sound.voiceAppID)
+        for stream in sound.streams {
+            guard stream.streamID != 0, snapshot.phonePeer != 0, car.apps[stream.appID] != nil else {
+                throw SnapshotError("audio stream \(stream.streamID) belongs to no app of the phone ('\(stream.appID)')")
+            }
+            // Its MEDIA, credit or close still in flight is dropped without a word (24.4).
+            car.audioStreams.remember(stream.streamID)
+            car.audioClosedByRestart.append(HUAudioStreamClosed.with {
+                $0.appID = stream.appID
+                $0.streamID = stream.streamID
+                $0.type = stream.type
+                $0.reason = .restarted
+                $0.detail = "the daemon restarted and could not carry the stream: its credit is gone; open a new stream"
+            })
+        }
+        car.audioStreams.nextID = max(sound.nextStreamID, 1)
+        for peer in sound.outputWatchers {
+            guard let role = car.peers[peer]?.role, role == .hmi || role == .cluster else {
+                throw SnapshotError("audio output watcher \(peer) is not an HMI or cluster peer")
+            }
+            if case .success(let command?) = car.audioTap.watch(peer, stop: false) { effects.append(.audio(command)) }
+        }
         if snapshot.phonePeer != 0 {
             if let problem = car.calls.restore(
                 snapshot.calls, nextActionID: snapshot.nextCallActionID,
@@ -352,6 +398,10 @@ extension Car {
                 throw SnapshotError("call \(call.uuid) belongs to no communication app ('\(call.appID)')")
             }
             car.audio.callsChanged(appsInCalls: car.calls.appsInCalls)
+            // A ringing call rings out in this process too: its ring time starts again.
+            for call in car.calls.calls where call.phase == .ringing {
+                effects.append(.startTimer(.callRinging(uuid: call.uuid), milliseconds: configuration.calls.ringTimeoutMilliseconds))
+            }
         }
         // Navigation apps were told this style already.
         car.navigation.announcedPromptStyle = car.audio.promptStyle
@@ -392,5 +442,27 @@ extension Car {
         app.nowPlaying = entry.nowPlaying
         app.nowPlayingSet = entry.nowPlayingSet
         return app
+    }
+}
+
+extension AudioStreams {
+    /// The streams and the microphone open now, in id order, for the snapshot
+    /// (the next process closes them: `Car.restoredConnectionsBack`).
+    func openAtRestart() -> [HUAudioStreamSnapshot] {
+        var out = streams.values.sorted { $0.id < $1.id }.map { stream in
+            HUAudioStreamSnapshot.with {
+                $0.appID = stream.appID
+                $0.streamID = stream.id
+                $0.type = stream.type
+            }
+        }
+        if let microphone {
+            out.append(HUAudioStreamSnapshot.with {
+                $0.appID = microphone.appID
+                $0.streamID = microphone.stream
+                $0.type = .microphone
+            })
+        }
+        return out
     }
 }

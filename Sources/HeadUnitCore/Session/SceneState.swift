@@ -107,9 +107,20 @@ public struct SceneState: Sendable, Equatable {
                 // Checked up to 64 KiB: a decode of the largest lists per
                 // update made debug daemons too slow for the tests that
                 // pipeline them (WireTemplateTests and the fuzz target check the rest).
-                assert(wire.count > 1 << 16 || (try? HUTemplate(serializedBytes: wire)) == template, "the bytes sent are the template")
+                assert(wire.count > 1 << 16 || Self.decodes(wire, to: template), "the bytes sent are the template")
                 encoded = wire
             }
+        }
+
+        /// Whether `wire` decodes to `template`. A NaN is not equal to itself
+        /// (a live now-playing's `duration_seconds` may be one, TEMPLATES.md),
+        /// so a decoded template unequal to it is compared by its encoding too:
+        /// the encoder writes a double's bits as they are, as the phone sent them.
+        static func decodes(_ wire: [UInt8], to template: HUTemplate) -> Bool {
+            guard let decoded = try? HUTemplate(serializedBytes: wire) else { return false }
+            if decoded == template { return true }
+            guard let mine = try? LinearEncoder.bytes(decoded), let theirs = try? LinearEncoder.bytes(template) else { return false }
+            return mine == theirs
         }
 
         public static func == (lhs: Held, rhs: Held) -> Bool {

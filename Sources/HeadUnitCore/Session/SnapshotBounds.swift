@@ -10,7 +10,9 @@
 /// the calls (section 26.8: a copy of the home screen's, within another frame),
 /// per-app navigation texts (a few frames' worth), the lane guidances the
 /// guiding app's session holds (`LaneGuidanceLimits.heldBytes`; one app
-/// guides at a time, an ended session holds none), and per connection its
+/// guides at a time, an ended session holds none), the audio streams a
+/// restart closes and the output's watchers (at most `audio.streams` app ids
+/// and `audio.output_watchers` peer ids: within the 1 MiB margin), and per connection its
 /// peer record and the bytes read but not yet parsed (at most a frame plus
 /// one socket read).
 public enum SnapshotBounds {

@@ -1,4 +1,5 @@
 import HeadUnitCore
+import HeadUnitWire
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -29,7 +30,9 @@ struct AudioReport: Sendable {
     /// The output's 20 ms chunks while tapped (section 24.7): each a MEDIA
     /// payload ready to send, u64 BE play time in microseconds, then PCM.
     var output: [ByteBuffer] = []
-    var isEmpty: Bool { played.isEmpty && captured.isEmpty && output.isEmpty }
+    /// The output's health when it changed (GetStatus shows it, section 24.5).
+    var outputStatus: HUAudioOutputStatus?
+    var isEmpty: Bool { played.isEmpty && captured.isEmpty && output.isEmpty && outputStatus == nil }
 }
 
 /// Decoding, mixing and the microphone, on a thread of their own so the
@@ -54,7 +57,22 @@ final class AudioEngine: @unchecked Sendable {
     private let pool = NIOThreadPool(numberOfThreads: 1)
     private let report: @Sendable (AudioReport) -> Void
     private let logger: Logger
-    private let sink: AudioSink
+    /// The sink, behind its own thread: the mixer never waits for the output.
+    private let output: AudioOutputWriter
+    private let outputName: String
+    /// Output frames dropped because the output could not take them, and
+    /// how many of them are not logged yet (logged at most once a second).
+    private(set) var droppedFrames = 0
+    private var unloggedDrops = 0
+    private var lastDropLog: UInt64 = 0
+    /// The output is blocked (an operation in progress for longer than `blockedAfterNanoseconds`), as last logged.
+    private var outputBlocked = false
+    /// The health last reported to the loop, and what to report next (blocked
+    /// and failures at once, a changed drop count at most once a second).
+    private var reportedStatus = HUAudioOutputStatus()
+    private var lastStatusReport: UInt64 = 0
+    private var statusToReport: HUAudioOutputStatus?
+    static let blockedAfterNanoseconds: UInt64 = 1_000_000_000
     private let mixer: AudioMixer
     private var microphone: MicrophoneSource
     private var microphoneStream: UInt32?
@@ -70,12 +88,15 @@ final class AudioEngine: @unchecked Sendable {
         self.report = report
         self.logger = logger
         self.mixer = AudioMixer(jitterMilliseconds: jitterMilliseconds, windowMilliseconds: windowMilliseconds)
+        self.outputName = "\(configuration.output)"
+        let sink: AudioSink
         switch configuration.output {
         case .wav(let path): sink = FileSink(path: path, wav: true)
         case .raw(let path): sink = FileSink(path: path, wav: false)
         case .alsa(let device): sink = AlsaSink(device: device)
         case .none: sink = DiscardSink()
         }
+        output = AudioOutputWriter(sink: sink)
         switch MicrophoneSource.parse(configuration.microphone) {
         case .success(let source): microphone = source
         case .failure(let reason):
@@ -95,13 +116,21 @@ final class AudioEngine: @unchecked Sendable {
         pool.submit { [self] _ in run() }
     }
 
-    /// From the loop, when the server stops.
+    /// When the server stops (or hands over): the mixer's thread ends at
+    /// once (it never waits for the output); the output's thread gets
+    /// `AudioOutputWriter.closeTimeoutSeconds` to finish its file, and a
+    /// write still blocked then is abandoned (logged), so a stop never hangs.
     func stop() {
         guard started else { return }
         lock.lock()
         stopping = true
         lock.unlock(withValue: 1)
         try? pool.syncShutdownGracefully()
+        if !output.close() {
+            logger.error(
+                "audio output blocked: abandoned at the stop",
+                metadata: ["waited_ms": "\(Int(AudioOutputWriter.closeTimeoutSeconds * 1000))"])
+        }
     }
 
     /// From the serving loop. False (and logged by the caller) only if the
@@ -130,6 +159,53 @@ final class AudioEngine: @unchecked Sendable {
     }
 
     private static func now() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
+
+    private func countDropped(_ frames: Int) {
+        droppedFrames += frames
+        unloggedDrops += frames
+    }
+
+    /// Logs what the output did since the last look: a failure (once per
+    /// change), a blocked operation (once when it starts, once when it
+    /// ends), and dropped audio (at most once a second, with the count).
+    private var loggedFailure: String?
+    private func checkOutput(now: UInt64) {
+        let health = output.health(now: now)
+        if health.failed != loggedFailure {
+            if let failed = health.failed {
+                logger.error("audio output unusable: mixing into nothing until the output starts again", metadata: ["reason": "\(failed)"])
+            }
+            loggedFailure = health.failed
+        }
+        let blocked = (health.busyNanoseconds ?? 0) >= Self.blockedAfterNanoseconds
+        if blocked != outputBlocked {
+            outputBlocked = blocked
+            if blocked {
+                logger.error("audio output blocked: it takes nothing, the mix is dropped until it does", metadata: ["output": "\(outputName)"])
+            } else {
+                logger.notice("audio output no longer blocked", metadata: ["output": "\(outputName)", "dropped_frames": "\(droppedFrames)"])
+            }
+        }
+        var status = HUAudioOutputStatus()
+        status.blocked = blocked
+        status.failure = health.failed ?? ""
+        status.droppedFrames = UInt64(droppedFrames)
+        if status != reportedStatus {
+            let urgent = status.blocked != reportedStatus.blocked || status.failure != reportedStatus.failure
+            if urgent || now - lastStatusReport >= 1_000_000_000 {
+                statusToReport = status
+                reportedStatus = status
+                lastStatusReport = now
+            }
+        }
+        if unloggedDrops > 0, now - lastDropLog >= 1_000_000_000 {
+            logger.warning(
+                "audio output cannot keep up: mix dropped",
+                metadata: ["frames": "\(unloggedDrops)", "total_frames": "\(droppedFrames)", "output": "\(outputName)"])
+            unloggedDrops = 0
+            lastDropLog = now
+        }
+    }
 
     /// Cuts the output into 20 ms MEDIA payloads stamped with when their first sample plays.
     private func tap(_ pcm: [UInt8], started: UInt64, into output: inout [ByteBuffer]) {
@@ -163,7 +239,7 @@ final class AudioEngine: @unchecked Sendable {
             let stop = stopping
             lock.unlock(withValue: 0)
             if stop {
-                if active { sink.finish() }
+                if active { output.finish() }
                 microphone.end()
                 return
             }
@@ -173,10 +249,7 @@ final class AudioEngine: @unchecked Sendable {
                 started = Self.now()
                 written = 0
                 idleSince = nil
-                sink.start(startedNanoseconds: started)
-                if let failed = sink.failed {
-                    logger.error("audio output unusable: mixing into nothing", metadata: ["reason": "\(failed)"])
-                }
+                countDropped(output.start(startedNanoseconds: started))
             }
             for command in commands {
                 if case .microphone(let stream) = command {
@@ -201,17 +274,17 @@ final class AudioEngine: @unchecked Sendable {
             var report = AudioReport()
             let now = Self.now()
             let due = Int((now - started) * UInt64(AudioMixer.outputRate) / 1_000_000_000)
-            let healthy = sink.failed == nil
             while written < due {
                 let count = min(due - written, 960)
                 let pcm = AudioMixer.pcm16(mixer.render(count, played: &report.played))
-                sink.write(pcm)
+                // The mix goes on by the clock whatever the output does: what it cannot take is dropped.
+                if !output.write(pcm) { countDropped(count) }
                 if tapped { tap(pcm, started: started, into: &report.output) }
                 written += count
             }
-            if healthy, let failed = sink.failed {
-                logger.error("audio output failed: mixing into nothing until the output starts again", metadata: ["reason": "\(failed)"])
-            }
+            checkOutput(now: now)
+            report.outputStatus = statusToReport
+            statusToReport = nil
             if let stream = microphoneStream {
                 let micDue = Int((now - microphoneStart) * UInt64(MicrophoneSource.rate) / 1_000_000_000)
                 while micDue - microphoneFrames >= Self.microphoneChunkFrames {
@@ -229,7 +302,7 @@ final class AudioEngine: @unchecked Sendable {
                 let since = idleSince ?? now
                 idleSince = since
                 if now - since >= Self.idleAfterNanoseconds {
-                    sink.finish()
+                    output.finish()
                     active = false
                     continue
                 }

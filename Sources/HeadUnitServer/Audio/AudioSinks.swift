@@ -4,6 +4,8 @@ import Glibc
 import Musl
 #endif
 import HeadUnitCore
+import NIOConcurrencyHelpers
+import NIOCore
 
 /// Where the car's mixed output goes (PROTOCOL.md section 24.5; DaemonConfig.audio.output).
 public enum AudioOutputSpec: Sendable, Equatable {
@@ -26,7 +28,7 @@ public enum AudioOutputSpec: Sendable, Equatable {
     }
 }
 
-/// What the mixer writes to, on the engine's thread.
+/// What the mixer writes to, on the output's own thread (`AudioOutputWriter`).
 protocol AudioSink: AnyObject {
     /// Output sample 0 plays at `startedNanoseconds` (CLOCK_MONOTONIC).
     func start(startedNanoseconds: UInt64)
@@ -66,6 +68,7 @@ final class FileSink: AudioSink {
 
     func start(startedNanoseconds: UInt64) {
         finish()
+        failed = nil
         started = startedNanoseconds
         dataBytes = 0
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -101,7 +104,10 @@ final class FileSink: AudioSink {
             let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
             if count < 0 {
                 if errno == EINTR { continue }
+                // Nothing more goes there until the next activation opens it again.
                 failed = "\(path): \(String(cString: strerror(errno)))"
+                Glibc.close(fd)
+                fd = -1
                 return
             }
             done += count
@@ -235,5 +241,152 @@ struct MicrophoneSource {
             at = body + size + (size & 1)
         }
         return .failure(AudioProblem("\(path): no data chunk"))
+    }
+}
+
+/// The output's own thread (PROTOCOL.md section 24.5): every call into the
+/// sink (open, write, finish) happens there, so a target that blocks (a FIFO
+/// nobody reads, a hung file system, NFS gone away) holds that thread only.
+/// The mixer hands its PCM over through a bounded queue and drops what does
+/// not fit (`write` returns false), keeping its clock; `close` waits a
+/// bounded time for the thread and then abandons it.
+// @unchecked: `jobs`, `queuedBytes`, `busySince`, `failure`, `closing` and
+// `running` are guarded by `lock`; `sink` is touched only by the writer thread.
+final class AudioOutputWriter: @unchecked Sendable {
+    /// What waits for the sink at most: 500 ms of output (a slow disk's hiccup
+    /// passes unheard; a blocked target costs at most this much memory).
+    static let maxQueuedBytes = AudioMixer.outputRate / 2 * 4
+    /// How long `close` waits for a write in progress before abandoning it.
+    static let closeTimeoutSeconds = 1.0
+
+    enum Job {
+        case start(UInt64)
+        case write([UInt8])
+        case finish
+    }
+
+    private let lock = ConditionLock(value: 0)  // 1: a job waits, or the writer is asked to end
+    private var jobs: [Job] = []
+    private var queuedBytes = 0
+    /// When the sink operation in progress began (nil: none in progress).
+    private var busySince: UInt64?
+    private var failure: String?
+    private var closing = false
+    private var running = false
+    private let endedLock = ConditionLock(value: 0)  // 1: the writer thread ended
+    private let sink: AudioSink
+
+    init(sink: AudioSink) { self.sink = sink }
+
+    private static func now() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
+
+    /// A new activation: sample 0 plays at `startedNanoseconds`. PCM still
+    /// queued for the previous one is dropped (it could not be written in time).
+    /// Returns the frames so dropped.
+    func start(startedNanoseconds: UInt64) -> Int {
+        lock.lock()
+        let dropped = queuedBytes / 4
+        jobs = [.start(startedNanoseconds)]
+        queuedBytes = 0
+        launchIfNeeded()
+        lock.unlock(withValue: 1)
+        return dropped
+    }
+
+    /// False when the queue is full: the sink is behind (or blocked) and these samples are dropped.
+    func write(_ pcm: [UInt8]) -> Bool {
+        lock.lock()
+        guard queuedBytes + pcm.count <= Self.maxQueuedBytes else {
+            lock.unlock(withValue: jobs.isEmpty && !closing ? 0 : 1)
+            return false
+        }
+        jobs.append(.write(pcm))
+        queuedBytes += pcm.count
+        lock.unlock(withValue: 1)
+        return true
+    }
+
+    /// The activation ends once what is queued is written (a WAV's sizes are patched).
+    func finish() {
+        lock.lock()
+        if case .finish? = jobs.last {} else { jobs.append(.finish) }
+        lock.unlock(withValue: 1)
+    }
+
+    /// Why the sink is unusable, as it last said; and for how long the
+    /// operation in progress has taken (nil: none in progress).
+    func health(now: UInt64) -> (failed: String?, busyNanoseconds: UInt64?) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (failure, busySince.map { now > $0 ? now - $0 : 0 })
+    }
+
+    /// Ends the writer thread once its jobs are done, waiting at most
+    /// `timeout` seconds; false when it did not end in time (an operation is
+    /// blocked): it is abandoned, and the process may exit regardless.
+    @discardableResult
+    func close(timeout: Double = closeTimeoutSeconds) -> Bool {
+        lock.lock()
+        closing = true
+        let wasRunning = running
+        lock.unlock(withValue: 1)
+        guard wasRunning else { return true }
+        guard endedLock.lock(whenValue: 1, timeoutSeconds: timeout) else { return false }
+        endedLock.unlock()
+        return true
+    }
+
+    /// Called with `lock` held.
+    private func launchIfNeeded() {
+        guard !running, !closing else { return }
+        running = true
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let created = pthread_create(&thread, nil, { context in
+            Unmanaged<AudioOutputWriter>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, context)
+        if created == 0 {
+            pthread_detach(thread)  // never joined: `close` waits on `endedLock`, with a bound
+        } else {
+            Unmanaged<AudioOutputWriter>.fromOpaque(context).release()
+            running = false
+            failure = "cannot start the audio output's thread: \(String(cString: strerror(created)))"
+        }
+    }
+
+    private func run() {
+        // A FIFO whose reader went away answers EPIPE (the sink fails, the mix
+        // goes nowhere until audio starts again) instead of killing the daemon.
+        var pipe = sigset_t()
+        sigemptyset(&pipe)
+        sigaddset(&pipe, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipe, nil)
+        while true {
+            lock.lock(whenValue: 1)
+            if jobs.isEmpty {
+                let end = closing
+                lock.unlock(withValue: end ? 1 : 0)
+                guard end else { continue }
+                // Asked to end, with nothing left to write.
+                endedLock.lock()
+                endedLock.unlock(withValue: 1)
+                return
+            }
+            let job = jobs.removeFirst()
+            if case .write(let pcm) = job { queuedBytes -= pcm.count }
+            busySince = Self.now()
+            lock.unlock(withValue: jobs.isEmpty && !closing ? 0 : 1)
+            switch job {
+            case .start(let started): sink.start(startedNanoseconds: started)
+            case .write(let pcm): sink.write(pcm)
+            case .finish: sink.finish()
+            }
+            let failed = sink.failed
+            lock.lock()
+            busySince = nil
+            failure = failed
+            lock.unlock(withValue: jobs.isEmpty && !closing ? 0 : 1)
+        }
     }
 }

@@ -150,6 +150,16 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
 
   /// microphone: the call ended
   case callEnded // = 7
+
+  /// The daemon restarted (PROTOCOL.md section 22) and the new process does not
+  /// carry the stream: its credit and what the car held of it are gone; MEDIA
+  /// still in flight on it is dropped without a word. Open a new stream.
+  case restarted // = 8
+
+  /// Microphone: the voice-control template is still presented but no longer
+  /// shown (another app or the home screen is on the main screen). The car
+  /// starts a new microphone stream when it is shown again (PROTOCOL.md 24.6).
+  case voiceControlHidden // = 9
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -166,6 +176,8 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
     case 5: self = .shuttingDown
     case 6: self = .voiceControlDismissed
     case 7: self = .callEnded
+    case 8: self = .restarted
+    case 9: self = .voiceControlHidden
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -180,6 +192,8 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
     case .shuttingDown: return 5
     case .voiceControlDismissed: return 6
     case .callEnded: return 7
+    case .restarted: return 8
+    case .voiceControlHidden: return 9
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -194,6 +208,8 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
     .shuttingDown,
     .voiceControlDismissed,
     .callEnded,
+    .restarted,
+    .voiceControlHidden,
   ]
 
 }
@@ -408,6 +424,28 @@ public nonisolated struct HUWatchAudio: Sendable {
   public init() {}
 }
 
+/// The car's audio output as GetStatus shows it (Status.audio_output,
+/// PROTOCOL.md section 24.5); unset until audio first played.
+public nonisolated struct HUAudioOutputStatus: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// An operation of the output (open, write, finish) has taken over 1 s and
+  /// goes on: the mix is dropped meanwhile (a FIFO nobody reads, a hung file system).
+  public var blocked: Bool = false
+
+  /// Why the output is unusable ("": it is not): the mix goes nowhere until audio starts again.
+  public var failure: String = String()
+
+  /// Output sample frames (48 kHz) dropped since the daemon started because the output could not take them.
+  public var droppedFrames: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// The car's audio output in daemon configuration (DaemonConfig.audio).
 public nonisolated struct HUAudioConfig: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -441,7 +479,7 @@ nonisolated extension HUAudioCodec: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension HUAudioStreamCloseReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_CLOSE_REASON_UNSPECIFIED\0\u{1}AUDIO_STREAM_CLOSE_REASON_FOCUS_LOST\0\u{1}AUDIO_STREAM_CLOSE_REASON_FLOW_CONTROL\0\u{1}AUDIO_STREAM_CLOSE_REASON_REPLACED\0\u{1}AUDIO_STREAM_CLOSE_REASON_APP_CLOSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_SHUTTING_DOWN\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_DISMISSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_CALL_ENDED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_CLOSE_REASON_UNSPECIFIED\0\u{1}AUDIO_STREAM_CLOSE_REASON_FOCUS_LOST\0\u{1}AUDIO_STREAM_CLOSE_REASON_FLOW_CONTROL\0\u{1}AUDIO_STREAM_CLOSE_REASON_REPLACED\0\u{1}AUDIO_STREAM_CLOSE_REASON_APP_CLOSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_SHUTTING_DOWN\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_DISMISSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_CALL_ENDED\0\u{1}AUDIO_STREAM_CLOSE_REASON_RESTARTED\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_HIDDEN\0")
 }
 
 nonisolated extension HUMicrophonePurpose: SwiftProtobuf._ProtoNameProviding {
@@ -775,6 +813,46 @@ nonisolated extension HUWatchAudio: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
   public static func ==(lhs: HUWatchAudio, rhs: HUWatchAudio) -> Bool {
     if lhs.stop != rhs.stop {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUAudioOutputStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioOutputStatus"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}blocked\0\u{1}failure\0\u{3}dropped_frames\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.blocked) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.failure) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.droppedFrames) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.blocked != false {
+      try visitor.visitSingularBoolField(value: self.blocked, fieldNumber: 1)
+    }
+    if !self.failure.isEmpty {
+      try visitor.visitSingularStringField(value: self.failure, fieldNumber: 2)
+    }
+    if self.droppedFrames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.droppedFrames, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUAudioOutputStatus, rhs: HUAudioOutputStatus) -> Bool {
+    if lhs.blocked != rhs.blocked {return false}
+    if lhs.failure != rhs.failure {return false}
+    if lhs.droppedFrames != rhs.droppedFrames {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -133,8 +133,9 @@ public nonisolated enum HUCallReportKind: SwiftProtobuf.Enum, Swift.CaseIterable
 
 }
 
-/// CXCallEndedReason (1-5), and the car's own reasons (10-13) that only the
-/// car sends (in CallEnded); a report may carry only 1-5.
+/// CXCallEndedReason (1-5), and the car's own reasons (10-15) that only the
+/// car sends (in CallEnded, and in CallActionEvent.ended_by_car); a report may
+/// carry only 1-5.
 public nonisolated enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -144,7 +145,7 @@ public nonisolated enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterabl
   case answeredElsewhere // = 4
   case declinedElsewhere // = 5
 
-  /// an end action was fulfilled (the driver's, or the app's own)
+  /// the driver ended it (the car ends it at once), or the app's own end action was fulfilled
   case endedByAction // = 10
 
   /// the app failed its start action, or never fulfilled it
@@ -155,6 +156,12 @@ public nonisolated enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterabl
 
   /// the phone left for good (section 21)
   case phoneGone // = 13
+
+  /// rang call_ring_timeout_ms unanswered: the car ended it
+  case rangOut // = 14
+
+  /// the driver closed the app (CloseApp)
+  case closedByCar // = 15
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -173,6 +180,8 @@ public nonisolated enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterabl
     case 11: self = .startFailed
     case 12: self = .appClosed
     case 13: self = .phoneGone
+    case 14: self = .rangOut
+    case 15: self = .closedByCar
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -189,6 +198,8 @@ public nonisolated enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterabl
     case .startFailed: return 11
     case .appClosed: return 12
     case .phoneGone: return 13
+    case .rangOut: return 14
+    case .closedByCar: return 15
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -205,6 +216,8 @@ public nonisolated enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterabl
     .startFailed,
     .appClosed,
     .phoneGone,
+    .rangOut,
+    .closedByCar,
   ]
 
 }
@@ -479,8 +492,9 @@ public nonisolated struct HUCallRequest: Sendable {
 }
 
 /// HMI -> car: the driver pressed answer, end (decline), hold, mute or a key
-/// on a call. Answered once the app fulfilled or failed the action
-/// (Result{call_action: CallActionOutcome}), or with an error.
+/// on a call. END is carried out by the car at once and answered at once
+/// (Result{call_action: CallActionOutcome{fulfilled: true}}); the other actions
+/// are answered once the app fulfilled or failed them, or with an error.
 public nonisolated struct HUCallInput: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -523,8 +537,14 @@ public nonisolated struct HUCallActionEvent: Sendable {
   /// Clears the value of `action`. Subsequent reads from it will return its default value.
   public mutating func clearAction() {self._action = nil}
 
-  /// the driver's (CallInput); false: the app's own request
+  /// the driver's (CallInput), or the car's own end; false: the app's own request
   public var fromCar: Bool = false
+
+  /// Set on an END the car has carried out already (section 26.6): the call is
+  /// gone from the car, for this reason (ENDED_BY_ACTION: the driver ended it;
+  /// RANG_OUT; CLOSED_BY_CAR). The app ends its side of the call; its answer
+  /// changes nothing on the car. UNSPECIFIED on every other action.
+  public var endedByCar: HUCallEndedReason = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -586,7 +606,7 @@ public nonisolated struct HUCallActionOutcome: Sendable {
   /// Clears the value of `action`. Subsequent reads from it will return its default value.
   public mutating func clearAction() {self._action = nil}
 
-  /// CallInput only
+  /// CallInput only (END: true, the car ended the call)
   public var fulfilled: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -676,7 +696,7 @@ nonisolated extension HUCallReportKind: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension HUCallEndedReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CALL_ENDED_REASON_UNSPECIFIED\0\u{1}CALL_ENDED_REASON_FAILED\0\u{1}CALL_ENDED_REASON_REMOTE_ENDED\0\u{1}CALL_ENDED_REASON_UNANSWERED\0\u{1}CALL_ENDED_REASON_ANSWERED_ELSEWHERE\0\u{1}CALL_ENDED_REASON_DECLINED_ELSEWHERE\0\u{2}\u{5}CALL_ENDED_REASON_ENDED_BY_ACTION\0\u{1}CALL_ENDED_REASON_START_FAILED\0\u{1}CALL_ENDED_REASON_APP_CLOSED\0\u{1}CALL_ENDED_REASON_PHONE_GONE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CALL_ENDED_REASON_UNSPECIFIED\0\u{1}CALL_ENDED_REASON_FAILED\0\u{1}CALL_ENDED_REASON_REMOTE_ENDED\0\u{1}CALL_ENDED_REASON_UNANSWERED\0\u{1}CALL_ENDED_REASON_ANSWERED_ELSEWHERE\0\u{1}CALL_ENDED_REASON_DECLINED_ELSEWHERE\0\u{2}\u{5}CALL_ENDED_REASON_ENDED_BY_ACTION\0\u{1}CALL_ENDED_REASON_START_FAILED\0\u{1}CALL_ENDED_REASON_APP_CLOSED\0\u{1}CALL_ENDED_REASON_PHONE_GONE\0\u{1}CALL_ENDED_REASON_RANG_OUT\0\u{1}CALL_ENDED_REASON_CLOSED_BY_CAR\0")
 }
 
 nonisolated extension HUCallActionKind: SwiftProtobuf._ProtoNameProviding {
@@ -964,7 +984,7 @@ nonisolated extension HUCallInput: SwiftProtobuf.Message, SwiftProtobuf._Message
 
 nonisolated extension HUCallActionEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CallActionEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}action_id\0\u{1}action\0\u{3}from_car\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}action_id\0\u{1}action\0\u{3}from_car\0\u{3}ended_by_car\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -976,6 +996,7 @@ nonisolated extension HUCallActionEvent: SwiftProtobuf.Message, SwiftProtobuf._M
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.actionID) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._action) }()
       case 4: try { try decoder.decodeSingularBoolField(value: &self.fromCar) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.endedByCar) }()
       default: break
       }
     }
@@ -998,6 +1019,9 @@ nonisolated extension HUCallActionEvent: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.fromCar != false {
       try visitor.visitSingularBoolField(value: self.fromCar, fieldNumber: 4)
     }
+    if self.endedByCar != .unspecified {
+      try visitor.visitSingularEnumField(value: self.endedByCar, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1006,6 +1030,7 @@ nonisolated extension HUCallActionEvent: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.actionID != rhs.actionID {return false}
     if lhs._action != rhs._action {return false}
     if lhs.fromCar != rhs.fromCar {return false}
+    if lhs.endedByCar != rhs.endedByCar {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

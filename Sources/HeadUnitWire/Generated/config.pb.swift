@@ -171,7 +171,13 @@ public nonisolated struct HUDaemonConfig: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-/// A peer is allowed when its uid is in `uids` or its gid in `gids`.
+/// A peer is allowed when its uid is in `uids` or its gid in `gids`, or it
+/// is one of `users` or its gid is one of `groups`. SO_PEERCRED carries the
+/// peer's primary (effective) gid only: a process is matched by a group it
+/// runs with (systemd's Group=), not by a supplementary one. Names are
+/// looked up in the system's user and group database when the daemon starts;
+/// a name that does not exist stops the start (so a rule never silently
+/// matches nobody).
 public nonisolated struct HUPeerAccess: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -180,6 +186,10 @@ public nonisolated struct HUPeerAccess: Sendable {
   public var uids: [UInt32] = []
 
   public var gids: [UInt32] = []
+
+  public var users: [String] = []
+
+  public var groups: [String] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -407,6 +417,9 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
   }
 
   /// Calls (PROTOCOL.md section 26.7).
+  /// Default 3 calls at once in the car (TOO_MANY_CALLS, limit "calls.max"), 2 to 16;
+  /// one app holds at most max_calls - 1 of them (limit "calls.perApp"), so
+  /// another app's call always finds a slot.
   public var maxCalls: UInt32 {
     get {_storage._maxCalls}
     set {_uniqueStorage()._maxCalls = newValue}
@@ -422,6 +435,13 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
   public var callActionTimeoutMs: UInt32 {
     get {_storage._callActionTimeoutMs}
     set {_uniqueStorage()._callActionTimeoutMs = newValue}
+  }
+
+  /// Default 60000 (5000 to 600000): an incoming call ringing this long
+  /// unanswered is ended by the car (CALL_ENDED_REASON_RANG_OUT).
+  public var callRingTimeoutMs: UInt32 {
+    get {_storage._callRingTimeoutMs}
+    set {_uniqueStorage()._callRingTimeoutMs = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -642,7 +662,7 @@ nonisolated extension HUDaemonConfig: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PeerAccess"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uids\0\u{1}gids\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uids\0\u{1}gids\0\u{1}users\0\u{1}groups\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -652,6 +672,8 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedUInt32Field(value: &self.uids) }()
       case 2: try { try decoder.decodeRepeatedUInt32Field(value: &self.gids) }()
+      case 3: try { try decoder.decodeRepeatedStringField(value: &self.users) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.groups) }()
       default: break
       }
     }
@@ -664,12 +686,20 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if !self.gids.isEmpty {
       try visitor.visitPackedUInt32Field(value: self.gids, fieldNumber: 2)
     }
+    if !self.users.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.users, fieldNumber: 3)
+    }
+    if !self.groups.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.groups, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUPeerAccess, rhs: HUPeerAccess) -> Bool {
     if lhs.uids != rhs.uids {return false}
     if lhs.gids != rhs.gids {return false}
+    if lhs.users != rhs.users {return false}
+    if lhs.groups != rhs.groups {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -677,7 +707,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0\u{3}call_ring_timeout_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -717,6 +747,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxCalls: UInt32 = 0
     var _maxCallActions: UInt32 = 0
     var _callActionTimeoutMs: UInt32 = 0
+    var _callRingTimeoutMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -764,6 +795,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxCalls = source._maxCalls
       _maxCallActions = source._maxCallActions
       _callActionTimeoutMs = source._callActionTimeoutMs
+      _callRingTimeoutMs = source._callRingTimeoutMs
     }
   }
 
@@ -819,6 +851,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 60: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxCalls) }()
         case 61: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxCallActions) }()
         case 62: try { try decoder.decodeSingularUInt32Field(value: &_storage._callActionTimeoutMs) }()
+        case 63: try { try decoder.decodeSingularUInt32Field(value: &_storage._callRingTimeoutMs) }()
         default: break
         }
       }
@@ -938,6 +971,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._callActionTimeoutMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._callActionTimeoutMs, fieldNumber: 62)
       }
+      if _storage._callRingTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._callRingTimeoutMs, fieldNumber: 63)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -984,6 +1020,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxCalls != rhs_storage._maxCalls {return false}
         if _storage._maxCallActions != rhs_storage._maxCallActions {return false}
         if _storage._callActionTimeoutMs != rhs_storage._callActionTimeoutMs {return false}
+        if _storage._callRingTimeoutMs != rhs_storage._callRingTimeoutMs {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -223,10 +223,10 @@ public nonisolated enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   /// RemovePairedDevice for a device that is not paired
   case unknownDevice // = 162
 
-  /// PairStart too soon after failed attempts from the same source or connection
+  /// PairStart too soon (this source's backoff or the car's rate: limit "pairing.retry_after_ms",
   case pairingThrottled // = 163
 
-  /// Pair whose signature does not prove possession of public_key
+  /// limit_value the wait in ms), or the connection's attempts used (limit "pairing.attempts_per_connection")
   case keyNotProven // = 164
 
   /// --- remote commands (PROTOCOL.md section 23) ---

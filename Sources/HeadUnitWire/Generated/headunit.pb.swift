@@ -1146,6 +1146,16 @@ public nonisolated struct HUStatus: @unchecked Sendable {
     set {_uniqueStorage()._authenticatedPhones = newValue}
   }
 
+  /// The car's audio output: blocked, failed, audio dropped (section 24.5).
+  public var audioOutput: HUAudioOutputStatus {
+    get {_storage._audioOutput ?? HUAudioOutputStatus()}
+    set {_uniqueStorage()._audioOutput = newValue}
+  }
+  /// Returns true if `audioOutput` has been explicitly set.
+  public var hasAudioOutput: Bool {_storage._audioOutput != nil}
+  /// Clears the value of `audioOutput`. Subsequent reads from it will return its default value.
+  public mutating func clearAudioOutput() {_uniqueStorage()._audioOutput = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2944,7 +2954,7 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
 
 nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Status"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{3}phone_link\0\u{4}\u{c}accessory_protocols\0\u{4}\u{a}authenticated_phones\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phones\0\u{1}apps\0\u{1}scenes\0\u{1}peers\0\u{1}peer\0\u{1}app\0\u{3}vehicle_state\0\u{3}phone_link\0\u{4}\u{c}accessory_protocols\0\u{4}\u{a}authenticated_phones\0\u{4}\u{a}audio_output\0")
 
   fileprivate class _StorageClass {
     var _phones: UInt32 = 0
@@ -2957,6 +2967,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     var _phoneLink: HUPhoneLink = .none
     var _accessoryProtocols: [HUAccessoryProtocolStatus] = []
     var _authenticatedPhones: UInt32 = 0
+    var _audioOutput: HUAudioOutputStatus? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2977,6 +2988,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       _phoneLink = source._phoneLink
       _accessoryProtocols = source._accessoryProtocols
       _authenticatedPhones = source._authenticatedPhones
+      _audioOutput = source._audioOutput
     }
   }
 
@@ -3005,6 +3017,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         case 8: try { try decoder.decodeSingularEnumField(value: &_storage._phoneLink) }()
         case 20: try { try decoder.decodeRepeatedMessageField(value: &_storage._accessoryProtocols) }()
         case 30: try { try decoder.decodeSingularUInt32Field(value: &_storage._authenticatedPhones) }()
+        case 40: try { try decoder.decodeSingularMessageField(value: &_storage._audioOutput) }()
         default: break
         }
       }
@@ -3047,6 +3060,9 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
       if _storage._authenticatedPhones != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._authenticatedPhones, fieldNumber: 30)
       }
+      try { if let v = _storage._audioOutput {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3066,6 +3082,7 @@ nonisolated extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
         if _storage._phoneLink != rhs_storage._phoneLink {return false}
         if _storage._accessoryProtocols != rhs_storage._accessoryProtocols {return false}
         if _storage._authenticatedPhones != rhs_storage._authenticatedPhones {return false}
+        if _storage._audioOutput != rhs_storage._audioOutput {return false}
         return true
       }
       if !storagesAreEqual {return false}

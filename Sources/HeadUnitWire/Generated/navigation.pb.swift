@@ -2741,6 +2741,13 @@ public nonisolated struct HUAudioSection: Sendable {
   /// the app whose voice-control session is active
   public var voiceAppID: String = String()
 
+  /// The car's microphone: the app it streams to now (empty: nobody) and why
+  /// (PROTOCOL.md 24.6). Set by the car from its own state, never by an app,
+  /// so the HMI can show an indicator no app can suppress.
+  public var microphoneAppID: String = String()
+
+  public var microphonePurpose: HUMicrophonePurpose = .unspecified
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -5891,7 +5898,7 @@ nonisolated extension HUPhoneSection: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUAudioSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AudioSection"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}main_owner\0\u{3}car_source\0\u{3}app_id\0\u{3}main_spoken\0\u{3}prompt_app_id\0\u{3}main_ducked\0\u{3}main_paused\0\u{3}prompt_style\0\u{3}call_active\0\u{3}voice_session_active\0\u{3}voice_app_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}main_owner\0\u{3}car_source\0\u{3}app_id\0\u{3}main_spoken\0\u{3}prompt_app_id\0\u{3}main_ducked\0\u{3}main_paused\0\u{3}prompt_style\0\u{3}call_active\0\u{3}voice_session_active\0\u{3}voice_app_id\0\u{3}microphone_app_id\0\u{3}microphone_purpose\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5910,6 +5917,8 @@ nonisolated extension HUAudioSection: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 9: try { try decoder.decodeSingularBoolField(value: &self.callActive) }()
       case 10: try { try decoder.decodeSingularBoolField(value: &self.voiceSessionActive) }()
       case 11: try { try decoder.decodeSingularStringField(value: &self.voiceAppID) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.microphoneAppID) }()
+      case 13: try { try decoder.decodeSingularEnumField(value: &self.microphonePurpose) }()
       default: break
       }
     }
@@ -5949,6 +5958,12 @@ nonisolated extension HUAudioSection: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.voiceAppID.isEmpty {
       try visitor.visitSingularStringField(value: self.voiceAppID, fieldNumber: 11)
     }
+    if !self.microphoneAppID.isEmpty {
+      try visitor.visitSingularStringField(value: self.microphoneAppID, fieldNumber: 12)
+    }
+    if self.microphonePurpose != .unspecified {
+      try visitor.visitSingularEnumField(value: self.microphonePurpose, fieldNumber: 13)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5964,6 +5979,8 @@ nonisolated extension HUAudioSection: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.callActive != rhs.callActive {return false}
     if lhs.voiceSessionActive != rhs.voiceSessionActive {return false}
     if lhs.voiceAppID != rhs.voiceAppID {return false}
+    if lhs.microphoneAppID != rhs.microphoneAppID {return false}
+    if lhs.microphonePurpose != rhs.microphonePurpose {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -466,6 +466,33 @@ public nonisolated struct HUAudioSnapshot: Sendable {
 
   public var voiceAppID: String = String()
 
+  /// The phone's audio streams and the microphone open at the restart (section
+  /// 24): not carried (the mixer's buffers and credit die with the process);
+  /// the next process closes each towards the phone with RESTARTED as soon as
+  /// the phone's connection is back, and drops their MEDIA still in flight.
+  public var streams: [HUAudioStreamSnapshot] = []
+
+  public var nextStreamID: UInt32 = 0
+
+  /// HMI and cluster peers hearing the car's output (WatchAudio, 24.7): carried.
+  public var outputWatchers: [UInt64] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct HUAudioStreamSnapshot: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var streamID: UInt32 = 0
+
+  public var type: HUAudioStreamType = .unspecified
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1376,7 +1403,7 @@ nonisolated extension HUNavigationSessionSnapshot: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension HUAudioSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AudioSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}main_kind\0\u{3}main_id\0\u{3}main_spoken\0\u{3}call_active\0\u{3}voice_session_active\0\u{3}voice_app_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}main_kind\0\u{3}main_id\0\u{3}main_spoken\0\u{3}call_active\0\u{3}voice_session_active\0\u{3}voice_app_id\0\u{1}streams\0\u{3}next_stream_id\0\u{3}output_watchers\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1390,6 +1417,9 @@ nonisolated extension HUAudioSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 4: try { try decoder.decodeSingularBoolField(value: &self.callActive) }()
       case 5: try { try decoder.decodeSingularBoolField(value: &self.voiceSessionActive) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.voiceAppID) }()
+      case 7: try { try decoder.decodeRepeatedMessageField(value: &self.streams) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.nextStreamID) }()
+      case 9: try { try decoder.decodeRepeatedUInt64Field(value: &self.outputWatchers) }()
       default: break
       }
     }
@@ -1414,6 +1444,15 @@ nonisolated extension HUAudioSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if !self.voiceAppID.isEmpty {
       try visitor.visitSingularStringField(value: self.voiceAppID, fieldNumber: 6)
     }
+    if !self.streams.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.streams, fieldNumber: 7)
+    }
+    if self.nextStreamID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.nextStreamID, fieldNumber: 8)
+    }
+    if !self.outputWatchers.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.outputWatchers, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1424,6 +1463,49 @@ nonisolated extension HUAudioSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.callActive != rhs.callActive {return false}
     if lhs.voiceSessionActive != rhs.voiceSessionActive {return false}
     if lhs.voiceAppID != rhs.voiceAppID {return false}
+    if lhs.streams != rhs.streams {return false}
+    if lhs.nextStreamID != rhs.nextStreamID {return false}
+    if lhs.outputWatchers != rhs.outputWatchers {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUAudioStreamSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioStreamSnapshot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}stream_id\0\u{1}type\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.streamID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.type) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.streamID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.streamID, fieldNumber: 2)
+    }
+    if self.type != .unspecified {
+      try visitor.visitSingularEnumField(value: self.type, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUAudioStreamSnapshot, rhs: HUAudioStreamSnapshot) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.streamID != rhs.streamID {return false}
+    if lhs.type != rhs.type {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
