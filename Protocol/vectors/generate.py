@@ -429,10 +429,12 @@ vector("bad-magic-after-a-frame",
        trailing=bytes.fromhex("5548 02 00 00000000 00000000".replace(" ", "")))
 
 vector("length-over-max",
-       "A header announcing 1048577 bytes, one over the default maximum: refused from the header alone, "
-       "before any payload arrives.",
+       "A header announcing 4194305 bytes, past 4 times the default maximum: fatal from the header alone, "
+       "before any payload arrives. (A frame over the maximum but within 4 times it, with a known kind and "
+       "flags 0, is refused alone after the handshake, its bytes skipped: PROTOCOL.md section 2, step 3; "
+       "the socket test FrameLimitSocketTests shows it.)",
        [], err("FRAME_TOO_LARGE", True), framing_error="ERROR_CODE_FRAME_TOO_LARGE",
-       trailing=header(0x01, MAX + 1))
+       trailing=header(0x01, 4 * MAX + 1))
 
 vector("length-max-u32",
        "A header announcing 0xffffffff bytes.",
@@ -440,10 +442,11 @@ vector("length-max-u32",
        trailing=header(0x01, 0xFFFFFFFF))
 
 vector("length-over-small-max",
-       "With max_payload_bytes 4096 (configured), a 4097-byte frame is too large (the 4096-byte PONG before it is "
-       "fine). 4096, not less: the daemon must still fit its Welcome in a frame to reach this state.",
+       "With max_payload_bytes 4096 (configured), a 16385-byte frame (past 4 times the maximum) is fatal (the "
+       "4096-byte PONG before it is fine). 4096, not less: the daemon must still fit its Welcome in a frame to "
+       "reach this state.",
        [Frame(0x03, bytes(4096))], err("FRAME_TOO_LARGE", True), framing_error="ERROR_CODE_FRAME_TOO_LARGE",
-       trailing=header(0x03, 4097) + bytes(17), max_payload=4096)
+       trailing=header(0x03, 4 * 4096 + 1) + bytes(17), max_payload=4096)
 
 vector("bad-magic-before-length",
        "Bad magic and an oversized length: magic is checked first.",

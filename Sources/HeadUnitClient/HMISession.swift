@@ -139,7 +139,8 @@ public final class HMISession: @unchecked Sendable {
 
     /// The driver pressed answer, end, hold, mute or a key on a call
     /// (PROTOCOL.md section 26.5): answered once the app fulfilled or failed
-    /// it. The calls are in `homeScreen()?.calls`.
+    /// it; an end at once (the car ends the call itself). The calls are in
+    /// `homeScreen()?.calls`.
     public func callAction(_ action: HUCallAction) async throws -> HUCallActionOutcome {
         var input = HUCallInput()
         input.action = action

@@ -179,8 +179,8 @@ public final class HeadUnitConnection: @unchecked Sendable {
                 return try await connectOnce(
                     to: endpoint, configuration: configuration, group: group, pairStartAt: pairStartAt, beforeHandshake: beforeHandshake)
             } catch let refusal as HeadUnitError where refusal.code == .pairingThrottled && refusal.origin == .result {
-                // A connection that used its attempts just connects again; otherwise the car says how long.
-                let wait: TimeAmount = refusal.limit == PairingLimitNames.retryAfter ? .milliseconds(Int64(refusal.limitValue)) : .zero
+                // The car says how long; a connection that used its attempts connects again (not in a spin).
+                let wait: TimeAmount = refusal.limit == PairingLimitNames.retryAfter ? .milliseconds(Int64(refusal.limitValue)) : .milliseconds(100)
                 let at = NIODeadline.now() + wait
                 guard at < deadline else {
                     var late = refusal

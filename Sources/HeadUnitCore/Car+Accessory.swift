@@ -101,25 +101,61 @@ extension Car {
         }
     }
 
-    /// Tells each automaker app that uses one of the changed protocols what it can use now.
+    /// Each automaker app that uses one of the changed protocols is owed its
+    /// availability: sent when the phone's connection can take it
+    /// (`takeOwedToPhone`), the state at that moment, never one event per
+    /// change (18.2). A phone away is owed it until it resumes.
     mutating func sendAvailability(changed keys: Set<String>) {
         for appID in appOrder {
             guard let app = apps[appID], app.category == .automaker,
                 app.matchedProtocols.contains(where: { keys.contains(AccessoryProtocols.key($0)) })
             else { continue }
-            sendAvailability(of: appID)
+            owedAvailability.mayHaveChanged(appID)
         }
     }
 
+    /// Whether each of the app's matched protocols is available now, in their order.
+    func currentAvailability(of appID: String) -> [Bool]? {
+        Self.availability(of: apps[appID], hub: accessories)
+    }
+
+    static func availability(of app: AppState?, hub: AccessoryHub) -> [Bool]? {
+        guard let app, app.category == .automaker else { return nil }
+        return app.matchedProtocols.map { hub.isAvailable($0) }
+    }
+
+    /// Sends `appID` its availability now, to the connected phone (at
+    /// AnnounceApps and ResumeSession: the phone's own request).
     mutating func sendAvailability(of appID: String) {
-        guard let app = apps[appID] else { return }
-        let hub = accessories
-        sendToPhone(.accessoryAvailability(HUAccessoryAvailability.with { availability in
-            availability.appID = appID
-            availability.protocols = app.matchedProtocols.map { name in
-                HUProtocolAvailability.with { $0.protocol = name; $0.available = hub.isAvailable(name) }
+        guard let phonePeer, let available = currentAvailability(of: appID) else { return }
+        emit(phonePeer, body: availabilityEvent(appID, available))
+        owedAvailability.sent(appID, available)
+    }
+
+    func availabilityEvent(_ appID: String, _ available: [Bool]) -> HUEnvelope.OneOf_Body {
+        let names = apps[appID]?.matchedProtocols ?? []
+        return .accessoryAvailability(HUAccessoryAvailability.with { event in
+            event.appID = appID
+            event.protocols = zip(names, available).map { name, isAvailable in
+                HUProtocolAvailability.with { $0.protocol = name; $0.available = isAvailable }
             }
-        }))
+        })
+    }
+
+    /// The availability the phone is owed (18.2), when `keepingUp` says its
+    /// connection takes writes: one `AccessoryAvailability` per app whose
+    /// protocols changed since its connection was last told, in announce
+    /// order. While the phone is behind or away nothing is sent and nothing
+    /// piles up: the apps stay owed, and what is sent later is the state then.
+    public mutating func takeOwedToPhone(keepingUp: (PeerID) -> Bool) -> [CarEffect] {
+        guard !owedAvailability.isEmpty, let phonePeer, keepingUp(phonePeer) else { return [] }
+        let (apps, hub) = (apps, accessories)
+        let due = owedAvailability.take(in: appOrder) { Self.availability(of: apps[$0], hub: hub) }
+        return due.map { due in
+            var envelope = HUEnvelope()
+            envelope.body = availabilityEvent(due.appID, due.available)
+            return .send(phonePeer, envelope)
+        }
     }
 
     func accessoryStatus() -> [HUAccessoryProtocolStatus] {

@@ -152,7 +152,7 @@ extension Car {
     /// (24.3), before the focus its end takes away could close them otherwise.
     mutating func endAudio(of appID: String, tellPhone: Bool) {
         var outputs: [AudioStreams.Output] = []
-        audioStreams.appEnded(appID, tell: tellPhone && (phonePeer != nil || phoneLink.isReconnecting), outputs: &outputs)
+        audioStreams.appEnded(appID, tell: tellPhone, outputs: &outputs)  // sendToPhone: to the phone or its backlog
         if !outputs.isEmpty { performAudio(outputs, from: nil) }
     }
 

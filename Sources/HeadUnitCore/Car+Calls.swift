@@ -64,7 +64,9 @@ extension Car {
             // The driver can always end a call: gone from the car now, whatever
             // the app answers, even while its phone reconnects (it hears on resuming).
             var outputs: [CallSession.Output] = []
-            guard let id = calls.endByCar(call.uuid, reason: .endedByAction, outputs: &outputs) else { return }
+            guard let id = calls.endByCar(call.uuid, reason: .endedByAction, outputs: &outputs) else {
+                return answer(peer, requestID, .failure(RuleViolation(.unknownCall, "no call \(call.uuid)")))
+            }
             var result = HUResult()
             result.callAction = HUCallActionOutcome.with {
                 $0.appID = call.appID

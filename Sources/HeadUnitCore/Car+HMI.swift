@@ -149,8 +149,15 @@ extension Car {
         }
         if state.contentStyle == .unspecified { state.contentStyle = vehicleState.contentStyle }
         if !state.hasSafeArea { state.safeArea = vehicleState.safeArea }
+        let safeAreaChanged = state.safeArea != vehicleState.safeArea
         vehicleState = state
         vehicleStateChanged(state)
+        if safeAreaChanged {
+            // The main screen's stream window carries the safe area (section 25.5).
+            var outputs: [VideoRoutes.Output] = []
+            video.windowChanged(.main, outputs: &outputs)
+            perform(outputs)
+        }
         for appID in appOrder {
             guard let app = apps[appID] else { continue }
             for scene in app.scenes.values.sorted(by: { $0.id < $1.id }) {

@@ -127,6 +127,11 @@ extension Car {
             result.resumed = resumed
             emit(peer, body: .result(result), requestID: requestID)
             for body in replay { emit(peer, body: body) }
+            // Availability is state, never in the backlog (18.2): after the
+            // replay, each automaker app's as it is now, whatever the old
+            // connection was told.
+            owedAvailability.reset()
+            for appID in appOrder { sendAvailability(of: appID) }
             // Video frames in flight were lost: every watched stream starts again from a keyframe (section 25.5).
             var videoOutputs: [VideoRoutes.Output] = []
             video.resumed(outputs: &videoOutputs)

@@ -67,9 +67,10 @@ extension Car {
     /// viewer that takes it, or refused (section 25.4).
     public mutating func receiveVideo(channel: UInt32, _ header: VideoFrameHeader, _ payload: ByteBuffer, from peer: PeerID, now: UInt64) -> [CarEffect] {
         guard let phonePeer, peer == phonePeer, isVideoStream(channel) else {
-            // A frame in flight when its scene ended (one of the last 256 scenes) is dropped without a word.
+            // A frame in flight when its scene ended (one of the last 256 scenes) is dropped without a word;
+            // a scene still connected (not a navigation app's) is refused: the app sends video it may not.
             let recent = channel != 0 && channel < nextSceneID && nextSceneID - channel <= Self.recentScenes
-            if peer == phonePeer, recent { return [] }
+            if peer == phonePeer, recent, !isConnectedScene(channel) { return [] }
             effects.append(.refuseData(peer, .unknownVideoStream, "channel \(channel) is not a connected navigation scene of this phone; VIDEO frame dropped"))
             return takeEffects()
         }
@@ -109,6 +110,11 @@ extension Car {
             if app.scenes.values.contains(where: { $0.id == channel }) { return true }
         }
         return false
+    }
+
+    /// Whether `channel` is a connected scene of any app (only on a refusal's path).
+    func isConnectedScene(_ channel: UInt32) -> Bool {
+        apps.values.contains { app in app.scenes.values.contains { $0.id == channel } }
     }
 
     /// The navigation scene each screen shows now.

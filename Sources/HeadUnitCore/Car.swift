@@ -39,6 +39,8 @@ public struct Car: Sendable {
     var nextSceneID: UInt32 = 1
     /// External Accessory protocols served and the sessions on them.
     @CopyOnWrite var accessories: AccessoryHub
+    /// The accessory availability the phone's automaker apps are owed: state, sent when the phone takes writes (18.2).
+    var owedAvailability = OwedAvailability()
     var effects: [CarEffect] = []
     /// Navigation sessions, previews, alerts (Navigation/), and the metadata stream (Cluster/).
     @CopyOnWrite public internal(set) var navigation = NavigationCenter()
@@ -306,6 +308,7 @@ public struct Car: Sendable {
             accessories.appEnded(appID, reason: .phoneGone, tellPhone: false, outputs: &outputs)
         }
         phoneLink.end()
+        owedAvailability.reset()
         perform(outputs)
         endRemoteCommands(of: appOrder, forget: true, why: "went away with its phone")
         endCalls(of: appOrder, reason: .phoneGone)

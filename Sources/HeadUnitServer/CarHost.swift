@@ -458,7 +458,8 @@ final class CarHost: @unchecked Sendable {
 
     // MARK: - HMI fan-out
 
-    /// The HMI can take writes again: the latest state of what it skipped (HMIHub).
+    /// The HMI can take writes again: the latest state of what it skipped
+    /// (HMIHub). (The phone's owed state goes out with the flush that follows.)
     func caughtUp(_ peer: PeerID) {
         performDeferred()
         guard let handler = connections[peer], car.hmiPeerIDs.contains(peer) else { return }
@@ -482,8 +483,21 @@ final class CarHost: @unchecked Sendable {
     /// Answers first, then what the batch's requests caused for the others.
     func flush() {
         flushDirty()
-        guard performDeferred() else { return }
+        let deferredSent = performDeferred()
+        let owedSent = sendOwedToPhone()
+        guard deferredSent || owedSent else { return }
         flushDirty()
+    }
+
+    /// The state the phone is owed (accessory availability, 18.2), after
+    /// everything else of the batch, and only while its connection takes
+    /// writes: a phone behind gets the latest state when it is writable
+    /// again (`caughtUp` flushes), never a queue of every change.
+    private func sendOwedToPhone() -> Bool {
+        let owed = car.takeOwedToPhone { [connections] phone in connections[phone]?.isKeepingUp ?? false }
+        guard !owed.isEmpty else { return false }
+        performNow(owed)
+        return true
     }
 
     /// Sends what earlier requests deferred; false when there was nothing.

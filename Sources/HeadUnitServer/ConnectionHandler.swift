@@ -67,17 +67,18 @@ final class ConnectionHandler: ChannelInboundHandler {
         self.claimedDevice = claimedDevice
         self.host = host
         self.transport = transport
-        // A frame over the maximum is refused alone up to 4 times it (section 2, step 3).
-        self.assembler = FrameAssembler(maxPayload: maxPayload, skipOversizedUpTo: Self.oversizedFrameBound(maxPayload: maxPayload))
+        // Until the peer joins, an oversized header is fatal (section 2); `refuseOversizedAlone` then.
+        self.assembler = FrameAssembler(maxPayload: maxPayload)
         self.logger = host.logger
         self.restoring = restoring
     }
 
-    /// The longest frame refused alone rather than fatal (section 2, step 3):
-    /// 4 x `max_payload_bytes`. Past it the header says nothing trustworthy
-    /// (a stream out of step, garbage after a valid magic): FRAME_TOO_LARGE.
-    static func oversizedFrameBound(maxPayload: UInt32) -> UInt32 {
-        UInt32(clamping: 4 * UInt64(maxPayload))
+    /// The peer joined: from now a frame over the maximum is refused alone,
+    /// its bytes skipped, up to 4 x `max_payload_bytes` (section 2, step 3).
+    /// Past that the header says nothing trustworthy (a stream out of step,
+    /// garbage after a valid magic): FRAME_TOO_LARGE, fatal.
+    private func refuseOversizedAlone() {
+        assembler.skipOversizedUpTo = UInt32(clamping: 4 * UInt64(assembler.maxPayload))
     }
 
     // MARK: - Channel events
@@ -93,6 +94,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             machine = ConnectionStateMachine(
                 connectionID: peerID, transport: transport, configuration: host.configuration.connection, now: now)
             machine.restoreEstablished(restoring.info, version: restoring.version, now: now)
+            refuseOversizedAlone()
             if transport == .unix { machine.peerCredentials = PeerCredentialsReader.read(context.channel) }
             joined = true
             open = context.channel.isActive
@@ -287,7 +289,6 @@ final class ConnectionHandler: ChannelInboundHandler {
     private func armSlowConsumerTimer(context: ChannelHandlerContext) {
         let timeout = host.configuration.slowConsumerTimeoutMilliseconds
         let taken = bytesTaken(context)
-        logger.notice("TMPDEBUG slow timer armed", metadata: ["taken": "\(taken)", "written": "\(bytesWritten)"])
         slowConsumerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(clamping: timeout))) { [weak self] in
             guard let self else { return }
             self.slowConsumerTimer = nil
@@ -344,6 +345,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             host.deliverMedia(channel: channel, payload, from: peerID)
         case .join(var info, let welcome):
             joined = true
+            refuseOversizedAlone()
             if info.role == .phone { info.resumptionToken = Self.makeResumptionToken() }
             logger.debug("peer joined", metadata: ["role": "\(RolePolicy.name(of: info.role))", "name": "\(info.name)", "transport": "\(info.transport.rawValue)"])
             send(welcome)

@@ -175,7 +175,9 @@ extension FrameHeader {
 public struct FrameAssembler: Sendable {
     public let maxPayload: UInt32
     /// The longest oversized frame skipped rather than fatal (0: none is).
-    public let skipOversizedUpTo: UInt32
+    /// The daemon sets it once the peer joined: before, every oversized
+    /// header is fatal, decided on the header alone.
+    public var skipOversizedUpTo: UInt32
     /// How much of an oversized MESSAGE's payload comes out with it: enough
     /// for an envelope's leading `request_id` (a tag and a 5-byte varint).
     public static let oversizedPrefix = 16

@@ -207,6 +207,15 @@ struct HeadUnitDaemon: AsyncParsableCommand {
             serverConfiguration.connectionCaps.tcpEvictionsPerSourcePerSecond = Int(fileLimits.tcpEvictionsPerSourcePerSecond)
         }
         if fileLimits.unixReservedConnections > 0 { serverConfiguration.connectionCaps.unixReserved = Int(fileLimits.unixReservedConnections) }
+        if fileLimits.maxTcpPerDevice > 0 { serverConfiguration.connectionCaps.maxTCPPerDevice = Int(fileLimits.maxTcpPerDevice) }
+        if fileLimits.maxTcpFirstFlight > 0 { serverConfiguration.connectionCaps.maxTCPFirstFlight = Int(fileLimits.maxTcpFirstFlight) }
+        if fileLimits.maxTcpFirstFlightPerSource > 0 {
+            serverConfiguration.connectionCaps.maxTCPFirstFlightPerSource = Int(fileLimits.maxTcpFirstFlightPerSource)
+        }
+        if fileLimits.tcpFirstFlightTimeoutMs > 0 {
+            serverConfiguration.connectionCaps.tcpFirstFlightTimeoutMilliseconds = UInt64(fileLimits.tcpFirstFlightTimeoutMs)
+        }
+        if let outOfRange = serverConfiguration.connectionCaps.outOfRange { throw ValidationError(outOfRange) }
         serverConfiguration.restored = restored
         do {
             try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)

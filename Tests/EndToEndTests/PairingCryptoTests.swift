@@ -76,7 +76,9 @@ import Testing
     /// its key matches this implementation's.
     @Test func theFixedScalarVectorsHold() throws {
         #expect(try Self.runReference(["selftest"])["selftest"] == "ok")
-        let url = URL(fileURLWithPath: Self.reference).deletingLastPathComponent().appendingPathComponent("spake2_vectors.json")
+        // Protocol/vectors/spake2_vectors.json: with the protocol's other vectors.
+        let url = URL(fileURLWithPath: Self.reference).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Protocol/vectors/spake2_vectors.json")
         let vectors = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: String] ?? [:]
         let transcript = PairingKeySchedule.transcriptHash(
             phoneMessage: Self.bytes(vectors["phone_message"]!), carMessage: Self.bytes(vectors["car_message"]!),

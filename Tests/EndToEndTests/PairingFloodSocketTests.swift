@@ -114,6 +114,25 @@ struct PairingFloodSocketTests {
         print("owner paired under the flood after \(String(format: "%.2f", elapsed)) s, \(attack.count(of: "owner waits")) waits; flood: \(guessesDuringFlood) guesses, \(attack.count(of: "throttled")) throttled")
     }
 
+    /// `headunitctl pair-phone` right after a wrong guess from the same
+    /// address: the car throttles it (the address's 1 s backoff), and the
+    /// command says it waits, then pairs instead of failing.
+    @Test func headunitctlPairPhoneSaysItWaitsAndPairs() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(pairing: true)
+            defer { _ = try? daemon.terminate() }
+            let code = try AuthenticationTests.startPairing(daemon)
+            let wrong = code == "000000" ? "000001" : "000000"
+            let tcp = "127.0.0.1:\(daemon.tcpPort!)"
+            let failed = try AuthenticationTests.ctl(["pair-phone", "--tcp", tcp, "--code", wrong, "--key", daemon.directory + "/k1"])
+            #expect(failed.status != 0 && failed.stderr.contains("does not verify"), "\(failed)")
+            let paired = try AuthenticationTests.ctl(["pair-phone", "--tcp", tcp, "--code", code, "--key", daemon.directory + "/k2"])
+            #expect(paired.status == 0, "\(paired)")
+            #expect(paired.stderr.contains("the car is throttling pairing attempts: waiting"), "\(paired.stderr)")
+            #expect(paired.stdout.contains("paired: device id"), "\(paired.stdout)")
+        }
+    }
+
     /// Joins attacker threads without blocking the cooperative pool.
     func onOwnThreadJoin(_ join: @escaping () -> Void) async {
         _ = try? await onOwnThread(gated: false) { join() }

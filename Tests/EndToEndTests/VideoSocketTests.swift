@@ -181,6 +181,27 @@ struct VideoSocketTests {
         #expect(ok.code == .ok)
     }
 
+    /// Issue 48, Q33: "one of the last 256 scenes" is a scene that ended;
+    /// VIDEO on a connected scene of an app that is not a navigation app is refused.
+    @Test func videoOnAConnectedSceneOfANonNavigationAppIsUnknownVideoStream() throws {
+        let daemon = try TestDaemon.launch()
+        let phone = try daemon.connectUnix()
+        try phone.handshake(role: .phone)
+        let radio = HUAppInfo.with { $0.appID = "radio"; $0.displayName = "Radio"; $0.entitlements = ["com.apple.developer.carplay-audio"] }
+        #expect(try RequestErrorTests.announce(phone, [radio]).1.code == .ok)
+        let hmi = try daemon.connectUnix()
+        try hmi.handshake(role: .hmi)
+        #expect(try RequestErrorTests.launch(hmi, "radio").1.code == .ok)
+        var scene: HUSceneConnected?
+        while scene == nil {
+            if case .sceneConnected(let connected) = try phone.readEnvelope().body { scene = connected }
+        }
+        try phone.sendFrame(.video, channel: scene!.sceneID, payload: Self.frame(1, key: true))
+        let refused = try phone.readResult()
+        #expect(refused.requestID == 0 && refused.result.code == .unknownVideoStream)
+        #expect(!phone.sawEOF)
+    }
+
     @Test func watchingAScreenTheVehicleLacksIsNoSuchScreen() throws {
         let daemon = try TestDaemon.launch(configJSON: "\"vehicle\": {\"mainDisplay\": {\"widthPt\": 800, \"heightPt\": 480, \"scale\": 2}}")
         var rig = try Rig(daemon: daemon)

@@ -25,6 +25,8 @@ struct CarHarness {
     var media: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
     /// The held top-template bytes full screens were sent with (`CarEffect.toHMIs`).
     var heldTops: [[UInt8]] = []
+    /// Whether the phone's connection takes writes: state it is owed is sent after each input while it does.
+    var phoneKeepsUp = true
 
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
@@ -67,6 +69,11 @@ struct CarHarness {
             case .audio(let command): engine.append(command)
             case .sendMedia(let peer, let channel, let payload): media[peer, default: []].append((channel, Array(payload.readableBytesView)))
             }
+        }
+        // The server's flush: what the phone is owed (18.2) goes out while it keeps up.
+        if phoneKeepsUp {
+            let owed = car.takeOwedToPhone { _ in true }
+            if !owed.isEmpty { apply(owed) }
         }
     }
 

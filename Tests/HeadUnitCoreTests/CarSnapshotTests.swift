@@ -279,4 +279,62 @@ import Testing
         bad.audio.outputWatchers = [h.phone]
         #expect(throws: SnapshotError.self) { try Car.restoring(bad, configuration: h.car.configuration) }
     }
+    /// Issue 47 item 5: an HMI watching a screen's base-view video keeps
+    /// watching across a restart (before, the watch ended without a word):
+    /// once the connections are back it is sent its streams again and the
+    /// phone is asked for a keyframe, from which the viewer takes frames.
+    @Test func videoWatchersAreCarriedAndResyncedOnAKeyframe() throws {
+        var h = CarHarness()
+        let scene = h.navigationApp()
+        #expect(h.request(h.hmi, .watchVideo(HUWatchVideo.with { $0.screen = .main })).code == .ok)
+        _ = h.drain(h.phone)
+        _ = h.drain(h.hmi)
+        let snapshot = try roundTrip(h.car)
+        #expect(snapshot.videoWatchers.map(\.peerID) == [h.hmi])
+
+        let (car, effects) = try Car.restoring(snapshot, configuration: h.car.configuration)
+        var next = CarHarness()
+        next.car = car
+        next.apply(effects)
+        #expect(next.drain(h.hmi).isEmpty && next.drain(h.phone).isEmpty, "nothing is said before the connections are back")
+        next.apply(next.car.restoredConnectionsBack())
+        let streams = next.drain(h.hmi).compactMap { if case .videoStreams(let s) = $0.body { return s } else { return nil } }
+        #expect(streams.last?.streams.map(\.sceneID) == [scene], "the viewer is told its stream again")
+        let asked = next.drain(h.phone).compactMap { if case .requestKeyframe(let r) = $0.body { return r } else { return nil } }
+        #expect(asked.map(\.channel) == [scene], "the phone is asked for a keyframe")
+        var header = ByteBuffer()
+        VideoFrameHeader(timestampMicroseconds: 0, frameNumber: 1, isKeyframe: true).write(into: &header)
+        header.writeBytes([0, 0, 1, 0x65])
+        next.apply(next.car.receiveVideo(
+            channel: scene, VideoFrameHeader(timestampMicroseconds: 0, frameNumber: 1, isKeyframe: true), header, from: h.phone, now: next.now))
+        #expect(next.video[h.hmi]?.count == 1, "the keyframe reaches the viewer")
+
+        var bad = snapshot
+        bad.videoWatchers[0].peerID = h.phone
+        #expect(throws: SnapshotError.self) { try Car.restoring(bad, configuration: h.car.configuration) }
+    }
+    /// The microphone open at a restart is named by the snapshot as the
+    /// restart found it; the next process closes it (RESTARTED) and, the
+    /// voice-control template still shown, starts a new one right after.
+    @Test func theMicrophoneOpenAtARestartIsClosedThenStartedAnew() throws {
+        var h = CarHarness()
+        let scene = h.navigationApp()
+        #expect(h.template(Nav.appID, scene, .present(Fixture.voiceControl("voice"))).code == .ok)
+        let started = h.drain(h.phone).compactMap { if case .microphoneStarted(let m) = $0.body { return m } else { return nil } }
+        guard let microphone = started.first?.stream.streamID else { Issue.record("no microphone for the shown voice control"); return }
+        let snapshot = try roundTrip(h.car)
+        #expect(snapshot.audio.streams.map(\.streamID) == [microphone] && snapshot.audio.streams.first?.type == .microphone)
+
+        var next = CarHarness()
+        (next.car, _) = try Car.restoring(snapshot, configuration: h.car.configuration)
+        next.apply(next.car.restoredConnectionsBack())
+        let told = next.drain(h.phone).compactMap { envelope -> String? in
+            switch envelope.body {
+            case .audioStreamClosed(let closed) where closed.streamID == microphone && closed.reason == .restarted: return "closed"
+            case .microphoneStarted(let again) where again.stream.streamID != microphone && again.appID == Nav.appID: return "started"
+            default: return nil
+            }
+        }
+        #expect(told == ["closed", "started"])
+    }
 }

@@ -75,6 +75,25 @@ import Testing
         #expect(r6 == .failure(.nothingToResume))
     }
 
+    /// Issue 47: a scene's configuration is state; an HMI flipping the
+    /// vehicle state while the phone is away keeps one per scene, the latest.
+    @Test func aScenesConfigurationIsKeptOnceTheLatestWhateverTheChanges() throws {
+        var link = carried()
+        _ = link.lost(.lost)
+        link.keep(.appEvent(HUAppEvent.with { $0.appID = "a" }))
+        for flip in 0..<(PhoneLink.maxBacklog * 4) {
+            for scene in [UInt32(1), 2] {
+                link.keep(.sessionConfiguration(HUSessionConfiguration.with { $0.appID = "a"; $0.sceneID = scene; $0.limitLists = flip % 2 == 1 }))
+            }
+        }
+        #expect(!link.backlogOverflowed)
+        #expect(link.backlog.count == 3)
+        let kept = link.backlog.compactMap { if case .sessionConfiguration(let c) = $0 { return c } else { return nil } }
+        #expect(kept.map(\.sceneID) == [1, 2] && kept.allSatisfy(\.limitLists))
+        let r = link.resume(peer: 2, token: Self.token, newToken: "next")
+        #expect((try? r.get().count) == 3)
+    }
+
     @Test func aFullBacklogSpoilsTheResumption() throws {
         var link = carried()
         _ = link.lost(.lost)

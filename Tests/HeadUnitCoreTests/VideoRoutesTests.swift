@@ -119,6 +119,42 @@ struct VideoRoutesTests {
         #expect(after.last?.streams.isEmpty == true)
     }
 
+    /// Issue 48, Q38: `VideoStreams` is the whole truth, so a new safe area
+    /// (the main stream's window) reaches the main screen's viewers.
+    @Test func aNewSafeAreaTellsTheMainScreensViewers() {
+        var harness = CarHarness()
+        _ = harness.navigationApp()
+        #expect(harness.request(harness.hmi, .watchVideo(HUWatchVideo.with { $0.screen = .main })).code == .ok)
+        _ = harness.drain(harness.hmi)
+        var state = HUVehicleState()
+        state.safeArea = HUInsets.with { $0.left = 100 }
+        #expect(harness.request(harness.hmi, .setVehicleState(HUSetVehicleState.with { $0.state = state })).code == .ok)
+        let streams = harness.drain(harness.hmi).compactMap { if case .videoStreams(let s) = $0.body { return s } else { return nil } }
+        #expect(streams.count == 1)
+        #expect(streams.last?.streams.first?.window.safeArea.left == 100)
+        // The same safe area again changes nothing: no VideoStreams.
+        #expect(harness.request(harness.hmi, .setVehicleState(HUSetVehicleState.with { $0.state = state })).code == .ok)
+        #expect(!harness.drain(harness.hmi).contains { if case .videoStreams = $0.body { true } else { false } })
+    }
+
+    /// Issue 48, Q33: only a scene that ended is "in flight"; VIDEO on a
+    /// connected scene of an app that is not a navigation app is refused.
+    @Test func videoOnAConnectedNonNavigationSceneIsRefusedAndOnAnEndedSceneDropped() {
+        var harness = CarHarness()
+        harness.join(harness.hmi, .hmi)
+        harness.join(harness.phone, .phone)
+        #expect(harness.announce([(Nav.appID, [EntitlementKey.maps]), ("com.example.radio", [EntitlementKey.audio])]).code == .ok)
+        let map = harness.launch(Nav.appID)
+        let radio = harness.launch("com.example.radio")
+        #expect(map != 0 && radio != 0)
+        Self.send(&harness, radio, 1, key: true)
+        #expect(harness.refusedData[harness.phone] == [.unknownVideoStream])
+        // The navigation app's scene ends: a frame of it still in flight is dropped without a word.
+        #expect(harness.request(harness.hmi, .closeApp(HUCloseApp.with { $0.appID = Nav.appID })).code == .ok)
+        Self.send(&harness, map, 1, key: true)
+        #expect(harness.refusedData[harness.phone] == [.unknownVideoStream])
+    }
+
     @Test func aViewerThatLeavesIsForgotten() {
         var harness = CarHarness()
         _ = harness.navigationApp()

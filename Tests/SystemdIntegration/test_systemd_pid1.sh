@@ -124,6 +124,8 @@ check "the first connection starts the service and is served" $? "$out"
 check "service active (Type=notify: READY=1 received)" $? "$(show headunitd.service ActiveState)/$(show headunitd.service SubState)"
 out=$(client hello "tcp:$TCP" 2>&1)
 check "TCP listener served" $? "$out"
+echo "$out" | grep -q 'auth_required=1'
+check "the shipped config requires TCP phones to pair (PROTOCOL.md section 20; its StateDirectory= works)" $? "$out"
 
 # The shipped access rules (PROTOCOL.md sections 10.1 and 20.5): the daemon
 # sees a peer's real gid (no PrivateUsers=, which would show every other user
@@ -138,8 +140,6 @@ check "shipped rules: a process with the headunit-hmi group is welcomed as the H
 out=$(ns_run setpriv --reuid 64991 --regid "$socket_gid" --groups "$socket_gid" /usr/bin/python3 /run/headunitd-test/huclient.py hello "unix:$SOCK" --role hmi 2>&1)
 echo "$out" | grep -q 'code=26 '
 check "shipped rules: a member of the socket's group alone is refused the HMI role (PEER_NOT_ALLOWED)" $? "$out"
-echo "$out" | grep -q 'auth_required=1'
-check "the shipped config requires TCP phones to pair (PROTOCOL.md section 20; its StateDirectory= works)" $? "$out"
 
 backlog_daemon=$(backlogs)
 [ "$backlog_daemon" = "$backlog_systemd" ] && ! echo "$backlog_daemon" | grep -qE '=(128|256)?( |$)'

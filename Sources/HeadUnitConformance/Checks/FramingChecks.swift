@@ -27,11 +27,24 @@ enum FramingChecks {
             try connection.send(frame)
             try connection.expectFatal(.badMagic, after: "a PING with magic \"XU\"")
         },
-        ConformanceCheck("framing.too-large-header-only", .p("2"), "a header announcing max_payload_bytes+1 gets FRAME_TOO_LARGE before any payload is sent") { ctx in
+        ConformanceCheck("framing.too-large-header-only", .p("2"), "a header announcing 4 x max_payload_bytes + 1 gets FRAME_TOO_LARGE before any payload is sent") { ctx in
             let connection = try ctx.phone()
-            let length = UInt32(clamping: UInt64(ctx.limits.maxPayloadBytes) + 1)
+            let length = UInt32(clamping: 4 * UInt64(ctx.limits.maxPayloadBytes) + 1)
             try connection.send(WireConnection.frameBytes(kind: FrameKind.message.rawValue, payload: [], length: length))
             try connection.expectFatal(.frameTooLarge, after: "a header with length \(length) and no payload (max \(ctx.limits.maxPayloadBytes))")
+        },
+        ConformanceCheck("framing.oversized-refused-alone", .p("2"), "a MESSAGE of max_payload_bytes + 1 after the handshake: skipped, Result MESSAGE_TOO_LARGE on its request id, and the connection goes on") { ctx in
+            let maximum = Int(ctx.limits.maxPayloadBytes)
+            guard maximum <= 16 << 20 else { throw CheckSkipped("max_payload_bytes \(maximum) is over 16 MiB; not sending that much") }
+            let connection = try ctx.phone()
+            // Envelope field 1 (request_id 88) first, then bytes nobody reads.
+            let payload: [UInt8] = [0x08, 88] + [UInt8](repeating: 0xFF, count: maximum - 1)
+            try connection.send(WireConnection.frameBytes(kind: FrameKind.message.rawValue, payload: payload))
+            let result = try connection.result(for: 88, "a MESSAGE of \(maximum + 1) bytes", timeoutMs: max(ctx.timeoutMs, 5000))
+            try requireCode(result, .messageTooLarge, "a MESSAGE one byte over max_payload_bytes")
+            try require(result.limit == "max_payload_bytes", "limit max_payload_bytes", got: result.limit)
+            try connection.send(WireConnection.frameBytes(kind: FrameKind.message.rawValue, payload: helloPayload(requestID: 89)))
+            try requireCode(try connection.result(for: 89, "a second Hello after the oversized frame"), .alreadyHandshaken, "the frame after the oversized one")
         },
         ConformanceCheck("framing.too-large-before-hello", .p("2"), "length over the maximum as the first frame: FRAME_TOO_LARGE (step 3 before step 5)") { ctx in
             let connection = try ctx.connect()

@@ -57,3 +57,28 @@ public struct ConnectionCaps: Sendable, Equatable {
         self.unixReserved = unixReserved
     }
 }
+
+extension ConnectionCaps {
+    /// The ranges the daemon accepts at start (PROTOCOL.md section 20.6).
+    public static let maxTCPPerDeviceRange = 1...8
+    public static let maxTCPFirstFlightRange = 8...4096
+    public static let tcpFirstFlightTimeoutRange: ClosedRange<UInt64> = 100...30_000
+
+    /// Why these caps cannot be served (a setting out of its range, or
+    /// settings that contradict each other); nil when they can.
+    public var outOfRange: String? {
+        if !Self.maxTCPPerDeviceRange.contains(maxTCPPerDevice) {
+            return "max_tcp_per_device must be \(Self.maxTCPPerDeviceRange.lowerBound) to \(Self.maxTCPPerDeviceRange.upperBound), not \(maxTCPPerDevice)"
+        }
+        if !Self.maxTCPFirstFlightRange.contains(maxTCPFirstFlight) {
+            return "max_tcp_first_flight must be \(Self.maxTCPFirstFlightRange.lowerBound) to \(Self.maxTCPFirstFlightRange.upperBound), not \(maxTCPFirstFlight)"
+        }
+        if !(1...maxTCPFirstFlight).contains(maxTCPFirstFlightPerSource) {
+            return "max_tcp_first_flight_per_source must be 1 to max_tcp_first_flight (\(maxTCPFirstFlight)), not \(maxTCPFirstFlightPerSource)"
+        }
+        if !Self.tcpFirstFlightTimeoutRange.contains(tcpFirstFlightTimeoutMilliseconds) {
+            return "tcp_first_flight_timeout_ms must be \(Self.tcpFirstFlightTimeoutRange.lowerBound) to \(Self.tcpFirstFlightTimeoutRange.upperBound), not \(tcpFirstFlightTimeoutMilliseconds)"
+        }
+        return nil
+    }
+}

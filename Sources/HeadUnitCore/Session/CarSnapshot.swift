@@ -17,7 +17,8 @@ import HeadUnitWire
 /// metadata stream (they get a fresh snapshot of it, numbered on), and who
 /// owns the main audio (not a navigation prompt in progress), the
 /// phone's calls (not the call actions waiting for the app's answer), and
-/// which HMIs and clusters hear the car's output (24.7).
+/// which HMIs and clusters hear the car's output (24.7) and watch which
+/// screen's video (25.5).
 ///
 /// Not carried over (they start clean; the server tells their peers to
 /// reconnect before handing over): accessory peers and their External
@@ -134,11 +135,19 @@ extension Car {
     /// After a restore, once every handed-over connection is back and the
     /// peers that did not come back have left: the phone hears of each audio
     /// stream the restart ended (AudioStreamClosed{RESTARTED}, or in its
-    /// backlog while it is away), then audio settles: the mixer learns the
-    /// focus, and a microphone still wanted starts anew (section 22).
+    /// backlog while it is away); video viewers get their streams again and
+    /// the phone is asked for keyframes; then audio settles: the mixer learns
+    /// the focus, and a microphone still wanted starts anew (section 22).
     public mutating func restoredConnectionsBack() -> [CarEffect] {
         for closed in audioClosedByRestart { sendToPhone(.audioStreamClosed(closed)) }
         audioClosedByRestart = []
+        // Accessories are not carried over: each automaker app is owed its
+        // availability as this process sees it (sent as the phone takes writes, 18.2).
+        owedAvailability.reset()
+        for appID in appOrder where currentAvailability(of: appID) != nil { owedAvailability.mayHaveChanged(appID) }
+        // Video viewers are sent their streams again and wait for the keyframe
+        // asked of the phone now: frames in flight at the restart were lost.
+        publishVideo()
         settleAudio()
         return takeEffects()
     }
@@ -232,6 +241,11 @@ extension Car {
         out.audio = sound
         // Only the phone's apps navigate: with no phone carried, nothing of it is.
         if phoneLink.peer != nil { out.navigation = navigationSnapshot() }
+        for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
+            for viewer in video.viewers[screen] ?? [] where peers[viewer.peer].map({ Self.survivesRestart($0.role) }) ?? false {
+                out.videoWatchers.append(HUVideoWatchSnapshot.with { $0.screen = screen; $0.peerID = viewer.peer })
+            }
+        }
         out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0].map { Self.survivesRestart($0.role) } ?? false }.sorted()
         out.metadataVersion = clusterFeed.version
         if let home = lastHomeScreen { out.lastHomeScreen = home }
@@ -416,6 +430,19 @@ extension Car {
         if configuration.announceTimeoutMilliseconds > 0 {
             for (id, info) in car.peers.sorted(by: { $0.key < $1.key }) where info.role == .phone && id != snapshot.phonePeer {
                 effects.append(.startTimer(.announce(peer: id), milliseconds: configuration.announceTimeoutMilliseconds))
+            }
+        }
+        for entry in snapshot.videoWatchers {
+            guard let role = car.peers[entry.peerID]?.role, role == .hmi || role == .cluster else {
+                throw SnapshotError("video watcher \(entry.peerID) is not an HMI or cluster peer")
+            }
+            guard [HUScreen.main, .dashboard, .instrumentCluster].contains(entry.screen) else {
+                throw SnapshotError("video watcher \(entry.peerID) watches unknown screen \(entry.screen)")
+            }
+            // What watching says (the streams, a keyframe) is said once the connections are back.
+            var unsaid: [VideoRoutes.Output] = []
+            if let violation = car.video.watch(entry.screen, stop: false, peer: entry.peerID, outputs: &unsaid) {
+                throw SnapshotError("video watcher \(entry.peerID): \(violation.message)")
             }
         }
         car.reloadHMIImages()

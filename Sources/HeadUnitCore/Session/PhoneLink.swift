@@ -97,7 +97,16 @@ struct PhoneLink: Sendable {
 
     /// Keeps a message for the phone that is away. Past `maxBacklog` the
     /// session can no longer be resumed without loss: `backlogOverflowed`.
+    /// A scene's `SessionConfiguration` is state: it replaces the one kept
+    /// for the same scene (the latest wins, at the end), so an HMI changing
+    /// the vehicle state while the phone is away never fills the backlog.
     mutating func keep(_ body: HUEnvelope.OneOf_Body) {
+        if case .sessionConfiguration(let configuration) = body {
+            backlog.removeAll {
+                if case .sessionConfiguration(let kept) = $0 { return kept.appID == configuration.appID && kept.sceneID == configuration.sceneID }
+                return false
+            }
+        }
         guard backlog.count < Self.maxBacklog else {
             backlogOverflowed = true
             return

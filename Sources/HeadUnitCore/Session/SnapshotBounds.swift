@@ -11,8 +11,9 @@
 /// per-app navigation texts (a few frames' worth), the lane guidances the
 /// guiding app's session holds (`LaneGuidanceLimits.heldBytes`; one app
 /// guides at a time, an ended session holds none), the audio streams a
-/// restart closes and the output's watchers (at most `audio.streams` app ids
-/// and `audio.output_watchers` peer ids: within the 1 MiB margin), and per connection its
+/// restart closes, the output's watchers and the video viewers (at most
+/// `audio.streams` app ids, `audio.output_watchers` and three screens'
+/// `max_video_viewers` peer ids: within the 1 MiB margin), and per connection its
 /// peer record and the bytes read but not yet parsed (at most a frame plus
 /// one socket read).
 public enum SnapshotBounds {

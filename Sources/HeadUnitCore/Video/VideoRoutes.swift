@@ -135,6 +135,13 @@ public struct VideoRoutes: Sendable, Equatable {
         shown = now
     }
 
+    /// The window a screen's scene is drawn in changed (the main screen's
+    /// safe area): its viewers are told, as `VideoStreams` is the whole truth.
+    public mutating func windowChanged(_ screen: HUScreen, outputs: inout [Output]) {
+        guard shown[screen] != nil, let list = viewers[screen] else { return }
+        for viewer in list { outputs.append(.streams(viewer.peer)) }
+    }
+
     /// A scene ended: its stream state goes with it.
     public mutating func streamEnded(_ channel: UInt32) {
         streams[channel] = nil

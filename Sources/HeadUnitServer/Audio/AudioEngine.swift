@@ -41,6 +41,8 @@ struct AudioReport: Sendable {
 /// what can be in it (each stream's window), the capacity is a backstop.
 /// The engine ticks every 5 ms while a stream or the microphone is active
 /// and sleeps otherwise; output sample n plays at `started + n / 48 kHz`.
+/// The output itself is written on a third thread (`AudioOutputWriter`):
+/// an output that blocks costs its audio, never the mixer's clock or a stop.
 // @unchecked: `queue` and `stopping` are guarded by `lock`; everything else
 // is touched only by the engine's own thread (`run`).
 final class AudioEngine: @unchecked Sendable {

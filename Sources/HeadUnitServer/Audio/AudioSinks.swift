@@ -250,8 +250,7 @@ struct MicrophoneSource {
 /// The mixer hands its PCM over through a bounded queue and drops what does
 /// not fit (`write` returns false), keeping its clock; `close` waits a
 /// bounded time for the thread and then abandons it.
-// @unchecked: `jobs`, `queuedBytes`, `busySince`, `failure`, `closing` and
-// `running` are guarded by `lock`; `sink` is touched only by the writer thread.
+// @unchecked: the queue and its state are guarded by `lock`; `sink` is touched only by the writer thread.
 final class AudioOutputWriter: @unchecked Sendable {
     /// What waits for the sink at most: 500 ms of output (a slow disk's hiccup
     /// passes unheard; a blocked target costs at most this much memory).

@@ -354,6 +354,33 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._tcpEvictionsPerSourcePerSecond = newValue}
   }
 
+  /// Authenticated TCP connections one paired device may hold; its newest past
+  /// it evicts its own oldest (CONNECTION_EVICTED). Default 2 (1 to 8).
+  public var maxTcpPerDevice: UInt32 {
+    get {_storage._maxTcpPerDevice}
+    set {_uniqueStorage()._maxTcpPerDevice = newValue}
+  }
+
+  /// TCP connections accepted whose ClientHello was not read yet (admission
+  /// waits for it: a paired phone's admission ticket rides in it); past it the
+  /// oldest is closed silently. Default 64 (8 to 4096).
+  public var maxTcpFirstFlight: UInt32 {
+    get {_storage._maxTcpFirstFlight}
+    set {_uniqueStorage()._maxTcpFirstFlight = newValue}
+  }
+
+  /// Of those, per remote address; past it that address's own oldest is closed. Default 16 (1 to max_tcp_first_flight).
+  public var maxTcpFirstFlightPerSource: UInt32 {
+    get {_storage._maxTcpFirstFlightPerSource}
+    set {_uniqueStorage()._maxTcpFirstFlightPerSource = newValue}
+  }
+
+  /// How long a TCP connection may take to send its ClientHello. Default 2000 (100 to 30000).
+  public var tcpFirstFlightTimeoutMs: UInt32 {
+    get {_storage._tcpFirstFlightTimeoutMs}
+    set {_uniqueStorage()._tcpFirstFlightTimeoutMs = newValue}
+  }
+
   /// The templates all apps of the phone may hold together, encoded (stacks,
   /// modals, search results, now playing): default 16777216. A request past it
   /// is refused with MESSAGE_TOO_LARGE, limit "max_phone_template_bytes"
@@ -707,7 +734,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{4}\u{a}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0\u{3}call_ring_timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{3}max_tcp_per_device\0\u{3}max_tcp_first_flight\0\u{3}max_tcp_first_flight_per_source\0\u{3}tcp_first_flight_timeout_ms\0\u{4}\u{6}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0\u{3}call_ring_timeout_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -735,6 +762,10 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _authTimeoutMs: UInt32 = 0
     var _maxUnauthenticatedFrames: UInt32 = 0
     var _tcpEvictionsPerSourcePerSecond: UInt32 = 0
+    var _maxTcpPerDevice: UInt32 = 0
+    var _maxTcpFirstFlight: UInt32 = 0
+    var _maxTcpFirstFlightPerSource: UInt32 = 0
+    var _tcpFirstFlightTimeoutMs: UInt32 = 0
     var _maxPhoneTemplateBytes: UInt32 = 0
     var _maxPendingRemoteCommands: UInt32 = 0
     var _remoteCommandTimeoutMs: UInt32 = 0
@@ -783,6 +814,10 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _authTimeoutMs = source._authTimeoutMs
       _maxUnauthenticatedFrames = source._maxUnauthenticatedFrames
       _tcpEvictionsPerSourcePerSecond = source._tcpEvictionsPerSourcePerSecond
+      _maxTcpPerDevice = source._maxTcpPerDevice
+      _maxTcpFirstFlight = source._maxTcpFirstFlight
+      _maxTcpFirstFlightPerSource = source._maxTcpFirstFlightPerSource
+      _tcpFirstFlightTimeoutMs = source._tcpFirstFlightTimeoutMs
       _maxPhoneTemplateBytes = source._maxPhoneTemplateBytes
       _maxPendingRemoteCommands = source._maxPendingRemoteCommands
       _remoteCommandTimeoutMs = source._remoteCommandTimeoutMs
@@ -839,6 +874,10 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 23: try { try decoder.decodeSingularUInt32Field(value: &_storage._authTimeoutMs) }()
         case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxUnauthenticatedFrames) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._tcpEvictionsPerSourcePerSecond) }()
+        case 26: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTcpPerDevice) }()
+        case 27: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTcpFirstFlight) }()
+        case 28: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxTcpFirstFlightPerSource) }()
+        case 29: try { try decoder.decodeSingularUInt32Field(value: &_storage._tcpFirstFlightTimeoutMs) }()
         case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPhoneTemplateBytes) }()
         case 40: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxPendingRemoteCommands) }()
         case 41: try { try decoder.decodeSingularUInt32Field(value: &_storage._remoteCommandTimeoutMs) }()
@@ -935,6 +974,18 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._tcpEvictionsPerSourcePerSecond != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._tcpEvictionsPerSourcePerSecond, fieldNumber: 25)
       }
+      if _storage._maxTcpPerDevice != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxTcpPerDevice, fieldNumber: 26)
+      }
+      if _storage._maxTcpFirstFlight != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxTcpFirstFlight, fieldNumber: 27)
+      }
+      if _storage._maxTcpFirstFlightPerSource != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._maxTcpFirstFlightPerSource, fieldNumber: 28)
+      }
+      if _storage._tcpFirstFlightTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._tcpFirstFlightTimeoutMs, fieldNumber: 29)
+      }
       if _storage._maxPhoneTemplateBytes != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._maxPhoneTemplateBytes, fieldNumber: 35)
       }
@@ -1008,6 +1059,10 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._authTimeoutMs != rhs_storage._authTimeoutMs {return false}
         if _storage._maxUnauthenticatedFrames != rhs_storage._maxUnauthenticatedFrames {return false}
         if _storage._tcpEvictionsPerSourcePerSecond != rhs_storage._tcpEvictionsPerSourcePerSecond {return false}
+        if _storage._maxTcpPerDevice != rhs_storage._maxTcpPerDevice {return false}
+        if _storage._maxTcpFirstFlight != rhs_storage._maxTcpFirstFlight {return false}
+        if _storage._maxTcpFirstFlightPerSource != rhs_storage._maxTcpFirstFlightPerSource {return false}
+        if _storage._tcpFirstFlightTimeoutMs != rhs_storage._tcpFirstFlightTimeoutMs {return false}
         if _storage._maxPhoneTemplateBytes != rhs_storage._maxPhoneTemplateBytes {return false}
         if _storage._maxPendingRemoteCommands != rhs_storage._maxPendingRemoteCommands {return false}
         if _storage._remoteCommandTimeoutMs != rhs_storage._remoteCommandTimeoutMs {return false}

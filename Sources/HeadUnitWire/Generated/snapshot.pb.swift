@@ -250,11 +250,32 @@ public nonisolated struct HUCarSnapshot: @unchecked Sendable {
   /// Clears the value of `lastCallEnded`. Subsequent reads from it will return its default value.
   public mutating func clearLastCallEnded() {_uniqueStorage()._lastCallEnded = nil}
 
+  /// Who watches which screen's base-view video (section 25.5): carried; after
+  /// the pause each viewer is sent its streams again and waits for a keyframe.
+  public var videoWatchers: [HUVideoWatchSnapshot] {
+    get {_storage._videoWatchers}
+    set {_uniqueStorage()._videoWatchers = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+public nonisolated struct HUVideoWatchSnapshot: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var screen: HUScreen = .unspecified
+
+  public var peerID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct HUCallSnapshot: Sendable {
@@ -824,7 +845,7 @@ nonisolated extension HUPeerSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CarSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0\u{2}\u{b}calls\0\u{3}next_call_action_id\0\u{3}last_call_ended\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0\u{2}\u{b}calls\0\u{3}next_call_action_id\0\u{3}last_call_ended\0\u{3}video_watchers\0")
 
   fileprivate class _StorageClass {
     var _peers: [HUPeerSnapshot] = []
@@ -849,6 +870,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _calls: [HUCallSnapshot] = []
     var _nextCallActionID: UInt64 = 0
     var _lastCallEnded: HUCallEnded? = nil
+    var _videoWatchers: [HUVideoWatchSnapshot] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -881,6 +903,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _calls = source._calls
       _nextCallActionID = source._nextCallActionID
       _lastCallEnded = source._lastCallEnded
+      _videoWatchers = source._videoWatchers
     }
   }
 
@@ -921,6 +944,7 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 30: try { try decoder.decodeRepeatedMessageField(value: &_storage._calls) }()
         case 31: try { try decoder.decodeSingularUInt64Field(value: &_storage._nextCallActionID) }()
         case 32: try { try decoder.decodeSingularMessageField(value: &_storage._lastCallEnded) }()
+        case 33: try { try decoder.decodeRepeatedMessageField(value: &_storage._videoWatchers) }()
         default: break
         }
       }
@@ -999,6 +1023,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       try { if let v = _storage._lastCallEnded {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
       } }()
+      if !_storage._videoWatchers.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._videoWatchers, fieldNumber: 33)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1030,10 +1057,46 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._calls != rhs_storage._calls {return false}
         if _storage._nextCallActionID != rhs_storage._nextCallActionID {return false}
         if _storage._lastCallEnded != rhs_storage._lastCallEnded {return false}
+        if _storage._videoWatchers != rhs_storage._videoWatchers {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUVideoWatchSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".VideoWatchSnapshot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}peer_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.peerID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.screen != .unspecified {
+      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
+    }
+    if self.peerID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.peerID, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUVideoWatchSnapshot, rhs: HUVideoWatchSnapshot) -> Bool {
+    if lhs.screen != rhs.screen {return false}
+    if lhs.peerID != rhs.peerID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

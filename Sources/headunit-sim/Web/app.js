@@ -1004,6 +1004,8 @@ function audioFocusText() {
   if (a.mainPaused) parts.push("paused under the prompt");
   if (a.callActive) parts.push("call");
   if (a.voiceSessionActive) parts.push("voice session" + (a.voiceAppId ? ": " + appName(a.voiceAppId) : ""));
+  // The car's own record of its microphone (24.6): shown whatever the app does.
+  if (a.microphoneAppId) parts.push("MICROPHONE ON: " + appName(a.microphoneAppId) + (a.microphonePurpose === "MICROPHONE_PURPOSE_CALL" ? " (call)" : " (voice control)"));
   return parts.join(" · ");
 }
 
