@@ -67,7 +67,42 @@ ALLOWED = {
     "tasks": {"action_sheet", "alert", "grid", "list", "tab_bar", "information", "point_of_interest"},
 }
 
-def build(name, title, app_id, entitlement, column, depth, tabs_max, extra=None):
+def car_side(s, column, root, list_max):
+    """The car's side of a session: a selection and its completion, a tab, a
+    list capped while driving, and (where the category has one) a point of
+    interest region and selection."""
+    app_id = s.app
+    # A selection: the car shows a spinner until the app completes the event.
+    pick = lst("car-pick", 3, "Pick one")
+    s.req("push", pick, depth=2, note="the car side: a list to pick from")
+    s.add({"hmiInput": {"templateId": "car-pick", "selectItem": {"itemId": "car-pick-i2"}}}, "the driver taps an item")
+    s.add({"expectEvent": {"appId": app_id, "kind": "item_selected", "templateId": "car-pick", "itemId": "car-pick-i2", "needsCompletion": True}})
+    s.add({"expectScreen": {"templateId": "car-pick", "pendingItemId": "car-pick-i2"}}, "the car shows a spinner on it")
+    s.add({"completeEvent": {"appId": app_id}}, "the app is done")
+    s.add({"expectScreen": {"templateId": "car-pick", "pendingItemId": ""}}, "the spinner stops")
+    s.req("pop", {}, depth=1)
+    # A tab.
+    s.req("setRoot", tabs("car-tabs", 2), depth=1, note="a tab bar")
+    s.add({"hmiInput": {"templateId": "car-tabs", "selectTab": {"tabId": "car-tabs-t2"}}}, "the driver picks the second tab")
+    s.add({"expectEvent": {"appId": app_id, "kind": "tab_selected", "buttonId": "car-tabs-t2"}})
+    s.req("setRoot", root, depth=1, note="back to the usual root")
+    # While driving the car caps lists (VehicleDefaults: 12 items).
+    s.add({"setVehicleState": {"state": {"driving": True, "limitKeyboard": True, "limitLists": True}}}, "the car starts driving")
+    s.req("push", lst("car-long", list_max), depth=2, note=f"a {list_max}-item list while driving")
+    shown = min(list_max, 12)
+    s.add({"expectScreen": {"templateId": "car-long", "itemsShown": shown}},
+          f"the car shows {shown} of {list_max} items while driving" if list_max > shown else f"all {list_max} items fit the driving cap")
+    s.req("pop", {}, depth=1)
+    s.add({"setVehicleState": {"state": {"driving": False}}}, "parked again")
+    if "point_of_interest" in ALLOWED[column]:
+        s.req("push", poi("car-poi", 3), depth=2, note="a point-of-interest map")
+        s.add({"hmiInput": {"templateId": "car-poi", "poiRegion": {"region": {"centerLatitude": 48.87, "centerLongitude": 2.35, "spanLatitude": 0.05, "spanLongitude": 0.05}}}}, "the driver pans the map")
+        s.add({"expectEvent": {"appId": app_id, "kind": "poi_region_changed", "templateId": "car-poi"}})
+        s.add({"hmiInput": {"templateId": "car-poi", "selectPoi": {"poiId": "car-poi-p2"}}}, "the driver picks a place")
+        s.add({"expectEvent": {"appId": app_id, "kind": "poi_selected", "templateId": "car-poi", "itemId": "car-poi-p2"}})
+        s.req("pop", {}, depth=1)
+
+def build(name, title, app_id, entitlement, column, depth, tabs_max, extra=None, list_max=15):
     s = Steps(app_id)
     allowed = ALLOWED[column]
     s.add({"launch": {"appId": app_id}})
@@ -76,6 +111,7 @@ def build(name, title, app_id, entitlement, column, depth, tabs_max, extra=None)
     root_id = root["id"]
     s.req("setRoot", root, depth=1, note="the root template")
     s.add({"expectScreen": {"appId": app_id, "templateId": root_id, "depth": 1}})
+    car_side(s, column, root, list_max)
     # Every template the category may use.
     for kind in ALL:
         if kind not in allowed:
@@ -156,9 +192,9 @@ def build(name, title, app_id, entitlement, column, depth, tabs_max, extra=None)
     s.add({"disconnect": {}})
     scenario = {
         "name": name,
-        "description": f"{title}: every template the {name} category may use, the typed error for each it may not, stack depth {depth}, and its count limits (DOMAIN.md §4-§5).",
+        "description": f"{title}: the car side (a selection and its completion, a tab, a list capped while driving{', a point-of-interest region and selection' if 'point_of_interest' in allowed else ''}), every template the {name} category may use, the typed error for each it may not, stack depth {depth}, and its count limits (DOMAIN.md §4-§5).",
         "deviceName": "Scenario iPhone",
-        "apps": [{"appId": app_id, "displayName": title, "entitlements": [ENT + entitlement]}],
+        "apps": [{"appId": app_id, "displayName": title, "entitlements": [ENT + e for e in entitlement.split("+")]}],
         "steps": s.steps,
     }
     with open(os.path.join(HERE, name + ".json"), "w") as f:
@@ -168,10 +204,21 @@ def build(name, title, app_id, entitlement, column, depth, tabs_max, extra=None)
 def audio_extra(s):
     s.req("updateNowPlaying", dict(nowplaying(), title="Another song"), note="now playing updated in place")
 
+def driving_task_extra(s):
+    # Data items refresh at most once every 10 s (TEMPLATES.md section 8).
+    s.req("push", lst("data-items", 2, "Data"), depth=2, note="data items the app refreshes")
+    s.req("update", lst("data-items", 2, "Data, refreshed"), note="the first refresh is accepted")
+    s.req("update", lst("data-items", 2, "Data, again"), expect="ERROR_CODE_RATE_LIMITED", limit="refresh.interval_ms", note="a second one within 10 s is refused")
+    s.req("pop", {}, depth=1)
+
 build("audio", "Radio", "com.example.radio", "audio", "audio", 5, 4, audio_extra)
 build("communication", "Messages", "com.example.messages", "communication", "communication", 5, 5)
 build("navigation", "Maps", "com.example.maps", "maps", "navigation", 5, 5)
 build("parking", "Parking", "com.example.parking", "parking", "tasks", 5, 5)
-build("quick-ordering", "Coffee", "com.example.quick-ordering", "quick-ordering", "tasks", 2, 5)
-build("driving-task", "Road Tasks", "com.example.driving-task", "driving-task", "tasks", 2, 5)
+build("quick-ordering", "Coffee", "com.example.quick-ordering", "quick-ordering", "tasks", 2, 5, list_max=12)
+build("driving-task", "Road Tasks", "com.example.driving-task", "driving-task", "tasks", 2, 5, driving_task_extra)
+build("ev-charging", "Charge", "com.example.charging", "charging", "tasks", 5, 5)
+build("fueling", "Fuel", "com.example.fueling", "fueling", "tasks", 3, 5)
+build("charging-fueling", "Charge & Fuel", "com.example.charging-fueling", "charging+fueling", "tasks", 3, 5)
+build("public-safety", "Alerts", "com.example.public-safety", "public-safety", "tasks", 5, 5)
 print("written")

@@ -46,8 +46,19 @@ final class ScenarioCluster: Sendable {
 
 extension ScenarioPlayer {
     static func needsCluster(_ step: HUScenarioStep) -> Bool {
-        if case .expectMetadata = step.action { return true }
-        return false
+        switch step.action {
+        case .expectMetadata, .clusterInput: return true
+        default: return false
+        }
+    }
+
+    func clusterInput(_ step: HUScenarioClusterInput) async -> Outcome {
+        guard let cluster else { return .skipped("no cluster connection") }
+        do {
+            return check(try await cluster.session.connection.resultOf(.clusterInput(step.input)), expect: step.expect)
+        } catch {
+            return failure(error)
+        }
     }
 
     func navigate(_ step: HUScenarioNavigate) async -> Outcome {

@@ -60,6 +60,8 @@ public final class ScenarioPlayer {
     /// Where car-side connections (HMI, accessory) go.
     private var carEndpoint: HeadUnitEndpoint?
     var timeout: TimeAmount = .seconds(3)
+    /// The audio streams open_audio_stream opened, by app and type (audioKey).
+    var audioStreams: [String: AudioStream] = [:]
 
     public init(options: Options) {
         self.options = options
@@ -101,7 +103,7 @@ public final class ScenarioPlayer {
         let deviceName = scenario.deviceName.isEmpty ? "headunitctl phone" : scenario.deviceName
         let phone = try await PhoneSession.connect(to: options.endpoint, deviceName: deviceName)
         self.phone = phone
-        defer { self.phone = nil; self.hmi = nil }
+        defer { self.phone = nil; self.hmi = nil; self.audioStreams = [:] }
 
         let needsHMI = scenario.steps.contains { Self.isHMIStep($0) }
         if needsHMI && options.openHMI {
@@ -206,7 +208,8 @@ public final class ScenarioPlayer {
 
     static func isHMIStep(_ step: HUScenarioStep) -> Bool {
         switch step.action {
-        case .launch, .hmiInput, .setVehicleState, .expectScreen, .serve, .expectHome, .navigationInput: return true
+        case .launch, .hmiInput, .setVehicleState, .expectScreen, .serve, .expectHome, .navigationInput,
+             .remoteCommand, .callInput, .expectCall: return true
         case .closeApp(let close): return !close.byPhone
         case .disconnect(let disconnect): return disconnect.hmi
         default: return false
@@ -250,6 +253,26 @@ public final class ScenarioPlayer {
             return ("open_session \(open.protocol) (\(open.appID))", await self.openSession(open))
         case .expectHome(let expect):
             return ("expect_home [\(expect.appIds.joined(separator: ", "))]", await self.expectHome(expect))
+        case .clusterInput(let input):
+            return ("cluster_input \(input.input.kind.map { "\($0)" } ?? "(none)")", await self.clusterInput(input))
+        case .remoteCommands(let declare):
+            return ("remote_commands \(declare.commands.count) (\(declare.appID))", await self.remoteCommands(declare))
+        case .remoteCommand(let command):
+            return (Self.describe(command), await self.remoteCommand(command))
+        case .reportCall(let report):
+            return ("report_call \(report.kind) \(report.callUuid.suffix(12)) (\(report.appID))", await self.reportCall(report))
+        case .callInput(let input):
+            return ("call_input \(input.action.kind) \(input.action.callUuid.suffix(12))", await self.callInput(input))
+        case .expectCall(let expect):
+            return (Self.describe(expect), await self.expectCall(expect))
+        case .openAudioStream(let open):
+            return ("open_audio_stream \(open.type) (\(open.appID))", await self.openAudioStream(open))
+        case .sendAudio(let send):
+            return ("send_audio \(send.durationMs) ms \(send.toneHz == 0 ? "silence" : "\(send.toneHz) Hz") on \(send.type) (\(send.appID))", await self.sendAudio(send))
+        case .closeAudioStream(let close):
+            return ("close_audio_stream \(close.type) (\(close.appID))", await self.closeAudioStream(close))
+        case .expectAudioStreamClosed(let expect):
+            return ("expect_audio_stream_closed \(expect.type) \(expect.reason) (\(expect.appID))", await self.expectAudioStreamClosed(expect))
         case .none:
             return ("(empty step)", .failed("the step has no action"))
         }
@@ -263,6 +286,14 @@ public final class ScenarioPlayer {
         let got = HeadUnitError(result: result)
         if expect == .ok { return .failed("\(got)") }
         return .failed("expected \(ErrorCodeNames.name(expect)), got \(got)")
+    }
+
+    /// Also checks Result.limit when `expectLimit` is set and the code is not OK.
+    func check(_ result: HUResult, expect: HUErrorCode, expectLimit: String) -> Outcome {
+        if !expectLimit.isEmpty && result.code != .ok && result.limit != expectLimit {
+            return .failed("limit '\(result.limit)', expected '\(expectLimit)' (\(HeadUnitError(result: result)))")
+        }
+        return check(result, expect: expect)
     }
 
     func failure(_ error: Error) -> Outcome {
@@ -650,6 +681,7 @@ public final class ScenarioPlayer {
         if state.limitKeyboard { parts.append("limit keyboard") }
         if state.contentStyle != .unspecified { parts.append("\(state.contentStyle)") }
         if state.nativeNavigationActive { parts.append("native navigation") }
+        if !state.carAudioSource.isEmpty { parts.append("car audio '\(state.carAudioSource)'") }
         return parts.joined(separator: ", ")
     }
 }

@@ -48,6 +48,13 @@ public final class WireConnection {
     private(set) var sequenceProblems: [String] = []
     /// The metadata stream as this connection applied it, one state per update (§19.5).
     var metadataStates: [HUMetadataState] = []
+    /// Set by checks of §24 and §25: MEDIA and VIDEO frames are kept in
+    /// `streamFrames` instead of failing the read (no other check expects them).
+    var keepsStreamFrames = false
+    /// MEDIA and VIDEO frames not yet taken, oldest first; at most `maxStreamFrames`
+    /// (the oldest dropped), since a watcher of the car's output gets 50 a second.
+    private(set) var streamFrames: [WireFrame] = []
+    static let maxStreamFrames = 512
     var label: String
 
     init(endpoint: ConformanceEndpoint, fd: CInt, timeoutMs: Int, label: String) {
@@ -288,11 +295,55 @@ public final class WireConnection {
                 if answerPings && !goodbyeSeen { try? sendFrame(.pong, payload: frame.payload) }
             case FrameKind.pong.rawValue:
                 continue
+            case FrameKind.media.rawValue where keepsStreamFrames, FrameKind.video.rawValue where keepsStreamFrames:
+                keep(frame)
             default:
                 throw CheckFailure("\(label): the endpoint sent a frame of kind 0x\(String(frame.kind, radix: 16)) while waiting for \(what)")
             }
         }
     }
+
+    private func keep(_ frame: WireFrame) {
+        if streamFrames.count >= Self.maxStreamFrames { streamFrames.removeFirst() }
+        streamFrames.append(frame)
+    }
+
+    /// Takes the first kept MEDIA or VIDEO frame (then the wire's) for which
+    /// `match` is true; envelopes read meanwhile go to the backlog.
+    func takeStreamFrame(_ what: String, timeoutMs: Int? = nil, _ match: (WireFrame) -> Bool) throws -> WireFrame {
+        keepsStreamFrames = true
+        let limit = timeoutMs ?? self.timeoutMs
+        let deadline = Self.nowMs() + Double(limit)
+        while true {
+            if let index = streamFrames.firstIndex(where: match) {
+                return streamFrames.remove(at: index)
+            }
+            let left = Int((deadline - Self.nowMs()).rounded(.up))
+            if left <= 0 { throw CheckFailure("\(label): no answer within \(limit) ms (waiting for \(what))") }
+            guard let frame = try readFrame(what, timeoutMs: left) else {
+                throw CheckFailure("\(label): connection closed while waiting for \(what)")
+            }
+            switch frame.kind {
+            case FrameKind.media.rawValue, FrameKind.video.rawValue:
+                keep(frame)
+            case FrameKind.message.rawValue:
+                let envelope = try decode(frame)
+                note(envelope)
+                if case .goodbye(let goodbye) = envelope.body {
+                    throw CheckFailure(expected: what, got: "Goodbye \(name(goodbye.code)) \"\(goodbye.reason)\" on \(label)")
+                }
+                backlog.append(envelope)
+            case FrameKind.ping.rawValue:
+                pingsReceived.append(frame.payload)
+                if answerPings && !goodbyeSeen { try? sendFrame(.pong, payload: frame.payload) }
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Forgets the kept MEDIA and VIDEO frames (a check about to count new ones).
+    func dropStreamFrames() { streamFrames = [] }
 
     private func note(_ envelope: HUEnvelope) {
         received.append(envelope)
@@ -426,6 +477,8 @@ public final class WireConnection {
                 } else if frame.kind == FrameKind.ping.rawValue {
                     pingsReceived.append(frame.payload)
                     if answerPings && !goodbyeSeen { try? sendFrame(.pong, payload: frame.payload) }
+                } else if keepsStreamFrames && (frame.kind == FrameKind.media.rawValue || frame.kind == FrameKind.video.rawValue) {
+                    keep(frame)
                 }
             } catch let failure as CheckFailure where failure.description.firstRange(of: "no answer within") != nil {
                 return seen
@@ -458,6 +511,8 @@ public final class WireConnection {
                     throw CheckFailure(expected: what, got: "Goodbye \(name(goodbye.code)) \"\(goodbye.reason)\"")
                 }
                 backlog.append(envelope)
+            case FrameKind.media.rawValue where keepsStreamFrames, FrameKind.video.rawValue where keepsStreamFrames:
+                keep(frame)
             default:
                 throw CheckFailure(expected: what, got: "a frame of kind 0x\(String(frame.kind, radix: 16))")
             }

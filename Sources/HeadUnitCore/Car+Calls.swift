@@ -124,10 +124,11 @@ extension Car {
         performCalls(outputs)
     }
 
-    /// The phone's link was lost (it may resume): the calls go on, actions waiting end.
-    mutating func callsLostLink() {
+    /// The phone's link was lost (it may resume), or the daemon hands over
+    /// (section 22): the calls go on, actions waiting end, their askers told NOT_CONNECTED.
+    mutating func callsLostLink(why: String = "lost its phone's connection") {
         var outputs: [CallSession.Output] = []
-        calls.linkLost(outputs: &outputs)
+        calls.linkLost(why: why, outputs: &outputs)
         performCalls(outputs)
     }
 

@@ -115,10 +115,13 @@ extension Car {
             audio.endPrompt(appID: appID)
             return .ok
         case .setVoiceSession(let voice):
-            if voice.active {
-                guard case .voiceControl? = app.scenes[.main]?.presented?.kind else {
-                    return .failure(RuleViolation(.invalidPosition, "present the voice-control template before starting a voice session"))
-                }
+            // Shown, not only presented: a hidden app's voice session would
+            // silence every navigation prompt while the driver sees another app (19.8).
+            if voice.active, voiceControlShown() != appID {
+                return .failure(
+                    RuleViolation(
+                        .invalidPosition,
+                        "the voice-control template of '\(appID)' must be shown (presented on its main scene while that scene is on the main screen) before starting a voice session"))
             }
             audio.setVoiceSession(appID: appID, active: voice.active)
             announcePromptStyle()

@@ -92,6 +92,18 @@ extension Car {
     /// A new connection asks for a lost phone's apps back (PROTOCOL.md
     /// section 21): answered, then followed by what the car kept for it.
     mutating func resumeSession(_ resume: HUResumeSession, requestID: UInt32, from peer: PeerID) {
+        // The paired device that carries the apps comes back on a newer
+        // connection while the car still holds its stale one (its link
+        // dropped unnoticed, PROTOCOL.md 10.1 item 4): the right token from
+        // the same device lets the stale one go as a lost link, then resumes.
+        if let stale = phoneLink.peer, stale != peer, let device = peers[peer]?.device?.deviceID,
+            phoneLink.deviceID == device, PhoneLink.sameToken(resume.resumptionToken, phoneLink.token)
+        {
+            effects.append(.close(stale, .connectionEvicted, "the same paired device resumed its session on a newer connection"))
+            // peerLeft hands back every effect so far, the close included: kept in order.
+            let left = peerLeft(stale, departure: .cutOff(.connectionEvicted))
+            effects.append(contentsOf: left)
+        }
         let grace = phoneLink.graceSerial
         let newToken = peers[peer]?.resumptionToken ?? ""
         switch phoneLink.resume(peer: peer, token: resume.resumptionToken, newToken: newToken, deviceID: peers[peer]?.device?.deviceID) {

@@ -128,6 +128,8 @@ public struct CarConfiguration: Sendable {
     public var announceTimeoutMilliseconds: UInt64
     /// Apps one phone may have announced in all (LIMIT_EXCEEDED `announce.apps`).
     public var maxApps: Int
+    /// The range the daemon accepts at start (PROTOCOL.md section 20.6).
+    public static let maxAppsRange = 1...256
     /// How long a lost phone's apps are kept for it to resume.
     public var resumeGraceMilliseconds: UInt64
     /// What requests may add up to (PROTOCOL.md section 10.4): the frame size

@@ -161,7 +161,8 @@ final class CarHost: @unchecked Sendable {
             ticket.verifies(publicKey: device.publicKey, carKeyDER: carKey)
         else { return nil }
         guard admission.acceptTicket(device: device.id, counter: ticket.counter) else {
-            logger.notice("an admission ticket was replayed", metadata: ["device": "\(device.id)"])
+            // Debug only: whoever can copy a ClientHello can repeat it at will.
+            logger.debug("an admission ticket was replayed", metadata: ["device": "\(device.id)"])
             return nil
         }
         return device.id

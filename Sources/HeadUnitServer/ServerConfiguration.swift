@@ -36,13 +36,27 @@ public struct ServerConfiguration: Sendable {
     /// Past this much unsent output a peer's next requests wait (backpressure,
     /// PROTOCOL.md section 10.2) and an HMI skips state it gets later (10.5):
     /// a quarter of `maxOutboundBytes`, at least 64 KiB, at most all of it.
-    var writeHighWaterMark: Int { min(maxOutboundBytes, max(64 * 1024, maxOutboundBytes / 4)) }
+    var writeHighWaterMark: Int { Self.writeHighWaterMark(maxOutboundBytes: maxOutboundBytes) }
     /// `video_viewer_buffer_bytes` (PROTOCOL.md section 25.6): a VIDEO frame
     /// goes to a viewer only while less than this waits unsent for it.
     public var videoViewerBufferLimit = 256 << 10
     /// ... and never more than half the high-water mark, so video alone never
-    /// holds a viewer's requests back (section 10.2).
+    /// holds a viewer's requests back (section 10.2): the default (256 KiB)
+    /// gives way to a small `max_outbound_bytes`; a configured value above the
+    /// half stops the daemon at start (`videoViewerBufferRange`).
     var videoViewerBufferBytes: Int { min(videoViewerBufferLimit, writeHighWaterMark / 2) }
+
+    /// The ranges the daemon accepts at start (PROTOCOL.md section 20.6).
+    /// At least 64 KiB of output (the high-water mark's floor); at most what a car's memory spares a peer.
+    public static let maxOutboundBytesRange = 65_536...256 << 20
+    public static let slowConsumerTimeoutRange: ClosedRange<UInt64> = 100...600_000
+    /// Well within systemd's TimeoutStopSec (15 s in headunitd.service) and its default (90 s).
+    public static let shutdownGraceRange: ClosedRange<UInt64> = 100...10_000
+    /// `video_viewer_buffer_bytes`: at most half the write buffer's high-water mark.
+    public static func videoViewerBufferRange(maxOutboundBytes: Int) -> ClosedRange<Int> {
+        1_024...max(1_024, writeHighWaterMark(maxOutboundBytes: maxOutboundBytes) / 2)
+    }
+    static func writeHighWaterMark(maxOutboundBytes: Int) -> Int { min(maxOutboundBytes, max(64 * 1024, maxOutboundBytes / 4)) }
     /// A peer that cannot take writes for this long is cut off with SLOW_CONSUMER.
     public var slowConsumerTimeoutMilliseconds: UInt64
     /// A graceful stop closes whatever is still open after this long.

@@ -225,14 +225,15 @@ public struct FrameAssembler: Sendable {
     /// is there (an oversized frame: its header, a MESSAGE's first bytes); nil, with
     /// nothing consumed, while more bytes are needed.
     private mutating func take(_ buffer: inout ByteBuffer) throws(FramingError) -> Frame? {
-        guard let size = try frameSize(buffer), buffer.readableBytes >= size else { return nil }
-        guard let header = Self.header(buffer)?.frame, header.length > maxPayload else {
-            return try FrameParser.parse(&buffer, maxPayload: maxPayload)
+        // The header is read once: `measure` checks it as `FrameParser.parse` does.
+        guard let (size, header) = try measure(buffer), buffer.readableBytes >= size else { return nil }
+        let wire = buffer.readSlice(length: size)!
+        let payload = wire.getSlice(at: wire.readerIndex + FrameHeader.size, length: size - FrameHeader.size)!
+        guard header.length <= maxPayload else {
+            skipping = Int(header.length) - payload.readableBytes
+            return Frame(header: header, payload: payload, isOversized: true)
         }
-        let taken = buffer.readSlice(length: size)!
-        let prefix = taken.getSlice(at: taken.readerIndex + FrameHeader.size, length: size - FrameHeader.size)!
-        skipping = Int(header.length) - prefix.readableBytes
-        return Frame(header: header, payload: prefix, isOversized: true)
+        return Frame(header: header, payload: payload, wire: wire)
     }
 
     /// Adds what `buffer` has of the partial frame; the frame once complete.
@@ -243,7 +244,7 @@ public struct FrameAssembler: Sendable {
             var header = buffer.readSlice(length: min(FrameHeader.size - start.readableBytes, buffer.readableBytes))!
             start.writeBuffer(&header)
         }
-        if let size = try frameSize(start) {
+        if let size = try measure(start)?.size {
             var rest = buffer.readSlice(length: min(size - start.readableBytes, buffer.readableBytes))!
             let needed = start.readableBytes + rest.readableBytes
             if start.writableBytes < rest.readableBytes {
@@ -260,28 +261,16 @@ public struct FrameAssembler: Sendable {
 
     /// The capacity for a partial frame of which `have` bytes are there now.
     private func capacity(for buffer: ByteBuffer, have: Int) throws(FramingError) -> Int {
-        guard let size = try frameSize(buffer) else { return FrameHeader.size }
+        guard let size = try measure(buffer)?.size else { return FrameHeader.size }
         return min(size, max(Self.initialPartialCapacity, 2 * have))
     }
 
-    /// What the assembler gathers of the frame at the front of `buffer`, once
-    /// its header is there (checked as `parse` does): header and payload, or
-    /// for an oversized frame it skips, the header (a MESSAGE's and `oversizedPrefix` bytes).
-    func frameSize(_ buffer: ByteBuffer) throws(FramingError) -> Int? {
-        guard let header = Self.header(buffer) else { return nil }
-        guard header.magic == FrameHeader.magic else { throw .badMagic(header.magic) }
-        guard header.length > maxPayload else { return FrameHeader.size + Int(header.length) }
-        // Only a header that is otherwise sound says where the next frame starts.
-        guard header.length <= skipOversizedUpTo, header.frame.kind != nil, header.frame.flags == 0 else {
-            throw .frameTooLarge(length: header.length, maximum: maxPayload)
-        }
-        // A MESSAGE waits for its first bytes (an answer carries its request id);
-        // any other kind is decided on its header alone.
-        return FrameHeader.size + (header.frame.kind == .message ? min(Int(header.length), Self.oversizedPrefix) : 0)
-    }
-
-    /// The header at the front of `buffer` with its magic, once its 12 bytes are there.
-    private static func header(_ buffer: ByteBuffer) -> (magic: UInt16, frame: FrameHeader, length: UInt32)? {
+    /// The header at the front of `buffer`, once its 12 bytes are there
+    /// (checked as `FrameParser.parse` does, and the bound for oversized
+    /// frames), and how many bytes the assembler gathers for it: header and
+    /// payload, or for an oversized frame it skips, the header (a MESSAGE's
+    /// with `oversizedPrefix` bytes).
+    func measure(_ buffer: ByteBuffer) throws(FramingError) -> (size: Int, header: FrameHeader)? {
         let start = buffer.readerIndex
         guard buffer.readableBytes >= FrameHeader.size,
             let magic = buffer.getInteger(at: start, as: UInt16.self),
@@ -290,7 +279,16 @@ public struct FrameAssembler: Sendable {
             let channel = buffer.getInteger(at: start + 4, as: UInt32.self),
             let length = buffer.getInteger(at: start + 8, as: UInt32.self)
         else { return nil }
-        return (magic, FrameHeader(kindByte: kind, flags: flags, channel: channel, length: length), length)
+        guard magic == FrameHeader.magic else { throw .badMagic(magic) }
+        let header = FrameHeader(kindByte: kind, flags: flags, channel: channel, length: length)
+        guard length > maxPayload else { return (FrameHeader.size + Int(length), header) }
+        // Only a header that is otherwise sound says where the next frame starts.
+        guard length <= skipOversizedUpTo, header.kind != nil, flags == 0 else {
+            throw .frameTooLarge(length: length, maximum: maxPayload)
+        }
+        // A MESSAGE waits for its first bytes (an answer carries its request id);
+        // any other kind is decided on its header alone.
+        return (FrameHeader.size + (header.kind == .message ? min(Int(length), Self.oversizedPrefix) : 0), header)
     }
 }
 

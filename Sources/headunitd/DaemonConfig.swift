@@ -251,20 +251,13 @@ enum DaemonConfig {
     /// keeps them in memory only).
     /// The car's audio output (PROTOCOL.md section 24.5): `audio.output`, else a
     /// WAV in the state directory (written only while audio plays, at most 10
-    /// minutes of it), else none. Limits: the jitter buffer must fill before
-    /// the window does.
+    /// minutes of it), else none. The limits' ranges were checked with the
+    /// others (`checkLimitRanges`).
     static func applyAudio(_ config: HUDaemonConfig, to server: inout ServerConfiguration) throws {
         let limits = config.limits
         if limits.audioJitterMs > 0 { server.car.audio.jitterMilliseconds = limits.audioJitterMs }
         if limits.audioWindowMs > 0 { server.car.audio.windowMilliseconds = limits.audioWindowMs }
         if limits.maxAudioStreams > 0 { server.car.audio.maxStreams = Int(limits.maxAudioStreams) }
-        let audio = server.car.audio
-        guard audio.windowMilliseconds >= 120, audio.windowMilliseconds <= 2000 else {
-            throw ConfigError(description: "audio_window_ms must be 120 to 2000 (the longest Opus packet is 120 ms), not \(audio.windowMilliseconds)")
-        }
-        guard audio.jitterMilliseconds >= 10, audio.jitterMilliseconds < audio.windowMilliseconds else {
-            throw ConfigError(description: "audio_jitter_ms must be at least 10 and below audio_window_ms (\(audio.windowMilliseconds)), not \(audio.jitterMilliseconds)")
-        }
         if config.audio.output.isEmpty {
             server.audio.output = stateDirectory(config).map { .wav(path: $0 + "/audio-out.wav") } ?? .none
         } else if let output = AudioOutputSpec.parse(config.audio.output) {

@@ -104,8 +104,15 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         logger.logLevel = level
 
         var limits = ConnectionLimits()
-        let fileLimits = file.limits
-        if let maxPayload = options.maxPayload { limits.maxPayloadBytes = maxPayload } else if fileLimits.maxPayloadBytes > 0 { limits.maxPayloadBytes = fileLimits.maxPayloadBytes }
+        var fileLimits = file.limits
+        if let maxPayload = options.maxPayload { fileLimits.maxPayloadBytes = maxPayload }
+        // Every limit in its range, or no start (PROTOCOL.md section 20.6).
+        do {
+            try DaemonConfig.checkLimitRanges(fileLimits)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        if fileLimits.maxPayloadBytes > 0 { limits.maxPayloadBytes = fileLimits.maxPayloadBytes }
         if fileLimits.heartbeatIntervalMs > 0 { limits.heartbeatIntervalMilliseconds = UInt64(fileLimits.heartbeatIntervalMs) }
         if fileLimits.heartbeatTimeoutMs > 0 { limits.heartbeatTimeoutMilliseconds = UInt64(fileLimits.heartbeatTimeoutMs) }
         if fileLimits.handshakeTimeoutMs > 0 { limits.handshakeTimeoutMilliseconds = UInt64(fileLimits.handshakeTimeoutMs) }
@@ -137,12 +144,6 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxCallActions > 0 { car.calls.maxActionsPerApp = Int(fileLimits.maxCallActions) }
         if fileLimits.callActionTimeoutMs > 0 { car.calls.actionTimeoutMilliseconds = UInt64(fileLimits.callActionTimeoutMs) }
         if fileLimits.callRingTimeoutMs > 0 { car.calls.ringTimeoutMilliseconds = UInt64(fileLimits.callRingTimeoutMs) }
-        guard CallSession.Limits.maxCallsRange.contains(car.calls.maxCalls) else {
-            throw ValidationError("max_calls must be \(CallSession.Limits.maxCallsRange.lowerBound) to \(CallSession.Limits.maxCallsRange.upperBound) (one app holds one fewer, so another app's call finds a slot), not \(car.calls.maxCalls)")
-        }
-        guard CallSession.Limits.ringTimeoutRange.contains(car.calls.ringTimeoutMilliseconds) else {
-            throw ValidationError("call_ring_timeout_ms must be \(CallSession.Limits.ringTimeoutRange.lowerBound) to \(CallSession.Limits.ringTimeoutRange.upperBound), not \(car.calls.ringTimeoutMilliseconds)")
-        }
         // What requests may add up to (PROTOCOL.md section 10.4): every state frame within max_payload_bytes.
         car.composed = ComposedLimits(
             maxFrameBytes: Int(limits.maxPayloadBytes),
@@ -215,7 +216,6 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.tcpFirstFlightTimeoutMs > 0 {
             serverConfiguration.connectionCaps.tcpFirstFlightTimeoutMilliseconds = UInt64(fileLimits.tcpFirstFlightTimeoutMs)
         }
-        if let outOfRange = serverConfiguration.connectionCaps.outOfRange { throw ValidationError(outOfRange) }
         serverConfiguration.restored = restored
         do {
             try DaemonConfig.applyPairing(file, to: &serverConfiguration, logger: logger)

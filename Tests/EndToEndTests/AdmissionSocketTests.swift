@@ -299,6 +299,39 @@ struct AdmissionSocketTests {
         #expect(try ownerPhone?.pingRoundTrip() == true)
     }
 
+    /// Issue 48, Q1: a phone whose one connection is stale (the car has not
+    /// noticed) authenticates a second and sends ResumeSession: the right
+    /// token from the same paired device takes the session over at once (the
+    /// stale connection gets Goodbye{CONNECTION_EVICTED}); a wrong token, or
+    /// the right one from another device, is RESUME_REFUSED and changes nothing.
+    @Test func theSameDevicesNewerConnectionTakesItsSessionOverFromAStaleOne() throws {
+        let daemon = try TestDaemon.launch(pairing: true)
+        defer { _ = try? daemon.terminate() }
+        let alice = PhoneIdentity()
+        let mallory = PhoneIdentity()
+        try Self.pair(daemon, alice)
+        try Self.pair(daemon, mallory)
+        let (stale, why) = Self.authenticated(daemon, alice)
+        guard let stale else { Issue.record("refused: \(why)"); return }
+        try AuthenticationTests.announce(stale)
+        let token = try AuthenticationTests.readResult(stale, requestID: 10).appDecisions.resumptionToken
+        // Another device with the right token: refused, the session stays with its connection.
+        let (other, otherWhy) = Self.authenticated(daemon, mallory)
+        guard let other else { Issue.record("refused: \(otherWhy)"); return }
+        #expect(try ResumptionTests.resume(other, token: token, requestID: 20).code == .resumeRefused)
+        // The same device with a wrong token: refused too.
+        let (fresh, freshWhy) = Self.authenticated(daemon, alice)
+        guard let fresh else { Issue.record("refused: \(freshWhy)"); return }
+        #expect(try ResumptionTests.resume(fresh, token: String(repeating: "0", count: 32), requestID: 21).code == .resumeRefused)
+        #expect(try stale.pingRoundTrip())
+        // The same device with the right token: resumed here, the stale connection let go.
+        let resumed = try ResumptionTests.resume(fresh, token: token, requestID: 22)
+        #expect(resumed.code == .ok, "\(resumed.code) \(resumed.message)")
+        #expect(resumed.resumed.apps.count == 1)
+        #expect(Self.goodbyeCode(stale, timeout: 30) == .connectionEvicted)
+        #expect(try fresh.pingRoundTrip())
+    }
+
     /// An address that reconnects as fast as it is evicted may make room only
     /// `tcp_evictions_per_source_per_second` times a second; then it is refused.
     @Test func anAddressThatKeepsEvictingIsRefused() throws {

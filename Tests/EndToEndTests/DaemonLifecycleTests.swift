@@ -5,6 +5,50 @@ import Testing
 /// The daemon as a process: its sockets, its configuration file, its status.
 @Suite("Daemon lifecycle")
 struct DaemonLifecycleTests {
+    /// A `DaemonLimits` value out of its range (PROTOCOL.md section 20.6)
+    /// stops the start: exit status non-zero, the message naming the key, the
+    /// value and the range, including ranges that depend on another key and
+    /// `--max-payload`, which is checked as the file's `max_payload_bytes`.
+    @Test func limitsOutOfRangeStopTheDaemonAtStart() async throws {
+        try await onOwnThread {
+            let directory = try TestDaemon.makeScratchDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = directory + "/config.json"
+            let cases: [(limits: String, flags: [String], message: String)] = [
+                ("\"maxPayloadBytes\": 1023", [], "limits.max_payload_bytes is 1023, must be 1024 to 16777216"),
+                ("", ["--max-payload", "16777217"], "limits.max_payload_bytes is 16777217, must be 1024 to 16777216"),
+                ("\"slowConsumerTimeoutMs\": 600001", [], "limits.slow_consumer_timeout_ms is 600001, must be 100 to 600000"),
+                ("\"heartbeatIntervalMs\": 99", [], "limits.heartbeat_interval_ms is 99, must be 100 to 600000"),
+                ("\"maxTcpConnections\": 1025", [], "limits.max_tcp_connections is 1025, must be 1 to 1024"),
+                ("\"maxAudioStreams\": 65", [], "limits.max_audio_streams is 65, must be 1 to 64"),
+                // Depends on max_outbound_bytes (4 MiB: high-water mark 1 MiB).
+                ("\"videoViewerBufferBytes\": 524289", [], "limits.video_viewer_buffer_bytes is 524289, must be 1024 to 524288"),
+                ("\"audioWindowMs\": 300, \"audioJitterMs\": 300", [], "limits.audio_jitter_ms is 300, must be 10 to 299"),
+            ]
+            for (limits, flags, message) in cases {
+                try "{\"limits\": {\(limits)}}".write(toFile: path, atomically: true, encoding: .utf8)
+                let result = try TestDaemon.run(["--config", path, "--unix-socket", directory + "/x.sock", "--no-tcp"] + flags)
+                #expect(result.status != 0 && result.stderr.contains(message), "\(limits) \(flags): \(result.status) \(result.stderr)")
+                #expect(!result.stdout.contains("ready"))
+            }
+        }
+    }
+
+    /// The bounds themselves are served: a daemon configured at them starts.
+    @Test func limitsAtTheirBoundsStart() async throws {
+        try await onOwnThread {
+            let daemon = try TestDaemon.launch(
+                limits: [
+                    "maxCalls": 16, "audioWindowMs": 2_000, "audioJitterMs": 1_999, "videoViewerBufferBytes": 524_288,
+                    "maxTcpFirstFlight": 8, "maxTcpFirstFlightPerSource": 8, "maxUnauthenticatedFrames": 2, "maxPayloadBytes": 16 << 20,
+                ], tcp: false)
+            let hmi = try daemon.connectUnix()
+            let welcome = try hmi.handshake(role: .hmi)
+            #expect(welcome.limits.maxPayloadBytes == 16 << 20)
+            #expect(try daemon.terminate() == 0)
+        }
+    }
+
     @Test func socketIsPrivateAndListenersAreAnnounced() async throws {
         try await onOwnThread {
             let daemon = try TestDaemon.launch()

@@ -417,6 +417,39 @@ struct NavigationEndToEndTests {
         }
     }
 
+    /// PROTOCOL.md 16.13, 19.8: a voice session needs the app's voice-control
+    /// template **shown**; presented on a hidden scene (the driver went home)
+    /// it is `INVALID_POSITION`, and no prompt is silenced.
+    @Test func aHiddenNavigationAppCannotStartAVoiceSession() async throws {
+        try await onOwnThread {
+            var rig = try NavRig.start()
+            defer { rig.stop() }
+            let status = try rig.hmi.request(.getStatus(HUGetStatus())).status
+            let main = try #require(status.app.first { $0.appID == NavWire.appID }?.scene.first { $0.kind == .main }).sceneID
+            let voice = HUTemplate.with {
+                $0.id = "voice"
+                $0.voiceControl = HUVoiceControlTemplate.with {
+                    $0.states = [HUVoiceControlState.with { $0.id = "listening"; $0.titleVariants = ["Listening"] }]
+                    $0.activeStateID = "listening"
+                }
+            }
+            try rig.ok(
+                .templateRequest(HUTemplateRequest.with { $0.appID = NavWire.appID; $0.sceneID = main; $0.op = .present(voice) }), on: rig.phone)
+            try rig.ok(.hmiInput(HUHmiInput.with { $0.goHome = HUGoHome() }), on: rig.hmi)
+            let refused = try rig.phone.request(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = true })))
+            #expect(refused.code == .invalidPosition && refused.message.contains("shown"), "\(refused)")
+            // Prompts still play: the style stays NORMAL and a prompt is taken.
+            try rig.ok(NavWire.nav(.startPrompt(HUAudioPrompt.with { $0.durationMs = 1500 })), on: rig.phone)
+            rig.settle()
+            #expect(rig.clusterModel.state.audio.voiceAppID.isEmpty && rig.clusterModel.state.audio.promptAppID == NavWire.appID)
+            // The driver opens the app again: its template is shown, the session starts.
+            try rig.ok(.launchApp(HULaunchApp.with { $0.appID = NavWire.appID }), on: rig.hmi)
+            try rig.ok(NavWire.nav(.setVoiceSession(HUVoiceSession.with { $0.active = true })), on: rig.phone)
+            rig.settle()
+            #expect(rig.clusterModel.state.audio.voiceAppID == NavWire.appID && rig.clusterModel.state.audio.promptStyle == .none)
+        }
+    }
+
     /// PROTOCOL.md 19.5 (issue 26, N6 and N7): "A frame is **taken** when the kernel accepted it ... a subscriber
     /// that stops reading may still find in its socket buffers the frames written before they filled, then at most
     /// one catch-up frame with the newest values"; "A subscriber is cut off only by the ordinary rules, which apply

@@ -101,6 +101,22 @@ struct AccessoryAvailabilityTests {
         #expect(toPhone.count == 3)
     }
 
+    /// Accessories are not carried over a restart (section 22): once the
+    /// connections are back, each app is told its availability as the new process sees it.
+    @Test func afterARestoreEachAppIsToldItsAvailabilityAsTheNewProcessSeesIt() throws {
+        var h = harness(apps: 2)
+        flap(&h, 1)  // served: the apps were told so
+        #expect(Self.availability(h.drain(h.phone)).count == 4)
+        let (car, effects) = try Car.restoring(h.car.snapshot(), configuration: h.car.configuration)
+        h.car = car
+        h.apply(effects)
+        h.apply(h.car.peerLeft(accessory))  // it was not handed over
+        h.apply(h.car.restoredConnectionsBack())
+        let told = Self.availability(h.drain(h.phone))
+        #expect(told.map(\.appID) == ["app0", "app1"])
+        #expect(told.allSatisfy { $0.protocols.map(\.available) == [false, false] })
+    }
+
     @Test func theValueKeepsOneOwedStatePerAppAndSendsOnlyWhatDiffers() {
         var owed = OwedAvailability()
         owed.sent("a", [false])

@@ -20,6 +20,28 @@ import Testing
         #expect(audio.main == .car(source: "FM 95.5"))
     }
 
+    /// Issue 48, Q18 and Q25 (PROTOCOL.md 19.8): an app that pauses keeps
+    /// the main audio; a voice session ends the prompt that plays, its own app's too.
+    @Test func aPausedAppKeepsTheMainAudioAndAVoiceSessionEndsEvenItsOwnPrompt() {
+        var audio = AudioFocus()
+        audio.nowPlaying(appID: "maps", playing: true, spoken: false)
+        audio.nowPlaying(appID: "maps", playing: false, spoken: false)
+        #expect(audio.main == .phone(appID: "maps"))
+        #expect(AudioStreams.focusProblem(.main, appID: "maps", focus: audio) == nil)
+        // Another app playing takes it.
+        audio.nowPlaying(appID: "radio", playing: true, spoken: false)
+        #expect(AudioStreams.focusProblem(.main, appID: "maps", focus: audio) != nil)
+        guard case .success = audio.startPrompt(appID: "maps", durationMilliseconds: 3000) else {
+            Issue.record("prompt refused")
+            return
+        }
+        #expect(audio.prompt?.appID == "maps")
+        audio.setVoiceSession(appID: "maps", active: true)
+        #expect(audio.prompt == nil)
+        #expect(AudioStreams.focusProblem(.alternate, appID: "maps", focus: audio) != nil)
+        #expect(audio.promptStyle == .none)
+    }
+
     @Test func navigationPromptsDuckTheMainAudio() {
         var audio = AudioFocus()
         audio.nowPlaying(appID: "radio", playing: true, spoken: false)
@@ -101,6 +123,28 @@ import Testing
         _ = h.drain(h.phone)
         #expect(h.navigate(.setVoiceSession(HUVoiceSession.with { $0.active = true })).code == .ok)
         #expect(h.navigationEvents() == [.promptStyle(.none)])
+        #expect(h.metadata().audio.voiceAppID == Nav.appID)
+    }
+
+    /// Presented is not enough: a navigation app whose voice-control
+    /// template is hidden (the home screen, or another app, on the main
+    /// screen) cannot start a voice session and silence every prompt (19.8).
+    @Test func aVoiceSessionNeedsTheVoiceControlTemplateShown() {
+        var h = CarHarness()
+        let scene = h.navigationApp()
+        #expect(h.template(Nav.appID, scene, .present(Fixture.voiceControl("voice"))).code == .ok)
+        #expect(h.request(h.hmi, .hmiInput(HUHmiInput.with { $0.goHome = HUGoHome() })).code == .ok)
+        _ = h.drain(h.phone)
+        let hidden = h.navigate(.setVoiceSession(HUVoiceSession.with { $0.active = true }))
+        #expect(hidden.code == .invalidPosition && hidden.message.contains("shown"))
+        #expect(h.navigationEvents().isEmpty)
+        #expect(h.metadata().audio.voiceAppID.isEmpty && h.metadata().audio.promptStyle == .normal)
+        // Ending one that never started is still OK.
+        #expect(h.navigate(.setVoiceSession(HUVoiceSession.with { $0.active = false })).code == .ok)
+        // The driver opens the app: its template is shown, the session starts.
+        #expect(h.request(h.hmi, .launchApp(HULaunchApp.with { $0.appID = Nav.appID })).code == .ok)
+        _ = h.drain(h.phone)
+        #expect(h.navigate(.setVoiceSession(HUVoiceSession.with { $0.active = true })).code == .ok)
         #expect(h.metadata().audio.voiceAppID == Nav.appID)
     }
 

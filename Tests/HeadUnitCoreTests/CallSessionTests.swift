@@ -288,6 +288,29 @@ import Testing
         _ = waiting
     }
 
+    /// An action waiting for the app at a restart is not carried, so its HMI
+    /// is answered before the handover (NOT_CONNECTED), as a lost link does,
+    /// rather than never (26.8); the call is kept and the app's late answer
+    /// to the next process is UNKNOWN_EVENT.
+    @Test func anActionWaitingAtARestartIsAnsweredBeforeTheHandover() throws {
+        var h = Self.harness()
+        #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
+        _ = Self.fulfil(&h, Self.press(&h, Self.action(.answer, Self.first)).event!)
+        let waiting = Self.press(&h, Self.action(.setMuted, Self.first, muted: true))
+        #expect(waiting.answer == nil, "waiting for the app")
+        let event = try #require(waiting.event)
+        h.apply(h.car.prepareForHandover())
+        let answer = Self.answerOf(&h, waiting.requestID)
+        #expect(answer?.code == .notConnected && answer?.message.contains("restart") == true, "\(String(describing: answer))")
+        #expect(h.car.calls.pending.isEmpty)
+        #expect(!h.timers.contains(.callAction(actionID: event.actionID)))
+        var restored = h
+        let bytes: [UInt8] = try h.car.snapshot().serializedBytes()
+        restored.car = try Car.restoring(try HUCarSnapshot(serializedBytes: bytes), configuration: h.car.configuration).car
+        #expect(restored.car.calls.calls == h.car.calls.calls, "the call is kept")
+        #expect(Self.fulfil(&restored, event).code == .unknownEvent)
+    }
+
     // MARK: - no app holds the call slots or silences the car (issue 47)
 
     static let fourth = "d4c3b2a1-0f9e-4d8c-b7a6-5e4d3c2b1a09"

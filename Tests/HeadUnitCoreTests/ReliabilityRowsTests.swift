@@ -16,6 +16,9 @@ import Testing
 /// - "quoted text" after a path: a check that file holds (a systemd check's
 ///   name, say); a trailing "..." leaves the rest of the name out;
 /// - `Tool --option`: an option of the executable target `Sources/Tool`;
+/// - after the word "vector" or "vectors": `name`, `name2` are test vectors
+///   of Protocol/vectors/vectors.json; after "check" or "checks": conformance
+///   checks of Sources/HeadUnitConformance;
 /// - any other text is prose.
 /// A cell names at least one of these, or starts with "not tested" and says why.
 @Suite struct ReliabilityRowsTests {
@@ -56,21 +59,25 @@ import Testing
             | a | b | c | the tests named above |
             | a | b | c | not tested: by construction |
             | a | b | c | `NoSuchTool --flag` |
-            | a | b | c | `Goodbye{SLOW_CONSUMER}` |
+            | a | b | c | `Goodbye{SLOW_CONSUMER}`; vectors `length-over-max`, `no-such-vector`; the conformance check `no.such-check` |
             | a | b | c |
 
             | what one peer could do | what stops it | test |
             |---|---|---|
             | a | b | `ReliabilityRowsTests` |
             | a | b | `lowerCaseWithoutASuite` |
+            | a | b | vectors `length-over-max`, `handshake-length-over-max` (`VectorLiveTests`); the check `framing.oversized-refused-alone` |
 
             | a | b | c | `ReliabilityRowsTests` |
             | a | b | c | `ReliabilityRowsTests` |
+
+            | a | b | c | `ReliabilityRowsTests` |
+
             """
         let report = check.check(text)
-        #expect(report.rows == 12)
+        #expect(report.rows == 13)
         #expect(report.notTested == [11])
-        #expect(report.problems.map(\.line) == [6, 7, 8, 9, 10, 12, 13, 14, 19, 21])
+        #expect(report.problems.map(\.line) == [6, 7, 8, 9, 10, 12, 13, 13, 13, 14, 19, 22, 25])
     }
 }
 
@@ -190,6 +197,9 @@ struct ReliabilityCheck {
         for (offset, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let number = offset + 1
             guard line.hasPrefix("|") else {
+                if header != nil && tableLine == number - 1 {
+                    report.problems.append(Problem(line: tableLine, message: "a table row alone, with no header (a blank line before it?)"))
+                }
                 header = nil
                 continue
             }
@@ -236,7 +246,8 @@ struct ReliabilityCheck {
     }
 
     enum Token: Equatable {
-        case code(String)
+        /// A code span, and the prose outside parentheses just before it.
+        case code(String, after: String)
         case quoted(String)
     }
 
@@ -245,6 +256,7 @@ struct ReliabilityCheck {
     static func tokens(_ cell: String) -> [Token] {
         var tokens: [Token] = []
         var depth = 0
+        var prose = ""
         var rest = Substring(cell)
         while let character = rest.first {
             rest = rest.dropFirst()
@@ -252,19 +264,33 @@ struct ReliabilityCheck {
             case "`", "\"":
                 let body = rest.prefix { $0 != character }
                 rest = rest.dropFirst(body.count + 1)
-                if depth == 0 { tokens.append(character == "`" ? .code(String(body)) : .quoted(String(body))) }
+                guard depth == 0 else { continue }
+                tokens.append(character == "`" ? .code(String(body), after: prose) : .quoted(String(body)))
+                prose = ""
             case "(": depth += 1
             case ")": depth = max(0, depth - 1)
-            default: break
+            default: if depth == 0 { prose.append(character) }
             }
         }
         return tokens
+    }
+
+    enum Kind { case any, vector, conformanceCheck }
+
+    /// "vectors `a`, `b`" and "the conformance check `x`": the word before a
+    /// list of code spans says what they name.
+    static func kind(after prose: String, continuing kind: Kind) -> Kind {
+        let lead = prose.trimmingCharacters(in: .whitespaces).lowercased()
+        if lead.hasSuffix("vector") || lead.hasSuffix("vectors") { return .vector }
+        if lead.hasSuffix("check") || lead.hasSuffix("checks") { return .conformanceCheck }
+        return [",", "and", ", and"].contains(lead) ? kind : .any
     }
 
     private func checkCell(_ cell: String, line: Int, into report: inout Report) {
         var suite: String?
         var path: String?
         var named = 0
+        var kind = Kind.any
         func problem(_ message: String) { report.problems.append(Problem(line: line, message: message)) }
         for token in Self.tokens(cell) {
             switch token {
@@ -273,12 +299,23 @@ struct ReliabilityCheck {
                 var name = text
                 if name.hasSuffix("...") { name.removeLast(3) }
                 name = name.trimmingCharacters(in: .whitespaces)
-                let contents = (try? String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)) ?? ""
-                if !contents.contains(name) { problem("\(file) has no check \"\(text)\"") }
-            case .code(let code):
+                if !contents(file).contains(name) { problem("\(file) has no check \"\(text)\"") }
+            case .code(let code, let prose):
                 named += 1
                 report.references += 1
                 path = nil
+                kind = Self.kind(after: prose, continuing: kind)
+                if kind == .vector {
+                    if !contents("Protocol/vectors/vectors.json").contains("\"name\": \"\(code)\"") { problem("no vector `\(code)` in Protocol/vectors/vectors.json") }
+                    continue
+                }
+                if kind == .conformanceCheck {
+                    // A check's id is the first argument of `ConformanceCheck(`, on its line or the next.
+                    if !sources("Sources/HeadUnitConformance").contains(where: { $0.contains("\"\(code)\", .p(") }) {
+                        problem("no conformance check `\(code)` in Sources/HeadUnitConformance")
+                    }
+                    continue
+                }
                 let parts = code.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
                 if parts.count == 2, Self.isIdentifier(parts[0], upper: true), Self.isIdentifier(parts[1], upper: false) {
                     suite = parts[0]
@@ -310,6 +347,16 @@ struct ReliabilityCheck {
         }
     }
 
+    private func contents(_ path: String) -> String {
+        (try? String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)) ?? ""
+    }
+
+    /// The Swift sources under a directory of the repository.
+    private func sources(_ directory: String) -> [String] {
+        guard let files = FileManager.default.enumerator(at: root.appendingPathComponent(directory), includingPropertiesForKeys: nil) else { return [] }
+        return files.compactMap { ($0 as? URL).flatMap { $0.pathExtension == "swift" ? try? String(contentsOf: $0, encoding: .utf8) : nil } }
+    }
+
     private func checkTest(_ test: String, in suite: String, _ problem: (String) -> Void) {
         if !index.types.contains(suite) {
             problem("no suite `\(suite)` in Tests/ (for `\(test)`)")
@@ -320,14 +367,12 @@ struct ReliabilityCheck {
 
     private func checkOption(tool: String, option: String, _ problem: (String) -> Void) {
         let directory = root.appendingPathComponent("Sources").appendingPathComponent(tool)
-        guard let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else {
+        guard FileManager.default.fileExists(atPath: directory.path) else {
             return problem("no executable target `Sources/\(tool)`")
         }
-        for case let url as URL in files where url.pathExtension == "swift" {
-            let source = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
-            if source.contains("customLong(\"\(option)\")") { return }
+        if !sources("Sources/\(tool)").contains(where: { $0.contains("customLong(\"\(option)\")") }) {
+            problem("`\(tool)` has no option `--\(option)`")
         }
-        problem("`\(tool)` has no option `--\(option)`")
     }
 
     /// A Swift identifier starting upper case (a type) or lower case (a function).

@@ -20,6 +20,13 @@ public struct AudioStreams: Sendable {
         /// HMI and cluster peers hearing the car's output at once (`audio.output_watchers`, 24.7).
         public var maxOutputWatchers: Int = 8
 
+        /// The ranges the daemon accepts at start (PROTOCOL.md sections 20.6, 24.1):
+        /// the window holds the longest Opus packet (120 ms); the jitter buffer
+        /// fills before the window does.
+        public static let windowRange: ClosedRange<UInt32> = 120...2_000
+        public static func jitterRange(windowMilliseconds: UInt32) -> ClosedRange<UInt32> { 10...max(11, windowMilliseconds) - 1 }
+        public static let maxStreamsRange = 1...64
+
         public init() {}
     }
 

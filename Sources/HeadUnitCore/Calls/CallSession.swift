@@ -17,9 +17,12 @@ public struct CallSession: Sendable, Equatable {
         /// How long an incoming call rings unanswered before the car ends it (RANG_OUT).
         public var ringTimeoutMilliseconds: UInt64
 
-        /// The range `max_calls` and `call_ring_timeout_ms` may be configured in.
+        /// The ranges the daemon accepts at start (PROTOCOL.md sections 20.6, 26.7):
+        /// `max_calls` below 2 would leave no slot for another app's call.
         public static let maxCallsRange = 2...16
         public static let ringTimeoutRange: ClosedRange<UInt64> = 5_000...600_000
+        public static let maxActionsPerAppRange = 1...64
+        public static let actionTimeoutRange: ClosedRange<UInt64> = 100...60_000
 
         public init(maxCalls: Int = 3, maxActionsPerApp: Int = 4, actionTimeoutMilliseconds: UInt64 = 5_000, ringTimeoutMilliseconds: UInt64 = 60_000) {
             self.maxCalls = maxCalls
@@ -508,10 +511,10 @@ public struct CallSession: Sendable, Equatable {
     /// The phone's link is lost and it may resume (section 21): the calls go
     /// on (they are the phone's network's); actions waiting end, their askers
     /// told NOT_CONNECTED; a late answer is UNKNOWN_EVENT.
-    public mutating func linkLost(outputs: inout [Output]) {
+    public mutating func linkLost(why: String = "lost its phone's connection", outputs: inout [Output]) {
         for id in pending.keys.sorted() {
             let found = pending.removeValue(forKey: id)!
-            outputs.append(.settled(actionID: id, found, .failure(RuleViolation(.notConnected, "'\(found.appID)' lost its phone's connection before it answered"))))
+            outputs.append(.settled(actionID: id, found, .failure(RuleViolation(.notConnected, "'\(found.appID)' \(why) before it answered"))))
         }
     }
 

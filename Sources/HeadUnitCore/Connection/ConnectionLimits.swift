@@ -32,6 +32,22 @@ public struct ConnectionLimits: Sendable, Equatable {
 
     public static let defaultMaxPayloadBytes: UInt32 = 1 << 20
 
+    /// The ranges the daemon accepts at start (PROTOCOL.md section 20.6).
+    /// A frame must carry Welcome; clients accept at most 16 MiB.
+    public static let maxPayloadBytesRange: ClosedRange<UInt32> = 1_024...16 << 20
+    public static let heartbeatIntervalRange: ClosedRange<UInt64> = 100...600_000
+    public static let heartbeatTimeoutRange: ClosedRange<UInt64> = 100...3_600_000
+    public static let handshakeTimeoutRange: ClosedRange<UInt64> = 100...600_000
+    public static let authTimeoutRange: ClosedRange<UInt64> = 100...600_000
+    /// Pair and Authenticate need two frames.
+    public static let maxUnauthenticatedFramesRange: ClosedRange<UInt32> = 2...64
+    public static let maxErrorsPerSecondRange: ClosedRange<UInt32> = 1...1_000
+    public static let completionTimeoutRange: ClosedRange<UInt64> = 100...600_000
+    /// The top is a bench's "no limit" (the rate's arithmetic holds far past it).
+    public static let maxRequestsPerSecondRange: ClosedRange<UInt32> = 1...1_000_000_000
+    public static let announceTimeoutRange: ClosedRange<UInt64> = 100...3_600_000
+    public static let resumeGraceRange: ClosedRange<UInt64> = 100...3_600_000
+
     public init(
         maxPayloadBytes: UInt32 = ConnectionLimits.defaultMaxPayloadBytes,
         heartbeatIntervalMilliseconds: UInt64 = 5_000,

@@ -20,6 +20,8 @@ public struct ComposedLimits: Sendable, Equatable {
     public var maxPhoneTemplateBytes: Int
 
     public static let defaultPhoneTemplateBytes = 16 << 20
+    /// The range the daemon accepts at start (PROTOCOL.md section 20.6); it also bounds the restart snapshot.
+    public static let maxPhoneTemplateBytesRange = 65_536...256 << 20
 
     public init(maxFrameBytes: Int = 1 << 20, maxPhoneTemplateBytes: Int = ComposedLimits.defaultPhoneTemplateBytes) {
         self.maxFrameBytes = maxFrameBytes

@@ -16,6 +16,12 @@ public struct MessageLimits: Sendable, Equatable {
     public var maxImageBytes: Int
     public var maxElements: Int
 
+    /// The ranges the daemon accepts at start (PROTOCOL.md section 20.6):
+    /// room for an id or a UUID; no more than a frame can carry.
+    public static let maxStringBytesRange = 64...65_536
+    public static let maxImageBytesRange = 1_024...16 << 20
+    public static let maxElementsRange = 100...100_000
+
     public init(maxStringBytes: Int = 1024, maxImageBytes: Int = 256 << 10, maxElements: Int = 2000) {
         self.maxStringBytes = maxStringBytes
         self.maxImageBytes = maxImageBytes

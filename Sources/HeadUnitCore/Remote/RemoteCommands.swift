@@ -13,6 +13,10 @@ public struct RemoteCommands: Sendable, Equatable {
         /// How long the car waits for the app's answer (COMMAND_TIMED_OUT).
         public var timeoutMilliseconds: UInt64
 
+        /// The ranges the daemon accepts at start (PROTOCOL.md section 20.6).
+        public static let maxPendingRange = 1...64
+        public static let timeoutRange: ClosedRange<UInt64> = 100...60_000
+
         public init(maxPending: Int = 8, timeoutMilliseconds: UInt64 = 3_000) {
             self.maxPending = maxPending
             self.timeoutMilliseconds = timeoutMilliseconds

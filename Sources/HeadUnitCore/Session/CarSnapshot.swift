@@ -52,10 +52,12 @@ extension Car {
     /// ends now, and whoever depends on it is told: a navigation alert shown
     /// is dismissed (`alert_dismissed{SYSTEM}` to its app); a remote command
     /// waiting for its app's answer ends, its HMI answered NOT_CONNECTED (the
-    /// request would otherwise never be answered).
+    /// request would otherwise never be answered); so does a call action.
     public mutating func prepareForHandover() -> [CarEffect] {
         if navigation.alert != nil { dismissNavigationAlert(.system, actionID: "", tell: true) }
         endRemoteCommands(of: appOrder, forget: false, why: "was cut off by the daemon's restart")
+        // Call actions waiting for the app are not carried either: answered now, as a lost link does (26.8).
+        callsLostLink(why: "was cut off by the daemon's restart")
         settlePhoneLink()
         publishScreens()
         return takeEffects()

@@ -21,6 +21,9 @@ public struct VideoRoutes: Sendable, Equatable {
 
         public static let defaultMaxViewers = 8
         public static let defaultKeyframeInterval: UInt64 = 250
+        /// The ranges the daemon accepts at start (PROTOCOL.md section 20.6).
+        public static let maxViewersRange = 1...64
+        public static let keyframeIntervalRange: ClosedRange<UInt64> = 50...10_000
 
         public init(maxViewers: Int = defaultMaxViewers, keyframeIntervalMilliseconds: UInt64 = defaultKeyframeInterval) {
             self.maxViewers = maxViewers

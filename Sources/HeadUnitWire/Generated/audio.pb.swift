@@ -259,7 +259,8 @@ public nonisolated struct HUAudioFormat: Sendable {
 
   public var codec: HUAudioCodec = .unspecified
 
-  /// 8000, 12000, 16000, 24000 or 48000 (and 44100 for PCM).
+  /// OPUS: 8000, 12000, 16000, 24000 or 48000. PCM_S16LE: those and 22050,
+  /// 32000 and 44100 (PROTOCOL.md 24.2). The microphone is 16000.
   public var sampleRate: UInt32 = 0
 
   /// 1 or 2.

@@ -109,7 +109,11 @@ public nonisolated struct HUDaemonConfig: @unchecked Sendable {
   }
 
   /// Who may take each car role on the Unix socket, by SO_PEERCRED. Absent or
-  /// both lists empty: anyone who can open the socket (its file mode decides).
+  /// both lists empty: anyone who can open the socket (its file mode decides:
+  /// 0600, the daemon's own user). --print-default-config leaves these rules
+  /// out: no list is right on every system (the ids and groups are the
+  /// installation's); the package's configuration (systemd/headunitd.json)
+  /// names its groups.
   public var hmiAccess: HUPeerAccess {
     get {_storage._hmiAccess ?? HUPeerAccess()}
     set {_uniqueStorage()._hmiAccess = newValue}
@@ -196,60 +200,64 @@ public nonisolated struct HUPeerAccess: Sendable {
   public init() {}
 }
 
+/// Every field has a range (PROTOCOL.md section 20.6), given as "range A to
+/// B" below: a configured value outside it (0 excepted, the default) stops the
+/// daemon at start with a message naming the key, its value and its range.
 public nonisolated struct HUDaemonLimits: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// default 1048576
+  /// default 1048576, range 1024 to 16777216 (what clients accept)
   public var maxPayloadBytes: UInt32 {
     get {_storage._maxPayloadBytes}
     set {_uniqueStorage()._maxPayloadBytes = newValue}
   }
 
-  /// default 5000
+  /// default 5000, range 100 to 600000
   public var heartbeatIntervalMs: UInt32 {
     get {_storage._heartbeatIntervalMs}
     set {_uniqueStorage()._heartbeatIntervalMs = newValue}
   }
 
-  /// default 15000
+  /// default 15000, range 100 to 3600000
   public var heartbeatTimeoutMs: UInt32 {
     get {_storage._heartbeatTimeoutMs}
     set {_uniqueStorage()._heartbeatTimeoutMs = newValue}
   }
 
-  /// default 5000
+  /// default 5000, range 100 to 600000
   public var handshakeTimeoutMs: UInt32 {
     get {_storage._handshakeTimeoutMs}
     set {_uniqueStorage()._handshakeTimeoutMs = newValue}
   }
 
-  /// default 10000
+  /// default 10000, range 100 to 600000
   public var completionTimeoutMs: UInt32 {
     get {_storage._completionTimeoutMs}
     set {_uniqueStorage()._completionTimeoutMs = newValue}
   }
 
-  /// default 10
+  /// default 10, range 1 to 1000
   public var maxErrorsPerSecond: UInt32 {
     get {_storage._maxErrorsPerSecond}
     set {_uniqueStorage()._maxErrorsPerSecond = newValue}
   }
 
-  /// A peer whose unsent output exceeds this is cut off (SLOW_CONSUMER). Default 4194304.
+  /// A peer whose unsent output exceeds this is cut off (SLOW_CONSUMER). Default 4194304, range 65536 to 268435456.
   public var maxOutboundBytes: UInt32 {
     get {_storage._maxOutboundBytes}
     set {_uniqueStorage()._maxOutboundBytes = newValue}
   }
 
-  /// A peer that cannot take writes for this long is cut off (SLOW_CONSUMER). Default 10000.
+  /// A peer that cannot take writes for this long is cut off (SLOW_CONSUMER). Default 10000, range 100 to 600000.
   public var slowConsumerTimeoutMs: UInt32 {
     get {_storage._slowConsumerTimeoutMs}
     set {_uniqueStorage()._slowConsumerTimeoutMs = newValue}
   }
 
-  /// How long a graceful stop waits for peers to go before closing them. Default 2000.
+  /// How long a graceful stop waits for peers to go before closing them. Default 2000, range 100 to 10000
+  /// (within the unit's TimeoutStopSec).
   public var shutdownGraceMs: UInt32 {
     get {_storage._shutdownGraceMs}
     set {_uniqueStorage()._shutdownGraceMs = newValue}
@@ -262,55 +270,55 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxConnections = newValue}
   }
 
-  /// default 448
+  /// default 448, range 1 to 65536
   public var maxUnixConnections: UInt32 {
     get {_storage._maxUnixConnections}
     set {_uniqueStorage()._maxUnixConnections = newValue}
   }
 
-  /// default 8 (phones only; one of them carries apps)
+  /// default 8 (phones only; one of them carries apps), range 1 to 1024
   public var maxTcpConnections: UInt32 {
     get {_storage._maxTcpConnections}
     set {_uniqueStorage()._maxTcpConnections = newValue}
   }
 
-  /// default 10000
+  /// default 10000, range 100 to 3600000
   public var announceTimeoutMs: UInt32 {
     get {_storage._announceTimeoutMs}
     set {_uniqueStorage()._announceTimeoutMs = newValue}
   }
 
-  /// default 1000
+  /// default 1000, range 1 to 1000000000 (a bench's "no limit")
   public var maxRequestsPerSecond: UInt32 {
     get {_storage._maxRequestsPerSecond}
     set {_uniqueStorage()._maxRequestsPerSecond = newValue}
   }
 
-  /// default 1024
+  /// default 1024, range 64 to 65536
   public var maxStringBytes: UInt32 {
     get {_storage._maxStringBytes}
     set {_uniqueStorage()._maxStringBytes = newValue}
   }
 
-  /// default 262144
+  /// default 262144, range 1024 to 16777216
   public var maxImageBytes: UInt32 {
     get {_storage._maxImageBytes}
     set {_uniqueStorage()._maxImageBytes = newValue}
   }
 
-  /// default 2000
+  /// default 2000, range 100 to 100000
   public var maxMessageElements: UInt32 {
     get {_storage._maxMessageElements}
     set {_uniqueStorage()._maxMessageElements = newValue}
   }
 
-  /// default 64 apps announced by the phone, all its AnnounceApps together (PROTOCOL.md 16.1)
+  /// default 64 apps announced by the phone, all its AnnounceApps together (PROTOCOL.md 16.1); range 1 to 256
   public var maxApps: UInt32 {
     get {_storage._maxApps}
     set {_uniqueStorage()._maxApps = newValue}
   }
 
-  /// default 30000: a lost phone's apps are kept this long (section 21)
+  /// default 30000: a lost phone's apps are kept this long (section 21); range 100 to 3600000
   public var resumeGraceMs: UInt32 {
     get {_storage._resumeGraceMs}
     set {_uniqueStorage()._resumeGraceMs = newValue}
@@ -355,7 +363,7 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
   }
 
   /// Authenticated TCP connections one paired device may hold; its newest past
-  /// it evicts its own oldest (CONNECTION_EVICTED). Default 2 (1 to 8).
+  /// it evicts its own oldest (CONNECTION_EVICTED). Default 2, range 1 to 8.
   public var maxTcpPerDevice: UInt32 {
     get {_storage._maxTcpPerDevice}
     set {_uniqueStorage()._maxTcpPerDevice = newValue}
@@ -363,26 +371,27 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
 
   /// TCP connections accepted whose ClientHello was not read yet (admission
   /// waits for it: a paired phone's admission ticket rides in it); past it the
-  /// oldest is closed silently. Default 64 (8 to 4096).
+  /// oldest is closed silently. Default 64, range 8 to 4096.
   public var maxTcpFirstFlight: UInt32 {
     get {_storage._maxTcpFirstFlight}
     set {_uniqueStorage()._maxTcpFirstFlight = newValue}
   }
 
-  /// Of those, per remote address; past it that address's own oldest is closed. Default 16 (1 to max_tcp_first_flight).
+  /// Of those, per remote address; past it that address's own oldest is closed. Default 16, range 1 to max_tcp_first_flight.
   public var maxTcpFirstFlightPerSource: UInt32 {
     get {_storage._maxTcpFirstFlightPerSource}
     set {_uniqueStorage()._maxTcpFirstFlightPerSource = newValue}
   }
 
-  /// How long a TCP connection may take to send its ClientHello. Default 2000 (100 to 30000).
+  /// How long a TCP connection may take to send its ClientHello. Default 2000, range 100 to 30000.
   public var tcpFirstFlightTimeoutMs: UInt32 {
     get {_storage._tcpFirstFlightTimeoutMs}
     set {_uniqueStorage()._tcpFirstFlightTimeoutMs = newValue}
   }
 
   /// The templates all apps of the phone may hold together, encoded (stacks,
-  /// modals, search results, now playing): default 16777216. A request past it
+  /// modals, search results, now playing): default 16777216, range 65536 to
+  /// 268435456. A request past it
   /// is refused with MESSAGE_TOO_LARGE, limit "max_phone_template_bytes"
   /// (PROTOCOL.md section 10.4). It also bounds the restart snapshot (section 22).
   public var maxPhoneTemplateBytes: UInt32 {
@@ -392,8 +401,8 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
 
   /// Remote commands (PROTOCOL.md section 23): commands one app may have
   /// waiting for its answer (past it LIMIT_EXCEEDED, limit
-  /// "remoteCommands.pending"), default 8; how long the car waits for an
-  /// answer before the HMI gets COMMAND_TIMED_OUT, default 3000.
+  /// "remoteCommands.pending"), default 8, range 1 to 64; how long the car waits for an
+  /// answer before the HMI gets COMMAND_TIMED_OUT, default 3000, range 100 to 60000.
   public var maxPendingRemoteCommands: UInt32 {
     get {_storage._maxPendingRemoteCommands}
     set {_uniqueStorage()._maxPendingRemoteCommands = newValue}
@@ -405,21 +414,22 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
   }
 
   /// Base-view video (PROTOCOL.md section 25.6).
-  /// Peers (HMI, cluster) watching one screen's video at once; past it: TOO_MANY_VIEWERS. Default 8.
+  /// Peers (HMI, cluster) watching one screen's video at once; past it: TOO_MANY_VIEWERS. Default 8, range 1 to 64.
   public var maxVideoViewers: UInt32 {
     get {_storage._maxVideoViewers}
     set {_uniqueStorage()._maxVideoViewers = newValue}
   }
 
   /// A video frame is written to a viewer only while less than this waits unsent
-  /// for it (else it is dropped: latest frame wins). Default 262144; at most half
-  /// the write buffer's high-water mark.
+  /// for it (else it is dropped: latest frame wins). Default 262144 (or half the
+  /// write buffer's high-water mark when that is less); range 1024 to half that
+  /// high-water mark (524288 with the default max_outbound_bytes).
   public var videoViewerBufferBytes: UInt32 {
     get {_storage._videoViewerBufferBytes}
     set {_uniqueStorage()._videoViewerBufferBytes = newValue}
   }
 
-  /// At most one RequestKeyframe per stream to the phone in this time. Default 250.
+  /// At most one RequestKeyframe per stream to the phone in this time. Default 250, range 50 to 10000.
   public var keyframeRequestIntervalMs: UInt32 {
     get {_storage._keyframeRequestIntervalMs}
     set {_uniqueStorage()._keyframeRequestIntervalMs = newValue}
@@ -431,20 +441,20 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._audioJitterMs = newValue}
   }
 
-  /// default 120 (120 to 2000): the credit window of a stream, in time
+  /// default 120, range 120 to 2000: the credit window of a stream, in time
   public var audioWindowMs: UInt32 {
     get {_storage._audioWindowMs}
     set {_uniqueStorage()._audioWindowMs = newValue}
   }
 
-  /// default 8 streams open at once (TOO_MANY_SESSIONS, limit "audio.streams")
+  /// default 8 streams open at once (TOO_MANY_SESSIONS, limit "audio.streams"), range 1 to 64
   public var maxAudioStreams: UInt32 {
     get {_storage._maxAudioStreams}
     set {_uniqueStorage()._maxAudioStreams = newValue}
   }
 
   /// Calls (PROTOCOL.md section 26.7).
-  /// Default 3 calls at once in the car (TOO_MANY_CALLS, limit "calls.max"), 2 to 16;
+  /// Default 3 calls at once in the car (TOO_MANY_CALLS, limit "calls.max"), range 2 to 16;
   /// one app holds at most max_calls - 1 of them (limit "calls.perApp"), so
   /// another app's call always finds a slot.
   public var maxCalls: UInt32 {
@@ -452,19 +462,19 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._maxCalls = newValue}
   }
 
-  /// default 4 actions one app has unanswered (LIMIT_EXCEEDED, limit "calls.actions")
+  /// default 4 actions one app has unanswered (LIMIT_EXCEEDED, limit "calls.actions"), range 1 to 64
   public var maxCallActions: UInt32 {
     get {_storage._maxCallActions}
     set {_uniqueStorage()._maxCallActions = newValue}
   }
 
-  /// default 5000: an action unanswered this long fails (COMMAND_TIMED_OUT)
+  /// default 5000, range 100 to 60000: an action unanswered this long fails (COMMAND_TIMED_OUT)
   public var callActionTimeoutMs: UInt32 {
     get {_storage._callActionTimeoutMs}
     set {_uniqueStorage()._callActionTimeoutMs = newValue}
   }
 
-  /// Default 60000 (5000 to 600000): an incoming call ringing this long
+  /// Default 60000, range 5000 to 600000: an incoming call ringing this long
   /// unanswered is ended by the car (CALL_ENDED_REASON_RANG_OUT).
   public var callRingTimeoutMs: UInt32 {
     get {_storage._callRingTimeoutMs}

@@ -443,7 +443,9 @@ public nonisolated struct HUCarButtonPressed: Sendable {
 }
 
 /// Car -> phone: run the app's handler. Answer with RemoteCommandAnswer
-/// within completion_timeout_ms.
+/// within DaemonLimits.remote_command_timeout_ms (3000 by default; not the
+/// templates' completion_timeout_ms): later, the HMI has COMMAND_TIMED_OUT
+/// and the answer gets COMPLETION_TIMEOUT (PROTOCOL.md 23.3, 23.5).
 public nonisolated struct HURemoteCommandEvent: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

@@ -205,6 +205,89 @@ public nonisolated struct HUScenarioStep: Sendable {
     set {action = .expectMetadata(newValue)}
   }
 
+  public var clusterInput: HUScenarioClusterInput {
+    get {
+      if case .clusterInput(let v)? = action {return v}
+      return HUScenarioClusterInput()
+    }
+    set {action = .clusterInput(newValue)}
+  }
+
+  /// Remote commands and car buttons (PROTOCOL.md section 23).
+  public var remoteCommands: HUScenarioRemoteCommands {
+    get {
+      if case .remoteCommands(let v)? = action {return v}
+      return HUScenarioRemoteCommands()
+    }
+    set {action = .remoteCommands(newValue)}
+  }
+
+  public var remoteCommand: HUScenarioRemoteCommand {
+    get {
+      if case .remoteCommand(let v)? = action {return v}
+      return HUScenarioRemoteCommand()
+    }
+    set {action = .remoteCommand(newValue)}
+  }
+
+  /// Calls (PROTOCOL.md section 26).
+  public var reportCall: HUScenarioReportCall {
+    get {
+      if case .reportCall(let v)? = action {return v}
+      return HUScenarioReportCall()
+    }
+    set {action = .reportCall(newValue)}
+  }
+
+  public var callInput: HUScenarioCallInput {
+    get {
+      if case .callInput(let v)? = action {return v}
+      return HUScenarioCallInput()
+    }
+    set {action = .callInput(newValue)}
+  }
+
+  public var expectCall: HUScenarioExpectCall {
+    get {
+      if case .expectCall(let v)? = action {return v}
+      return HUScenarioExpectCall()
+    }
+    set {action = .expectCall(newValue)}
+  }
+
+  /// Audio streams and focus (PROTOCOL.md section 24).
+  public var openAudioStream: HUScenarioOpenAudioStream {
+    get {
+      if case .openAudioStream(let v)? = action {return v}
+      return HUScenarioOpenAudioStream()
+    }
+    set {action = .openAudioStream(newValue)}
+  }
+
+  public var sendAudio: HUScenarioSendAudio {
+    get {
+      if case .sendAudio(let v)? = action {return v}
+      return HUScenarioSendAudio()
+    }
+    set {action = .sendAudio(newValue)}
+  }
+
+  public var closeAudioStream: HUScenarioCloseAudioStream {
+    get {
+      if case .closeAudioStream(let v)? = action {return v}
+      return HUScenarioCloseAudioStream()
+    }
+    set {action = .closeAudioStream(newValue)}
+  }
+
+  public var expectAudioStreamClosed: HUScenarioExpectAudioStreamClosed {
+    get {
+      if case .expectAudioStreamClosed(let v)? = action {return v}
+      return HUScenarioExpectAudioStreamClosed()
+    }
+    set {action = .expectAudioStreamClosed(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -226,6 +309,19 @@ public nonisolated struct HUScenarioStep: Sendable {
     case navigationInput(HUScenarioNavigationInput)
     case expectNavigationEvent(HUScenarioExpectNavigationEvent)
     case expectMetadata(HUScenarioExpectMetadata)
+    case clusterInput(HUScenarioClusterInput)
+    /// Remote commands and car buttons (PROTOCOL.md section 23).
+    case remoteCommands(HUScenarioRemoteCommands)
+    case remoteCommand(HUScenarioRemoteCommand)
+    /// Calls (PROTOCOL.md section 26).
+    case reportCall(HUScenarioReportCall)
+    case callInput(HUScenarioCallInput)
+    case expectCall(HUScenarioExpectCall)
+    /// Audio streams and focus (PROTOCOL.md section 24).
+    case openAudioStream(HUScenarioOpenAudioStream)
+    case sendAudio(HUScenarioSendAudio)
+    case closeAudioStream(HUScenarioCloseAudioStream)
+    case expectAudioStreamClosed(HUScenarioExpectAudioStreamClosed)
 
   }
 
@@ -945,6 +1041,296 @@ public nonisolated struct HUScenarioExpectMetadata: Sendable {
   fileprivate var _tripsShown: UInt32? = nil
 }
 
+/// Cluster: one ClusterInput (zoom, compass, speed limit) on the player's
+/// cluster connection (Unix socket), which it opens when a scenario has these
+/// steps. The navigation app shown on the cluster gets
+/// NavigationEvent{cluster_input} (expect it with expect_navigation_event).
+public nonisolated struct HUScenarioClusterInput: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var input: HUClusterInput {
+    get {_input ?? HUClusterInput()}
+    set {_input = newValue}
+  }
+  /// Returns true if `input` has been explicitly set.
+  public var hasInput: Bool {self._input != nil}
+  /// Clears the value of `input`. Subsequent reads from it will return its default value.
+  public mutating func clearInput() {self._input = nil}
+
+  public var expect: HUErrorCode = .ok
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _input: HUClusterInput? = nil
+}
+
+/// Phone: RemoteCommands, the app's whole command set (replaces the last one).
+public nonisolated struct HUScenarioRemoteCommands: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var commands: [HURemoteCommandState] = []
+
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// HMI: SendRemoteCommand with `call` (a touch on the Now Playing controls),
+/// or CarButtonPressed when `button` is set (a steering-wheel key). When the car
+/// accepts it, the phone waits for the app's RemoteCommandEvent, checks it and
+/// answers `answer`; then the HMI's Result must be OK with that status.
+public nonisolated struct HUScenarioRemoteCommand: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// SendRemoteCommand.app_id; empty: the main audio's owner
+  public var appID: String = String()
+
+  public var call: HURemoteCommandCall {
+    get {_call ?? HURemoteCommandCall()}
+    set {_call = newValue}
+  }
+  /// Returns true if `call` has been explicitly set.
+  public var hasCall: Bool {self._call != nil}
+  /// Clears the value of `call`. Subsequent reads from it will return its default value.
+  public mutating func clearCall() {self._call = nil}
+
+  public var button: HUCarButton = .unspecified
+
+  /// The command the app must receive (a button's command, 23.4); unspecified:
+  /// call.command.
+  public var expectCommand: HURemoteCommand = .unspecified
+
+  /// The app's handler status; SUCCESS when unspecified.
+  public var answer: HURemoteCommandStatus = .unspecified
+
+  /// The HMI's Result code. Not OK: the app must get no event.
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _call: HURemoteCommandCall? = nil
+}
+
+/// Phone: CallReport for one of an app's calls (a new incoming call, an
+/// outgoing one connecting or connected, an update, its end).
+public nonisolated struct HUScenarioReportCall: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var callUuid: String = String()
+
+  public var kind: HUCallReportKind = .unspecified
+
+  public var description_p: HUCallDescription {
+    get {_description_p ?? HUCallDescription()}
+    set {_description_p = newValue}
+  }
+  /// Returns true if `description_p` has been explicitly set.
+  public var hasDescription_p: Bool {self._description_p != nil}
+  /// Clears the value of `description_p`. Subsequent reads from it will return its default value.
+  public mutating func clearDescription_p() {self._description_p = nil}
+
+  public var endedReason: HUCallEndedReason = .unspecified
+
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _description_p: HUCallDescription? = nil
+}
+
+/// HMI: CallInput, the driver's button on a call. When the car accepts it the
+/// phone waits for the app's CallActionEvent (from_car), checks its kind and
+/// call, and answers fulfilled (or not, with `fail`); an END the car carried
+/// out already is not answered. Then the HMI's Result must be OK with
+/// CallActionOutcome.fulfilled as answered.
+public nonisolated struct HUScenarioCallInput: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the app whose phone gets the event
+  public var appID: String = String()
+
+  public var action: HUCallAction {
+    get {_action ?? HUCallAction()}
+    set {_action = newValue}
+  }
+  /// Returns true if `action` has been explicitly set.
+  public var hasAction: Bool {self._action != nil}
+  /// Clears the value of `action`. Subsequent reads from it will return its default value.
+  public mutating func clearAction() {self._action = nil}
+
+  public var fail: Bool = false
+
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _action: HUCallAction? = nil
+}
+
+/// HMI: waits until the home screen's calls show this call as described, or,
+/// with `gone`, no longer show it.
+public nonisolated struct HUScenarioExpectCall: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var callUuid: String = String()
+
+  /// unspecified: do not check
+  public var phase: HUCallPhase = .unspecified
+
+  public var onHold: Bool {
+    get {_onHold ?? false}
+    set {_onHold = newValue}
+  }
+  /// Returns true if `onHold` has been explicitly set.
+  public var hasOnHold: Bool {self._onHold != nil}
+  /// Clears the value of `onHold`. Subsequent reads from it will return its default value.
+  public mutating func clearOnHold() {self._onHold = nil}
+
+  public var muted: Bool {
+    get {_muted ?? false}
+    set {_muted = newValue}
+  }
+  /// Returns true if `muted` has been explicitly set.
+  public var hasMuted: Bool {self._muted != nil}
+  /// Clears the value of `muted`. Subsequent reads from it will return its default value.
+  public mutating func clearMuted() {self._muted = nil}
+
+  public var gone: Bool = false
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _onHold: Bool? = nil
+  fileprivate var _muted: Bool? = nil
+}
+
+/// Phone: OpenAudioStream. The player keeps the stream, by app and type, for
+/// the audio steps after it (a new one of the same app and type replaces it).
+public nonisolated struct HUScenarioOpenAudioStream: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var type: HUAudioStreamType = .unspecified
+
+  /// Unset: PCM_S16LE, 48000 Hz, 2 channels.
+  public var format: HUAudioFormat {
+    get {_format ?? HUAudioFormat()}
+    set {_format = newValue}
+  }
+  /// Returns true if `format` has been explicitly set.
+  public var hasFormat: Bool {self._format != nil}
+  /// Clears the value of `format`. Subsequent reads from it will return its default value.
+  public mutating func clearFormat() {self._format = nil}
+
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _format: HUAudioFormat? = nil
+}
+
+/// Phone: MEDIA on an open PCM stream: `duration_ms` of a sine tone at
+/// `tone_hz` (0: silence), in 20 ms units, each sent when the car's credit
+/// allows. Passes when every unit was sent and the car granted the whole
+/// window back (it played them, 24.5) within the scenario's timeout.
+public nonisolated struct HUScenarioSendAudio: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var type: HUAudioStreamType = .unspecified
+
+  /// 1 to 60000
+  public var durationMs: UInt32 = 0
+
+  public var toneHz: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Phone: CloseAudioStream for the app's stream of that type.
+public nonisolated struct HUScenarioCloseAudioStream: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var type: HUAudioStreamType = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Phone: waits until the car closed the app's stream of that type
+/// (AudioStreamClosed) with this reason.
+public nonisolated struct HUScenarioExpectAudioStreamClosed: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var type: HUAudioStreamType = .unspecified
+
+  public var reason: HUAudioStreamCloseReason = .unspecified
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
@@ -1011,7 +1397,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScenarioStep"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{2}&navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{2}&navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0\u{3}cluster_input\0\u{4}\u{6}remote_commands\0\u{3}remote_command\0\u{4}\u{9}report_call\0\u{3}call_input\0\u{3}expect_call\0\u{4}\u{8}open_audio_stream\0\u{3}send_audio\0\u{3}close_audio_stream\0\u{3}expect_audio_stream_closed\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1237,6 +1623,136 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
           self.action = .expectMetadata(v)
         }
       }()
+      case 64: try {
+        var v: HUScenarioClusterInput?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .clusterInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .clusterInput(v)
+        }
+      }()
+      case 70: try {
+        var v: HUScenarioRemoteCommands?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .remoteCommands(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .remoteCommands(v)
+        }
+      }()
+      case 71: try {
+        var v: HUScenarioRemoteCommand?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .remoteCommand(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .remoteCommand(v)
+        }
+      }()
+      case 80: try {
+        var v: HUScenarioReportCall?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .reportCall(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .reportCall(v)
+        }
+      }()
+      case 81: try {
+        var v: HUScenarioCallInput?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .callInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .callInput(v)
+        }
+      }()
+      case 82: try {
+        var v: HUScenarioExpectCall?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .expectCall(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .expectCall(v)
+        }
+      }()
+      case 90: try {
+        var v: HUScenarioOpenAudioStream?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .openAudioStream(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .openAudioStream(v)
+        }
+      }()
+      case 91: try {
+        var v: HUScenarioSendAudio?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .sendAudio(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .sendAudio(v)
+        }
+      }()
+      case 92: try {
+        var v: HUScenarioCloseAudioStream?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .closeAudioStream(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .closeAudioStream(v)
+        }
+      }()
+      case 93: try {
+        var v: HUScenarioExpectAudioStreamClosed?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .expectAudioStreamClosed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .expectAudioStreamClosed(v)
+        }
+      }()
       default: break
       }
     }
@@ -1321,6 +1837,46 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
     case .expectMetadata?: try {
       guard case .expectMetadata(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+    }()
+    case .clusterInput?: try {
+      guard case .clusterInput(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+    }()
+    case .remoteCommands?: try {
+      guard case .remoteCommands(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 70)
+    }()
+    case .remoteCommand?: try {
+      guard case .remoteCommand(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 71)
+    }()
+    case .reportCall?: try {
+      guard case .reportCall(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
+    }()
+    case .callInput?: try {
+      guard case .callInput(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
+    }()
+    case .expectCall?: try {
+      guard case .expectCall(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
+    }()
+    case .openAudioStream?: try {
+      guard case .openAudioStream(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 90)
+    }()
+    case .sendAudio?: try {
+      guard case .sendAudio(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 91)
+    }()
+    case .closeAudioStream?: try {
+      guard case .closeAudioStream(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 92)
+    }()
+    case .expectAudioStreamClosed?: try {
+      guard case .expectAudioStreamClosed(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 93)
     }()
     case nil: break
     }
@@ -2554,6 +3110,510 @@ nonisolated extension HUScenarioExpectMetadata: SwiftProtobuf.Message, SwiftProt
     if lhs._guidanceAppID != rhs._guidanceAppID {return false}
     if lhs._previewedTripID != rhs._previewedTripID {return false}
     if lhs._tripsShown != rhs._tripsShown {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioClusterInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioClusterInput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}input\0\u{1}expect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._input) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._input {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioClusterInput, rhs: HUScenarioClusterInput) -> Bool {
+    if lhs._input != rhs._input {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioRemoteCommands: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioRemoteCommands"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}commands\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.commands) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.commands.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.commands, fieldNumber: 2)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 3)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioRemoteCommands, rhs: HUScenarioRemoteCommands) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.commands != rhs.commands {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioRemoteCommand: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioRemoteCommand"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}call\0\u{1}button\0\u{3}expect_command\0\u{1}answer\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._call) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.button) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.expectCommand) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.answer) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    try { if let v = self._call {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    if self.button != .unspecified {
+      try visitor.visitSingularEnumField(value: self.button, fieldNumber: 3)
+    }
+    if self.expectCommand != .unspecified {
+      try visitor.visitSingularEnumField(value: self.expectCommand, fieldNumber: 4)
+    }
+    if self.answer != .unspecified {
+      try visitor.visitSingularEnumField(value: self.answer, fieldNumber: 5)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 6)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioRemoteCommand, rhs: HUScenarioRemoteCommand) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs._call != rhs._call {return false}
+    if lhs.button != rhs.button {return false}
+    if lhs.expectCommand != rhs.expectCommand {return false}
+    if lhs.answer != rhs.answer {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioReportCall: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioReportCall"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}call_uuid\0\u{1}kind\0\u{1}description\0\u{3}ended_reason\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.callUuid) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._description_p) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.endedReason) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.callUuid.isEmpty {
+      try visitor.visitSingularStringField(value: self.callUuid, fieldNumber: 2)
+    }
+    if self.kind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 3)
+    }
+    try { if let v = self._description_p {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    if self.endedReason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.endedReason, fieldNumber: 5)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 6)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioReportCall, rhs: HUScenarioReportCall) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.callUuid != rhs.callUuid {return false}
+    if lhs.kind != rhs.kind {return false}
+    if lhs._description_p != rhs._description_p {return false}
+    if lhs.endedReason != rhs.endedReason {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioCallInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioCallInput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}action\0\u{1}fail\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._action) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.fail) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    try { if let v = self._action {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    if self.fail != false {
+      try visitor.visitSingularBoolField(value: self.fail, fieldNumber: 3)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 4)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioCallInput, rhs: HUScenarioCallInput) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs._action != rhs._action {return false}
+    if lhs.fail != rhs.fail {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioExpectCall: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectCall"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}call_uuid\0\u{1}phase\0\u{3}on_hold\0\u{1}muted\0\u{1}gone\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.callUuid) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.phase) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self._onHold) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self._muted) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.gone) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.callUuid.isEmpty {
+      try visitor.visitSingularStringField(value: self.callUuid, fieldNumber: 1)
+    }
+    if self.phase != .unspecified {
+      try visitor.visitSingularEnumField(value: self.phase, fieldNumber: 2)
+    }
+    try { if let v = self._onHold {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._muted {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 4)
+    } }()
+    if self.gone != false {
+      try visitor.visitSingularBoolField(value: self.gone, fieldNumber: 5)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioExpectCall, rhs: HUScenarioExpectCall) -> Bool {
+    if lhs.callUuid != rhs.callUuid {return false}
+    if lhs.phase != rhs.phase {return false}
+    if lhs._onHold != rhs._onHold {return false}
+    if lhs._muted != rhs._muted {return false}
+    if lhs.gone != rhs.gone {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioOpenAudioStream: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioOpenAudioStream"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}type\0\u{1}format\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.type) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._format) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.type != .unspecified {
+      try visitor.visitSingularEnumField(value: self.type, fieldNumber: 2)
+    }
+    try { if let v = self._format {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 4)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioOpenAudioStream, rhs: HUScenarioOpenAudioStream) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.type != rhs.type {return false}
+    if lhs._format != rhs._format {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioSendAudio: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioSendAudio"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}type\0\u{3}duration_ms\0\u{3}tone_hz\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.type) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.durationMs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.toneHz) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.type != .unspecified {
+      try visitor.visitSingularEnumField(value: self.type, fieldNumber: 2)
+    }
+    if self.durationMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.durationMs, fieldNumber: 3)
+    }
+    if self.toneHz != 0 {
+      try visitor.visitSingularUInt32Field(value: self.toneHz, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioSendAudio, rhs: HUScenarioSendAudio) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.type != rhs.type {return false}
+    if lhs.durationMs != rhs.durationMs {return false}
+    if lhs.toneHz != rhs.toneHz {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioCloseAudioStream: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioCloseAudioStream"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}type\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.type) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.type != .unspecified {
+      try visitor.visitSingularEnumField(value: self.type, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioCloseAudioStream, rhs: HUScenarioCloseAudioStream) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.type != rhs.type {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioExpectAudioStreamClosed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectAudioStreamClosed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}type\0\u{1}reason\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.type) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.reason) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.type != .unspecified {
+      try visitor.visitSingularEnumField(value: self.type, fieldNumber: 2)
+    }
+    if self.reason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.reason, fieldNumber: 3)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioExpectAudioStreamClosed, rhs: HUScenarioExpectAudioStreamClosed) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.type != rhs.type {return false}
+    if lhs.reason != rhs.reason {return false}
     if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

@@ -35,14 +35,17 @@ public nonisolated enum HUPairingAttemptOutcome: SwiftProtobuf.Enum, Swift.CaseI
   public typealias RawValue = Int
   case unspecified // = 0
 
-  /// The confirmation did not verify: a wrong code, or a man in the middle.
+  /// The confirmation did not verify (a wrong code, or a man in the middle),
+  /// the signature did not prove the key, or the SPAKE2 message was no point.
   case failed // = 1
 
   /// The phone left (or sent something else) between PairStart and Pair.
   case abandoned // = 2
   case paired // = 3
 
-  /// Refused before any guess: the source must wait (backoff) or the code had too many attempts.
+  /// Reserved: never sent. A PairStart refused before any guess (throttled,
+  /// no code open, a third on one connection) is no attempt and is not shown
+  /// (PROTOCOL.md 20.2).
   case throttled // = 4
   case UNRECOGNIZED(Int)
 
@@ -161,7 +164,9 @@ public nonisolated struct HUPairingAttempt: Sendable {
   /// as the phone gave it (empty before Pair)
   public var deviceName: String = String()
 
-  /// failed attempts on the open code so far
+  /// Attempts counted on the open code so far: every counted PairStart
+  /// (failed, abandoned, not a point, or still waiting for its Pair); 0 on
+  /// PAIRED and when no code is open (PROTOCOL.md 20.2).
   public var failedAttempts: UInt32 = 0
 
   public var message: String = String()

@@ -3,9 +3,10 @@ import Testing
 
 @testable import HeadUnitCore
 
-/// Issue 47's abuse table, templates: what one app could do through its
-/// templates to the driver or to another app (RELIABILITY.md).
-@Suite struct TemplateAbuseTests {
+/// Issue 47's abuse tables (RELIABILITY.md, "Abuse tables by capability"):
+/// what one peer could do through templates and remote commands to the
+/// driver or to another app, where no other suite shows it cannot.
+@Suite struct CapabilityAbuseTests {
     let audio = [EntitlementKey.audio]
 
     /// An app launched once and then left stays connected and keeps its stack,
@@ -81,5 +82,65 @@ import Testing
         #expect(h.drain(h.phone).isEmpty, "the real phone was sent something")
         // The real app carries on.
         #expect(h.template("a", scene, .push(listTemplate("two", items: 1))).code == .ok)
+    }
+
+    /// One app cannot answer (and so end) a remote command the driver sent
+    /// another app: UNKNOWN_EVENT (23.5), and the HMI still waits for the app it asked.
+    @Test func anAppCannotAnswerAnotherAppsRemoteCommand() throws {
+        let music = RemoteCommandsTests.music
+        let podcasts = RemoteCommandsTests.podcasts
+        var h = RemoteCommandsTests.playing([music, podcasts], commands: [RemoteCommandsTests.state(.pause)])
+        let pause = RemoteCommandsTests.ask(&h, .sendRemoteCommand(HUSendRemoteCommand.with {
+            $0.appID = music
+            $0.call = RemoteCommandsTests.call(.pause)
+        }))
+        let id = try #require(pause.event).commandID
+        #expect(pause.event?.appID == music)
+        let stolen = h.request(h.phone, .remoteCommandAnswer(HURemoteCommandAnswer.with {
+            $0.appID = podcasts
+            $0.commandID = id
+            $0.status = .commandFailed
+        }))
+        #expect(stolen.code == .unknownEvent)
+        #expect(RemoteCommandsTests.answerOf(&h, pause.requestID) == nil, "the HMI was answered by the wrong app")
+        #expect(h.request(h.phone, .remoteCommandAnswer(HURemoteCommandAnswer.with {
+            $0.appID = music
+            $0.commandID = id
+            $0.status = .success
+        })).code == .ok)
+        let answer = RemoteCommandsTests.answerOf(&h, pause.requestID)
+        #expect(answer?.code == .ok)
+        #expect(answer?.remoteCommand.appID == music)
+        #expect(answer?.remoteCommand.status == .success)
+    }
+
+    /// A touch or a wheel key while the app's phone is reconnecting is refused
+    /// NOT_CONNECTED at once (23.3 step 3): a Pause kept and delivered seconds
+    /// later would surprise the driver, so nothing is kept for the phone.
+    @Test func aCommandWhileThePhoneIsReconnectingIsNotConnectedAndNeverDeliveredLate() {
+        let music = RemoteCommandsTests.music
+        var h = CarHarness()
+        // A phone that may resume (it has a token), playing, with Pause declared.
+        h.apply(h.car.peerJoined(h.phone, info: PeerInfo(role: .phone, name: "phone", transport: .unix, resumptionToken: String(repeating: "t", count: 32))))
+        h.join(h.hmi, .hmi)
+        _ = h.announce([(music, audio)])
+        let scene = h.launch(music)
+        #expect(h.template(music, scene, .updateNowPlaying(HUNowPlayingTemplate.with {
+            $0.title = "Song"; $0.durationSeconds = 200; $0.playbackRate = 1
+        })).code == .ok)
+        #expect(h.request(h.phone, .remoteCommands(HURemoteCommands.with {
+            $0.appID = music
+            $0.commands = [RemoteCommandsTests.state(.pause)]
+        })).code == .ok)
+        h.apply(h.car.peerLeft(h.phone, departure: .lost))
+        #expect(h.car.status().phoneLink == .reconnecting)
+        let touch = h.request(h.hmi, .sendRemoteCommand(HUSendRemoteCommand.with {
+            $0.appID = music
+            $0.call = RemoteCommandsTests.call(.pause)
+        }))
+        #expect(touch.code == .notConnected)
+        let key = h.request(h.hmi, .carButton(HUCarButtonPressed.with { $0.button = .pause }))
+        #expect(key.code == .notConnected)
+        #expect(!h.car.phoneLink.backlog.contains { if case .remoteCommandEvent = $0 { return true } else { return false } })
     }
 }
