@@ -52,6 +52,16 @@ extension ScenarioPlayer {
         }
     }
 
+    static func describe(_ input: HUClusterInput) -> String {
+        switch input.kind {
+        case .zoomIn: return "zoom_in"
+        case .zoomOut: return "zoom_out"
+        case .compass(let setting): return "compass \(setting)"
+        case .speedLimit(let setting): return "speed_limit \(setting)"
+        case nil: return "(no kind)"
+        }
+    }
+
     func clusterInput(_ step: HUScenarioClusterInput) async -> Outcome {
         guard let cluster else { return .skipped("no cluster connection") }
         do {

@@ -254,7 +254,7 @@ public final class ScenarioPlayer {
         case .expectHome(let expect):
             return ("expect_home [\(expect.appIds.joined(separator: ", "))]", await self.expectHome(expect))
         case .clusterInput(let input):
-            return ("cluster_input \(input.input.kind.map { "\($0)" } ?? "(none)")", await self.clusterInput(input))
+            return ("cluster_input \(Self.describe(input.input))", await self.clusterInput(input))
         case .remoteCommands(let declare):
             return ("remote_commands \(declare.commands.count) (\(declare.appID))", await self.remoteCommands(declare))
         case .remoteCommand(let command):

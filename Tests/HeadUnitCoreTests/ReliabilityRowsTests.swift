@@ -11,6 +11,7 @@ import Testing
 /// - `Suite/test`: a Swift test: a type `Suite` in Tests/ with an `@Test` (or
 ///   XCTest `test...`) function `test` in its body or an extension's;
 /// - `test` (starts lower case): another test of the suite named last;
+///   a test may be spelled with its argument labels, `test()` or `test(_:)`;
 /// - `Suite` (starts upper case): a whole suite;
 /// - `path/to/file` or `file.ext`: a file or directory of the repository;
 /// - "quoted text" after a path: a check that file holds (a systemd check's
@@ -64,7 +65,7 @@ import Testing
 
             | what one peer could do | what stops it | test |
             |---|---|---|
-            | a | b | `ReliabilityRowsTests` |
+            | a | b | `ReliabilityRowsTests/everyRowOfReliabilityNamesATestThatExists()`, `theCheckFindsMissingNamesPathsAndEmptyCells()` |
             | a | b | `lowerCaseWithoutASuite` |
             | a | b | vectors `length-over-max`, `handshake-length-over-max` (`VectorLiveTests`); the check `framing.oversized-refused-alone` |
 
@@ -300,7 +301,8 @@ struct ReliabilityCheck {
                 if name.hasSuffix("...") { name.removeLast(3) }
                 name = name.trimmingCharacters(in: .whitespaces)
                 if !contents(file).contains(name) { problem("\(file) has no check \"\(text)\"") }
-            case .code(let code, let prose):
+            case .code(let spelled, let prose):
+                let code = Self.withoutArgumentLabels(spelled)
                 named += 1
                 report.references += 1
                 path = nil
@@ -373,6 +375,14 @@ struct ReliabilityCheck {
         if !sources("Sources/\(tool)").contains(where: { $0.contains("customLong(\"\(option)\")") }) {
             problem("`\(tool)` has no option `--\(option)`")
         }
+    }
+
+    /// `test(_:)` and `Suite/test()` name `test`, as Swift Testing shows them.
+    static func withoutArgumentLabels(_ code: String) -> String {
+        guard code.hasSuffix(")"), let open = code.firstIndex(of: "(") else { return code }
+        let labels = code[code.index(after: open)..<code.index(before: code.endIndex)]
+        guard labels.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == ":" }) else { return code }
+        return String(code[..<open])
     }
 
     /// A Swift identifier starting upper case (a type) or lower case (a function).
