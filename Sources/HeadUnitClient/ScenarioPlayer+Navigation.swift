@@ -47,7 +47,7 @@ final class ScenarioCluster: Sendable {
 extension ScenarioPlayer {
     static func needsCluster(_ step: HUScenarioStep) -> Bool {
         switch step.action {
-        case .expectMetadata, .clusterInput: return true
+        case .expectMetadata, .clusterInput, .selectBanner: return true
         default: return false
         }
     }
@@ -66,6 +66,23 @@ extension ScenarioPlayer {
         guard let cluster else { return .skipped("no cluster connection") }
         do {
             return check(try await cluster.session.connection.resultOf(.clusterInput(step.input)), expect: step.expect)
+        } catch {
+            return failure(error)
+        }
+    }
+
+    /// The HMI taps the banner the cluster sees now (PROTOCOL.md 19.9).
+    func selectBanner(_ step: HUScenarioSelectBanner) async -> Outcome {
+        guard let hmi else { return .skipped("no HMI") }
+        guard let cluster else { return .skipped("no cluster connection") }
+        let banner = await cluster.watcher.model.state.banner
+        let shown = banner.appID.isEmpty ? 0 : banner.bannerID
+        let input = HUNavigationInput.with {
+            $0.appID = step.appID
+            $0.selectBanner = HUSelectBanner.with { $0.bannerID = step.stale ? shown + 1 : shown }
+        }
+        do {
+            return check(try await hmi.connection.resultOf(.navigationInput(input)), expect: step.expect, okDetail: "banner \(input.selectBanner.bannerID)")
         } catch {
             return failure(error)
         }
@@ -147,6 +164,10 @@ extension ScenarioPlayer {
         if expect.hasGuidanceAppID && state.guidance.appID != expect.guidanceAppID { return false }
         if expect.hasPreviewedTripID && state.previews.previewedTripID != expect.previewedTripID { return false }
         if expect.hasTripsShown && UInt32(state.previews.hasPreviews ? state.previews.previews.trips.count : 0) != expect.tripsShown { return false }
+        if expect.hasBannerAppID && state.banner.appID != expect.bannerAppID { return false }
+        if expect.hasBannerManeuverID && state.banner.maneuverID != expect.bannerManeuverID { return false }
+        if expect.hasBannerAlertID && state.banner.alertID != expect.bannerAlertID { return false }
+        if expect.hasBannerInstruction && (state.banner.instructionVariants.first ?? "") != expect.bannerInstruction { return false }
         return true
     }
 
@@ -159,6 +180,10 @@ extension ScenarioPlayer {
         if expect.hasAlertID { parts.append(expect.alertID.isEmpty ? "no alert" : "alert '\(expect.alertID)'") }
         if expect.hasTripsShown { parts.append("\(expect.tripsShown) trips shown") }
         if expect.hasPreviewedTripID { parts.append("previewing '\(expect.previewedTripID)'") }
+        if expect.hasBannerAppID { parts.append(expect.bannerAppID.isEmpty ? "no banner" : "banner of \(expect.bannerAppID)") }
+        if expect.hasBannerManeuverID { parts.append("banner maneuver '\(expect.bannerManeuverID)'") }
+        if expect.hasBannerAlertID { parts.append("banner alert '\(expect.bannerAlertID)'") }
+        if expect.hasBannerInstruction { parts.append("banner '\(expect.bannerInstruction)'") }
         return "expect_metadata " + parts.joined(separator: ", ")
     }
 

@@ -25,6 +25,9 @@ public final class ScenarioPlayer {
         /// Where the HMI connects; the phone's endpoint when it is a Unix socket,
         /// else the default Unix socket.
         public var hmiEndpoint: HeadUnitEndpoint?
+        /// The car's TCP listener, where `pair` steps pair a new phone; the
+        /// phone's endpoint when it is TCP.
+        public var pairingEndpoint: HeadUnitEndpoint?
         /// false: open no HMI connection (a running HMI such as `headunitctl
         /// watch` stays the car's HMI); HMI steps are skipped and a launch step
         /// waits for the user to launch the app.
@@ -62,6 +65,9 @@ public final class ScenarioPlayer {
     var timeout: TimeAmount = .seconds(3)
     /// The audio streams open_audio_stream opened, by app and type (audioKey).
     var audioStreams: [String: AudioStream] = [:]
+    /// The HMI's video watch (watch_video), and the last frame number send_video sent per channel.
+    var video: ScenarioVideo?
+    var videoFrameNumbers: [UInt32: UInt32] = [:]
 
     public init(options: Options) {
         self.options = options
@@ -148,6 +154,9 @@ public final class ScenarioPlayer {
             if hold > .zero { try? await Task.sleep(nanoseconds: UInt64(hold.nanoseconds)) }
         }
 
+        await video?.stop()
+        video = nil
+        videoFrameNumbers = [:]
         await self.hmi?.close()
         await accessory?.close()
         accessory = nil
@@ -209,7 +218,7 @@ public final class ScenarioPlayer {
     static func isHMIStep(_ step: HUScenarioStep) -> Bool {
         switch step.action {
         case .launch, .hmiInput, .setVehicleState, .expectScreen, .serve, .expectHome, .navigationInput,
-             .remoteCommand, .callInput, .expectCall: return true
+             .remoteCommand, .callInput, .expectCall, .selectBanner, .pair, .watchVideo, .expectVideo, .requestKeyframe: return true
         case .closeApp(let close): return !close.byPhone
         case .disconnect(let disconnect): return disconnect.hmi
         default: return false
@@ -255,6 +264,10 @@ public final class ScenarioPlayer {
             return ("expect_home [\(expect.appIds.joined(separator: ", "))]", await self.expectHome(expect))
         case .clusterInput(let input):
             return ("cluster_input \(Self.describe(input.input))", await self.clusterInput(input))
+        case .pair(let pair):
+            return ("pair a phone over TCP\(pair.wrongCode ? " (wrong code)" : "")", await self.pair(pair))
+        case .selectBanner(let select):
+            return ("select_banner\(select.stale ? " (stale id)" : "") (\(select.appID))", await self.selectBanner(select))
         case .remoteCommands(let declare):
             return ("remote_commands \(declare.commands.count) (\(declare.appID))", await self.remoteCommands(declare))
         case .remoteCommand(let command):
@@ -273,6 +286,14 @@ public final class ScenarioPlayer {
             return ("close_audio_stream \(close.type) (\(close.appID))", await self.closeAudioStream(close))
         case .expectAudioStreamClosed(let expect):
             return ("expect_audio_stream_closed \(expect.type) \(expect.reason) (\(expect.appID))", await self.expectAudioStreamClosed(expect))
+        case .watchVideo(let watch):
+            return ("watch_video \(Self.screen(watch.screen)) (\(watch.appID.isEmpty ? "no stream" : watch.appID))", await self.watchVideo(watch))
+        case .sendVideo(let send):
+            return ("send_video \(send.frames) frames (\(send.appID))", await self.sendVideo(send))
+        case .expectVideo(let expect):
+            return ("expect_video \(expect.frames) frames on \(Self.screen(expect.screen)) (\(expect.appID))", await self.expectVideo(expect))
+        case .requestKeyframe(let request):
+            return ("request_keyframe on \(Self.screen(request.screen)) (\(request.appID))", await self.requestKeyframe(request))
         case .none:
             return ("(empty step)", .failed("the step has no action"))
         }
@@ -516,6 +537,8 @@ public final class ScenarioPlayer {
 
     private func disconnect(_ step: HUScenarioDisconnect) async -> Outcome {
         if step.hmi {
+            await video?.stop()
+            video = nil  // the watch is the HMI's
             await hmi?.close()
             hmi = nil
         }

@@ -228,6 +228,8 @@ struct Play: AsyncParsableCommand {
     var withoutHMI = false
     @Option(help: "The Unix socket for the HMI connection when the phone uses --tcp (default: the default socket).")
     var hmiSocket: String?
+    @Option(help: "The car's TCP listener (HOST:PORT) where pair steps pair a new phone (default: --tcp, if given).")
+    var pairTcp: String?
     @Flag(help: "Run every step even after a failure.")
     var keepGoing = false
     @Option(help: "Hold at least this many milliseconds after every step, so a person can watch the simulator follow (0 to 60000; a step's pause_ms holds longer).")
@@ -242,6 +244,10 @@ struct Play: AsyncParsableCommand {
         guard pace <= 60_000 else { throw fail("--pace \(pace) is over 60000 ms") }
         options.pace = .milliseconds(Int64(pace))
         if let hmiSocket { options.hmiEndpoint = .unix(path: hmiSocket) }
+        if let pairTcp {
+            guard let endpoint = HeadUnitEndpoint.tcp(pairTcp) else { throw fail("--pair-tcp wants HOST:PORT, got '\(pairTcp)'") }
+            options.pairingEndpoint = endpoint
+        }
         options.log = { print($0); flushOutput() }
         let report: ScenarioPlayer.Report
         do {

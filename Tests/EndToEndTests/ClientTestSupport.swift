@@ -30,7 +30,9 @@ final class ClientTestDaemon {
 
     static var isAvailable: Bool { binaryPath != nil }
 
-    static func start() async throws -> ClientTestDaemon {
+    /// `pairing`: TCP phones must pair and authenticate (PROTOCOL.md section
+    /// 20), paired devices kept in the temp directory; else plain TCP.
+    static func start(pairing: Bool = false) async throws -> ClientTestDaemon {
         guard let binary = binaryPath else { throw HeadUnitError(code: .notConnected, message: "headunitd not built", origin: .usage) }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("headunitd-client-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -41,7 +43,8 @@ final class ClientTestDaemon {
         // Long handshake and announce timeouts, for the reason TestDaemon.launch gives.
         let config = directory.appendingPathComponent("config.json").path
         // TCP phones without pairing: these tests are about the SDK, not authentication.
-        try #"{"limits": {"handshakeTimeoutMs": 30000, "announceTimeoutMs": 60000}, "allowUnpairedTcp": true}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let tcp = pairing ? #""stateDirectory": "\#(directory.appendingPathComponent("state").path)""# : #""allowUnpairedTcp": true"#
+        try #"{"limits": {"handshakeTimeoutMs": 30000, "announceTimeoutMs": 60000}, \#(tcp)}"#.write(toFile: config, atomically: true, encoding: .utf8)
         process.arguments = ["--unix-socket", socketPath, "--tcp", "127.0.0.1:\(port)", "--config", config]
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = directory.path

@@ -29,13 +29,14 @@ struct EveryScenarioTests {
     /// "scenario PASSED" with every step passed and none skipped.
     @Test(arguments: EveryScenarioTests.files())
     func scenario(_ file: String) async throws {
-        let daemon = try await ClientTestDaemon.start()
+        // TCP phones pair (pairing.json pairs one on --pair-tcp).
+        let daemon = try await ClientTestDaemon.start(pairing: true)
         defer { daemon.stop() }
         let ctl = URL(fileURLWithPath: try TestDaemon.binaryPath()).deletingLastPathComponent().appendingPathComponent("headunitctl").path
         let (status, output) = try await onOwnThread { () throws -> (Int32, String) in
             let play = Process()
             play.executableURL = URL(fileURLWithPath: ctl)
-            play.arguments = ["play", "--unix-socket", daemon.socketPath, scenarioPath(file)]
+            play.arguments = ["play", "--unix-socket", daemon.socketPath, "--pair-tcp", "127.0.0.1:\(daemon.tcpPort)", scenarioPath(file)]
             let out = Pipe()
             play.standardOutput = out
             play.standardError = out
@@ -137,5 +138,83 @@ struct ScenarioStepMismatchTests {
         // The ALTERNATE open (no prompt), the wrong reason, and the send on a closed (forgotten) stream.
         #expect(report.failures.count == 3, "\(report.failures)")
         #expect(report.failures.contains { $0.contains("closed with focusLost") }, "\(report.failures)")
+    }
+
+    @Test("video steps fail when the stream, the frame count or the keyframe answer is not as described")
+    func videoMismatch() async throws {
+        let maps = HUAppInfo.with { $0.appID = "com.example.maps"; $0.entitlements = ["com.apple.developer.carplay-maps"] }
+        let daemon = try await ClientTestDaemon.start()
+        defer { daemon.stop() }
+        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
+        options.hmiEndpoint = daemon.unixEndpoint
+        options.stopOnFailure = false
+        options.log = { _ in }
+        let scenario = HUScenario.with {
+            $0.apps = [maps]
+            $0.timeoutMs = 1000
+            $0.steps = [
+                .with { $0.launch = .with { $0.appID = maps.appID } },
+                .with { $0.request = .with { $0.appID = maps.appID; $0.setRoot = .with { $0.id = "root"; $0.map = HUMapTemplate() } } },
+                .with { $0.watchVideo = .with { $0.screen = .main } },  // expects no stream: the map is shown
+                .with { $0.watchVideo = .with { $0.screen = .main; $0.appID = maps.appID } },
+                .with { $0.sendVideo = .with { $0.appID = maps.appID; $0.frames = 3 } },
+                .with { $0.expectVideo = .with { $0.appID = maps.appID; $0.frames = 4 } },  // three came
+                .with { $0.requestKeyframe = .with { $0.appID = maps.appID; $0.expect = .unknownVideoStream } },  // it is OK
+                .with { $0.sendVideo = .with { $0.appID = maps.appID; $0.frames = 2 } },
+                .with { $0.expectVideo = .with { $0.appID = maps.appID; $0.frames = 2 } },
+            ]
+        }
+        let report = try await ScenarioPlayer(options: options).play(scenario)
+        #expect(report.failures.count == 3, "\(report.failures)")
+        #expect(report.failures.contains { $0.contains("3 frames arrived, expected 4") }, "\(report.failures)")
+        #expect(report.passed == 7, "\(report.failures)")
+    }
+
+    @Test("banner steps fail when the cluster shows no such banner or the car refuses the tap")
+    func bannerMismatch() async throws {
+        let maps = HUAppInfo.with { $0.appID = "com.example.maps"; $0.entitlements = ["com.apple.developer.carplay-maps"] }
+        let daemon = try await ClientTestDaemon.start()
+        defer { daemon.stop() }
+        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
+        options.hmiEndpoint = daemon.unixEndpoint
+        options.stopOnFailure = false
+        options.log = { _ in }
+        let scenario = HUScenario.with {
+            $0.apps = [maps]
+            $0.timeoutMs = 1000
+            $0.steps = [
+                .with { $0.launch = .with { $0.appID = maps.appID } },
+                .with { $0.expectMetadata = .with { $0.bannerAppID = maps.appID } },  // the map is in front: no banner
+                .with { $0.selectBanner = .with { $0.appID = maps.appID } },  // NOTHING_PRESENTED, not OK
+                .with { $0.expectMetadata = .with { $0.bannerAppID = "" } },
+            ]
+        }
+        let report = try await ScenarioPlayer(options: options).play(scenario)
+        #expect(report.failures.count == 2, "\(report.failures)")
+        #expect(report.failures.last?.contains("NOTHING_PRESENTED") == true, "\(report.failures)")
+        #expect(report.passed == 3, "\(report.failures)")
+    }
+
+    @Test("a pair step fails when the phone pairs where a refusal was expected, or is refused where it should pair")
+    func pairingMismatch() async throws {
+        let daemon = try await ClientTestDaemon.start(pairing: true)
+        defer { daemon.stop() }
+        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
+        options.hmiEndpoint = daemon.unixEndpoint
+        options.pairingEndpoint = daemon.tcpEndpoint
+        options.stopOnFailure = false
+        options.log = { _ in }
+        let scenario = HUScenario.with {
+            $0.apps = [Self.radio]
+            $0.steps = [
+                .with { $0.pair = .with { $0.expect = .badPairingCode } },  // the right code: it pairs
+                .with { $0.pair = .with { $0.wrongCode = true } },  // BAD_PAIRING_CODE, not OK
+            ]
+        }
+        let report = try await ScenarioPlayer(options: options).play(scenario)
+        #expect(report.failures.count == 2, "\(report.failures)")
+        #expect(report.failures.first?.contains("the phone paired") == true, "\(report.failures)")
+        // The SDK finds a wrong code first: the car's SPAKE2 confirmation does not verify (BAD_PAIRING_CODE).
+        #expect(report.failures.last?.contains("confirmation does not verify") == true, "\(report.failures)")
     }
 }

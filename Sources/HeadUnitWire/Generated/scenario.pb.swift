@@ -172,6 +172,15 @@ public nonisolated struct HUScenarioStep: Sendable {
     set {action = .expectHome(newValue)}
   }
 
+  /// Pairing (PROTOCOL.md section 20.2).
+  public var pair: HUScenarioPair {
+    get {
+      if case .pair(let v)? = action {return v}
+      return HUScenarioPair()
+    }
+    set {action = .pair(newValue)}
+  }
+
   /// Navigation (PROTOCOL.md section 19).
   public var navigate: HUScenarioNavigate {
     get {
@@ -211,6 +220,14 @@ public nonisolated struct HUScenarioStep: Sendable {
       return HUScenarioClusterInput()
     }
     set {action = .clusterInput(newValue)}
+  }
+
+  public var selectBanner: HUScenarioSelectBanner {
+    get {
+      if case .selectBanner(let v)? = action {return v}
+      return HUScenarioSelectBanner()
+    }
+    set {action = .selectBanner(newValue)}
   }
 
   /// Remote commands and car buttons (PROTOCOL.md section 23).
@@ -288,6 +305,39 @@ public nonisolated struct HUScenarioStep: Sendable {
     set {action = .expectAudioStreamClosed(newValue)}
   }
 
+  /// Base-view video (PROTOCOL.md section 25).
+  public var watchVideo: HUScenarioWatchVideo {
+    get {
+      if case .watchVideo(let v)? = action {return v}
+      return HUScenarioWatchVideo()
+    }
+    set {action = .watchVideo(newValue)}
+  }
+
+  public var sendVideo: HUScenarioSendVideo {
+    get {
+      if case .sendVideo(let v)? = action {return v}
+      return HUScenarioSendVideo()
+    }
+    set {action = .sendVideo(newValue)}
+  }
+
+  public var expectVideo: HUScenarioExpectVideo {
+    get {
+      if case .expectVideo(let v)? = action {return v}
+      return HUScenarioExpectVideo()
+    }
+    set {action = .expectVideo(newValue)}
+  }
+
+  public var requestKeyframe: HUScenarioRequestKeyframe {
+    get {
+      if case .requestKeyframe(let v)? = action {return v}
+      return HUScenarioRequestKeyframe()
+    }
+    set {action = .requestKeyframe(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -304,12 +354,15 @@ public nonisolated struct HUScenarioStep: Sendable {
     case serve(HUScenarioServe)
     case openSession(HUScenarioOpenSession)
     case expectHome(HUScenarioExpectHome)
+    /// Pairing (PROTOCOL.md section 20.2).
+    case pair(HUScenarioPair)
     /// Navigation (PROTOCOL.md section 19).
     case navigate(HUScenarioNavigate)
     case navigationInput(HUScenarioNavigationInput)
     case expectNavigationEvent(HUScenarioExpectNavigationEvent)
     case expectMetadata(HUScenarioExpectMetadata)
     case clusterInput(HUScenarioClusterInput)
+    case selectBanner(HUScenarioSelectBanner)
     /// Remote commands and car buttons (PROTOCOL.md section 23).
     case remoteCommands(HUScenarioRemoteCommands)
     case remoteCommand(HUScenarioRemoteCommand)
@@ -322,6 +375,11 @@ public nonisolated struct HUScenarioStep: Sendable {
     case sendAudio(HUScenarioSendAudio)
     case closeAudioStream(HUScenarioCloseAudioStream)
     case expectAudioStreamClosed(HUScenarioExpectAudioStreamClosed)
+    /// Base-view video (PROTOCOL.md section 25).
+    case watchVideo(HUScenarioWatchVideo)
+    case sendVideo(HUScenarioSendVideo)
+    case expectVideo(HUScenarioExpectVideo)
+    case requestKeyframe(HUScenarioRequestKeyframe)
 
   }
 
@@ -1028,6 +1086,44 @@ public nonisolated struct HUScenarioExpectMetadata: Sendable {
 
   public var timeoutMs: UInt32 = 0
 
+  /// The navigation banner (section 19.9): its app ("" = no banner), the
+  /// maneuver or alert it shows, and its first (longest) instruction variant.
+  public var bannerAppID: String {
+    get {_bannerAppID ?? String()}
+    set {_bannerAppID = newValue}
+  }
+  /// Returns true if `bannerAppID` has been explicitly set.
+  public var hasBannerAppID: Bool {self._bannerAppID != nil}
+  /// Clears the value of `bannerAppID`. Subsequent reads from it will return its default value.
+  public mutating func clearBannerAppID() {self._bannerAppID = nil}
+
+  public var bannerManeuverID: String {
+    get {_bannerManeuverID ?? String()}
+    set {_bannerManeuverID = newValue}
+  }
+  /// Returns true if `bannerManeuverID` has been explicitly set.
+  public var hasBannerManeuverID: Bool {self._bannerManeuverID != nil}
+  /// Clears the value of `bannerManeuverID`. Subsequent reads from it will return its default value.
+  public mutating func clearBannerManeuverID() {self._bannerManeuverID = nil}
+
+  public var bannerAlertID: String {
+    get {_bannerAlertID ?? String()}
+    set {_bannerAlertID = newValue}
+  }
+  /// Returns true if `bannerAlertID` has been explicitly set.
+  public var hasBannerAlertID: Bool {self._bannerAlertID != nil}
+  /// Clears the value of `bannerAlertID`. Subsequent reads from it will return its default value.
+  public mutating func clearBannerAlertID() {self._bannerAlertID = nil}
+
+  public var bannerInstruction: String {
+    get {_bannerInstruction ?? String()}
+    set {_bannerInstruction = newValue}
+  }
+  /// Returns true if `bannerInstruction` has been explicitly set.
+  public var hasBannerInstruction: Bool {self._bannerInstruction != nil}
+  /// Clears the value of `bannerInstruction`. Subsequent reads from it will return its default value.
+  public mutating func clearBannerInstruction() {self._bannerInstruction = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1039,6 +1135,30 @@ public nonisolated struct HUScenarioExpectMetadata: Sendable {
   fileprivate var _guidanceAppID: String? = nil
   fileprivate var _previewedTripID: String? = nil
   fileprivate var _tripsShown: UInt32? = nil
+  fileprivate var _bannerAppID: String? = nil
+  fileprivate var _bannerManeuverID: String? = nil
+  fileprivate var _bannerAlertID: String? = nil
+  fileprivate var _bannerInstruction: String? = nil
+}
+
+/// HMI: NavigationInput{app_id, select_banner} naming the banner the player's
+/// cluster sees now (0 when none is shown), or with `stale` one above it (a
+/// banner id not shown). The app's
+/// NavigationEvent{banner_selected} is expected with expect_navigation_event.
+public nonisolated struct HUScenarioSelectBanner: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var stale: Bool = false
+
+  public var expect: HUErrorCode = .ok
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Cluster: one ClusterInput (zoom, compass, speed limit) on the player's
@@ -1331,6 +1451,118 @@ public nonisolated struct HUScenarioExpectAudioStreamClosed: Sendable {
   public init() {}
 }
 
+/// HMI: WatchVideo for a screen. With `expect` OK, the VideoStreams that
+/// follows must name `app_id`'s stream on that screen (empty: no stream on
+/// it). The player keeps reading the watch's frames for expect_video.
+public nonisolated struct HUScenarioWatchVideo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// MAIN when unspecified
+  public var screen: HUScreen = .unspecified
+
+  public var appID: String = String()
+
+  public var expect: HUErrorCode = .ok
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Phone: `frames` VIDEO frames on the channel of the app's main scene
+/// (SceneConnected.video), a keyframe first, then P-frames; frame numbers go
+/// on from the last frame the player sent on that channel. Each frame is the
+/// 16-byte header (PROTOCOL.md 25.3), an Annex B start code, an IDR or
+/// non-IDR NAL header byte and `frame_bytes` bytes of pattern (not a picture).
+public nonisolated struct HUScenarioSendVideo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  /// 1 to 300
+  public var frames: UInt32 = 0
+
+  /// 0: 64; at most 65536
+  public var frameBytes: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// HMI: waits until exactly `frames` frames of the app's stream on the screen
+/// have arrived since the watch or the last expect_video, the first a
+/// keyframe and each numbered one above the one before; they are then used up.
+public nonisolated struct HUScenarioExpectVideo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// MAIN when unspecified
+  public var screen: HUScreen = .unspecified
+
+  public var appID: String = String()
+
+  public var frames: UInt32 = 0
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// HMI: RequestKeyframe{VIEWER_ASKED} for the app's stream on the screen (its
+/// channel as the last VideoStreams names it). With `expect` OK the phone
+/// must then receive RequestKeyframe{that channel, VIEWER_ASKED}.
+public nonisolated struct HUScenarioRequestKeyframe: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// MAIN when unspecified
+  public var screen: HUScreen = .unspecified
+
+  public var appID: String = String()
+
+  public var expect: HUErrorCode = .ok
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// HMI, then a second phone over TCP: the HMI opens a pairing window
+/// (StartPairing) and a new phone (a fresh key) connects to the car's TCP
+/// listener (headunitctl play --pair-tcp, or the phone's own TCP endpoint)
+/// and pairs with the code shown, or with `wrong_code` another one. With
+/// `expect` OK it must authenticate and the HMI's ListPairedDevices must list
+/// it; otherwise pairing must fail with `expect`. The phone then leaves.
+public nonisolated struct HUScenarioPair: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// empty: "scenario paired phone"
+  public var deviceName: String = String()
+
+  public var wrongCode: Bool = false
+
+  public var expect: HUErrorCode = .ok
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
@@ -1397,7 +1629,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScenarioStep"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{2}&navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0\u{3}cluster_input\0\u{4}\u{6}remote_commands\0\u{3}remote_command\0\u{4}\u{9}report_call\0\u{3}call_input\0\u{3}expect_call\0\u{4}\u{8}open_audio_stream\0\u{3}send_audio\0\u{3}close_audio_stream\0\u{3}expect_audio_stream_closed\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{1}pair\0\u{2}%navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0\u{3}cluster_input\0\u{3}select_banner\0\u{4}\u{5}remote_commands\0\u{3}remote_command\0\u{4}\u{9}report_call\0\u{3}call_input\0\u{3}expect_call\0\u{4}\u{8}open_audio_stream\0\u{3}send_audio\0\u{3}close_audio_stream\0\u{3}expect_audio_stream_closed\0\u{4}\u{7}watch_video\0\u{3}send_video\0\u{3}expect_video\0\u{3}request_keyframe\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1571,6 +1803,19 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
           self.action = .expectHome(v)
         }
       }()
+      case 23: try {
+        var v: HUScenarioPair?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .pair(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .pair(v)
+        }
+      }()
       case 60: try {
         var v: HUScenarioNavigate?
         var hadOneofValue = false
@@ -1634,6 +1879,19 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.action = .clusterInput(v)
+        }
+      }()
+      case 65: try {
+        var v: HUScenarioSelectBanner?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .selectBanner(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .selectBanner(v)
         }
       }()
       case 70: try {
@@ -1753,6 +2011,58 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
           self.action = .expectAudioStreamClosed(v)
         }
       }()
+      case 100: try {
+        var v: HUScenarioWatchVideo?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .watchVideo(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .watchVideo(v)
+        }
+      }()
+      case 101: try {
+        var v: HUScenarioSendVideo?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .sendVideo(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .sendVideo(v)
+        }
+      }()
+      case 102: try {
+        var v: HUScenarioExpectVideo?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .expectVideo(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .expectVideo(v)
+        }
+      }()
+      case 103: try {
+        var v: HUScenarioRequestKeyframe?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .requestKeyframe(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .requestKeyframe(v)
+        }
+      }()
       default: break
       }
     }
@@ -1822,6 +2132,10 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
       guard case .expectHome(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
     }()
+    case .pair?: try {
+      guard case .pair(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+    }()
     case .navigate?: try {
       guard case .navigate(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
@@ -1841,6 +2155,10 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
     case .clusterInput?: try {
       guard case .clusterInput(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+    }()
+    case .selectBanner?: try {
+      guard case .selectBanner(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
     }()
     case .remoteCommands?: try {
       guard case .remoteCommands(let v)? = self.action else { preconditionFailure() }
@@ -1877,6 +2195,22 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
     case .expectAudioStreamClosed?: try {
       guard case .expectAudioStreamClosed(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 93)
+    }()
+    case .watchVideo?: try {
+      guard case .watchVideo(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+    }()
+    case .sendVideo?: try {
+      guard case .sendVideo(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 101)
+    }()
+    case .expectVideo?: try {
+      guard case .expectVideo(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 102)
+    }()
+    case .requestKeyframe?: try {
+      guard case .requestKeyframe(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 103)
     }()
     case nil: break
     }
@@ -3039,7 +3373,7 @@ nonisolated extension HUScenarioExpectNavigationEvent: SwiftProtobuf.Message, Sw
 
 nonisolated extension HUScenarioExpectMetadata: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectMetadata"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{3}pause_reason\0\u{3}end_reason\0\u{3}maneuver_ids\0\u{3}check_maneuvers\0\u{3}alert_id\0\u{3}guidance_app_id\0\u{3}previewed_trip_id\0\u{3}trips_shown\0\u{3}timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}guidance\0\u{3}pause_reason\0\u{3}end_reason\0\u{3}maneuver_ids\0\u{3}check_maneuvers\0\u{3}alert_id\0\u{3}guidance_app_id\0\u{3}previewed_trip_id\0\u{3}trips_shown\0\u{3}timeout_ms\0\u{3}banner_app_id\0\u{3}banner_maneuver_id\0\u{3}banner_alert_id\0\u{3}banner_instruction\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3057,6 +3391,10 @@ nonisolated extension HUScenarioExpectMetadata: SwiftProtobuf.Message, SwiftProt
       case 8: try { try decoder.decodeSingularStringField(value: &self._previewedTripID) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self._tripsShown) }()
       case 10: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self._bannerAppID) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self._bannerManeuverID) }()
+      case 13: try { try decoder.decodeSingularStringField(value: &self._bannerAlertID) }()
+      case 14: try { try decoder.decodeSingularStringField(value: &self._bannerInstruction) }()
       default: break
       }
     }
@@ -3097,6 +3435,18 @@ nonisolated extension HUScenarioExpectMetadata: SwiftProtobuf.Message, SwiftProt
     if self.timeoutMs != 0 {
       try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 10)
     }
+    try { if let v = self._bannerAppID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 11)
+    } }()
+    try { if let v = self._bannerManeuverID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 12)
+    } }()
+    try { if let v = self._bannerAlertID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 13)
+    } }()
+    try { if let v = self._bannerInstruction {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 14)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3111,6 +3461,50 @@ nonisolated extension HUScenarioExpectMetadata: SwiftProtobuf.Message, SwiftProt
     if lhs._previewedTripID != rhs._previewedTripID {return false}
     if lhs._tripsShown != rhs._tripsShown {return false}
     if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs._bannerAppID != rhs._bannerAppID {return false}
+    if lhs._bannerManeuverID != rhs._bannerManeuverID {return false}
+    if lhs._bannerAlertID != rhs._bannerAlertID {return false}
+    if lhs._bannerInstruction != rhs._bannerInstruction {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioSelectBanner: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioSelectBanner"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}stale\0\u{1}expect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.stale) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.stale != false {
+      try visitor.visitSingularBoolField(value: self.stale, fieldNumber: 2)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioSelectBanner, rhs: HUScenarioSelectBanner) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.stale != rhs.stale {return false}
+    if lhs.expect != rhs.expect {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3615,6 +4009,221 @@ nonisolated extension HUScenarioExpectAudioStreamClosed: SwiftProtobuf.Message, 
     if lhs.type != rhs.type {return false}
     if lhs.reason != rhs.reason {return false}
     if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioWatchVideo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioWatchVideo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}app_id\0\u{1}expect\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.screen != .unspecified {
+      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
+    }
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 3)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioWatchVideo, rhs: HUScenarioWatchVideo) -> Bool {
+    if lhs.screen != rhs.screen {return false}
+    if lhs.appID != rhs.appID {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioSendVideo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioSendVideo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}frames\0\u{3}frame_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.frames) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.frameBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frames, fieldNumber: 2)
+    }
+    if self.frameBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frameBytes, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioSendVideo, rhs: HUScenarioSendVideo) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.frameBytes != rhs.frameBytes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioExpectVideo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectVideo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}app_id\0\u{1}frames\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.frames) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.screen != .unspecified {
+      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
+    }
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frames, fieldNumber: 3)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioExpectVideo, rhs: HUScenarioExpectVideo) -> Bool {
+    if lhs.screen != rhs.screen {return false}
+    if lhs.appID != rhs.appID {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioRequestKeyframe: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioRequestKeyframe"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}screen\0\u{3}app_id\0\u{1}expect\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.screen) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.screen != .unspecified {
+      try visitor.visitSingularEnumField(value: self.screen, fieldNumber: 1)
+    }
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 3)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioRequestKeyframe, rhs: HUScenarioRequestKeyframe) -> Bool {
+    if lhs.screen != rhs.screen {return false}
+    if lhs.appID != rhs.appID {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioPair: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioPair"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_name\0\u{3}wrong_code\0\u{1}expect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.wrongCode) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceName.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 1)
+    }
+    if self.wrongCode != false {
+      try visitor.visitSingularBoolField(value: self.wrongCode, fieldNumber: 2)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioPair, rhs: HUScenarioPair) -> Bool {
+    if lhs.deviceName != rhs.deviceName {return false}
+    if lhs.wrongCode != rhs.wrongCode {return false}
+    if lhs.expect != rhs.expect {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
