@@ -69,14 +69,9 @@ struct AudioRestartHandoverTests {
 
     @Test func theRestartClosesThePhonesStreamWithItsReasonAndANewStreamPlays() async throws {
         try await onOwnThread {
-            let directory = try TestDaemon.makeScratchDirectory()
-            let path = directory + "/hu.sock"
-            var configuration = ServerConfiguration(listeners: [.unix(path: path)])
-            configuration.audio = AudioConfiguration(output: .none)
-            var logger = Logger(label: "headunitd.restart-test")
-            logger.logLevel = .warning
-            let first = HeadUnitServer(configuration: configuration, logger: logger)
-            _ = try Self.blocking { try await first.start() }
+            var daemon = try InProcessDaemon()
+            let path = daemon.path
+            let first = try daemon.start()
 
             let hmi = RecordingPeer(try RawSocketClient.unix(path))
             defer { hmi.close() }
@@ -111,9 +106,8 @@ struct AudioRestartHandoverTests {
             try phone.sendMedia(stream, timestamp: 3 * 20_000, silence, frames: AudioStreamSocketTests.packetFrames)
 
             let restarted = RawSocketClient.now()
-            configuration.restored = store.handedBack()
-            let second = HeadUnitServer(configuration: configuration, logger: logger)
-            _ = try Self.blocking { try await second.start() }
+            daemon.configuration.restored = store.handedBack()
+            let second = try daemon.start()
             defer { try? Self.blocking { await second.shutdown() } }
 
             // The phone hears that its stream ended, and why, as soon as it is back.
@@ -160,5 +154,31 @@ struct AudioRestartHandoverTests {
             }
             #expect(heard, "the HMI hears the car's output after the restart")
         }
+    }
+}
+
+/// The daemon's server in this process on a scratch Unix socket, started as
+/// often as a test restarts it: each `start()` is the next process, taking
+/// over what `configuration.restored` hands it (section 22 without systemd).
+struct InProcessDaemon {
+    let directory: String
+    let path: String
+    var configuration: ServerConfiguration
+    let logger: Logger
+
+    init() throws {
+        directory = try TestDaemon.makeScratchDirectory()
+        path = directory + "/hu.sock"
+        configuration = ServerConfiguration(listeners: [.unix(path: path)])
+        configuration.audio = AudioConfiguration(output: .none)
+        var logger = Logger(label: "headunitd.restart-test")
+        logger.logLevel = .warning
+        self.logger = logger
+    }
+
+    func start() throws -> HeadUnitServer {
+        let server = HeadUnitServer(configuration: configuration, logger: logger)
+        _ = try AudioRestartHandoverTests.blocking { try await server.start() }
+        return server
     }
 }

@@ -13,14 +13,9 @@ import Testing
 struct CallRestartHandoverTests {
     @Test func aCallActionWaitingAtTheRestartIsAnsweredAndTheCallIsKept() async throws {
         try await onOwnThread {
-            let directory = try TestDaemon.makeScratchDirectory()
-            let path = directory + "/hu.sock"
-            var configuration = ServerConfiguration(listeners: [.unix(path: path)])
-            configuration.audio = AudioConfiguration(output: .none)
-            var logger = Logger(label: "headunitd.restart-test")
-            logger.logLevel = .warning
-            let first = HeadUnitServer(configuration: configuration, logger: logger)
-            _ = try AudioRestartHandoverTests.blocking { try await first.start() }
+            var daemon = try InProcessDaemon()
+            let path = daemon.path
+            let first = try daemon.start()
 
             let hmi = RecordingPeer(try RawSocketClient.unix(path))
             defer { hmi.close() }
@@ -58,9 +53,8 @@ struct CallRestartHandoverTests {
             }
             #expect(answer.code == .notConnected && answer.message.contains("restart"), "\(answer)")
 
-            configuration.restored = store.handedBack()
-            let second = HeadUnitServer(configuration: configuration, logger: logger)
-            _ = try AudioRestartHandoverTests.blocking { try await second.start() }
+            daemon.configuration.restored = store.handedBack()
+            let second = try daemon.start()
             defer { try? AudioRestartHandoverTests.blocking { await second.shutdown() } }
 
             // The app's late answer reaches a car that never had the action; the call is still there.
@@ -75,7 +69,7 @@ struct CallRestartHandoverTests {
                 return nil
             }
             #expect(nextEvent.action.callUuid == uuid && nextEvent.actionID > event.actionID)
-            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: daemon.directory)
         }
     }
 }
