@@ -46,12 +46,7 @@ public struct PhoneIdentity: Sendable {
 
     /// The id the car knows this phone by: lowercase hex of the first 16 bytes
     /// of SHA-256(public key), as the daemon derives it.
-    public var deviceID: String {
-        SHA256.hash(data: publicKey).prefix(16).map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
-    }
+    public var deviceID: String { DeviceID.of(publicKey: publicKey) }
 
     /// The admission ticket for a new TCP connection to the car this phone
     /// paired with (PROTOCOL.md section 10.1): the TLS server name that lets
@@ -115,14 +110,14 @@ public struct PhoneIdentity: Sendable {
         let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace
         // Line 1: the key; line 2 (once paired): "car " and the car's key in hex.
         let lines = text.split(separator: "\n").map { String($0).trimmingWhitespace }
-        guard let first = lines.first, let bytes = Self.bytes(hex: first), bytes.count == 32,
+        guard let first = lines.first, let bytes = Hex.bytes(first, uppercase: true), bytes.count == 32,
             let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: bytes)
         else {
             throw IdentityError("\(path): not a phone key (64 hex digits)")
         }
         var identity = PhoneIdentity(privateKey: key)
         if lines.count > 1, lines[1].hasPrefix("car ") {
-            guard let car = Self.bytes(hex: String(lines[1].dropFirst(4))), !car.isEmpty else {
+            guard let car = Hex.bytes(lines[1].dropFirst(4), uppercase: true), !car.isEmpty else {
                 throw IdentityError("\(path): line 2 is not 'car' and the car's key in hex")
             }
             identity.carKey = car
@@ -144,14 +139,8 @@ public struct PhoneIdentity: Sendable {
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw IdentityError("\(temporary): \(String(cString: strerror(errno)))") }
-        func hex(_ bytes: [UInt8]) -> String {
-            bytes.map { byte in
-                let digit = String(byte, radix: 16)
-                return byte < 16 ? "0" + digit : digit
-            }.joined()
-        }
-        var content = hex(Array(privateKey.rawRepresentation)) + "\n"
-        if let carKey { content += "car " + hex(carKey) + "\n" }
+        var content = Hex.string(privateKey.rawRepresentation) + "\n"
+        if let carKey { content += "car " + Hex.string(carKey) + "\n" }
         let text = Array(content.utf8)
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
@@ -160,27 +149,6 @@ public struct PhoneIdentity: Sendable {
             unlink(temporary)
             throw IdentityError("saving \(path): \(String(cString: strerror(errno)))")
         }
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        func value(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case 0x30...0x39: return digit - 0x30
-            case 0x61...0x66: return digit - 0x61 + 10
-            case 0x41...0x46: return digit - 0x41 + 10
-            default: return nil
-            }
-        }
-        var bytes: [UInt8] = []
-        var index = 0
-        while index < digits.count {
-            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
     }
 
     public struct IdentityError: Error, CustomStringConvertible {

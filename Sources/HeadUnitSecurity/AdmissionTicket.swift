@@ -54,8 +54,8 @@ public struct AdmissionTicket: Sendable, Equatable {
 
     /// The TLS server name that carries it.
     public var serverName: String {
-        let signatureHex = Self.hex(signature)
-        let counterHex = Self.hex(withUnsafeBytes(of: counter.bigEndian) { Array($0) })
+        let signatureHex = Hex.string(signature)
+        let counterHex = Hex.string(withUnsafeBytes(of: counter.bigEndian) { Array($0) })
         let parts = [
             Self.prefix, deviceID, counterHex,
             String(signatureHex.prefix(43)), String(signatureHex.dropFirst(43).prefix(43)), String(signatureHex.dropFirst(86)),
@@ -66,44 +66,11 @@ public struct AdmissionTicket: Sendable, Equatable {
     /// Reads a ticket from a TLS server name; nil for any other name (or none).
     public init?(serverName: String) {
         let labels = serverName.split(separator: ".", omittingEmptySubsequences: false)
-        guard labels.count == 6, labels[0] == Self.prefix, labels[1].utf8.count == 32, Self.bytes(hex: labels[1]) != nil,
-            labels[2].utf8.count == 16, let counter = Self.bytes(hex: labels[2]),
-            let signature = Self.bytes(hex: labels[3] + labels[4] + labels[5]), signature.count == 64
+        guard labels.count == 6, labels[0] == Self.prefix, labels[1].utf8.count == 32, Hex.bytes(labels[1], uppercase: false) != nil,
+            labels[2].utf8.count == 16, let counter = Hex.bytes(labels[2], uppercase: false),
+            let signature = Hex.bytes(labels[3] + labels[4] + labels[5], uppercase: false), signature.count == 64
         else { return nil }
         self.init(
             deviceID: String(labels[1]), counter: counter.reduce(0) { $0 << 8 | UInt64($1) }, signature: signature)
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
-    /// Lowercase hex only (a server name's case is not the phone's choice to vary).
-    static func bytes<S: StringProtocol>(hex: S) -> [UInt8]? {
-        let text = Array(hex.utf8)
-        guard text.count % 2 == 0 else { return nil }
-        func value(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-            default: return nil
-            }
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.count / 2)
-        var index = 0
-        while index < text.count {
-            guard let high = value(text[index]), let low = value(text[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
     }
 }

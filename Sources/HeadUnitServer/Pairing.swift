@@ -118,7 +118,7 @@ extension CarHost {
             notePairingAttempt(.failed, source: pending.source, name: request.deviceName, "the phone did not prove it holds its key")
             return refuse(.keyNotProven, "signature does not verify with public_key over this pairing's transcript: the phone must hold the key it pairs")
         }
-        let id = PhoneKeys.deviceID(publicKey: key)
+        let id = DeviceID.of(publicKey: key)
         switch pairing.complete(
             generation: pending.generation, source: pending.source, publicKey: key, deviceID: id, name: request.deviceName, now: now,
             unixMilliseconds: unixMilliseconds())

@@ -126,15 +126,6 @@ public struct PairingStore: Sendable {
 
 /// The Ed25519 half of pairing and authentication (swift-crypto).
 enum PhoneKeys {
-    /// Lowercase hex of the first 16 bytes of SHA-256(raw public key).
-    static func deviceID(publicKey: [UInt8]) -> String {
-        let digest = SHA256.hash(data: publicKey)
-        return digest.prefix(16).map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
-    }
-
     static func isValidSignature(_ signature: [UInt8], publicKey: [UInt8], message: [UInt8]) -> Bool {
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey) else { return false }
         return key.isValidSignature(signature, for: message)
