@@ -67,13 +67,19 @@ struct ScenarioStepMismatchTests {
     }
 
     func play(_ steps: [HUScenarioStep]) async throws -> ScenarioPlayer.Report {
-        let daemon = try await ClientTestDaemon.start()
+        try await play(HUScenario.with { $0.name = "mismatch"; $0.apps = [Self.radio]; $0.steps = steps })
+    }
+
+    /// Plays `scenario` against a fresh daemon (one that requires pairing on
+    /// TCP when `pairing`, the player pairing there), every step to the end.
+    func play(_ scenario: HUScenario, pairing: Bool = false) async throws -> ScenarioPlayer.Report {
+        let daemon = try await ClientTestDaemon.start(pairing: pairing)
         defer { daemon.stop() }
         var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
         options.hmiEndpoint = daemon.unixEndpoint
+        if pairing { options.pairingEndpoint = daemon.tcpEndpoint }
         options.stopOnFailure = false
         options.log = { _ in }
-        let scenario = HUScenario.with { $0.name = "mismatch"; $0.apps = [Self.radio]; $0.steps = steps }
         return try await ScenarioPlayer(options: options).play(scenario)
     }
 
@@ -105,12 +111,6 @@ struct ScenarioStepMismatchTests {
     func callMismatch() async throws {
         let uuid = "6f1c3c2e-1a2b-4c3d-8e4f-000000000001"
         let voip = HUAppInfo.with { $0.appID = "com.example.voip"; $0.entitlements = ["com.apple.developer.carplay-communication"] }
-        let daemon = try await ClientTestDaemon.start()
-        defer { daemon.stop() }
-        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
-        options.hmiEndpoint = daemon.unixEndpoint
-        options.stopOnFailure = false
-        options.log = { _ in }
         let scenario = HUScenario.with {
             $0.apps = [voip]
             $0.timeoutMs = 1000
@@ -121,7 +121,7 @@ struct ScenarioStepMismatchTests {
                 .with { $0.expectCall = .with { $0.callUuid = uuid; $0.gone = true } },
             ]
         }
-        let report = try await ScenarioPlayer(options: options).play(scenario)
+        let report = try await play(scenario)
         #expect(report.failures.count == 3, "\(report.failures)")
         #expect(report.passed == 2)  // the announcement and the report
     }
@@ -143,12 +143,6 @@ struct ScenarioStepMismatchTests {
     @Test("video steps fail when the stream, the frame count or the keyframe answer is not as described")
     func videoMismatch() async throws {
         let maps = HUAppInfo.with { $0.appID = "com.example.maps"; $0.entitlements = ["com.apple.developer.carplay-maps"] }
-        let daemon = try await ClientTestDaemon.start()
-        defer { daemon.stop() }
-        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
-        options.hmiEndpoint = daemon.unixEndpoint
-        options.stopOnFailure = false
-        options.log = { _ in }
         let scenario = HUScenario.with {
             $0.apps = [maps]
             $0.timeoutMs = 1000
@@ -164,7 +158,7 @@ struct ScenarioStepMismatchTests {
                 .with { $0.expectVideo = .with { $0.appID = maps.appID; $0.frames = 2 } },
             ]
         }
-        let report = try await ScenarioPlayer(options: options).play(scenario)
+        let report = try await play(scenario)
         #expect(report.failures.count == 3, "\(report.failures)")
         #expect(report.failures.contains { $0.contains("3 frames arrived, expected 4") }, "\(report.failures)")
         #expect(report.passed == 7, "\(report.failures)")
@@ -173,12 +167,6 @@ struct ScenarioStepMismatchTests {
     @Test("banner steps fail when the cluster shows no such banner or the car refuses the tap")
     func bannerMismatch() async throws {
         let maps = HUAppInfo.with { $0.appID = "com.example.maps"; $0.entitlements = ["com.apple.developer.carplay-maps"] }
-        let daemon = try await ClientTestDaemon.start()
-        defer { daemon.stop() }
-        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
-        options.hmiEndpoint = daemon.unixEndpoint
-        options.stopOnFailure = false
-        options.log = { _ in }
         let scenario = HUScenario.with {
             $0.apps = [maps]
             $0.timeoutMs = 1000
@@ -189,7 +177,7 @@ struct ScenarioStepMismatchTests {
                 .with { $0.expectMetadata = .with { $0.bannerAppID = "" } },
             ]
         }
-        let report = try await ScenarioPlayer(options: options).play(scenario)
+        let report = try await play(scenario)
         #expect(report.failures.count == 2, "\(report.failures)")
         #expect(report.failures.last?.contains("NOTHING_PRESENTED") == true, "\(report.failures)")
         #expect(report.passed == 3, "\(report.failures)")
@@ -197,13 +185,6 @@ struct ScenarioStepMismatchTests {
 
     @Test("a pair step fails when the phone pairs where a refusal was expected, or is refused where it should pair")
     func pairingMismatch() async throws {
-        let daemon = try await ClientTestDaemon.start(pairing: true)
-        defer { daemon.stop() }
-        var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
-        options.hmiEndpoint = daemon.unixEndpoint
-        options.pairingEndpoint = daemon.tcpEndpoint
-        options.stopOnFailure = false
-        options.log = { _ in }
         let scenario = HUScenario.with {
             $0.apps = [Self.radio]
             $0.steps = [
@@ -211,7 +192,7 @@ struct ScenarioStepMismatchTests {
                 .with { $0.pair = .with { $0.wrongCode = true } },  // BAD_PAIRING_CODE, not OK
             ]
         }
-        let report = try await ScenarioPlayer(options: options).play(scenario)
+        let report = try await play(scenario, pairing: true)
         #expect(report.failures.count == 2, "\(report.failures)")
         #expect(report.failures.first?.contains("the phone paired") == true, "\(report.failures)")
         // The SDK finds a wrong code first: the car's SPAKE2 confirmation does not verify (BAD_PAIRING_CODE).
