@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// Release builds of the request path's modules (HeadUnitWire, HeadUnitCore, HeadUnitServer):
+/// Release builds of the daemon-only request path (HeadUnitCore, HeadUnitServer):
 /// - no run-time exclusivity checks (debug builds and tests keep them): the
 ///   Car's sub-states behind `CopyOnWrite` boxes, CarHost's and the handlers'
 ///   class state made every access a checked one (BENCHMARKS.md, round five);
@@ -9,7 +9,13 @@ import PackageDescription
 ///   `CarEffect`) compiled to code of their own (`-disable-type-layout`):
 ///   by default each called the type's value witness, looking its metadata
 ///   up and walking its layout at run time (BENCHMARKS.md, round ten).
-let releaseSettings: [SwiftSetting] = [
+/// Only for targets that no library product contains: SwiftPM refuses a
+/// product with unsafe flags in a dependency resolved by version, whatever
+/// the `.when` condition (scripts/versioned-dependency-test.sh checks this).
+/// HeadUnitWire is in every library product, so it builds with the defaults
+/// (its generated model holds no class storage, which the exclusivity flag
+/// was for; a hot class property there would say `@exclusivity(unchecked)`).
+let daemonReleaseSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-disable-type-layout"], .when(configuration: .release))
 ]
 
@@ -49,8 +55,16 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ],
-            swiftSettings: releaseSettings
+            ]
+        ),
+        // Our protoc plugin: HeadUnitWire/Generated's plain model and its one codec
+        // (scripts/generate-protos.sh runs it; its output is committed).
+        .executableTarget(
+            name: "protoc-gen-headunit",
+            dependencies: [
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "SwiftProtobufPluginLibrary", package: "swift-protobuf"),
+            ]
         ),
         // The car as pure state machines. No I/O.
         .target(
@@ -62,7 +76,7 @@ let package = Package(
                 // SHA-256 names each image the HMIs are sent once (Observers/HMIImages.swift).
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: releaseSettings
+            swiftSettings: daemonReleaseSettings
         ),
         // TLS on TCP and pairing crypto (PROTOCOL.md section 20): the car's identity
         // key and certificate, pinning, SPAKE2 (BoringSSL's) and the pairing key schedule.
@@ -99,7 +113,7 @@ let package = Package(
                 "CALSA",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            swiftSettings: releaseSettings
+            swiftSettings: daemonReleaseSettings
         ),
         .systemLibrary(
             name: "CALSA",
@@ -237,8 +251,7 @@ let package = Package(
                 "HeadUnitWire", "HeadUnitCore", "CFuzzMain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ],
-            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+            ]
         ),
         // CarPlayKit examples: short apps runnable against the daemon (docs/CARPLAYKIT.md, "Examples").
         .executableTarget(name: "RadioApp", dependencies: ["CarPlayKit"], path: "Examples/RadioApp"),
@@ -266,6 +279,21 @@ let package = Package(
         .testTarget(
             name: "HeadUnitCoreTests",
             dependencies: ["HeadUnitCore", "HeadUnitWire", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        // The server's handlers driven in memory (EmbeddedChannel, time advanced by the test): no socket, no daemon.
+        .testTarget(
+            name: "HeadUnitServerTests",
+            dependencies: [
+                "HeadUnitServer", "HeadUnitCore", "HeadUnitWire", "HeadUnitSecurity",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                // The phone's side of pairing: its Ed25519 key, the car's P-256 identity.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             // The daemon's own command line (an executable target, imported @testable).

@@ -10,7 +10,7 @@ import HeadUnitClient  // accessory sessions: the lower-level SDK (EASession has
 
 let climateProtocol = "com.openmotors.climate"
 
-final class ComfortSceneDelegate: CPTemplateApplicationSceneDelegate, @unchecked Sendable {
+final class ComfortSceneDelegate: CPTemplateApplicationSceneDelegate {
     let application: CPApplication
     var interfaceController: CPInterfaceController?
     init(application: CPApplication) { self.application = application }

@@ -12,7 +12,7 @@ import Foundation
 func log(_ line: String) { print(line); fflush(nil) }  // fflush(nil): every C stream (Swift 6 will not touch `stdout`)
 
 /// A named place, the MapKit way: an item at a placemark, named afterwards.
-func namedPlace(_ name: String, _ latitude: CLLocationDegrees, _ longitude: CLLocationDegrees) -> MKMapItem {
+@MainActor func namedPlace(_ name: String, _ latitude: CLLocationDegrees, _ longitude: CLLocationDegrees) -> MKMapItem {
     let item = MKMapItem(placemark: MKPlacemark(coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude)))
     item.name = name
     return item
@@ -20,7 +20,7 @@ func namedPlace(_ name: String, _ latitude: CLLocationDegrees, _ longitude: CLLo
 
 final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplateDelegate,
     CPTemplateApplicationDashboardSceneDelegate, CPTemplateApplicationInstrumentClusterSceneDelegate,
-    CPInstrumentClusterControllerDelegate, @unchecked Sendable {
+    CPInstrumentClusterControllerDelegate {
     var interfaceController: CPInterfaceController?
     let map = CPMapTemplate(identifier: "map")
     var session: CPNavigationSession?
@@ -224,7 +224,8 @@ final class MapsSceneDelegate: CPTemplateApplicationSceneDelegate, CPMapTemplate
 
 /// Speaks prompts through the car: a voicePrompt session (the car ducks
 /// music and pauses spoken audio while it is active) and a player.
-final class PromptVoice: @unchecked Sendable {
+@MainActor
+final class PromptVoice {
     let session: AVAudioSession
     private var last: Task<Void, Never>?
 

@@ -75,7 +75,7 @@ final class CallManager: NSObject, CXProviderDelegate {
     }
 }
 
-final class MessagesSceneDelegate: CPTemplateApplicationSceneDelegate, @unchecked Sendable {
+final class MessagesSceneDelegate: CPTemplateApplicationSceneDelegate {
     var interfaceController: CPInterfaceController?
     let calls: CallManager
 
@@ -148,10 +148,10 @@ if let flag = arguments.firstIndex(of: "--incoming-call"), flag + 1 < arguments.
 }
 let socket = arguments.first ?? HeadUnitEndpoint.defaultUnixSocketPath
 let app = CPApplication(bundleIdentifier: "com.example.messages", displayName: "Messages", entitlements: [.communication])
-let callManager = await CallManager()
+let callManager = CallManager()
 let sceneDelegate = MessagesSceneDelegate(calls: callManager)
 app.sceneDelegate = sceneDelegate
 try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone")
 log("connected")
-if let incomingCaller { await callManager.ring(from: incomingCaller) }
+if let incomingCaller { callManager.ring(from: incomingCaller) }
 await app.run()

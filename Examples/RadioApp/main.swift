@@ -10,7 +10,7 @@ import Foundation
 func log(_ line: String) { print(line); fflush(nil) }  // fflush(nil): every C stream (Swift 6 will not touch `stdout`)
 
 final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlayingTemplateObserver,
-    CPSessionConfigurationDelegate, @unchecked Sendable {
+    CPSessionConfigurationDelegate {
     var interfaceController: CPInterfaceController?
     var sessionConfiguration: CPSessionConfiguration?
     var audio: StationAudio?
@@ -137,7 +137,8 @@ final class RadioSceneDelegate: CPTemplateApplicationSceneDelegate, CPNowPlaying
 /// The station on air as sound: a sine tone per station (Jazz FM 440 Hz,
 /// News 24 660 Hz), 48 kHz stereo, written as fast as the car's credit
 /// allows, which is real time.
-final class StationAudio: @unchecked Sendable {
+@MainActor
+final class StationAudio {
     static let tones = ["jazz": 440.0, "news": 660.0]
     let session: AVAudioSession
     private var task: Task<Void, Never>?

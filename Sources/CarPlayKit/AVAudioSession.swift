@@ -1,6 +1,5 @@
 import HeadUnitClient
 import HeadUnitWire
-import NIOConcurrencyHelpers
 
 /// How an app's audio meets the car's (`AVAudioSession`, PROTOCOL.md
 /// sections 19.8 and 24). Declare the category, mode and options, activate
@@ -25,7 +24,8 @@ import NIOConcurrencyHelpers
 ///   navigation request `start_prompt`, deactivating it `end_prompt`; the
 ///   player's stream is the alternate audio, mixed on top while the car
 ///   ducks music by 12 dB and pauses spoken audio.
-public final class AVAudioSession: @unchecked Sendable {
+@MainActor
+public final class AVAudioSession {
     /// The audio session category. The car plays what the phone sends: only `.playback` exists.
     public struct Category: RawRepresentable, Hashable, Sendable {
         public var rawValue: String
@@ -67,36 +67,35 @@ public final class AVAudioSession: @unchecked Sendable {
     /// an active voicePrompt session is a prompt of this length that ``setActive(_:options:)`` ends earlier.
     public static let maximumPromptDuration: UInt32 = 10_000
 
-    private static let sessions = NIOLockedValueBox<(all: [ObjectIdentifier: AVAudioSession], last: AVAudioSession?)>(([:], nil))
+    private static var sessions: [ObjectIdentifier: AVAudioSession] = [:]
+    private static var last: AVAudioSession?
     private static let unbound = AVAudioSession(application: nil)
 
     /// The session of the app that last asked for its ``CPApplication/audioSession``
     /// (in a one-app process, that app's); unbound before: activating it throws.
     public static func sharedInstance() -> AVAudioSession {
-        sessions.withLockedValue { $0.last } ?? unbound
+        last ?? unbound
     }
 
     static func session(for application: CPApplication) -> AVAudioSession {
-        sessions.withLockedValue { state in
-            // An app gone may leave its address to a new one: drop the sessions of apps gone first.
-            state.all = state.all.filter { $0.value.application != nil }
-            let key = ObjectIdentifier(application)
-            let session = state.all[key].flatMap { $0.application === application ? $0 : nil } ?? AVAudioSession(application: application)
-            state.all[key] = session
-            state.last = session
-            return session
-        }
+        // An app gone may leave its address to a new one: drop the sessions of apps gone first.
+        sessions = sessions.filter { $0.value.application != nil }
+        let key = ObjectIdentifier(application)
+        let session = sessions[key].flatMap { $0.application === application ? $0 : nil } ?? AVAudioSession(application: application)
+        sessions[key] = session
+        last = session
+        return session
     }
 
     weak var application: CPApplication?
-    @CPLocked public private(set) var category: Category = .playback
-    @CPLocked public private(set) var mode: Mode = .default
-    @CPLocked public private(set) var categoryOptions: CategoryOptions = []
-    @CPLocked public private(set) var isActive = false
+    public private(set) var category: Category = .playback
+    public private(set) var mode: Mode = .default
+    public private(set) var categoryOptions: CategoryOptions = []
+    public private(set) var isActive = false
     /// The last `start_prompt` sent (a voicePrompt session's activation): players wait for it.
-    @CPLocked var activation: Task<Void, Error>?
+    var activation: Task<Void, Error>?
     /// The session set the now-playing's spoken flag (and clears it when the mode changes).
-    @CPLocked private var markedSpoken = false
+    private var markedSpoken = false
 
     private init(application: CPApplication?) {
         self.application = application
@@ -118,7 +117,8 @@ public final class AVAudioSession: @unchecked Sendable {
         self.categoryOptions = options
         if mode == .spokenAudio {
             markSpoken()
-        } else if $markedSpoken.exchange(false) {
+        } else if markedSpoken {
+            markedSpoken = false
             CPNowPlayingTemplate.shared.nowPlayingInfo.isSpokenAudio = false
         }
     }
@@ -132,7 +132,8 @@ public final class AVAudioSession: @unchecked Sendable {
         guard let application else {
             throw CPError.usage(.notConnected, "this audio session belongs to no app: use CPApplication.audioSession")
         }
-        let wasActive = $isActive.exchange(active)
+        let wasActive = isActive
+        isActive = active
         guard mode == .voicePrompt, wasActive != active else {
             if active, mode == .spokenAudio { markSpoken() }
             return

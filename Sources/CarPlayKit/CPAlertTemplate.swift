@@ -19,7 +19,8 @@ public enum CPAlertActionStyle: Sendable, Equatable {
 }
 
 /// An action of an alert, action sheet or navigation alert (`CPAlertAction`).
-public final class CPAlertAction: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public final class CPAlertAction: CPTemplateElement {
     /// The action's title.
     public let title: String
     /// How it looks.
@@ -46,7 +47,8 @@ public final class CPAlertAction: CPTemplateElement, @unchecked Sendable {
 }
 
 /// A modal alert with a title and actions (`CPAlertTemplate`); only presented.
-public final class CPAlertTemplate: CPTemplate, @unchecked Sendable {
+@MainActor
+public final class CPAlertTemplate: CPTemplate {
     /// Titles, the car shows the longest that fits.
     public let titleVariants: [String]
     /// The actions (at least one).
@@ -74,7 +76,8 @@ public final class CPAlertTemplate: CPTemplate, @unchecked Sendable {
 }
 
 /// A modal sheet of actions with a title and message (`CPActionSheetTemplate`); only presented.
-public final class CPActionSheetTemplate: CPTemplate, @unchecked Sendable {
+@MainActor
+public final class CPActionSheetTemplate: CPTemplate {
     /// The title.
     public let title: String?
     /// The message.

@@ -48,7 +48,8 @@ public struct CPEntitlement: RawRepresentable, Hashable, Sendable {
 /// Every scene delegate call and every handler runs on the main actor, in
 /// the order the car sent them, as CarPlay runs them on the main thread
 /// (`DispatchQueue.main` work runs in step with them).
-public final class CPApplication: @unchecked Sendable {
+@MainActor
+public final class CPApplication {
     /// The app's id (bundle identifier), unique on the phone.
     public let bundleIdentifier: String
     /// The name under the app's icon.
@@ -60,19 +61,24 @@ public final class CPApplication: @unchecked Sendable {
     /// The app icon (60 x 60 points at most).
     public let icon: CPImage?
 
-    @CPLocked private var sceneDelegateRef = Weak<AnyObject>(nil)
-    @CPLocked private var dashboardDelegateRef = Weak<AnyObject>(nil)
-    @CPLocked private var clusterDelegateRef = Weak<AnyObject>(nil)
-    @CPLocked private var phoneSession: PhoneSession?
-    @CPLocked private var carDecision: HUAppDecision?
-    @CPLocked private var mainScene: CPTemplateApplicationScene?
-    @CPLocked private var dashboardScene: CPTemplateApplicationDashboardScene?
-    @CPLocked private var clusterScene: CPTemplateApplicationInstrumentClusterScene?
-    @CPLocked private var eventTask: Task<Void, Never>?
+    private var sceneDelegateRef = Weak<AnyObject>(nil)
+    private var dashboardDelegateRef = Weak<AnyObject>(nil)
+    private var clusterDelegateRef = Weak<AnyObject>(nil)
+    /// Under a lock, not the main actor: External Accessory sessions open from any thread, as on iOS.
+    private let phoneBox = NIOLockedValueBox<PhoneSession?>(nil)
+    private var phoneSession: PhoneSession? {
+        get { phoneBox.withLockedValue { $0 } }
+        set { phoneBox.withLockedValue { $0 = newValue } }
+    }
+    private var carDecision: HUAppDecision?
+    private var mainScene: CPTemplateApplicationScene?
+    private var dashboardScene: CPTemplateApplicationDashboardScene?
+    private var clusterScene: CPTemplateApplicationInstrumentClusterScene?
+    private var eventTask: Task<Void, Never>?
     /// This connection's events as the app handled them, for answers applied in the car's order.
-    @CPLocked var eventOrder = EventOrder()
+    var eventOrder = EventOrder()
     /// A RemoteCommands request is queued and not sent yet: later changes ride on it.
-    @CPLocked private var remoteCommandsQueued = false
+    private var remoteCommandsQueued = false
     /// The car requests of this app, in order.
     let queue = RequestQueue()
     /// Automaker apps: the vehicle protocols served now, as External Accessory accessories
@@ -108,7 +114,7 @@ public final class CPApplication: @unchecked Sendable {
     }
 
     /// The connection to the car (for accessory sessions and anything CarPlayKit does not cover).
-    public var phone: PhoneSession? { phoneSession }
+    public nonisolated var phone: PhoneSession? { phoneBox.withLockedValue { $0 } }
     /// The car's decision on the app (category, matched accessory protocols), after ``connect(to:deviceName:)``.
     public var decision: HUAppDecision? { carDecision }
     /// The main scene while connected.
@@ -167,7 +173,7 @@ public final class CPApplication: @unchecked Sendable {
         // Audio apps offer the car the commands of MPRemoteCommandCenter (PROTOCOL.md section 23).
         if entitlements.contains(.audio) { MPRemoteCommandCenter.shared().attach(self) }
         // Communication apps report and perform calls through CallKit's provider (section 26).
-        if entitlements.contains(.communication) { await CallKitHub.shared.attach(self) }
+        if entitlements.contains(.communication) { CallKitHub.shared.attach(self) }
     }
 
     private typealias Code = CPError.Code
@@ -206,8 +212,8 @@ public final class CPApplication: @unchecked Sendable {
     func declareRemoteCommands() {
         guard let phone = phoneSession else { return }
         let appID = bundleIdentifier
-        let alreadyQueued = $remoteCommandsQueued.exchange(true)
-        if alreadyQueued { return }
+        if remoteCommandsQueued { return }
+        remoteCommandsQueued = true
         queue.post { [weak self] in
             self?.remoteCommandsQueued = false
             try await phone.setRemoteCommands(appID: appID, MPRemoteCommandCenter.shared().declared)
@@ -242,7 +248,7 @@ public final class CPApplication: @unchecked Sendable {
     }
 
     /// Sends a navigation request after every request made before.
-    func postNavigation(_ op: HUNavigationRequest.OneOf_Op, accepted: (@Sendable () -> Void)? = nil) {
+    func postNavigation(_ op: HUNavigationRequest.OneOf_Op, accepted: (@MainActor @Sendable () -> Void)? = nil) {
         guard let phone = phoneSession else { return }
         var request = HUNavigationRequest()
         request.appID = bundleIdentifier
@@ -256,13 +262,13 @@ public final class CPApplication: @unchecked Sendable {
 
     /// Sends a navigation request built when its turn comes (after every
     /// request made before), for requests that ask a delegate first.
-    func postNavigation(building op: @escaping @Sendable () async -> HUNavigationRequest.OneOf_Op, accepted: (@Sendable () -> Void)? = nil) {
+    func postNavigation(building op: @escaping @MainActor @Sendable () -> HUNavigationRequest.OneOf_Op, accepted: (@MainActor @Sendable () -> Void)? = nil) {
         guard let phone = phoneSession else { return }
         let appID = bundleIdentifier
         queue.post {
             var request = HUNavigationRequest()
             request.appID = appID
-            request.op = await op()
+            request.op = op()
             _ = try await phone.connection.request(.navigationRequest(request))
             accepted?()
         }
@@ -457,49 +463,37 @@ public final class CPApplication: @unchecked Sendable {
 /// of the car (the template stack) waits here until the events that came
 /// before it are handled, so a late `WILL_APPEAR` of the template a request
 /// replaced never reads as the car's own back button.
-final class EventOrder: @unchecked Sendable {
-    private struct State {
-        var handled: UInt64 = 0
-        var finished = false
-        var waiting: [(after: UInt64, run: @MainActor @Sendable () -> Void)] = []
-    }
-    private let state = NIOLockedValueBox(State())
+@MainActor
+final class EventOrder {
+    private var handled: UInt64 = 0
+    private var finished = false
+    private var waiting: [(after: UInt64, run: @MainActor () -> Void)] = []
 
-    /// Runs `apply` on the main actor once `position` events are handled.
-    func apply(after position: UInt64, _ apply: @escaping @MainActor @Sendable () -> Void) async {
+    /// Runs `apply` once `position` events are handled; returns when it ran.
+    func apply(after position: UInt64, _ apply: @escaping @MainActor () -> Void) async {
+        if finished || handled >= position { return apply() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let run: @MainActor @Sendable () -> Void = {
+            waiting.append((position, {
                 apply()
                 continuation.resume()
-            }
-            let ready = state.withLockedValue { state -> Bool in
-                if state.finished || state.handled >= position { return true }
-                state.waiting.append((position, run))
-                return false
-            }
-            if ready { Task { @MainActor in run() } }
+            }))
         }
     }
 
     /// One more event handled: runs the answers that waited for it, before the next event.
-    @MainActor func handledOne() {
-        let due = state.withLockedValue { state -> [@MainActor @Sendable () -> Void] in
-            state.handled += 1
-            let handled = state.handled
-            let due = state.waiting.filter { $0.after <= handled }.map(\.run)
-            state.waiting.removeAll { $0.after <= handled }
-            return due
-        }
+    func handledOne() {
+        handled += 1
+        let handled = handled
+        let due = waiting.filter { $0.after <= handled }.map(\.run)
+        waiting.removeAll { $0.after <= handled }
         for run in due { run() }
     }
 
     /// No more events: whatever waits runs now.
-    @MainActor func finish() {
-        let due = state.withLockedValue { state -> [@MainActor @Sendable () -> Void] in
-            state.finished = true
-            defer { state.waiting.removeAll() }
-            return state.waiting.map(\.run)
-        }
+    func finish() {
+        finished = true
+        let due = waiting.map(\.run)
+        waiting.removeAll()
         for run in due { run() }
     }
 }

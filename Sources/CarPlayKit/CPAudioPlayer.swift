@@ -1,6 +1,5 @@
 import HeadUnitClient
 import HeadUnitWire
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// Plays audio through the car in real time (ours; iOS plays through
@@ -15,7 +14,8 @@ import NIOCore
 ///     try await player.play()                // opens the stream
 ///     while playing { try await player.write(nextTwentyMilliseconds()) }
 ///     await player.stop()                    // closes it at once
-public final class CPAudioPlayer: @unchecked Sendable {
+@MainActor
+public final class CPAudioPlayer {
     /// What the app writes.
     public enum Format: Sendable, Equatable {
         /// Interleaved signed 16-bit samples (`AVAudioCommonFormat.pcmFormatInt16`, interleaved).
@@ -49,9 +49,9 @@ public final class CPAudioPlayer: @unchecked Sendable {
     public let format: Format
     public let session: AVAudioSession
     /// Called (on the main actor) when the car ends playback on its own.
-    @CPLocked public var stopHandler: (@MainActor @Sendable (StopReason) -> Void)?
-    @CPLocked private var stream: AudioStream?
-    @CPLocked private var watcher: Task<Void, Never>?
+    public var stopHandler: (@MainActor @Sendable (StopReason) -> Void)?
+    private var stream: AudioStream?
+    private var watcher: Task<Void, Never>?
 
     /// A player for the session (by default `AVAudioSession.sharedInstance()`).
     public init(format: Format, session: AVAudioSession = .sharedInstance()) {
@@ -86,9 +86,10 @@ public final class CPAudioPlayer: @unchecked Sendable {
             stream = opened
             watcher = Task { [weak self] in
                 let closed = await opened.waitUntilClosed()
-                guard let self, self.$stream.exchange(nil) === opened else { return }
+                guard let self, self.stream === opened else { return }
+                self.stream = nil
                 let reason = Self.reason(closed)
-                if let handler = self.stopHandler { await handler(reason) }
+                self.stopHandler?(reason)
             }
         } catch let error as CPError {
             throw error
@@ -127,7 +128,8 @@ public final class CPAudioPlayer: @unchecked Sendable {
 
     /// Stops at once: the car drops what it holds of the stream.
     public func stop() async {
-        guard let stream = $stream.exchange(nil) else { return }
+        guard let stream else { return }
+        self.stream = nil
         watcher?.cancel()
         try? await stream.close()
     }

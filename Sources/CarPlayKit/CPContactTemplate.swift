@@ -1,15 +1,16 @@
 import HeadUnitWire
 
 /// A button with an image and title: the base of the contact actions (`CPButton`).
-public class CPButton: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public class CPButton: CPTemplateElement {
     /// The image.
-    @CPLocked public var image: CPImage? { didSet { elementDidChange() } }
+    public var image: CPImage? { didSet { elementDidChange() } }
     /// The title.
-    @CPLocked public var title: String? { didSet { elementDidChange() } }
+    public var title: String? { didSet { elementDidChange() } }
     /// A disabled button cannot be pressed (kept for source compatibility; the car's contact actions have no disabled state).
-    @CPLocked public var isEnabled: Bool = true
+    public var isEnabled: Bool = true
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@MainActor (CPButton) -> Void)?
+    public var handler: (@MainActor (CPButton) -> Void)?
 
     /// A custom contact action.
     public init(image: CPImage?, identifier: String? = nil, handler: (@MainActor (CPButton) -> Void)? = nil) {
@@ -31,7 +32,8 @@ public class CPButton: CPTemplateElement, @unchecked Sendable {
 }
 
 /// The call action of a contact (`CPContactCallButton`).
-public final class CPContactCallButton: CPButton, @unchecked Sendable {
+@MainActor
+public final class CPContactCallButton: CPButton {
     /// A call action.
     public init(identifier: String? = nil, handler: (@MainActor (CPButton) -> Void)?) {
         super.init(image: nil, identifier: identifier, handler: handler)
@@ -40,7 +42,8 @@ public final class CPContactCallButton: CPButton, @unchecked Sendable {
 }
 
 /// The message action of a contact; the car starts its own voice flow (`CPContactMessageButton`).
-public final class CPContactMessageButton: CPButton, @unchecked Sendable {
+@MainActor
+public final class CPContactMessageButton: CPButton {
     /// The number or address to write to.
     public let phoneOrEmail: String
     /// A message action.
@@ -52,7 +55,8 @@ public final class CPContactMessageButton: CPButton, @unchecked Sendable {
 }
 
 /// The directions action of a contact (`CPContactDirectionsButton`).
-public final class CPContactDirectionsButton: CPButton, @unchecked Sendable {
+@MainActor
+public final class CPContactDirectionsButton: CPButton {
     /// A directions action.
     public init(identifier: String? = nil, handler: (@MainActor (CPButton) -> Void)?) {
         super.init(image: nil, identifier: identifier, handler: handler)
@@ -61,17 +65,18 @@ public final class CPContactDirectionsButton: CPButton, @unchecked Sendable {
 }
 
 /// A person shown by a contact template (`CPContact`).
-public final class CPContact: @unchecked Sendable {
+@MainActor
+public final class CPContact {
     /// The name (the template's title).
-    @CPLocked public var name: String
+    public var name: String
     /// The photo.
-    @CPLocked public var image: CPImage?
+    public var image: CPImage?
     /// A line under the name.
-    @CPLocked public var subtitle: String?
+    public var subtitle: String?
     /// More text (up to 3 lines, split at newlines).
-    @CPLocked public var informativeText: String?
+    public var informativeText: String?
     /// The actions (at most 4).
-    @CPLocked public var actions: [CPButton] = []
+    public var actions: [CPButton] = []
 
     /// A contact.
     public init(name: String, image: CPImage?) {
@@ -81,13 +86,14 @@ public final class CPContact: @unchecked Sendable {
 }
 
 /// A contact with up to four actions (`CPContactTemplate`).
-public final class CPContactTemplate: CPTemplate, CPBarButtonProviding, @unchecked Sendable {
+@MainActor
+public final class CPContactTemplate: CPTemplate, CPBarButtonProviding {
     /// The contact; set a new one (or change it and set it again) to update the template.
-    @CPLocked public var contact: CPContact { didSet { contact.actions.adopt(by: self); setNeedsUpdate() } }
+    public var contact: CPContact { didSet { contact.actions.adopt(by: self); setNeedsUpdate() } }
     /// Leading navigation-bar buttons (at most 2).
-    @CPLocked public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
     /// Trailing navigation-bar buttons (at most 2).
-    @CPLocked public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
 
     /// A contact template.
     public init(contact: CPContact, identifier: String? = nil) {

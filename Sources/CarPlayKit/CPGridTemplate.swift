@@ -1,15 +1,16 @@
 import HeadUnitWire
 
 /// A button of a grid: an image and a title (`CPGridButton`).
-public final class CPGridButton: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public final class CPGridButton: CPTemplateElement {
     /// Titles, the car shows the longest that fits.
-    @CPLocked public private(set) var titleVariants: [String]
+    public private(set) var titleVariants: [String]
     /// The image.
-    @CPLocked public private(set) var image: CPImage
+    public private(set) var image: CPImage
     /// A disabled button is greyed out and cannot be pressed.
-    @CPLocked public var isEnabled: Bool = true { didSet { elementDidChange() } }
+    public var isEnabled: Bool = true { didSet { elementDidChange() } }
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@MainActor (CPGridButton) -> Void)?
+    public var handler: (@MainActor (CPGridButton) -> Void)?
 
     /// A grid button.
     public init(titleVariants: [String], image: CPImage, identifier: String? = nil, handler: (@MainActor (CPGridButton) -> Void)? = nil) {
@@ -35,15 +36,16 @@ public final class CPGridButton: CPTemplateElement, @unchecked Sendable {
 }
 
 /// A grid of up to 8 buttons (`CPGridTemplate`).
-public final class CPGridTemplate: CPTemplate, CPBarButtonProviding, @unchecked Sendable {
+@MainActor
+public final class CPGridTemplate: CPTemplate, CPBarButtonProviding {
     /// The title.
-    @CPLocked public private(set) var title: String?
+    public private(set) var title: String?
     /// The buttons, in order.
-    @CPLocked public private(set) var gridButtons: [CPGridButton]
+    public private(set) var gridButtons: [CPGridButton]
     /// Leading navigation-bar buttons (at most 2).
-    @CPLocked public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
     /// Trailing navigation-bar buttons (at most 2).
-    @CPLocked public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
 
     /// The most buttons a grid has (the car's limit).
     public static let maximumGridButtonCount = 8

@@ -9,11 +9,12 @@ public enum CPInformationTemplateLayout: Sendable, Equatable {
 }
 
 /// A title and detail line of an information template (`CPInformationItem`).
-public final class CPInformationItem: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public final class CPInformationItem: CPTemplateElement {
     /// The title.
-    @CPLocked public var title: String? { didSet { elementDidChange() } }
+    public var title: String? { didSet { elementDidChange() } }
     /// The detail.
-    @CPLocked public var detail: String? { didSet { elementDidChange() } }
+    public var detail: String? { didSet { elementDidChange() } }
 
     /// An item.
     public init(title: String?, detail: String?, identifier: String? = nil) {
@@ -32,19 +33,20 @@ public final class CPInformationItem: CPTemplateElement, @unchecked Sendable {
 }
 
 /// Items of text and up to three footer buttons (`CPInformationTemplate`).
-public final class CPInformationTemplate: CPTemplate, CPBarButtonProviding, @unchecked Sendable {
+@MainActor
+public final class CPInformationTemplate: CPTemplate, CPBarButtonProviding {
     /// The title.
-    @CPLocked public var title: String { didSet { setNeedsUpdate() } }
+    public var title: String { didSet { setNeedsUpdate() } }
     /// The layout.
-    @CPLocked public var layout: CPInformationTemplateLayout { didSet { setNeedsUpdate() } }
+    public var layout: CPInformationTemplateLayout { didSet { setNeedsUpdate() } }
     /// The items (at most 10, 12 for quick-ordering apps).
-    @CPLocked public var items: [CPInformationItem] { didSet { items.adopt(by: self); setNeedsUpdate() } }
+    public var items: [CPInformationItem] { didSet { items.adopt(by: self); setNeedsUpdate() } }
     /// The footer buttons (at most 3).
-    @CPLocked public var actions: [CPTextButton] { didSet { actions.adopt(by: self); setNeedsUpdate() } }
+    public var actions: [CPTextButton] { didSet { actions.adopt(by: self); setNeedsUpdate() } }
     /// Leading navigation-bar buttons (at most 2).
-    @CPLocked public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
     /// Trailing navigation-bar buttons (at most 2).
-    @CPLocked public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
 
     /// An information template.
     public init(title: String, layout: CPInformationTemplateLayout, items: [CPInformationItem], actions: [CPTextButton], identifier: String? = nil) {

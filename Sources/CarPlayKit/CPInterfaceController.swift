@@ -41,21 +41,22 @@ public struct CPTraitCollection: Sendable, Equatable {
 ///
 /// Operations and in-place updates (a mutated template or item) reach the
 /// car one after another in the order you made them.
-public final class CPInterfaceController: @unchecked Sendable {
+@MainActor
+public final class CPInterfaceController {
     /// The scene the controller belongs to.
     public let sceneID: UInt32
     /// The most templates on the stack, root included, for this app's category (ours).
     public let maximumStackDepth: Int
     let client: InterfaceController
     unowned let application: CPApplication
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
+    private var delegateRef = Weak<AnyObject>(nil)
     // ---- the stack as the car has it (mirrored from answers and lifecycle events)
-    @CPLocked private var stack: [CPTemplate] = []
-    @CPLocked private var presented: CPTemplate?
+    private var stack: [CPTemplate] = []
+    private var presented: CPTemplate?
     /// Every template the car may name in an event, by id.
-    @CPLocked private var known: [String: Weak<CPTemplate>] = [:]
-    @CPLocked var style: CPContentStyle
-    @CPLocked public var prefersDarkUserInterfaceStyle = false
+    private var known: [String: Weak<CPTemplate>] = [:]
+    var style: CPContentStyle
+    public var prefersDarkUserInterfaceStyle = false
 
     init(client: InterfaceController, application: CPApplication) {
         self.client = client
@@ -282,8 +283,8 @@ public final class CPInterfaceController: @unchecked Sendable {
 
     private func enqueue(
         animated: Bool, registering template: CPTemplate?,
-        _ op: @escaping @Sendable (CPTemplate?) -> HUTemplateRequest.OneOf_Op,
-        apply: @escaping @Sendable (HUTemplateShown) -> Void
+        _ op: @escaping @MainActor @Sendable (CPTemplate?) -> HUTemplateRequest.OneOf_Op,
+        apply: @escaping @MainActor @Sendable (HUTemplateShown) -> Void
     ) -> Task<Bool, any Error> {
         application.queue.schedule {
             // Known and attached before the request: the car sends the template's
@@ -304,10 +305,10 @@ public final class CPInterfaceController: @unchecked Sendable {
 
     /// Test hook: runs between the car's answer and its effect on the mirrored
     /// stack, so a test can make the app change a template in that window.
-    @CPLocked var answerWillApply: (@Sendable () async -> Void)?
+    var answerWillApply: (@MainActor @Sendable () async -> Void)?
 
     /// Templates whose request is on its way: changes to them are queued behind it.
-    @CPLocked private var pending: [ObjectIdentifier: Int] = [:]
+    private var pending: [ObjectIdentifier: Int] = [:]
 
     private func beginPending(_ template: CPTemplate) {
         register(template)

@@ -74,13 +74,14 @@ extension Measurement where UnitType == UnitAngle {
 
 /// One lane of a lane guidance (`CPLane`): its directions as angles (0
 /// straight ahead, positive clockwise, -180 to 180 degrees) and whether it follows the route.
-public final class CPLane: @unchecked Sendable {
+@MainActor
+public final class CPLane {
     private struct State {
         var status: CPLaneStatus
         var highlighted: Measurement<UnitAngle>?
         var others: [Measurement<UnitAngle>]
     }
-    @CPLocked private var state: State
+    private var state: State
 
     /// A lane that leaves the route, with no directions yet (Apple's iOS 17.4 initializer).
     public convenience init() {
@@ -99,7 +100,7 @@ public final class CPLane: @unchecked Sendable {
     }
 
     private init(status: CPLaneStatus, highlighted: Measurement<UnitAngle>?, others: [Measurement<UnitAngle>]) {
-        _state = CPLocked(wrappedValue: State(status: status, highlighted: highlighted, others: others))
+        state = State(status: status, highlighted: highlighted, others: others)
     }
 
     /// Whether the lane follows the route.
@@ -141,13 +142,14 @@ public final class CPLane: @unchecked Sendable {
 /// ``CPNavigationSession/add(_:)``, link it from a maneuver
 /// (``CPManeuver/linkedLaneGuidance``) or make it the session's
 /// ``CPNavigationSession/currentLaneGuidance``.
-public final class CPLaneGuidance: @unchecked Sendable {
+@MainActor
+public final class CPLaneGuidance {
     /// The guidance's id (ours: the wire names it; made up when not given).
     public let identifier: String
     /// The lanes, left to right (1 to 16).
-    @CPLocked public var lanes: [CPLane] = []
+    public var lanes: [CPLane] = []
     /// What to say, the car shows the longest that fits (at least one).
-    @CPLocked public var instructionVariants: [String] = []
+    public var instructionVariants: [String] = []
 
     /// A lane guidance; set its lanes and instructions before adding it.
     public init(identifier: String? = nil) {
@@ -257,8 +259,8 @@ extension CPManeuver {
     }
 }
 
-/// CPManeuver's iOS 14 and 17.4 fields, kept together under the maneuver's lock.
-struct CPManeuverNewerFields: @unchecked Sendable {
+/// CPManeuver's iOS 14 and 17.4 fields, kept together.
+struct CPManeuverNewerFields {
     var maneuverType: CPManeuverType?
     var junctionType: CPJunctionType?
     var trafficSide: CPTrafficSide?
@@ -300,7 +302,7 @@ extension CPNavigationSession {
     /// Sends lane guidances in order, 16 per request.
     func send(_ laneGuidances: [CPLaneGuidance]) {
         guard !laneGuidances.isEmpty else { return }
-        sentLaneGuidances.withLockedValue { sent in laneGuidances.forEach { sent.sent($0.identifier) } }
+        for guidance in laneGuidances { sentLaneGuidances.sent(guidance.identifier) }
         var start = 0
         while start < laneGuidances.count {
             let chunk = laneGuidances[start..<min(start + 16, laneGuidances.count)].map(\.wire)
@@ -313,16 +315,16 @@ extension CPNavigationSession {
     func notSurelyHeld(_ guidances: [CPLaneGuidance]) -> [CPLaneGuidance] {
         var seen = Set<String>()
         return guidances.filter { guidance in
-            seen.insert(guidance.identifier).inserted && !sentLaneGuidances.withLockedValue { $0.surelyHeld(guidance.identifier) }
+            seen.insert(guidance.identifier).inserted && !sentLaneGuidances.surelyHeld(guidance.identifier)
         }
     }
 
     /// The lane guidance shown now (`currentLaneGuidance`; nil: none). One
     /// the session has not added is added first (ours).
     public var currentLaneGuidance: CPLaneGuidance? {
-        get { guidanceState.withLockedValue { $0.currentLaneGuidance } }
+        get { guidanceState.currentLaneGuidance }
         set {
-            guidanceState.withLockedValue { $0.currentLaneGuidance = newValue }
+            guidanceState.currentLaneGuidance = newValue
             if let newValue { send(notSurelyHeld([newValue])) }
             application.postNavigation(.setCurrentLaneGuidance(HUCurrentLaneGuidance.with { $0.laneGuidanceID = newValue?.identifier ?? "" }))
         }
@@ -330,25 +332,25 @@ extension CPNavigationSession {
 
     /// The road the car is on, most verbose first (`currentRoadNameVariants`).
     public var currentRoadNameVariants: [String] {
-        get { guidanceState.withLockedValue { $0.roadNameVariants } }
+        get { guidanceState.roadNameVariants }
         set {
-            guidanceState.withLockedValue { $0.roadNameVariants = newValue }
+            guidanceState.roadNameVariants = newValue
             application.postNavigation(.setCurrentRoadName(HUCurrentRoadName.with { $0.variants = newValue.longestFirst }))
         }
     }
 
     /// How close the next maneuver is (`maneuverState`; `.continue` until set).
     public var maneuverState: CPManeuverState {
-        get { guidanceState.withLockedValue { $0.maneuverState } }
+        get { guidanceState.maneuverState }
         set {
-            guidanceState.withLockedValue { $0.maneuverState = newValue }
+            guidanceState.maneuverState = newValue
             application.postNavigation(.setManeuverState(HUCurrentManeuverState.with { $0.state = newValue.wire }))
         }
     }
 }
 
-/// The session's own values of iOS 17.4, under one lock.
-struct CPNavigationGuidanceState: @unchecked Sendable {
+/// The session's own values of iOS 17.4.
+struct CPNavigationGuidanceState {
     var currentLaneGuidance: CPLaneGuidance?
     var roadNameVariants: [String] = []
     var maneuverState: CPManeuverState = .continue

@@ -28,7 +28,8 @@ public enum CPListItemAccessoryType: Sendable, Equatable {
 
 /// An element of a list section (`CPListTemplateItem`): ``CPListItem``,
 /// ``CPListImageRowItem`` or ``CPMessageListItem``.
-public protocol CPListTemplateItem: AnyObject, Sendable {
+@MainActor
+public protocol CPListTemplateItem: AnyObject {
     /// The item's id, unique within its template.
     var identifier: String { get }
     /// The item's main text.
@@ -40,6 +41,7 @@ public protocol CPListTemplateItem: AnyObject, Sendable {
 }
 
 /// A list element the driver can select (`CPSelectableListItem`).
+@MainActor
 public protocol CPSelectableListItem: CPListTemplateItem {
     /// Called when the driver selects the item. The car shows a spinner on the
     /// item until you call the completion (after your work, e.g. a push).
@@ -47,12 +49,13 @@ public protocol CPSelectableListItem: CPListTemplateItem {
 }
 
 /// Base of the list items: knows its list, so a change is sent as an item update (ours: Apple's items share no base class but `NSObject`).
-public class CPListElement: @unchecked Sendable {
+@MainActor
+public class CPListElement {
     /// The item's id, unique within its template (made up when not given).
     public let identifier: String
     /// Anything you want to keep with the item.
-    @CPLocked public var userInfo: (any Sendable)?
-    @CPLocked var listRef = Weak<CPListTemplate>(nil)
+    public var userInfo: (any Sendable)?
+    var listRef = Weak<CPListTemplate>(nil)
 
     init(identifier: String?, prefix: String) {
         self.identifier = identifier ?? ElementID.make(prefix)
@@ -77,35 +80,36 @@ public class CPListElement: @unchecked Sendable {
 ///             completion()
 ///         }
 ///     }
-public final class CPListItem: CPListElement, CPSelectableListItem, @unchecked Sendable {
+@MainActor
+public final class CPListItem: CPListElement, CPSelectableListItem {
     /// The main text.
-    @CPLocked public private(set) var text: String?
+    public private(set) var text: String?
     /// The secondary text.
-    @CPLocked public private(set) var detailText: String?
+    public private(set) var detailText: String?
     /// The leading image.
-    @CPLocked public private(set) var image: CPImage?
+    public private(set) var image: CPImage?
     /// The trailing accessory image.
-    @CPLocked public private(set) var accessoryImage: CPImage?
+    public private(set) var accessoryImage: CPImage?
     /// The trailing accessory.
-    @CPLocked public var accessoryType: CPListItemAccessoryType = .none { didSet { itemDidChange() } }
+    public var accessoryType: CPListItemAccessoryType = .none { didSet { itemDidChange() } }
     /// Playback progress, 0...1, drawn when ``showsProgress`` (ours: the car needs to know whether to draw it).
-    @CPLocked public private(set) var playbackProgress: Double = 0
+    public private(set) var playbackProgress: Double = 0
     /// Whether the progress bar is drawn.
-    @CPLocked public var showsProgress: Bool = false { didSet { itemDidChange() } }
+    public var showsProgress: Bool = false { didSet { itemDidChange() } }
     /// Shows the playing indicator.
-    @CPLocked public private(set) var isPlaying: Bool = false
+    public private(set) var isPlaying: Bool = false
     /// Where the playing indicator sits.
-    @CPLocked public private(set) var playingIndicatorLocation: CPListItemPlayingIndicatorLocation = .leading
+    public private(set) var playingIndicatorLocation: CPListItemPlayingIndicatorLocation = .leading
     /// Shows the explicit-content mark.
-    @CPLocked public var isExplicitContent: Bool = false { didSet { itemDidChange() } }
+    public var isExplicitContent: Bool = false { didSet { itemDidChange() } }
     /// A disabled item is greyed out and cannot be selected.
-    @CPLocked public var isEnabled: Bool = true { didSet { itemDidChange() } }
+    public var isEnabled: Bool = true { didSet { itemDidChange() } }
     /// Whether the item shows its read status (an unread dot while ``isRead`` is false).
-    @CPLocked public var showsReadStatus: Bool = false { didSet { itemDidChange() } }
+    public var showsReadStatus: Bool = false { didSet { itemDidChange() } }
     /// The item was read.
-    @CPLocked public var isRead: Bool = false { didSet { itemDidChange() } }
+    public var isRead: Bool = false { didSet { itemDidChange() } }
     /// Called when the driver selects the item; call the completion to stop the car's spinner.
-    @CPLocked public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
+    public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
 
     /// The largest image a list item shows, in points (`maximumImageSize`):
     /// the `listItem` size of TEMPLATES.md section 6 (64 x 64; the pixels
@@ -170,17 +174,18 @@ public final class CPListItem: CPListElement, CPSelectableListItem, @unchecked S
 }
 
 /// A row of images with a title (`CPListImageRowItem`).
-public final class CPListImageRowItem: CPListElement, CPSelectableListItem, @unchecked Sendable {
+@MainActor
+public final class CPListImageRowItem: CPListElement, CPSelectableListItem {
     /// The row's title.
-    @CPLocked public private(set) var text: String?
+    public private(set) var text: String?
     /// The images, in order.
-    @CPLocked public private(set) var gridImages: [CPImage]
+    public private(set) var gridImages: [CPImage]
     /// A title under each image (no more titles than images).
-    @CPLocked public private(set) var imageTitles: [String]
+    public private(set) var imageTitles: [String]
     /// Called when the driver selects the row's title; call the completion to stop the spinner.
-    @CPLocked public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
+    public var handler: (@MainActor (any CPSelectableListItem, @escaping @Sendable () -> Void) -> Void)?
     /// Called when the driver selects one image (its index); call the completion to stop the spinner.
-    @CPLocked public var listImageRowHandler: (@MainActor (CPListImageRowItem, Int, @escaping @Sendable () -> Void) -> Void)?
+    public var listImageRowHandler: (@MainActor (CPListImageRowItem, Int, @escaping @Sendable () -> Void) -> Void)?
 
     /// The most images a row shows (the car's limit).
     public static let maximumImageCount = 8
@@ -264,23 +269,24 @@ public struct CPMessageListItemTrailingConfiguration: Sendable {
 ///
 /// Selecting it starts the car's voice flow (Siri), never a handler of yours;
 /// ours adds ``voiceFlowHandler`` because the car tells the app it started.
-public final class CPMessageListItem: CPListElement, CPListTemplateItem, @unchecked Sendable {
+@MainActor
+public final class CPMessageListItem: CPListElement, CPListTemplateItem {
     /// The conversation's or contact's name.
-    @CPLocked public var text: String? { didSet { itemDidChange() } }
+    public var text: String? { didSet { itemDidChange() } }
     /// A second line.
-    @CPLocked public var detailText: String? { didSet { itemDidChange() } }
+    public var detailText: String? { didSet { itemDidChange() } }
     /// Text at the end (a time).
-    @CPLocked public var trailingText: String? { didSet { itemDidChange() } }
+    public var trailingText: String? { didSet { itemDidChange() } }
     /// The conversation (for an existing conversation).
-    @CPLocked public var conversationIdentifier: String? { didSet { itemDidChange() } }
+    public var conversationIdentifier: String? { didSet { itemDidChange() } }
     /// The phone number or e-mail address (for a new message to a contact).
-    @CPLocked public var phoneOrEmailAddress: String? { didSet { itemDidChange() } }
+    public var phoneOrEmailAddress: String? { didSet { itemDidChange() } }
     /// What shows before the text.
-    @CPLocked public var leadingConfiguration: CPMessageListItemLeadingConfiguration { didSet { itemDidChange() } }
+    public var leadingConfiguration: CPMessageListItemLeadingConfiguration { didSet { itemDidChange() } }
     /// What shows after the text.
-    @CPLocked public var trailingConfiguration: CPMessageListItemTrailingConfiguration? { didSet { itemDidChange() } }
+    public var trailingConfiguration: CPMessageListItemTrailingConfiguration? { didSet { itemDidChange() } }
     /// Called when the driver selected the item and the car started its voice flow (ours).
-    @CPLocked public var voiceFlowHandler: (@MainActor (CPMessageListItem) -> Void)?
+    public var voiceFlowHandler: (@MainActor (CPMessageListItem) -> Void)?
 
     /// An item for an existing conversation.
     public init(conversationIdentifier: String, text: String, leadingConfiguration: CPMessageListItemLeadingConfiguration,
@@ -344,7 +350,8 @@ public final class CPMessageListItem: CPListElement, CPListTemplateItem, @unchec
 }
 
 /// A section of a list: a header and items (`CPListSection`).
-public final class CPListSection: @unchecked Sendable {
+@MainActor
+public final class CPListSection {
     /// The section's id (made up when not given).
     public let identifier: String
     /// The header above the items.
@@ -403,19 +410,20 @@ public struct CPIndexPath: Sendable, Equatable, Hashable {
 ///     try await interfaceController.setRootTemplate(list, animated: true)
 ///     jazz.setDetailText("Now: Miles Davis")        // an in-place item update
 ///     list.updateSections([CPListSection(items: [news])])  // the list replaced in place
-public final class CPListTemplate: CPTemplate, CPBarButtonProviding, @unchecked Sendable {
+@MainActor
+public final class CPListTemplate: CPTemplate, CPBarButtonProviding {
     /// The title in the navigation bar.
-    @CPLocked public private(set) var title: String?
+    public private(set) var title: String?
     /// The sections, in order.
-    @CPLocked public private(set) var sections: [CPListSection] = []
+    public private(set) var sections: [CPListSection] = []
     /// Shown when the list is empty, longest first.
-    @CPLocked public var emptyViewTitleVariants: [String] = [] { didSet { setNeedsUpdate() } }
+    public var emptyViewTitleVariants: [String] = [] { didSet { setNeedsUpdate() } }
     /// Shown under the empty-view title, longest first.
-    @CPLocked public var emptyViewSubtitleVariants: [String] = [] { didSet { setNeedsUpdate() } }
+    public var emptyViewSubtitleVariants: [String] = [] { didSet { setNeedsUpdate() } }
     /// Leading navigation-bar buttons (at most 2).
-    @CPLocked public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
     /// Trailing navigation-bar buttons (at most 2).
-    @CPLocked public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
 
     /// A list with a title and sections.
     public init(title: String?, sections: [CPListSection], identifier: String? = nil) {
@@ -491,9 +499,9 @@ public final class CPListTemplate: CPTemplate, CPBarButtonProviding, @unchecked 
             let completion = context.completion()
             guard let item = item(withID: selected.itemID) else { completion(); return true }
             if let row = item as? CPListImageRowItem, selected.imageSelected, let rowHandler = row.listImageRowHandler {
-                rowHandler(row, Int(selected.imageIndex), { completion() })
+                rowHandler(row, Int(selected.imageIndex), { onMainActor { completion() } })
             } else if let selectable = item as? any CPSelectableListItem, let handler = selectable.handler {
-                handler(selectable, { completion() })
+                handler(selectable, { onMainActor { completion() } })
             } else {
                 completion()  // no handler: nothing to wait for
             }

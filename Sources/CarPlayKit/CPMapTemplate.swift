@@ -1,6 +1,5 @@
 import Foundation
 import HeadUnitWire
-import NIOConcurrencyHelpers
 
 /// Distance and time left (`CPTravelEstimates`; ours: meters and seconds
 /// instead of `Measurement` and `TimeInterval`, as the car takes them).
@@ -29,7 +28,8 @@ public struct CPTravelEstimates: Sendable, Equatable {
 }
 
 /// One way to drive a trip (`CPRouteChoice`).
-public final class CPRouteChoice: @unchecked Sendable {
+@MainActor
+public final class CPRouteChoice {
     /// The route's id, unique within its trip (made up when not given).
     public let identifier: String
     /// Summaries, the car shows the longest that fits.
@@ -41,7 +41,7 @@ public final class CPRouteChoice: @unchecked Sendable {
     /// The route's estimates (ours: in CarPlay they go through `CPMapTemplate.updateEstimates`).
     public var travelEstimates: CPTravelEstimates?
     /// Anything you want to keep with the route.
-    @CPLocked public var userInfo: (any Sendable)?
+    public var userInfo: (any Sendable)?
 
     /// A route choice.
     public init(summaryVariants: [String], additionalInformationVariants: [String], selectionSummaryVariants: [String],
@@ -65,7 +65,8 @@ public final class CPRouteChoice: @unchecked Sendable {
 }
 
 /// A trip from an origin to a destination with one to three routes (`CPTrip`).
-public final class CPTrip: @unchecked Sendable {
+@MainActor
+public final class CPTrip {
     /// The trip's id (made up when not given).
     public let identifier: String
     /// Where it starts.
@@ -77,7 +78,7 @@ public final class CPTrip: @unchecked Sendable {
     /// The whole trip's estimates (ours: in CarPlay they go through `updateEstimates(_:for:)`).
     public var travelEstimates: CPTravelEstimates?
     /// Anything you want to keep with the trip.
-    @CPLocked public var userInfo: (any Sendable)?
+    public var userInfo: (any Sendable)?
 
     /// A trip.
     public init(origin: MKMapItem, destination: MKMapItem, routeChoices: [CPRouteChoice],
@@ -153,27 +154,28 @@ public enum CPManeuverDisplayStyle: Sendable, Equatable {
 }
 
 /// One turn-by-turn step (`CPManeuver`).
-public final class CPManeuver: @unchecked Sendable {
+@MainActor
+public final class CPManeuver {
     /// The maneuver's id (made up when not given); estimates are updated by it.
     public let identifier: String
     /// The symbol (light content and default).
-    @CPLocked public var symbolImage: CPImage?
+    public var symbolImage: CPImage?
     /// The symbol for dark content.
-    @CPLocked public var darkSymbolImage: CPImage?
+    public var darkSymbolImage: CPImage?
     /// The instruction, the car shows the longest that fits.
-    @CPLocked public var instructionVariants: [String] = []
+    public var instructionVariants: [String] = []
     /// The instruction on the dashboard.
-    @CPLocked public var dashboardInstructionVariants: [String] = []
+    public var dashboardInstructionVariants: [String] = []
     /// A junction image.
-    @CPLocked public var junctionImage: CPImage?
+    public var junctionImage: CPImage?
     /// Estimates to this maneuver.
-    @CPLocked public var initialTravelEstimates: CPTravelEstimates?
+    public var initialTravelEstimates: CPTravelEstimates?
     /// How it is drawn when it is the second maneuver.
-    @CPLocked public var displayStyle: CPManeuverDisplayStyle = .default
+    public var displayStyle: CPManeuverDisplayStyle = .default
     /// The fields of iOS 14 and 17.4 (CPLaneGuidance.swift).
-    @CPLocked var newerFields = CPManeuverNewerFields()
+    var newerFields = CPManeuverNewerFields()
     /// Anything you want to keep with the maneuver.
-    @CPLocked public var userInfo: (any Sendable)?
+    public var userInfo: (any Sendable)?
 
     /// A maneuver; set its properties before handing it to the session.
     public init(identifier: String? = nil) {
@@ -223,7 +225,8 @@ public enum CPTripPauseReason: Sendable, Equatable {
 ///
 /// As in CarPlay its methods do not throw: the requests reach the car in
 /// order; ``CPInterfaceController/waitForPendingUpdates()`` throws the first one refused.
-public final class CPNavigationSession: @unchecked Sendable {
+@MainActor
+public final class CPNavigationSession {
     /// The trip being guided.
     public let trip: CPTrip
     /// The route being guided (ours: CarPlay keeps it inside the trip).
@@ -231,10 +234,10 @@ public final class CPNavigationSession: @unchecked Sendable {
     unowned let application: CPApplication
     /// The template whose delegate is asked for the second maneuver's display style.
     weak var mapTemplate: CPMapTemplate?
-    @CPLocked private var maneuvers: [CPManeuver] = []
+    private var maneuvers: [CPManeuver] = []
     /// The lane guidances sent, and the session's values of iOS 17.4 (CPLaneGuidance.swift).
-    let sentLaneGuidances = NIOLockedValueBox(SentLaneGuidances())
-    let guidanceState = NIOLockedValueBox(CPNavigationGuidanceState())
+    var sentLaneGuidances = SentLaneGuidances()
+    var guidanceState = CPNavigationGuidanceState()
 
     init(trip: CPTrip, routeChoice: CPRouteChoice?, application: CPApplication, mapTemplate: CPMapTemplate?) {
         self.trip = trip
@@ -267,11 +270,11 @@ public final class CPNavigationSession: @unchecked Sendable {
                 var update = HUManeuverUpdate()
                 update.maneuvers = wires
                 if let second, let map {
-                    let style = await MainActor.run { map.mapDelegate?.mapTemplate(map, displayStyleFor: second) ?? second.displayStyle }
+                    let style = map.mapDelegate?.mapTemplate(map, displayStyleFor: second) ?? second.displayStyle
                     update.maneuvers[1].displayStyle = style.wire
                 }
                 if let offered, let map {
-                    update.notify = await MainActor.run { map.offerBanner(for: offered) }
+                    update.notify = map.offerBanner(for: offered)
                 }
                 return .updateManeuvers(update)
             }
@@ -297,9 +300,7 @@ public final class CPNavigationSession: @unchecked Sendable {
         application.postNavigation { [update] in
             var update = update
             if let map {
-                update.notify = await MainActor.run {
-                    map.mapDelegate?.mapTemplate(map, shouldUpdateNotificationFor: maneuver, with: estimates) ?? false
-                }
+                update.notify = map.mapDelegate?.mapTemplate(map, shouldUpdateNotificationFor: maneuver, with: estimates) ?? false
             }
             return .updateEstimates(update)
         }
@@ -312,7 +313,8 @@ public final class CPNavigationSession: @unchecked Sendable {
 }
 
 /// A banner over the map with up to two actions (`CPNavigationAlert`).
-public final class CPNavigationAlert: @unchecked Sendable {
+@MainActor
+public final class CPNavigationAlert {
     /// The alert's id (made up).
     public let identifier = ElementID.make("nav-alert")
     /// Titles, the car shows the longest that fits.
@@ -381,17 +383,18 @@ public struct CPPanDirection: OptionSet, Sendable, Hashable {
 
 /// A round button over the map (`CPMapButton`). An id starting with "pan" makes
 /// it the panning button the car requires for ``CPMapTemplate/isPanningSupported``.
-public final class CPMapButton: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public final class CPMapButton: CPTemplateElement {
     /// The image.
-    @CPLocked public var image: CPImage? { didSet { elementDidChange() } }
+    public var image: CPImage? { didSet { elementDidChange() } }
     /// The image while focused.
-    @CPLocked public var focusedImage: CPImage? { didSet { elementDidChange() } }
+    public var focusedImage: CPImage? { didSet { elementDidChange() } }
     /// Hidden buttons are not drawn.
-    @CPLocked public var isHidden = false { didSet { elementDidChange() } }
+    public var isHidden = false { didSet { elementDidChange() } }
     /// Disabled buttons are greyed out.
-    @CPLocked public var isEnabled = true { didSet { elementDidChange() } }
+    public var isEnabled = true { didSet { elementDidChange() } }
     /// Called when the driver presses it.
-    @CPLocked public var handler: (@MainActor (CPMapButton) -> Void)?
+    public var handler: (@MainActor (CPMapButton) -> Void)?
 
     /// A map button.
     public init(identifier: String? = nil, handler: (@MainActor (CPMapButton) -> Void)? = nil) {
@@ -491,7 +494,8 @@ extension CPMapTemplateDelegate {
 /// Navigation requests (previews, sessions, alerts, panning) do not throw, as
 /// in CarPlay; they reach the car in order and
 /// ``CPInterfaceController/waitForPendingUpdates()`` throws the first refused.
-public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked Sendable {
+@MainActor
+public final class CPMapTemplate: CPTemplate, CPBarButtonProviding {
     /// Apple's name for the pan direction (`CPMapTemplate.PanDirection`).
     public typealias PanDirection = CPPanDirection
     /// Hears the driver (held weakly).
@@ -499,28 +503,28 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
         get { delegateRef.object as? any CPMapTemplateDelegate }
         set { delegateRef = Weak(newValue) }
     }
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
+    private var delegateRef = Weak<AnyObject>(nil)
     /// Leading bar buttons (at most 2).
-    @CPLocked public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var leadingNavigationBarButtons: [CPBarButton] = [] { didSet { leadingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
     /// Trailing bar buttons (at most 2).
-    @CPLocked public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
+    public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
     /// Buttons over the map (at most 4).
-    @CPLocked public var mapButtons: [CPMapButton] = [] { didSet { mapButtons.adopt(by: self); setNeedsUpdate() } }
+    public var mapButtons: [CPMapButton] = [] { didSet { mapButtons.adopt(by: self); setNeedsUpdate() } }
     /// Hides the navigation bar after a while.
-    @CPLocked public var automaticallyHidesNavigationBar = true { didSet { setNeedsUpdate() } }
+    public var automaticallyHidesNavigationBar = true { didSet { setNeedsUpdate() } }
     /// Hides the map buttons with the bar.
-    @CPLocked public var hidesButtonsWithNavigationBar = false { didSet { setNeedsUpdate() } }
+    public var hidesButtonsWithNavigationBar = false { didSet { setNeedsUpdate() } }
     /// The guidance card's background, "#RRGGBB" (ours: `UIColor` in CarPlay).
-    @CPLocked public var guidanceBackgroundColor: String? { didSet { setNeedsUpdate() } }
+    public var guidanceBackgroundColor: String? { didSet { setNeedsUpdate() } }
     /// Whether the map can be panned (ours: the car needs it up front; needs a map button whose id starts with "pan").
-    @CPLocked public var isPanningSupported = false { didSet { setNeedsUpdate() } }
+    public var isPanningSupported = false { didSet { setNeedsUpdate() } }
     /// The trips shown in the previews.
-    @CPLocked private var previewTrips: [CPTrip] = []
-    @CPLocked private var alert: CPNavigationAlert?
+    private var previewTrips: [CPTrip] = []
+    private var alert: CPNavigationAlert?
     /// The session being guided, if any.
-    @CPLocked public private(set) var navigationSession: CPNavigationSession?
+    public private(set) var navigationSession: CPNavigationSession?
     /// Whether the panning interface is shown.
-    @CPLocked public private(set) var isPanningInterfaceVisible = false
+    public private(set) var isPanningInterfaceVisible = false
 
     /// A map template.
     public init(identifier: String? = nil) {
@@ -574,14 +578,12 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
         }
         application?.postNavigation(building: { [weak self] in
             var wire = wire
-            if let self { wire.notify = await MainActor.run { self.offerBanner(for: navigationAlert) } }
+            if let self { wire.notify = self.offerBanner(for: navigationAlert) }
             return .showAlert(wire)
         }, accepted: { [weak self] in
             // The car's answer: the alert is on screen (as CarPlay's didShow).
-            Task { @MainActor in
-                guard let self else { return }
-                self.mapDelegate?.mapTemplate(self, didShow: navigationAlert)
-            }
+            guard let self else { return }
+            self.mapDelegate?.mapTemplate(self, didShow: navigationAlert)
         })
     }
 
@@ -635,8 +637,8 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
 
     /// The maneuvers and alerts offered as banners, by identifier, so the
     /// driver's tap names the object the app gave (the last 8 of each).
-    @CPLocked private var bannerManeuvers: [CPManeuver] = []
-    @CPLocked private var bannerAlerts: [CPNavigationAlert] = []
+    private var bannerManeuvers: [CPManeuver] = []
+    private var bannerAlerts: [CPNavigationAlert] = []
 
     /// Asks the delegate whether `maneuver` may be a banner, and remembers it if so.
     @MainActor func offerBanner(for maneuver: CPManeuver) -> Bool {
@@ -713,7 +715,8 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding, @unchecked S
 }
 
 /// A shortcut button on the CarPlay dashboard (`CPDashboardButton`).
-public final class CPDashboardButton: @unchecked Sendable {
+@MainActor
+public final class CPDashboardButton {
     /// The button's id (made up when not given).
     public let identifier: String
     /// Titles, the car shows the longest that fits.
@@ -746,10 +749,11 @@ public final class CPDashboardButton: @unchecked Sendable {
 }
 
 /// A navigation app's dashboard scene: its shortcut buttons (`CPDashboardController`).
-public final class CPDashboardController: @unchecked Sendable {
+@MainActor
+public final class CPDashboardController {
     unowned let application: CPApplication
     let sceneID: UInt32
-    @CPLocked private var buttons: [CPDashboardButton] = []
+    private var buttons: [CPDashboardButton] = []
 
     init(application: CPApplication, sceneID: UInt32) {
         self.application = application
@@ -827,13 +831,14 @@ extension CPInstrumentClusterControllerDelegate {
 }
 
 /// A navigation app's instrument-cluster scene (`CPInstrumentClusterController`).
-public final class CPInstrumentClusterController: @unchecked Sendable {
+@MainActor
+public final class CPInstrumentClusterController {
     unowned let application: CPApplication
     let sceneID: UInt32
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
-    @CPLocked private var descriptions: [String] = []
+    private var delegateRef = Weak<AnyObject>(nil)
+    private var descriptions: [String] = []
     /// The cluster's window, while connected: the app draws the cluster's map in it.
-    @CPLocked public internal(set) var instrumentClusterWindow: CPWindow?
+    public internal(set) var instrumentClusterWindow: CPWindow?
 
     init(application: CPApplication, sceneID: UInt32) {
         self.application = application

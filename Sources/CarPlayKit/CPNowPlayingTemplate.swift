@@ -1,13 +1,14 @@
 import HeadUnitWire
 
 /// A button of the now-playing screen (`CPNowPlayingButton`); use a subclass.
-public class CPNowPlayingButton: @unchecked Sendable {
+@MainActor
+public class CPNowPlayingButton {
     /// The button's id (made up when not given).
     public let identifier: String
     /// A disabled button cannot be pressed.
-    @CPLocked public var isEnabled: Bool = true { didSet { CPNowPlayingTemplate.shared.setNeedsUpdate() } }
+    public var isEnabled: Bool = true { didSet { CPNowPlayingTemplate.shared.setNeedsUpdate() } }
     /// Shown as selected (shuffle on...).
-    @CPLocked public var isSelected: Bool = false { didSet { CPNowPlayingTemplate.shared.setNeedsUpdate() } }
+    public var isSelected: Bool = false { didSet { CPNowPlayingTemplate.shared.setNeedsUpdate() } }
     /// Called when the driver presses the button.
     public let handler: (@MainActor (CPNowPlayingButton) -> Void)?
 
@@ -32,27 +33,33 @@ public class CPNowPlayingButton: @unchecked Sendable {
 }
 
 /// Shuffle (`CPNowPlayingShuffleButton`).
-public final class CPNowPlayingShuffleButton: CPNowPlayingButton, @unchecked Sendable {
+@MainActor
+public final class CPNowPlayingShuffleButton: CPNowPlayingButton {
     override var kind: HUNowPlayingButtonKind { .shuffle }
 }
 /// Repeat (`CPNowPlayingRepeatButton`).
-public final class CPNowPlayingRepeatButton: CPNowPlayingButton, @unchecked Sendable {
+@MainActor
+public final class CPNowPlayingRepeatButton: CPNowPlayingButton {
     override var kind: HUNowPlayingButtonKind { .repeat }
 }
 /// Add to library (`CPNowPlayingAddToLibraryButton`).
-public final class CPNowPlayingAddToLibraryButton: CPNowPlayingButton, @unchecked Sendable {
+@MainActor
+public final class CPNowPlayingAddToLibraryButton: CPNowPlayingButton {
     override var kind: HUNowPlayingButtonKind { .addToLibrary }
 }
 /// More (`CPNowPlayingMoreButton`).
-public final class CPNowPlayingMoreButton: CPNowPlayingButton, @unchecked Sendable {
+@MainActor
+public final class CPNowPlayingMoreButton: CPNowPlayingButton {
     override var kind: HUNowPlayingButtonKind { .more }
 }
 /// Playback rate (`CPNowPlayingPlaybackRateButton`).
-public final class CPNowPlayingPlaybackRateButton: CPNowPlayingButton, @unchecked Sendable {
+@MainActor
+public final class CPNowPlayingPlaybackRateButton: CPNowPlayingButton {
     override var kind: HUNowPlayingButtonKind { .playbackRate }
 }
 /// A button with your image (`CPNowPlayingImageButton`).
-public final class CPNowPlayingImageButton: CPNowPlayingButton, @unchecked Sendable {
+@MainActor
+public final class CPNowPlayingImageButton: CPNowPlayingButton {
     private let buttonImage: CPImage
     /// An image button.
     public init(image: CPImage, identifier: String? = nil, handler: (@MainActor (CPNowPlayingButton) -> Void)?) {
@@ -122,23 +129,24 @@ extension CPNowPlayingTemplateObserver {
 /// `MPNowPlayingInfoCenter`) and the buttons; every change is sent to the car
 /// for each connected audio app's scene, which may show it at any time. Push
 /// it with `pushTemplate(CPNowPlayingTemplate.shared, animated:)`.
-public final class CPNowPlayingTemplate: CPTemplate, @unchecked Sendable {
+@MainActor
+public final class CPNowPlayingTemplate: CPTemplate {
     /// The one now-playing template.
     public static let shared = CPNowPlayingTemplate()
 
     /// What is playing.
-    @CPLocked public var nowPlayingInfo = CPNowPlayingInfo() { didSet { setNeedsUpdate() } }
+    public var nowPlayingInfo = CPNowPlayingInfo() { didSet { setNeedsUpdate() } }
     /// The buttons (at most 5).
-    @CPLocked public private(set) var nowPlayingButtons: [CPNowPlayingButton] = []
+    public private(set) var nowPlayingButtons: [CPNowPlayingButton] = []
     /// Shows the "Playing Next" button.
-    @CPLocked public var isUpNextButtonEnabled = false { didSet { setNeedsUpdate() } }
+    public var isUpNextButtonEnabled = false { didSet { setNeedsUpdate() } }
     /// The "Playing Next" button's title.
-    @CPLocked public var upNextTitle = "" { didSet { setNeedsUpdate() } }
+    public var upNextTitle = "" { didSet { setNeedsUpdate() } }
     /// Shows the album or artist as a button.
-    @CPLocked public var isAlbumArtistButtonEnabled = false { didSet { setNeedsUpdate() } }
-    @CPLocked private var observers: [Weak<AnyObject>] = []
+    public var isAlbumArtistButtonEnabled = false { didSet { setNeedsUpdate() } }
+    private var observers: [Weak<AnyObject>] = []
     /// The audio apps' interface controllers it is sent to.
-    @CPLocked private var controllers: [Weak<CPInterfaceController>] = []
+    private var controllers: [Weak<CPInterfaceController>] = []
 
     private init() {
         super.init(identifier: "now-playing", prefix: "now-playing")

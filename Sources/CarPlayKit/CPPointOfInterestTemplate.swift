@@ -1,29 +1,30 @@
 import HeadUnitWire
 
 /// A place on a point-of-interest map with its card (`CPPointOfInterest`).
-public final class CPPointOfInterest: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public final class CPPointOfInterest: CPTemplateElement {
     /// Where it is.
-    @CPLocked public var location: MKMapItem { didSet { elementDidChange() } }
+    public var location: MKMapItem { didSet { elementDidChange() } }
     /// The title.
-    @CPLocked public var title: String { didSet { elementDidChange() } }
+    public var title: String { didSet { elementDidChange() } }
     /// The subtitle.
-    @CPLocked public var subtitle: String? { didSet { elementDidChange() } }
+    public var subtitle: String? { didSet { elementDidChange() } }
     /// The summary line.
-    @CPLocked public var summary: String? { didSet { elementDidChange() } }
+    public var summary: String? { didSet { elementDidChange() } }
     /// The card's title.
-    @CPLocked public var detailTitle: String? { didSet { elementDidChange() } }
+    public var detailTitle: String? { didSet { elementDidChange() } }
     /// The card's subtitle.
-    @CPLocked public var detailSubtitle: String? { didSet { elementDidChange() } }
+    public var detailSubtitle: String? { didSet { elementDidChange() } }
     /// The card's summary.
-    @CPLocked public var detailSummary: String? { didSet { elementDidChange() } }
+    public var detailSummary: String? { didSet { elementDidChange() } }
     /// The pin.
-    @CPLocked public var pinImage: CPImage? { didSet { elementDidChange() } }
+    public var pinImage: CPImage? { didSet { elementDidChange() } }
     /// The larger pin of the selected point.
-    @CPLocked public var selectedPinImage: CPImage? { didSet { elementDidChange() } }
+    public var selectedPinImage: CPImage? { didSet { elementDidChange() } }
     /// The card's first button.
-    @CPLocked public var primaryButton: CPTextButton? { didSet { adoptButtons(); elementDidChange() } }
+    public var primaryButton: CPTextButton? { didSet { adoptButtons(); elementDidChange() } }
     /// The card's second button.
-    @CPLocked public var secondaryButton: CPTextButton? { didSet { adoptButtons(); elementDidChange() } }
+    public var secondaryButton: CPTextButton? { didSet { adoptButtons(); elementDidChange() } }
 
     /// A point of interest.
     public init(location: MKMapItem, title: String, subtitle: String?, summary: String?, detailTitle: String?,
@@ -84,14 +85,15 @@ extension CPPointOfInterestTemplateDelegate {
 }
 
 /// A map with up to 12 points of interest (`CPPointOfInterestTemplate`).
-public final class CPPointOfInterestTemplate: CPTemplate, @unchecked Sendable {
+@MainActor
+public final class CPPointOfInterestTemplate: CPTemplate {
     /// The title.
-    @CPLocked public var title: String { didSet { setNeedsUpdate() } }
+    public var title: String { didSet { setNeedsUpdate() } }
     /// The points.
-    @CPLocked public private(set) var pointsOfInterest: [CPPointOfInterest]
+    public private(set) var pointsOfInterest: [CPPointOfInterest]
     /// The selected point's index (`NSNotFound`-like: -1 for none).
-    @CPLocked public var selectedIndex: Int { didSet { setNeedsUpdate() } }
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
+    public var selectedIndex: Int { didSet { setNeedsUpdate() } }
+    private var delegateRef = Weak<AnyObject>(nil)
 
     /// Tells you what the driver does (held weakly).
     public var pointOfInterestDelegate: (any CPPointOfInterestTemplateDelegate)? {

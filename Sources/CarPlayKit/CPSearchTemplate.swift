@@ -19,12 +19,13 @@ extension CPSearchTemplateDelegate {
 }
 
 /// A search field with results, for navigation apps (`CPSearchTemplate`).
-public final class CPSearchTemplate: CPTemplate, @unchecked Sendable {
+@MainActor
+public final class CPSearchTemplate: CPTemplate {
     /// The placeholder in the empty field (ours; CarPlay uses the system's).
-    @CPLocked public var placeholder: String? { didSet { setNeedsUpdate() } }
+    public var placeholder: String? { didSet { setNeedsUpdate() } }
     /// The results shown now, by id, to find the one the driver selects.
-    @CPLocked private var results: [CPListItem] = []
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
+    private var results: [CPListItem] = []
+    private var delegateRef = Weak<AnyObject>(nil)
 
     /// Answers the driver's search (held weakly).
     public var delegate: (any CPSearchTemplateDelegate)? {

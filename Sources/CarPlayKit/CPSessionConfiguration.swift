@@ -34,8 +34,9 @@ extension CPSessionConfigurationDelegate {
 ///
 /// As in CarPlay, make one and keep it; it follows the app connected most
 /// recently (one app per process is the usual case).
-public final class CPSessionConfiguration: @unchecked Sendable {
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
+@MainActor
+public final class CPSessionConfiguration {
+    private var delegateRef = Weak<AnyObject>(nil)
 
     /// Starts observing the car's configuration.
     public init(delegate: any CPSessionConfigurationDelegate) {

@@ -11,11 +11,12 @@ public protocol CPTabBarTemplateDelegate: AnyObject {
 ///
 /// Each tab's title, image and badge come from its template's `tabTitle`,
 /// `tabImage`, `tabSystemItem` and `showsTabBadge`.
-public final class CPTabBarTemplate: CPTemplate, @unchecked Sendable {
+@MainActor
+public final class CPTabBarTemplate: CPTemplate {
     /// The tabs' templates, in order.
-    @CPLocked public private(set) var templates: [CPTemplate]
-    @CPLocked private var selectedID: String?
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
+    public private(set) var templates: [CPTemplate]
+    private var selectedID: String?
+    private var delegateRef = Weak<AnyObject>(nil)
 
     /// Tells you which tab the driver chose (held weakly).
     public var delegate: (any CPTabBarTemplateDelegate)? {

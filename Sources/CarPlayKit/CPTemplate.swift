@@ -1,5 +1,4 @@
 import HeadUnitWire
-import NIOConcurrencyHelpers
 
 /// The system items a tab can show instead of a title and image (`UITabBarItem.SystemItem`).
 public enum CPTabSystemItem: Sendable, Equatable {
@@ -32,26 +31,27 @@ public enum CPTabSystemItem: Sendable, Equatable {
 /// give one; give your own when you want to find the template in
 /// `headunitctl watch` or in tests.
 ///
-/// Templates are classes you mutate from any task; each mutable property is
-/// behind a lock (``CPLocked``), which is why they are `@unchecked Sendable`.
+/// Templates live on the main actor, as CarPlay's do: you create and change
+/// them there (in a scene delegate, a handler, a `@MainActor` task).
 /// A change to a template on screen is sent to the car as an in-place update.
-public class CPTemplate: @unchecked Sendable {
+@MainActor
+public class CPTemplate {
     /// The template's id, unique within its scene.
     public let identifier: String
     /// Anything you want to keep with the template.
-    @CPLocked public var userInfo: (any Sendable)?
+    public var userInfo: (any Sendable)?
     /// The title of this template's tab, when it is a tab of a ``CPTabBarTemplate``.
-    @CPLocked public var tabTitle: String? { didSet { containerNeedsUpdate() } }
+    public var tabTitle: String? { didSet { containerNeedsUpdate() } }
     /// The image of this template's tab.
-    @CPLocked public var tabImage: CPImage? { didSet { containerNeedsUpdate() } }
+    public var tabImage: CPImage? { didSet { containerNeedsUpdate() } }
     /// A system tab item (favorites, recents...) instead of title and image.
-    @CPLocked public var tabSystemItem: CPTabSystemItem = .none { didSet { containerNeedsUpdate() } }
+    public var tabSystemItem: CPTabSystemItem = .none { didSet { containerNeedsUpdate() } }
     /// Shows a dot on this template's tab.
-    @CPLocked public var showsTabBadge: Bool = false { didSet { containerNeedsUpdate() } }
+    public var showsTabBadge: Bool = false { didSet { containerNeedsUpdate() } }
 
     // ---- attachment: where the template is shown, so changes reach the car
-    @CPLocked var containerRef = Weak<CPTemplate>(nil)
-    @CPLocked var controllerRef = Weak<CPInterfaceController>(nil)
+    var containerRef = Weak<CPTemplate>(nil)
+    var controllerRef = Weak<CPInterfaceController>(nil)
 
     init(identifier: String?, prefix: String) {
         self.identifier = identifier ?? ElementID.make(prefix)
@@ -114,12 +114,13 @@ public enum CPTextButtonStyle: Sendable, Equatable {
 }
 
 /// An element that belongs to one template and tells it when it changes (ours: no Apple counterpart; the car updates whole templates and single items).
-public class CPTemplateElement: @unchecked Sendable {
+@MainActor
+public class CPTemplateElement {
     /// The element's id, unique within its template (made up when not given).
     public let identifier: String
     /// Anything you want to keep with the element.
-    @CPLocked public var userInfo: (any Sendable)?
-    @CPLocked var ownerRef = Weak<CPTemplate>(nil)
+    public var userInfo: (any Sendable)?
+    var ownerRef = Weak<CPTemplate>(nil)
 
     init(identifier: String?, prefix: String) {
         self.identifier = identifier ?? ElementID.make(prefix)
@@ -129,6 +130,7 @@ public class CPTemplateElement: @unchecked Sendable {
     func elementDidChange() { ownerRef.object?.setNeedsUpdate() }
 }
 
+@MainActor
 extension Sequence where Element: CPTemplateElement {
     func adopt(by owner: CPTemplate) {
         for element in self { element.ownerRef = Weak(owner) }
@@ -136,15 +138,16 @@ extension Sequence where Element: CPTemplateElement {
 }
 
 /// A navigation-bar button (leading or trailing), as `CPBarButton`.
-public final class CPBarButton: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public final class CPBarButton: CPTemplateElement {
     /// The button's title (text buttons).
-    @CPLocked public var title: String? { didSet { elementDidChange() } }
+    public var title: String? { didSet { elementDidChange() } }
     /// The button's image (image buttons).
-    @CPLocked public var image: CPImage? { didSet { elementDidChange() } }
+    public var image: CPImage? { didSet { elementDidChange() } }
     /// A disabled button is greyed out and cannot be pressed.
-    @CPLocked public var isEnabled: Bool = true { didSet { elementDidChange() } }
+    public var isEnabled: Bool = true { didSet { elementDidChange() } }
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@MainActor (CPBarButton) -> Void)?
+    public var handler: (@MainActor (CPBarButton) -> Void)?
 
     /// A text button.
     public init(title: String, identifier: String? = nil, handler: (@MainActor (CPBarButton) -> Void)? = nil) {
@@ -171,6 +174,7 @@ public final class CPBarButton: CPTemplateElement, @unchecked Sendable {
 }
 
 /// The navigation-bar buttons of list, grid, information, contact and map templates (`CPBarButtonProviding`).
+@MainActor
 public protocol CPBarButtonProviding: AnyObject {
     /// Buttons on the leading side (at most 2).
     var leadingNavigationBarButtons: [CPBarButton] { get set }
@@ -179,13 +183,14 @@ public protocol CPBarButtonProviding: AnyObject {
 }
 
 /// A text button: information footer actions and point-of-interest card buttons (`CPTextButton`).
-public final class CPTextButton: CPTemplateElement, @unchecked Sendable {
+@MainActor
+public final class CPTextButton: CPTemplateElement {
     /// The button's title.
-    @CPLocked public var title: String { didSet { elementDidChange() } }
+    public var title: String { didSet { elementDidChange() } }
     /// How it looks.
-    @CPLocked public var textStyle: CPTextButtonStyle { didSet { elementDidChange() } }
+    public var textStyle: CPTextButtonStyle { didSet { elementDidChange() } }
     /// Called when the driver presses the button.
-    @CPLocked public var handler: (@MainActor (CPTextButton) -> Void)?
+    public var handler: (@MainActor (CPTextButton) -> Void)?
 
     /// A text button.
     public init(title: String, textStyle: CPTextButtonStyle, identifier: String? = nil, handler: (@MainActor (CPTextButton) -> Void)? = nil) {
@@ -211,7 +216,7 @@ struct EventContext: Sendable {
     let interfaceController: CPInterfaceController
 
     /// The completion handed to a handler: stops the car's spinner, once.
-    func completion(searchResults: @escaping @Sendable () -> [HUListItem] = { [] }) -> CompletionOnce {
+    @MainActor func completion(searchResults: @escaping @Sendable () -> [HUListItem] = { [] }) -> CompletionOnce {
         CompletionOnce(eventID: eventID, application: application, searchResults: searchResults)
     }
 
@@ -221,11 +226,12 @@ struct EventContext: Sendable {
 
 /// Sends CompleteEvent the first time it is called; later calls do nothing
 /// (a handler that calls its completion twice is not an error on the car).
-final class CompletionOnce: @unchecked Sendable {
+@MainActor
+final class CompletionOnce {
     private let eventID: UInt64
     private let application: CPApplication
     private let searchResults: @Sendable () -> [HUListItem]
-    private let done = NIOLockedValueBox(false)
+    private var done = false
 
     init(eventID: UInt64, application: CPApplication, searchResults: @escaping @Sendable () -> [HUListItem]) {
         self.eventID = eventID
@@ -237,11 +243,8 @@ final class CompletionOnce: @unchecked Sendable {
 
     func complete(with results: [HUListItem]) {
         guard eventID != 0 else { return }
-        let first = done.withLockedValue { done -> Bool in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
+        guard !done else { return }
+        done = true
         application.complete(eventID: eventID, searchResults: results)
     }
 }

@@ -47,7 +47,8 @@ extension CPTemplateApplicationSceneDelegate {
 }
 
 /// The app's main scene on the car's screen (`CPTemplateApplicationScene`).
-public final class CPTemplateApplicationScene: @unchecked Sendable {
+@MainActor
+public final class CPTemplateApplicationScene {
     /// The scene's interface controller.
     public let interfaceController: CPInterfaceController
     /// The window the car gives the scene (a navigation app's map).
@@ -79,7 +80,8 @@ extension CPTemplateApplicationDashboardSceneDelegate {
 }
 
 /// A navigation app's scene on the car's dashboard (`CPTemplateApplicationDashboardScene`).
-public final class CPTemplateApplicationDashboardScene: @unchecked Sendable {
+@MainActor
+public final class CPTemplateApplicationDashboardScene {
     /// The dashboard's controller: its shortcut buttons.
     public let dashboardController: CPDashboardController
     /// The dashboard's window.
@@ -109,11 +111,12 @@ extension CPTemplateApplicationInstrumentClusterSceneDelegate {
 }
 
 /// A navigation app's scene on the instrument cluster (`CPTemplateApplicationInstrumentClusterScene`).
-public final class CPTemplateApplicationInstrumentClusterScene: @unchecked Sendable {
+@MainActor
+public final class CPTemplateApplicationInstrumentClusterScene {
     /// The cluster's controller.
     public let instrumentClusterController: CPInstrumentClusterController
     /// The cluster's content style (from its `SceneConnected`, then its `SessionConfiguration`).
-    @CPLocked public internal(set) var contentStyle: CPContentStyle = .unspecified
+    public internal(set) var contentStyle: CPContentStyle = .unspecified
     init(controller: CPInstrumentClusterController) { instrumentClusterController = controller }
 }
 

@@ -1,7 +1,8 @@
 import HeadUnitWire
 
 /// One state of a voice-control template: titles and an image (`CPVoiceControlState`).
-public final class CPVoiceControlState: @unchecked Sendable {
+@MainActor
+public final class CPVoiceControlState {
     /// The state's id; activate it by this id.
     public let identifier: String
     /// Titles, the car shows the longest that fits.
@@ -30,11 +31,12 @@ public final class CPVoiceControlState: @unchecked Sendable {
 }
 
 /// A modal voice-control screen, for navigation apps (`CPVoiceControlTemplate`); only presented.
-public final class CPVoiceControlTemplate: CPTemplate, @unchecked Sendable {
+@MainActor
+public final class CPVoiceControlTemplate: CPTemplate {
     /// The states.
     public let voiceControlStates: [CPVoiceControlState]
     /// The state shown.
-    @CPLocked public private(set) var activeStateIdentifier: String?
+    public private(set) var activeStateIdentifier: String?
 
     /// A voice-control template showing its first state.
     public init(voiceControlStates: [CPVoiceControlState], identifier: String? = nil) {

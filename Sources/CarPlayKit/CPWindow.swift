@@ -12,6 +12,7 @@ import NIOCore
 /// The window keeps one buffer and hands it to ``CPWindowContent/draw(_:in:)``
 /// for each frame; it holds the previous frame's pixels. Valid only during
 /// that call: the window encodes it afterwards.
+// @unchecked: raw memory used by one side at a time: the app draws on the main actor, then the window awaits its encoder.
 public final class CPPixelBuffer: @unchecked Sendable {
     /// Pixels across.
     public let width: Int
@@ -278,6 +279,7 @@ public final class CPWindow {
 /// One window's H.264 encoder on its own serial queue, so converting and
 /// encoding never hold the main actor nor a thread of Swift's cooperative
 /// pool. One frame at a time: the window awaits each before the next.
+// @unchecked: `last` and the encoder are touched only on `queue`.
 final class WindowEncoder: @unchecked Sendable {
     private let queue = DispatchQueue(label: "CarPlayKit.window-encoder")
     private let encoder: H264Encoder

@@ -1,6 +1,5 @@
 import HeadUnitClient
 import HeadUnitWire
-import NIOConcurrencyHelpers
 
 // CallKit (`import CallKit` on iOS) for communication apps, over the car's
 // call-state exchange (PROTOCOL.md section 26): `CXProvider` reports the
@@ -17,7 +16,8 @@ import NIOConcurrencyHelpers
 // `CXErrorCodeRequestTransactionError.unknownCallProvider`).
 
 /// Who is at the other end of a call (`CXHandle`).
-public final class CXHandle: NSObject, @unchecked Sendable {
+@MainActor
+public final class CXHandle: NSObject {
     /// `CXHandle.HandleType`.
     public enum HandleType: Int, Sendable {
         case generic = 1
@@ -67,8 +67,9 @@ public final class CXHandle: NSObject, @unchecked Sendable {
 
 /// What the app says about a call (`CXCallUpdate`). A property left unset
 /// keeps what the car was told before.
-public final class CXCallUpdate: NSObject, @unchecked Sendable {
-    @CPLocked private var fields = Fields()
+@MainActor
+public final class CXCallUpdate: NSObject {
+    private var fields = Fields()
 
     struct Fields {
         var remoteHandle: CXHandle??
@@ -190,14 +191,15 @@ public struct CXErrorCodeRequestTransactionError: Error, Sendable, CustomStringC
 /// An action to perform (`CXAction`): fulfil it when done, fail it when not.
 /// The car waits for one or the other (`call_action_timeout_ms`, then it
 /// fails the action and the delegate hears `provider(_:timedOutPerforming:)`).
-public class CXAction: NSObject, @unchecked Sendable {
+@MainActor
+public class CXAction: NSObject {
     public let uuid = UUID()
-    @CPLocked var completed = false
+    var completed = false
     /// The car's id for it, the app that answers it and the provider that
     /// holds it; unset until the car sent it.
-    @CPLocked var actionID: UInt64?
-    @CPLocked var applicationRef = Weak<CPApplication>(nil)
-    @CPLocked var providerRef = Weak<CXProvider>(nil)
+    var actionID: UInt64?
+    var applicationRef = Weak<CPApplication>(nil)
+    var providerRef = Weak<CXProvider>(nil)
     /// When the car fails it unless it was answered.
     public internal(set) var timeoutDate = Date.distantFuture
 
@@ -212,7 +214,8 @@ public class CXAction: NSObject, @unchecked Sendable {
     public func fail() { answer(false) }
 
     func answer(_ fulfilled: Bool) {
-        guard !$completed.exchange(true) else { return }
+        guard !completed else { return }
+        completed = true
         guard let id = actionID, let application = applicationRef.object else { return }
         providerRef.object?.answered(actionID: id)
         application.answerCallAction(actionID: id, fulfilled: fulfilled)
@@ -224,7 +227,8 @@ public class CXAction: NSObject, @unchecked Sendable {
 }
 
 /// An action on one call (`CXCallAction`).
-public class CXCallAction: CXAction, @unchecked Sendable {
+@MainActor
+public class CXCallAction: CXAction {
     public let callUUID: UUID
 
     public init(call callUUID: UUID) {
@@ -237,7 +241,8 @@ public class CXCallAction: CXAction, @unchecked Sendable {
 }
 
 /// Place a call (`CXStartCallAction`): the app's own, through ``CXCallController``.
-public final class CXStartCallAction: CXCallAction, @unchecked Sendable {
+@MainActor
+public final class CXStartCallAction: CXCallAction {
     public var handle: CXHandle
     public var contactIdentifier: String?
     /// Must stay false (audio calls only).
@@ -260,7 +265,8 @@ public final class CXStartCallAction: CXCallAction, @unchecked Sendable {
 }
 
 /// Answer a ringing call (`CXAnswerCallAction`).
-public final class CXAnswerCallAction: CXCallAction, @unchecked Sendable {
+@MainActor
+public final class CXAnswerCallAction: CXCallAction {
     /// Fulfils it.
     public func fulfill(withDateConnected dateConnected: Date) { fulfill() }
 
@@ -272,7 +278,8 @@ public final class CXAnswerCallAction: CXCallAction, @unchecked Sendable {
 }
 
 /// End a call, or decline a ringing one (`CXEndCallAction`).
-public final class CXEndCallAction: CXCallAction, @unchecked Sendable {
+@MainActor
+public final class CXEndCallAction: CXCallAction {
     /// Fulfils it.
     public func fulfill(withDateEnded dateEnded: Date) { fulfill() }
 
@@ -284,7 +291,8 @@ public final class CXEndCallAction: CXCallAction, @unchecked Sendable {
 }
 
 /// Hold or resume a call (`CXSetHeldCallAction`).
-public final class CXSetHeldCallAction: CXCallAction, @unchecked Sendable {
+@MainActor
+public final class CXSetHeldCallAction: CXCallAction {
     public var isOnHold: Bool
 
     public init(call callUUID: UUID, onHold: Bool) {
@@ -301,7 +309,8 @@ public final class CXSetHeldCallAction: CXCallAction, @unchecked Sendable {
 }
 
 /// Mute or unmute a call's microphone (`CXSetMutedCallAction`); the app mutes its own capture.
-public final class CXSetMutedCallAction: CXCallAction, @unchecked Sendable {
+@MainActor
+public final class CXSetMutedCallAction: CXCallAction {
     public var isMuted: Bool
 
     public init(call callUUID: UUID, muted: Bool) {
@@ -318,7 +327,8 @@ public final class CXSetMutedCallAction: CXCallAction, @unchecked Sendable {
 }
 
 /// Send keys (`CXPlayDTMFCallAction`): 1 to 32 of 0-9 * # , (a comma pauses).
-public final class CXPlayDTMFCallAction: CXCallAction, @unchecked Sendable {
+@MainActor
+public final class CXPlayDTMFCallAction: CXCallAction {
     /// `CXPlayDTMFCallAction.ActionType`; the car sends `.singleTone`.
     public enum ActionType: Int, Sendable {
         case singleTone = 1
@@ -343,9 +353,10 @@ public final class CXPlayDTMFCallAction: CXCallAction, @unchecked Sendable {
 }
 
 /// Actions asked for together (`CXTransaction`).
-public final class CXTransaction: NSObject, @unchecked Sendable {
+@MainActor
+public final class CXTransaction: NSObject {
     public let uuid = UUID()
-    @CPLocked public private(set) var actions: [CXAction]
+    public private(set) var actions: [CXAction]
 
     public init(actions: [CXAction]) { self.actions = actions }
     public convenience init(action: CXAction) { self.init(actions: [action]) }
@@ -362,15 +373,16 @@ public final class CXTransaction: NSObject, @unchecked Sendable {
 /// none of them: it shows the app's display name and icon, allows
 /// `max_calls` calls (3; one app at most `max_calls - 1`, one ringing) and
 /// audio only.
-public final class CXProviderConfiguration: NSObject, @unchecked Sendable {
-    @CPLocked public var localizedName: String?
-    @CPLocked public var ringtoneSound: String?
-    @CPLocked public var iconTemplateImageData: Data?
-    @CPLocked public var maximumCallGroups = 2
-    @CPLocked public var maximumCallsPerCallGroup = 5
-    @CPLocked public var supportsVideo = false
-    @CPLocked public var includesCallsInRecents = true
-    @CPLocked public var supportedHandleTypes: Set<CXHandle.HandleType> = [.phoneNumber]
+@MainActor
+public final class CXProviderConfiguration: NSObject {
+    public var localizedName: String?
+    public var ringtoneSound: String?
+    public var iconTemplateImageData: Data?
+    public var maximumCallGroups = 2
+    public var maximumCallsPerCallGroup = 5
+    public var supportsVideo = false
+    public var includesCallsInRecents = true
+    public var supportedHandleTypes: Set<CXHandle.HandleType> = [.phoneNumber]
 
     public override init() {}
 
@@ -429,16 +441,17 @@ extension CXProviderDelegate {
 ///     let provider = CXProvider(configuration: CXProviderConfiguration())
 ///     provider.setDelegate(self, queue: nil)
 ///     provider.reportNewIncomingCall(with: uuid, update: update) { error in ... }
-public final class CXProvider: NSObject, @unchecked Sendable {
+@MainActor
+public final class CXProvider: NSObject {
     public let configuration: CXProviderConfiguration
-    @CPLocked private var delegateRef = Weak<AnyObject>(nil)
-    @CPLocked private var invalidated = false
+    private var delegateRef = Weak<AnyObject>(nil)
+    private var invalidated = false
     /// What the car was told of each call, so an update sends its set fields over it.
-    @CPLocked private var descriptions: [UUID: HUCallDescription] = [:]
+    private var descriptions: [UUID: HUCallDescription] = [:]
     /// Actions the car sent, until answered or timed out.
-    @CPLocked private var inFlight: [UInt64: CXAction] = [:]
+    private var inFlight: [UInt64: CXAction] = [:]
     /// The app's calls that connected and have not ended: the audio session is active while there are any.
-    @CPLocked private var connected: Set<UUID> = []
+    private var connected: Set<UUID> = []
 
     public init(configuration: CXProviderConfiguration) {
         self.configuration = configuration
@@ -526,14 +539,14 @@ public final class CXProvider: NSObject, @unchecked Sendable {
     }
 
     private func callConnected(_ uuid: UUID, application: CPApplication?) {
-        let first = $connected.withValue { set -> Bool in set.insert(uuid).inserted && set.count == 1 }
+        let first = connected.insert(uuid).inserted && connected.count == 1
         guard first, let application else { return }
         // After the delegate call that fulfilled the action (CallKit activates the session once the call is under way).
         Task { @MainActor in self.delegate?.provider(self, didActivate: application.audioSession) }
     }
 
     private func callEnded(_ uuid: UUID, application: CPApplication?) {
-        let last = $connected.withValue { set -> Bool in set.remove(uuid) != nil && set.isEmpty }
+        let last = connected.remove(uuid) != nil && connected.isEmpty
         guard last, let application else { return }
         Task { @MainActor in self.delegate?.provider(self, didDeactivate: application.audioSession) }
     }
@@ -551,10 +564,10 @@ public final class CXProvider: NSObject, @unchecked Sendable {
         application.queue.post {
             do {
                 try await phone.reportCall(appID: appID, uuid: uuid.uuidString, kind: kind, description: description, endedReason: reason)
-                if let completion { await MainActor.run { completion(nil) } }
+                completion?(nil)
             } catch let error as HeadUnitError {
                 if let completion {
-                    await MainActor.run { completion(error) }
+                    completion(error)
                     return  // told: not an error for waitForPendingUpdates
                 }
                 throw error
@@ -609,7 +622,7 @@ public final class CXProvider: NSObject, @unchecked Sendable {
 
     @MainActor func timedOut(actionID: UInt64) {
         guard let action = inFlight.removeValue(forKey: actionID) else { return }
-        _ = action.$completed.exchange(true)
+        action.completed = true
         delegate?.provider(self, timedOutPerforming: action)
     }
 
@@ -628,7 +641,8 @@ public final class CXProvider: NSObject, @unchecked Sendable {
 /// Asks the car for call actions (`CXCallController`): a start, an end, a
 /// hold, a mute. The car checks each and sends it back to the provider's
 /// delegate to perform, as CallKit's system does.
-public final class CXCallController: NSObject, @unchecked Sendable {
+@MainActor
+public final class CXCallController: NSObject {
     public override init() {}
     /// `queue` is not used: completions run on the main actor.
     public init(queue: DispatchQueue) {}
@@ -655,11 +669,11 @@ public final class CXCallController: NSObject, @unchecked Sendable {
                 do {
                     _ = try await phone.requestCallAction(appID: appID, wire)
                 } catch let error as HeadUnitError {
-                    await MainActor.run { completion(Self.transactionError(error)) }
+                    completion(Self.transactionError(error))
                     return
                 }
             }
-            await MainActor.run { completion(nil) }
+            completion(nil)
         }
     }
 
@@ -700,41 +714,40 @@ public final class CXCallController: NSObject, @unchecked Sendable {
 // MARK: - the hub
 
 /// The providers and the communication apps they reach (see the top of this file).
-final class CallKitHub: @unchecked Sendable {
+@MainActor
+final class CallKitHub {
     static let shared = CallKitHub()
-    private let state = NIOLockedValueBox((apps: [Weak<CPApplication>](), providers: [Weak<CXProvider>]()))
+    private var apps: [Weak<CPApplication>] = []
+    private var providers: [Weak<CXProvider>] = []
 
     /// The communication app connected most recently, still connected.
     var application: CPApplication? {
-        state.withLockedValue { $0.apps.compactMap(\.object).last(where: { $0.phone != nil }) }
+        apps.compactMap(\.object).last(where: { $0.phone != nil })
     }
 
     /// The provider the car's actions reach: the newest one not invalidated.
     var provider: CXProvider? {
-        state.withLockedValue { $0.providers.compactMap(\.object).last }
+        providers.compactMap(\.object).last
     }
 
     func add(_ provider: CXProvider) {
-        state.withLockedValue { $0.providers = $0.providers.filter { $0.object != nil } + [Weak(provider)] }
+        providers = providers.filter { $0.object != nil } + [Weak(provider)]
     }
 
     func remove(_ provider: CXProvider) {
-        state.withLockedValue { $0.providers.removeAll { $0.object == nil || $0.object === provider } }
+        providers.removeAll { $0.object == nil || $0.object === provider }
     }
 
     /// A communication app was accepted: its provider begins.
-    @MainActor func attach(_ application: CPApplication) {
-        state.withLockedValue { $0.apps = $0.apps.filter { $0.object != nil && $0.object !== application } + [Weak(application)] }
+    func attach(_ application: CPApplication) {
+        apps = apps.filter { $0.object != nil && $0.object !== application } + [Weak(application)]
         provider?.began()
     }
 
     /// Its connection ended: its calls are gone (the car ended them, or will when the grace runs out).
-    @MainActor func detach(_ application: CPApplication) {
-        let wasCurrent = state.withLockedValue { state -> Bool in
-            let current = state.apps.compactMap(\.object).last
-            state.apps.removeAll { $0.object == nil || $0.object === application }
-            return current === application
-        }
-        if wasCurrent { provider?.reset() }
+    func detach(_ application: CPApplication) {
+        let current = apps.compactMap(\.object).last
+        apps.removeAll { $0.object == nil || $0.object === application }
+        if current === application { provider?.reset() }
     }
 }

@@ -34,6 +34,7 @@ extension EAAccessoryDelegate {
 /// Ours: the car tells an app which of its matched protocols are served, not
 /// which physical accessory serves them, so each served protocol is one
 /// accessory with that one protocol string; `name` is the protocol string.
+// @unchecked: ExternalAccessory is not main-actor bound on iOS; the mutable state is behind locks, `application` a weak load.
 public final class EAAccessory: NSObject, @unchecked Sendable {
     /// Unique while the accessory is connected; a protocol served again is a new accessory.
     public let connectionID: Int
@@ -78,7 +79,7 @@ public final class EAAccessory: NSObject, @unchecked Sendable {
 /// Each ``CPApplication`` has one (``CPApplication/accessoryManager``);
 /// ``shared()`` is that of the last app with the `.protocols` entitlement
 /// that connected (ours: iOS has one app per process).
-public final class EAAccessoryManager: @unchecked Sendable {
+public final class EAAccessoryManager: Sendable {
     private static let current = NIOLockedValueBox<EAAccessoryManager?>(nil)
     private static let unattached = EAAccessoryManager()
 
@@ -164,6 +165,7 @@ public final class EAAccessoryManager: @unchecked Sendable {
 /// was written is sent, the accessory sees the end and may still answer,
 /// and the input stream ends once it finishes. Closing both streams closes
 /// the car's session after what was written is sent.
+// @unchecked: open (apps may subclass, as on iOS); its own stored properties are constants, its streams lock their shared pipe.
 open class EASession: NSObject, @unchecked Sendable {
     /// The most bytes buffered in each direction.
     public static let bufferLimit = 64 << 10
@@ -203,6 +205,7 @@ open class EASession: NSObject, @unchecked Sendable {
 }
 
 /// The state both streams of one ``EASession`` share, under one lock.
+// @unchecked: `state` is behind its lock; `input` and `output` are set once, before the session's tasks start.
 final class EASessionPipe: @unchecked Sendable {
     enum Phase { case opening, open, ended, failed }
     struct State {

@@ -1,5 +1,4 @@
 import HeadUnitWire
-import NIOConcurrencyHelpers
 
 /// `MPMediaItemPropertyTitle` and the other keys of `nowPlayingInfo` the car reads.
 public let MPMediaItemPropertyTitle = "title"
@@ -14,7 +13,8 @@ public let MPNowPlayingInfoPropertyIsLiveStream = "MPNowPlayingInfoPropertyIsLiv
 public let MPNowPlayingInfoPropertyIsSpokenAudio = "MPNowPlayingInfoPropertyIsSpokenAudio"
 
 /// Artwork for `MPMediaItemPropertyArtwork` (`MPMediaItemArtwork`), from a `CPImage`.
-public final class MPMediaItemArtwork: @unchecked Sendable {
+@MainActor
+public final class MPMediaItemArtwork {
     let image: CPImage
     /// The artwork.
     public init(image: CPImage) { self.image = image }
@@ -28,21 +28,21 @@ public final class MPMediaItemArtwork: @unchecked Sendable {
 ///         MPMediaItemPropertyTitle: "Blue in Green", MPMediaItemPropertyArtist: "Miles Davis",
 ///         MPMediaItemPropertyArtwork: MPMediaItemArtwork(image: cover),
 ///         MPMediaItemPropertyPlaybackDuration: 337.0, MPNowPlayingInfoPropertyPlaybackRate: 1.0]
-public final class MPNowPlayingInfoCenter: @unchecked Sendable {
+@MainActor
+public final class MPNowPlayingInfoCenter {
     private static let instance = MPNowPlayingInfoCenter()
     /// The one info center.
     public static func `default`() -> MPNowPlayingInfoCenter { instance }
 
-    // @unchecked: the dictionary (of `Any`) is only read and written under this lock.
-    private let lock = NIOLockedBox()
+    private var info: [String: Any]?
 
     private init() {}
 
     /// The now-playing properties (the keys above; others are ignored). Nil: nothing plays.
     public var nowPlayingInfo: [String: Any]? {
-        get { lock.value }
+        get { info }
         set {
-            lock.value = newValue
+            info = newValue
             CPNowPlayingTemplate.shared.nowPlayingInfo = Self.info(newValue ?? [:])
         }
     }
@@ -67,15 +67,5 @@ public final class MPNowPlayingInfoCenter: @unchecked Sendable {
             playbackRate: Float(number(MPNowPlayingInfoPropertyPlaybackRate) ?? 0),
             isLiveStream: properties[MPNowPlayingInfoPropertyIsLiveStream] as? Bool ?? false,
             isSpokenAudio: properties[MPNowPlayingInfoPropertyIsSpokenAudio] as? Bool ?? false)
-    }
-}
-
-/// The dictionary under a lock (`Any` is not Sendable: NIO's boxes want it to be).
-private final class NIOLockedBox: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var stored: [String: Any]?
-    var value: [String: Any]? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }

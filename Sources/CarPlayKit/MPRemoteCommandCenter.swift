@@ -64,10 +64,11 @@ public enum MPRepeatType: Int, Sendable {
 
 /// A command the car sends (`MPRemoteCommand`). It is offered to the car
 /// while it has a target (``addTarget(handler:)``), enabled or not.
-public class MPRemoteCommand: @unchecked Sendable {
+@MainActor
+public class MPRemoteCommand {
     /// Whether the car offers it (a disabled command is drawn greyed and refused).
-    @CPLocked public var isEnabled = true { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
-    @CPLocked private var targets: [(id: ObjectIdentifier, handler: @MainActor (MPRemoteCommandEvent) -> MPRemoteCommandHandlerStatus)] = []
+    public var isEnabled = true { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
+    private var targets: [(id: ObjectIdentifier, handler: @MainActor (MPRemoteCommandEvent) -> MPRemoteCommandHandlerStatus)] = []
     let command: HURemoteCommand
 
     init(_ command: HURemoteCommand) { self.command = command }
@@ -119,13 +120,14 @@ public class MPRemoteCommand: @unchecked Sendable {
         return status
     }
 
-    private final class TargetToken: @unchecked Sendable {}
+    private final class TargetToken: Sendable {}
 }
 
 /// Skip forward or backward by an interval (`MPSkipIntervalCommand`).
-public final class MPSkipIntervalCommand: MPRemoteCommand, @unchecked Sendable {
+@MainActor
+public final class MPSkipIntervalCommand: MPRemoteCommand {
     /// The intervals offered, in seconds (1 to 4, each up to an hour; the first is the car buttons').
-    @CPLocked public var preferredIntervals: [NSNumber] = [15] { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
+    public var preferredIntervals: [NSNumber] = [15] { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
 
     override func describe(_ state: inout HURemoteCommandState) {
         state.preferredIntervals = preferredIntervals.map(\.doubleValue)
@@ -137,7 +139,8 @@ public final class MPSkipIntervalCommand: MPRemoteCommand, @unchecked Sendable {
 }
 
 /// Seek to a position (`MPChangePlaybackPositionCommand`).
-public final class MPChangePlaybackPositionCommand: MPRemoteCommand, @unchecked Sendable {
+@MainActor
+public final class MPChangePlaybackPositionCommand: MPRemoteCommand {
     override func event(_ call: HURemoteCommandCall, timestamp: Double) -> MPRemoteCommandEvent {
         MPChangePlaybackPositionCommandEvent(command: self, timestamp: timestamp, positionTime: call.positionSeconds)
     }
@@ -145,9 +148,10 @@ public final class MPChangePlaybackPositionCommand: MPRemoteCommand, @unchecked 
 
 /// Change the playback rate (`MPChangePlaybackRateCommand`). Offered only
 /// with at least one supported rate.
-public final class MPChangePlaybackRateCommand: MPRemoteCommand, @unchecked Sendable {
+@MainActor
+public final class MPChangePlaybackRateCommand: MPRemoteCommand {
     /// The rates offered (1 to 8, each above 0 and at most 4).
-    @CPLocked public var supportedPlaybackRates: [NSNumber] = [] { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
+    public var supportedPlaybackRates: [NSNumber] = [] { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
 
     override var wire: HURemoteCommandState? { supportedPlaybackRates.isEmpty ? nil : super.wire }
 
@@ -161,11 +165,12 @@ public final class MPChangePlaybackRateCommand: MPRemoteCommand, @unchecked Send
 }
 
 /// Like, dislike, bookmark (`MPFeedbackCommand`).
-public final class MPFeedbackCommand: MPRemoteCommand, @unchecked Sendable {
+@MainActor
+public final class MPFeedbackCommand: MPRemoteCommand {
     /// Shown as active (the track is liked).
-    @CPLocked public var isActive = false { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
+    public var isActive = false { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
     /// The title the car may show.
-    @CPLocked public var localizedTitle = "" { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
+    public var localizedTitle = "" { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
 
     override func describe(_ state: inout HURemoteCommandState) {
         state.active = isActive
@@ -178,9 +183,10 @@ public final class MPFeedbackCommand: MPRemoteCommand, @unchecked Sendable {
 }
 
 /// Change the shuffle mode (`MPChangeShuffleModeCommand`).
-public final class MPChangeShuffleModeCommand: MPRemoteCommand, @unchecked Sendable {
+@MainActor
+public final class MPChangeShuffleModeCommand: MPRemoteCommand {
     /// The mode in force.
-    @CPLocked public var currentShuffleType = MPShuffleType.off { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
+    public var currentShuffleType = MPShuffleType.off { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
 
     override func describe(_ state: inout HURemoteCommandState) { state.currentShuffleMode = currentShuffleType.wire }
 
@@ -190,9 +196,10 @@ public final class MPChangeShuffleModeCommand: MPRemoteCommand, @unchecked Senda
 }
 
 /// Change the repeat mode (`MPChangeRepeatModeCommand`).
-public final class MPChangeRepeatModeCommand: MPRemoteCommand, @unchecked Sendable {
+@MainActor
+public final class MPChangeRepeatModeCommand: MPRemoteCommand {
     /// The mode in force.
-    @CPLocked public var currentRepeatType = MPRepeatType.off { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
+    public var currentRepeatType = MPRepeatType.off { didSet { MPRemoteCommandCenter.shared().setNeedsUpdate() } }
 
     override func describe(_ state: inout HURemoteCommandState) { state.currentRepeatMode = currentRepeatType.wire }
 
@@ -202,7 +209,8 @@ public final class MPChangeRepeatModeCommand: MPRemoteCommand, @unchecked Sendab
 }
 
 /// What a handler gets (`MPRemoteCommandEvent`).
-public class MPRemoteCommandEvent: @unchecked Sendable {
+@MainActor
+public class MPRemoteCommandEvent {
     /// The command that was sent.
     public let command: MPRemoteCommand
     /// When it arrived (seconds of the system's uptime clock).
@@ -214,7 +222,8 @@ public class MPRemoteCommandEvent: @unchecked Sendable {
 }
 
 /// `MPSkipIntervalCommandEvent`.
-public final class MPSkipIntervalCommandEvent: MPRemoteCommandEvent, @unchecked Sendable {
+@MainActor
+public final class MPSkipIntervalCommandEvent: MPRemoteCommandEvent {
     /// Seconds to skip: one of the command's preferred intervals.
     public let interval: Double
     init(command: MPRemoteCommand, timestamp: Double, interval: Double) {
@@ -224,7 +233,8 @@ public final class MPSkipIntervalCommandEvent: MPRemoteCommandEvent, @unchecked 
 }
 
 /// `MPChangePlaybackPositionCommandEvent`.
-public final class MPChangePlaybackPositionCommandEvent: MPRemoteCommandEvent, @unchecked Sendable {
+@MainActor
+public final class MPChangePlaybackPositionCommandEvent: MPRemoteCommandEvent {
     /// Where to seek, in seconds from the start.
     public let positionTime: Double
     init(command: MPRemoteCommand, timestamp: Double, positionTime: Double) {
@@ -234,7 +244,8 @@ public final class MPChangePlaybackPositionCommandEvent: MPRemoteCommandEvent, @
 }
 
 /// `MPChangePlaybackRateCommandEvent`.
-public final class MPChangePlaybackRateCommandEvent: MPRemoteCommandEvent, @unchecked Sendable {
+@MainActor
+public final class MPChangePlaybackRateCommandEvent: MPRemoteCommandEvent {
     /// One of the command's supported rates.
     public let playbackRate: Float
     init(command: MPRemoteCommand, timestamp: Double, playbackRate: Float) {
@@ -244,7 +255,8 @@ public final class MPChangePlaybackRateCommandEvent: MPRemoteCommandEvent, @unch
 }
 
 /// `MPFeedbackCommandEvent`.
-public final class MPFeedbackCommandEvent: MPRemoteCommandEvent, @unchecked Sendable {
+@MainActor
+public final class MPFeedbackCommandEvent: MPRemoteCommandEvent {
     /// Undo (unlike, remove the bookmark).
     public let isNegative: Bool
     init(command: MPRemoteCommand, timestamp: Double, isNegative: Bool) {
@@ -254,7 +266,8 @@ public final class MPFeedbackCommandEvent: MPRemoteCommandEvent, @unchecked Send
 }
 
 /// `MPChangeShuffleModeCommandEvent`.
-public final class MPChangeShuffleModeCommandEvent: MPRemoteCommandEvent, @unchecked Sendable {
+@MainActor
+public final class MPChangeShuffleModeCommandEvent: MPRemoteCommandEvent {
     public let shuffleType: MPShuffleType
     init(command: MPRemoteCommand, timestamp: Double, shuffleType: MPShuffleType) {
         self.shuffleType = shuffleType
@@ -263,7 +276,8 @@ public final class MPChangeShuffleModeCommandEvent: MPRemoteCommandEvent, @unche
 }
 
 /// `MPChangeRepeatModeCommandEvent`.
-public final class MPChangeRepeatModeCommandEvent: MPRemoteCommandEvent, @unchecked Sendable {
+@MainActor
+public final class MPChangeRepeatModeCommandEvent: MPRemoteCommandEvent {
     public let repeatType: MPRepeatType
     init(command: MPRemoteCommand, timestamp: Double, repeatType: MPRepeatType) {
         self.repeatType = repeatType
@@ -278,7 +292,8 @@ public final class MPChangeRepeatModeCommandEvent: MPRemoteCommandEvent, @unchec
 /// main actor and answer a status the car's HMI gets.
 ///
 ///     MPRemoteCommandCenter.shared().pauseCommand.addTarget { _ in player.pause(); return .success }
-public final class MPRemoteCommandCenter: @unchecked Sendable {
+@MainActor
+public final class MPRemoteCommandCenter {
     private static let instance = MPRemoteCommandCenter()
     /// The one command center.
     public static func shared() -> MPRemoteCommandCenter { instance }
@@ -300,7 +315,7 @@ public final class MPRemoteCommandCenter: @unchecked Sendable {
     public let changeRepeatModeCommand = MPChangeRepeatModeCommand(.changeRepeatMode)
 
     /// The audio apps it declares its commands to.
-    @CPLocked private var applications: [Weak<CPApplication>] = []
+    private var applications: [Weak<CPApplication>] = []
 
     private init() {}
 

@@ -42,9 +42,10 @@ public final class MKPlacemark: Sendable {
 /// A named place (`MKMapItem`), the origin and destination of a `CPTrip` and
 /// the location of a `CPPointOfInterest`. A reference type as Apple's is: the
 /// name may be set after the item is made, until the template is sent.
-public final class MKMapItem: @unchecked Sendable {
+@MainActor
+public final class MKMapItem {
     /// The place's name, shown by the car.
-    @CPLocked public var name: String?
+    public var name: String?
     /// Where it is.
     public let placemark: MKPlacemark
     /// Whether this is the phone's current location (`forCurrentLocation()`).

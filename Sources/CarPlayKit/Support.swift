@@ -1,50 +1,8 @@
+import Foundation
 import HeadUnitWire
 import NIOConcurrencyHelpers
 
-/// A lock around one stored property of a CarPlayKit object.
-///
-/// CarPlayKit's templates, items and buttons are classes you mutate from any
-/// task, the way UIKit code mutates them on the main thread. Every mutable
-/// stored property is wrapped in `CPLocked`, so each read and write is atomic;
-/// that is why those classes can be `@unchecked Sendable`. You never use it
-/// directly.
-@propertyWrapper
-public struct CPLocked<Value>: @unchecked Sendable {
-    private final class Box: @unchecked Sendable {
-        let lock = NIOLock()
-        var value: Value
-        init(_ value: Value) { self.value = value }
-    }
-    private let box: Box
-
-    /// Wraps the initial value.
-    public init(wrappedValue: Value) { box = Box(wrappedValue) }
-
-    /// The value, read and written under the lock.
-    public var wrappedValue: Value {
-        get { box.lock.withLock { box.value } }
-        nonmutating set { box.lock.withLock { box.value = newValue } }
-    }
-
-    /// `$name`: the wrapper itself, for read-and-write in one step.
-    public var projectedValue: CPLocked<Value> { self }
-
-    /// Sets the value and answers the one it replaced, under one lock.
-    func exchange(_ newValue: Value) -> Value {
-        box.lock.withLock {
-            let old = box.value
-            box.value = newValue
-            return old
-        }
-    }
-
-    /// Reads and changes the value under one lock.
-    func withValue<T>(_ body: (inout Value) -> T) -> T {
-        box.lock.withLock { body(&box.value) }
-    }
-}
-
-/// A weak reference that can live in a `CPLocked` (delegates are weak, as in CarPlay).
+/// A weak reference that can live in a collection or a value (delegates are weak, as in CarPlay).
 struct Weak<Object: AnyObject> {
     weak var object: Object?
     init(_ object: Object?) { self.object = object }
@@ -67,21 +25,32 @@ enum ElementID {
     }
 }
 
-/// Runs the car requests of one scene one after another, in the order they were made,
+/// Runs `body` on the main actor: at once when called there (a handler
+/// calling its completion), else as soon as the main actor is free.
+func onMainActor(_ body: @escaping @MainActor @Sendable () -> Void) {
+    if Thread.isMainThread {
+        MainActor.assumeIsolated(body)
+    } else {
+        Task { @MainActor in body() }
+    }
+}
+
+/// Runs the car requests of one app one after another, in the order they were made,
 /// so an item update made before a push reaches the car before the push.
-final class RequestQueue: @unchecked Sendable {
-    private let lock = NIOLock()
-    // ---- under lock
+/// On the main actor like every CarPlayKit object: an operation starts there
+/// and leaves it only while it awaits the car.
+@MainActor
+final class RequestQueue {
     private var last: Task<Void, Never>?
     private var firstError: CPError?
 
     /// Runs `operation` after every earlier one; answers its result.
-    func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    func run<T: Sendable>(_ operation: @escaping @MainActor @Sendable () async throws -> T) async throws -> T {
         try await schedule(operation).value
     }
 
     /// Schedules `operation` without waiting; a failure is kept for `drain()`.
-    func post(_ operation: @escaping @Sendable () async throws -> Void) {
+    func post(_ operation: @escaping @MainActor @Sendable () async throws -> Void) {
         _ = schedule { [weak self] in
             do { try await operation() } catch { self?.record(error) }
         }
@@ -89,30 +58,26 @@ final class RequestQueue: @unchecked Sendable {
 
     /// Waits for everything scheduled so far; throws the first failure of a posted operation since the last drain.
     func drain() async throws {
-        let tail = lock.withLock { last }
-        await tail?.value
-        let error: CPError? = lock.withLock {
-            defer { firstError = nil }
-            return firstError
+        await last?.value
+        if let error = firstError {
+            firstError = nil
+            throw error
         }
-        if let error { throw error }
     }
 
     private func record(_ error: Error) {
-        lock.withLock { if firstError == nil { firstError = CPError(error) } }
+        if firstError == nil { firstError = CPError(error) }
     }
 
     /// Queues `operation` behind every earlier one, now; its task answers its result.
-    func schedule<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) -> Task<T, Error> {
-        lock.withLock {
-            let previous = last
-            let task = Task { () async throws -> T in
-                await previous?.value
-                return try await operation()
-            }
-            last = Task { _ = try? await task.value }
-            return task
+    func schedule<T: Sendable>(_ operation: @escaping @MainActor @Sendable () async throws -> T) -> Task<T, Error> {
+        let previous = last
+        let task = Task { @MainActor () async throws -> T in
+            await previous?.value
+            return try await operation()
         }
+        last = Task { _ = try? await task.value }
+        return task
     }
 }
 

@@ -12,8 +12,7 @@ import NIOPosix
 ///
 /// Reading grants credit back as buffers are taken, so a reader that stops
 /// stops the writer at the other end; nothing queues without bound.
-// @unchecked: mutable state is confined to the connection's event loop; every public method hops there.
-public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
+public final class AccessoryStream: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
 
     public let channel: UInt32
@@ -23,24 +22,63 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
     let connection: HeadUnitConnection
     private var loop: EventLoop { connection.eventLoop }
 
-    // ---- loop-confined
-    private var inbox: [ByteBuffer] = []
-    private var reader: CheckedContinuation<ByteBuffer?, Error>?
-    private var sendCredit: Int
-    private var writers: [CheckedContinuation<Void, Error>] = []
-    private var consumedSinceGrant = 0
-    private var grantStep: Int
+    /// On the connection's loop only (the box traps elsewhere); every public method hops there.
+    private struct LoopState {
+        var inbox: [ByteBuffer] = []
+        var reader: CheckedContinuation<ByteBuffer?, Error>?
+        var sendCredit: Int
+        var writers: [CheckedContinuation<Void, Error>] = []
+        var consumedSinceGrant = 0
+        var grantStep: Int
+        /// Why the session ended (nil while open).
+        var ended: HUSessionClosed?
+        /// The other side sent its last byte (SessionFinished): reading ends once the inbox is empty.
+        var otherFinished = false
+        /// This side sent its last byte (`finish`).
+        var finishedHere = false
+    }
+    private let loopState: NIOLoopBoundBox<LoopState>
+    private var inbox: [ByteBuffer] {
+        get { loopState.value.inbox }
+        _modify { yield &loopState.value.inbox }
+    }
+    private var reader: CheckedContinuation<ByteBuffer?, Error>? {
+        get { loopState.value.reader }
+        _modify { yield &loopState.value.reader }
+    }
+    private var sendCredit: Int {
+        get { loopState.value.sendCredit }
+        _modify { yield &loopState.value.sendCredit }
+    }
+    private var writers: [CheckedContinuation<Void, Error>] {
+        get { loopState.value.writers }
+        _modify { yield &loopState.value.writers }
+    }
+    private var consumedSinceGrant: Int {
+        get { loopState.value.consumedSinceGrant }
+        _modify { yield &loopState.value.consumedSinceGrant }
+    }
+    private var grantStep: Int {
+        get { loopState.value.grantStep }
+        _modify { yield &loopState.value.grantStep }
+    }
+    private var ended: HUSessionClosed? {
+        get { loopState.value.ended }
+        _modify { yield &loopState.value.ended }
+    }
+    private var otherFinished: Bool {
+        get { loopState.value.otherFinished }
+        _modify { yield &loopState.value.otherFinished }
+    }
+    private var finishedHere: Bool {
+        get { loopState.value.finishedHere }
+        _modify { yield &loopState.value.finishedHere }
+    }
     private let window: Int
     /// The receive window this side asks for: the most a side may have
     /// outstanding (18.5). The daemon's per-peer budget keeps many such
     /// sessions from adding up to more than this peer can hold.
     static let widenedWindow = 256 << 10
-    /// Why the session ended (nil while open).
-    private var ended: HUSessionClosed?
-    /// The other side sent its last byte (SessionFinished): reading ends once the inbox is empty.
-    private var otherFinished = false
-    /// This side sent its last byte (`finish`).
-    private var finishedHere = false
     /// How this side's own `close` is recorded: by the app (phone side) or the accessory.
     private let closedHere: HUSessionCloseReason
 
@@ -51,14 +89,14 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
         self.channel = channel
         self.appID = appID
         self.protocolName = protocolName
-        self.sendCredit = Int(initialCredit)
         // The window starts at what the daemon gave (a daemon before `window`
         // existed gave both directions `initial_credit`); `start` widens it.
         self.window = Int(window == 0 ? initialCredit : window)
         // Grant what was read once a quarter of the widened window is consumed,
         // and at least every 64 KiB: few messages, and no stall when the
         // peer's budget is shared by many sessions (PROTOCOL.md 18.5).
-        self.grantStep = Swift.max(1, Swift.min(1 << 16, Swift.max(self.window, Self.widenedWindow) / 4))
+        let grantStep = Swift.max(1, Swift.min(1 << 16, Swift.max(self.window, Self.widenedWindow) / 4))
+        self.loopState = .makeBoxSendingValue(LoopState(sendCredit: Int(initialCredit), grantStep: grantStep), eventLoop: connection.eventLoop)
         self.connection = connection
         self.closedHere = closedHere
     }
@@ -257,17 +295,33 @@ public final class AccessoryStream: AsyncSequence, @unchecked Sendable {
 }
 
 /// Routes one connection's session traffic (DATA frames, credits, endings)
-/// to its `AccessoryStream`s. Loop-confined, owned by the phone or accessory session.
-// @unchecked: loop-confined (only called on the connection's event loop).
-final class SessionRouter: @unchecked Sendable {
+/// to its `AccessoryStream`s. Owned by the phone or accessory session; its
+/// state lives in a `NIOLoopBoundBox`, touched on the connection's loop only.
+final class SessionRouter: Sendable {
     let connection: HeadUnitConnection
-    private var streams: [UInt32: AccessoryStream] = [:]
-    /// Openings the daemon answered but nobody claimed yet, by channel.
-    private var outcomes: [UInt32: HUEnvelope.OneOf_Body] = [:]
-    private var claims: [UInt32: CheckedContinuation<HUEnvelope.OneOf_Body, Never>] = [:]
+    private struct State {
+        var streams: [UInt32: AccessoryStream] = [:]
+        /// Openings the daemon answered but nobody claimed yet, by channel.
+        var outcomes: [UInt32: HUEnvelope.OneOf_Body] = [:]
+        var claims: [UInt32: CheckedContinuation<HUEnvelope.OneOf_Body, Never>] = [:]
+    }
+    private let state: NIOLoopBoundBox<State>
+    private var streams: [UInt32: AccessoryStream] {
+        get { state.value.streams }
+        _modify { yield &state.value.streams }
+    }
+    private var outcomes: [UInt32: HUEnvelope.OneOf_Body] {
+        get { state.value.outcomes }
+        _modify { yield &state.value.outcomes }
+    }
+    private var claims: [UInt32: CheckedContinuation<HUEnvelope.OneOf_Body, Never>] {
+        get { state.value.claims }
+        _modify { yield &state.value.claims }
+    }
 
     init(connection: HeadUnitConnection) {
         self.connection = connection
+        state = .makeBoxSendingValue(State(), eventLoop: connection.eventLoop)
     }
 
     func add(_ stream: AccessoryStream) {
@@ -376,8 +430,7 @@ extension PhoneSession {
 ///     let climate = try await AccessoryPeer.connect(to: .default, name: "climate ECU")
 ///     try await climate.serve(["com.acme.climate"])
 ///     for await stream in climate.sessions { Task { for try await bytes in stream { try await stream.write(bytes) } } }
-// @unchecked: mutable state is confined to the connection's event loop; every public method hops there.
-public final class AccessoryPeer: @unchecked Sendable {
+public final class AccessoryPeer: Sendable {
     public let connection: HeadUnitConnection
     /// Sessions accepted, in order.
     public let sessions: AsyncStream<AccessoryStream>

@@ -13,8 +13,7 @@ import NIOCore
 ///                                                  format: .pcm(sampleRate: 48_000, channels: 2))
 ///     for chunk in song { try await stream.write(chunk) }   // 20 ms of s16le each
 ///     try await stream.close()
-// @unchecked: the mutable state is confined to the connection's event loop.
-public final class AudioStream: @unchecked Sendable {
+public final class AudioStream: Sendable {
     public let info: HUAudioStreamInfo
     public let appID: String
     public var streamID: UInt32 { info.streamID }
@@ -23,24 +22,63 @@ public final class AudioStream: @unchecked Sendable {
     /// The car's window in sample frames (the most of this stream it holds).
     public var window: Int { Int(info.window) }
     let connection: HeadUnitConnection
-    weak var router: AudioRouter?
 
-    // ---- loop-confined
-    private var credit: Int
-    /// Sample frames sent so far: the default timestamp of the next unit.
-    private var framesSent: UInt64 = 0
-    private var lastTimestamp: UInt64 = 0
-    private var waiting: (frames: Int, payload: ByteBuffer, continuation: CheckedContinuation<Void, Error>, token: UInt64)?
-    private var nextToken: UInt64 = 0
-    private var closedBy: HUAudioStreamClosed?
-    private var closeWaiters: [CheckedContinuation<HUAudioStreamClosed, Never>] = []
-    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// On the connection's loop only (the box traps elsewhere).
+    private struct LoopState {
+        weak var router: AudioRouter?
+        var credit: Int
+        /// Sample frames sent so far: the default timestamp of the next unit.
+        var framesSent: UInt64 = 0
+        var lastTimestamp: UInt64 = 0
+        var waiting: (frames: Int, payload: ByteBuffer, continuation: CheckedContinuation<Void, Error>, token: UInt64)?
+        var nextToken: UInt64 = 0
+        var closedBy: HUAudioStreamClosed?
+        var closeWaiters: [CheckedContinuation<HUAudioStreamClosed, Never>] = []
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let loopState: NIOLoopBoundBox<LoopState>
+    var router: AudioRouter? {
+        get { loopState.value.router }
+        _modify { yield &loopState.value.router }
+    }
+    private var credit: Int {
+        get { loopState.value.credit }
+        _modify { yield &loopState.value.credit }
+    }
+    private var framesSent: UInt64 {
+        get { loopState.value.framesSent }
+        _modify { yield &loopState.value.framesSent }
+    }
+    private var lastTimestamp: UInt64 {
+        get { loopState.value.lastTimestamp }
+        _modify { yield &loopState.value.lastTimestamp }
+    }
+    private var waiting: (frames: Int, payload: ByteBuffer, continuation: CheckedContinuation<Void, Error>, token: UInt64)? {
+        get { loopState.value.waiting }
+        _modify { yield &loopState.value.waiting }
+    }
+    private var nextToken: UInt64 {
+        get { loopState.value.nextToken }
+        _modify { yield &loopState.value.nextToken }
+    }
+    private var closedBy: HUAudioStreamClosed? {
+        get { loopState.value.closedBy }
+        _modify { yield &loopState.value.closedBy }
+    }
+    private var closeWaiters: [CheckedContinuation<HUAudioStreamClosed, Never>] {
+        get { loopState.value.closeWaiters }
+        _modify { yield &loopState.value.closeWaiters }
+    }
+    private var drainWaiters: [CheckedContinuation<Void, Never>] {
+        get { loopState.value.drainWaiters }
+        _modify { yield &loopState.value.drainWaiters }
+    }
 
     init(appID: String, info: HUAudioStreamInfo, connection: HeadUnitConnection) {
         self.appID = appID
         self.info = info
         self.connection = connection
-        self.credit = Int(info.initialCredit)
+        loopState = .makeBoxSendingValue(LoopState(credit: Int(info.initialCredit)), eventLoop: connection.eventLoop)
     }
 
     /// Sends one unit: whole interleaved s16le frames (PCM) or one Opus
@@ -59,7 +97,7 @@ public final class AudioStream: @unchecked Sendable {
         guard frames <= window else {
             throw HeadUnitError(code: .flowControl, message: "a unit of \(frames) frames is longer than the car's window of \(window)", origin: .usage)
         }
-        let token = TokenBox()
+        let token = NIOLoopBoundBox.makeBoxSendingValue(WriteToken(), eventLoop: connection.eventLoop)
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
                 connection.onLoop {
@@ -71,7 +109,7 @@ public final class AudioStream: @unchecked Sendable {
                         continuation.resume(throwing: HeadUnitError(code: .invalidPosition, message: "another write of stream \(self.streamID) is waiting for credit", origin: .usage))
                         return
                     }
-                    if token.cancelled {
+                    if token.value.cancelled {
                         continuation.resume(throwing: CancellationError())
                         return
                     }
@@ -85,7 +123,7 @@ public final class AudioStream: @unchecked Sendable {
                         continuation.resume()
                     } else {
                         self.nextToken += 1
-                        token.value = self.nextToken
+                        token.value.value = self.nextToken
                         self.waiting = (frames, payload, continuation, self.nextToken)
                     }
                 }
@@ -93,8 +131,8 @@ public final class AudioStream: @unchecked Sendable {
         } onCancel: {
             // A cancelled write that waits for credit ends now, unsent.
             connection.onLoop {
-                token.cancelled = true
-                if let pending = self.waiting, pending.token == token.value {
+                token.value.cancelled = true
+                if let pending = self.waiting, pending.token == token.value.value {
                     self.waiting = nil
                     pending.continuation.resume(throwing: CancellationError())
                 }
@@ -220,8 +258,8 @@ public final class AudioStream: @unchecked Sendable {
     }
 }
 
-/// A write's place in the queue, for its cancellation (loop-confined).
-private final class TokenBox: @unchecked Sendable {
+/// A write's place in the queue, for its cancellation (in a loop-bound box).
+private struct WriteToken {
     var value: UInt64 = 0
     var cancelled = false
 }
@@ -239,9 +277,17 @@ extension HUAudioFormat {
 }
 
 /// A phone's open audio streams by id: credit and closes reach them on the loop.
-// @unchecked: confined to the connection's event loop.
-final class AudioRouter: @unchecked Sendable {
-    private var streams: [UInt32: AudioStream] = [:]
+final class AudioRouter: Sendable {
+    private let box: NIOLoopBoundBox<[UInt32: AudioStream]>
+    /// The streams by id (on the loop only: the box traps elsewhere).
+    private var streams: [UInt32: AudioStream] {
+        get { box.value }
+        _modify { yield &box.value }
+    }
+
+    init(eventLoop: EventLoop) {
+        box = .makeBoxSendingValue([:], eventLoop: eventLoop)
+    }
 
     func add(_ stream: AudioStream) {
         stream.router = self

@@ -26,25 +26,48 @@ public struct AudioOutputChunk: Sendable {
 /// so a slow consumer hears newer audio with a gap, never an ever-growing
 /// delay. One consumer at a time; cancelling its task ends the sequence
 /// (`stop()` also stops the car sending).
-// @unchecked: mutable state is confined to the connection's event loop; public methods hop there.
-public final class AudioWatch: AsyncSequence, @unchecked Sendable {
+public final class AudioWatch: AsyncSequence, Sendable {
     public typealias Element = AudioOutputChunk
     public let connection: HeadUnitConnection
     /// The channel and format the car announced (`Result.audio_stream`).
     public let info: HUAudioStreamInfo
     public let capacity: Int
 
-    // ---- loop-confined
-    private var chunks: [AudioOutputChunk] = []
-    private var waiter: CheckedContinuation<AudioOutputChunk?, Never>?
-    private var finished = false
-    private var deliveredCount = 0
-    private var droppedCount = 0
+    /// On the connection's loop only (the box traps elsewhere); public methods hop there.
+    private struct LoopState {
+        var chunks: [AudioOutputChunk] = []
+        var waiter: CheckedContinuation<AudioOutputChunk?, Never>?
+        var finished = false
+        var deliveredCount = 0
+        var droppedCount = 0
+    }
+    private let loopState: NIOLoopBoundBox<LoopState>
+    private var chunks: [AudioOutputChunk] {
+        get { loopState.value.chunks }
+        _modify { yield &loopState.value.chunks }
+    }
+    private var waiter: CheckedContinuation<AudioOutputChunk?, Never>? {
+        get { loopState.value.waiter }
+        _modify { yield &loopState.value.waiter }
+    }
+    private var finished: Bool {
+        get { loopState.value.finished }
+        _modify { yield &loopState.value.finished }
+    }
+    private var deliveredCount: Int {
+        get { loopState.value.deliveredCount }
+        _modify { yield &loopState.value.deliveredCount }
+    }
+    private var droppedCount: Int {
+        get { loopState.value.droppedCount }
+        _modify { yield &loopState.value.droppedCount }
+    }
 
     init(connection: HeadUnitConnection, info: HUAudioStreamInfo, capacity: Int) {
         self.connection = connection
         self.info = info
         self.capacity = Swift.max(1, capacity)
+        loopState = .makeBoxSendingValue(LoopState(), eventLoop: connection.eventLoop)
     }
 
     /// Asks the car for its output (throws its refusal, e.g. `TOO_MANY_VIEWERS`).

@@ -6,8 +6,7 @@ import NIOCore
 /// it on the loop. On a 2-core machine that saves two cross-thread wakeups
 /// (~45 us each) per round trip. The benchmark uses it; apps may.
 @available(macOS 15.0, *)
-// @unchecked: holds only an immutable EventLoop (itself Sendable).
-public final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
+public final class EventLoopTaskExecutor: TaskExecutor, Sendable {
     public let eventLoop: EventLoop
 
     public init(_ eventLoop: EventLoop) {

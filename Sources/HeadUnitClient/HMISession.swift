@@ -23,29 +23,76 @@ public enum HMIUpdate: Sendable {
 
 /// The car's own screen renderer and input devices (Unix socket only). Keeps
 /// the latest rendered state of every screen, applying diffs as they come.
-// @unchecked: mutable state is confined to the connection's event loop; every public method hops there.
-public final class HMISession: @unchecked Sendable {
+public final class HMISession: Sendable {
     public let connection: HeadUnitConnection
     /// Every update in order (bounded: the newest 4096 kept if nobody reads).
     public let updates: AsyncStream<HMIUpdate>
     private let updateContinuation: AsyncStream<HMIUpdate>.Continuation
 
-    // ---- loop-confined
-    private var screens: [HUScreen: HURenderedScreen] = [:]
-    private var sequences: [HUScreen: UInt64] = [:]
-    private var home: HUHomeScreen?
-    /// Images the car sent (`ImageData`, PROTOCOL.md section 12.6), by ref;
-    /// the newest `maxImages` kept (one dropped is asked for again).
-    private var images: [String: Data] = [:]
-    private var imageOrder: [String] = []
+    /// On the connection's loop only (the box traps elsewhere); every public method hops there.
+    private struct LoopState {
+        var screens: [HUScreen: HURenderedScreen] = [:]
+        var sequences: [HUScreen: UInt64] = [:]
+        var home: HUHomeScreen?
+        /// Images the car sent (`ImageData`, PROTOCOL.md section 12.6), by ref;
+        /// the newest `maxImages` kept (one dropped is asked for again).
+        var images: [String: Data] = [:]
+        var imageOrder: [String] = []
+        /// Refs asked for with GetImage and not answered yet.
+        var requestedImages: Set<String> = []
+        /// Updates that arrived out of sequence (a gap means the state may be stale until the next `full`).
+        var sequenceGaps = 0
+        var stateWaiters: [StateWaiter] = []
+        var nextWaiterID = 0
+        var finished = false
+    }
+    private let loopState: NIOLoopBoundBox<LoopState>
     private static let maxImages = 1024
-    /// Refs asked for with GetImage and not answered yet.
-    private var requestedImages: Set<String> = []
+    private var screens: [HUScreen: HURenderedScreen] {
+        get { loopState.value.screens }
+        _modify { yield &loopState.value.screens }
+    }
+    private var sequences: [HUScreen: UInt64] {
+        get { loopState.value.sequences }
+        _modify { yield &loopState.value.sequences }
+    }
+    private var home: HUHomeScreen? {
+        get { loopState.value.home }
+        _modify { yield &loopState.value.home }
+    }
+    private var images: [String: Data] {
+        get { loopState.value.images }
+        _modify { yield &loopState.value.images }
+    }
+    private var imageOrder: [String] {
+        get { loopState.value.imageOrder }
+        _modify { yield &loopState.value.imageOrder }
+    }
+    private var requestedImages: Set<String> {
+        get { loopState.value.requestedImages }
+        _modify { yield &loopState.value.requestedImages }
+    }
+    private var sequenceGaps: Int {
+        get { loopState.value.sequenceGaps }
+        _modify { yield &loopState.value.sequenceGaps }
+    }
+    private var stateWaiters: [StateWaiter] {
+        get { loopState.value.stateWaiters }
+        _modify { yield &loopState.value.stateWaiters }
+    }
+    private var nextWaiterID: Int {
+        get { loopState.value.nextWaiterID }
+        _modify { yield &loopState.value.nextWaiterID }
+    }
+    private var finished: Bool {
+        get { loopState.value.finished }
+        _modify { yield &loopState.value.finished }
+    }
+
     /// Updates that arrived out of sequence (a gap means the state may be stale until the next `full`).
-    public private(set) var sequenceGaps = 0
-    private var stateWaiters: [StateWaiter] = []
-    private var nextWaiterID = 0
-    private var finished = false
+    public var sequenceGapCount: Int {
+        get async { await connection.onLoopAsync { self.sequenceGaps } }
+    }
 
     private struct StateWaiter {
         var id: Int
@@ -56,6 +103,7 @@ public final class HMISession: @unchecked Sendable {
 
     private init(connection: HeadUnitConnection) {
         self.connection = connection
+        loopState = .makeBoxSendingValue(LoopState(), eventLoop: connection.eventLoop)
         (updates, updateContinuation) = AsyncStream.makeStream(of: HMIUpdate.self, bufferingPolicy: .bufferingNewest(4096))
     }
 

@@ -702,10 +702,13 @@ private final class ClientHandler: ChannelInboundHandler {
 }
 
 /// A session object made on the event loop inside `connect`'s
-/// `beforeHandshake` and read once `connect` returns.
-final class MadeOnLoop<T>: @unchecked Sendable {
-    // @unchecked: written once on the loop before `connect`'s awaited submit
-    // completes, read only after it: the await orders the two.
-    var value: T?
+/// `beforeHandshake` and read once `connect` returns (a lock: once per
+/// connection, and the compiler checks it).
+final class MadeOnLoop<T: Sendable>: Sendable {
+    private let box = NIOLockedValueBox<T?>(nil)
+    var value: T? {
+        get { box.withLockedValue { $0 } }
+        set { box.withLockedValue { $0 = newValue } }
+    }
 }
 

@@ -1,22 +1,26 @@
 import NIOCore
 
 /// Events kept until someone takes them, with "wait for the first one that
-/// matches, up to a timeout". Lives on one event loop; no locks.
+/// matches, up to a timeout". Lives on one event loop; no locks: its state
+/// is a `NIOLoopBoundBox`, so every touch off the loop traps.
 ///
 /// Unlike an AsyncStream, a waiter can give up (timeout) without ending the
 /// stream, and can pick a matching event out of order: a scenario waiting for
 /// `item_selected` leaves the lifecycle events before it in place.
-// @unchecked: confined to `eventLoop` (post/finish assert it; take hops there).
-final class Mailbox<Element: Sendable>: @unchecked Sendable {
+final class Mailbox<Element: Sendable>: Sendable {
     private let eventLoop: EventLoop
     private let capacity: Int
-    // A ring: once full, each new element drops the oldest in O(1) (an array
-    // moved every kept element, which made an app that never takes its
-    // lifecycle events spend most of its CPU in memmove).
-    private var buffer = CircularBuffer<Element>()
-    private var waiters: [Waiter] = []
-    private var nextWaiterID = 0
-    private var finished = false
+    private let state: NIOLoopBoundBox<State>
+
+    private struct State {
+        // A ring: once full, each new element drops the oldest in O(1) (an array
+        // moved every kept element, which made an app that never takes its
+        // lifecycle events spend most of its CPU in memmove).
+        var buffer = CircularBuffer<Element>()
+        var waiters: [Waiter] = []
+        var nextWaiterID = 0
+        var finished = false
+    }
 
     private struct Waiter {
         var id: Int
@@ -28,27 +32,26 @@ final class Mailbox<Element: Sendable>: @unchecked Sendable {
     init(eventLoop: EventLoop, capacity: Int = 4096) {
         self.eventLoop = eventLoop
         self.capacity = capacity
+        state = .makeBoxSendingValue(State(), eventLoop: eventLoop)
     }
 
     /// On the loop: hands the element to the first waiter that wants it, else keeps it.
     func post(_ element: Element) {
-        eventLoop.preconditionInEventLoop()
-        if let index = waiters.firstIndex(where: { $0.matches(element) }) {
-            let waiter = waiters.remove(at: index)
+        if let index = state.value.waiters.firstIndex(where: { $0.matches(element) }) {
+            let waiter = state.value.waiters.remove(at: index)
             waiter.timeout?.cancel()
             waiter.continuation.resume(returning: element)
             return
         }
-        buffer.append(element)
-        if buffer.count > capacity { buffer.removeFirst(buffer.count - capacity) }
+        state.value.buffer.append(element)
+        if state.value.buffer.count > capacity { state.value.buffer.removeFirst(state.value.buffer.count - capacity) }
     }
 
     /// On the loop: no more elements will come; waiters get nil.
     func finish() {
-        eventLoop.preconditionInEventLoop()
-        finished = true
-        let all = waiters
-        waiters.removeAll()
+        state.value.finished = true
+        let all = state.value.waiters
+        state.value.waiters.removeAll()
         for waiter in all {
             waiter.timeout?.cancel()
             waiter.continuation.resume(returning: nil)
@@ -60,22 +63,22 @@ final class Mailbox<Element: Sendable>: @unchecked Sendable {
     func take(timeout: TimeAmount, where matches: @escaping @Sendable (Element) -> Bool) async -> Element? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
             let start: @Sendable () -> Void = {
-                if let index = self.buffer.firstIndex(where: matches) {
-                    continuation.resume(returning: self.buffer.remove(at: index))
+                if let index = self.state.value.buffer.firstIndex(where: matches) {
+                    continuation.resume(returning: self.state.value.buffer.remove(at: index))
                     return
                 }
-                if self.finished {
+                if self.state.value.finished {
                     continuation.resume(returning: nil)
                     return
                 }
-                let id = self.nextWaiterID
-                self.nextWaiterID += 1
+                let id = self.state.value.nextWaiterID
+                self.state.value.nextWaiterID += 1
                 let timer = self.eventLoop.scheduleTask(in: timeout) {
-                    if let index = self.waiters.firstIndex(where: { $0.id == id }) {
-                        self.waiters.remove(at: index).continuation.resume(returning: nil)
+                    if let index = self.state.value.waiters.firstIndex(where: { $0.id == id }) {
+                        self.state.value.waiters.remove(at: index).continuation.resume(returning: nil)
                     }
                 }
-                self.waiters.append(Waiter(id: id, matches: matches, continuation: continuation, timeout: timer))
+                self.state.value.waiters.append(Waiter(id: id, matches: matches, continuation: continuation, timeout: timer))
             }
             if eventLoop.inEventLoop { start() } else { eventLoop.execute(start) }
         }
@@ -83,6 +86,6 @@ final class Mailbox<Element: Sendable>: @unchecked Sendable {
 
     /// Drops every kept element that matches (on the loop).
     func discard(where matches: (Element) -> Bool) {
-        buffer.removeAll(where: matches)
+        state.value.buffer.removeAll(where: matches)
     }
 }

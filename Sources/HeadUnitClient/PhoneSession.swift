@@ -35,8 +35,7 @@ public enum PhoneEvent: Sendable {
 ///     let controller = try await phone.waitForScene(appID: "com.example.music")
 ///     try await controller.setRootTemplate(list)
 ///     for await event in phone.events { ... }
-// @unchecked: mutable state (`apps`, `token`) is confined to the connection's event loop; every public method hops there.
-public final class PhoneSession: @unchecked Sendable {
+public final class PhoneSession: Sendable {
     public let connection: HeadUnitConnection
     public let deviceName: String
     /// Every event, in order (bounded: the newest 4096 are kept if nobody reads).
@@ -44,23 +43,37 @@ public final class PhoneSession: @unchecked Sendable {
     private let eventContinuation: AsyncStream<PhoneEvent>.Continuation
     /// How many events `events` has handed on so far, for
     /// ``InterfaceController/performCountingEvents(_:animated:)``.
-    let eventsYielded = EventCount()
+    let eventsYielded: NIOLoopBoundBox<UInt64>
     /// The same events for `nextEvent(where:)`; taken out of order on demand.
     let mailbox: Mailbox<PhoneEvent>
     /// External Accessory sessions of this phone's apps.
     let sessionRouter: SessionRouter
     /// Audio streams of this phone's apps (PROTOCOL.md section 24).
-    let audioRouter = AudioRouter()
+    let audioRouter: AudioRouter
 
-    // ---- loop-confined
-    private var apps: [String: CarApp] = [:]
-    private var token = ""
+    /// On the connection's loop only (the box traps elsewhere); every public method hops there.
+    private struct LoopState {
+        var apps: [String: CarApp] = [:]
+        var token = ""
+    }
+    private let loopState: NIOLoopBoundBox<LoopState>
+    private var apps: [String: CarApp] {
+        get { loopState.value.apps }
+        _modify { yield &loopState.value.apps }
+    }
+    private var token: String {
+        get { loopState.value.token }
+        _modify { yield &loopState.value.token }
+    }
 
     private init(connection: HeadUnitConnection, deviceName: String) {
         self.connection = connection
         self.deviceName = deviceName
         self.mailbox = Mailbox(eventLoop: connection.eventLoop)
         self.sessionRouter = SessionRouter(connection: connection)
+        self.audioRouter = AudioRouter(eventLoop: connection.eventLoop)
+        self.eventsYielded = .makeBoxSendingValue(0, eventLoop: connection.eventLoop)
+        self.loopState = .makeBoxSendingValue(LoopState(), eventLoop: connection.eventLoop)
         (events, eventContinuation) = AsyncStream.makeStream(of: PhoneEvent.self, bufferingPolicy: .bufferingNewest(4096))
     }
 
@@ -337,24 +350,35 @@ public final class PhoneSession: @unchecked Sendable {
 }
 
 /// One CarPlay app on the phone, as the car decided it.
-// @unchecked: `scenes` and `pendingEventIDs` are confined to the session's event loop.
-public final class CarApp: @unchecked Sendable {
+public final class CarApp: Sendable {
     public let info: HUAppInfo
     public let decision: HUAppDecision
     public var appID: String { info.appID }
     public var isAccepted: Bool { decision.accepted }
     unowned let session: PhoneSession
 
-    // ---- loop-confined (the session's loop)
-    var scenes: [UInt32: InterfaceController] = [:]
-    /// Events waiting for CompleteEvent, oldest first.
-    var pendingEventIDs: [UInt64] = []
+    /// On the session's loop only (the box traps elsewhere).
+    private struct LoopState {
+        var scenes: [UInt32: InterfaceController] = [:]
+        /// Events waiting for CompleteEvent, oldest first.
+        var pendingEventIDs: [UInt64] = []
+    }
+    private let loopState: NIOLoopBoundBox<LoopState>
+    var scenes: [UInt32: InterfaceController] {
+        get { loopState.value.scenes }
+        _modify { yield &loopState.value.scenes }
+    }
+    var pendingEventIDs: [UInt64] {
+        get { loopState.value.pendingEventIDs }
+        _modify { yield &loopState.value.pendingEventIDs }
+    }
     var mainScene: InterfaceController? { scenes.values.first { $0.kind == .main } }
 
     init(info: HUAppInfo, decision: HUAppDecision, session: PhoneSession) {
         self.info = info
         self.decision = decision
         self.session = session
+        loopState = .makeBoxSendingValue(LoopState(), eventLoop: session.connection.eventLoop)
     }
 
     /// The main scene's interface controller, if connected.
@@ -395,9 +419,9 @@ public final class InterfaceController: Sendable {
     public var kind: HUSceneKind { scene.kind }
 
     /// The phone's count of events handed to `PhoneSession.events`.
-    let eventsYielded: EventCount
+    let eventsYielded: NIOLoopBoundBox<UInt64>
 
-    init(scene: HUSceneConnected, connection: HeadUnitConnection, eventsYielded: EventCount = EventCount()) {
+    init(scene: HUSceneConnected, connection: HeadUnitConnection, eventsYielded: NIOLoopBoundBox<UInt64>) {
         self.scene = scene
         self.connection = connection
         self.eventsYielded = eventsYielded
@@ -501,10 +525,4 @@ public final class InterfaceController: Sendable {
         request.op = op
         return request
     }
-}
-
-/// A count kept on the connection's event loop (read there too).
-// @unchecked: touched on one event loop only.
-final class EventCount: @unchecked Sendable {
-    var value: UInt64 = 0
 }

@@ -49,24 +49,59 @@ public enum VideoEvent: Sendable {
 /// (`RequestKeyframe{VIEWER_ASKED}`). Every frame handed out can be decoded
 /// after the ones handed out before it. One consumer at a time;
 /// cancelling its task ends the sequence (`stop()` also stops the car sending).
-// @unchecked: mutable state is confined to the connection's event loop; public methods hop there.
-public final class VideoWatch: AsyncSequence, @unchecked Sendable {
+public final class VideoWatch: AsyncSequence, Sendable {
     public typealias Element = VideoEvent
     public let connection: HeadUnitConnection
 
-    // ---- loop-confined
-    private var screens: Set<HUScreen> = []
-    private var pendingStreams: HUVideoStreams?
-    private var frames = LatestVideoFrames<VideoFrame>()
-    private var screenOfChannel: [UInt32: HUScreen] = [:]
-    private var waiter: CheckedContinuation<VideoEvent?, Never>?
-    /// Stopped, the connection closed, or the consumer's task cancelled: the sequence has ended.
-    private var finished = false
-    private var receivedCount = 0
-    private var deliveredCount = 0
+    /// On the connection's loop only (the box traps elsewhere); public methods hop there.
+    private struct LoopState {
+        var screens: Set<HUScreen> = []
+        var pendingStreams: HUVideoStreams?
+        var frames = LatestVideoFrames<VideoFrame>()
+        var screenOfChannel: [UInt32: HUScreen] = [:]
+        var waiter: CheckedContinuation<VideoEvent?, Never>?
+        /// Stopped, the connection closed, or the consumer's task cancelled: the sequence has ended.
+        var finished = false
+        var receivedCount = 0
+        var deliveredCount = 0
+    }
+    private let loopState: NIOLoopBoundBox<LoopState>
+    private var screens: Set<HUScreen> {
+        get { loopState.value.screens }
+        _modify { yield &loopState.value.screens }
+    }
+    private var pendingStreams: HUVideoStreams? {
+        get { loopState.value.pendingStreams }
+        _modify { yield &loopState.value.pendingStreams }
+    }
+    private var frames: LatestVideoFrames<VideoFrame> {
+        get { loopState.value.frames }
+        _modify { yield &loopState.value.frames }
+    }
+    private var screenOfChannel: [UInt32: HUScreen] {
+        get { loopState.value.screenOfChannel }
+        _modify { yield &loopState.value.screenOfChannel }
+    }
+    private var waiter: CheckedContinuation<VideoEvent?, Never>? {
+        get { loopState.value.waiter }
+        _modify { yield &loopState.value.waiter }
+    }
+    private var finished: Bool {
+        get { loopState.value.finished }
+        _modify { yield &loopState.value.finished }
+    }
+    private var receivedCount: Int {
+        get { loopState.value.receivedCount }
+        _modify { yield &loopState.value.receivedCount }
+    }
+    private var deliveredCount: Int {
+        get { loopState.value.deliveredCount }
+        _modify { yield &loopState.value.deliveredCount }
+    }
 
     init(connection: HeadUnitConnection) {
         self.connection = connection
+        loopState = .makeBoxSendingValue(LoopState(), eventLoop: connection.eventLoop)
     }
 
     /// CLOCK_MONOTONIC in microseconds: the clock `VideoFrameHeader.timestampMicroseconds`

@@ -106,8 +106,8 @@ extension Car {
     /// (`takeOwedToPhone`), the state at that moment, never one event per
     /// change (18.2). A phone away is owed it until it resumes.
     mutating func sendAvailability(changed keys: Set<String>) {
-        for appID in appOrder {
-            guard let app = apps[appID], app.category == .automaker,
+        for appID in templates.appOrder {
+            guard let app = templates.apps[appID], app.category == .automaker,
                 app.matchedProtocols.contains(where: { keys.contains(AccessoryProtocols.key($0)) })
             else { continue }
             owedAvailability.mayHaveChanged(appID)
@@ -116,7 +116,7 @@ extension Car {
 
     /// Whether each of the app's matched protocols is available now, in their order.
     func currentAvailability(of appID: String) -> [Bool]? {
-        Self.availability(of: apps[appID], hub: accessories)
+        Self.availability(of: templates.apps[appID], hub: accessories)
     }
 
     static func availability(of app: AppState?, hub: AccessoryHub) -> [Bool]? {
@@ -133,7 +133,7 @@ extension Car {
     }
 
     func availabilityEvent(_ appID: String, _ available: [Bool]) -> HUEnvelope.OneOf_Body {
-        let names = apps[appID]?.matchedProtocols ?? []
+        let names = templates.apps[appID]?.matchedProtocols ?? []
         return .accessoryAvailability(HUAccessoryAvailability.with { event in
             event.appID = appID
             event.protocols = zip(names, available).map { name, isAvailable in
@@ -149,8 +149,8 @@ extension Car {
     /// piles up: the apps stay owed, and what is sent later is the state then.
     public mutating func takeOwedToPhone(keepingUp: (PeerID) -> Bool) -> [CarEffect] {
         guard !owedAvailability.isEmpty, let phonePeer, keepingUp(phonePeer) else { return [] }
-        let (apps, hub) = (apps, accessories)
-        let due = owedAvailability.take(in: appOrder) { Self.availability(of: apps[$0], hub: hub) }
+        let (apps, hub) = (templates.apps, accessories)
+        let due = owedAvailability.take(in: templates.appOrder) { Self.availability(of: apps[$0], hub: hub) }
         return due.map { due in
             var envelope = HUEnvelope()
             envelope.body = availabilityEvent(due.appID, due.available)

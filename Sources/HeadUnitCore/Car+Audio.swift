@@ -115,7 +115,7 @@ extension Car {
             audioStreams.settleMix(focus: audio, outputs: &outputs)
         } else {
             let connected = phonePeer != nil
-            let apps = self.apps
+            let apps = templates.apps
             audioStreams.settle(
                 focus: audio, appAlive: { connected && apps[$0] != nil }, microphoneWanted: wanted,
                 microphoneStopReason: { use in
@@ -142,8 +142,8 @@ extension Car {
     /// (launched once, then another app or the home screen shown) is not.
     func voiceControlShown() -> String? {
         // The kind as held: reading `presented.kind` copies the template's content.
-        guard let owner = screenOwners[.main], owner.kind == .main,
-            apps[owner.appID]?.scenes[.main]?.presentedHeld?.kind == .voiceControl
+        guard let owner = templates.screenOwners[.main], owner.kind == .main,
+            templates.apps[owner.appID]?.scenes[.main]?.presentedHeld?.kind == .voiceControl
         else { return nil }
         return owner.appID
     }

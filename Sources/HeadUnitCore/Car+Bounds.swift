@@ -24,8 +24,8 @@ extension Car {
             if held > limits.maxPhoneTemplateBytes { return limits.templateBytesViolation(held) }
         }
         if scope.contains(.shownScreens) {
-            for screen in [HUScreen.main, .dashboard, .instrumentCluster] where screenOwners[screen] != nil {
-                let shown = shownScene(screenOwners[screen])
+            for screen in [HUScreen.main, .dashboard, .instrumentCluster] where templates.screenOwners[screen] != nil {
+                let shown = templates.shownScene(templates.screenOwners[screen])
                 let bytes = composedScreenBytes(screen, app: shown?.app, scene: shown?.scene)
                 if bytes > limits.maxFrameBytes {
                     return limits.frameViolation("the \(screen) screen", limit: "screen.bytes", bytes: bytes)
@@ -48,7 +48,7 @@ extension Car {
     func appScenesViolation(_ appID: String?, candidate: SceneState? = nil) -> RuleViolation? {
         let limits = configuration.composed
         var held = phoneTemplateBytes
-        if let appID, let app = apps[appID] {
+        if let appID, let app = templates.apps[appID] {
             func check(_ kind: HUSceneKind, _ stored: SceneState) -> RuleViolation? {
                 var scene = stored
                 if let candidate, candidate.kind == kind {
@@ -125,9 +125,9 @@ extension Car {
         let items = top.kind == .list ? UInt32(top.listSectionItems.reduce(0, +)) : 0
         let rendered = RenderedScreenSize.of(
             screen: screen, appID: scene.appID, sceneID: scene.id, stack: scene.stack, top: top.bytes,
-            presented: presented?.bytes, pending: spinning(on: SceneRef(appID: scene.appID, kind: scene.kind)),
+            presented: presented?.bytes, pending: templates.spinning(on: SceneRef(appID: scene.appID, kind: scene.kind)),
             itemsShown: items, itemsTotal: items, contentStyle: vehicleState.contentStyle,
-            rightHandDrive: configuration.vehicle.rightHandDrive, showNowPlayingButton: !nowPlayingAppID.isEmpty)
+            rightHandDrive: configuration.vehicle.rightHandDrive, showNowPlayingButton: !templates.nowPlayingAppID.isEmpty)
         return ComposedLimits.screenBytes(screen, renderedBytes: rendered)
     }
 
@@ -136,7 +136,7 @@ extension Car {
     /// content. Icons are not counted: `max_apps` x `max_image_bytes` bounds
     /// them already, and HMIs get each image once (section 12.6).
     public var phoneTemplateBytes: Int {
-        apps.values.reduce(0) { total, app in
+        templates.apps.values.reduce(0) { total, app in
             assert(app.infoBytes == LinearEncoder.size(of: app.info) - app.info.icon.png.count, "info size kept")
             assert(app.nowPlayingBytes == LinearEncoder.size(of: app.nowPlaying), "now-playing size kept")
             return total + app.infoBytes + app.scenes.reduce(0) { $0 + $1.value.heldBytes } + (app.nowPlayingSet ? app.nowPlayingBytes : 0)

@@ -28,7 +28,7 @@ extension Car {
     mutating func launchApp(_ launch: HULaunchApp) -> Result<HUResult, RuleViolation> {
         // A phone that is reconnecting still carries its apps: what they are sent waits for it.
         guard phoneLink.carriesApps else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
-        guard let app = apps[launch.appID] else {
+        guard let app = templates.apps[launch.appID] else {
             return .failure(RuleViolation(.unknownApp, "no app '\(launch.appID)' on the home screen"))
         }
         let kind: HUSceneKind
@@ -66,14 +66,14 @@ extension Car {
         let ref = SceneRef(appID: appID, kind: kind)
         // On the main screen the app needs no banner (PROTOCOL.md 19.9).
         if kind == .main { applyBanner(navigation.banner.dismiss(appID: appID)) }
-        if screenOwners[screen] != ref, let previous = screenOwners[screen], let scene = apps[previous.appID]?.scenes[previous.kind] {
+        if templates.screenOwners[screen] != ref, let previous = templates.screenOwners[screen], let scene = templates.apps[previous.appID]?.scenes[previous.kind] {
             sendLifecycle(SceneState.Transition(disappeared: scene.visibleIDs), appID: previous.appID, scene: scene, animated: false)
         }
-        if var scene = apps[appID]!.scenes[kind] {
-            let wasShown = screenOwners[screen] == ref
-            screenOwners[screen] = ref
+        if var scene = templates.apps[appID]!.scenes[kind] {
+            let wasShown = templates.screenOwners[screen] == ref
+            templates.screenOwners[screen] = ref
             let transition = nowPlaying.map { scene.showNowPlaying($0) } ?? SceneState.Transition()
-            apps[appID]!.scenes[kind] = scene
+            templates.apps[appID]!.scenes[kind] = scene
             if wasShown {
                 sendLifecycle(transition, appID: appID, scene: scene, animated: true)
             } else {
@@ -82,17 +82,16 @@ extension Car {
             }
             return
         }
-        var scene = SceneState(id: nextSceneID, appID: appID, kind: kind)
-        nextSceneID &+= 1
-        sendToPhone(.sceneConnected(sceneConnected(appID: appID, sceneID: scene.id, kind: kind, category: apps[appID]!.category!)))
+        var scene = SceneState(id: templates.newSceneID(), appID: appID, kind: kind)
+        sendToPhone(.sceneConnected(sceneConnected(appID: appID, sceneID: scene.id, kind: kind, category: templates.apps[appID]!.category!)))
         if let nowPlaying {
             sendLifecycle(scene.showNowPlaying(nowPlaying), appID: appID, scene: scene, animated: false)
         }
-        apps[appID]!.scenes[kind] = scene
-        screenOwners[screen] = ref
+        templates.apps[appID]!.scenes[kind] = scene
+        templates.screenOwners[screen] = ref
         // A navigation app assumes NORMAL until told otherwise (PROTOCOL.md 19.8):
         // a main scene connecting while the style is not NORMAL is told at once.
-        if kind == .main, apps[appID]!.category == .navigation, audio.promptStyle != .normal {
+        if kind == .main, templates.apps[appID]!.category == .navigation, audio.promptStyle != .normal {
             sendNavigationEvent(appID, .main, .promptStyle(audio.promptStyle))
         }
     }
@@ -116,7 +115,7 @@ extension Car {
 
     /// The driver closes an app: its scenes end, and its calls (PROTOCOL.md 26.8).
     mutating func closeApp(_ appID: String) -> Result<HUResult, RuleViolation> {
-        guard let app = apps[appID] else { return .failure(RuleViolation(.unknownApp, "no app '\(appID)'")) }
+        guard let app = templates.apps[appID] else { return .failure(RuleViolation(.unknownApp, "no app '\(appID)'")) }
         let hasCalls = calls.appsInCalls.contains(appID)
         guard !app.scenes.isEmpty || hasCalls else { return .failure(RuleViolation(.notConnected, "app '\(appID)' has no connected scene and no call")) }
         endScenes(of: appID, reason: .closedByCar, tellPhone: true)
@@ -158,8 +157,8 @@ extension Car {
             video.windowChanged(.main, outputs: &outputs)
             perform(outputs)
         }
-        for appID in appOrder {
-            guard let app = apps[appID] else { continue }
+        for appID in templates.appOrder {
+            guard let app = templates.apps[appID] else { continue }
             for scene in app.scenes.values.sorted(by: { $0.id < $1.id }) {
                 var configuration = HUSessionConfiguration()
                 configuration.appID = appID
@@ -178,38 +177,49 @@ extension Car {
 
     // MARK: - input
 
+    /// What an input acts on: the main screen's app scene, the template the
+    /// driver sees there (inside a tab bar, the selected tab's), and the
+    /// event the app is to hear, addressed to that template.
+    struct InputTarget {
+        var owner: SceneRef
+        var scene: SceneState
+        var visible: HUTemplate
+        var event: HUAppEvent
+    }
+
     mutating func handleInput(_ input: HUHmiInput) -> Result<HUResult, RuleViolation> {
-        // Inputs that do not need an app on screen.
+        // Inputs that need no template on screen.
         switch input.kind {
-        case .goHome:
-            if let owner = screenOwners[.main], let scene = apps[owner.appID]?.scenes[owner.kind] {
-                sendLifecycle(SceneState.Transition(disappeared: scene.visibleIDs), appID: owner.appID, scene: scene, animated: false)
-            }
-            screenOwners[.main] = nil
-            return .ok
-        case .openNowPlaying(let open):
-            return openNowPlaying(open.appID.isEmpty ? nowPlayingAppID : open.appID)
-        case nil:
-            return .failure(RuleViolation(.invalidArgument, "input names no action"))
-        default:
-            break
+        case .goHome: return goHome()
+        case .openNowPlaying(let open): return openNowPlaying(open.appID.isEmpty ? templates.nowPlayingAppID : open.appID)
+        case .goBack: return goBack()
+        case nil: return .failure(RuleViolation(.invalidArgument, "input names no action"))
+        default: break
         }
-        guard let owner = screenOwners[.main], var scene = apps[owner.appID]?.scenes[owner.kind] else {
+        let target: InputTarget
+        switch inputTarget(input) {
+        case .success(let found): target = found
+        case .failure(let violation): return .failure(violation)
+        }
+        switch input.kind {
+        case .selectItem(let selection): return selectItem(selection, target)
+        case .pressButton(let press): return pressButton(press, target)
+        case .selectTab(let selection): return selectTab(selection, target)
+        case .searchText(let text): return searchText(text, target)
+        case .selectSearchResult(let selection): return selectSearchResult(selection, target)
+        case .searchButton(let press): return searchButton(press, target)
+        case .selectPoi(let selection): return selectPoi(selection, target)
+        case .poiRegion(let region): return poiRegion(region, target)
+        case .nowPlayingButton(let press): return nowPlayingButton(press, target)
+        case .goBack, .goHome, .openNowPlaying, nil: return .ok  // handled above
+        }
+    }
+
+    /// The main screen's app and the template an input names: NOT_CONNECTED,
+    /// NO_ROOT_TEMPLATE, UNKNOWN_TEMPLATE, in that order.
+    func inputTarget(_ input: HUHmiInput) -> Result<InputTarget, RuleViolation> {
+        guard let owner = templates.screenOwners[.main], let scene = templates.apps[owner.appID]?.scenes[owner.kind] else {
             return .failure(RuleViolation(.notConnected, "the main screen shows no app"))
-        }
-        if case .goBack = input.kind {
-            if scene.presented != nil {
-                return .failure(RuleViolation(.invalidPosition, "a modal template is presented; choose one of its actions"))
-            }
-            guard scene.stack.count > 1 else {
-                // Back at the root leaves the app for the home screen.
-                return handleInput(HUHmiInput.with { $0.goHome = HUGoHome() })
-            }
-            if case .success(let transition) = scene.pop() {
-                apps[owner.appID]!.scenes[owner.kind] = scene
-                sendLifecycle(transition, appID: owner.appID, scene: scene, animated: true)
-            }
-            return .ok
         }
         guard let visibleID = scene.visibleTemplateID, var visible = scene.presented ?? scene.top else {
             return .failure(RuleViolation(.noRootTemplate, "the app has not set a root template"))
@@ -224,101 +234,159 @@ extension Car {
         event.appID = owner.appID
         event.sceneID = scene.id
         event.templateID = visible.id
-        switch input.kind {
-        case .selectItem(let selection):
-            guard let item = findItem(selection.itemID, in: visible) else {
-                return .failure(RuleViolation(.unknownItem, "no item '\(selection.itemID)' in '\(visible.id)'"))
-            }
-            switch item.kind {
-            case .message(let message):
-                // Message items start the car's voice flow; the app's handler is never called.
-                var started = HUVoiceFlowStarted()
-                started.itemID = item.id
-                started.conversationID = message.conversationID.isEmpty ? message.phoneOrEmail : message.conversationID
-                event.kind = .voiceFlowStarted(started)
-                sendToPhone(.appEvent(event))
-                return .ok
-            case .general(let general):
-                if general.disabled { return .failure(RuleViolation(.invalidArgument, "item '\(item.id)' is disabled")) }
-            case .imageRow(let row):
-                if selection.imageSelected && Int(selection.imageIndex) >= row.images.count {
-                    return .failure(RuleViolation(.invalidArgument, "image index \(selection.imageIndex) out of range (\(row.images.count) images)"))
-                }
-            case nil:
-                break
-            }
-            event.kind = .itemSelected(selection)
-            startPending(&event, itemID: item.id, sceneKind: owner.kind, spinner: true, search: false)
-        case .pressButton(let press):
-            guard buttonIDs(of: visible).contains(press.buttonID) else {
-                return .failure(RuleViolation(.unknownItem, "no button '\(press.buttonID)' in '\(visible.id)'"))
-            }
-            event.kind = .buttonPressed(press)
-            sendToPhone(.appEvent(event))
-        case .selectTab(let selection):
-            guard case .tabBar(let bar) = scene.top?.kind, scene.presented == nil,
-                let tab = bar.tabs.first(where: { $0.id == selection.tabID })
-            else {
-                return .failure(RuleViolation(.unknownItem, "no tab '\(selection.tabID)' on screen"))
-            }
-            let previous = visibleTab(of: scene)
-            scene.selectedTabs[scene.top!.id] = tab.id
-            apps[owner.appID]!.scenes[owner.kind] = scene
-            event.templateID = scene.top!.id
-            event.kind = .tabSelected(selection)
-            sendToPhone(.appEvent(event))
-            if let previous, previous.id != tab.template.id {
-                sendLifecycle(SceneState.Transition(disappeared: [previous.id], appeared: [tab.template.id]), appID: owner.appID, scene: scene, animated: false)
-            }
-        case .searchText(let text):
-            guard case .search = visible.kind else {
-                return .failure(RuleViolation(.invalidPosition, "search text goes to a search template"))
-            }
-            if vehicleState.limitKeyboard {
-                return .failure(RuleViolation(.invalidPosition, "the keyboard is limited while driving"))
-            }
-            event.kind = .searchTextChanged(text)
-            startPending(&event, itemID: "", sceneKind: owner.kind, spinner: false, search: true)
-        case .selectSearchResult(let selection):
-            guard case .search = visible.kind, scene.searchResults.contains(where: { $0.id == selection.itemID }) else {
-                return .failure(RuleViolation(.unknownItem, "no search result '\(selection.itemID)'"))
-            }
-            event.kind = .searchResultSelected(selection)
-            startPending(&event, itemID: selection.itemID, sceneKind: owner.kind, spinner: true, search: false)
-        case .searchButton(let press):
-            guard case .search = visible.kind else {
-                return .failure(RuleViolation(.invalidPosition, "the search button belongs to a search template"))
-            }
-            event.kind = .searchButtonPressed(press)
-            sendToPhone(.appEvent(event))
-        case .selectPoi(let selection):
-            guard case .pointOfInterest(let poi) = visible.kind, poi.points.contains(where: { $0.id == selection.poiID }) else {
-                return .failure(RuleViolation(.unknownItem, "no point '\(selection.poiID)' in '\(visible.id)'"))
-            }
-            event.kind = .poiSelected(selection)
-            sendToPhone(.appEvent(event))
-        case .poiRegion(let region):
-            guard case .pointOfInterest = visible.kind else {
-                return .failure(RuleViolation(.invalidPosition, "region changes go to a point-of-interest template"))
-            }
-            event.kind = .poiRegionChanged(region)
-            sendToPhone(.appEvent(event))
-        case .nowPlayingButton(let press):
-            guard case .nowPlaying = visible.kind else {
-                return .failure(RuleViolation(.invalidPosition, "now-playing buttons go to the now-playing template"))
-            }
-            let content = apps[owner.appID]!.nowPlaying
-            var known = Set(content.buttons.map(\.id))
-            if content.upNextEnabled { known.insert("up-next") }
-            if content.albumArtistButtonEnabled { known.insert("album-artist") }
-            guard known.contains(press.buttonID) else {
-                return .failure(RuleViolation(.unknownItem, "no now-playing button '\(press.buttonID)'"))
-            }
-            event.kind = .nowPlayingButton(press)
-            sendToPhone(.appEvent(event))
-        case .goBack, .goHome, .openNowPlaying, nil:
-            break  // handled above
+        return .success(InputTarget(owner: owner, scene: scene, visible: visible, event: event))
+    }
+
+    mutating func goHome() -> Result<HUResult, RuleViolation> {
+        if let owner = templates.screenOwners[.main], let scene = templates.apps[owner.appID]?.scenes[owner.kind] {
+            sendLifecycle(SceneState.Transition(disappeared: scene.visibleIDs), appID: owner.appID, scene: scene, animated: false)
         }
+        templates.screenOwners[.main] = nil
+        return .ok
+    }
+
+    mutating func goBack() -> Result<HUResult, RuleViolation> {
+        guard let owner = templates.screenOwners[.main], var scene = templates.apps[owner.appID]?.scenes[owner.kind] else {
+            return .failure(RuleViolation(.notConnected, "the main screen shows no app"))
+        }
+        if scene.presented != nil {
+            return .failure(RuleViolation(.invalidPosition, "a modal template is presented; choose one of its actions"))
+        }
+        // Back at the root leaves the app for the home screen.
+        guard scene.stack.count > 1 else { return goHome() }
+        if case .success(let transition) = scene.pop() {
+            templates.apps[owner.appID]!.scenes[owner.kind] = scene
+            sendLifecycle(transition, appID: owner.appID, scene: scene, animated: true)
+        }
+        return .ok
+    }
+
+    mutating func selectItem(_ selection: HUItemSelected, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard let item = findItem(selection.itemID, in: target.visible) else {
+            return .failure(RuleViolation(.unknownItem, "no item '\(selection.itemID)' in '\(target.visible.id)'"))
+        }
+        var event = target.event
+        switch item.kind {
+        case .message(let message):
+            // Message items start the car's voice flow; the app's handler is never called.
+            var started = HUVoiceFlowStarted()
+            started.itemID = item.id
+            started.conversationID = message.conversationID.isEmpty ? message.phoneOrEmail : message.conversationID
+            event.kind = .voiceFlowStarted(started)
+            sendToPhone(.appEvent(event))
+            return .ok
+        case .general(let general):
+            if general.disabled { return .failure(RuleViolation(.invalidArgument, "item '\(item.id)' is disabled")) }
+        case .imageRow(let row):
+            if selection.imageSelected && Int(selection.imageIndex) >= row.images.count {
+                return .failure(RuleViolation(.invalidArgument, "image index \(selection.imageIndex) out of range (\(row.images.count) images)"))
+            }
+        case nil:
+            break
+        }
+        event.kind = .itemSelected(selection)
+        startPending(&event, itemID: item.id, sceneKind: target.owner.kind, spinner: true, search: false)
+        return .ok
+    }
+
+    mutating func pressButton(_ press: HUButtonPressed, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard buttonIDs(of: target.visible).contains(press.buttonID) else {
+            return .failure(RuleViolation(.unknownItem, "no button '\(press.buttonID)' in '\(target.visible.id)'"))
+        }
+        var event = target.event
+        event.kind = .buttonPressed(press)
+        sendToPhone(.appEvent(event))
+        return .ok
+    }
+
+    mutating func selectTab(_ selection: HUTabSelected, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        var scene = target.scene
+        guard case .tabBar(let bar) = scene.top?.kind, scene.presented == nil,
+            let tab = bar.tabs.first(where: { $0.id == selection.tabID })
+        else {
+            return .failure(RuleViolation(.unknownItem, "no tab '\(selection.tabID)' on screen"))
+        }
+        let owner = target.owner
+        let previous = visibleTab(of: scene)
+        scene.selectedTabs[scene.top!.id] = tab.id
+        templates.apps[owner.appID]!.scenes[owner.kind] = scene
+        var event = target.event
+        event.templateID = scene.top!.id
+        event.kind = .tabSelected(selection)
+        sendToPhone(.appEvent(event))
+        if let previous, previous.id != tab.template.id {
+            sendLifecycle(SceneState.Transition(disappeared: [previous.id], appeared: [tab.template.id]), appID: owner.appID, scene: scene, animated: false)
+        }
+        return .ok
+    }
+
+    mutating func searchText(_ text: HUSearchTextChanged, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard case .search = target.visible.kind else {
+            return .failure(RuleViolation(.invalidPosition, "search text goes to a search template"))
+        }
+        if vehicleState.limitKeyboard {
+            return .failure(RuleViolation(.invalidPosition, "the keyboard is limited while driving"))
+        }
+        var event = target.event
+        event.kind = .searchTextChanged(text)
+        startPending(&event, itemID: "", sceneKind: target.owner.kind, spinner: false, search: true)
+        return .ok
+    }
+
+    mutating func selectSearchResult(_ selection: HUSearchResultSelected, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard case .search = target.visible.kind, target.scene.searchResults.contains(where: { $0.id == selection.itemID }) else {
+            return .failure(RuleViolation(.unknownItem, "no search result '\(selection.itemID)'"))
+        }
+        var event = target.event
+        event.kind = .searchResultSelected(selection)
+        startPending(&event, itemID: selection.itemID, sceneKind: target.owner.kind, spinner: true, search: false)
+        return .ok
+    }
+
+    mutating func searchButton(_ press: HUSearchButtonPressed, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard case .search = target.visible.kind else {
+            return .failure(RuleViolation(.invalidPosition, "the search button belongs to a search template"))
+        }
+        var event = target.event
+        event.kind = .searchButtonPressed(press)
+        sendToPhone(.appEvent(event))
+        return .ok
+    }
+
+    mutating func selectPoi(_ selection: HUPoiSelected, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard case .pointOfInterest(let poi) = target.visible.kind, poi.points.contains(where: { $0.id == selection.poiID }) else {
+            return .failure(RuleViolation(.unknownItem, "no point '\(selection.poiID)' in '\(target.visible.id)'"))
+        }
+        var event = target.event
+        event.kind = .poiSelected(selection)
+        sendToPhone(.appEvent(event))
+        return .ok
+    }
+
+    mutating func poiRegion(_ region: HUPoiRegionChanged, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard case .pointOfInterest = target.visible.kind else {
+            return .failure(RuleViolation(.invalidPosition, "region changes go to a point-of-interest template"))
+        }
+        var event = target.event
+        event.kind = .poiRegionChanged(region)
+        sendToPhone(.appEvent(event))
+        return .ok
+    }
+
+    mutating func nowPlayingButton(_ press: HUNowPlayingButtonPressed, _ target: InputTarget) -> Result<HUResult, RuleViolation> {
+        guard case .nowPlaying = target.visible.kind else {
+            return .failure(RuleViolation(.invalidPosition, "now-playing buttons go to the now-playing template"))
+        }
+        let content = templates.apps[target.owner.appID]!.nowPlaying
+        var known = Set(content.buttons.map(\.id))
+        if content.upNextEnabled { known.insert("up-next") }
+        if content.albumArtistButtonEnabled { known.insert("album-artist") }
+        guard known.contains(press.buttonID) else {
+            return .failure(RuleViolation(.unknownItem, "no now-playing button '\(press.buttonID)'"))
+        }
+        var event = target.event
+        event.kind = .nowPlayingButton(press)
+        sendToPhone(.appEvent(event))
         return .ok
     }
 
@@ -335,17 +403,14 @@ extension Car {
     }
 
     mutating func startPending(_ event: inout HUAppEvent, itemID: String, sceneKind: HUSceneKind, spinner: Bool, search: Bool) {
-        let eventID = nextEventID
-        nextEventID &+= 1
-        event.eventID = eventID
         let pending = PendingEvent(appID: event.appID, sceneKind: sceneKind, templateID: event.templateID, itemID: itemID, showsSpinner: spinner, isSearch: search)
         // A new selection replaces one still spinning on the same screen.
-        for (id, old) in pendingEvents where old.appID == event.appID && old.showsSpinner && spinner {
-            pendingEvents[id] = nil
+        let (eventID, replaced) = templates.startPending(pending)
+        event.eventID = eventID
+        for (id, old) in replaced {
             effects.append(.cancelTimer(.completion(eventID: id)))
             sendSpinnerStopped(eventID: id, pending: old)
         }
-        pendingEvents[eventID] = pending
         sendToPhone(.appEvent(event))
         effects.append(.startTimer(.completion(eventID: eventID), milliseconds: configuration.completionTimeoutMilliseconds))
         if spinner {
@@ -358,7 +423,7 @@ extension Car {
     }
 
     mutating func openNowPlaying(_ appID: String) -> Result<HUResult, RuleViolation> {
-        guard !appID.isEmpty, let app = apps[appID] else {
+        guard !appID.isEmpty, let app = templates.apps[appID] else {
             return .failure(RuleViolation(.unknownApp, "no app is playing"))
         }
         guard let category = app.category, CategoryRules.allows(.nowPlaying, for: category) else {
@@ -379,8 +444,8 @@ extension Car {
             }
             return nil
         case .search:
-            guard let owner = screenOwners[.main] else { return nil }
-            return apps[owner.appID]?.scenes[owner.kind]?.searchResults.first { $0.id == itemID }
+            guard let owner = templates.screenOwners[.main] else { return nil }
+            return templates.apps[owner.appID]?.scenes[owner.kind]?.searchResults.first { $0.id == itemID }
         default:
             return nil
         }
@@ -413,9 +478,9 @@ extension Car {
     /// and the calls by reference first, strings by storage first.
     func homeInputs() -> HomeInputs {
         HomeInputs(
-            deviceName: deviceName, nowPlayingAppID: nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls,
-            apps: appOrder.map { id in
-                guard let app = apps[id] else { return HomeInputs.App(id: id, info: nil, category: nil, running: false) }
+            deviceName: templates.deviceName, nowPlayingAppID: templates.nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls,
+            apps: templates.appOrder.map { id in
+                guard let app = templates.apps[id] else { return HomeInputs.App(id: id, info: nil, category: nil, running: false) }
                 // The info by reference, the main scene by its key: neither copied.
                 return HomeInputs.App(
                     id: id, info: app.sharedInfo, category: app.category, running: app.scenes[.main] != nil)
@@ -428,19 +493,19 @@ extension Car {
     func homeInputsIdentical() -> Bool {
         // Read in place: binding the last inputs, or comparing the last
         // screen with nil through `!=`, copied them.
-        guard case .some = lastHomeScreen else { return false }
-        return lastHomeInputs?.inputs.areIdentical(toHomeOf: self) ?? false
+        guard case .some = templates.lastHomeScreen else { return false }
+        return templates.lastHomeInputs?.inputs.areIdentical(toHomeOf: self) ?? false
     }
 
     func homeScreen() -> HUHomeScreen {
         var home = HUHomeScreen()
-        home.deviceName = deviceName
-        home.nowPlayingAppID = nowPlayingAppID
+        home.deviceName = templates.deviceName
+        home.nowPlayingAppID = templates.nowPlayingAppID
         home.phoneLink = phoneLink.wire
-        let apps = self.apps
+        let apps = templates.apps
         home.calls = calls.infos { apps[$0]?.info.displayName ?? $0 }
         if let ended = calls.lastEnded { home.lastCallEnded = ended }
-        home.icons = appOrder.compactMap { apps[$0] }.filter(\.isLaunchable).map { app in
+        home.icons = templates.appOrder.compactMap { apps[$0] }.filter(\.isLaunchable).map { app in
             var icon = HUHomeScreenIcon()
             icon.appID = app.id
             icon.displayName = app.info.displayName
@@ -455,14 +520,8 @@ extension Car {
     /// What a screen shows now, with the car's own adjustments applied
     /// (shared now-playing content, the selected tab, list truncation).
     func render(_ screen: HUScreen) -> HURenderedScreen {
-        let shown = shownScene(screenOwners[screen])
+        let shown = templates.shownScene(templates.screenOwners[screen])
         return render(screen, app: shown?.app, scene: shown?.scene, listCap: listCap)
-    }
-
-    /// `owner`'s app and scene, read once for whatever a screen showing it needs.
-    func shownScene(_ owner: SceneRef?) -> (app: AppState, scene: SceneState)? {
-        guard let owner, let app = apps[owner.appID], let scene = app.scenes[owner.kind] else { return nil }
-        return (app, scene)
     }
 
     /// A screen showing `scene` of `app` (nil: the home screen), read by the
@@ -507,18 +566,9 @@ extension Car {
         }
         if let presented = scene.presented { rendered.presented = presented }
         // The navigation bar's Now Playing button shows for the current now-playing app only.
-        rendered.showNowPlayingButton = !nowPlayingAppID.isEmpty && scene.stackHeld.last.map { $0.kind != .nowPlaying } ?? false
-        if let pending = spinning(on: owner) { rendered.pending = pending }
+        rendered.showNowPlayingButton = !templates.nowPlayingAppID.isEmpty && scene.stackHeld.last.map { $0.kind != .nowPlaying } ?? false
+        if let pending = templates.spinning(on: owner) { rendered.pending = pending }
         return rendered
-    }
-
-    /// The selection a spinner shows on `owner`'s scene, if any.
-    func spinning(on owner: SceneRef) -> HUPendingSelection? {
-        var selection: HUPendingSelection?
-        for (id, pending) in pendingEvents where pending.showsSpinner && pending.appID == owner.appID && pending.sceneKind == owner.kind {
-            selection = pending.selection(id)
-        }
-        return selection
     }
 
     /// Lists (on top or in a tab bar's tabs) cut to the driving cap.
@@ -543,10 +593,9 @@ extension Car {
     }
 
     mutating func screenUpdate(_ screen: HUScreen, _ change: HUScreenUpdate.OneOf_Change, advance: Bool = true) -> HUScreenUpdate {
-        if advance { screenSequence[screen, default: 0] += 1 }
         var update = HUScreenUpdate()
         update.screen = screen
-        update.sequence = screenSequence[screen, default: 0]
+        update.sequence = templates.sequence(screen, advance: advance)
         update.change = change
         return update
     }
@@ -556,26 +605,26 @@ extension Car {
     /// whole screen. Also refreshes the home screen when it changed.
     mutating func publishScreens() {
         // What the HMIs are sent carries images by ref (section 12.6).
-        defer { hmiImages.endRound() }
+        defer { templates.hmiImages.endRound() }
         // After most inputs nothing on the home screen changed: read in place,
         // without building the inputs (an array and a lookup per app) to compare.
-        assert(!homeInputsIdentical() || homeInputs() == lastHomeInputs?.inputs, "identical inputs are equal")
-        if homeInputsIdentical(), let refs = lastHomeInputs?.refs {
-            hmiImages.keepShowing(refs)  // the same screen, its images still in use
+        assert(!homeInputsIdentical() || homeInputs() == templates.lastHomeInputs?.inputs, "identical inputs are equal")
+        if homeInputsIdentical(), let refs = templates.lastHomeInputs?.refs {
+            templates.hmiImages.keepShowing(refs)  // the same screen, its images still in use
         } else {
             publishHome()
         }
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
-            let owner = screenOwners[screen]
+            let owner = templates.screenOwners[screen]
             // The dashboard and cluster appear to the HMI once an app first
             // owns them: until then they are not rendered (an owner's app is
             // never gone: its scenes end first, `endScenes`).
-            if screen != .main, owner == nil, rendered[screen] == nil { continue }
+            if screen != .main, owner == nil, templates.rendered[screen] == nil { continue }
             let (new, refs) = renderForHMIs(screen, owner: owner)
-            let old = rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
+            let old = templates.rendered[screen] ?? HURenderedScreen.with { $0.screen = screen }
             guard new != old else { continue }
-            rendered[screen] = new
-            if hmiPeers.isEmpty { continue }
+            templates.rendered[screen] = new
+            if peers.hmis.isEmpty { continue }
             // A diff larger than a frame (many removed ids) goes as the full
             // screen, which the composed bound keeps within one (Car+Bounds).
             if let diff = contentDiff(from: old, to: new), !diffIsOversized(diff, screen: screen) {
@@ -595,23 +644,23 @@ extension Car {
     /// bytes instead of encoding the template again.
     mutating func heldTopBytes(_ rendered: HURenderedScreen, owner: SceneRef?) -> [UInt8]? {
         guard rendered.hasTop, let owner else { return nil }
-        return apps[owner.appID]?.scenes[owner.kind]?.encodedTop(ifShown: rendered.top)
+        return templates.apps[owner.appID]?.scenes[owner.kind]?.encodedTop(ifShown: rendered.top)
     }
 
     /// The home screen, sent when it changed, built from its inputs when they
     /// changed (`homeInputsIdentical` found them not the same storage).
     private mutating func publishHome() {
         let inputs = homeInputs()
-        if lastHomeScreen != nil, let last = lastHomeInputs, inputs == last.inputs {
-            hmiImages.keepShowing(last.refs)  // built from the same inputs: the same screen, its images still in use
+        if templates.lastHomeScreen != nil, let last = templates.lastHomeInputs, inputs == last.inputs {
+            templates.hmiImages.keepShowing(last.refs)  // built from the same inputs: the same screen, its images still in use
             // Kept so they share the car's current storage: the next comparison is identity checks.
-            lastHomeInputs = (inputs, last.refs)
+            templates.lastHomeInputs = (inputs, last.refs)
         } else {
             var home = homeScreen()
-            hmiImages.externalize(&home)
-            lastHomeInputs = (inputs, HMIImages.refs(in: home))
-            if home != lastHomeScreen {
-                lastHomeScreen = home
+            templates.hmiImages.externalize(&home)
+            templates.lastHomeInputs = (inputs, HMIImages.refs(in: home))
+            if home != templates.lastHomeScreen {
+                templates.lastHomeScreen = home
                 sendToHMIs(.home, .homeScreen(home))
             }
         }
@@ -621,7 +670,7 @@ extension Car {
     /// app and scene are read once for both, and let go on return, before
     /// `heldTopBytes` changes the scene (a copy still held would be copied).
     mutating func renderForHMIs(_ screen: HUScreen, owner: SceneRef?) -> (HURenderedScreen, [String]?) {
-        let shown = shownScene(owner)
+        let shown = templates.shownScene(owner)
         var rendered = render(screen, app: shown?.app, scene: shown?.scene, listCap: listCap)
         let refs = externalize(&rendered, scene: shown?.scene)
         return (rendered, refs)
@@ -633,7 +682,7 @@ extension Car {
     /// template, which is walked): the rest of the screen is scanned alone.
     mutating func externalize(_ rendered: inout HURenderedScreen, scene: SceneState?) -> [String]? {
         guard rendered.hasTop, let held = scene?.stackHeld.last, !held.hasImages, held.kind != .nowPlaying
-        else { return hmiImages.externalize(&rendered) }
+        else { return templates.hmiImages.externalize(&rendered) }
         guard rendered.mayHoldImagesBesideTop else {
             assert(ImageWalk.scan(rendered).refs.isEmpty && !ImageWalk.scan(rendered).hasInline, "nothing on the screen holds an image")
             return []
@@ -641,7 +690,7 @@ extension Car {
         var rest = rendered
         rest.clearTop()
         let scan = ImageWalk.scan(rest)
-        guard !scan.hasInline else { return hmiImages.externalize(&rendered) }
+        guard !scan.hasInline else { return templates.hmiImages.externalize(&rendered) }
         assert(scan.refs == ImageWalk.scan(rendered).refs && !ImageWalk.scan(rendered).hasInline, "the top holds no image")
         return scan.refs
     }
@@ -650,10 +699,10 @@ extension Car {
     /// process never saw: rendering once holds them again.
     mutating func reloadHMIImages() {
         var home = homeScreen()
-        hmiImages.externalize(&home)
-        for screen in rendered.keys {
+        templates.hmiImages.externalize(&home)
+        for screen in templates.rendered.keys {
             var full = render(screen)
-            hmiImages.externalize(&full)
+            templates.hmiImages.externalize(&full)
         }
     }
 
@@ -687,13 +736,13 @@ extension HURenderedScreen {
 extension HomeInputs {
     /// `Car.homeInputsIdentical`: these inputs are `car`'s, storage and all.
     fileprivate func areIdentical(toHomeOf car: Car) -> Bool {
-        guard deviceName == car.deviceName, nowPlayingAppID == car.nowPlayingAppID, phoneLink == car.phoneLink.wire,
-            calls.isIdentical(to: car.$calls), apps.count == car.appOrder.count
+        guard deviceName == car.templates.deviceName, nowPlayingAppID == car.templates.nowPlayingAppID, phoneLink == car.phoneLink.wire,
+            calls.isIdentical(to: car.$calls), apps.count == car.templates.appOrder.count
         else { return false }
-        for (index, id) in car.appOrder.enumerated() {
+        for (index, id) in car.templates.appOrder.enumerated() {
             let was = apps[index]
             guard was.id == id else { return false }
-            guard let app = car.apps[id] else {
+            guard let app = car.templates.apps[id] else {
                 if was.info != nil || was.category != nil || was.running { return false }
                 continue
             }

@@ -8,67 +8,29 @@ extension Car {
 
     mutating func handleNavigationRequest(_ request: HUNavigationRequest, from peer: PeerID) -> Result<HUResult, RuleViolation> {
         let appID = request.appID
-        guard peer == phonePeer, let app = apps[appID] else {
-            return .failure(RuleViolation(
-                phonePeer == nil ? .noPhone : .unknownApp,
-                phonePeer == nil ? "announce apps before using them" : "app '\(appID)' was not announced by this phone"))
-        }
-        guard let category = app.category else {
-            return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
-        }
-        guard category == .navigation else {
-            return .failure(RuleViolation(.notAllowedForCategory, "navigation requests are for navigation apps, not \(category)"))
-        }
-        guard app.scenes[.main] != nil else {
-            return .failure(RuleViolation(.notConnected, "the main scene of '\(appID)' is not connected"))
+        let app: AppState
+        switch navigationApp(appID, from: peer) {
+        case .success(let found): app = found
+        case .failure(let violation): return .failure(violation)
         }
         let scale = configuration.vehicle.mainDisplay.scale
-        var session = navigation.sessions[appID] ?? NavigationSession()
-        let outcome: Result<Void, RuleViolation>
         switch request.op {
-        case .showTripPreviews(let previews):
-            if let violation = requireMapRoot(appID) ?? NavigationRules.check(previews: previews) { return .failure(violation) }
-            let trip = previews.trips.first { $0.id == previews.selectedTripID } ?? previews.trips[0]
-            navigation.previews = NavigationCenter.Previews(
-                appID: appID, previews: previews, previewedTripID: trip.id, previewedRouteChoiceID: trip.routeChoices[0].id)
-            return .ok
+        case .showTripPreviews(let previews): return showTripPreviews(previews, appID: appID)
         case .hideTripPreviews:
             if navigation.previews?.appID == appID { navigation.previews = nil }
             return .ok
-        case .start(let start):
-            if let violation = requireMapRoot(appID) { return .failure(violation) }
-            if navigation.nativeNavigationActive {
-                return .failure(RuleViolation(.nativeNavigationActive, "the car's own navigation is guiding; the app may not start guidance now"))
-            }
-            outcome = session.start(trip: start.trip, routeChoiceID: start.routeChoiceID)
-            if case .success = outcome {
-                // One app guides at a time: another app's guidance is cancelled by the car.
-                if navigation.guidanceAppID != appID, navigation.guidance?.isRunning == true {
-                    cancelGuidance(reason: .otherApp, detail: "'\(appID)' started guidance")
-                }
-                navigation.sessionCount += 1
-                navigation.guidanceAppID = appID
-                // Starting guidance hides the app's previews.
-                if navigation.previews?.appID == appID { navigation.previews = nil }
-            }
-        case .pause(let pause):
-            outcome = session.pause(pause.reason, description: pause.description_p)
-        case .updateManeuvers(let update):
-            outcome = session.updateManeuvers(update.maneuvers, scale: scale)
-        case .addLaneGuidances(let add):
-            outcome = session.addLaneGuidances(add.laneGuidances)
-        case .setCurrentLaneGuidance(let current):
-            outcome = session.setCurrentLaneGuidance(current.laneGuidanceID)
-        case .setCurrentRoadName(let road):
-            outcome = session.setRoadName(road.variants)
-        case .setManeuverState(let state):
-            outcome = session.setManeuverState(state.state)
+        // Guidance (`NavigationSession` holds its rules).
+        case .start(let start): return startGuidance(start, request: request, appID: appID)
+        case .pause(let pause): return guide(request, appID: appID) { $0.pause(pause.reason, description: pause.description_p) }
+        case .updateManeuvers(let update): return guide(request, appID: appID) { $0.updateManeuvers(update.maneuvers, scale: scale) }
+        case .addLaneGuidances(let add): return guide(request, appID: appID) { $0.addLaneGuidances(add.laneGuidances) }
+        case .setCurrentLaneGuidance(let current): return guide(request, appID: appID) { $0.setCurrentLaneGuidance(current.laneGuidanceID) }
+        case .setCurrentRoadName(let road): return guide(request, appID: appID) { $0.setRoadName(road.variants) }
+        case .setManeuverState(let state): return guide(request, appID: appID) { $0.setManeuverState(state.state) }
         case .updateEstimates(let update):
-            outcome = session.updateEstimates(maneuverID: update.maneuverID, update.estimates).map { _ in () }
-        case .finish:
-            outcome = session.finish()
-        case .cancel:
-            outcome = session.cancel()
+            return guide(request, appID: appID) { $0.updateEstimates(maneuverID: update.maneuverID, update.estimates).map { _ in () } }
+        case .finish: return guide(request, appID: appID) { $0.finish() }
+        case .cancel: return guide(request, appID: appID) { $0.cancel() }
         case .showAlert(let alert):
             let shown = showNavigationAlert(alert, appID: appID, scale: scale)
             if case .success = shown, alert.notify {
@@ -85,47 +47,13 @@ extension Car {
             if let violation = NavigationRules.check(dashboardButtons: buttons.buttons, scale: scale) { return .failure(violation) }
             navigation.dashboardButtons[appID] = buttons.buttons
             return .ok
-        case .showPanning:
-            guard case .map(let map)? = app.scenes[.main]?.stack.first?.kind else {
-                return .failure(RuleViolation(.noMapTemplate, "panning needs a map template as the root of the main scene"))
-            }
-            guard map.panningSupported else {
-                return .failure(RuleViolation(.invalidPosition, "the map template does not support panning (panning_supported)"))
-            }
-            if navigation.panningAppID != appID {
-                navigation.panningAppID = appID
-                sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.began = true }))
-            }
-            return .ok
-        case .dismissPanning:
-            guard navigation.panningAppID == appID else {
-                return .failure(RuleViolation(.invalidPosition, "the map of '\(appID)' is not in panning mode"))
-            }
-            navigation.panningAppID = ""
-            sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.ended = true }))
-            return .ok
-        case .startPrompt(let prompt):
-            switch audio.startPrompt(appID: appID, durationMilliseconds: prompt.durationMs) {
-            case .failure(let violation): return .failure(violation)
-            case .success(let serial):
-                effects.append(.startTimer(.navigationPrompt(serial: serial), milliseconds: UInt64(prompt.durationMs)))
-                return .ok
-            }
+        case .showPanning: return showPanning(app, appID: appID)
+        case .dismissPanning: return dismissPanning(appID)
+        case .startPrompt(let prompt): return startPrompt(prompt, appID: appID)
         case .endPrompt:
             audio.endPrompt(appID: appID)
             return .ok
-        case .setVoiceSession(let voice):
-            // Shown, not only presented: a hidden app's voice session would
-            // silence every navigation prompt while the driver sees another app (19.8).
-            if voice.active, voiceControlShown() != appID {
-                return .failure(
-                    RuleViolation(
-                        .invalidPosition,
-                        "the voice-control template of '\(appID)' must be shown (presented on its main scene while that scene is on the main screen) before starting a voice session"))
-            }
-            audio.setVoiceSession(appID: appID, active: voice.active)
-            announcePromptStyle()
-            return .ok
+        case .setVoiceSession(let voice): return setVoiceSession(voice, appID: appID)
         case .setClusterDescriptions(let descriptions):
             if let violation = NavigationRules.longestFirst(descriptions.inactiveDescriptionVariants, "inactive description") {
                 return .failure(violation)
@@ -135,14 +63,116 @@ extension Car {
         case nil:
             return .failure(RuleViolation(.invalidArgument, "navigation request names no operation"))
         }
-        switch outcome {
-        case .failure(let violation):
-            return .failure(violation)
-        case .success:
-            navigation.sessions[appID] = session
-            updateBanner(after: request, appID: appID, session: session)
+    }
+
+    /// The checks before any navigation request, in this order: NO_PHONE,
+    /// UNKNOWN_APP, ENTITLEMENT_REFUSED, NOT_ALLOWED_FOR_CATEGORY (a
+    /// navigation app), NOT_CONNECTED (its main scene).
+    func navigationApp(_ appID: String, from peer: PeerID) -> Result<AppState, RuleViolation> {
+        guard peer == phonePeer, let app = templates.apps[appID] else {
+            return .failure(RuleViolation(
+                phonePeer == nil ? .noPhone : .unknownApp,
+                phonePeer == nil ? "announce apps before using them" : "app '\(appID)' was not announced by this phone"))
+        }
+        guard let category = app.category else {
+            return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
+        }
+        guard category == .navigation else {
+            return .failure(RuleViolation(.notAllowedForCategory, "navigation requests are for navigation apps, not \(category)"))
+        }
+        guard app.scenes[.main] != nil else {
+            return .failure(RuleViolation(.notConnected, "the main scene of '\(appID)' is not connected"))
+        }
+        return .success(app)
+    }
+
+    mutating func showTripPreviews(_ previews: HUTripPreviews, appID: String) -> Result<HUResult, RuleViolation> {
+        if let violation = requireMapRoot(appID) ?? NavigationRules.check(previews: previews) { return .failure(violation) }
+        let trip = previews.trips.first { $0.id == previews.selectedTripID } ?? previews.trips[0]
+        navigation.previews = NavigationCenter.Previews(
+            appID: appID, previews: previews, previewedTripID: trip.id, previewedRouteChoiceID: trip.routeChoices[0].id)
+        return .ok
+    }
+
+    /// `change` to the app's guidance session (`NavigationSession` holds
+    /// its rules): stored when it succeeds, and the app's banner follows.
+    /// `started`: it started guidance (`guidanceStarted`).
+    mutating func guide(
+        _ request: HUNavigationRequest, appID: String, started: Bool = false,
+        _ change: (inout NavigationSession) -> Result<Void, RuleViolation>
+    ) -> Result<HUResult, RuleViolation> {
+        var session = navigation.sessions[appID] ?? NavigationSession()
+        if case .failure(let violation) = change(&session) { return .failure(violation) }
+        if started { guidanceStarted(appID) }
+        navigation.sessions[appID] = session
+        updateBanner(after: request, appID: appID, session: session)
+        return .ok
+    }
+
+    mutating func startGuidance(_ start: HUStartNavigation, request: HUNavigationRequest, appID: String) -> Result<HUResult, RuleViolation> {
+        if let violation = requireMapRoot(appID) { return .failure(violation) }
+        if navigation.nativeNavigationActive {
+            return .failure(RuleViolation(.nativeNavigationActive, "the car's own navigation is guiding; the app may not start guidance now"))
+        }
+        return guide(request, appID: appID, started: true) { $0.start(trip: start.trip, routeChoiceID: start.routeChoiceID) }
+    }
+
+    /// `appID` started guidance: one app guides at a time.
+    mutating func guidanceStarted(_ appID: String) {
+        // Another app's guidance is cancelled by the car.
+        if navigation.guidanceAppID != appID, navigation.guidance?.isRunning == true {
+            cancelGuidance(reason: .otherApp, detail: "'\(appID)' started guidance")
+        }
+        navigation.sessionCount += 1
+        navigation.guidanceAppID = appID
+        // Starting guidance hides the app's previews.
+        if navigation.previews?.appID == appID { navigation.previews = nil }
+    }
+
+    mutating func showPanning(_ app: AppState, appID: String) -> Result<HUResult, RuleViolation> {
+        guard case .map(let map)? = app.scenes[.main]?.stack.first?.kind else {
+            return .failure(RuleViolation(.noMapTemplate, "panning needs a map template as the root of the main scene"))
+        }
+        guard map.panningSupported else {
+            return .failure(RuleViolation(.invalidPosition, "the map template does not support panning (panning_supported)"))
+        }
+        if navigation.panningAppID != appID {
+            navigation.panningAppID = appID
+            sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.began = true }))
+        }
+        return .ok
+    }
+
+    mutating func dismissPanning(_ appID: String) -> Result<HUResult, RuleViolation> {
+        guard navigation.panningAppID == appID else {
+            return .failure(RuleViolation(.invalidPosition, "the map of '\(appID)' is not in panning mode"))
+        }
+        navigation.panningAppID = ""
+        sendNavigationEvent(appID, .main, .panning(HUPanEvent.with { $0.ended = true }))
+        return .ok
+    }
+
+    mutating func startPrompt(_ prompt: HUAudioPrompt, appID: String) -> Result<HUResult, RuleViolation> {
+        switch audio.startPrompt(appID: appID, durationMilliseconds: prompt.durationMs) {
+        case .failure(let violation): return .failure(violation)
+        case .success(let serial):
+            effects.append(.startTimer(.navigationPrompt(serial: serial), milliseconds: UInt64(prompt.durationMs)))
             return .ok
         }
+    }
+
+    mutating func setVoiceSession(_ voice: HUVoiceSession, appID: String) -> Result<HUResult, RuleViolation> {
+        // Shown, not only presented: a hidden app's voice session would
+        // silence every navigation prompt while the driver sees another app (19.8).
+        if voice.active, voiceControlShown() != appID {
+            return .failure(
+                RuleViolation(
+                    .invalidPosition,
+                    "the voice-control template of '\(appID)' must be shown (presented on its main scene while that scene is on the main screen) before starting a voice session"))
+        }
+        audio.setVoiceSession(appID: appID, active: voice.active)
+        announcePromptStyle()
+        return .ok
     }
 
     // MARK: - banners (PROTOCOL.md 19.9)
@@ -172,7 +202,7 @@ extension Car {
 
     /// Whether the app's main scene is what the main screen shows (no banner then).
     func isOnMainScreen(_ appID: String) -> Bool {
-        screenOwners[.main] == SceneRef(appID: appID, kind: .main)
+        templates.screenOwners[.main] == SceneRef(appID: appID, kind: .main)
     }
 
     mutating func applyBanner(_ changes: [NavigationBanner.TimerChange]) {
@@ -204,7 +234,7 @@ extension Car {
 
     /// Previews, guidance and panning draw on the app's map: its main scene's root must be one.
     func requireMapRoot(_ appID: String) -> RuleViolation? {
-        guard case .map? = apps[appID]?.scenes[.main]?.stack.first?.kind else {
+        guard case .map? = templates.apps[appID]?.scenes[.main]?.stack.first?.kind else {
             return RuleViolation(.noMapTemplate, "set a map template as the root of the main scene first")
         }
         return nil
@@ -213,7 +243,7 @@ extension Car {
     mutating func sendNavigationEvent(_ appID: String, _ kind: HUSceneKind, _ body: HUNavigationEvent.OneOf_Kind) {
         var event = HUNavigationEvent()
         event.appID = appID
-        event.sceneID = apps[appID]?.scenes[kind]?.id ?? 0
+        event.sceneID = templates.apps[appID]?.scenes[kind]?.id ?? 0
         event.kind = body
         sendToPhone(.navigationEvent(event))
     }
@@ -270,8 +300,8 @@ extension Car {
     mutating func handleNavigationInput(_ input: HUNavigationInput) -> Result<HUResult, RuleViolation> {
         // A phone that is reconnecting still carries its apps: what they are sent waits for it.
         guard phoneLink.carriesApps else { return .failure(RuleViolation(.noPhone, "no phone is connected")) }
-        let appID = input.appID.isEmpty ? (screenOwners[.main]?.appID ?? "") : input.appID
-        guard let app = apps[appID], !app.scenes.isEmpty else {
+        let appID = input.appID.isEmpty ? (templates.screenOwners[.main]?.appID ?? "") : input.appID
+        guard let app = templates.apps[appID], !app.scenes.isEmpty else {
             return .failure(RuleViolation(.notConnected, appID.isEmpty ? "the main screen shows no app" : "'\(appID)' has no connected scene"))
         }
         switch input.kind {
@@ -346,7 +376,7 @@ extension Car {
     // MARK: - the cluster
 
     mutating func handleClusterInput(_ input: HUClusterInput) -> Result<HUResult, RuleViolation> {
-        guard let owner = screenOwners[.instrumentCluster], apps[owner.appID]?.scenes[.instrumentCluster] != nil else {
+        guard let owner = templates.screenOwners[.instrumentCluster], templates.apps[owner.appID]?.scenes[.instrumentCluster] != nil else {
             return .failure(RuleViolation(.notConnected, "no navigation app's instrument-cluster scene is connected"))
         }
         switch input.kind {
@@ -395,7 +425,7 @@ extension Car {
         let style = audio.promptStyle
         guard style != navigation.announcedPromptStyle else { return }
         navigation.announcedPromptStyle = style
-        for appID in appOrder where apps[appID]?.category == .navigation && apps[appID]?.scenes[.main] != nil {
+        for appID in templates.appOrder where templates.apps[appID]?.category == .navigation && templates.apps[appID]?.scenes[.main] != nil {
             sendNavigationEvent(appID, .main, .promptStyle(style))
         }
     }
@@ -423,13 +453,13 @@ extension Car {
 
     /// Everything the metadata state is built from.
     func metadataInputs() -> MetadataInputs {
-        let app = apps[nowPlayingAppID]
+        let app = templates.apps[templates.nowPlayingAppID]
         return MetadataInputs(
-            navigation: $navigation, nowPlayingAppID: nowPlayingAppID,
+            navigation: $navigation, nowPlayingAppID: templates.nowPlayingAppID,
             nowPlaying: app?.nowPlayingSet == true ? app?.nowPlaying : nil,
             contentStyle: vehicleState.contentStyle,
-            clusterOwnerAppID: screenOwners[.instrumentCluster]?.appID, dashboardOwnerAppID: screenOwners[.dashboard]?.appID,
-            audio: $audio, microphone: audioStreams.microphoneUse, phoneLink: phoneLink.wire, deviceName: deviceName)
+            clusterOwnerAppID: templates.screenOwners[.instrumentCluster]?.appID, dashboardOwnerAppID: templates.screenOwners[.dashboard]?.appID,
+            audio: $audio, microphone: audioStreams.microphoneUse, phoneLink: phoneLink.wire, deviceName: templates.deviceName)
     }
 
     /// The metadata state from its inputs alone (nothing else of the car is
@@ -549,13 +579,13 @@ extension Car {
     func metadataInputsIdentical() -> Bool {
         guard metadataBuiltFrom.built, metadataBuiltFrom.navigation.isIdentical(to: $navigation),
             metadataBuiltFrom.audio.isIdentical(to: $audio), metadataBuiltFrom.microphone == audioStreams.microphoneUse,
-            metadataBuiltFrom.nowPlayingAppID == nowPlayingAppID,
+            metadataBuiltFrom.nowPlayingAppID == templates.nowPlayingAppID,
             metadataBuiltFrom.contentStyle == vehicleState.contentStyle, metadataBuiltFrom.phoneLink == phoneLink.wire,
-            metadataBuiltFrom.deviceName == deviceName,
-            metadataBuiltFrom.clusterOwnerAppID == screenOwners[.instrumentCluster]?.appID,
-            metadataBuiltFrom.dashboardOwnerAppID == screenOwners[.dashboard]?.appID
+            metadataBuiltFrom.deviceName == templates.deviceName,
+            metadataBuiltFrom.clusterOwnerAppID == templates.screenOwners[.instrumentCluster]?.appID,
+            metadataBuiltFrom.dashboardOwnerAppID == templates.screenOwners[.dashboard]?.appID
         else { return false }
-        guard let app = apps[nowPlayingAppID], app.nowPlayingSet else { return metadataBuiltFrom.nowPlaying == nil }
+        guard let app = templates.apps[templates.nowPlayingAppID], app.nowPlayingSet else { return metadataBuiltFrom.nowPlaying == nil }
         return metadataBuiltFrom.nowPlaying == app.nowPlaying
     }
 }

@@ -9,7 +9,7 @@ extension Car {
 
     mutating func announceApps(_ announce: HUAnnounceApps, from peer: PeerID) -> Result<HUResult, RuleViolation> {
         if let phonePeer, phonePeer != peer {
-            return .failure(RuleViolation(.phoneAlreadyConnected, "another phone ('\(deviceName)') is connected"))
+            return .failure(RuleViolation(.phoneAlreadyConnected, "another phone ('\(templates.deviceName)') is connected"))
         }
         if phoneLink.isReconnecting {
             // A phone that announces afresh (one that lost its token, or another
@@ -17,9 +17,9 @@ extension Car {
             endPhoneApps()
         }
         let newApps = announce.apps.count
-        guard appOrder.count + newApps <= configuration.maxApps else {
+        guard templates.appOrder.count + newApps <= configuration.maxApps else {
             var violation = RuleViolation(
-                .limitExceeded, "\(appOrder.count) apps announced already and \(newApps) more is over the car's maximum of \(configuration.maxApps); nothing was announced")
+                .limitExceeded, "\(templates.appOrder.count) apps announced already and \(newApps) more is over the car's maximum of \(configuration.maxApps); nothing was announced")
             violation.limit = "announce.apps"
             violation.limitValue = UInt32(configuration.maxApps)
             return .failure(violation)
@@ -30,7 +30,7 @@ extension Car {
         if phonePeer != peer {
             phoneLink.carry(peer: peer, token: peers[peer]?.resumptionToken ?? "", deviceID: peers[peer]?.device?.deviceID)
         }
-        deviceName = announce.deviceName.isEmpty ? (peers[peer]?.name ?? "") : announce.deviceName
+        templates.deviceName = announce.deviceName.isEmpty ? (peers[peer]?.name ?? "") : announce.deviceName
         var decisions = HUAppDecisions()
         var seen = Set<String>()
         for info in announce.apps {
@@ -42,7 +42,7 @@ extension Car {
                 decision.reason = "app_id is empty"
                 continue
             }
-            if apps[info.appID] != nil || !seen.insert(info.appID).inserted {
+            if templates.apps[info.appID] != nil || !seen.insert(info.appID).inserted {
                 decision.code = .duplicateApp
                 decision.reason = "app '\(info.appID)' is already announced"
                 continue
@@ -76,8 +76,8 @@ extension Car {
                 decision.code = refusal.code
                 decision.reason = refusal.message
             }
-            apps[info.appID] = app
-            appOrder.append(info.appID)
+            templates.apps[info.appID] = app
+            templates.appOrder.append(info.appID)
         }
         // Each accepted automaker app learns which of its protocols are served now.
         let newAutomakerApps = decisions.decisions.filter { $0.accepted && $0.category == .automaker }.map(\.appID)
@@ -129,8 +129,8 @@ extension Car {
                 if case .sceneConnected(let scene) = body { return scene.sceneID }
                 return nil
             })
-            for appID in appOrder {
-                guard let app = apps[appID], let category = app.category else { continue }
+            for appID in templates.appOrder {
+                guard let app = templates.apps[appID], let category = app.category else { continue }
                 for scene in app.scenes.values.sorted(by: { $0.id < $1.id }) where !connectedMeanwhile.contains(scene.id) {
                     resumed.scenes.append(sceneConnected(appID: appID, sceneID: scene.id, kind: scene.kind, category: category))
                 }
@@ -143,7 +143,7 @@ extension Car {
             // replay, each automaker app's as it is now, whatever the old
             // connection was told.
             owedAvailability.reset()
-            for appID in appOrder { sendAvailability(of: appID) }
+            for appID in templates.appOrder { sendAvailability(of: appID) }
             // Video frames in flight were lost: every watched stream starts again from a keyframe (section 25.5).
             var videoOutputs: [VideoRoutes.Output] = []
             video.resumed(outputs: &videoOutputs)
@@ -155,7 +155,7 @@ extension Car {
     /// (PROTOCOL.md section 16.2): a phone has announced apps, and this phone announced this app.
     func announcedApp(_ appID: String, from peer: PeerID) -> Result<AppState, RuleViolation> {
         guard let phonePeer else { return .failure(RuleViolation(.noPhone, "announce apps before using them")) }
-        guard peer == phonePeer, let app = apps[appID] else {
+        guard peer == phonePeer, let app = templates.apps[appID] else {
             return .failure(RuleViolation(.unknownApp, "app '\(appID)' was not announced by this phone"))
         }
         return .success(app)
@@ -177,19 +177,10 @@ extension Car {
             return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
         }
         for (kind, scene) in app.scenes where scene.id == sceneID { return .success((kind, category, scene)) }
-        if sceneOwner(sceneID) != nil {
+        if templates.sceneOwner(sceneID) != nil {
             return .failure(RuleViolation(.notYourScene, "scene \(sceneID) belongs to another app"))
         }
         return .failure(RuleViolation(.notConnected, "scene \(sceneID) of '\(appID)' is not connected"))
-    }
-
-    func sceneOwner(_ sceneID: UInt32) -> SceneRef? {
-        for (appID, app) in apps {
-            if let kind = app.scenes.first(where: { $0.value.id == sceneID })?.key {
-                return SceneRef(appID: appID, kind: kind)
-            }
-        }
-        return nil
     }
 
     /// `wire`: the bytes of the template the request carries, as sent (kept beside it, `SceneState.Held`).
@@ -216,7 +207,7 @@ extension Car {
         case .showNowPlaying:
             var template = HUTemplate()
             template.id = nowPlayingTemplateID
-            template.nowPlaying = apps[appID]!.nowPlaying
+            template.nowPlaying = templates.apps[appID]!.nowPlaying
             if scene.top?.id == nowPlayingTemplateID {
                 outcome = .success(SceneState.Transition())
             } else {
@@ -250,8 +241,8 @@ extension Car {
             return .failure(violation)
         case .success(let transition):
             if measuringBounds, let violation = appScenesViolation(appID, candidate: scene) { return .failure(violation) }
-            apps[appID]!.scenes[kind] = scene
-            let onScreen = screenOwners[screen(for: kind)] == SceneRef(appID: appID, kind: kind)
+            templates.apps[appID]!.scenes[kind] = scene
+            let onScreen = templates.screenOwners[screen(for: kind)] == SceneRef(appID: appID, kind: kind)
             if onScreen {
                 sendLifecycle(transition, appID: appID, scene: scene, animated: request.animated)
             }
@@ -271,8 +262,8 @@ extension Car {
     mutating func adoptNowPlaying(_ template: HUTemplate, appID: String) -> HUTemplate {
         guard case .nowPlaying(let content) = template.kind else { return template }
         if content != HUNowPlayingTemplate() {
-            apps[appID]!.nowPlaying = content
-            apps[appID]!.nowPlayingSet = true
+            templates.apps[appID]!.nowPlaying = content
+            templates.apps[appID]!.nowPlayingSet = true
             noteNowPlaying(appID, content: content)
         }
         return template
@@ -286,8 +277,8 @@ extension Car {
         if let violation = TemplateValidator.validate(probe, context: TemplateContext(category: category, placement: .push(onTopOf: .list), displayScale: scale)) {
             return .failure(violation)
         }
-        apps[appID]!.nowPlaying = content
-        apps[appID]!.nowPlayingSet = true
+        templates.apps[appID]!.nowPlaying = content
+        templates.apps[appID]!.nowPlayingSet = true
         noteNowPlaying(appID, content: content)
         return .success(SceneState.Transition())
     }
@@ -295,32 +286,32 @@ extension Car {
     /// The home screen's Now Playing button follows the app that last started playing.
     mutating func noteNowPlaying(_ appID: String, content: HUNowPlayingTemplate) {
         audio.nowPlaying(appID: appID, playing: content.playbackRate > 0, spoken: content.spokenAudio)
-        if content.playbackRate > 0 || nowPlayingAppID.isEmpty {
-            nowPlayingAppID = appID
+        if content.playbackRate > 0 || templates.nowPlayingAppID.isEmpty {
+            templates.nowPlayingAppID = appID
         }
     }
 
     mutating func completeEvent(_ complete: HUCompleteEvent, from peer: PeerID) -> Result<HUResult, RuleViolation> {
         if case .failure(let violation) = announcedApp(complete.appID, from: peer) { return .failure(violation) }
-        if timedOutEvents.contains(TimedOutEvent(id: complete.eventID, appID: complete.appID)) {
+        if templates.hasTimedOut(complete.eventID, appID: complete.appID) {
             return .failure(RuleViolation(
                 .completionTimeout, "event \(complete.eventID) timed out after \(configuration.completionTimeoutMilliseconds) ms before it was completed",
                 limit: "completion.timeout_ms", limitValue: UInt32(clamping: configuration.completionTimeoutMilliseconds)))
         }
-        guard let pending = pendingEvents[complete.eventID], pending.appID == complete.appID else {
+        guard let pending = templates.pendingEvents[complete.eventID], pending.appID == complete.appID else {
             return .failure(RuleViolation(.unknownEvent, "event \(complete.eventID) of '\(complete.appID)' is not pending (completed, timed out or never sent)"))
         }
-        if pending.isSearch, let category = apps[pending.appID]?.category {
+        if pending.isSearch, let category = templates.apps[pending.appID]?.category {
             let context = TemplateContext(category: category, placement: .root, displayScale: configuration.vehicle.mainDisplay.scale)
             if let violation = TemplateValidator.validateSearchResults(complete.searchResults, context: context) {
                 return .failure(violation)  // still pending: the app may answer again in time
             }
         }
-        pendingEvents[complete.eventID] = nil
+        templates.pendingEvents[complete.eventID] = nil
         effects.append(.cancelTimer(.completion(eventID: complete.eventID)))
-        if pending.isSearch, var scene = apps[pending.appID]?.scenes[pending.sceneKind] {
+        if pending.isSearch, var scene = templates.apps[pending.appID]?.scenes[pending.sceneKind] {
             scene.searchResults = complete.searchResults
-            apps[pending.appID]!.scenes[pending.sceneKind] = scene
+            templates.apps[pending.appID]!.scenes[pending.sceneKind] = scene
         }
         if pending.showsSpinner {
             sendSpinnerStopped(eventID: complete.eventID, pending: pending)
@@ -341,9 +332,8 @@ extension Car {
 
     /// Ends every scene of an app and whatever hung on them; only that app is touched.
     mutating func endScenes(of appID: String, reason: HUDisconnectReason, tellPhone: Bool) {
-        guard var app = apps[appID] else { return }
-        for (eventID, pending) in pendingEvents where pending.appID == appID {
-            pendingEvents[eventID] = nil
+        guard var app = templates.apps[appID] else { return }
+        for (eventID, pending) in templates.endPending(of: appID) {
             effects.append(.cancelTimer(.completion(eventID: eventID)))
             if pending.showsSpinner { sendSpinnerStopped(eventID: eventID, pending: pending) }
         }
@@ -358,12 +348,12 @@ extension Car {
                 sendToPhone(.sceneDisconnected(disconnected))
             }
             let screen = screen(for: kind)
-            if screenOwners[screen] == SceneRef(appID: appID, kind: kind) {
-                screenOwners[screen] = nil
+            if templates.screenOwners[screen] == SceneRef(appID: appID, kind: kind) {
+                templates.screenOwners[screen] = nil
             }
         }
         app.scenes = [:]
-        apps[appID] = app
+        templates.apps[appID] = app
         endAudio(of: appID, tellPhone: tellPhone)
         endNavigation(of: appID, reason: reason)
     }

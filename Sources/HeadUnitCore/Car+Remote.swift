@@ -32,8 +32,8 @@ extension Car {
         case .success(let found): appID = found
         case .failure(let violation): return answer(peer, requestID, .failure(violation))
         }
-        let content = apps[appID]!.nowPlaying
-        let duration = apps[appID]!.nowPlayingSet && !content.live && content.durationSeconds > 0 ? content.durationSeconds : nil
+        let content = templates.apps[appID]!.nowPlaying
+        let duration = templates.apps[appID]!.nowPlayingSet && !content.live && content.durationSeconds > 0 ? content.durationSeconds : nil
         switch remote.resolve(send.call, appID: appID, duration: duration) {
         case .success(let call): startRemoteCommand(call, appID: appID, button: .unspecified, requestID: requestID, from: peer)
         case .failure(let violation): answer(peer, requestID, .failure(violation))
@@ -50,7 +50,7 @@ extension Car {
         case .success(let found): appID = found
         case .failure(let violation): return answer(peer, requestID, .failure(violation))
         }
-        let playing = apps[appID]!.nowPlaying.playbackRate > 0
+        let playing = templates.apps[appID]!.nowPlaying.playbackRate > 0
         switch remote.map(press.button, appID: appID, playing: playing) {
         case .success(let call): startRemoteCommand(call, appID: appID, button: press.button, requestID: requestID, from: peer)
         case .failure(let violation): answer(peer, requestID, .failure(violation))
@@ -74,7 +74,7 @@ extension Car {
         } else {
             appID = named
         }
-        guard apps[appID] != nil else {
+        guard templates.apps[appID] != nil else {
             return .failure(RuleViolation(.unknownApp, "no app '\(appID)' is announced"))
         }
         guard phonePeer != nil else {

@@ -69,7 +69,7 @@ extension Car {
         guard let phonePeer, peer == phonePeer, isVideoStream(channel) else {
             // A frame in flight when its scene ended (one of the last 256 scenes) is dropped without a word;
             // a scene still connected (not a navigation app's) is refused: the app sends video it may not.
-            let recent = channel != 0 && channel < nextSceneID && nextSceneID - channel <= Self.recentScenes
+            let recent = channel != 0 && channel < templates.nextSceneID && templates.nextSceneID - channel <= Self.recentScenes
             if peer == phonePeer, recent, !isConnectedScene(channel) { return [] }
             effects.append(.refuseData(peer, .unknownVideoStream, "channel \(channel) is not a connected navigation scene of this phone; VIDEO frame dropped"))
             return takeEffects()
@@ -106,7 +106,7 @@ extension Car {
     func isVideoStream(_ channel: UInt32) -> Bool {
         // Usually a shown one: three lookups.
         for screen in VideoRoutes.screens where video.channel(shownOn: screen) == channel { return true }
-        for app in apps.values where app.category == .navigation {
+        for app in templates.apps.values where app.category == .navigation {
             if app.scenes.values.contains(where: { $0.id == channel }) { return true }
         }
         return false
@@ -114,14 +114,14 @@ extension Car {
 
     /// Whether `channel` is a connected scene of any app (only on a refusal's path).
     func isConnectedScene(_ channel: UInt32) -> Bool {
-        apps.values.contains { app in app.scenes.values.contains { $0.id == channel } }
+        templates.apps.values.contains { app in app.scenes.values.contains { $0.id == channel } }
     }
 
     /// The navigation scene each screen shows now.
     func shownVideo() -> [HUScreen: UInt32] {
         var shown: [HUScreen: UInt32] = [:]
-        for (screen, ref) in screenOwners {
-            guard let app = apps[ref.appID], app.category == .navigation, let scene = app.scenes[ref.kind] else { continue }
+        for (screen, ref) in templates.screenOwners {
+            guard let app = templates.apps[ref.appID], app.category == .navigation, let scene = app.scenes[ref.kind] else { continue }
             shown[screen] = scene.id
         }
         return shown
@@ -138,7 +138,7 @@ extension Car {
     func videoStreams(for peer: PeerID) -> HUVideoStreams {
         var message = HUVideoStreams()
         for screen in video.watched(by: peer) {
-            guard let channel = video.channel(shownOn: screen), let ref = screenOwners[screen], let app = apps[ref.appID],
+            guard let channel = video.channel(shownOn: screen), let ref = templates.screenOwners[screen], let app = templates.apps[ref.appID],
                 let scene = app.scenes[ref.kind], scene.id == channel
             else { continue }
             var stream = HUVideoStream()

@@ -6,37 +6,22 @@ import HeadUnitWire
 ///
 /// One phone at a time carries the apps; any number of HMI peers watch the
 /// screens and send input (the car's screen renderer, a debugging `watch`).
+///
+/// The car composes one value per concern (the peers, the phone link, the
+/// template session, navigation, audio, calls...) instead of holding each
+/// fact itself: at most 18 stored properties (`TemplateSessionTests`).
 public struct Car: Sendable {
     @CopyOnWrite public private(set) var configuration: CarConfiguration
     public internal(set) var vehicleState: HUVehicleState
 
-    var peers: [PeerID: PeerInfo] = [:]
-    /// HMI peers in join order.
-    var hmiPeers: [PeerID] = []
-    /// The phone whose apps are announced (connected, or lost and resumable), and its device name.
+    /// The peers that completed the handshake; the HMIs among them in join order.
+    var peers = PeerTable()
+    /// The phone whose apps are announced (connected, or lost and resumable).
     @CopyOnWrite var phoneLink = PhoneLink()
     var phonePeer: PeerID? { phoneLink.peer }
-    var deviceName = ""
-    /// Apps in announce order (the home screen's order).
-    var appOrder: [String] = []
-    var apps: [String: AppState] = [:]
-    /// Which app scene each screen shows; absent: the home screen.
-    var screenOwners: SmallMap<HUScreen, SceneRef> = [:]
-    /// What each screen last showed the HMI, for diffs.
-    var rendered: SmallMap<HUScreen, HURenderedScreen> = [:]
-    var screenSequence: SmallMap<HUScreen, UInt64> = [:]
-    var lastHomeScreen: HUHomeScreen?
-    /// What the last home screen built came from (`HomeInputs`), and the
-    /// refs of its images: equal inputs give an equal home screen, so a
-    /// publish need not build it again.
-    var lastHomeInputs: (inputs: HomeInputs, refs: [String])?
-    var nowPlayingAppID = ""
-    var pendingEvents: [UInt64: PendingEvent] = [:]
-    /// Recently timed-out events (bounded), so a late completion is told so.
-    var timedOutEvents: [TimedOutEvent] = []
-    static let timedOutMemory = 64
-    var nextEventID: UInt64 = 1
-    var nextSceneID: UInt32 = 1
+    /// The phone's apps, their scenes and stacks, the screens, the events
+    /// waiting for an app, the home screen and the HMIs' images (Session/TemplateSession).
+    var templates = TemplateSession()
     /// External Accessory protocols served and the sessions on them.
     @CopyOnWrite var accessories: AccessoryHub
     /// The accessory availability the phone's automaker apps are owed: state, sent when the phone takes writes (18.2).
@@ -54,48 +39,16 @@ public struct Car: Sendable {
     @CopyOnWrite public internal(set) var audioStreams: AudioStreams
     /// Who hears the car's mixed output (section 24.7).
     @CopyOnWrite public internal(set) var audioTap: AudioTap
-    /// After a restore: the audio streams the previous process had open, to be
-    /// closed towards the phone (RESTARTED) once its connection is back (section 22).
-    var audioClosedByRestart: [HUAudioStreamClosed] = []
     /// The car's audio output as the mixer last reported it (section 24.5),
     /// set by the server; shown in `GetStatus`. Nil until audio first played.
     public var audioOutput: HUAudioOutputStatus?
-    /// The images the HMIs' state shows, each sent to an HMI once (section 12.6).
-    @CopyOnWrite public internal(set) var hmiImages = HMIImages()
     /// Who watches which screen's base-view video (Video/, section 25).
     @CopyOnWrite public internal(set) var video: VideoRoutes
     /// The phone's calls and the actions waiting for the app (Calls/, section 26).
     @CopyOnWrite public internal(set) var calls: CallSession
 
-    struct TimedOutEvent: Equatable, Sendable {
-        var id: UInt64
-        var appID: String
-    }
-
-    struct SceneRef: Hashable, Sendable {
-        var appID: String
-        var kind: HUSceneKind
-    }
-
-    /// An event the car waits for the app to complete.
-    struct PendingEvent: Sendable {
-        var appID: String
-        var sceneKind: HUSceneKind
-        var templateID: String
-        var itemID: String
-        /// Selections show a spinner on the HMI until completed.
-        var showsSpinner: Bool
-        var isSearch: Bool
-
-        /// The spinner as the HMI sees it.
-        func selection(_ eventID: UInt64) -> HUPendingSelection {
-            var selection = HUPendingSelection()
-            selection.eventID = eventID
-            selection.templateID = templateID
-            selection.itemID = itemID
-            return selection
-        }
-    }
+    typealias SceneRef = TemplateSession.SceneRef
+    typealias PendingEvent = TemplateSession.PendingEvent
 
     public init(configuration: CarConfiguration) {
         self.configuration = configuration
@@ -115,15 +68,14 @@ public struct Car: Sendable {
 
     /// A peer completed the handshake (role already checked against transport).
     public mutating func peerJoined(_ peer: PeerID, info: PeerInfo) -> [CarEffect] {
-        peers[peer] = info
+        peers.join(peer, info)
         if info.role == .phone, configuration.announceTimeoutMilliseconds > 0 {
             effects.append(.startTimer(.announce(peer: peer), milliseconds: configuration.announceTimeoutMilliseconds))
         }
         if info.role == .hmi {
-            hmiPeers.append(peer)
             // The latest state, shared with HMIs catching up (images first, section 12.6).
             var streams: [HMIStream] = [.home, .screen(.main)]
-            for screen in [HUScreen.dashboard, .instrumentCluster] where screenOwners[screen] != nil {
+            for screen in [HUScreen.dashboard, .instrumentCluster] where templates.screenOwners[screen] != nil {
                 streams.append(.screen(screen))
             }
             effects.append(.hmiJoined(peer, streams))
@@ -159,78 +111,75 @@ public struct Car: Sendable {
         // A push's answer, four lifecycle events and the HMIs' screen: one
         // allocation, not the four an array growing from empty makes.
         effects.reserveCapacity(8)
-        // Accessory-session traffic, watching video and audio streams change
-        // no screen: no re-render after them. (One binding: each copies the body.)
-        if let body {
-            if receiveAccessoryMessage(body, requestID: request, from: peer)
-                || receiveVideoMessage(body, requestID: request, from: peer, now: nowMilliseconds)
-            {
-                return takeEffects()
-            }
-            if receiveAudioMessage(body, requestID: request, from: peer) {
-                // A VOICE stream opened or closed can start or stop the
-                // microphone (24.6): settled after this request's answer, as
-                // after every request (issue 48: it waited for the next one).
-                settleAudio()
-                return takeEffects()
-            }
+        if let body, receiveStreamMessage(body, requestID: request, from: peer, now: nowMilliseconds) {
+            return takeEffects()
         }
+        dispatch(body, requestID: request, from: peer, role: info.role, now: nowMilliseconds, template: template, scope: scope)
+        if let undo, answeredOK(peer, request), let violation = composedViolation(scope, appID: Self.scenesApp(of: body)) {
+            self = undo  // its effects too: the answer and events of what did not happen
+            answer(peer, request, .failure(violation))
+        }
+        settlePhoneLink()
+        settleAudio()
+        if publishingScreens { publishScreens() }
+        return takeEffects()
+    }
+
+    /// Accessory-session traffic, watching video and audio streams: true
+    /// when `body` was one of these. They change no screen: no re-render after them.
+    mutating func receiveStreamMessage(_ body: HUEnvelope.OneOf_Body, requestID: UInt32, from peer: PeerID, now: UInt64) -> Bool {
+        if receiveAccessoryMessage(body, requestID: requestID, from: peer)
+            || receiveVideoMessage(body, requestID: requestID, from: peer, now: now)
+        {
+            return true
+        }
+        guard receiveAudioMessage(body, requestID: requestID, from: peer) else { return false }
+        // A VOICE stream opened or closed can start or stop the microphone
+        // (24.6): settled after this request's answer, as after every
+        // request (issue 48: it waited for the next one).
+        settleAudio()
+        return true
+    }
+
+    /// Every other request to its one handler (the stream messages went to `receiveStreamMessage`).
+    mutating func dispatch(
+        _ body: HUEnvelope.OneOf_Body?, requestID request: UInt32, from peer: PeerID, role: HURole, now: UInt64,
+        template: WireTemplate?, scope: ComposedScope
+    ) {
         switch body {
-        case .announceApps(let announce):
-            answer(peer, request, announceApps(announce, from: peer))
+        // The phone's apps and their templates (Car+Phone).
+        case .announceApps(let announce): answer(peer, request, announceApps(announce, from: peer))
         case .templateRequest(let templateRequest):
             let measured = Self.measuredBeforeStored(body, scope: scope)
-            switch handleTemplateRequest(templateRequest, from: peer, now: nowMilliseconds, wire: template, measuringBounds: measured) {
-            case .success(let shown): effects.append(.sendEncodedAnswer(peer, requestID: request, shown.envelope(requestID: request)))
-            case .failure(let violation): answer(peer, request, .failure(violation))
-            }
-        case .completeEvent(let complete):
-            answer(peer, request, completeEvent(complete, from: peer))
-        case .appClosed(let closed):
-            answer(peer, request, appClosed(closed.appID, from: peer))
-        case .resumeSession(let resume):
-            resumeSession(resume, requestID: request, from: peer)
-        case .launchApp(let launch):
-            answer(peer, request, launchApp(launch))
-        case .hmiInput(let input):
-            answer(peer, request, handleInput(input))
-        case .setVehicleState(let set):
-            answer(peer, request, setVehicleState(set.state))
-        case .closeApp(let close):
-            answer(peer, request, closeApp(close.appID))
-        case .getImage(let get):
-            answer(peer, request, getImage(get))
-        case .getStatus:
-            var result = HUResult()
-            result.status = status()
-            emit(peer, body: .result(result), requestID: request)
-        case .navigationRequest(let navigationRequest):
-            answer(peer, request, handleNavigationRequest(navigationRequest, from: peer))
-        case .navigationInput(let input):
-            answer(peer, request, handleNavigationInput(input))
-        case .clusterInput(let input):
-            answer(peer, request, handleClusterInput(input))
-        case .subscribeMetadata:
-            answer(peer, request, subscribeMetadata(peer))
-        case .remoteCommands(let declare):
-            answer(peer, request, declareRemoteCommands(declare, from: peer))
-        case .sendRemoteCommand(let send):
-            sendRemoteCommand(send, requestID: request, from: peer)
-        case .carButton(let press):
-            carButtonPressed(press, requestID: request, from: peer)
-        case .remoteCommandAnswer(let remoteAnswer):
-            answer(peer, request, remoteCommandAnswered(remoteAnswer, from: peer))
-        case .callReport(let report):
-            answer(peer, request, callReported(report, from: peer))
-        case .callRequest(let callRequest):
-            callRequested(callRequest, requestID: request, from: peer)
-        case .callActionAnswer(let actionAnswer):
-            answer(peer, request, callActionAnswered(actionAnswer, from: peer))
-        case .callInput(let input):
-            callInput(input, requestID: request, from: peer)
+            receiveTemplateRequest(templateRequest, requestID: request, from: peer, now: now, wire: template, measuringBounds: measured)
+        case .completeEvent(let complete): answer(peer, request, completeEvent(complete, from: peer))
+        case .appClosed(let closed): answer(peer, request, appClosed(closed.appID, from: peer))
+        case .resumeSession(let resume): resumeSession(resume, requestID: request, from: peer)
+        // The HMI (Car+HMI).
+        case .launchApp(let launch): answer(peer, request, launchApp(launch))
+        case .hmiInput(let input): answer(peer, request, handleInput(input))
+        case .setVehicleState(let set): answer(peer, request, setVehicleState(set.state))
+        case .closeApp(let close): answer(peer, request, closeApp(close.appID))
+        case .getImage(let get): answer(peer, request, getImage(get))
+        case .getStatus: answer(peer, request, .success(statusResult()))
+        // Navigation, the cluster and the metadata stream (Car+Navigation).
+        case .navigationRequest(let navigationRequest): answer(peer, request, handleNavigationRequest(navigationRequest, from: peer))
+        case .navigationInput(let input): answer(peer, request, handleNavigationInput(input))
+        case .clusterInput(let input): answer(peer, request, handleClusterInput(input))
+        case .subscribeMetadata: answer(peer, request, subscribeMetadata(peer))
+        // Remote commands (Car+Remote).
+        case .remoteCommands(let declare): answer(peer, request, declareRemoteCommands(declare, from: peer))
+        case .sendRemoteCommand(let send): sendRemoteCommand(send, requestID: request, from: peer)
+        case .carButton(let press): carButtonPressed(press, requestID: request, from: peer)
+        case .remoteCommandAnswer(let remoteAnswer): answer(peer, request, remoteCommandAnswered(remoteAnswer, from: peer))
+        // Calls (Car+Calls).
+        case .callReport(let report): answer(peer, request, callReported(report, from: peer))
+        case .callRequest(let callRequest): callRequested(callRequest, requestID: request, from: peer)
+        case .callActionAnswer(let actionAnswer): answer(peer, request, callActionAnswered(actionAnswer, from: peer))
+        case .callInput(let input): callInput(input, requestID: request, from: peer)
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe,
             .openAudioStream, .closeAudioStream, .audioCredit, .watchAudio:
-            break  // handled above
+            break  // handled by `receiveStreamMessage`
         case .startPairing, .listPairedDevices, .removePairedDevice, .pair, .pairStart, .authenticate:
             // Pairing needs keys, randomness and files: the server's PairingRegistry
             // answers these before the Car (CarHost); a bare Car has no registry.
@@ -240,16 +189,18 @@ public struct Car: Sendable {
             .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, .videoStreams,
             .audioStreamClosed, .microphoneStarted, .callActionEvent, .callActionTimedOut, nil:
             // The connection layer filters these by role; reaching here is a bug there.
-            answer(peer, request, .failure(RuleViolation(.notForRole, "\(info.role) may not send this message")))
+            answer(peer, request, .failure(RuleViolation(.notForRole, "\(role) may not send this message")))
         }
-        if let undo, answeredOK(peer, request), let violation = composedViolation(scope, appID: Self.scenesApp(of: body)) {
-            self = undo  // its effects too: the answer and events of what did not happen
-            answer(peer, request, .failure(violation))
+    }
+
+    /// A template request: the shown template's answer (`TemplateShownAnswer`, encoded by the car), or its refusal.
+    mutating func receiveTemplateRequest(
+        _ request: HUTemplateRequest, requestID: UInt32, from peer: PeerID, now: UInt64, wire: WireTemplate?, measuringBounds: Bool
+    ) {
+        switch handleTemplateRequest(request, from: peer, now: now, wire: wire, measuringBounds: measuringBounds) {
+        case .success(let shown): effects.append(.sendEncodedAnswer(peer, requestID: requestID, shown.envelope(requestID: requestID)))
+        case .failure(let violation): answer(peer, requestID, .failure(violation))
         }
-        settlePhoneLink()
-        settleAudio()
-        if publishingScreens { publishScreens() }
-        return takeEffects()
     }
 
     /// What changed on the HMIs' screens since they were last published.
@@ -261,11 +212,10 @@ public struct Car: Sendable {
     /// The peer's connection is gone (closed, timed out or cut off); how it
     /// went decides whether a phone may resume (PROTOCOL.md section 21).
     public mutating func peerLeft(_ peer: PeerID, departure: PeerDeparture = .lost) -> [CarEffect] {
-        guard let info = peers.removeValue(forKey: peer) else { return [] }
+        guard let info = peers.leave(peer) else { return [] }
         if info.role == .phone, configuration.announceTimeoutMilliseconds > 0 {
             effects.append(.cancelTimer(.announce(peer: peer)))
         }
-        hmiPeers.removeAll { $0 == peer }
         remote.askerLeft(peer)
         calls.askerLeft(peer)
         var outputs: [AccessoryHub.Output] = []
@@ -280,12 +230,12 @@ public struct Car: Sendable {
             // Byte streams cannot resume without loss: the phone's accessory
             // sessions end now. A phone that may resume is told in its
             // backlog; one gone for good is not told (it has no connection).
-            for appID in appOrder {
+            for appID in templates.appOrder {
                 accessories.appEnded(appID, reason: .phoneGone, tellPhone: graceSerial != nil, outputs: &outputs)
             }
             if let graceSerial {
                 // A command cannot wait out a reconnection: its HMI hears now.
-                endRemoteCommands(of: appOrder, forget: false, why: "lost its phone's connection")
+                endRemoteCommands(of: templates.appOrder, forget: false, why: "lost its phone's connection")
                 // The calls go on (the phone's network carries them); actions waiting end.
                 callsLostLink()
                 effects.append(.startTimer(.resumeGrace(serial: graceSerial), milliseconds: configuration.resumeGraceMilliseconds))
@@ -304,21 +254,18 @@ public struct Car: Sendable {
     /// Everything of the phone ends: scenes, pending events, icons (the phone is not told: it is gone).
     mutating func endPhoneApps() {
         var outputs: [AccessoryHub.Output] = []
-        for appID in appOrder {
+        for appID in templates.appOrder {
             accessories.appEnded(appID, reason: .phoneGone, tellPhone: false, outputs: &outputs)
         }
         phoneLink.end()
         owedAvailability.reset()
         perform(outputs)
-        endRemoteCommands(of: appOrder, forget: true, why: "went away with its phone")
-        endCalls(of: appOrder, reason: .phoneGone)
-        for appID in appOrder {
+        endRemoteCommands(of: templates.appOrder, forget: true, why: "went away with its phone")
+        endCalls(of: templates.appOrder, reason: .phoneGone)
+        for appID in templates.appOrder {
             endScenes(of: appID, reason: .phoneGone, tellPhone: false)
         }
-        apps = [:]
-        appOrder = []
-        deviceName = ""
-        nowPlayingAppID = ""
+        templates.forgetApps()
     }
 
     /// A phone away whose backlog overflowed cannot resume without loss: its apps end now.
@@ -331,13 +278,11 @@ public struct Car: Sendable {
     public mutating func timerFired(_ timer: CarTimer, nowMilliseconds: UInt64) -> [CarEffect] {
         switch timer {
         case .completion(let eventID):
-            guard let pending = pendingEvents.removeValue(forKey: eventID) else { return [] }
-            timedOutEvents.append(TimedOutEvent(id: eventID, appID: pending.appID))
-            if timedOutEvents.count > Self.timedOutMemory { timedOutEvents.removeFirst() }
+            guard let pending = templates.timeOut(eventID) else { return [] }
             // The app never answered: stop the spinner so the screen is not wedged, and tell the app.
             var event = HUAppEvent()
             event.appID = pending.appID
-            event.sceneID = apps[pending.appID]?.scenes[pending.sceneKind]?.id ?? 0
+            event.sceneID = templates.apps[pending.appID]?.scenes[pending.sceneKind]?.id ?? 0
             event.templateID = pending.templateID
             var timedOut = HUEventTimedOut()
             timedOut.timedOutEventID = eventID
@@ -390,30 +335,37 @@ public struct Car: Sendable {
         var audioOutputs: [AudioStreams.Output] = []
         audioStreams.endAll(reason: .shuttingDown, tell: phonePeer != nil, outputs: &audioOutputs)
         performAudio(audioOutputs, from: nil)
-        for appID in appOrder {
+        for appID in templates.appOrder {
             endScenes(of: appID, reason: .shuttingDown, tellPhone: true)
         }
-        for peer in peers.keys.sorted() {
+        for peer in peers.ids {
             effects.append(.close(peer, .shuttingDown, reason))
         }
-        peers = [:]
-        hmiPeers = []
+        peers = PeerTable()
         phoneLink.end()
-        apps = [:]
-        appOrder = []
+        templates.apps = [:]
+        templates.appOrder = []
         return takeEffects()
     }
 
     /// Phones, announced apps and connected scenes: cheap enough to check after every input.
     public var counts: (phones: UInt32, apps: UInt32, scenes: UInt32) {
-        (phonePeer == nil ? 0 : 1, UInt32(appOrder.count), UInt32(apps.values.reduce(0) { $0 + $1.scenes.count }))
+        let held = templates.counts
+        return (phonePeer == nil ? 0 : 1, held.apps, held.scenes)
+    }
+
+    /// `GetStatus`'s answer.
+    func statusResult() -> HUResult {
+        var result = HUResult()
+        result.status = status()
+        return result
     }
 
     public func status() -> HUStatus {
         var status = HUStatus()
         (status.phones, status.apps, status.scenes) = counts
         status.peers = UInt32(peers.count)
-        status.peer = peers.keys.sorted().map { id in
+        status.peer = peers.ids.map { id in
             var peer = HUPeerStatus()
             peer.connectionID = id
             peer.role = peers[id]!.role
@@ -421,7 +373,7 @@ public struct Car: Sendable {
             peer.transport = peers[id]!.transport.rawValue
             return peer
         }
-        status.app = appOrder.compactMap { apps[$0] }.map { app in
+        status.app = templates.appOrder.compactMap { templates.apps[$0] }.map { app in
             var appStatus = HUAppStatus()
             appStatus.appID = app.id
             appStatus.displayName = app.info.displayName
@@ -440,7 +392,7 @@ public struct Car: Sendable {
         status.vehicleState = vehicleState
         status.phoneLink = phoneLink.wire
         status.accessoryProtocols = accessoryStatus()
-        status.authenticatedPhones = UInt32(peers.values.filter { $0.device != nil }.count)
+        status.authenticatedPhones = UInt32(peers.all.values.filter { $0.device != nil }.count)
         if let audioOutput { status.audioOutput = audioOutput }
         return status
     }
@@ -479,7 +431,7 @@ public struct Car: Sendable {
     /// `images`: the refs `body` carries, when the caller already found them
     /// (a full screen: `HMIImages.externalize` did); else they are looked up here.
     mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body, images: [String]? = nil, renderedTop: [UInt8]? = nil) {
-        guard !hmiPeers.isEmpty else { return }
+        guard !peers.hmis.isEmpty else { return }
         var envelope = HUEnvelope()
         envelope.body = body
         effects.append(.toHMIs(stream, envelope, images: images ?? HMIImages.refs(in: envelope), renderedTop: renderedTop))
@@ -487,7 +439,7 @@ public struct Car: Sendable {
 
     /// The bytes of an image the HMIs' current state shows (section 12.6).
     public func hmiImage(_ ref: String) -> HUImageData? {
-        guard let png = hmiImages.png(ref) else { return nil }
+        guard let png = templates.hmiImages.png(ref) else { return nil }
         var data = HUImageData()
         data.ref = ref
         data.png = png
@@ -505,7 +457,12 @@ public struct Car: Sendable {
     }
 
     /// The HMI peers, in join order (for the server's fan-out).
-    public var hmiPeerIDs: [PeerID] { hmiPeers }
+    public var hmiPeerIDs: [PeerID] { peers.hmis }
+
+    /// The images the HMIs' state shows (section 12.6; the server's fan-out drops what is no longer shown).
+    public var hmiImages: HMIImages {
+        _read { yield templates.hmiImages }
+    }
 
     /// The latest state of a stream, for an HMI that fell behind: the home
     /// screen, or a `full` ScreenUpdate at the screen's current sequence.
@@ -515,22 +472,22 @@ public struct Car: Sendable {
         var envelope = HUEnvelope()
         switch stream {
         case .home:
-            if lastHomeScreen == nil {
+            if templates.lastHomeScreen == nil {
                 var home = homeScreen()
-                hmiImages.externalize(&home)
-                lastHomeScreen = home
+                templates.hmiImages.externalize(&home)
+                templates.lastHomeScreen = home
             }
-            envelope.body = .homeScreen(lastHomeScreen!)
+            envelope.body = .homeScreen(templates.lastHomeScreen!)
         case .screen(let screen):
-            if rendered[screen] == nil, screen == .main || screenOwners[screen] != nil {
+            if templates.rendered[screen] == nil, screen == .main || templates.screenOwners[screen] != nil {
                 var full = render(screen)
-                hmiImages.externalize(&full)
-                rendered[screen] = full
+                templates.hmiImages.externalize(&full)
+                templates.rendered[screen] = full
             }
-            guard let full = rendered[screen] else { return nil }
+            guard let full = templates.rendered[screen] else { return nil }
             var update = HUScreenUpdate()
             update.screen = screen
-            update.sequence = screenSequence[screen, default: 0]
+            update.sequence = templates.screenSequence[screen, default: 0]
             update.full = full
             envelope.body = .screenUpdate(update)
         }

@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// Every entitlement key the car knows (DOMAIN.md §3).
+/// Every entitlement key the car knows (Protocol/TEMPLATES.md section 1).
 public enum EntitlementKey {
     public static let audio = "com.apple.developer.carplay-audio"
     public static let playableContent = "com.apple.developer.playable-content"
@@ -27,7 +27,7 @@ extension EntitlementPolicy {
     public static let acceptAll = EntitlementPolicy(allowed: EntitlementKey.all)
 }
 
-/// The guide's display profiles (DOMAIN.md §2).
+/// The display profiles of the CarPlay developer guide (main display sizes and scales).
 public enum DisplayProfile: String, CaseIterable, Sendable {
     case minimum      // 748x456 @2x
     case standard     // 800x480 @2x

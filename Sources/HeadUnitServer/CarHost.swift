@@ -37,8 +37,8 @@ final class CarHost: @unchecked Sendable {
     /// rendered once per batch, after their answers.
     private var screensPending = false
     var timers: [CarTimer: Scheduled<Void>] = [:]
-    private var lastSummary = StatusSummary(phones: 0, apps: 0, scenes: 0)
-    var onStatusChange: ((StatusSummary) -> Void)?
+    /// The counts last reported, and to whom (systemd's STATUS=).
+    var status = StatusReport()
     /// Set once a graceful stop began: new connections are turned away.
     var stopping = false
     /// Set once the connections went to the next daemon process: nothing
@@ -49,27 +49,28 @@ final class CarHost: @unchecked Sendable {
     private var allClosedPromise: EventLoopPromise<Void>?
     private lazy var clusterHub = ClusterHub(maxPayload: Int(configuration.connection.limits.maxPayloadBytes))
     private let hmiHub = HMIHub()
-    /// Connection caps, the unauthenticated TCP set and the Unix reserve (PROTOCOL.md section 10.1).
-    private var admission: Admission
-    /// Paired phones and the pairing window (PROTOCOL.md section 20).
-    var pairing: PairingRegistry
-    /// Pairing attempts between PairStart and Pair, by connection (Pairing.swift).
-    var pendingPairings: [PeerID: PendingPairing] = [:]
-    /// PairStarts per connection (at most `PendingPairing.maxPerConnection`).
-    var pairStartsByPeer: [PeerID: Int] = [:]
+    /// Connection caps, the unauthenticated TCP set, the Unix reserve and the TCP
+    /// connections waiting for their first flight (PROTOCOL.md section 10.1; HostAdmission.swift).
+    var admission: HostAdmission
+    /// Paired phones, the pairing window, attempts in progress and the list's
+    /// way to disk (PROTOCOL.md section 20; Pairing.swift).
+    var pairing: HostPairing
     /// Decoding and mixing, off this loop (PROTOCOL.md section 24.5).
     let audioEngine: AudioEngine
     /// Output waiting unsent for a watcher past which its chunks are skipped (section 24.7).
     static let audioWatcherBufferBytes = 64 * 1024
 
-    init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
+    /// `disk`: where the paired devices are written (the server's thread pool
+    /// writing `configuration.pairingStore`); nil keeps them in memory only.
+    init(eventLoop: EventLoop, configuration: ServerConfiguration, logger: Logger, disk: (any PairedDeviceDisk)?) {
         self.eventLoop = eventLoop
         self.configuration = configuration
         self.logger = logger
         self.car = Car(configuration: configuration.car)
-        self.admission = Admission(caps: configuration.connectionCaps, access: configuration.connection.security.access)
-        self.pairing = PairingRegistry(
-            devices: configuration.pairedDevices, codeValidMilliseconds: configuration.pairingCodeValidMilliseconds)
+        self.admission = HostAdmission(counts: Admission(caps: configuration.connectionCaps, access: configuration.connection.security.access))
+        self.pairing = HostPairing(
+            registry: PairingRegistry(devices: configuration.pairedDevices, codeValidMilliseconds: configuration.pairingCodeValidMilliseconds),
+            writes: PairingWrites(disk: disk, eventLoop: eventLoop, logger: logger))
         // The engine reports back through the loop: credit and microphone samples are the Car's.
         let box = WeakHost()
         self.audioEngine = AudioEngine(
@@ -111,115 +112,25 @@ final class CarHost: @unchecked Sendable {
 
     // MARK: - Connections
 
-    /// Counts a new connection in, or returns why it must be turned away.
-    /// When it takes an unauthenticated connection's place, that one is told
-    /// Goodbye{CONNECTION_EVICTED} now.
-    func admit(_ peer: PeerID, _ who: AdmissionPeer) -> String? {
-        switch admission.admit(peer, who, now: monotonicMilliseconds()) {
-        case .admit:
-            return nil
-        case .admitEvicting(let victim, let reason):
-            noteEviction(reason)
-            connections[victim]?.closeWithGoodbye(.connectionEvicted, reason)
-            return nil
-        case .refuse(let reason):
-            return reason
-        }
-    }
-
-    /// TCP connections waiting for their first flight, by the id admission counts them under.
-    private var firstFlightChannels: [UInt64: Channel] = [:]
-    private var nextFirstFlightID: UInt64 = 1
-
-    /// A TCP connection was accepted and waits for its ClientHello: counted
-    /// among those (never refused; the oldest waiting one may be closed to
-    /// make room). Returns the id `firstFlightEnded` takes.
-    func firstFlightArriving(_ channel: Channel) -> UInt64 {
-        let id = nextFirstFlightID
-        nextFirstFlightID += 1
-        if case .waitClosing(let older) = admission.firstFlightArriving(id, address: AdmissionSource.key(channel.remoteAddress)),
-            let closing = firstFlightChannels.removeValue(forKey: older)
-        {
-            noteEviction("waited for its first flight the longest when a newer connection needed the room")
-            closing.close(promise: nil)
-        }
-        firstFlightChannels[id] = channel
-        return id
-    }
-
-    func firstFlightEnded(_ id: UInt64) {
-        firstFlightChannels[id] = nil
-        admission.firstFlightEnded(id)
-    }
-
-    /// The paired device whose admission ticket the ClientHello's server
-    /// name carries, when it verifies with that device's key for this car's
-    /// key and its counter is new (section 10.1); nil otherwise (a stranger).
-    func ticketClaim(serverName: String?) -> String? {
-        guard let serverName, let ticket = AdmissionTicket(serverName: serverName),
-            let device = pairing.device(ticket.deviceID), let carKey = configuration.carIdentity?.publicKeyDER,
-            ticket.verifies(publicKey: device.publicKey, carKeyDER: carKey)
-        else { return nil }
-        guard admission.acceptTicket(device: device.id, counter: ticket.counter) else {
-            // Debug only: whoever can copy a ClientHello can repeat it at will.
-            logger.debug("an admission ticket was replayed", metadata: ["device": "\(device.id)"])
-            return nil
-        }
-        return device.id
-    }
-
-    /// A connection handed over by the previous process: counted, never refused.
-    func readmit(_ peer: PeerID, _ who: AdmissionPeer) {
-        admission.restore(peer, who)
-    }
-
-    func release(_ peer: PeerID) {
-        admission.release(peer)
-    }
-
-    /// A TCP phone said Hello and must now authenticate.
-    func greeted(_ peer: PeerID) {
-        admission.greeted(peer)
-    }
-
-    private var evictionsSinceLog = 0
-    private var lastEvictionLog: UInt64 = 0
-
-    /// Like refusals: a churn of strangers is logged once a second with a count.
-    private func noteEviction(_ reason: String) {
-        evictionsSinceLog += 1
-        let now = monotonicMilliseconds()
-        guard lastEvictionLog == 0 || now >= lastEvictionLog + 1_000 else { return }
-        logger.notice("evicting unauthenticated connections", metadata: ["reason": "\(reason)", "evicted": "\(evictionsSinceLog)"])
-        lastEvictionLog = now
-        evictionsSinceLog = 0
-    }
-
-    private var refusalsSinceLog = 0
-    private var lastRefusalLog: UInt64 = 0
-
-    /// A flood of connections is logged once a second with a count, not once each.
-    func noteRefusedConnection(_ reason: String) {
-        refusalsSinceLog += 1
-        let now = monotonicMilliseconds()
-        guard lastRefusalLog == 0 || now >= lastRefusalLog + 1_000 else { return }
-        logger.notice("refusing connections over the cap", metadata: ["reason": "\(reason)", "refused": "\(refusalsSinceLog)"])
-        lastRefusalLog = now
-        refusalsSinceLog = 0
-    }
-
-    func register(_ handler: ConnectionHandler) -> PeerID {
+    /// A new connection's peer id, taken when its handler is made (its Welcome carries it).
+    func allocatePeerID() -> PeerID {
         eventLoop.preconditionInEventLoop()
-        let id = nextPeerID
-        nextPeerID += 1
-        connections[id] = handler
-        return id
+        defer { nextPeerID += 1 }
+        return nextPeerID
+    }
+
+    /// The handler serves `peer` from now: a new connection's id, or one a
+    /// previous process handed over (PROTOCOL.md section 22), never reused.
+    func register(_ handler: ConnectionHandler, as peer: PeerID) {
+        eventLoop.preconditionInEventLoop()
+        connections[peer] = handler
+        nextPeerID = max(nextPeerID, peer + 1)
     }
 
     func peerJoined(_ peer: PeerID, info: PeerInfo) {
         // Joined means authenticated where that is required: never evicted as
         // a stranger from now on; a device past its share evicts its own oldest.
-        if let (victim, reason) = admission.authenticated(peer, device: info.device?.deviceID) {
+        if let (victim, reason) = admission.counts.authenticated(peer, device: info.device?.deviceID) {
             noteEviction(reason)
             connections[victim]?.closeWithGoodbye(.connectionEvicted, reason)
             // The Car lets it go now, not when its TLS close completes (a
@@ -320,7 +231,7 @@ final class CarHost: @unchecked Sendable {
         var result = HUResult()
         switch envelope.body {
         case .startPairing(let start):
-            switch pairing.open(code: PhoneKeys.pairingCode(), allowedEntitlements: start.allowedEntitlements, now: now) {
+            switch pairing.registry.open(code: PhoneKeys.pairingCode(), allowedEntitlements: start.allowedEntitlements, now: now) {
             case .success(let info):
                 result.pairing = info
                 logger.notice(
@@ -331,11 +242,12 @@ final class CarHost: @unchecked Sendable {
                 result.message = violation.message
             }
         case .listPairedDevices:
-            result.pairing = pairing.wire
+            result.pairing = pairing.registry.wire
         case .removePairedDevice(let remove):
-            if pairing.remove(remove.deviceID) {
-                admission.forgetTickets(of: remove.deviceID)
-                save()
+            if pairing.registry.remove(remove.deviceID) {
+                admission.counts.forgetTickets(of: remove.deviceID)
+                // Answered at once, like every HMI request; the disk follows (a failure is logged).
+                _ = pairing.writes.save(pairing.registry.devices)
                 logger.notice("paired device removed", metadata: ["device": "\(remove.deviceID)"])
             } else {
                 result.code = .unknownDevice
@@ -368,19 +280,6 @@ final class CarHost: @unchecked Sendable {
         var reason: String
     }
 
-    /// Persists the devices; returns why it failed, if it did (logged).
-    @discardableResult
-    func save() -> String? {
-        guard let store = configuration.pairingStore else { return nil }
-        do {
-            try store.save(pairing.devices)
-            return nil
-        } catch {
-            logger.error("cannot save paired devices", metadata: ["error": "\(error)"])
-            return "\(error)"
-        }
-    }
-
     func unixMilliseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
@@ -402,7 +301,7 @@ final class CarHost: @unchecked Sendable {
     /// Video frames a viewer was behind for (`sendVideo`): the Car learns of them after the effects that sent them.
     private func videoDropped(_ dropped: [(PeerID, UInt32)]) {
         guard !dropped.isEmpty else { return }
-        let now = monotonicMilliseconds()
+        let now = eventLoop.nowMilliseconds
         for (peer, channel) in dropped { performNow(car.videoDropped(channel: channel, viewer: peer, now: now)) }
     }
 
@@ -452,7 +351,7 @@ final class CarHost: @unchecked Sendable {
     private func timerFired(_ timer: CarTimer) {
         timers[timer] = nil
         performDeferred()
-        perform(car.timerFired(timer, nowMilliseconds: monotonicMilliseconds()))
+        perform(car.timerFired(timer, nowMilliseconds: eventLoop.nowMilliseconds))
         checkStatus()
         flush()
     }
@@ -555,12 +454,11 @@ final class CarHost: @unchecked Sendable {
         // Through inout: a getter called on this class's stored Car copies the whole Car first.
         let counts = { (car: inout Car) in car.counts }(&car)
         let summary = StatusSummary(phones: counts.phones, apps: counts.apps, scenes: counts.scenes)
-        guard summary != lastSummary else { return }
-        lastSummary = summary
-        onStatusChange?(summary)
+        // Called outside `update`: the callback may read the host.
+        if status.update(summary) { status.onChange?(summary) }
     }
 
-    var summary: StatusSummary { lastSummary }
+    var summary: StatusSummary { status.last }
 
     // MARK: - Shutdown
 
@@ -575,7 +473,7 @@ final class CarHost: @unchecked Sendable {
         timers.removeAll()
         for handler in connections.values { handler.shutdown(reason: reason) }
         // Connections that sent nothing yet are owed nothing: closed.
-        for channel in firstFlightChannels.values { channel.close(promise: nil) }
+        admission.closeFirstFlights()
         flush()
         if connections.isEmpty { return eventLoop.makeSucceededVoidFuture() }
         let promise = allClosedPromise ?? eventLoop.makePromise(of: Void.self)

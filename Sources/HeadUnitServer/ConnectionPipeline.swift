@@ -5,7 +5,7 @@ import NIOCore
 import NIOSSL
 
 /// The one place a connection's pipeline is built, for accepted connections
-/// and handed-over ones alike (DESIGN.md, "TLS on TCP"):
+/// and handed-over ones alike (ARCHITECTURE.md, "TLS on TCP"):
 /// TCP: FirstFlightGate + SNIHandler (the ClientHello's admission ticket,
 /// section 10.1), which then add NIOSSLServerHandler -> ConnectionHandler;
 /// Unix: ConnectionHandler alone, which cuts frames itself

@@ -88,6 +88,8 @@ extension HeadUnitServer {
         }
         // The mixer's output file is finished (a WAV's sizes); a blocked output is abandoned within a bound.
         host.audioEngine.stop()
+        // The next process loads the paired devices from disk: the last list is there first.
+        await finishDiskWrites()
         logger.notice("handed over", metadata: ["connections": "\(report.handedOver)", "closed": "\(report.closed)"])
         try? await group.shutdownGracefully()
         return report
@@ -119,14 +121,112 @@ extension HeadUnitServer {
     }
 }
 
-extension CarHost {
-    /// The handler of a connection that keeps its peer id across a restart.
-    func adopt(_ handler: ConnectionHandler, as peer: PeerID) {
-        eventLoop.preconditionInEventLoop()
-        connections[peer] = handler
-        nextPeerID = max(nextPeerID, peer + 1)
+/// A connection as the previous daemon process handed it over.
+struct RestoredConnection {
+    var peerID: PeerID
+    var info: PeerInfo
+    var version: UInt32
+}
+
+enum HandoverRefused: Error {
+    case closed
+}
+
+/// Put in front of a connection's pipeline for a handover: holds whatever is
+/// still read from the socket (at most a read NIO had already asked for) so
+/// it goes to the next process with the socket.
+final class HandoverTap: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    private(set) var held: [ByteBuffer] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        held.append(unwrapInboundIn(data))
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {}
+}
+
+extension ConnectionHandler {
+    /// First step of a handover: frames held back by backpressure are handled
+    /// now (their answers written like any other), then nothing more is read
+    /// (what the kernel had already given NIO lands in `tap`, in front of this
+    /// handler) or timed. A partial frame stays until `handoverState` takes it.
+    func beginHandover(tap: HandoverTap) -> EventLoopFuture<Void> {
+        guard let context else { return host.eventLoop.makeFailedFuture(HandoverRefused.closed) }
+        if lifecycle.isServing { serveHeld(context: context, evenIfBehind: true) }
+        guard lifecycle.beginHandover() else { return host.eventLoop.makeFailedFuture(HandoverRefused.closed) }
+        cancelTimers()
+        do {
+            try context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+            try context.pipeline.syncOperations.addHandler(tap, position: .first)
+            return context.eventLoop.makeSucceededVoidFuture()
+        } catch {
+            return context.eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    /// Completes once everything written so far is in the kernel's socket
+    /// buffer (writes complete in order: an empty write after them is the
+    /// barrier); the lifecycle is then `drained`.
+    func flushBarrier() -> EventLoopFuture<Void> {
+        guard lifecycle.isHandingOver, let context else { return host.eventLoop.makeFailedFuture(HandoverRefused.closed) }
+        output.flushed()
+        writePending(context)
+        let barrier = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
+        barrier.assumeIsolated().whenSuccess { [weak self] in self?.lifecycle.drained() }
+        return barrier
+    }
+
+    /// A peer the snapshot does not carry (cluster, accessory, a handshake
+    /// in progress): Goodbye(SHUTTING_DOWN) and out of the Car now.
+    func leaveForRestart(_ reason: String) {
+        shutdown(reason: reason)
+        if lifecycle.leaveCarNow() { host.connectionClosed(peerID, joined: true, departure: .cutOff(.shuttingDown)) }
+    }
+
+    /// The connection went to the next process: forget it without a word.
+    func relinquish() {
+        lifecycle.abort()
+        machine.closed()
+        cancelTimers()
+    }
+
+    /// Whether the connection can go to the next process with its socket: not
+    /// over TLS, whose session state stays in this process (PROTOCOL.md
+    /// section 22: a TLS phone reconnects and resumes).
+    var canBeHandedOver: Bool { transport != .tcp }
+
+    /// The state that goes with the socket: role, version and the bytes read
+    /// but not yet parsed (the partial frame, then what the tap held).
+    func handoverState(tap: HandoverTap) -> HUConnectionSnapshot? {
+        guard lifecycle.isOpen else { return nil }
+        // Version 0: a connection still waiting for its Hello (it starts afresh
+        // in the next process, Hello bytes already sent included).
+        guard let version = isAwaitingHello ? 0 : machine.negotiatedVersion else { return nil }
+        // Amid an oversized frame's payload, dropped as it arrives: the next
+        // process could not know where the next frame starts (closed; a phone resumes).
+        guard !inbound.isSkippingOversized else { return nil }
+        var state = HUConnectionSnapshot()
+        state.peerID = peerID
+        state.transport = transport.rawValue
+        state.version = version
+        var pending = inbound.takePartial() ?? ByteBuffer()
+        for var chunk in tap.held { pending.writeBuffer(&chunk) }
+        state.pendingInput = .init(pending.readableBytesView)
+        return state
+    }
+
+    /// Connected, no Hello yet: nothing to carry but the bytes.
+    var isAwaitingHello: Bool {
+        if case .awaitingHello = machine.state { return true }
+        return false
+    }
+
+    /// The channel, for the server to find its descriptor; nil when closed.
+    var channel: Channel? { context?.channel }
+}
+
+extension CarHost {
     // MARK: Handing over
 
     /// Quiets every connection: those the snapshot does not carry get
@@ -157,7 +257,7 @@ extension CarHost {
         // need not know it was behind.
         catchUpHMIsBeforeHandover()
         var quieted: [EventLoopFuture<Void>] = []
-        for handler in connections.values where !handler.handingOver {
+        for handler in connections.values where !handler.lifecycle.isHandingOver {
             let tap = HandoverTap()
             taps[ObjectIdentifier(handler)] = tap
             quieted.append(handler.beginHandover(tap: tap).recover { _ in })
@@ -190,7 +290,7 @@ extension CarHost {
         var states: [PeerID: HUConnectionSnapshot] = [:]
         for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
             let tap = taps[ObjectIdentifier(handler)]
-            if let tap, handler.isDrained, handler.canBeHandedOver, let state = handler.handoverState(tap: tap) {
+            if let tap, handler.lifecycle.isDrained, handler.canBeHandedOver, let state = handler.handoverState(tap: tap) {
                 states[peer] = state
             } else {
                 report.closed += 1

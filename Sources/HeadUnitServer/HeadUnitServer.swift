@@ -13,6 +13,8 @@ public final class HeadUnitServer: @unchecked Sendable {
     public let configuration: ServerConfiguration
     public let eventLoop: EventLoop
     let group: MultiThreadedEventLoopGroup
+    /// Disk writes (the paired devices), so that no fsync runs on the serving loop.
+    let diskThreads: NIOThreadPool
     let logger: Logger
     let host: CarHost
     /// Builds every connection's pipeline (listeners and handover alike).
@@ -22,19 +24,30 @@ public final class HeadUnitServer: @unchecked Sendable {
     var stopped = false
 
     /// One loop for every connection: the Car's state lives there and no
-    /// request hops threads (DESIGN.md, performance budget).
-    public init(configuration: ServerConfiguration, logger: Logger) {
+    /// request hops threads (ARCHITECTURE.md, "Threads").
+    public convenience init(configuration: ServerConfiguration, logger: Logger) {
+        self.init(configuration: configuration, logger: logger, disk: nil)
+    }
+
+    /// `disk` stands in for `configuration.pairingStore` on the disk thread
+    /// (a test's slow disk); nil: that store, if there is one.
+    init(configuration: ServerConfiguration, logger: Logger, disk: (any PairedDeviceDisk)?) {
         self.configuration = configuration
         self.logger = logger
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.eventLoop = group.next()
-        self.host = CarHost(eventLoop: eventLoop, configuration: configuration, logger: logger)
+        // One thread: writes to the one file go one at a time anyway (PairingWrites orders them).
+        let diskThreads = NIOThreadPool(numberOfThreads: 1)
+        diskThreads.start()
+        self.diskThreads = diskThreads
+        let disk = disk ?? configuration.pairingStore.map { PairingStoreOnThreads(store: $0, threads: diskThreads) }
+        self.host = CarHost(eventLoop: eventLoop, configuration: configuration, logger: logger, disk: disk)
         self.pipeline = ConnectionPipeline(host: host, maxPayload: configuration.connection.limits.maxPayloadBytes)
     }
 
     /// Called on the event loop whenever the phone, app or scene count changes.
     public func onStatusChange(_ callback: @escaping @Sendable (StatusSummary) -> Void) {
-        eventLoop.execute { self.host.onStatusChange = callback }
+        eventLoop.execute { self.host.status.onChange = callback }
     }
 
     /// Runs `body` on the serving loop every `interval`: a watchdog ping from
@@ -60,6 +73,7 @@ public final class HeadUnitServer: @unchecked Sendable {
             }
         } catch {
             await closeListeners()
+            try? await diskThreads.shutdownGracefully()
             try? await group.shutdownGracefully()
             throw error
         }
@@ -149,8 +163,17 @@ public final class HeadUnitServer: @unchecked Sendable {
         try? await allClosed.get()
         // The mixer finishes its output file (the WAV's sizes) and its thread ends.
         host.audioEngine.stop()
+        await finishDiskWrites()
         logger.notice("stopped")
         try? await group.shutdownGracefully()
+    }
+
+    /// Waits for the paired-device list still on its way to disk (the next
+    /// process reads it at start), then stops the disk thread.
+    func finishDiskWrites() async {
+        let host = self.host
+        try? await eventLoop.flatSubmit { host.pairing.writes.idle() }.get()
+        try? await diskThreads.shutdownGracefully()
     }
 
     /// The current counts (read on the loop).
@@ -165,8 +188,7 @@ final class AcceptErrorLogger: ChannelInboundHandler {
     typealias InboundIn = Channel
     let logger: Logger
     let transport: Transport
-    private var lastLogged: UInt64 = 0
-    private var unlogged = 0
+    private var failures = FloodLog()
 
     init(logger: Logger, transport: Transport) {
         self.logger = logger
@@ -174,13 +196,9 @@ final class AcceptErrorLogger: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        let now = monotonicMilliseconds()
-        unlogged += 1
-        if lastLogged == 0 || now >= lastLogged + 1_000 {
+        if let failures = failures.note(now: context.eventLoop.nowMilliseconds) {
             logger.error(
-                "accepting a connection failed", metadata: ["transport": "\(transport.rawValue)", "error": "\(error)", "failures": "\(unlogged)"])
-            lastLogged = now
-            unlogged = 0
+                "accepting a connection failed", metadata: ["transport": "\(transport.rawValue)", "error": "\(error)", "failures": "\(failures)"])
         }
         context.fireErrorCaught(error)
     }

@@ -7,6 +7,25 @@ import HeadUnitWire
 // one online guess, counted per source and connection by the registry and
 // shown on the car's screen (PairingAttempt to every HMI) when it fails.
 
+/// Pairing as the host runs it: the paired devices and the window (the
+/// Core's `PairingRegistry`), the attempts between PairStart and Pair, and
+/// the list's way to disk (`PairingWrites`).
+struct HostPairing {
+    var registry: PairingRegistry
+    /// Attempts between PairStart and Pair, by connection.
+    var pending: [PeerID: PendingPairing] = [:]
+    /// PairStarts per connection (at most `PendingPairing.maxPerConnection`).
+    var startsByPeer: [PeerID: Int] = [:]
+    let writes: PairingWrites
+
+    init(registry: PairingRegistry, writes: PairingWrites) {
+        self.registry = registry
+        self.writes = writes
+    }
+
+    func device(_ id: String) -> PairedDeviceRecord? { registry.device(id) }
+}
+
 /// A pairing attempt between the car's PairStart answer and the phone's Pair.
 struct PendingPairing {
     /// Guesses one connection may start.
@@ -41,29 +60,29 @@ extension CarHost {
         guard let identity = configuration.carIdentity else {
             return refuse(.pairingNotOpen, "this car has no TLS identity: pairing is only possible over TLS")
         }
-        if pendingPairings.removeValue(forKey: peer) != nil {
+        if pairing.pending.removeValue(forKey: peer) != nil {
             notePairingAttempt(.abandoned, source: source, name: "", "a second PairStart on the same connection abandoned the first")
         }
-        let started = pairStartsByPeer[peer, default: 0]
+        let started = pairing.startsByPeer[peer, default: 0]
         guard started < PendingPairing.maxPerConnection else {
             return refuse(
                 .pairingThrottled, "this connection already made \(started) pairing attempts: connect again",
                 limit: PairingLimitNames.attemptsPerConnection, limitValue: UInt64(PendingPairing.maxPerConnection))
         }
-        switch pairing.beginAttempt(source: source, now: now) {
+        switch pairing.registry.beginAttempt(source: source, now: now) {
         case .refused(let code, let message):
             return refuse(code, message)
         case .throttled(let wait, let message):
             // Not a guess: it uses none of the connection's attempts.
             return refuse(.pairingThrottled, message, limit: PairingLimitNames.retryAfter, limitValue: wait)
         case .proceed(let attempt):
-            pairStartsByPeer[peer] = started + 1
+            pairing.startsByPeer[peer] = started + 1
             do {
                 let exchange = try SPAKE2Exchange(role: .car, password: Array(attempt.code.utf8))
                 let key = try exchange.finish(peerMessage: phoneMessage)
                 let transcript = PairingKeySchedule.transcriptHash(
                     phoneMessage: phoneMessage, carMessage: exchange.message, carPublicKey: identity.publicKeyDER)
-                pendingPairings[peer] = PendingPairing(spakeKey: key, transcript: transcript, generation: attempt.generation, source: source)
+                pairing.pending[peer] = PendingPairing(spakeKey: key, transcript: transcript, generation: attempt.generation, source: source)
                 result.pairing.spake2Message = .init(exchange.message)
                 result.pairing.carConfirmation = .init(PairingKeySchedule.carConfirmation(spakeKey: key, transcript: transcript))
                 result.pairing.carPublicKey = .init(identity.publicKeyDER)
@@ -82,19 +101,21 @@ extension CarHost {
     /// first (PAIRING_NOT_OPEN), key and name sizes (INVALID_ARGUMENT), the
     /// confirmation (BAD_PAIRING_CODE: a wrong code or a man in the middle;
     /// shown on the car's screen), the signature (KEY_NOT_PROVEN), then the
-    /// registry (the window is still the attempt's).
-    func pair(_ request: HUPair, requestID: UInt32, from peer: PeerID, now: UInt64) -> HUEnvelope {
+    /// registry (the window is still the attempt's). Answered here, to the
+    /// connection: a refusal at once, a pairing once the list is on disk
+    /// (`PairingWrites`; the loop serves everyone else meanwhile).
+    func pair(_ request: HUPair, requestID: UInt32, from peer: PeerID, now: UInt64) {
         var result = HUResult()
-        func refuse(_ code: HUErrorCode, _ message: String) -> HUEnvelope {
+        func refuse(_ code: HUErrorCode, _ message: String) {
             logger.notice("pairing refused", metadata: ["code": "\(code)", "reason": "\(message)", "peer": "\(peer)"])
             result.code = code
             result.message = message
-            return Self.answer(result, requestID: requestID)
+            connections[peer]?.send(Self.answer(result, requestID: requestID))
         }
         guard request.code.isEmpty else {
             return refuse(.invalidArgument, "Pair no longer carries the code: start with PairStart (SPAKE2, PROTOCOL.md section 20.2)")
         }
-        guard let pending = pendingPairings[peer] else {
+        guard let pending = pairing.pending[peer] else {
             return refuse(.pairingNotOpen, "no pairing attempt on this connection: send PairStart first")
         }
         let key = Array(request.publicKey)
@@ -105,7 +126,7 @@ extension CarHost {
             return refuse(.invalidArgument, "device_name is over \(PairingRegistry.maxDeviceNameBytes) bytes")
         }
         // One Pair per PairStart, whatever comes of it.
-        pendingPairings[peer] = nil
+        pairing.pending[peer] = nil
         let expected = PairingKeySchedule.phoneConfirmation(
             spakeKey: pending.spakeKey, transcript: pending.transcript, publicKey: key, deviceName: request.deviceName)
         guard PairingKeySchedule.constantTimeEqual(expected, Array(request.confirmation)) else {
@@ -119,7 +140,7 @@ extension CarHost {
             return refuse(.keyNotProven, "signature does not verify with public_key over this pairing's transcript: the phone must hold the key it pairs")
         }
         let id = DeviceID.of(publicKey: key)
-        switch pairing.complete(
+        switch pairing.registry.complete(
             generation: pending.generation, source: pending.source, publicKey: key, deviceID: id, name: request.deviceName, now: now,
             unixMilliseconds: unixMilliseconds())
         {
@@ -127,21 +148,29 @@ extension CarHost {
             logger.notice("phone paired", metadata: ["device": "\(record.id)", "name": "\(record.name)", "peer": "\(peer)"])
             notePairingAttempt(.paired, source: pending.source, name: record.name, "paired")
             result.pairing.deviceID = record.id
-            if let failure = save() {
-                // Paired for as long as the daemon runs; the phone is told it will not survive a restart.
-                result.message = "paired, but the device list could not be saved (\(failure)); it is lost on restart"
+            guard let saved = pairing.writes.save(pairing.registry.devices) else {
+                connections[peer]?.send(Self.answer(result, requestID: requestID))
+                return
             }
-            return Self.answer(result, requestID: requestID)
+            saved.assumeIsolated().whenSuccess { failure in
+                if let failure {
+                    // Paired for as long as the daemon runs; the phone is told it will not survive a restart.
+                    result.message = "paired, but the device list could not be saved (\(failure)); it is lost on restart"
+                }
+                // Not in a read batch: flushed here (a connection gone meanwhile is not answered).
+                self.connections[peer]?.send(Self.answer(result, requestID: requestID))
+                self.flush()
+            }
         case .refused(let code, let message):
-            return refuse(code, message)
+            refuse(code, message)
         }
     }
 
     /// A connection that ends (or authenticates) with an attempt pending
     /// abandoned it: the guess stays counted and the car shows it.
     func pairingConnectionClosed(_ peer: PeerID) {
-        pairStartsByPeer[peer] = nil
-        if let pending = pendingPairings.removeValue(forKey: peer) {
+        pairing.startsByPeer[peer] = nil
+        if let pending = pairing.pending.removeValue(forKey: peer) {
             notePairingAttempt(.abandoned, source: pending.source, name: "", "the phone left before confirming")
         }
     }
@@ -152,7 +181,7 @@ extension CarHost {
         attempt.outcome = outcome
         attempt.source = source
         attempt.deviceName = name
-        attempt.failedAttempts = UInt32(clamping: outcome == .paired ? 0 : pairing.attemptsOnOpenCode)
+        attempt.failedAttempts = UInt32(clamping: outcome == .paired ? 0 : pairing.registry.attemptsOnOpenCode)
         attempt.message = message
         if outcome != .paired { logger.notice("pairing attempt failed", metadata: ["source": "\(source)", "outcome": "\(outcome)", "reason": "\(message)"]) }
         var envelope = HUEnvelope()

@@ -1,6 +1,9 @@
 import Crypto
 import HeadUnitCore
 import HeadUnitWire
+import Logging
+import NIOCore
+import NIOPosix
 import SwiftProtobuf
 
 #if canImport(Glibc)
@@ -122,6 +125,110 @@ public struct PairingStore: Sendable {
     }
 
     private static func errorText() -> String { String(cString: strerror(errno)) }
+}
+
+/// Where the paired-device list goes to be kept: one whole list per write,
+/// done off the serving loop, answered on it. The daemon's is a
+/// `PairingStore` on the server's thread pool (`PairingStoreOnThreads`); a
+/// test's may hold a write back to play a slow disk.
+protocol PairedDeviceDisk: Sendable {
+    /// Starts writing `devices`; the future completes on `eventLoop` once
+    /// they are on disk (or fails saying why they are not).
+    func write(_ devices: [PairedDeviceRecord], completingOn eventLoop: EventLoop) -> EventLoopFuture<Void>
+}
+
+/// `PairingStore.save` (a write, two fsyncs and a rename) on a thread pool:
+/// a slow disk delays the one answer that waits for it, never the loop.
+struct PairingStoreOnThreads: PairedDeviceDisk {
+    let store: PairingStore
+    let threads: NIOThreadPool
+
+    func write(_ devices: [PairedDeviceRecord], completingOn eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        threads.runIfActive(eventLoop: eventLoop) { [store] in try store.save(devices) }
+    }
+}
+
+/// The paired-device list's way to disk, on the serving loop. The list in
+/// memory (`PairingRegistry`) changes at once; the disk follows in order:
+/// one write at a time, and a list saved while one is being written waits
+/// as the next, a newer one replacing it (the last state wins, so at most
+/// two lists are ever held). Each `save` answers once a list at least as
+/// new as its own is on disk, with why not if it could not be (logged).
+final class PairingWrites {
+    /// Answers nil when written, else why not.
+    typealias Outcome = String?
+    private let disk: (any PairedDeviceDisk)?
+    private let eventLoop: EventLoop
+    private let logger: Logger
+    /// Whether a write is on its way; its waiters.
+    private var writing: [EventLoopPromise<Outcome>]?
+    /// The list to write once that one is done, and who waits for it.
+    private var next: (devices: [PairedDeviceRecord], waiting: [EventLoopPromise<Outcome>])?
+    /// Waiting for every write to end (a stop or a handover).
+    private var idleWaiters: [EventLoopPromise<Void>] = []
+
+    init(disk: (any PairedDeviceDisk)?, eventLoop: EventLoop, logger: Logger) {
+        self.disk = disk
+        self.eventLoop = eventLoop
+        self.logger = logger
+    }
+
+    /// Saves `devices` (the registry's whole list). nil without a disk: the
+    /// list is kept in memory only and there is nothing to wait for.
+    func save(_ devices: [PairedDeviceRecord]) -> EventLoopFuture<Outcome>? {
+        eventLoop.preconditionInEventLoop()
+        guard disk != nil else { return nil }
+        let promise = eventLoop.makePromise(of: Outcome.self)
+        if writing == nil {
+            start(devices, waiting: [promise])
+        } else {
+            next = (devices, (next?.waiting ?? []) + [promise])
+        }
+        return promise.futureResult
+    }
+
+    /// How many wait for `idle()` (a stop or a handover in progress).
+    var idleWaiterCount: Int { idleWaiters.count }
+
+    /// Succeeds once no write is on its way or waiting.
+    func idle() -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        guard writing != nil else { return eventLoop.makeSucceededVoidFuture() }
+        let promise = eventLoop.makePromise(of: Void.self)
+        idleWaiters.append(promise)
+        return promise.futureResult
+    }
+
+    private func start(_ devices: [PairedDeviceRecord], waiting: [EventLoopPromise<Outcome>]) {
+        guard let disk else { return }
+        writing = waiting
+        disk.write(devices, completingOn: eventLoop).assumeIsolated().whenComplete { result in
+            self.finished(result)
+        }
+    }
+
+    private func finished(_ result: Result<Void, Error>) {
+        let outcome: Outcome
+        switch result {
+        case .success:
+            outcome = nil
+        case .failure(let error):
+            logger.error("cannot save paired devices", metadata: ["error": "\(error)"])
+            outcome = "\(error)"
+        }
+        let waiting = writing ?? []
+        writing = nil
+        if let next {
+            self.next = nil
+            start(next.devices, waiting: next.waiting)
+        }
+        for promise in waiting { promise.succeed(outcome) }
+        if writing == nil {
+            let idle = idleWaiters
+            idleWaiters.removeAll()
+            for promise in idle { promise.succeed(()) }
+        }
+    }
 }
 
 /// The Ed25519 half of pairing and authentication (swift-crypto).

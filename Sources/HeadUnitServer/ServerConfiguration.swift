@@ -126,8 +126,23 @@ public struct StatusSummary: Sendable, Equatable {
     }
 }
 
-/// Monotonic milliseconds, the clock every state machine is fed with.
-@inline(__always)
-func monotonicMilliseconds() -> UInt64 {
-    UInt64(NIODeadline.now().uptimeNanoseconds / 1_000_000)
+/// The counts last reported, and who is told when they change.
+struct StatusReport {
+    private(set) var last = StatusSummary(phones: 0, apps: 0, scenes: 0)
+    var onChange: ((StatusSummary) -> Void)?
+
+    /// Keeps `summary`; true when it differs from the last one (then report it).
+    mutating func update(_ summary: StatusSummary) -> Bool {
+        guard summary != last else { return false }
+        last = summary
+        return true
+    }
+}
+
+extension EventLoop {
+    /// The loop's own clock in milliseconds, the time every state machine is
+    /// fed with: the system's monotonic clock on a real loop, the test's
+    /// (`EmbeddedEventLoop.advanceTime`) on an embedded one.
+    @inline(__always)
+    var nowMilliseconds: UInt64 { UInt64(now.uptimeNanoseconds / 1_000_000) }
 }

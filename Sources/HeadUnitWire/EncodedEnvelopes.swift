@@ -16,9 +16,9 @@ public struct EncodedEnvelopes: Sendable, Equatable {
         frames.reserveCapacity(bytes + count * FrameHeader.size)
     }
 
-    /// Appends one envelope of `size` bytes, which `write` writes (`WireWriter`).
-    mutating func append(measured size: Int, _ write: (inout WireWriter) -> Void) {
-        WireWriter.append(FrameHeader.size + size, to: &frames) { writer in
+    /// Appends one envelope of `size` bytes, which `write` writes (`ByteWriter`).
+    mutating func append(measured size: Int, _ write: (inout ByteWriter) -> Void) {
+        ByteWriter.append(FrameHeader.size + size, to: &frames) { writer in
             writer.frameHeader(FrameHeader(kind: .message, length: UInt32(size)))
             write(&writer)
         }

@@ -12,7 +12,7 @@ public enum LifecycleEventEncoding {
         fileprivate let bytes: [UInt8]
 
         public init(appID: String, sceneID: UInt32) {
-            bytes = WireWriter.bytes(WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID))) { writer in
+            bytes = ByteWriter.bytes(WireBytes.stringFieldSize(appID) + WireBytes.varintFieldSize(UInt64(sceneID))) { writer in
                 writer.stringField(appID, tag: 0x0A)
                 writer.varintField(UInt64(sceneID), tag: 0x10)
             }
@@ -21,7 +21,7 @@ public enum LifecycleEventEncoding {
 
     public static func envelope(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> [UInt8] {
         let scene = SceneFields(appID: appID, sceneID: sceneID)
-        return WireWriter.bytes(size(scene, templateID: templateID, phase: phase, animated: animated)) { writer in
+        return ByteWriter.bytes(size(scene, templateID: templateID, phase: phase, animated: animated)) { writer in
             write(scene, templateID: templateID, phase: phase, animated: animated, to: &writer)
         }
     }
@@ -42,7 +42,7 @@ public enum LifecycleEventEncoding {
     }
 
     private static func write(
-        _ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool, to writer: inout WireWriter
+        _ scene: SceneFields, templateID: String, phase: HULifecyclePhase, animated: Bool, to writer: inout ByteWriter
     ) {
         let phaseValue = UInt64(bitPattern: Int64(phase.rawValue))
         let eventSize = eventSize(scene, templateID: templateID, phase: phase, animated: animated)

@@ -27,7 +27,7 @@ public struct TemplateShownAnswer: Equatable, Sendable {
         // (a oneof member: written even when empty).
         let resultSize = 1 + varintSize(UInt64(shownSize)) + shownSize
         // Envelope: request_id = 1, result = 5.
-        return WireWriter.bytes(WireBytes.varintFieldSize(UInt64(requestID)) + 1 + varintSize(UInt64(resultSize)) + resultSize) { writer in
+        return ByteWriter.bytes(WireBytes.varintFieldSize(UInt64(requestID)) + 1 + varintSize(UInt64(resultSize)) + resultSize) { writer in
             writer.varintField(UInt64(requestID), tag: 0x08)
             writer.byte(0x2A)  // (5 << 3) | 2
             writer.varint(UInt64(resultSize))

@@ -2,7 +2,7 @@
 /// straight from their values (`LifecycleEventEncoding`,
 /// `TemplateShownAnswer`): the message forms, built and walked, cost
 /// thousands of instructions each on every push and pop. Each envelope is
-/// measured first (the sizes here), then written by a `WireWriter` into
+/// measured first (the sizes here), then written by a `ByteWriter` into
 /// exactly that many bytes.
 enum WireBytes {
     /// A string field as proto3 writes it: left out when empty.
@@ -21,12 +21,12 @@ enum WireBytes {
 /// array byte by byte checked its uniqueness and capacity at every byte
 /// (~800 instructions a lifecycle event; a push and a pop send eight).
 /// Writing past the measure, or short of it, is a precondition failure.
-struct WireWriter {
+struct ByteWriter {
     private var next: UnsafeMutablePointer<UInt8>
     private let end: UnsafeMutablePointer<UInt8>
 
     /// `count` bytes, all written by `write`.
-    static func bytes(_ count: Int, _ write: (inout WireWriter) -> Void) -> [UInt8] {
+    static func bytes(_ count: Int, _ write: (inout ByteWriter) -> Void) -> [UInt8] {
         // Not `Array(unsafeUninitializedCapacity:)`: it runs unspecialised
         // here, looking the array's metadata up on every call (~500 instructions).
         var bytes: [UInt8] = []
@@ -36,11 +36,11 @@ struct WireWriter {
     }
 
     /// Appends `count` bytes, all written by `write`, to `bytes`.
-    static func append(_ count: Int, to bytes: inout [UInt8], _ write: (inout WireWriter) -> Void) {
+    static func append(_ count: Int, to bytes: inout [UInt8], _ write: (inout ByteWriter) -> Void) {
         guard count > 0 else { return }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
             let start = buffer.baseAddress!
-            var writer = WireWriter(next: start, end: start + count)
+            var writer = ByteWriter(next: start, end: start + count)
             write(&writer)
             precondition(writer.next == writer.end, "wrote \(writer.next - start) bytes of \(count) measured")
             bytes.append(contentsOf: UnsafeBufferPointer(buffer))

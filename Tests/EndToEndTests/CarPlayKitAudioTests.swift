@@ -9,6 +9,7 @@ import Testing
 /// `AVAudioSession` and `CPAudioPlayer`, and the car's WAV sink is read back
 /// (levels by AudioStreamSocketTests' Goertzel helpers).
 @Suite("CarPlayKit audio through the car's mixer", .serialized)
+@MainActor
 struct CarPlayKitAudioTests {
     typealias Output = AudioStreamSocketTests.Output
 

@@ -8,6 +8,7 @@ import Testing
 /// every stack operation in both forms, the car's error codes as `CPError`,
 /// refused in-place updates, the car's back button, lifecycle and disconnect.
 @Suite("CarPlayKit interface controller against the daemon", .serialized)
+@MainActor
 struct CarPlayKitInterfaceControllerTests {
     final class Delegate: CPTemplateApplicationSceneDelegate, CPInterfaceControllerDelegate, @unchecked Sendable {
         let connected = AsyncStream<CPInterfaceController>.makeStream()
@@ -67,16 +68,16 @@ struct CarPlayKitInterfaceControllerTests {
     }
 
     /// The car sends a request's lifecycle events before its Result, but the
-    /// events reach the app on the main actor and the answer on the request
-    /// queue. A CI run on a busy machine had the answers to set_root and two
-    /// pushes applied first; the old root's late WILL_APPEAR then read as the
-    /// car's back button and the mirrored stack lost a template (["root",
-    /// "third"]). Holding the main actor while the answers come back provokes
-    /// it in about one run of four without the fix (the answers are applied
-    /// first, then the events); answers now wait for the events before them,
-    /// so it cannot happen.
+    /// event task and the request queue resume separately on the main actor.
+    /// A CI run on a busy machine had the answers to set_root and two pushes
+    /// applied first; the old root's late WILL_APPEAR then read as the car's
+    /// back button and the mirrored stack lost a template (["root",
+    /// "third"]). Holding the main actor while set_root's events and answer
+    /// come back leaves both waiting for it, to run in whatever order the
+    /// executor picks; answers wait for the events before them, so the
+    /// mirror stays right either way.
     @Test func lateLifecycleEventsNeverReadAsTheCarsBackButton() async throws {
-        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
+        let daemon = try await onOwnThread(gated: false) { @Sendable in try TestDaemon.launch() }
         defer { _ = try? daemon.terminate() }
         let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
         let app = CPApplication(bundleIdentifier: "com.test.audio", displayName: "Audio", entitlements: [.audio])
@@ -90,18 +91,11 @@ struct CarPlayKitInterfaceControllerTests {
         let controller = try #require(await connections.next())
 
         let root = Self.list("root"), second = Self.list("second")
-        // Called off the main actor (the request queue then runs off it too, as in
-        // the failing run); the main actor is kept busy while both requests go out
-        // and their events and answers come back.
-        let started = AsyncStream<Void>.makeStream()
-        let busy = Task { @MainActor in
-            started.continuation.yield()
-            usleep(500_000)
-        }
-        var busyNow = started.stream.makeAsyncIterator()
-        _ = await busyNow.next()
+        // Both queued now: set_root goes out first (the push waits for its answer);
+        // the busy task, queued after them, holds the main actor meanwhile.
         controller.setRootTemplate(root, animated: false, completion: nil)
         controller.pushTemplate(second, animated: true, completion: nil)
+        let busy = Task { @MainActor in usleep(500_000) }
         await busy.value
         try await controller.waitForPendingUpdates()
         #expect(controller.templates.map(\.identifier) == ["root", "second"])
@@ -115,7 +109,7 @@ struct CarPlayKitInterfaceControllerTests {
 
     @Test("stack operations in both forms, the car's codes, refused updates, back button, lifecycle, disconnect")
     func interfaceController() async throws {
-        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
+        let daemon = try await onOwnThread(gated: false) { @Sendable in try TestDaemon.launch() }
         defer { _ = try? daemon.terminate() }
         let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
         let app = CPApplication(bundleIdentifier: "com.test.audio", displayName: "Audio", entitlements: [.audio])
@@ -205,9 +199,9 @@ struct CarPlayKitInterfaceControllerTests {
         private let lock = NSLock()
         nonisolated(unsafe) private var changedIDs: Set<String> = []
         nonisolated(unsafe) private var selectedIDs: Set<String> = []
-        let onDidAppear: @Sendable (CPTemplate) -> Bool
+        let onDidAppear: @MainActor (CPTemplate) -> Bool
 
-        nonisolated init(onDidAppear: @escaping @Sendable (CPTemplate) -> Bool) { self.onDidAppear = onDidAppear }
+        init(onDidAppear: @escaping @MainActor (CPTemplate) -> Bool) { self.onDidAppear = onDidAppear }
 
         nonisolated func changed(_ id: String) -> Bool { lock.withLock { changedIDs.contains(id) } }
         nonisolated func selected(_ id: String) -> Bool { lock.withLock { selectedIDs.contains(id) } }
@@ -232,7 +226,7 @@ struct CarPlayKitInterfaceControllerTests {
     /// tap on them completed without a handler).
     @Test("a change made in templateDidAppear before the car's answer reaches the car (set_root, push, item update)")
     func changeBeforeAnswerIsNotLost() async throws {
-        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
+        let daemon = try await onOwnThread(gated: false) { @Sendable in try TestDaemon.launch() }
         defer { _ = try? daemon.terminate() }
         let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
         let app = CPApplication(bundleIdentifier: "com.test.race", displayName: "Race", entitlements: [.audio])
@@ -294,7 +288,7 @@ struct CarPlayKitInterfaceControllerTests {
 
     @Test("a refused app: connect throws the car's code")
     func refusedApp() async throws {
-        let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
+        let daemon = try await onOwnThread(gated: false) { @Sendable in try TestDaemon.launch() }
         defer { _ = try? daemon.terminate() }
         let app = CPApplication(bundleIdentifier: "com.test.nothing", displayName: "Nothing",
                                 entitlements: [CPEntitlement(rawValue: "com.apple.developer.carplay-teleport")])

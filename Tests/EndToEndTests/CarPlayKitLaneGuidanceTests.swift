@@ -8,6 +8,7 @@ import Testing
 /// the app sets reaches the cluster, and a linked or current guidance the
 /// car may not hold is added first, so the car never refuses the link.
 @Suite("CarPlayKit lane guidance against the daemon", .serialized)
+@MainActor
 struct CarPlayKitLaneGuidanceTests {
     static func guidance(_ index: Int) -> CPLaneGuidance {
         let guidance = CPLaneGuidance(identifier: "lanes-\(index)")

@@ -8,6 +8,7 @@ import Testing
 /// and driven from the HMI: tab bar, image row, grid update, search, action
 /// sheet, voice control, point of interest.
 @Suite("CarPlayKit templates against the daemon", .serialized)
+@MainActor
 struct CarPlayKitTemplateTests {
     /// Records what handlers and delegates saw, in order.
     final class Recorder: CPTemplateApplicationSceneDelegate, CPTabBarTemplateDelegate, CPSearchTemplateDelegate,
@@ -61,8 +62,8 @@ struct CarPlayKitTemplateTests {
         let hmi: HMISession
         let controller: CPInterfaceController
 
-        static func start(_ appID: String, _ entitlements: [CPEntitlement], _ recorder: Recorder) async throws -> Rig {
-            let daemon = try await onOwnThread(gated: false) { try TestDaemon.launch() }
+        @MainActor static func start(_ appID: String, _ entitlements: [CPEntitlement], _ recorder: Recorder) async throws -> Rig {
+            let daemon = try await onOwnThread(gated: false) { @Sendable in try TestDaemon.launch() }
             let endpoint = HeadUnitEndpoint.unix(path: daemon.unixSocketPath)
             let app = CPApplication(bundleIdentifier: appID, displayName: appID, entitlements: entitlements)
             app.sceneDelegate = recorder
@@ -127,6 +128,15 @@ struct CarPlayKitTemplateTests {
         #expect(await rig.hmi.waitForScreen { !$0.hasPending } != nil)
         held.completion?()
         try await rig.controller.waitForPendingUpdates()
+
+        // The item's completion is @Sendable: called off the main actor (work finished on a
+        // background task), it hops to the main actor and stops the car's spinner.
+        held.completion = nil
+        try await rig.hmi.selectItem("slow", on: "songs")
+        #expect(await CarPlayKitInterfaceControllerTests.eventually { held.completion != nil })
+        #expect(await rig.hmi.waitForScreen { $0.hasPending } != nil)
+        await Task.detached { held.completion?() }.value
+        #expect(await rig.hmi.waitForScreen { !$0.hasPending } != nil)
 
         try await rig.input("tabs", .selectTab(HUTabSelected.with { $0.tabID = "tab-browse" }))
         #expect(await recorder.saw("tab browse"))

@@ -4,8 +4,7 @@ import Testing
 
 @testable import HeadUnitCore
 
-/// External Accessory matching and sessions (DOMAIN.md section 10, seed 003,
-/// PROTOCOL.md section 18), each rule a test named after it.
+/// External Accessory matching and sessions (PROTOCOL.md section 18), each rule a test named after it.
 @Suite("Accessory sessions")
 struct AccessorySessionTests {
     static let performance = "com.openmotors.performance"

@@ -3,7 +3,7 @@ import Testing
 
 @testable import HeadUnitCore
 
-/// Audio focus (DOMAIN.md §9, §11): the car's source, the phone's app, navigation prompts.
+/// Audio focus (PROTOCOL.md section 19.8): the car's source, the phone's app, navigation prompts.
 @Suite struct AudioFocusTests {
     @Test func activatingTheAppsAudioStopsTheCarsOwnSource() {
         var audio = AudioFocus()

@@ -90,7 +90,7 @@ import Testing
 
     /// The calls the HMI's latest home screen shows.
     static func shown(_ h: CarHarness) -> [HUCallInfo] {
-        (h.car.lastHomeScreen ?? HUHomeScreen()).calls
+        (h.car.templates.lastHomeScreen ?? HUHomeScreen()).calls
     }
 
     @Test func anIncomingCallRingsTheDriverAnswersAndTheAppFulfils() {
@@ -138,7 +138,7 @@ import Testing
         #expect(event.fromCar && event.endedByCar == .endedByAction)
         #expect(Self.shown(h).isEmpty, "gone before the app answers")
         #expect(Self.fulfil(&h, event).code == .ok)
-        #expect(h.car.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
+        #expect(h.car.templates.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
         #expect(!h.car.audio.callActive)
     }
 
@@ -153,7 +153,7 @@ import Testing
         #expect(h.car.audioStreams.mix.pauseMain, "a call pauses the main audio")
         #expect(Self.report(&h, .ended, Self.first, reason: .remoteEnded).code == .ok)
         #expect(!h.car.audio.callActive && !h.car.audioStreams.mix.pauseMain)
-        #expect(h.car.lastHomeScreen?.lastCallEnded.reason == .remoteEnded)
+        #expect(h.car.templates.lastHomeScreen?.lastCallEnded.reason == .remoteEnded)
     }
 
     @Test func reportsAreCheckedInOrder() {
@@ -218,7 +218,7 @@ import Testing
             return false
         }
         #expect(told, "the app hears provider(_:timedOutPerforming:)")
-        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .startFailed)
+        #expect(Self.shown(h).isEmpty && h.car.templates.lastHomeScreen?.lastCallEnded.reason == .startFailed)
         #expect(Self.fulfil(&h, start).code == .completionTimeout)
 
         #expect(Self.report(&h, .newIncoming, Self.second).code == .ok)
@@ -229,7 +229,7 @@ import Testing
 
         let decline = Self.press(&h, Self.action(.end, Self.second))
         #expect(decline.answer?.code == .ok && decline.answer?.callAction.fulfilled == true, "the driver's end is answered at once")
-        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
+        #expect(Self.shown(h).isEmpty && h.car.templates.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
         #expect(Self.fulfil(&h, decline.event!, false).code == .ok)
         #expect(Self.shown(h).isEmpty, "the app failing the end changes nothing: the car ended the call")
     }
@@ -265,13 +265,13 @@ import Testing
             return nil
         }.first!
         h.apply(h.car.timerFired(.resumeGrace(serial: serial), nowMilliseconds: h.now))
-        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .phoneGone)
+        #expect(Self.shown(h).isEmpty && h.car.templates.lastHomeScreen?.lastCallEnded.reason == .phoneGone)
         #expect(!h.car.audio.callActive)
 
         var g = Self.harness()
         #expect(Self.report(&g, .newIncoming, Self.first).code == .ok)
         #expect(g.request(g.phone, .appClosed(HUAppClosed.with { $0.appID = Self.chat })).code == .ok)
-        #expect(Self.shown(g).isEmpty && g.car.lastHomeScreen?.lastCallEnded.reason == .appClosed)
+        #expect(Self.shown(g).isEmpty && g.car.templates.lastHomeScreen?.lastCallEnded.reason == .appClosed)
     }
 
     @Test func aRestartKeepsTheCalls() throws {
@@ -364,7 +364,7 @@ import Testing
         #expect(Self.shown(h).first?.phase == .ringing)
         h.now += 45_000
         h.apply(h.car.timerFired(.callRinging(uuid: Self.first), nowMilliseconds: h.now))
-        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .rangOut)
+        #expect(Self.shown(h).isEmpty && h.car.templates.lastHomeScreen?.lastCallEnded.reason == .rangOut)
         #expect(!h.car.audio.callActive && !h.car.audioStreams.mix.pauseMain, "the focus the ringing call held is released")
         let told = Self.endsByCar(&h)
         #expect(told.map(\.endedByCar) == [.rangOut] && told.first?.action.callUuid == Self.first && told.first?.appID == Self.chat)
@@ -392,7 +392,7 @@ import Testing
         #expect(Self.press(&h, Self.action(.answer, Self.first)).answer?.code == .limitExceeded)
         let end = Self.press(&h, Self.action(.end, Self.first))
         #expect(end.answer?.code == .ok && end.answer?.callAction.fulfilled == true, "the driver's end is never capped, and answered at once")
-        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
+        #expect(Self.shown(h).isEmpty && h.car.templates.lastHomeScreen?.lastCallEnded.reason == .endedByAction)
         #expect(!h.car.audio.callActive && !h.car.audioStreams.mix.pauseMain)
         let event = try! #require(end.event)
         #expect(event.fromCar && event.action.kind == .end && event.endedByCar == .endedByAction)
@@ -416,7 +416,7 @@ import Testing
         // No scene, a ringing call: CloseApp still ends it.
         #expect(Self.report(&h, .newIncoming, Self.first).code == .ok)
         #expect(h.request(h.hmi, .closeApp(HUCloseApp.with { $0.appID = Self.chat })).code == .ok)
-        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .closedByCar)
+        #expect(Self.shown(h).isEmpty && h.car.templates.lastHomeScreen?.lastCallEnded.reason == .closedByCar)
         #expect(Self.endsByCar(&h).map(\.endedByCar) == [.closedByCar])
         #expect(!h.car.audio.callActive)
         // Launched, with an answered call: the scenes and the call end.
@@ -424,7 +424,7 @@ import Testing
         #expect(Self.report(&h, .newIncoming, Self.second, app: Self.voip).code == .ok)
         _ = Self.fulfil(&h, Self.press(&h, Self.action(.answer, Self.second)).event!)
         #expect(h.request(h.hmi, .closeApp(HUCloseApp.with { $0.appID = Self.voip })).code == .ok)
-        #expect(Self.shown(h).isEmpty && h.car.lastHomeScreen?.lastCallEnded.reason == .closedByCar)
+        #expect(Self.shown(h).isEmpty && h.car.templates.lastHomeScreen?.lastCallEnded.reason == .closedByCar)
         #expect(h.car.calls.lineHolder == nil)
         // Nothing to close: no scene, no call.
         #expect(h.request(h.hmi, .closeApp(HUCloseApp.with { $0.appID = Self.radio })).code == .notConnected)
@@ -449,7 +449,7 @@ import Testing
         #expect(!CallSession.isUUID(""))
     }
 
-    /// DOMAIN.md 12: "Voice control and calls take the microphone" (PROTOCOL.md 26.1).
+    /// Voice control and calls take the microphone (PROTOCOL.md sections 24.6 and 26.1).
     @Test func callsTakeTheMicrophone() {
         var h = Self.harness()
         let pcm = HUAudioFormat.with { $0.codec = .pcmS16Le; $0.sampleRate = 48_000; $0.channels = 2 }

@@ -227,7 +227,7 @@ import Testing
         #expect(after.maneuvers.maneuvers.isEmpty)
         #expect(after.nowPlaying == before.nowPlaying)
         #expect(after.nowPlaying.title == "Song" && after.nowPlaying.appID == "com.example.radio")
-        #expect(h.car.apps["com.example.radio"]?.scenes[.main] != nil)
+        #expect(h.car.templates.apps["com.example.radio"]?.scenes[.main] != nil)
     }
 
     @Test func thePhoneVanishingMidGuidanceEndsGuidanceWithPhoneGone() {
@@ -248,7 +248,7 @@ import Testing
         let zoom = HUClusterInput.with { $0.zoomIn = true }
         #expect(h.request(cluster, .clusterInput(zoom)).code == .notConnected)
         _ = connected(&h, .instrumentCluster)
-        let sceneID = h.car.apps[Nav.appID]!.scenes[.instrumentCluster]!.id
+        let sceneID = h.car.templates.apps[Nav.appID]!.scenes[.instrumentCluster]!.id
         #expect(h.request(cluster, .clusterInput(zoom)).code == .ok)
         #expect(h.request(cluster, .clusterInput(HUClusterInput.with { $0.compass = .userPreference })).code == .ok)
         #expect(h.request(cluster, .clusterInput(HUClusterInput())).code == .invalidArgument)

@@ -307,7 +307,7 @@ func alertTemplate(_ id: String) -> HUTemplate {
         let againTwice: [UInt8] = try HUTemplate.with { $0.id = "three" }.serializedBytes() + (try again.serializedBytes())
         #expect(h.template("app", scene, .push(again), wire: WireTemplate(opField: WireTemplate.pushField, bytes: againTwice)).code == .ok)
         #expect(h.heldTops.last == (try again.serializedBytes()))
-        let held = try #require(h.car.apps["app"]?.scenes[.main]?.stackHeld)
+        let held = try #require(h.car.templates.apps["app"]?.scenes[.main]?.stackHeld)
         #expect(held.map(\.encoded) == [reordered, try again.serializedBytes()])
     }
 

@@ -52,7 +52,7 @@ import Testing
 
         // The same inputs from here on: the same answers, screen updates and events.
         func script(_ h: inout CarHarness) -> [PeerID: [HUEnvelope]] {
-            let eventID = h.car.pendingEvents.keys.first ?? 0
+            let eventID = h.car.templates.pendingEvents.keys.first ?? 0
             _ = h.request(h.phone, .completeEvent(HUCompleteEvent.with { $0.appID = "com.example.radio"; $0.eventID = eventID }))
             _ = h.template("com.example.radio", scene, .present(alertTemplate("alert")))
             _ = h.template("com.example.radio", scene, .dismiss(HUPopTemplate()))

@@ -3,7 +3,7 @@ import Testing
 
 @testable import HeadUnitCore
 
-/// The metadata stream is state, not a log (DOMAIN.md §9, DESIGN.md observers).
+/// The metadata stream is state, not a log (PROTOCOL.md section 19.5; ARCHITECTURE.md, "Observers").
 @Suite struct ClusterFeedTests {
     func state(title: String, elapsed: Double = 0) -> HUMetadataState {
         var state = ClusterFeed().state

@@ -32,7 +32,7 @@ import Testing
 
     @Test func aPushOverThePhonesTemplateBytesLeavesTheSceneAndSendsNoLifecycle() {
         var (h, scene) = Self.harness(room: 2_000)
-        let before = h.car.apps[Self.app]!
+        let before = h.car.templates.apps[Self.app]!
         let bytesBefore = h.car.phoneTemplateBytes
 
         let refused = h.template(Self.app, scene, .push(listTemplate("big", items: 100)))
@@ -41,8 +41,8 @@ import Testing
         // The phone hears the refusal alone: no lifecycle event of a push that did not happen.
         let heard = h.drain(h.phone)
         #expect(heard.count == 1, "\(heard)")
-        #expect(h.car.apps[Self.app] == before)
-        #expect(h.car.apps[Self.app]?.scenes[.main]?.stack.map(\.id) == ["root"])
+        #expect(h.car.templates.apps[Self.app] == before)
+        #expect(h.car.templates.apps[Self.app]?.scenes[.main]?.stack.map(\.id) == ["root"])
         #expect(h.car.phoneTemplateBytes == bytesBefore)
         #expect(!h.drain(h.hmi).contains { if case .screenUpdate = $0.body { true } else { false } }, "the HMI's screen is unchanged")
 
@@ -53,7 +53,7 @@ import Testing
             return "\(event.templateID) \(lifecycle.phase)"
         }
         #expect(phases == ["root willDisappear", "small willAppear", "root didDisappear", "small didAppear"])
-        #expect(h.car.apps[Self.app]?.scenes[.main]?.stack.map(\.id) == ["root", "small"])
+        #expect(h.car.templates.apps[Self.app]?.scenes[.main]?.stack.map(\.id) == ["root", "small"])
     }
 
     /// A refused present leaves no modal, and a refused pop cannot happen (a
@@ -62,15 +62,15 @@ import Testing
         var (h, scene) = Self.harness(room: 1_500)
         #expect(h.template(Self.app, scene, .push(listTemplate("second", items: 2))).code == .ok)
         _ = h.drain(h.phone)
-        let before = h.car.apps[Self.app]!
+        let before = h.car.templates.apps[Self.app]!
         var alert = alertTemplate("alert")
         alert.alert.titleVariants = [String(repeating: "t", count: 2_000)]
         let refused = h.template(Self.app, scene, .present(alert))
         #expect(refused.code == .messageTooLarge, "\(refused.message)")
         #expect(h.drain(h.phone).count == 1)
-        #expect(h.car.apps[Self.app] == before)
-        #expect(h.car.apps[Self.app]?.scenes[.main]?.presented == nil)
+        #expect(h.car.templates.apps[Self.app] == before)
+        #expect(h.car.templates.apps[Self.app]?.scenes[.main]?.presented == nil)
         #expect(h.template(Self.app, scene, .pop(HUPopTemplate())).code == .ok)
-        #expect(h.car.apps[Self.app]?.scenes[.main]?.stack.map(\.id) == ["root"])
+        #expect(h.car.templates.apps[Self.app]?.scenes[.main]?.stack.map(\.id) == ["root"])
     }
 }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import HeadUnitCore
 
-/// The navigation session's rules (DOMAIN.md §8, §11), without the car around it.
+/// The navigation session's rules (PROTOCOL.md section 19), without the car around it.
 @Suite struct NavigationSessionTests {
     func started() -> NavigationSession {
         var session = NavigationSession()

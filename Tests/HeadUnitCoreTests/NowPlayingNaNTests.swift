@@ -53,7 +53,7 @@ import Testing
         #expect(pushed.code == .ok, "\(pushed.message)")
         // The phone's bytes are kept to be sent as they are (the debug build's
         // check of them is what tripped), NaN as sent.
-        let held = try #require(h.car.apps["radio"]?.scenes[.main]?.stackHeld.last)
+        let held = try #require(h.car.templates.apps["radio"]?.scenes[.main]?.stackHeld.last)
         #expect(held.encoded == bytes)
         let shown = h.drain(h.hmi).compactMap { envelope -> HUTemplate? in
             guard case .screenUpdate(let update) = envelope.body, case .full(let screen)? = update.change else { return nil }

@@ -135,7 +135,7 @@ import Testing
     @Test func playPauseChoosesPauseWhilePlayingAndPlayWhilePaused() {
         var h = Self.playing(commands: [Self.state(.play), Self.state(.pause)])
         #expect(Self.ask(&h, .carButton(HUCarButtonPressed.with { $0.button = .playPause })).event?.call.command == .pause)
-        let scene = h.car.apps[Self.music]!.scenes[.main]!.id
+        let scene = h.car.templates.apps[Self.music]!.scenes[.main]!.id
         _ = h.template(Self.music, scene, .updateNowPlaying(HUNowPlayingTemplate.with { $0.title = "Song"; $0.playbackRate = 0 }))
         _ = h.drain(h.phone)
         #expect(Self.ask(&h, .carButton(HUCarButtonPressed.with { $0.button = .playPause })).event?.call.command == .play)
@@ -187,7 +187,7 @@ import Testing
 
     @Test func theNowPlayingScreenCarriesTheAppsCommandsForTheHMI() {
         var h = Self.playing(commands: [Self.state(.pause), Self.state(.nextTrack, enabled: false)])
-        let scene = h.car.apps[Self.music]!.scenes[.main]!.id
+        let scene = h.car.templates.apps[Self.music]!.scenes[.main]!.id
         #expect(h.template(Self.music, scene, .setRoot(listTemplate("library", items: 2))).code == .ok)
         #expect(h.template(Self.music, scene, .showNowPlaying(HUShowNowPlaying())).code == .ok)
         let shown = h.car.render(.main)

@@ -2,7 +2,7 @@ import HeadUnitWire
 import Testing
 @testable import HeadUnitCore
 
-/// DOMAIN.md §4: templates by category, stack depth, tab count.
+/// Protocol/TEMPLATES.md section 2: templates by category, stack depth, tab count.
 @Suite struct RulesCategoryTests {
     /// The guide's table, row by row: (template, audio, communication, navigation, last column).
     static let table: [(TemplateKind, Bool, Bool, Bool, Bool)] = [

@@ -2,7 +2,7 @@ import HeadUnitWire
 import Testing
 @testable import HeadUnitCore
 
-/// Element-level diffs (DOMAIN.md §5: "the car re-renders only what changed").
+/// Element-level diffs (Protocol/TEMPLATES.md section 7: the car re-renders only what changed).
 @Suite struct RulesDifferTests {
     func elements(_ changes: [HUElementChange]?) -> [HUElementChange.OneOf_Element?]? {
         changes?.map(\.element)

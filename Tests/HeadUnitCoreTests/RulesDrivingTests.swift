@@ -2,7 +2,7 @@ import HeadUnitWire
 import Testing
 @testable import HeadUnitCore
 
-/// DOMAIN.md §5 (list caps while driving) and §11 (refresh rates).
+/// Protocol/TEMPLATES.md section 8: list caps while driving, and refresh rates.
 @Suite struct RulesDrivingTests {
     func counts(_ template: HUTemplate) -> [Int] {
         Fixture.listTemplate(template).sections.map(\.items.count)

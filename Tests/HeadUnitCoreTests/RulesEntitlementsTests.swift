@@ -2,7 +2,7 @@ import HeadUnitWire
 import Testing
 @testable import HeadUnitCore
 
-/// DOMAIN.md §3: entitlement keys, categories and combinations.
+/// Protocol/TEMPLATES.md section 1: entitlement keys, categories and combinations.
 @Suite struct RulesEntitlementsTests {
     typealias E = EntitlementKey
 

@@ -3,7 +3,7 @@ import HeadUnitWire
 import Testing
 @testable import HeadUnitCore
 
-/// DOMAIN.md §5: image sizes in points times the display scale.
+/// Protocol/TEMPLATES.md section 6: image sizes in points times the display scale.
 @Suite struct RulesImageTests {
     @Test func crcMatchesThePNGSpecification() {
         // Every PNG ends with IEND and this CRC.

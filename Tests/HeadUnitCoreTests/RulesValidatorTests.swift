@@ -2,7 +2,7 @@ import HeadUnitWire
 import Testing
 @testable import HeadUnitCore
 
-/// DOMAIN.md §4-§5: ids, placement, counts and field ranges of each template.
+/// Protocol/TEMPLATES.md sections 2-5: ids, placement, counts and field ranges of each template.
 @Suite struct RulesValidatorTests {
     func validate(_ template: HUTemplate, _ category: HUCategory, _ placement: TemplatePlacement = .root) -> RuleViolation? {
         TemplateValidator.validate(template, context: Fixture.context(category, placement))

@@ -92,7 +92,7 @@ import Testing
         #expect(throws: EnvelopeCodec.DecodeError.self) { try EnvelopeCodec.decode(ByteBuffer(bytes: bytes)) }
     }
 
-    @Test func unknownFieldsAreKeptAndReencoded() throws {
+    @Test func unknownFieldsAreSkippedAndNotKept() throws {
         // request_id 6, then field 99 (an unknown body from a newer version).
         let bytes: [UInt8] = [0x08, 0x06, 0x9A, 0x06, 0x00]
         let decoded = try EnvelopeCodec.decode(ByteBuffer(bytes: bytes))
@@ -100,6 +100,6 @@ import Testing
         #expect(decoded.body == nil)
         var out = ByteBuffer()
         EnvelopeCodec.writeFrame(decoded, into: &out)
-        #expect(Array(out.readableBytesView.dropFirst(FrameHeader.size)) == bytes)
+        #expect(Array(out.readableBytesView.dropFirst(FrameHeader.size)) == [0x08, 0x06])
     }
 }

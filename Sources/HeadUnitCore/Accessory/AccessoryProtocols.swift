@@ -1,4 +1,4 @@
-/// External Accessory protocol strings (DOMAIN.md section 10, PROTOCOL.md section 18.1):
+/// External Accessory protocol strings (PROTOCOL.md section 18.1):
 /// what is a valid one, and when two strings name the same protocol.
 public enum AccessoryProtocols {
     /// Reverse DNS: at most 255 characters, two or more dot-separated labels of

@@ -1,7 +1,7 @@
 import HeadUnitWire
 
 /// Who owns the car's main audio, and what a navigation prompt does to it
-/// (DOMAIN.md §9, seed 004): activating the app's audio stops the car's own
+/// (PROTOCOL.md section 19.8): activating the app's audio stops the car's own
 /// source; a navigation voice prompt mixes with the main audio and ducks it,
 /// or pauses it when it is spoken; the prompt style tells navigation apps
 /// whether to speak at all while a call or a voice session is active.
@@ -27,7 +27,7 @@ public struct AudioFocus: Sendable, Equatable {
     /// The app whose voice-control audio session is active.
     public private(set) var voiceAppID = ""
 
-    /// Prompts are held a few seconds at most (DOMAIN.md §11).
+    /// Prompts are held a few seconds at most (`start_prompt`'s `duration_ms`, PROTOCOL.md section 16.13).
     public static let maximumPromptMilliseconds: UInt32 = 10_000
 
     public init() {}

@@ -94,6 +94,9 @@ public struct AudioStreams: Sendable {
     var recentlyClosed: [UInt32] = []
     static let recentMemory = 64
     var nextID: UInt32 = 1
+    /// After a restore: the streams the previous process had open, to be
+    /// closed towards the phone (RESTARTED) once its connection is back (section 22).
+    var closedByRestart: [HUAudioStreamClosed] = []
     var microphone: (appID: String, stream: UInt32, purpose: HUMicrophonePurpose)?
     /// Who the microphone streams to now (the metadata stream publishes it).
     public var microphoneUse: MicrophoneUse? { microphone.map { MicrophoneUse(appID: $0.appID, purpose: $0.purpose) } }

@@ -20,7 +20,7 @@ public struct MetadataSections: OptionSet, Sendable, Hashable {
 }
 
 /// The latest metadata state for the instrument cluster, HUDs and HMIs
-/// (DOMAIN.md §9): state, not a log. The Car rebuilds the state after every
+/// (PROTOCOL.md section 19.5): state, not a log. The Car rebuilds the state after every
 /// input; the feed keeps it, numbers each change (`version`) and says which
 /// sections changed, so the server can encode one change once for everyone.
 public struct ClusterFeed: Sendable {

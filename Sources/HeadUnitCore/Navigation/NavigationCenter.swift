@@ -54,7 +54,7 @@ public struct NavigationCenter: Sendable, Equatable {
     }
 }
 
-/// The window each scene of a navigation app draws in (DOMAIN.md §7): the
+/// The window each scene of a navigation app draws in (PROTOCOL.md section 19.1): the
 /// main scene gets the main display with the car's current safe area, the
 /// dashboard scene the dashboard's map area, the cluster scene the cluster display.
 public enum SceneWindows {

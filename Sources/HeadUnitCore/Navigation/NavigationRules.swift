@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// Counts and limits of the navigation messages (DOMAIN.md §8, TEMPLATES.md §9).
+/// Counts and limits of the navigation messages (PROTOCOL.md section 19.2, TEMPLATES.md section 9).
 public enum NavigationLimits {
     public static let trips = 12
     public static let routeChoicesPerTrip = 3
@@ -220,7 +220,7 @@ public enum NavigationRules {
     // MARK: estimates
 
     /// Whether new estimates differ from those shown enough to show them
-    /// (DOMAIN.md §11: "only on significant change"): the minutes shown
+    /// (PROTOCOL.md section 19.2, "Estimates only on significant change"): the minutes shown
     /// changed, or the distance shown changed (to 100 m from 1 km up, to 10 m below).
     public static func isSignificant(_ new: HUTravelEstimates, comparedTo shown: HUTravelEstimates?) -> Bool {
         guard let shown else { return true }

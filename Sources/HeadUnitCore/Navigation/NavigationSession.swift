@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// One navigation app's guidance (DOMAIN.md §8) as a state machine:
+/// One navigation app's guidance (PROTOCOL.md section 19) as a state machine:
 ///
 ///     idle --start--> active <--maneuvers-- paused
 ///                       |  \--pause--------^  |

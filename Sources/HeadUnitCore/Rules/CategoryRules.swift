@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// Which templates each category may use, and its stack and tab limits (DOMAIN.md §4).
+/// Which templates each category may use, and its stack and tab limits (Protocol/TEMPLATES.md section 2).
 public enum CategoryRules {
     /// The guide's four columns, plus the categories that may use no template.
     enum Column {

@@ -75,7 +75,7 @@ public enum DrivingLimits {
     }
 }
 
-/// How often a category may refresh a template (DOMAIN.md §11).
+/// How often a category may refresh a template (Protocol/TEMPLATES.md section 8).
 public enum RefreshRules {
     /// Points of interest of driving-task apps: at most once every 60 s.
     public static let drivingTaskPointsOfInterestMilliseconds: UInt64 = 60_000

@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// The category an app's claims give it (DOMAIN.md §3; the keys are `EntitlementKey`).
+/// The category an app's claims give it (Protocol/TEMPLATES.md section 1; the keys are `EntitlementKey`).
 public enum Entitlements {
     /// Every key the car knows, each with the category it gives on its own.
     public static let singleKeyCategories: [String: HUCategory] = [

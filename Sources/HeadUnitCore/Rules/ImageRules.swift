@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// Where an image is used; each use has a maximum size in points (DOMAIN.md §5).
+/// Where an image is used; each use has a maximum size in points (Protocol/TEMPLATES.md section 6).
 public enum ImageUse: String, CaseIterable, Sendable {
     // The guide's table.
     case appIcon, contactAction, gridButton, nowPlayingButton, tab

@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// Counts, field ranges and image sizes of each template (DOMAIN.md §5).
+/// Counts, field ranges and image sizes of each template (Protocol/TEMPLATES.md sections 5 and 6).
 /// Ids, category and placement are checked before, by TemplateValidator.
 struct TemplateContentRules {
     let context: TemplateContext

@@ -1,4 +1,4 @@
-/// The count limits of the template catalogue (DOMAIN.md §5). The limit names
+/// The count limits of the template catalogue (Protocol/TEMPLATES.md section 5). The limit names
 /// used in `RuleViolation.limit` are listed in Protocol/TEMPLATES.md.
 public enum TemplateLimits {
     public static let gridButtons = 8

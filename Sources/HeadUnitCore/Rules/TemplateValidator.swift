@@ -1,6 +1,6 @@
 import HeadUnitWire
 
-/// The car's template rules (DOMAIN.md §4-§5, Protocol/TEMPLATES.md).
+/// The car's template rules (Protocol/TEMPLATES.md sections 2-6).
 public enum TemplateValidator {
     /// The first rule `template` breaks in `context`, or nil when it may be shown.
     ///

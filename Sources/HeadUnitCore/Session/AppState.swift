@@ -62,7 +62,7 @@ public struct AppState: Sendable, Equatable {
         _read { yield fields.scenes }
         _modify { yield &fields.scenes }
     }
-    /// The one shared now-playing template of the app (DOMAIN.md §5).
+    /// The one shared now-playing template of the app (Protocol/TEMPLATES.md section 4, `now-playing`).
     public var nowPlaying: HUNowPlayingTemplate {
         _read { yield fields.nowPlaying }
         _modify {

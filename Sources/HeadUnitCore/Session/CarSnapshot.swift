@@ -46,7 +46,7 @@ extension Car {
     public func peerInfo(_ peer: PeerID) -> PeerInfo? { peers[peer] }
 
     /// Every joined peer, in id order.
-    public var peerIDs: [PeerID] { peers.keys.sorted() }
+    public var peerIDs: [PeerID] { peers.ids }
 
     /// Before the snapshot is taken: what the next process does not carry
     /// ends now, and whoever depends on it is told: a navigation alert shown
@@ -55,7 +55,7 @@ extension Car {
     /// request would otherwise never be answered); so does a call action.
     public mutating func prepareForHandover() -> [CarEffect] {
         if navigation.alert != nil { dismissNavigationAlert(.system, actionID: "", tell: true) }
-        endRemoteCommands(of: appOrder, forget: false, why: "was cut off by the daemon's restart")
+        endRemoteCommands(of: templates.appOrder, forget: false, why: "was cut off by the daemon's restart")
         // Call actions waiting for the app are not carried either: answered now, as a lost link does (26.8).
         callsLostLink(why: "was cut off by the daemon's restart")
         settlePhoneLink()
@@ -103,7 +103,7 @@ extension Car {
     private static func restoring(_ entry: HUNavigationSnapshot, into car: inout Car) throws(SnapshotError) {
         var center = NavigationCenter()
         for session in entry.sessions {
-            guard car.apps[session.appID] != nil else {
+            guard car.templates.apps[session.appID] != nil else {
                 throw SnapshotError("navigation session of '\(session.appID)', which is not an app of the phone")
             }
             let state: NavigationSession.State
@@ -141,12 +141,12 @@ extension Car {
     /// the phone is asked for keyframes; then audio settles: the mixer learns
     /// the focus, and a microphone still wanted starts anew (section 22).
     public mutating func restoredConnectionsBack() -> [CarEffect] {
-        for closed in audioClosedByRestart { sendToPhone(.audioStreamClosed(closed)) }
-        audioClosedByRestart = []
+        for closed in audioStreams.closedByRestart { sendToPhone(.audioStreamClosed(closed)) }
+        audioStreams.closedByRestart = []
         // Accessories are not carried over: each automaker app is owed its
         // availability as this process sees it (sent as the phone takes writes, 18.2).
         owedAvailability.reset()
-        for appID in appOrder where currentAvailability(of: appID) != nil { owedAvailability.mayHaveChanged(appID) }
+        for appID in templates.appOrder where currentAvailability(of: appID) != nil { owedAvailability.mayHaveChanged(appID) }
         // Video viewers are sent their streams again and wait for the keyframe
         // asked of the phone now: frames in flight at the restart were lost.
         publishVideo()
@@ -168,7 +168,7 @@ extension Car {
     /// must have left (`peerLeft`) before this is taken.
     public func snapshot() -> HUCarSnapshot {
         var out = HUCarSnapshot()
-        for (id, info) in peers.sorted(by: { $0.key < $1.key }) where Self.survivesRestart(info.role) {
+        for (id, info) in peers.all.sorted(by: { $0.key < $1.key }) where Self.survivesRestart(info.role) {
             var peer = HUPeerSnapshot()
             peer.peerID = id
             peer.role = info.role
@@ -179,7 +179,7 @@ extension Car {
             peer.deviceName = info.device?.name ?? ""
             out.peers.append(peer)
         }
-        out.hmiPeers = hmiPeers
+        out.hmiPeers = peers.hmis
         // Only a connected phone's session is carried: one away within its
         // grace period cannot be reached by the next process's timers.
         if let phone = phoneLink.peer {
@@ -187,19 +187,19 @@ extension Car {
             out.phoneToken = phoneLink.token
             out.phoneDeviceID = phoneLink.deviceID ?? ""
             out.phoneAuthenticated = phoneLink.deviceID != nil
-            out.deviceName = deviceName
-            for appID in appOrder {
-                guard let app = apps[appID] else { continue }
+            out.deviceName = templates.deviceName
+            for appID in templates.appOrder {
+                guard let app = templates.apps[appID] else { continue }
                 var entry = Self.snapshot(app)
                 entry.remoteCommands = remote.declared[app.id] ?? []
                 out.apps.append(entry)
             }
-            out.nowPlayingAppID = nowPlayingAppID
+            out.nowPlayingAppID = templates.nowPlayingAppID
             // Calls go on across a restart (section 26.8); actions waiting for the app do not.
             out.calls = calls.snapshot
             out.nextCallActionID = calls.nextActionID
             if let ended = calls.lastEnded { out.lastCallEnded = ended }
-            for (id, event) in pendingEvents.sorted(by: { $0.key < $1.key }) {
+            for (id, event) in templates.pendingEvents.sorted(by: { $0.key < $1.key }) {
                 var pending = HUPendingEventSnapshot()
                 pending.eventID = id
                 pending.appID = event.appID
@@ -214,14 +214,14 @@ extension Car {
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             var entry = HUScreenSnapshot()
             entry.screen = screen
-            if phoneLink.peer != nil, let owner = screenOwners[screen] {
+            if phoneLink.peer != nil, let owner = templates.screenOwners[screen] {
                 entry.ownerAppID = owner.appID
                 entry.ownerKind = owner.kind
             }
-            if let shown = rendered[screen] {
+            if let shown = templates.rendered[screen] {
                 entry.rendered = shown
             }
-            entry.sequence = screenSequence[screen, default: 0]
+            entry.sequence = templates.screenSequence[screen, default: 0]
             out.screens.append(entry)
         }
         var sound = HUAudioSnapshot()
@@ -250,10 +250,10 @@ extension Car {
         }
         out.metadataSubscribers = clusterFeed.subscribers.filter { peers[$0].map { Self.survivesRestart($0.role) } ?? false }.sorted()
         out.metadataVersion = clusterFeed.version
-        if let home = lastHomeScreen { out.lastHomeScreen = home }
+        if let home = templates.lastHomeScreen { out.lastHomeScreen = home }
         out.vehicleState = vehicleState
-        out.nextEventID = nextEventID
-        out.nextSceneID = nextSceneID
+        out.nextEventID = templates.nextEventID
+        out.nextSceneID = templates.nextSceneID
         return out
     }
 
@@ -317,11 +317,11 @@ extension Car {
                 }
                 info.device = known
             }
-            car.peers[entry.peerID] = info
+            car.peers.all[entry.peerID] = info
         }
         for id in snapshot.hmiPeers {
             guard car.peers[id]?.role == .hmi else { throw SnapshotError("HMI peer \(id) is not an HMI peer") }
-            car.hmiPeers.append(id)
+            car.peers.hmis.append(id)
         }
         if snapshot.phonePeer != 0 {
             guard car.peers[snapshot.phonePeer]?.role == .phone else {
@@ -330,22 +330,22 @@ extension Car {
             car.phoneLink = PhoneLink(
                 restoringPeer: snapshot.phonePeer, token: snapshot.phoneToken,
                 deviceID: snapshot.phoneAuthenticated ? snapshot.phoneDeviceID : nil)
-            car.deviceName = snapshot.deviceName
+            car.templates.deviceName = snapshot.deviceName
             for entry in snapshot.apps {
                 let app = try restoring(entry)
-                guard car.apps[app.id] == nil else { throw SnapshotError("app '\(app.id)' is repeated") }
-                car.appOrder.append(app.id)
-                car.apps[app.id] = app
+                guard car.templates.apps[app.id] == nil else { throw SnapshotError("app '\(app.id)' is repeated") }
+                car.templates.appOrder.append(app.id)
+                car.templates.apps[app.id] = app
                 if let violation = car.remote.declare(appID: app.id, entry.remoteCommands) {
                     throw SnapshotError("app '\(app.id)': remote commands: \(violation.message)")
                 }
             }
-            car.nowPlayingAppID = snapshot.nowPlayingAppID
+            car.templates.nowPlayingAppID = snapshot.nowPlayingAppID
             for entry in snapshot.pendingEvents {
-                guard car.apps[entry.appID]?.scenes[entry.sceneKind] != nil else {
+                guard car.templates.apps[entry.appID]?.scenes[entry.sceneKind] != nil else {
                     throw SnapshotError("pending event \(entry.eventID) belongs to no scene of '\(entry.appID)'")
                 }
-                car.pendingEvents[entry.eventID] = PendingEvent(
+                car.templates.pendingEvents[entry.eventID] = PendingEvent(
                     appID: entry.appID, sceneKind: entry.sceneKind, templateID: entry.templateID, itemID: entry.itemID,
                     showsSpinner: entry.showsSpinner, isSearch: entry.isSearch)
                 effects.append(.startTimer(.completion(eventID: entry.eventID), milliseconds: configuration.completionTimeoutMilliseconds))
@@ -358,18 +358,18 @@ extension Car {
                 throw SnapshotError("unknown screen \(entry.screen)")
             }
             if !entry.ownerAppID.isEmpty {
-                guard car.apps[entry.ownerAppID]?.scenes[entry.ownerKind] != nil else {
+                guard car.templates.apps[entry.ownerAppID]?.scenes[entry.ownerKind] != nil else {
                     throw SnapshotError("screen \(entry.screen) shows no scene of '\(entry.ownerAppID)'")
                 }
-                car.screenOwners[entry.screen] = SceneRef(appID: entry.ownerAppID, kind: entry.ownerKind)
+                car.templates.screenOwners[entry.screen] = SceneRef(appID: entry.ownerAppID, kind: entry.ownerKind)
             }
-            if entry.hasRendered { car.rendered[entry.screen] = entry.rendered }
-            car.screenSequence[entry.screen] = entry.sequence
+            if entry.hasRendered { car.templates.rendered[entry.screen] = entry.rendered }
+            car.templates.screenSequence[entry.screen] = entry.sequence
         }
-        if snapshot.hasLastHomeScreen { car.lastHomeScreen = snapshot.lastHomeScreen }
+        if snapshot.hasLastHomeScreen { car.templates.lastHomeScreen = snapshot.lastHomeScreen }
         if snapshot.hasVehicleState { car.vehicleState = snapshot.vehicleState }
-        car.nextEventID = max(snapshot.nextEventID, 1)
-        car.nextSceneID = max(snapshot.nextSceneID, 1)
+        car.templates.nextEventID = max(snapshot.nextEventID, 1)
+        car.templates.nextSceneID = max(snapshot.nextSceneID, 1)
         if snapshot.hasNavigation { try restoring(snapshot.navigation, into: &car) }
         let sound = snapshot.audio
         let main: AudioFocus.Main
@@ -383,12 +383,12 @@ extension Car {
             restoringMain: main, spoken: sound.mainSpoken, callActive: sound.callActive,
             voiceSessionActive: sound.voiceSessionActive, voiceAppID: sound.voiceAppID)
         for stream in sound.streams {
-            guard stream.streamID != 0, snapshot.phonePeer != 0, car.apps[stream.appID] != nil else {
+            guard stream.streamID != 0, snapshot.phonePeer != 0, car.templates.apps[stream.appID] != nil else {
                 throw SnapshotError("audio stream \(stream.streamID) belongs to no app of the phone ('\(stream.appID)')")
             }
             // Its MEDIA, credit or close still in flight is dropped without a word (24.4).
             car.audioStreams.remember(stream.streamID)
-            car.audioClosedByRestart.append(HUAudioStreamClosed.with {
+            car.audioStreams.closedByRestart.append(HUAudioStreamClosed.with {
                 $0.appID = stream.appID
                 $0.streamID = stream.streamID
                 $0.type = stream.type
@@ -410,7 +410,7 @@ extension Car {
             {
                 throw SnapshotError(problem)
             }
-            for call in car.calls.calls where car.apps[call.appID]?.category != .communication {
+            for call in car.calls.calls where car.templates.apps[call.appID]?.category != .communication {
                 throw SnapshotError("call \(call.uuid) belongs to no communication app ('\(call.appID)')")
             }
             car.audio.callsChanged(appsInCalls: car.calls.appsInCalls)
@@ -430,7 +430,7 @@ extension Car {
         }
         // A phone that joined but had not announced its apps still must, in time.
         if configuration.announceTimeoutMilliseconds > 0 {
-            for (id, info) in car.peers.sorted(by: { $0.key < $1.key }) where info.role == .phone && id != snapshot.phonePeer {
+            for (id, info) in car.peers.all.sorted(by: { $0.key < $1.key }) where info.role == .phone && id != snapshot.phonePeer {
                 effects.append(.startTimer(.announce(peer: id), milliseconds: configuration.announceTimeoutMilliseconds))
             }
         }

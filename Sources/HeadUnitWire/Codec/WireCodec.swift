@@ -1,0 +1,133 @@
+import Foundation
+import NIOCore
+import SwiftProtobuf
+
+/// A message of the protocol with the one codec the daemon uses: the code in
+/// `Generated/` (our plugin, `protoc-gen-headunit`) reads the phone's bytes
+/// into these plain values and writes the car's frames from them. The same
+/// types also conform to swift-protobuf's `Message`, for JSON, text format,
+/// the cold paths and as the oracle in tests and fuzzing, never on the
+/// daemon's request path.
+///
+/// Wire behaviour (PROTOCOL.md section 4.4): unknown fields, and known fields
+/// sent with another wire type, are skipped and not kept; a singular message
+/// field sent twice is merged, a scalar sent twice takes the last value, a
+/// oneof takes the last member sent (merged when the same member repeats);
+/// unknown enum values are kept as `UNRECOGNIZED(n)`; non-minimal varints
+/// are accepted up to ten bytes; repeated scalars are read packed or not and
+/// written packed. Encoding is canonical: field-number order, proto3 defaults
+/// left out.
+public protocol WireMessage: Sendable, Equatable {
+    init()
+    /// Reads fields from `reader` until its end, merging them into `self`.
+    mutating func merge(from reader: inout WireReader) throws(WireDecodingError)
+    /// Appends the message's fields (not a length or tag of its own).
+    func encode(to writer: inout WireWriter)
+    /// The length `encode(to:)` writes, computed without writing.
+    var wireSize: Int { get }
+    /// Walks the fields that are set, in field-number order (`WireWalker`).
+    func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure)
+}
+
+/// What a walk over a message hears: the limits, the unknown-enum check and
+/// the image searches are walkers. Fields at their proto3 default are not
+/// walked; numbers are not reported except as repeated counts.
+public protocol WireWalker {
+    associatedtype Failure: Error
+    /// A message (a repeated field's element with its index): return false to not walk into it.
+    mutating func enter<M: WireMessage>(_ message: M, field: Int, index: Int?) throws(Failure) -> Bool
+    /// Back out of the message last entered.
+    mutating func leave()
+    mutating func string(_ value: String, field: Int, index: Int?) throws(Failure)
+    mutating func bytes(_ value: Data, field: Int, index: Int?) throws(Failure)
+    mutating func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) throws(Failure)
+    /// A repeated or map field that is not empty, before its elements.
+    mutating func repeated(count: Int, field: Int) throws(Failure)
+}
+
+extension WireWalker {
+    @inlinable public mutating func enter<M: WireMessage>(_ message: M, field: Int, index: Int?) throws(Failure) -> Bool { true }
+    @inlinable public mutating func leave() {}
+    @inlinable public mutating func string(_ value: String, field: Int, index: Int?) throws(Failure) {}
+    @inlinable public mutating func bytes(_ value: Data, field: Int, index: Int?) throws(Failure) {}
+    @inlinable public mutating func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) throws(Failure) {}
+    @inlinable public mutating func repeated(count: Int, field: Int) throws(Failure) {}
+}
+
+/// Encoded lengths, for the generated `wireSize`.
+public enum WireSize {
+    @inlinable
+    public static func varint(_ value: UInt64) -> Int {
+        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
+    }
+
+    /// A length prefix and `length` bytes.
+    @inlinable
+    public static func delimited(_ length: Int) -> Int { varint(UInt64(length)) + length }
+
+    /// A message field of `contentBytes` at `fieldNumber`: tag, length, content.
+    @inlinable
+    public static func messageField(fieldNumber: Int, contentBytes: Int) -> Int {
+        varint(UInt64(fieldNumber) << 3) + delimited(contentBytes)
+    }
+}
+
+/// Why bytes did not decode. The daemon answers every one the same way (a
+/// malformed message, PROTOCOL.md section 4.4); the case says what was wrong.
+public enum WireDecodingError: Error, Equatable, Sendable {
+    /// A length or value ran past the end of its message.
+    case truncated
+    /// A tag with field number 0, an invalid wire type, a varint over ten
+    /// bytes, a length over 2 GiB, a packed run that does not divide, or an
+    /// end-group with no group open.
+    case malformed
+    case invalidUTF8
+    /// Messages nested deeper than `WireReader.maximumDepth`.
+    case tooDeep
+}
+
+extension WireMessage {
+    /// Decodes a whole message from `bytes`.
+    @inlinable
+    public init(wireBytes bytes: UnsafeRawBufferPointer) throws(WireDecodingError) {
+        self.init()
+        var reader = WireReader(bytes)
+        try merge(from: &reader)
+    }
+
+    public init(wireBytes bytes: [UInt8]) throws(WireDecodingError) {
+        let result: Result<Self, WireDecodingError> = bytes.withUnsafeBytes { raw in
+            do throws(WireDecodingError) { return .success(try Self(wireBytes: raw)) } catch { return .failure(error) }
+        }
+        self = try result.get()
+    }
+
+    public init(wireBytes bytes: Data) throws(WireDecodingError) {
+        let result: Result<Self, WireDecodingError> = bytes.withUnsafeBytes { raw in
+            do throws(WireDecodingError) { return .success(try Self(wireBytes: raw)) } catch { return .failure(error) }
+        }
+        self = try result.get()
+    }
+
+    /// Decodes a whole message from the readable bytes of `buffer`.
+    public init(wire buffer: ByteBuffer) throws(WireDecodingError) {
+        let result: Result<Self, WireDecodingError> = buffer.withUnsafeReadableBytes { raw in
+            do throws(WireDecodingError) { return .success(try Self(wireBytes: raw)) } catch { return .failure(error) }
+        }
+        self = try result.get()
+    }
+
+    /// The message's canonical encoding.
+    public func wireBytes() -> [UInt8] {
+        var writer = WireWriter(capacity: wireSize)
+        encode(to: &writer)
+        return writer.bytes
+    }
+
+    /// Appends the message's canonical encoding to `buffer`.
+    public func encode(into buffer: inout ByteBuffer) {
+        var writer = WireWriter()
+        encode(to: &writer)
+        buffer.writeBytes(writer.bytes)
+    }
+}
