@@ -245,10 +245,18 @@ let package = Package(
         ),
         // The fuzz target's entry point outside fuzz builds: replays files given as arguments.
         .target(name: "CFuzzMain"),
+        // swift-protobuf's own generated code (protoc-gen-swift 1.39) for the same .proto
+        // files: the independent oracle our codec is held to (scripts/generate-oracle.sh),
+        // and the one check comparing them (CodecOracle.swift, hand-written; it alone imports
+        // HeadUnitWire). Tests and the fuzz target only; in no vended product.
+        .target(
+            name: "HeadUnitProtobufOracle",
+            dependencies: ["HeadUnitWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .executableTarget(
             name: "HeadUnitFuzz",
             dependencies: [
-                "HeadUnitWire", "HeadUnitCore", "CFuzzMain",
+                "HeadUnitWire", "HeadUnitCore", "CFuzzMain", "HeadUnitProtobufOracle",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -260,17 +268,29 @@ let package = Package(
         .executableTarget(name: "ComfortApp", dependencies: ["CarPlayKit", "HeadUnitClient"], path: "Examples/ComfortApp"),
         // A CarPlay sample's template code ported in Apple's style: compiles with only the documented differences.
         // The Apple-style ports import CarPlayKit alone; their drivers (PortDriverTests) start the real
-        // daemon (Support/ links EndToEndTests' DaemonLauncher, RawSocketClient and OwnThread) and act as the HMI.
+        // daemon (TestSupport's TestDaemon) and act as the HMI (its RawSocketClient).
         .testTarget(
             name: "CarPlayKitSampleTests",
             // HeadUnitVideo: the HMI's H.264 decoder for the map windows' video (MapsVideoTests).
-            dependencies: ["CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitSecurity", "HeadUnitVideo", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitVideo", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        // What the test targets that start the real daemon share (one copy, no symlinks): TestDaemon
+        // (the launcher), RawSocketClient (the one raw protocol client) and the `.ownThread` trait.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "HeadUnitWire",
+                // RawSocketClient.tcp: TLS 1.3 through TLSBridge, as the daemon's TCP listener requires.
+                "HeadUnitSecurity",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "HeadUnitWireTests",
             // The vectors are read from Protocol/vectors (their one copy) via #filePath.
             dependencies: [
-                "HeadUnitWire",
+                "HeadUnitWire", "HeadUnitProtobufOracle",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -307,12 +327,12 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
+                "TestSupport",
                 "CarPlayKit", "HeadUnitClient", "HeadUnitWire", "HeadUnitConformance", "HeadUnitSecurity", "HeadUnitVideo",
                 // The server in process, for a restart handover without systemd (AudioRestartHandoverTests).
                 "HeadUnitServer", .product(name: "Logging", package: "swift-log"),
                 // An Opus encoder for the app side of the audio tests (PROTOCOL.md section 24).
                 "COpus",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // SHA-256, to check image refs (PROTOCOL.md section 12.6).

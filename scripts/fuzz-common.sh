@@ -4,6 +4,13 @@
 # A TARGET is `stream` (the byte stream) or a message family
 # (Tests/FuzzCorpus/families/<family>). Run from the repository's root.
 
+# The round-trip families (Sources/HeadUnitFuzz/CodecFuzz.swift): each template
+# kind and the Envelope decoded and encoded by our codec and by swift-protobuf's
+# generated code (HeadUnitProtobufOracle), which must agree.
+codec_families=(codec-list codec-grid codec-tab-bar codec-now-playing codec-alert
+  codec-action-sheet codec-information codec-point-of-interest codec-contact
+  codec-map codec-search codec-voice-control codec-envelope)
+
 # fuzz_corpus TARGET DIR: a fresh starting corpus for TARGET in DIR. The
 # stream's is written from Protocol/vectors (scripts/fuzz-seeds.sh) plus the
 # kept regressions; a family's is its committed seeds.

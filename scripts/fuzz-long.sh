@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The long fuzz run (issue 10): every target of Sources/HeadUnitFuzz (the
-# byte stream and the seven families, bounds included) to RUNS executions each, one
+# byte stream, the seven families, bounds included, and the thirteen round-trip
+# families of CodecFuzz.swift) to RUNS executions each, one
 # libFuzzer process per target, JOBS targets at a time, longest first.
 #   scripts/fuzz-long.sh [RUNS [JOBS [OUT]]]   (default 10000000, 2, .build-fuzz-long/run)
 # Builds an optimised fuzz build (-c release --sanitize=fuzzer in
@@ -18,6 +19,7 @@ out="${3:-.build-fuzz-long/run}"
 scratch=.build-fuzz-long
 targets=(stream templates phone hmi navigation accessory handshake bounds)
 . scripts/fuzz-common.sh
+targets+=("${codec_families[@]}")
 
 echo "==> fuzz-long: build (swift build -c release --product HeadUnitFuzz --sanitize=fuzzer)"
 swift build -c release --product HeadUnitFuzz --sanitize=fuzzer --scratch-path "$scratch"

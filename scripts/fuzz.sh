@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes the frame parser and envelope codec with libFuzzer for a fixed time,
-# then each message family (structure-aware, Sources/HeadUnitFuzz/FamilyFuzz.swift).
+# then each message family (structure-aware, Sources/HeadUnitFuzz/FamilyFuzz.swift)
+# and each round-trip family against swift-protobuf (CodecFuzz.swift).
 #   scripts/fuzz.sh [SECONDS [FAMILY_SECONDS]]   (default 60, and 15 per family)
+#   scripts/fuzz.sh --build                      (only the build: .ci/run builds it beforehand)
 # Builds HeadUnitFuzz with --sanitize=fuzzer in .build-fuzz, seeds a fresh copy
 # of the corpus (Protocol/vectors via scripts/fuzz-seeds.sh, plus
 # Tests/FuzzCorpus/regressions), and runs. On a crash it fails and leaves the
@@ -10,15 +12,19 @@
 # and, once fixed, copy it into Tests/FuzzCorpus/regressions/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [ "${1:-}" = --build ]; then build_only=1; shift; fi
 seconds="${1:-60}"
 family_seconds="${2:-15}"
 families=(handshake phone templates hmi navigation accessory bounds)
 scratch=.build-fuzz
 . scripts/fuzz-common.sh
+families+=("${codec_families[@]}")
 
 echo "==> fuzz: build (swift build --product HeadUnitFuzz --sanitize=fuzzer)"
 swift build --product HeadUnitFuzz --sanitize=fuzzer --scratch-path "$scratch"
 binary="$(swift build --product HeadUnitFuzz --sanitize=fuzzer --scratch-path "$scratch" --show-bin-path)/HeadUnitFuzz"
+[ "$build_only" -eq 0 ] || exit 0
 
 echo "==> fuzz: corpus"
 corpus="$scratch/corpus"
@@ -37,24 +43,30 @@ run() {  # run NAME SECONDS CORPUS [libFuzzer flags...]
     -print_final_stats=1 "$@" </dev/null
 }
 
-# libFuzzer runs on one core: the stream fuzzer runs beside the families
-# (one after the other) on the machine's second core, its output kept apart
-# and printed after, so the whole run takes the longer of the two.
+run_families() {  # run_families FAMILY...: one after the other, up to the first failure
+  local family dir
+  for family in "$@"; do
+    dir="$scratch/corpus-$family"
+    fuzz_corpus "$family" "$dir"
+    mapfile -t flags < <(fuzz_flags "$family")
+    HEADUNIT_FUZZ_FAMILY="$family" run "$family" "$family_seconds" "$dir" "${flags[@]}" || return
+  done
+}
+
+# libFuzzer runs on one core: two lanes, one per core, of about the same
+# length: the stream and the first `split` families in the background (its
+# output kept apart and printed after), the other families here.
+split=$(( (${#families[@]} * family_seconds - seconds) / (2 * family_seconds) ))
+[ "$split" -ge 0 ] || split=0
 status=0
 mapfile -t flags < <(fuzz_flags stream)
-run stream "$seconds" "$corpus" "${flags[@]}" >"$scratch/stream.log" 2>&1 &
-stream_pid=$!
-for family in "${families[@]}"; do
-  [ "$status" -eq 0 ] || break
-  dir="$scratch/corpus-$family"
-  fuzz_corpus "$family" "$dir"
-  mapfile -t flags < <(fuzz_flags "$family")
-  HEADUNIT_FUZZ_FAMILY="$family" run "$family" "$family_seconds" "$dir" "${flags[@]}" || status=$?
-done
-stream_status=0
-wait "$stream_pid" || stream_status=$?
-cat "$scratch/stream.log"
-[ "$status" -ne 0 ] || status=$stream_status
+{ run stream "$seconds" "$corpus" "${flags[@]}" && run_families "${families[@]:0:split}"; } >"$scratch/lane.log" 2>&1 &
+lane_pid=$!
+run_families "${families[@]:split}" || status=$?
+lane_status=0
+wait "$lane_pid" || lane_status=$?
+cat "$scratch/lane.log"
+[ "$status" -ne 0 ] || status=$lane_status
 
 if [ "$status" -ne 0 ]; then
   echo "==> fuzz: FAILED (exit $status); reproducer(s) (replay a family's with HEADUNIT_FUZZ_FAMILY=<family>):" >&2

@@ -68,7 +68,7 @@ public final class CPAlertTemplate: CPTemplate {
         return .alert(alert)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = actions.first(where: { $0.identifier == pressed.buttonID }) { action.handler(action) }
         return true
@@ -101,7 +101,7 @@ public final class CPActionSheetTemplate: CPTemplate {
         return .actionSheet(sheet)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = actions.first(where: { $0.identifier == pressed.buttonID }) { action.handler(action) }
         return true

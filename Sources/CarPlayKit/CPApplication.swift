@@ -276,7 +276,7 @@ public final class CPApplication {
 
     // MARK: events (the event task)
 
-    @MainActor private func handle(_ event: PhoneEvent) {
+    private func handle(_ event: PhoneEvent) {
         switch event {
         case .sceneConnected(let client):
             guard client.appID == bundleIdentifier else { return }
@@ -339,7 +339,7 @@ public final class CPApplication {
         }
     }
 
-    @MainActor private func sceneConnected(_ client: InterfaceController) {
+    private func sceneConnected(_ client: InterfaceController) {
         // A navigation scene's window streams what the app draws in it (PROTOCOL.md section 25);
         // the main window at 30 frames a second, the smaller ones at 15.
         let video = isNavigationApp && client.scene.hasVideo ? client.scene.video : HUVideoStreamParams()
@@ -373,7 +373,7 @@ public final class CPApplication {
         }
     }
 
-    @MainActor private func sceneDisconnected(_ sceneID: UInt32) {
+    private func sceneDisconnected(_ sceneID: UInt32) {
         window(sceneID: sceneID)?.stop()
         if let scene = mainScene, scene.interfaceController.sceneID == sceneID {
             mainScene = nil
@@ -398,7 +398,7 @@ public final class CPApplication {
     }
 
     /// The window of a connected scene (its id is its video channel too).
-    @MainActor private func window(sceneID: UInt32) -> CPWindow? {
+    private func window(sceneID: UInt32) -> CPWindow? {
         if let scene = mainScene, scene.interfaceController.sceneID == sceneID { return scene.carWindow }
         if let scene = dashboardScene, scene.dashboardController.sceneID == sceneID { return scene.dashboardWindow }
         if let scene = clusterScene, scene.instrumentClusterController.sceneID == sceneID {
@@ -408,7 +408,7 @@ public final class CPApplication {
     }
 
     /// A scene's configuration changed: its window's style and safe area (a change redraws it).
-    @MainActor private func configure(_ window: CPWindow?, _ configuration: HUSessionConfiguration) {
+    private func configure(_ window: CPWindow?, _ configuration: HUSessionConfiguration) {
         guard let window else { return }
         window.contentStyle = CPContentStyle(configuration.contentStyle)
         if configuration.hasSafeArea {
@@ -417,7 +417,7 @@ public final class CPApplication {
         }
     }
 
-    @MainActor private func handleNavigation(_ event: HUNavigationEvent) {
+    private func handleNavigation(_ event: HUNavigationEvent) {
         switch event.kind {
         case .dashboardButtonPressed(let id):
             dashboardScene?.dashboardController.press(id)
@@ -442,7 +442,7 @@ public final class CPApplication {
         }
     }
 
-    @MainActor private func connectionEnded() {
+    private func connectionEnded() {
         if let scene = mainScene { sceneDisconnected(scene.interfaceController.sceneID) }
         if let scene = dashboardScene { sceneDisconnected(scene.dashboardController.sceneID) }
         if let scene = clusterScene { sceneDisconnected(scene.instrumentClusterController.sceneID) }

@@ -116,7 +116,7 @@ public final class CPContactTemplate: CPTemplate, CPBarButtonProviding {
         return .contact(template)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = contact.actions.first(where: { $0.identifier == pressed.buttonID }) {
             action.handler?(action)

@@ -77,7 +77,7 @@ public final class CPGridTemplate: CPTemplate, CPBarButtonProviding {
         return .grid(grid)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let button = gridButtons.first(where: { $0.identifier == pressed.buttonID }) {
             button.handler?(button)

@@ -70,7 +70,7 @@ public final class CPInformationTemplate: CPTemplate, CPBarButtonProviding {
         return .information(info)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let action = actions.first(where: { $0.identifier == pressed.buttonID }) {
             action.handler?(action)

@@ -399,7 +399,7 @@ public final class CPInterfaceController {
 
     // MARK: events
 
-    @MainActor func handleLifecycle(_ event: HUAppEvent, _ lifecycle: HUTemplateLifecycle) {
+    func handleLifecycle(_ event: HUAppEvent, _ lifecycle: HUTemplateLifecycle) {
         guard let template = template(withID: event.templateID) else { return }
         // The car's back button pops without a request: follow it when the template under the top reappears.
         if lifecycle.phase == .willAppear, presented == nil, stack.last !== template, stack.contains(where: { $0 === template }) {
@@ -419,7 +419,7 @@ public final class CPInterfaceController {
         }
     }
 
-    @MainActor func handle(_ event: HUAppEvent) {
+    func handle(_ event: HUAppEvent) {
         let context = EventContext(eventID: event.eventID, application: application, interfaceController: self)
         if case .lifecycle(let lifecycle) = event.kind { return handleLifecycle(event, lifecycle) }
         if case .timedOut = event.kind { return }  // the car stopped waiting; a late completion is dropped by the car

@@ -493,7 +493,7 @@ public final class CPListTemplate: CPTemplate, CPBarButtonProviding {
         return .list(list)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         switch event.kind {
         case .itemSelected(let selected):
             let completion = context.completion()

@@ -619,7 +619,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding {
         return .map(map)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .buttonPressed(let pressed) = event.kind else { return false }
         if let button = mapButtons.first(where: { $0.identifier == pressed.buttonID }) {
             button.handler?(button)
@@ -641,13 +641,13 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding {
     private var bannerAlerts: [CPNavigationAlert] = []
 
     /// Asks the delegate whether `maneuver` may be a banner, and remembers it if so.
-    @MainActor func offerBanner(for maneuver: CPManeuver) -> Bool {
+    func offerBanner(for maneuver: CPManeuver) -> Bool {
         guard mapDelegate?.mapTemplate(self, shouldShowNotificationFor: maneuver) == true else { return false }
         bannerManeuvers = Array((bannerManeuvers.filter { $0.identifier != maneuver.identifier } + [maneuver]).suffix(8))
         return true
     }
 
-    @MainActor func offerBanner(for alert: CPNavigationAlert) -> Bool {
+    func offerBanner(for alert: CPNavigationAlert) -> Bool {
         guard mapDelegate?.mapTemplate(self, shouldShowNotificationFor: alert) == true else { return false }
         bannerAlerts = Array((bannerAlerts.filter { $0.identifier != alert.identifier } + [alert]).suffix(8))
         return true
@@ -662,7 +662,7 @@ public final class CPMapTemplate: CPTemplate, CPBarButtonProviding {
     }
 
     /// A navigation event of the car for this app's main scene.
-    @MainActor func handle(_ event: HUNavigationEvent) {
+    func handle(_ event: HUNavigationEvent) {
         let delegate = mapDelegate
         switch event.kind {
         case .tripPreviewed(let chosen):
@@ -771,7 +771,7 @@ public final class CPDashboardController {
         }
     }
 
-    @MainActor func press(_ id: String) {
+    func press(_ id: String) {
         guard let button = buttons.first(where: { $0.identifier == id }) else { return }
         button.handler?(button)
     }
@@ -862,7 +862,7 @@ public final class CPInstrumentClusterController {
         }
     }
 
-    @MainActor func handle(_ input: HUClusterInput) {
+    func handle(_ input: HUClusterInput) {
         guard let delegate else { return }
         switch input.kind {
         case .zoomIn?: delegate.instrumentClusterControllerDidZoom(in: self)

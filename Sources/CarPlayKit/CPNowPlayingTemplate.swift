@@ -204,7 +204,7 @@ public final class CPNowPlayingTemplate: CPTemplate {
         for controller in controllers.compactMap(\.object) { controller.postNowPlaying(content) }
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .nowPlayingButton(let pressed) = event.kind else { return false }
         let observers = self.observers.compactMap { $0.object as? any CPNowPlayingTemplateObserver }
         switch pressed.buttonID {

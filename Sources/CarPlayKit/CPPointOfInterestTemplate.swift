@@ -125,7 +125,7 @@ public final class CPPointOfInterestTemplate: CPTemplate {
         return .pointOfInterest(poi)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         switch event.kind {
         case .poiSelected(let selected):
             if let point = pointsOfInterest.first(where: { $0.identifier == selected.poiID }) {

@@ -44,7 +44,7 @@ public final class CPSearchTemplate: CPTemplate {
         return .search(search)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         switch event.kind {
         case .searchTextChanged(let changed):
             let completion = context.completion()

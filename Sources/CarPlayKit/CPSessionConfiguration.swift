@@ -55,7 +55,7 @@ public final class CPSessionConfiguration {
     /// The content style now.
     public var contentStyle: CPContentStyle { CPSessionState.current.contentStyle }
 
-    @MainActor func notify(old: CPSessionState, new: CPSessionState) {
+    func notify(old: CPSessionState, new: CPSessionState) {
         guard let delegate else { return }
         if old.limited != new.limited { delegate.sessionConfiguration(self, limitedUserInterfacesChanged: new.limited) }
         if old.contentStyle != new.contentStyle { delegate.sessionConfiguration(self, contentStyleChanged: new.contentStyle) }

@@ -82,7 +82,7 @@ public final class CPTabBarTemplate: CPTemplate {
         return .tabBar(bar)
     }
 
-    @MainActor override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
+    override func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool {
         guard case .tabSelected(let selected) = event.kind else { return false }
         guard let template = templates.first(where: { Self.tabID($0) == selected.tabID }) else { return true }
         selectedID = template.identifier

@@ -72,7 +72,7 @@ public class CPTemplate {
     var children: [CPTemplate] { [] }
 
     /// Delivers an event for this template; false when it is not one this template handles.
-    @MainActor func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool { false }
+    func handle(_ event: HUAppEvent, _ context: EventContext) -> Bool { false }
 
     /// The interface controller showing this template (or the tab bar holding it).
     var interfaceController: CPInterfaceController? {

@@ -587,7 +587,7 @@ public final class CXProvider: NSObject {
 
     // MARK: the car's actions (main actor, the app's event order)
 
-    @MainActor func perform(_ event: HUCallActionEvent, application: CPApplication, timeoutMilliseconds: UInt64) -> Bool {
+    func perform(_ event: HUCallActionEvent, application: CPApplication, timeoutMilliseconds: UInt64) -> Bool {
         guard !invalidated, let delegate, let uuid = UUID(uuidString: event.action.callUuid) else { return false }
         let action: CXAction
         switch event.action.kind {
@@ -620,20 +620,20 @@ public final class CXProvider: NSObject {
 
     func answered(actionID: UInt64) { inFlight[actionID] = nil }
 
-    @MainActor func timedOut(actionID: UInt64) {
+    func timedOut(actionID: UInt64) {
         guard let action = inFlight.removeValue(forKey: actionID) else { return }
         action.completed = true
         delegate?.provider(self, timedOutPerforming: action)
     }
 
-    @MainActor func reset() {
+    func reset() {
         inFlight = [:]
         descriptions = [:]
         connected = []
         delegate?.providerDidReset(self)
     }
 
-    @MainActor func began() { delegate?.providerDidBegin(self) }
+    func began() { delegate?.providerDidBegin(self) }
 }
 
 // MARK: - the call controller

@@ -111,7 +111,7 @@ public class MPRemoteCommand {
     }
 
     /// Runs every handler; the first status other than success is the answer.
-    @MainActor func run(_ event: MPRemoteCommandEvent) -> MPRemoteCommandHandlerStatus {
+    func run(_ event: MPRemoteCommandEvent) -> MPRemoteCommandHandlerStatus {
         var status = MPRemoteCommandHandlerStatus.success
         for target in targets {
             let answer = target.handler(event)
@@ -344,7 +344,7 @@ public final class MPRemoteCommandCenter {
     }
 
     /// The car sent a command: the handlers' status, or `commandFailed` for one no longer offered.
-    @MainActor func handle(_ event: HURemoteCommandEvent) -> MPRemoteCommandHandlerStatus {
+    func handle(_ event: HURemoteCommandEvent) -> MPRemoteCommandHandlerStatus {
         guard let command = all.first(where: { $0.command == event.call.command }), command.hasTargets, command.isEnabled else {
             return .commandFailed
         }

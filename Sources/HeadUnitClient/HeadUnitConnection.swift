@@ -19,7 +19,7 @@ import NIOSSL
 /// (see `taskExecutor`) go out without any thread hop; requests from elsewhere
 /// hop onto the loop once. Writes are coalesced and flushed once per loop tick,
 /// so many requests in flight cost one syscall per batch, not one each.
-// @unchecked: mutable state is confined to `eventLoop`; every public method hops there.
+// @unchecked: mutable state is confined to `eventLoop` (every public method hops there); `welcome` is written once on the loop before `connect` returns it.
 public final class HeadUnitConnection: @unchecked Sendable {
     public struct Configuration: Sendable {
         public var role: HURole

@@ -74,61 +74,9 @@ extension Car {
     }
 
     /// `screen` showing `scene` of `app`, lists uncut, as HMIs are sent it
-    /// (`ComposedLimits.screenBytes` of `HMIImages.asSent`). The scene's top
-    /// and modal templates, when shown as held and without an inline PNG, are
-    /// not walked again: their sizes were taken when they were stored
-    /// (`SceneState.Held`), and only the rest of the screen is measured.
+    /// (`ComposedLimits.screenBytes` of `HMIImages.asSent`).
     func composedScreenBytes(_ screen: HUScreen, app: AppState?, scene: SceneState?) -> Int {
-        if let scene, let bytes = heldScreenBytes(screen, scene: scene) {
-            assert(
-                bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil))),
-                "the screen's size from its held templates and its other values is its size as rendered whole")
-            return bytes
-        }
-        var rendered = render(screen, app: app, scene: scene, listCap: nil)
-        var known = 0
-        if let scene {
-            // Not a now-playing top: the render puts the app's shared content in it.
-            if rendered.hasTop, let held = scene.stackHeld.last, !held.hasInlineImages, held.kind != .nowPlaying {
-                known += LinearEncoder.messageFieldSize(fieldNumber: LinearEncoder.renderedTopField, contentBytes: held.bytes)
-                rendered.clearTop()
-            }
-            if rendered.hasPresented, let held = scene.presentedHeld, !held.hasInlineImages {
-                known += LinearEncoder.messageFieldSize(fieldNumber: LinearEncoder.renderedPresentedField, contentBytes: held.bytes)
-                rendered.clearPresented()
-            }
-        }
-        // An image can be left only in a top or modal still in it, search
-        // results or commands: without them there is nothing for `asSent` to find.
-        let mayHoldImages = rendered.hasTop || rendered.mayHoldImagesBesideTop
-        let bytes = ComposedLimits.screenBytes(mayHoldImages ? HMIImages.asSent(rendered) : rendered, adding: known)
-        assert(
-            known == 0 || bytes == ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil))),
-            "the held sizes add up to the screen's as measured whole")
-        return bytes
-    }
-
-    /// `screen` showing `scene` without a render, when all it shows of
-    /// templates is held without an inline PNG (`SceneState.Held`) and none
-    /// of the car's content goes into them: not a now-playing top (the app's
-    /// shared content), nor a tab bar (the selected tab) or a search (its
-    /// results). The rest is measured from its values (`RenderedScreenSize`),
-    /// as `render` sets them with lists uncut; nil: measure a render.
-    func heldScreenBytes(_ screen: HUScreen, scene: SceneState) -> Int? {
-        guard let top = scene.stackHeld.last, !top.hasInlineImages else { return nil }
-        switch top.kind {
-        case .nowPlaying, .tabBar, .search, nil: return nil
-        case .list, .grid, .information, .pointOfInterest, .map, .contact, .alert, .actionSheet, .voiceControl: break
-        }
-        let presented = scene.presentedHeld
-        if let presented, presented.hasInlineImages { return nil }
-        let items = top.kind == .list ? UInt32(top.listSectionItems.reduce(0, +)) : 0
-        let rendered = RenderedScreenSize.of(
-            screen: screen, appID: scene.appID, sceneID: scene.id, stack: scene.stack, top: top.bytes,
-            presented: presented?.bytes, pending: templates.spinning(on: SceneRef(appID: scene.appID, kind: scene.kind)),
-            itemsShown: items, itemsTotal: items, contentStyle: vehicleState.contentStyle,
-            rightHandDrive: configuration.vehicle.rightHandDrive, showNowPlayingButton: !templates.nowPlayingAppID.isEmpty)
-        return ComposedLimits.screenBytes(screen, renderedBytes: rendered)
+        ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil)))
     }
 
     /// What the phone's apps hold, encoded: their announcements and templates:
@@ -137,9 +85,7 @@ extension Car {
     /// them already, and HMIs get each image once (section 12.6).
     public var phoneTemplateBytes: Int {
         templates.apps.values.reduce(0) { total, app in
-            assert(app.infoBytes == LinearEncoder.size(of: app.info) - app.info.icon.png.count, "info size kept")
-            assert(app.nowPlayingBytes == LinearEncoder.size(of: app.nowPlaying), "now-playing size kept")
-            return total + app.infoBytes + app.scenes.reduce(0) { $0 + $1.value.heldBytes } + (app.nowPlayingSet ? app.nowPlayingBytes : 0)
+            total + app.infoBytes + app.scenes.reduce(0) { $0 + $1.value.heldBytes } + (app.nowPlayingSet ? app.nowPlayingBytes : 0)
         }
     }
 
@@ -151,7 +97,7 @@ extension Car {
         update.diff = diff
         var envelope = HUEnvelope()
         envelope.screenUpdate = update
-        return LinearEncoder.size(of: envelope) > configuration.composed.maxFrameBytes
+        return envelope.wireSize > configuration.composed.maxFrameBytes
     }
 
     /// The car as it was before `body`, to go back to when the request breaks
@@ -190,8 +136,6 @@ extension Car {
             switch effect {
             case .send(let to, let envelope) where to == peer && envelope.requestID == requestID:
                 if case .result(let result) = envelope.body { return result.code == .ok }
-            case .sendEncodedAnswer(let to, requestID, _) where to == peer:
-                return true
             default:
                 break
             }

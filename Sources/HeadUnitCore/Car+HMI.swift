@@ -487,16 +487,6 @@ extension Car {
             })
     }
 
-    /// Whether the home screen's inputs are those it was last built from,
-    /// storage and all (`homeInputs()` field by field, in place). False may
-    /// still mean equal values: `publishScreens` then compares them.
-    func homeInputsIdentical() -> Bool {
-        // Read in place: binding the last inputs, or comparing the last
-        // screen with nil through `!=`, copied them.
-        guard case .some = templates.lastHomeScreen else { return false }
-        return templates.lastHomeInputs?.inputs.areIdentical(toHomeOf: self) ?? false
-    }
-
     func homeScreen() -> HUHomeScreen {
         var home = HUHomeScreen()
         home.deviceName = templates.deviceName
@@ -606,14 +596,7 @@ extension Car {
     mutating func publishScreens() {
         // What the HMIs are sent carries images by ref (section 12.6).
         defer { templates.hmiImages.endRound() }
-        // After most inputs nothing on the home screen changed: read in place,
-        // without building the inputs (an array and a lookup per app) to compare.
-        assert(!homeInputsIdentical() || homeInputs() == templates.lastHomeInputs?.inputs, "identical inputs are equal")
-        if homeInputsIdentical(), let refs = templates.lastHomeInputs?.refs {
-            templates.hmiImages.keepShowing(refs)  // the same screen, its images still in use
-        } else {
-            publishHome()
-        }
+        publishHome()
         for screen in [HUScreen.main, .dashboard, .instrumentCluster] {
             let owner = templates.screenOwners[screen]
             // The dashboard and cluster appear to the HMI once an app first
@@ -630,25 +613,14 @@ extension Car {
             if let diff = contentDiff(from: old, to: new), !diffIsOversized(diff, screen: screen) {
                 if !diff.changes.isEmpty { sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .diff(diff)))) }
             } else {
-                sendToHMIs(
-                    .screen(screen), .screenUpdate(screenUpdate(screen, .full(new))), images: refs,
-                    renderedTop: heldTopBytes(new, owner: owner))
+                sendToHMIs(.screen(screen), .screenUpdate(screenUpdate(screen, .full(new))), images: refs)
             }
         }
         publishVideo()
     }
 
-    /// The encoded top template of `owner`'s scene, when `rendered` shows it
-    /// as the scene holds it (not cut for driving, no content of the car's
-    /// put in, no inline PNG turned into a ref): the HMIs' frame copies these
-    /// bytes instead of encoding the template again.
-    mutating func heldTopBytes(_ rendered: HURenderedScreen, owner: SceneRef?) -> [UInt8]? {
-        guard rendered.hasTop, let owner else { return nil }
-        return templates.apps[owner.appID]?.scenes[owner.kind]?.encodedTop(ifShown: rendered.top)
-    }
-
     /// The home screen, sent when it changed, built from its inputs when they
-    /// changed (`homeInputsIdentical` found them not the same storage).
+    /// changed (`HomeInputs`: the screen reads nothing else).
     private mutating func publishHome() {
         let inputs = homeInputs()
         if templates.lastHomeScreen != nil, let last = templates.lastHomeInputs, inputs == last.inputs {
@@ -667,8 +639,7 @@ extension Car {
     }
 
     /// `screen` as HMIs are sent it, and the refs of its images. The owner's
-    /// app and scene are read once for both, and let go on return, before
-    /// `heldTopBytes` changes the scene (a copy still held would be copied).
+    /// app and scene are read once for both.
     mutating func renderForHMIs(_ screen: HUScreen, owner: SceneRef?) -> (HURenderedScreen, [String]?) {
         let shown = templates.shownScene(owner)
         var rendered = render(screen, app: shown?.app, scene: shown?.scene, listCap: listCap)
@@ -731,25 +702,4 @@ extension HURenderedScreen {
     /// modal, the search results or the now-playing commands (the screen's
     /// other fields hold none).
     var mayHoldImagesBesideTop: Bool { hasPresented || !searchResults.isEmpty || hasRemoteCommands }
-}
-
-extension HomeInputs {
-    /// `Car.homeInputsIdentical`: these inputs are `car`'s, storage and all.
-    fileprivate func areIdentical(toHomeOf car: Car) -> Bool {
-        guard deviceName == car.templates.deviceName, nowPlayingAppID == car.templates.nowPlayingAppID, phoneLink == car.phoneLink.wire,
-            calls.isIdentical(to: car.$calls), apps.count == car.templates.appOrder.count
-        else { return false }
-        for (index, id) in car.templates.appOrder.enumerated() {
-            let was = apps[index]
-            guard was.id == id else { return false }
-            guard let app = car.templates.apps[id] else {
-                if was.info != nil || was.category != nil || was.running { return false }
-                continue
-            }
-            guard let info = was.info, info.isIdentical(to: app.sharedInfo), was.category == app.category,
-                was.running == (app.scenes[.main] != nil)
-            else { return false }
-        }
-        return true
-    }
 }

@@ -556,37 +556,18 @@ extension Car {
     /// Called by the server after each input: rebuilds the metadata state and
     /// returns which subscribers need a snapshot and which sections changed.
     /// Inputs equal to those of the last build (most template requests, every
-    /// input to a screen) skip the build and the section compares.
+    /// input to a screen) skip the build and the section compares: the state
+    /// reads nothing but its inputs (`metadataState(from:)`), so equal inputs
+    /// are an equal state.
     public mutating func takeMetadata() -> (snapshots: [PeerID], changed: MetadataSections) {
-        // After most inputs nothing the state is built from changed: read in
-        // place, without building the inputs (a copy of each) to compare.
-        assert(!metadataInputsIdentical() || metadataInputs() == metadataBuiltFrom, "identical inputs are equal")
-        if !metadataInputsIdentical() {
-            let inputs = metadataInputs()
-            if inputs != metadataBuiltFrom {  // both borrowed: no Optional, no copies
-                clusterFeed.update(to: Self.metadataState(from: inputs))
-            }
-            // Kept even when equal: it then shares the car's current storage, so
-            // the next comparison is identity checks until something changes.
-            metadataBuiltFrom = inputs
+        let inputs = metadataInputs()
+        if inputs != metadataBuiltFrom {
+            clusterFeed.update(to: Self.metadataState(from: inputs))
         }
+        // Kept even when equal: it then shares the car's current storage, so
+        // the next comparison is mostly identity checks.
+        metadataBuiltFrom = inputs
         return clusterFeed.take()
-    }
-
-    /// Whether the car's metadata inputs are those the state was last built
-    /// from, storage and all (`metadataInputs()` field by field, in place).
-    /// False may still mean equal values: `takeMetadata` then compares them.
-    func metadataInputsIdentical() -> Bool {
-        guard metadataBuiltFrom.built, metadataBuiltFrom.navigation.isIdentical(to: $navigation),
-            metadataBuiltFrom.audio.isIdentical(to: $audio), metadataBuiltFrom.microphone == audioStreams.microphoneUse,
-            metadataBuiltFrom.nowPlayingAppID == templates.nowPlayingAppID,
-            metadataBuiltFrom.contentStyle == vehicleState.contentStyle, metadataBuiltFrom.phoneLink == phoneLink.wire,
-            metadataBuiltFrom.deviceName == templates.deviceName,
-            metadataBuiltFrom.clusterOwnerAppID == templates.screenOwners[.instrumentCluster]?.appID,
-            metadataBuiltFrom.dashboardOwnerAppID == templates.screenOwners[.dashboard]?.appID
-        else { return false }
-        guard let app = templates.apps[templates.nowPlayingAppID], app.nowPlayingSet else { return metadataBuiltFrom.nowPlaying == nil }
-        return metadataBuiltFrom.nowPlaying == app.nowPlaying
     }
 }
 

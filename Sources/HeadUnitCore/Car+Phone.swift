@@ -183,13 +183,11 @@ extension Car {
         return .failure(RuleViolation(.notConnected, "scene \(sceneID) of '\(appID)' is not connected"))
     }
 
-    /// `wire`: the bytes of the template the request carries, as sent (kept beside it, `SceneState.Held`).
     /// `measuringBounds`: the changed scene is measured against the composed
     /// bounds before it is stored, and refused without a trace when it breaks one.
     mutating func handleTemplateRequest(
-        _ request: HUTemplateRequest, from peer: PeerID, now: UInt64, wire: WireTemplate? = nil, measuringBounds: Bool = false
-    ) -> Result<TemplateShownAnswer, RuleViolation> {
-        func sent(_ opField: Int) -> WireTemplate? { wire?.opField == opField ? wire : nil }
+        _ request: HUTemplateRequest, from peer: PeerID, now: UInt64, measuringBounds: Bool = false
+    ) -> Result<HUTemplateShown, RuleViolation> {
         let kind: HUSceneKind, category: HUCategory
         var scene: SceneState
         switch requestedScene(for: request.appID, sceneID: request.sceneID, from: peer) {
@@ -201,9 +199,9 @@ extension Car {
         let outcome: Result<SceneState.Transition, RuleViolation>
         switch request.op {
         case .setRoot(let template):
-            outcome = scene.setRoot(adoptNowPlaying(template, appID: appID), category: category, scale: scale, wire: sent(WireTemplate.setRootField))
+            outcome = scene.setRoot(adoptNowPlaying(template, appID: appID), category: category, scale: scale)
         case .push(let template):
-            outcome = scene.push(adoptNowPlaying(template, appID: appID), category: category, scale: scale, wire: sent(WireTemplate.pushField))
+            outcome = scene.push(adoptNowPlaying(template, appID: appID), category: category, scale: scale)
         case .showNowPlaying:
             var template = HUTemplate()
             template.id = nowPlayingTemplateID
@@ -225,8 +223,7 @@ extension Car {
             outcome = scene.dismiss()
         case .update(let template):
             outcome = scene.update(
-                adoptNowPlaying(template, appID: appID), category: category, scale: scale, nowMilliseconds: now,
-                wire: sent(WireTemplate.updateField))
+                adoptNowPlaying(template, appID: appID), category: category, scale: scale, nowMilliseconds: now)
                 .map { SceneState.Transition() }
         case .updateItem(let update):
             outcome = scene.updateItem(update.item, inTemplate: update.templateID, category: category, scale: scale, nowMilliseconds: now)
@@ -246,7 +243,9 @@ extension Car {
             if onScreen {
                 sendLifecycle(transition, appID: appID, scene: scene, animated: request.animated)
             }
-            var shown = TemplateShownAnswer(templateID: scene.visibleTemplateID ?? "", depth: UInt32(scene.stack.count))
+            var shown = HUTemplateShown()
+            shown.templateID = scene.visibleTemplateID ?? ""
+            shown.depth = UInt32(scene.stack.count)
             if let held = scene.stackHeld.last, held.kind == .list {
                 // Counted as the HMI is shown it (render applies the same cut).
                 let counts = DrivingLimits.counts(
@@ -364,32 +363,32 @@ extension Car {
         let events = [(transition.disappeared, HULifecyclePhase.willDisappear), (transition.appeared, .willAppear),
                       (transition.disappeared, .didDisappear), (transition.appeared, .didAppear)]
         if let phone = phonePeer {
-            // Encoded from the values into one array (the same bytes as the envelopes), sent as one effect.
-            // The app and scene fields, alike in every event, encoded once.
-            let fields = LifecycleEventEncoding.SceneFields(appID: appID, sceneID: sceneID)
-            var encoded = EncodedEnvelopes()
-            var size = 0
-            var count = 0
             for (ids, phase) in events {
                 for id in ids {
-                    size += LifecycleEventEncoding.size(fields, templateID: id, phase: phase, animated: animated)
-                    count += 1
+                    var envelope = HUEnvelope()
+                    envelope.body = Self.lifecycleEvent(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated)
+                    effects.append(.send(phone, envelope))
                 }
             }
-            guard count > 0 else { return }
-            encoded.reserveCapacity(envelopeBytes: size, count: count)
-            for (ids, phase) in events {
-                for id in ids {
-                    LifecycleEventEncoding.append(fields, templateID: id, phase: phase, animated: animated, to: &encoded)
-                }
-            }
-            effects.append(.sendEncoded(phone, encoded))
         } else if phoneLink.isReconnecting {
             for (ids, phase) in events {
                 for id in ids {
-                    phoneLink.keep(LifecycleEventEncoding.body(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated))
+                    phoneLink.keep(Self.lifecycleEvent(appID: appID, sceneID: sceneID, templateID: id, phase: phase, animated: animated))
                 }
             }
         }
+    }
+
+    /// `AppEvent{lifecycle}` for one template (section 11.7).
+    static func lifecycleEvent(appID: String, sceneID: UInt32, templateID: String, phase: HULifecyclePhase, animated: Bool) -> HUEnvelope.OneOf_Body {
+        var event = HUAppEvent()
+        event.appID = appID
+        event.sceneID = sceneID
+        event.templateID = templateID
+        var lifecycle = HUTemplateLifecycle()
+        lifecycle.phase = phase
+        lifecycle.animated = animated
+        event.kind = .lifecycle(lifecycle)
+        return .appEvent(event)
     }
 }

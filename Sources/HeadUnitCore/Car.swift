@@ -90,7 +90,7 @@ public struct Car: Sendable {
     /// connection's limits check makes one), else the car walks it here.
     public mutating func receive(
         _ envelope: HUEnvelope, from peer: PeerID, nowMilliseconds: UInt64, publishingScreens: Bool = true,
-        unknownEnum: KnownEnums.Walked = .notYet, template: WireTemplate? = nil
+        unknownEnum: KnownEnums.Walked = .notYet
     ) -> [CarEffect] {
         guard let info = peers[peer] else { return [] }
         let request = envelope.requestID
@@ -105,7 +105,7 @@ public struct Car: Sendable {
         }
         // Read once: each `envelope.body` copies the body out of the envelope's storage.
         let body = envelope.body
-        let scope = ComposedScope(body, template: template)
+        let scope = ComposedScope(body)
         // What to restore if the request leaves composed state no frame can carry (Car+Bounds).
         let undo = undoPoint(body, scope: scope)
         // A push's answer, four lifecycle events and the HMIs' screen: one
@@ -114,7 +114,7 @@ public struct Car: Sendable {
         if let body, receiveStreamMessage(body, requestID: request, from: peer, now: nowMilliseconds) {
             return takeEffects()
         }
-        dispatch(body, requestID: request, from: peer, role: info.role, now: nowMilliseconds, template: template, scope: scope)
+        dispatch(body, requestID: request, from: peer, role: info.role, now: nowMilliseconds, scope: scope)
         if let undo, answeredOK(peer, request), let violation = composedViolation(scope, appID: Self.scenesApp(of: body)) {
             self = undo  // its effects too: the answer and events of what did not happen
             answer(peer, request, .failure(violation))
@@ -143,15 +143,14 @@ public struct Car: Sendable {
 
     /// Every other request to its one handler (the stream messages went to `receiveStreamMessage`).
     mutating func dispatch(
-        _ body: HUEnvelope.OneOf_Body?, requestID request: UInt32, from peer: PeerID, role: HURole, now: UInt64,
-        template: WireTemplate?, scope: ComposedScope
+        _ body: HUEnvelope.OneOf_Body?, requestID request: UInt32, from peer: PeerID, role: HURole, now: UInt64, scope: ComposedScope
     ) {
         switch body {
         // The phone's apps and their templates (Car+Phone).
         case .announceApps(let announce): answer(peer, request, announceApps(announce, from: peer))
         case .templateRequest(let templateRequest):
             let measured = Self.measuredBeforeStored(body, scope: scope)
-            receiveTemplateRequest(templateRequest, requestID: request, from: peer, now: now, wire: template, measuringBounds: measured)
+            receiveTemplateRequest(templateRequest, requestID: request, from: peer, now: now, measuringBounds: measured)
         case .completeEvent(let complete): answer(peer, request, completeEvent(complete, from: peer))
         case .appClosed(let closed): answer(peer, request, appClosed(closed.appID, from: peer))
         case .resumeSession(let resume): resumeSession(resume, requestID: request, from: peer)
@@ -193,14 +192,15 @@ public struct Car: Sendable {
         }
     }
 
-    /// A template request: the shown template's answer (`TemplateShownAnswer`, encoded by the car), or its refusal.
+    /// A template request: `Result{template_shown}` (section 11), or its refusal.
     mutating func receiveTemplateRequest(
-        _ request: HUTemplateRequest, requestID: UInt32, from peer: PeerID, now: UInt64, wire: WireTemplate?, measuringBounds: Bool
+        _ request: HUTemplateRequest, requestID: UInt32, from peer: PeerID, now: UInt64, measuringBounds: Bool
     ) {
-        switch handleTemplateRequest(request, from: peer, now: now, wire: wire, measuringBounds: measuringBounds) {
-        case .success(let shown): effects.append(.sendEncodedAnswer(peer, requestID: requestID, shown.envelope(requestID: requestID)))
-        case .failure(let violation): answer(peer, requestID, .failure(violation))
-        }
+        answer(peer, requestID, handleTemplateRequest(request, from: peer, now: now, measuringBounds: measuringBounds).map { shown in
+            var result = HUResult()
+            result.templateShown = shown
+            return result
+        })
     }
 
     /// What changed on the HMIs' screens since they were last published.
@@ -430,11 +430,11 @@ public struct Car: Sendable {
 
     /// `images`: the refs `body` carries, when the caller already found them
     /// (a full screen: `HMIImages.externalize` did); else they are looked up here.
-    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body, images: [String]? = nil, renderedTop: [UInt8]? = nil) {
+    mutating func sendToHMIs(_ stream: HMIStream, _ body: HUEnvelope.OneOf_Body, images: [String]? = nil) {
         guard !peers.hmis.isEmpty else { return }
         var envelope = HUEnvelope()
         envelope.body = body
-        effects.append(.toHMIs(stream, envelope, images: images ?? HMIImages.refs(in: envelope), renderedTop: renderedTop))
+        effects.append(.toHMIs(stream, envelope, images: images ?? HMIImages.refs(in: envelope)))
     }
 
     /// The bytes of an image the HMIs' current state shows (section 12.6).

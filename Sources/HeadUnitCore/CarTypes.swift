@@ -41,22 +41,12 @@ public enum DataRoute: Sendable, Equatable {
 public enum CarEffect: Sendable, Equatable {
     /// Send an envelope to a peer.
     case send(PeerID, HUEnvelope)
-    /// Send envelopes the car encoded itself (a transition's template
-    /// lifecycle events, `LifecycleEventEncoding`), in order, each in a frame of its own.
-    case sendEncoded(PeerID, EncodedEnvelopes)
-    /// The OK answer to `requestID`, encoded by the car (a template request's
-    /// `Result{template_shown}`, `TemplateShownAnswer`): the bytes of one
-    /// `Envelope`, sent in a frame of its own.
-    case sendEncodedAnswer(PeerID, requestID: UInt32, [UInt8])
     /// Send a `HomeScreen` or `ScreenUpdate` to every HMI. It is state: the
     /// server encodes it once, and an HMI that is behind gets the latest state
     /// of that stream (`Car.catchUp`) instead of every intermediate one.
     /// `images`: the refs it shows; an HMI not sent one yet gets its
     /// `ImageData` first (`Car.hmiImage`, PROTOCOL.md section 12.6).
-    /// `renderedTop`: for a full screen showing a template as the car holds
-    /// it, that template already encoded (`SceneState.Held`), so the server
-    /// copies it into the frame instead of encoding it again.
-    case toHMIs(HMIStream, HUEnvelope, images: [String], renderedTop: [UInt8]? = nil)
+    case toHMIs(HMIStream, HUEnvelope, images: [String])
     /// A new HMI: send it the latest state of these streams, in this order
     /// (`Car.catchUp`), as to an HMI that caught up.
     case hmiJoined(PeerID, [HMIStream])

@@ -17,6 +17,11 @@ import SwiftProtobuf
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
+    // Round-trip families against swift-protobuf, HEADUNIT_FUZZ_FAMILY=codec-<kind> (CodecFuzz.swift).
+    if let kind = CodecFuzz.selected {
+        CodecFuzz.run(kind, bytes)
+        return 0
+    }
     // One target per message family (FamilyFuzz.swift), chosen by HEADUNIT_FUZZ_FAMILY.
     if FuzzFamily.selected != .stream {
         FuzzFamily.selected.run(bytes)
@@ -91,7 +96,6 @@ enum FuzzChecks {
 
     /// Decode; for what decodes: binary, text and JSON round trips.
     static func envelope(_ payload: ByteBuffer) {
-        fastDecoder(payload)
         guard let decoded = try? EnvelopeCodec.decode(payload) else { return }
 
         // Binary: encode, frame, parse, decode, encode again: the same bytes both times.
@@ -143,53 +147,6 @@ enum FuzzChecks {
             check(try fromJSON.jsonString() == json, "JSON round trip is stable")
         } catch {
             fail("own JSON form does not parse: \(error)\n\(json)")
-        }
-    }
-
-    /// What the fast decoder takes, swift-protobuf reads the same way
-    /// (`TemplateRequestDecoder`), and the sizes it reports are exact: limits
-    /// set at them admit the message, and one less on any of them does not.
-    static func fastDecoder(_ payload: ByteBuffer) {
-        guard let fast = TemplateRequestDecoder.decode(payload) else { return }
-        let slow: HUEnvelope
-        do {
-            slow = try EnvelopeCodec.decode(payload)
-        } catch {
-            fail("the fast decoder took a payload swift-protobuf refuses: \(error)")
-        }
-        let sameBytes = { (try? fast.envelope.serializedBytes() as [UInt8]) == (try? slow.serializedBytes() as [UInt8]) }
-        check(fast.envelope == slow || sameBytes(), "the fast decoder reads what swift-protobuf reads")
-        let found = WireTemplate(inEnvelope: payload)
-        check(fast.template?.opField == found?.opField && fast.template?.bytes == found?.bytes, "the fast decoder finds WireTemplate's bytes")
-        if let template = fast.template {
-            check(template.kindField == WireTemplate.kindField(ofTemplateIn: slow), "the fast decoder's template kind is swift-protobuf's")
-        }
-        if let template = fast.template, let measured = template.measured {
-            // Said to be the template's encoding: it is, and its images are as the car's walk finds them.
-            let decoded = try? HUTemplate(serializedBytes: template.bytes)
-            check(try decoded?.serializedBytes() as [UInt8]? == template.bytes, "measured bytes are the template's encoding")
-            let walked = LinearEncoder.sizeAndImages(of: decoded ?? HUTemplate())
-            check(walked.bytes == template.bytes.count && walked.hasInlineImages == measured.hasInlineImages && walked.hasImages == measured.hasImages, "the measure is the walk's")
-            check(LinearEncoder.holdsImageFields(decoded ?? HUTemplate()) == measured.hasImageFields, "the decoder finds the image fields the walk finds")
-            check(
-                WireTemplate.Measured.plainListItems(in: decoded ?? HUTemplate()) == measured.plainListItems,
-                "the decoder finds the plain list items swift-protobuf's decoding holds")
-            check(
-                WireTemplate.Measured.uniqueElementIDs(in: decoded ?? HUTemplate()) == measured.uniqueElementIDs,
-                "the decoder finds the element ids unique as swift-protobuf's decoding holds them")
-        }
-        let sizes = fast.sizes
-        let exact = MessageLimits(maxStringBytes: sizes.longestString, maxImageBytes: sizes.longestBytes, maxElements: sizes.elements)
-        check(exact.admits(sizes), "limits at the sizes admit them")
-        let walked = exact.checkAll(slow)
-        check(walked.violation == nil && walked.unknownEnum == .found(nil), "the limits walk agrees: within the limits, no unknown enum")
-        var tighter = [exact, exact, exact]
-        tighter[0].maxStringBytes -= 1
-        tighter[1].maxImageBytes -= 1
-        tighter[2].maxElements -= 1
-        let measured = [sizes.longestString, sizes.longestBytes, sizes.elements]
-        for (limits, value) in zip(tighter, measured) where value > 0 {
-            check(!limits.admits(sizes) && limits.checkAll(slow).violation != nil, "one less than the sizes is refused by both")
         }
     }
 

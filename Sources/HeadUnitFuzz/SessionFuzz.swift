@@ -75,7 +75,7 @@ struct SessionFuzz {
         guard let limit = frameLimit else { return }
         _ = car.takeMetadata()
         let metadata = HUEnvelope.with { $0.metadataUpdate = car.clusterFeed.snapshot }
-        FuzzChecks.check(LinearEncoder.size(of: metadata) <= limit, "the metadata snapshot fits a frame (\(LinearEncoder.size(of: metadata)) > \(limit))")
+        FuzzChecks.check(metadata.wireSize <= limit, "the metadata snapshot fits a frame (\(metadata.wireSize) > \(limit))")
         // What the phone holds, whichever request added it (section 10.4).
         let held = car.phoneTemplateBytes, budget = car.configuration.composed.maxPhoneTemplateBytes
         FuzzChecks.check(held <= budget, "the phone's templates within max_phone_template_bytes (\(held) > \(budget))")
@@ -114,7 +114,7 @@ struct SessionFuzz {
     /// Every frame the car makes, as the server would write it: within the limit.
     func checkFrame(_ envelope: HUEnvelope) {
         guard let limit = frameLimit else { return }
-        let size = LinearEncoder.size(of: envelope)
+        let size = envelope.wireSize
         FuzzChecks.check(size <= limit, "no frame over the maximum (\(size) > \(limit)): \(envelope.body.map { "\($0)".prefix(80) } ?? "")")
     }
 
@@ -161,33 +161,18 @@ struct SessionFuzz {
         trace("peer \(target) sent \(frame.header.kind) (\(frame.payload.readableBytes) bytes): \(action)")
         connections[target] = connection
         switch action {
-        case .deliver(let envelope, let unknownEnum, let template):
+        case .deliver(let envelope, let unknownEnum):
             // The limits' walk finds what the car's own walk would.
             if case .found(let found) = unknownEnum {
                 FuzzChecks.check(found == KnownEnums.firstUnknown(in: envelope), "the limits' walk found unknown enum \(String(describing: found))")
             }
-            if let template {
-                // The template's bytes as sent are the template the car decoded.
-                let request = envelope.templateRequest
-                let decoded: HUTemplate? = switch request.op {
-                case .setRoot(let t), .push(let t), .present(let t), .update(let t): t
-                default: nil
-                }
-                FuzzChecks.check(decoded != nil && (try? HUTemplate(serializedBytes: template.bytes)) == decoded,
-                                 "the request's template bytes decode to its template")
-            }
-            let effects = car.receive(envelope, from: target, nowMilliseconds: now, unknownEnum: unknownEnum, template: template)
+            let effects = car.receive(envelope, from: target, nowMilliseconds: now, unknownEnum: unknownEnum)
             if envelope.requestID != 0 {
                 let answers = effects.filter {
                     switch $0 {
                     case .send(let peer, let sent):
                         if peer == target, sent.requestID == envelope.requestID, case .result = sent.body { return true }
                         return false
-                    case .sendEncodedAnswer(let peer, let requestID, let payload):
-                        FuzzChecks.check(
-                            (try? HUEnvelope(serializedBytes: payload))?.requestID == requestID,
-                            "an answer the car encodes itself carries its request id")
-                        return peer == target && requestID == envelope.requestID
                     default:
                         return false
                     }
@@ -255,18 +240,6 @@ struct SessionFuzz {
     }
 
     /// An envelope the car encoded itself.
-    mutating func receiveEncoded(_ payload: [UInt8], peer: PeerID) {
-        FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
-        let envelope = try? HUEnvelope(serializedBytes: payload)
-        FuzzChecks.check(
-            envelope.flatMap { try? $0.serializedBytes() as [UInt8] } == payload,
-            "an envelope the car encodes itself is swift-protobuf's encoding of it")
-        if let envelope {
-            checkFrame(envelope)
-            if peer == Self.hmiID { hmiReceives(envelope) }
-        }
-    }
-
     mutating func apply(_ effects: [CarEffect]) {
         for effect in effects {
             trace("  car: \(effect)")
@@ -275,20 +248,8 @@ struct SessionFuzz {
                 FuzzChecks.check(connections[peer] != nil, "the car sends only to connected peers (peer \(peer))")
                 checkFrame(envelope)
                 if peer == Self.hmiID { hmiReceives(envelope) }
-            case .sendEncoded(let peer, let envelopes):
-                FuzzChecks.check(!envelopes.isEmpty, "the car sends no empty batch of envelopes")
-                for payload in envelopes.envelopes { receiveEncoded(payload, peer: peer) }
-            case .sendEncodedAnswer(let peer, _, let payload):
-                receiveEncoded(payload, peer: peer)
-            case .toHMIs(_, let envelope, let images, let renderedTop):
+            case .toHMIs(_, let envelope, let images):
                 FuzzChecks.check(!car.hmiPeerIDs.isEmpty, "HMI state goes out only when an HMI is connected")
-                if let renderedTop {
-                    // The phone's bytes (fields perhaps in another order) or the car's encoding: the same template, the same length.
-                    let top = envelope.screenUpdate.full.top
-                    FuzzChecks.check(
-                        (try? HUTemplate(serializedBytes: renderedTop)) == top && renderedTop.count == LinearEncoder.size(of: top),
-                        "a screen's top template sent as held bytes is that template, as long as its encoding")
-                }
                 // Section 12.6: every image the HMIs are shown can be sent to them.
                 for ref in images { FuzzChecks.check(car.hmiImage(ref) != nil, "an image shown to the HMIs is held (\(ref))") }
                 checkFrame(envelope)

@@ -144,16 +144,16 @@ final class CarHost: @unchecked Sendable {
         checkStatus()
     }
 
-    func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64, unknownEnum: KnownEnums.Walked = .notYet, template: WireTemplate? = nil) {
+    func deliver(_ envelope: HUEnvelope, from peer: PeerID, now: UInt64, unknownEnum: KnownEnums.Walked = .notYet) {
         if answerPairingRequest(envelope, from: peer, now: now) { return }
         // An HMI's own screens go out before its Result, as they always did.
         guard !car.hmiPeerIDs.contains(peer) else {
             performDeferred()
-            perform(car.receive(envelope, from: peer, nowMilliseconds: now, unknownEnum: unknownEnum, template: template))
+            perform(car.receive(envelope, from: peer, nowMilliseconds: now, unknownEnum: unknownEnum))
             checkStatus()
             return
         }
-        let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false, unknownEnum: unknownEnum, template: template)
+        let effects = car.receive(envelope, from: peer, nowMilliseconds: now, publishingScreens: false, unknownEnum: unknownEnum)
         // A credit grant (one per quarter window of a streaming session, 18.5)
         // changes no screen, status or metadata: nothing to publish after it.
         let grant = if case .sessionCredit = envelope.body { true } else { false }
@@ -163,7 +163,7 @@ final class CarHost: @unchecked Sendable {
         for effect in effects {
             let recipient: PeerID?
             switch effect {
-            case .send(let to, _), .sendEncoded(let to, _), .sendEncodedAnswer(let to, _, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _),
+            case .send(let to, _), .close(let to, _, _), .sendData(let to, _, _), .refuseData(let to, _, _),
                 .refuseRequest(let to, _, _), .sendVideo(let to, _, _), .sendMedia(let to, _, _):
                 recipient = to
             case .audio:
@@ -310,12 +310,8 @@ final class CarHost: @unchecked Sendable {
         switch consume effect {
         case .send(let peer, let envelope):
             connections[peer]?.send(envelope)
-        case .sendEncoded(let peer, let envelopes):
-            connections[peer]?.sendEncoded(envelopes)
-        case .sendEncodedAnswer(let peer, _, let payload):
-            connections[peer]?.sendEncoded(payload)
-        case .toHMIs(let stream, let envelope, let images, let renderedTop):
-            hmiHub.publish(stream, envelope, images: images, renderedTop: renderedTop, car: &car, connections: connections)
+        case .toHMIs(let stream, let envelope, let images):
+            hmiHub.publish(stream, envelope, images: images, car: &car, connections: connections)
         case .hmiJoined(let peer, let streams):
             hmiHub.joined(peer, streams: streams, car: &car, handler: connections[peer])
         case .close(let peer, let code, let reason):

@@ -94,7 +94,7 @@ final class ClusterHub {
         var envelope = HUEnvelope()
         envelope.metadataUpdate = update
         if let frame = OutboundFrameCheck.frame(envelope, allocator: allocator, maxPayload: maxPayload) { return frame }
-        handler.closeOversized(OutboundFrameCheck.goodbyeReason(envelope, bytes: LinearEncoder.size(of: envelope), maxPayload: maxPayload))
+        handler.closeOversized(OutboundFrameCheck.goodbyeReason(envelope, bytes: envelope.wireSize, maxPayload: maxPayload))
         return nil
     }
 

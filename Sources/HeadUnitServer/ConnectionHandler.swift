@@ -251,8 +251,8 @@ final class ConnectionHandler: ChannelInboundHandler {
         switch consume action {
         case .none:
             break
-        case .deliver(let envelope, let unknownEnum, let template):
-            host.deliver(envelope, from: peerID, now: now ?? self.now, unknownEnum: unknownEnum, template: template)
+        case .deliver(let envelope, let unknownEnum):
+            host.deliver(envelope, from: peerID, now: now ?? self.now, unknownEnum: unknownEnum)
         case .deliverData(let channel, let payload):
             host.deliverData(channel: channel, payload, wire: nil, from: peerID)
         case .deliverVideo(let channel, let header, let payload):

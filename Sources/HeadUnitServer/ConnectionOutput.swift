@@ -89,24 +89,6 @@ extension ConnectionHandler {
         appendToPending(context) { encode(envelope, into: &$0) }
     }
 
-    /// `send` of an envelope the car encoded itself (`CarEffect.sendEncodedAnswer`):
-    /// framed as it is, with section 10.4's size check.
-    func sendEncoded(_ payload: [UInt8]) {
-        guard lifecycle.isOpen, let context else { return }
-        guard fitsOrCloses(payload.count, .message) else { return }
-        appendToPending(context) { buffer in
-            buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
-            buffer.writeBytes(payload)
-        }
-    }
-
-    /// `sendEncoded` of several envelopes, framed already: one append to `pending`.
-    func sendEncoded(_ envelopes: EncodedEnvelopes) {
-        guard lifecycle.isOpen, let context else { return }
-        guard fitsOrCloses(envelopes.longestEnvelope, .message) else { return }
-        appendToPending(context) { $0.writeBytes(envelopes.frames) }
-    }
-
     /// Adds to `pending` and asks the host for a flush at the end of the round.
     private func appendToPending(_ context: ChannelHandlerContext, _ write: (inout ByteBuffer) -> Void) {
         if output.append(allocator: context.channel.allocator, write) { host.markDirty(self) }

@@ -55,7 +55,7 @@ final class HMIHub {
     /// A change of `stream`: to every HMI that keeps up and holds its images;
     /// the others get the stream's latest state when they can take it.
     func publish(
-        _ stream: HMIStream, _ envelope: HUEnvelope, images: [String], renderedTop: [UInt8]? = nil, car: inout Car,
+        _ stream: HMIStream, _ envelope: HUEnvelope, images: [String], car: inout Car,
         connections: [PeerID: ConnectionHandler]
     ) {
         latest[stream] = nil
@@ -65,7 +65,7 @@ final class HMIHub {
             guard let handler = connections[peer] else { continue }
             var observer = observers[peer] ?? Observer()
             if handler.isKeepingUp, !observer.stale.contains(stream), images.allSatisfy(observer.images.contains) {
-                if frame == nil { frame = EnvelopeCodec.frame(envelope, renderedTop: renderedTop, allocator: allocator) }
+                if frame == nil { frame = EnvelopeCodec.frame(envelope, allocator: allocator) }
                 handler.writeShared(frame!)
                 continue
             }

@@ -169,10 +169,27 @@ public final class HeadUnitServer: @unchecked Sendable {
     }
 
     /// Waits for the paired-device list still on its way to disk (the next
-    /// process reads it at start), then stops the disk thread.
+    /// process reads it at start), then stops the disk thread. At most the
+    /// shutdown grace period: a disk that hangs does not hold the stop (the
+    /// file keeps the list it had, PairingStore.save renames a whole new one).
     func finishDiskWrites() async {
         let host = self.host
-        try? await eventLoop.flatSubmit { host.pairing.writes.idle() }.get()
+        let loop = eventLoop
+        let grace = TimeAmount.milliseconds(Int64(clamping: configuration.shutdownGraceMilliseconds))
+        let written: EventLoopFuture<Bool> = loop.flatSubmit {
+            let done = loop.makePromise(of: Bool.self)
+            let deadline = loop.scheduleTask(in: grace) { done.succeed(false) }
+            host.pairing.writes.idle().whenSuccess {
+                deadline.cancel()
+                done.succeed(true)
+            }
+            return done.futureResult
+        }
+        guard (try? await written.get()) == true else {
+            // The write's thread is left to the process's exit.
+            logger.error("the paired-device list was still being written at the stop; the file keeps its previous list")
+            return
+        }
         try? await diskThreads.shutdownGracefully()
     }
 

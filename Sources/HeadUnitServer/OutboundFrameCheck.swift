@@ -73,7 +73,7 @@ enum OutboundFrameCheck {
     static func goodbye(_ code: HUErrorCode, _ reason: String, allocator: ByteBufferAllocator, maxPayload: Int) -> ByteBuffer {
         var text = reason
         var envelope = ConnectionStateMachine.goodbye(code, text)
-        var size = LinearEncoder.size(of: envelope)
+        var size = envelope.wireSize
         while size > maxPayload, !text.isEmpty {
             let budget = text.utf8.count - (size - maxPayload)
             var kept = 0
@@ -82,7 +82,7 @@ enum OutboundFrameCheck {
                 return kept <= budget
             })
             envelope = ConnectionStateMachine.goodbye(code, text)
-            size = LinearEncoder.size(of: envelope)
+            size = envelope.wireSize
         }
         return EnvelopeCodec.frame(envelope, allocator: allocator)
     }

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials  // Data, in SwiftProtobuf's Visitor signatures
-#else
-import Foundation
-#endif
-import SwiftProtobuf
 
 /// Every `Image` in what the car shows an HMI (home screen, rendered screen,
 /// templates): the car swaps inline PNGs for refs (`Image.ref`) and an HMI
@@ -48,27 +42,25 @@ public enum ImageWalk {
     }
 
     /// Whether any image of the message is one `needs` picks (one read-only walk).
-    public static func contains(_ message: some SwiftProtobuf.Message, where needs: (HUImage) -> Bool) -> Bool {
+    public static func contains(_ message: some WireMessage, where needs: (HUImage) -> Bool) -> Bool {
         withoutActuallyEscaping(needs) { needs in
-            var visitor = ImageFinder(needs: needs)
-            do { try message.traverse(visitor: &visitor) } catch { return true }
+            var walker = ImageFinder(needs: needs)
+            do { try message.walk(&walker) } catch { return true }
             return false
         }
     }
 
     /// The refs a message carries, in order of appearance, each once.
-    public static func refs(in message: some SwiftProtobuf.Message) -> [String] {
-        var visitor = RefVisitor()
-        try? message.traverse(visitor: &visitor)
-        return visitor.refs
+    public static func refs(in message: some WireMessage) -> [String] {
+        scan(message).refs
     }
 
     /// In one walk: whether `message` holds an inline PNG, and its refs as
     /// `refs(in:)` returns them. Publishing a screen walked it twice for these.
-    public static func scan(_ message: some SwiftProtobuf.Message) -> (hasInline: Bool, refs: [String]) {
-        var visitor = RefVisitor()
-        try? message.traverse(visitor: &visitor)
-        return (visitor.hasInline, visitor.refs)
+    public static func scan(_ message: some WireMessage) -> (hasInline: Bool, refs: [String]) {
+        var walker = RefCollector()
+        message.walk(&walker)
+        return (walker.hasInline, walker.refs)
     }
 }
 
@@ -175,18 +167,20 @@ private struct Rewriter {
 /// the walks meet every message of a screen, and a dynamic cast per message
 /// cost more than the rest of the walk.
 @inline(__always)
-private func asImage<M: Message>(_ value: M) -> HUImage? {
+private func asImage<M: WireMessage>(_ value: M) -> HUImage? {
     guard M.self == HUImage.self else { return nil }
     return unsafeBitCast(value, to: HUImage.self)
 }
 
-/// Collects `Image.ref` values.
-private struct RefVisitor: SwiftProtobuf.Visitor {
+/// Collects `Image.ref` values; an image is not walked into.
+private struct RefCollector: WireWalker {
+    typealias Failure = Never
     var refs: [String] = []
     var seen: Set<String> = []
     var hasInline = false
 
-    mutating func note(_ image: HUImage) {
+    mutating func enter<M: WireMessage>(_ message: M, field: Int, index: Int?) -> Bool {
+        guard let image = asImage(message) else { return true }
         switch image.source {
         case .ref(let ref):
             if seen.insert(ref).inserted { refs.append(ref) }
@@ -195,70 +189,18 @@ private struct RefVisitor: SwiftProtobuf.Visitor {
         default:
             break
         }
+        return false
     }
-
-    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        if let image = asImage(value) { note(image) } else { try value.traverse(visitor: &self) }
-    }
-    mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        try value.withUnsafeBufferPointer { elements in
-            for index in elements.indices {
-                if let image = asImage(elements[index]) { note(image) } else { try elements[index].traverse(visitor: &self) }
-            }
-        }
-    }
-    mutating func visitUnknown(bytes: Data) throws {}
-    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws {}
-    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
-    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
-    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
-    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws {}
-    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {}
-    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {}
-    mutating func visitMapField<KeyType, ValueType: MapValueType>(
-        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws {}
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws where ValueType.RawValue == Int {}
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws {}
 }
 
 /// Stops (throws) at the first image that `needs` picks.
-private struct ImageFinder: SwiftProtobuf.Visitor {
+private struct ImageFinder: WireWalker {
     struct Found: Error {}
     let needs: (HUImage) -> Bool
 
-    func check(_ value: some Message) throws -> Bool {
-        guard let image = asImage(value) else { return false }
+    func enter<M: WireMessage>(_ message: M, field: Int, index: Int?) throws(Found) -> Bool {
+        guard let image = asImage(message) else { return true }
         if needs(image) { throw Found() }
-        return true
+        return false
     }
-    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        if try !check(value) { try value.traverse(visitor: &self) }
-    }
-    mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        try value.withUnsafeBufferPointer { elements in
-            for index in elements.indices where try !check(elements[index]) { try elements[index].traverse(visitor: &self) }
-        }
-    }
-    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {}
-    mutating func visitUnknown(bytes: Data) throws {}
-    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws {}
-    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
-    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
-    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
-    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws {}
-    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws {}
-    mutating func visitMapField<KeyType, ValueType: MapValueType>(
-        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws {}
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws where ValueType.RawValue == Int {}
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws {}
 }

@@ -3,6 +3,7 @@ import HeadUnitClient
 import HeadUnitVideo
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 28, the phone side: the MapsApp example (its real binary, drawing

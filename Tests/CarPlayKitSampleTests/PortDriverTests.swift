@@ -3,6 +3,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// The Apple-style ports of this folder, run in-process against the real

@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 25 over real sockets: credit that adds up per receiving peer, grants

@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 26's accessory points (E1, E5-E15), each as PROTOCOL.md section 18

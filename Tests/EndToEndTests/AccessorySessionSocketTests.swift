@@ -1,6 +1,7 @@
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// External Accessory sessions over real sockets (PROTOCOL.md section 18):
@@ -221,10 +222,10 @@ struct ByteSource {
 }
 
 /// The same, through the SDK on both ends (AccessoryStream, AccessoryPeer).
-@Suite("Accessory sessions through the SDK", .serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite("Accessory sessions through the SDK", .serialized)
 struct AccessorySDKTests {
-    func start() async throws -> (ClientTestDaemon, PhoneSession, AccessoryPeer) {
-        let daemon = try await ClientTestDaemon.start()
+    func start() async throws -> (TestDaemon, PhoneSession, AccessoryPeer) {
+        let daemon = try await TestDaemon.start()
         let ecu = try await AccessoryPeer.connect(to: daemon.unixEndpoint, name: "ecu")
         try await ecu.serve([AccessorySessionSocketTests.performance])
         let phone = try await PhoneSession.connect(to: daemon.unixEndpoint, deviceName: "sdk phone")

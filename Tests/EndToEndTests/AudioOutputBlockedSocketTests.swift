@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Issue 47 item 8 over real sockets: the car's output is a `raw:` FIFO that

@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 27, item 4 over real sockets: an HMI or cluster hears the car's mixed

@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitServer
 import HeadUnitWire
 import Logging
+import TestSupport
 import Testing
 
 /// Issue 47 item 5 through a real restart handover (PROTOCOL.md section 22),

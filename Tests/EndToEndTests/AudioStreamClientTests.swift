@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// HeadUnitClient's AudioStream against the daemon: a write waits for the

@@ -2,6 +2,7 @@ import COpus
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 27 over real sockets: the phone's apps stream audio into the car's

@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// HeadUnitClient's `AudioWatch` (the HMI side of PROTOCOL.md section 24.7)

@@ -3,6 +3,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitSecurity
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Pairing and authentication of phones on TCP, and SO_PEERCRED checks of the

@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitServer
 import HeadUnitWire
 import Logging
+import TestSupport
 import Testing
 
 /// PROTOCOL.md 26.8 through a real restart handover (section 22), in

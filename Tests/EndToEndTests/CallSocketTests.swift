@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Calls over real sockets (PROTOCOL.md section 26): a communication app's

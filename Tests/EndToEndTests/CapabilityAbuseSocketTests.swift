@@ -1,4 +1,5 @@
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Issue 47's abuse tables (RELIABILITY.md, "Abuse tables by capability"),

@@ -3,6 +3,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 27 deliverable 4 over real sockets: CarPlayKit apps play through

@@ -2,6 +2,7 @@
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// CarPlayKit's interface controller in-process against the real daemon:
@@ -95,7 +96,7 @@ struct CarPlayKitInterfaceControllerTests {
         // the busy task, queued after them, holds the main actor meanwhile.
         controller.setRootTemplate(root, animated: false, completion: nil)
         controller.pushTemplate(second, animated: true, completion: nil)
-        let busy = Task { @MainActor in usleep(500_000) }
+        let busy = Task { @MainActor in _ = usleep(500_000) }
         await busy.value
         try await controller.waitForPendingUpdates()
         #expect(controller.templates.map(\.identifier) == ["root", "second"])

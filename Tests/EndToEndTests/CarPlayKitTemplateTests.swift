@@ -2,6 +2,7 @@ import CarPlayKit
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// The templates the examples do not use, in-process against the real daemon

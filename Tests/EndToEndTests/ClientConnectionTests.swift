@@ -3,6 +3,7 @@ import HeadUnitClient
 import HeadUnitWire
 import NIOCore
 import NIOPosix
+import TestSupport
 import Testing
 
 /// The SDK's connection against a tiny in-process fake daemon: handshake,

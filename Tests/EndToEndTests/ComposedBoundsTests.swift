@@ -3,6 +3,7 @@ import HeadUnitServer
 import HeadUnitWire
 import Logging
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 24's composed-state findings (PROTOCOL.md section 10.4), each over
@@ -24,7 +25,7 @@ struct ComposedBoundsTests {
     }
 
     /// A frame's payload as the daemon wrote it (the encoding is canonical).
-    static func payloadBytes(_ envelope: HUEnvelope) -> Int { LinearEncoder.size(of: envelope) }
+    static func payloadBytes(_ envelope: HUEnvelope) -> Int { envelope.wireSize }
 
     static func variants(_ count: Int, bytes: Int = 1000) -> [String] {
         (0..<count).map { String(repeating: Character(UnicodeScalar(UInt8(97 + $0 % 26))), count: bytes) }

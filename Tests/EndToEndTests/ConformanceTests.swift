@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitConformance
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// The conformance kit (Sources/HeadUnitConformance) run in-process against the

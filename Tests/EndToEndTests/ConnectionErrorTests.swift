@@ -1,4 +1,5 @@
 import HeadUnitWire
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// The daemon as a process: its sockets, its configuration file, its status.

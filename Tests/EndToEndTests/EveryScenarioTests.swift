@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Every file in scenarios/, played by `headunitctl play` (phone, HMI and,
@@ -8,7 +9,7 @@ import Testing
 /// no scenario can exist without being played in CI. Suites such as
 /// NavigationScenarioTests play some files again through the library, with
 /// checks of their own.
-@Suite("Every scenario file over a real socket", .serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite("Every scenario file over a real socket", .serialized)
 struct EveryScenarioTests {
     /// The .json files in scenarios/, sorted; read when the tests are listed.
     static func files() -> [String] {
@@ -30,13 +31,14 @@ struct EveryScenarioTests {
     @Test(arguments: EveryScenarioTests.files())
     func scenario(_ file: String) async throws {
         // TCP phones pair (pairing.json pairs one on --pair-tcp).
-        let daemon = try await ClientTestDaemon.start(pairing: true)
+        let daemon = try await TestDaemon.start(pairing: true)
         defer { daemon.stop() }
         let ctl = URL(fileURLWithPath: try TestDaemon.binaryPath()).deletingLastPathComponent().appendingPathComponent("headunitctl").path
+        let port = try #require(daemon.tcpPort)
         let (status, output) = try await onOwnThread { () throws -> (Int32, String) in
             let play = Process()
             play.executableURL = URL(fileURLWithPath: ctl)
-            play.arguments = ["play", "--unix-socket", daemon.socketPath, "--pair-tcp", "127.0.0.1:\(daemon.tcpPort)", scenarioPath(file)]
+            play.arguments = ["play", "--unix-socket", daemon.unixSocketPath, "--pair-tcp", "127.0.0.1:\(port)", scenarioPath(file)]
             let out = Pipe()
             play.standardOutput = out
             play.standardError = out
@@ -58,7 +60,7 @@ struct EveryScenarioTests {
 
 /// The remote-command, call and audio steps fail when the car does not do what
 /// they describe, so a scenario that passes proves its exchanges.
-@Suite(.serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite(.serialized)
 struct ScenarioStepMismatchTests {
     static let radio = HUAppInfo.with {
         $0.appID = "com.example.radio"
@@ -73,7 +75,7 @@ struct ScenarioStepMismatchTests {
     /// Plays `scenario` against a fresh daemon (one that requires pairing on
     /// TCP when `pairing`, the player pairing there), every step to the end.
     func play(_ scenario: HUScenario, pairing: Bool = false) async throws -> ScenarioPlayer.Report {
-        let daemon = try await ClientTestDaemon.start(pairing: pairing)
+        let daemon = try await TestDaemon.start(pairing: pairing)
         defer { daemon.stop() }
         var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
         options.hmiEndpoint = daemon.unixEndpoint

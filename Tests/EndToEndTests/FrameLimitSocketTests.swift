@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 47 item 10 over real sockets: a frame over `max_payload_bytes` whose

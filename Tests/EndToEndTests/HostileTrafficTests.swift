@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 10's red-team findings, each reproduced over real sockets against

@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Lane guidance, the maneuver fields of iOS 17.4, the road name and the

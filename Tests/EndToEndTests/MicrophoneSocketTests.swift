@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 47 item 3 and issue 48 bugs 2 to 4 over real sockets: the car's

@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Navigation banners over real sockets (PROTOCOL.md 19.9, 16.14): the HMI

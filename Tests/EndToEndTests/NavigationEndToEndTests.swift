@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// One raw connection that keeps every envelope it did not wait for, so a
@@ -93,7 +94,7 @@ struct MetadataModel {
 
     mutating func apply(_ update: HUMetadataUpdate) {
         updates += 1
-        frameSizes.append(LinearEncoder.size(of: HUEnvelope.with { $0.metadataUpdate = update }))
+        frameSizes.append(HUEnvelope.with { $0.metadataUpdate = update }.wireSize)
         version = update.version
         if update.full { state = update.state }
         let s = update.state

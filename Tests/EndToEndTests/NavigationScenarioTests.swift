@@ -1,13 +1,14 @@
 import HeadUnitClient
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// The navigation scenario files, played through the SDK's player (phone,
 /// HMI and a cluster subscribed to the metadata stream) against the real daemon.
-@Suite(.serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite(.serialized)
 struct NavigationScenarioTests {
     func play(_ file: String) async throws {
-        let daemon = try await ClientTestDaemon.start()
+        let daemon = try await TestDaemon.start()
         defer { daemon.stop() }
         var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
         var lines: [String] = []

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 24's observers: backpressure (PROTOCOL.md section 10.2), images sent

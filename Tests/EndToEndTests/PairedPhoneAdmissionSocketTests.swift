@@ -3,6 +3,7 @@ import HeadUnitClient
 import HeadUnitSecurity
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

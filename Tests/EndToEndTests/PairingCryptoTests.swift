@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitSecurity
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// The pairing key schedule's test vectors (PROTOCOL.md section 20.2, "Test

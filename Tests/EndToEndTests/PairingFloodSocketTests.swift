@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitSecurity
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Issue 47 item 6 and issue 48 bug 5, over real sockets against the real

@@ -1,5 +1,6 @@
 import Foundation
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Remote commands over real sockets (PROTOCOL.md section 23): the HMI's

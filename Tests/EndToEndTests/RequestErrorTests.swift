@@ -1,4 +1,5 @@
 import HeadUnitWire
+import TestSupport
 import Testing
 
 /// Request-level error codes (100+) provoked over a real socket. These need

@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// PROTOCOL.md section 21 over real sockets: a phone whose connection drops
@@ -233,17 +234,17 @@ struct ResumptionTests {
 
 /// The same through the SDK: `PhoneSession.resume` rebinds the app and its
 /// scene, and the new connection drives it on.
-@Suite("Phone resumption through the SDK", .serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite("Phone resumption through the SDK", .serialized)
 struct ResumptionSDKTests {
     @Test func theSDKResumesAndDrivesTheSceneOn() async throws {
-        let daemon = try await ClientTestDaemon.start()
+        let daemon = try await TestDaemon.start()
         defer { daemon.stop() }
         let app = RequestErrorTests.app(ResumptionTests.appID)
         let first = try await PhoneSession.connect(to: daemon.unixEndpoint, deviceName: "sdk phone")
         try await first.announce([app])
         let token = await first.resumptionToken
         #expect(token.count == 32)
-        let hmi = try RawSocketClient.unix(daemon.socketPath)
+        let hmi = try daemon.connectUnix()
         try hmi.handshake(role: .hmi)
         #expect(try RequestErrorTests.launch(hmi, ResumptionTests.appID).1.code == .ok)
         let controller = try await first.waitForScene(appID: ResumptionTests.appID)

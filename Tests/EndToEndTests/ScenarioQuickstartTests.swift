@@ -1,13 +1,14 @@
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// The README's demo, played through the library against a real daemon.
-@Suite(.serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite(.serialized)
 struct ScenarioQuickstartTests {
     func play(_ file: String, phoneOverTCP: Bool) async throws -> ScenarioPlayer.Report {
-        let daemon = try await ClientTestDaemon.start()
+        let daemon = try await TestDaemon.start()
         defer { daemon.stop() }
         var options = ScenarioPlayer.Options(endpoint: phoneOverTCP ? daemon.tcpEndpoint : daemon.unixEndpoint)
         // The HMI role is Unix-socket only, whatever the phone uses.
@@ -36,10 +37,10 @@ struct ScenarioQuickstartTests {
 }
 
 /// `headunitctl play --pace` and a step's `pause_ms`: the player holds after steps so a person can watch.
-@Suite(.serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite(.serialized)
 struct ScenarioPaceTests {
     func play(_ steps: [HUScenarioStep], pace: TimeAmount) async throws -> (ScenarioPlayer.Report, Duration) {
-        let daemon = try await ClientTestDaemon.start()
+        let daemon = try await TestDaemon.start()
         defer { daemon.stop() }
         var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
         options.pace = pace

@@ -1,5 +1,6 @@
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// The rules PROTOCOL.md and TEMPLATES.md state since the independent-client

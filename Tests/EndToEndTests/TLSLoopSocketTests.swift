@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 47, item 9, over real sockets: every byte a TCP phone sends is

@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitClient
 import HeadUnitWire
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

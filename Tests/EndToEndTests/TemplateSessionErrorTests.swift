@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitClient
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// The interface controller's typed errors, provoked through the SDK against
@@ -180,7 +181,7 @@ struct TemplateSessionErrorTests {
 /// Every category, played from its scenario file over a real socket: each
 /// reaches the templates it may use and gets the typed error for each one it
 /// may not, for the depth limit and for every count limit.
-@Suite("Category scenarios over a real socket", .serialized, .enabled(if: ClientTestDaemon.isAvailable, "headunitd is not built"))
+@Suite("Category scenarios over a real socket", .serialized)
 struct CategoryScenarioTests {
     @Test(arguments: ["audio", "communication", "navigation", "parking", "quick-ordering", "driving-task"])
     func category(_ name: String) async throws {
@@ -196,7 +197,7 @@ struct CategoryScenarioTests {
 
     /// Plays scenarios/NAME.json against a fresh daemon; every step must pass.
     static func play(_ name: String) async throws -> ScenarioPlayer.Report {
-        let daemon = try await ClientTestDaemon.start()
+        let daemon = try await TestDaemon.start()
         defer { daemon.stop() }
         var options = ScenarioPlayer.Options(endpoint: daemon.unixEndpoint)
         options.hmiEndpoint = daemon.unixEndpoint

@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitCore
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 24, deliverable 7: an unknown enum value is INVALID_ARGUMENT

@@ -2,6 +2,7 @@ import Foundation
 import HeadUnitWire
 import NIOCore
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 /// Every `from: client` vector of Protocol/vectors/vectors.json played against

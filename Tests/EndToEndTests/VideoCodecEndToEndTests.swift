@@ -3,6 +3,7 @@ import HeadUnitClient
 import HeadUnitVideo
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Issue 28's done-means test: frames drawn with an encoded counter and a

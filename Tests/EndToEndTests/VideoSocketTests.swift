@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitWire
 import NIOCore
+import TestSupport
 import Testing
 
 /// Base-view video (PROTOCOL.md section 25) over real sockets: routing from

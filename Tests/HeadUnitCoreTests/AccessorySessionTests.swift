@@ -441,7 +441,7 @@ struct AccessorySessionTests {
         let effects = h.car.peerLeft(h.phone, departure: departure)
         let toPhone = effects.filter {
             switch $0 {
-            case .send(h.phone, _), .sendEncoded(h.phone, _), .sendEncodedAnswer(h.phone, _, _): return true
+            case .send(h.phone, _): return true
             default: return false
             }
         }

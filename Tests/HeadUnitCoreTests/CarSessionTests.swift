@@ -23,8 +23,6 @@ struct CarHarness {
     /// What the mixer was told, and microphone samples sent (section 24).
     var engine: [AudioStreams.EngineCommand] = []
     var media: [PeerID: [(channel: UInt32, bytes: [UInt8])]] = [:]
-    /// The held top-template bytes full screens were sent with (`CarEffect.toHMIs`).
-    var heldTops: [[UInt8]] = []
     /// Whether the phone's connection takes writes: state it is owed is sent after each input while it does.
     var phoneKeepsUp = true
 
@@ -35,23 +33,7 @@ struct CarHarness {
                 // Found by the long fuzz run: a phone that left was still sent SessionClosed.
                 #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected: \(envelope)")
                 sent[peer, default: []].append(envelope)
-            case .sendEncoded(let peer, let envelopes):
-                #expect(!envelopes.isEmpty, "an empty batch of envelopes")
-                for payload in envelopes.envelopes { receiveEncoded(payload, peer: peer) }
-            case .sendEncodedAnswer(let peer, _, let payload):
-                receiveEncoded(payload, peer: peer)
-            case .toHMIs(_, let envelope, _, let renderedTop):
-                if let renderedTop {
-                    // The frame the server builds with the held bytes copied in is this envelope.
-                    let frame = EnvelopeCodec.frame(envelope, renderedTop: renderedTop, allocator: ByteBufferAllocator())
-                    let payload = frame.getSlice(at: FrameHeader.size, length: frame.readableBytes - FrameHeader.size)!
-                    // Equal, or (a NaN is not equal to itself) encoded the same, bit for bit.
-                    let decoded = try? EnvelopeCodec.decode(payload)
-                    #expect(
-                        decoded == envelope || (decoded.flatMap { try? $0.serializedBytes() as [UInt8] }) == (try? envelope.serializedBytes() as [UInt8]),
-                        "a screen sent with held top bytes")
-                    heldTops.append(renderedTop)
-                }
+            case .toHMIs(_, let envelope, _):
                 for peer in car.hmiPeerIDs { sent[peer, default: []].append(envelope) }
             case .hmiJoined(let peer, let streams):
                 // As the server does (HMIHub): the latest state of each stream.
@@ -77,30 +59,19 @@ struct CarHarness {
         }
     }
 
-    /// The car's own encoding (lifecycle events, template answers): exactly swift-protobuf's bytes for the envelope.
-    mutating func receiveEncoded(_ payload: [UInt8], peer: PeerID) {
-        #expect(car.peers[peer] != nil, "sent to peer \(peer), which is not connected")
-        guard let envelope = try? HUEnvelope(serializedBytes: payload) else {
-            Issue.record("undecodable envelope encoded by the car: \(payload)")
-            return
-        }
-        #expect((try? envelope.serializedBytes() as [UInt8]) == payload, "\(envelope)")
-        sent[peer, default: []].append(envelope)
-    }
-
     mutating func join(_ peer: PeerID, _ role: HURole) {
         apply(car.peerJoined(peer, info: PeerInfo(role: role, name: "\(role)", transport: .unix)))
     }
 
     /// Sends a request and returns its Result.
     @discardableResult
-    mutating func request(_ peer: PeerID, _ body: HUEnvelope.OneOf_Body, wire: WireTemplate? = nil) -> HUResult {
+    mutating func request(_ peer: PeerID, _ body: HUEnvelope.OneOf_Body) -> HUResult {
         var envelope = HUEnvelope()
         envelope.requestID = nextRequest
         nextRequest += 1
         envelope.body = body
         let before = sent[peer]?.count ?? 0
-        apply(car.receive(envelope, from: peer, nowMilliseconds: now, template: wire))
+        apply(car.receive(envelope, from: peer, nowMilliseconds: now))
         let answers = (sent[peer] ?? [])[before...].filter { $0.requestID == envelope.requestID }
         return answers.first?.result ?? HUResult.with { $0.code = .UNRECOGNIZED(-1) }
     }
@@ -128,12 +99,12 @@ struct CarHarness {
         }.first ?? 0
     }
 
-    mutating func template(_ appID: String, _ scene: UInt32, _ op: HUTemplateRequest.OneOf_Op, wire: WireTemplate? = nil) -> HUResult {
+    mutating func template(_ appID: String, _ scene: UInt32, _ op: HUTemplateRequest.OneOf_Op) -> HUResult {
         request(phone, .templateRequest(HUTemplateRequest.with {
             $0.appID = appID
             $0.sceneID = scene
             $0.op = op
-        }), wire: wire)
+        }))
     }
 }
 
@@ -271,44 +242,6 @@ func alertTemplate(_ id: String) -> HUTemplate {
         let third = h.template("order", scene, .push(listTemplate("three", items: 1)))
         #expect(third.code == .depthExceeded)
         #expect(third.limitValue == 2)
-    }
-
-    /// The HMIs' frame of a screen copies the top template's bytes as the
-    /// phone sent them when they are as long as its encoding (fields in
-    /// another order decode the same); longer ones (a field sent twice) are
-    /// not kept, and the template is encoded once, when first shown.
-    @Test func aScreenIsSentWithTheTopTemplatesBytesAsSent() throws {
-        var h = CarHarness()
-        h.join(h.hmi, .hmi)
-        h.join(h.phone, .phone)
-        _ = h.announce([("app", audio)])
-        let scene = h.launch("app")
-        let root = listTemplate("root", items: 3)
-        let canonical: [UInt8] = try root.serializedBytes()
-        // The same fields, the id last: as long, another order.
-        let id: [UInt8] = try HUTemplate.with { $0.id = "root" }.serializedBytes()
-        let reordered = Array(canonical.dropFirst(id.count)) + id
-        let decoded = try HUTemplate(serializedBytes: reordered)
-        #expect(reordered != canonical && decoded == root)
-        #expect(h.template("app", scene, .setRoot(root), wire: WireTemplate(opField: WireTemplate.setRootField, bytes: reordered)).code == .ok)
-        #expect(h.heldTops == [reordered])
-
-        // Bytes of another operation than the request's are not taken.
-        let pushed = listTemplate("two", items: 2)
-        #expect(h.template("app", scene, .push(pushed), wire: WireTemplate(opField: WireTemplate.updateField, bytes: try pushed.serializedBytes())).code == .ok)
-        #expect(h.heldTops.last == (try pushed.serializedBytes()))  // encoded when shown
-        _ = h.template("app", scene, .pop(HUPopTemplate()))
-        #expect(h.heldTops.last == reordered)
-
-        // A field sent twice: the longer bytes are not kept.
-        let twice = id + canonical
-        #expect((try HUTemplate(serializedBytes: twice)) == root)
-        let again = listTemplate("three", items: 1)
-        let againTwice: [UInt8] = try HUTemplate.with { $0.id = "three" }.serializedBytes() + (try again.serializedBytes())
-        #expect(h.template("app", scene, .push(again), wire: WireTemplate(opField: WireTemplate.pushField, bytes: againTwice)).code == .ok)
-        #expect(h.heldTops.last == (try again.serializedBytes()))
-        let held = try #require(h.car.templates.apps["app"]?.scenes[.main]?.stackHeld)
-        #expect(held.map(\.encoded) == [reordered, try again.serializedBytes()])
     }
 
     @Test func oneModalAtATime() {

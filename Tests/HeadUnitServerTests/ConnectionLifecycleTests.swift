@@ -14,10 +14,8 @@ struct ConnectionLifecycleTests {
     typealias State = ConnectionLifecycle.State
 
     /// Every event the handler feeds, each with a fixed argument.
-    enum Event: CaseIterable, CustomStringConvertible {
+    enum Event: CaseIterable {
         case activate, admitted, tlsEstablished, joined, close, peerSaidGoodbye, abort, leaveCarNow, beginHandover, drained, channelInactive
-
-        var description: String { "\(self)" }
     }
 
     /// What an event answered.

@@ -84,4 +84,49 @@ import Testing
         try fourth.handshake(role: .cluster)
         #expect(fourth.isOpen)
     }
+
+    /// Fan-out to the HMIs (section 10.5): an HMI that takes no writes skips
+    /// the home screen's updates; the others get each one; once it takes
+    /// writes again it gets the latest home screen, once.
+    @Test func anHMIBehindSkipsUpdatesAndGetsTheLatestOnceItCatchesUp() throws {
+        let server = InMemoryServer()
+        let fast = try server.connectUnix()
+        let slow = try server.connectUnix()
+        try fast.handshake(role: .hmi)
+        try slow.handshake(role: .hmi)
+        let phone = try server.connectUnix()
+        try phone.handshake(role: .phone)
+        _ = try fast.envelopes()
+        _ = try slow.envelopes()
+
+        slow.channel.isWritable = false
+        slow.channel.pipeline.fireChannelWritabilityChanged()
+        for name in ["Radio", "Maps", "Messages"] {
+            var app = HUAppInfo()
+            app.appID = "com.example.\(name.lowercased())"
+            app.displayName = name
+            app.entitlements = ["com.apple.developer.carplay-audio"]
+            var announce = HUAnnounceApps()
+            announce.deviceName = "phone"
+            announce.apps = [app]
+            let id = try phone.request(.announceApps(announce))
+            #expect(try phone.result(for: id)?.code == .ok)
+        }
+        func homeScreens(_ peer: InMemoryPeer) throws -> [HUHomeScreen] {
+            try peer.envelopes().compactMap { envelope in
+                if case .homeScreen(let home) = envelope.body { return home }
+                return nil
+            }
+        }
+        let seen = try homeScreens(fast)
+        #expect(seen.count == 3)
+        #expect(seen.last?.icons.count == 3)
+        #expect(try homeScreens(slow).isEmpty)
+
+        slow.channel.isWritable = true
+        slow.channel.pipeline.fireChannelWritabilityChanged()
+        let caughtUp = try homeScreens(slow)
+        #expect(caughtUp.count == 1)
+        #expect(caughtUp.first?.icons.map(\.displayName) == seen.last?.icons.map(\.displayName))
+    }
 }

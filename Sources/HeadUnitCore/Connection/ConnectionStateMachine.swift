@@ -7,9 +7,8 @@ public enum ConnectionAction: Sendable, Equatable {
     /// Nothing to do (a PONG, a frame after closing began...).
     case none
     /// An envelope the peer's role may send: hand it to the Car.
-    /// With what the limits' walk found of unknown enum values, and the
-    /// bytes of the template a `TemplateRequest` carries (`WireTemplate`), for `Car.receive`.
-    case deliver(HUEnvelope, unknownEnum: KnownEnums.Walked, template: WireTemplate? = nil)
+    /// With what the limits' walk found of unknown enum values, for `Car.receive`.
+    case deliver(HUEnvelope, unknownEnum: KnownEnums.Walked)
     /// External Accessory session bytes on a channel: hand them to the Car.
     case deliverData(channel: UInt32, ByteBuffer)
     /// A phone's VIDEO frame (section 25), header checked: hand it to the Car's video routes.
@@ -499,23 +498,12 @@ public struct ConnectionStateMachine: Sendable {
 
     private mutating func receiveMessage(_ payload: ByteBuffer, peer: PeerInfo, now: UInt64, charged: Bool = true) -> ConnectionAction {
         let envelope: HUEnvelope
-        let checked: (violation: MessageLimitViolation?, unknownEnum: KnownEnums.Walked)
-        // `.some` when the fast decoder found the template's bytes (or that there are none).
-        var knownTemplate: WireTemplate?? = .none
-        if let fast = TemplateRequestDecoder.decode(payload), limits.message.admits(fast.sizes) {
-            // A template request it takes whole, within the limits: no unknown
-            // enum (it gives up on those) and no walk over the message.
-            envelope = fast.envelope
-            checked = (nil, .found(nil))
-            knownTemplate = .some(fast.template)
-        } else {
-            do {
-                envelope = try EnvelopeCodec.decode(payload)
-            } catch {
-                return protocolError(.malformedPayload, "payload is not a valid Envelope", requestID: 0, now: now)
-            }
-            checked = limits.message.checkAll(envelope)
+        do {
+            envelope = try EnvelopeCodec.decode(payload)
+        } catch {
+            return protocolError(.malformedPayload, "payload is not a valid Envelope", requestID: 0, now: now)
         }
+        let checked = limits.message.checkAll(envelope)
         if let violation = checked.violation {
             var result = Self.result(.messageTooLarge, violation.message, requestID: envelope.requestID)
             result.result.limit = violation.limit
@@ -560,8 +548,7 @@ public struct ConnectionStateMachine: Sendable {
                     requestID: envelope.requestID, now: now
                 )
             }
-            let template = if case .templateRequest = body { knownTemplate ?? WireTemplate(inEnvelope: payload) } else { WireTemplate?.none }
-            return .deliver(envelope, unknownEnum: checked.unknownEnum, template: template)
+            return .deliver(envelope, unknownEnum: checked.unknownEnum)
         }
     }
 

@@ -9,7 +9,7 @@ import HeadUnitWire
 /// than `max_phone_template_bytes`: so what the HMI is shown and what the car
 /// routes input to never diverge, and a restart can always hand it over.
 ///
-/// The sizes are the encoded sizes of the frames as they go out (`LinearEncoder.size`),
+/// The sizes are the encoded sizes of the frames as they go out (`wireSize`),
 /// measured in one place (`ComposedLimits.*Bytes`): whatever changes in what
 /// is sent (images sent once by hash, say) changes what is counted.
 public struct ComposedLimits: Sendable, Equatable {
@@ -40,7 +40,7 @@ public struct ComposedLimits: Sendable, Equatable {
         update.full = screen
         var envelope = HUEnvelope()
         envelope.screenUpdate = update
-        return LinearEncoder.size(of: envelope)
+        return envelope.wireSize
     }
 
     /// `screenBytes` of `screen` once fields of `addedBytes` (tags, length
@@ -48,7 +48,7 @@ public struct ComposedLimits: Sendable, Equatable {
     /// and the envelope around it are added up field by field, so the screen
     /// is walked once.
     static func screenBytes(_ screen: HURenderedScreen, adding addedBytes: Int) -> Int {
-        screenBytes(screen.screen, renderedBytes: LinearEncoder.size(of: screen) + addedBytes)
+        screenBytes(screen.screen, renderedBytes: screen.wireSize + addedBytes)
     }
 
     /// `screenBytes` of a screen whose `RenderedScreen` encodes to `renderedBytes`.
@@ -56,9 +56,9 @@ public struct ComposedLimits: Sendable, Equatable {
         var update = HUScreenUpdate()
         update.screen = screen
         update.sequence = .max
-        let updateBytes = LinearEncoder.size(of: update)
-            + LinearEncoder.messageFieldSize(fieldNumber: updateFullField, contentBytes: renderedBytes)
-        return LinearEncoder.messageFieldSize(fieldNumber: envelopeScreenUpdateField, contentBytes: updateBytes)
+        let updateBytes = update.wireSize
+            + WireSize.messageField(fieldNumber: updateFullField, contentBytes: renderedBytes)
+        return WireSize.messageField(fieldNumber: envelopeScreenUpdateField, contentBytes: updateBytes)
     }
 
     /// `ScreenUpdate.full` (session.proto) and `Envelope.screen_update` (headunit.proto).
@@ -68,7 +68,7 @@ public struct ComposedLimits: Sendable, Equatable {
     public static func homeScreenBytes(_ home: HUHomeScreen) -> Int {
         var envelope = HUEnvelope()
         envelope.homeScreen = home
-        return LinearEncoder.size(of: envelope)
+        return envelope.wireSize
     }
 
     /// A `MetadataUpdate{full}`: every section, so every partial update fits too.
@@ -79,7 +79,7 @@ public struct ComposedLimits: Sendable, Equatable {
         update.state = state
         var envelope = HUEnvelope()
         envelope.metadataUpdate = update
-        return LinearEncoder.size(of: envelope)
+        return envelope.wireSize
     }
 
     // MARK: - the refusals
@@ -114,22 +114,13 @@ struct ComposedScope: OptionSet {
     static let shownScreens = ComposedScope(rawValue: 1 << 3)
 
     /// What a request body may change beyond itself; empty: nothing to measure.
-    /// `template`: the request's template as it came on the wire, whose kind
-    /// the decoder may know (read from the request, it is a copy).
-    init(_ body: HUEnvelope.OneOf_Body?, template: WireTemplate? = nil) {
+    init(_ body: HUEnvelope.OneOf_Body?) {
         switch body {
         case .announceApps: self = [.home]
         // The metadata stream shows templates only through the now-playing
         // content (Car.adoptNowPlaying): other templates leave it as it was.
         case .templateRequest(let request):
-            let nowPlaying: Bool
-            if let kindField = template?.kindField {
-                nowPlaying = kindField == WireTemplate.nowPlayingKindField
-                assert(nowPlaying == Self.changesNowPlaying(request), "the wire's template kind is the request's")
-            } else {
-                nowPlaying = Self.changesNowPlaying(request)
-            }
-            self = nowPlaying ? [.appScenes, .metadata] : [.appScenes]
+            self = Self.changesNowPlaying(request) ? [.appScenes, .metadata] : [.appScenes]
         case .completeEvent: self = [.appScenes, .metadata]
         // The HMI's now-playing screen draws the app's commands.
         case .remoteCommands: self = [.appScenes]

@@ -31,14 +31,12 @@ public enum KnownEnums {
     }
 
     /// The first enum field (singular or repeated) holding a value its type does not list.
-    public static func firstUnknown(in message: some SwiftProtobuf.Message) -> Unknown? {
-        var visitor = EnumVisitor()
+    public static func firstUnknown(in message: some WireMessage) -> Unknown? {
+        var walker = EnumWalker()
         do {
-            try message.traverse(visitor: &visitor)
-        } catch let unknown as FoundUnknown {
-            return unknown.unknown
+            try message.walk(&walker)
         } catch {
-            return nil  // our visitor throws nothing else
+            return error.unknown
         }
         return nil
     }
@@ -71,51 +69,18 @@ extension KnownEnums {
     }
 }
 
-private struct EnumVisitor: SwiftProtobuf.Visitor {
+private struct EnumWalker: WireWalker {
+    typealias Failure = FoundUnknown
     var path: [Int] = []
 
-    private func check<E: SwiftProtobuf.Enum>(_ value: E, _ field: Int) throws {
+    func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) throws(FoundUnknown) {
         if let unknown = KnownEnums.unknown(value, fieldPath: path + [field]) { throw FoundUnknown(unknown: unknown) }
     }
 
-    mutating func visitSingularEnumField<E: SwiftProtobuf.Enum>(value: E, fieldNumber: Int) throws { try check(value, fieldNumber) }
-    mutating func visitRepeatedEnumField<E: SwiftProtobuf.Enum>(value: [E], fieldNumber: Int) throws {
-        for element in value { try check(element, fieldNumber) }
-    }
-    mutating func visitPackedEnumField<E: SwiftProtobuf.Enum>(value: [E], fieldNumber: Int) throws {
-        for element in value { try check(element, fieldNumber) }
-    }
-    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        path.append(fieldNumber)
-        try value.traverse(visitor: &self)
-        path.removeLast()
-    }
-    mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        path.append(fieldNumber)
-        // By index: the elements are traversed in place, not copied.
-        try value.withUnsafeBufferPointer { elements in
-            for index in elements.indices { try elements[index].traverse(visitor: &self) }
-        }
-        path.removeLast()
+    mutating func enter<M: WireMessage>(_ message: M, field: Int, index: Int?) -> Bool {
+        path.append(field)
+        return true
     }
 
-    // Nothing else can hold an enum.
-    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws {}
-    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
-    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
-    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
-    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws {}
-    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws {}
-    mutating func visitRepeatedStringField(value: [String], fieldNumber: Int) throws {}
-    mutating func visitRepeatedBytesField(value: [Data], fieldNumber: Int) throws {}
-    mutating func visitMapField<KeyType, ValueType: MapValueType>(
-        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws {}
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws where ValueType.RawValue == Int {}
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws {}
-    mutating func visitUnknown(bytes: Data) throws {}
+    mutating func leave() { path.removeLast() }
 }

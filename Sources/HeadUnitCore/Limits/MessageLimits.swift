@@ -1,5 +1,5 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials  // Data, in SwiftProtobuf's Visitor signatures
+import FoundationEssentials  // Data, in the walker's signatures
 #else
 import Foundation
 #endif
@@ -32,24 +32,14 @@ public struct MessageLimits: Sendable, Equatable {
     /// `KnownEnums.firstUnknown` (found when no limit is broken; the car
     /// answers that after the role checks). One walk over the decoded
     /// message; it stops at the first violation.
-    public func checkAll(_ message: some SwiftProtobuf.Message) -> (violation: MessageLimitViolation?, unknownEnum: KnownEnums.Walked) {
-        var visitor = LimitVisitor(limits: self)
+    public func checkAll(_ message: some WireMessage) -> (violation: MessageLimitViolation?, unknownEnum: KnownEnums.Walked) {
+        var walker = LimitWalker(limits: self)
         do {
-            try message.traverse(visitor: &visitor)
-        } catch let violation as MessageLimitViolation {
-            return (violation, .notYet)
+            try message.walk(&walker)
         } catch {
-            return (nil, .notYet)  // our visitor throws nothing else
+            return (error, .notYet)
         }
-        return (nil, .found(visitor.firstUnknownEnum))
-    }
-
-    /// Whether a message whose decoder measured `sizes` breaks none of these
-    /// limits: the same tests `checkAll` makes, on the counts the decoder kept
-    /// (`TemplateRequestDecoder`). A message that does not fit is walked by
-    /// `checkAll`, which names the field.
-    public func admits(_ sizes: WireSizes) -> Bool {
-        sizes.elements <= maxElements && sizes.longestString <= maxStringBytes && sizes.longestBytes <= maxImageBytes
+        return (nil, .found(walker.firstUnknownEnum))
     }
 }
 
@@ -73,7 +63,7 @@ public struct MessageLimitViolation: Error, Sendable, Equatable {
     }
 }
 
-private struct LimitVisitor: SwiftProtobuf.Visitor {
+private struct LimitWalker: WireWalker {
     let limits: MessageLimits
     var elements = 0
     /// Where the walk is, as numbers: the path's text is built only for a
@@ -98,78 +88,30 @@ private struct LimitVisitor: SwiftProtobuf.Visitor {
         MessageLimitViolation(limit: limit, limitValue: value, actual: actual, fieldPath: (path + [leaf]).map(\.text).joined(separator: "."))
     }
 
-    private mutating func count(_ n: Int, _ field: Int) throws {
-        elements += n
+    mutating func repeated(count: Int, field: Int) throws(MessageLimitViolation) {
+        elements += count
         if elements > limits.maxElements { throw violation("max_message_elements", limits.maxElements, elements, Step(field: field)) }
     }
 
-    private func checkString(_ value: String, _ field: Int, index: Int? = nil) throws {
+    func string(_ value: String, field: Int, index: Int?) throws(MessageLimitViolation) {
         let bytes = value.utf8.count
         if bytes > limits.maxStringBytes { throw violation("max_string_bytes", limits.maxStringBytes, bytes, Step(field: field, index: index)) }
     }
 
-    private func checkBytes(_ value: Data, _ field: Int, index: Int? = nil) throws {
+    func bytes(_ value: Data, field: Int, index: Int?) throws(MessageLimitViolation) {
         if value.count > limits.maxImageBytes { throw violation("max_image_bytes", limits.maxImageBytes, value.count, Step(field: field, index: index)) }
     }
 
-    mutating func visitSingularStringField(value: String, fieldNumber: Int) throws { try checkString(value, fieldNumber) }
-    mutating func visitSingularBytesField(value: Data, fieldNumber: Int) throws { try checkBytes(value, fieldNumber) }
-    mutating func visitSingularMessageField<M: Message>(value: M, fieldNumber: Int) throws {
-        path.append(Step(field: fieldNumber))
-        try value.traverse(visitor: &self)
-        path.removeLast()
+    mutating func enter<M: WireMessage>(_ message: M, field: Int, index: Int?) -> Bool {
+        path.append(Step(field: field, index: index))
+        return true
     }
 
-    mutating func visitRepeatedStringField(value: [String], fieldNumber: Int) throws {
-        try count(value.count, fieldNumber)
-        for index in value.indices { try checkString(value[index], fieldNumber, index: index) }
-    }
-    mutating func visitRepeatedBytesField(value: [Data], fieldNumber: Int) throws {
-        try count(value.count, fieldNumber)
-        for index in value.indices { try checkBytes(value[index], fieldNumber, index: index) }
-    }
-    mutating func visitRepeatedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws {
-        try count(value.count, fieldNumber)
-        for element in value { noteEnum(element, fieldNumber) }
-    }
-    mutating func visitPackedEnumField<E: Enum>(value: [E], fieldNumber: Int) throws {
-        try count(value.count, fieldNumber)
-        for element in value { noteEnum(element, fieldNumber) }
-    }
+    mutating func leave() { path.removeLast() }
 
     /// KnownEnums' path names fields only (no element indices).
-    private mutating func noteEnum<E: Enum>(_ value: E, _ field: Int) {
+    mutating func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) {
         guard firstUnknownEnum == nil else { return }
         firstUnknownEnum = KnownEnums.unknown(value, fieldPath: path.map(\.field) + [field])
     }
-    mutating func visitRepeatedMessageField<M: Message>(value: [M], fieldNumber: Int) throws {
-        try count(value.count, fieldNumber)
-        // By index: the elements are traversed in place, not copied.
-        try value.withUnsafeBufferPointer { elements in
-            for index in elements.indices {
-                path.append(Step(field: fieldNumber, index: index))
-                try elements[index].traverse(visitor: &self)
-                path.removeLast()
-            }
-        }
-    }
-
-    // Numbers carry no length; their repeated forms (none in the protocol today) count as elements.
-    mutating func visitRepeatedUInt32Field(value: [UInt32], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
-    mutating func visitPackedUInt32Field(value: [UInt32], fieldNumber: Int) throws { try count(value.count, fieldNumber) }
-    mutating func visitSingularDoubleField(value: Double, fieldNumber: Int) throws {}
-    mutating func visitSingularInt64Field(value: Int64, fieldNumber: Int) throws {}
-    mutating func visitSingularUInt64Field(value: UInt64, fieldNumber: Int) throws {}
-    mutating func visitSingularBoolField(value: Bool, fieldNumber: Int) throws {}
-    mutating func visitSingularEnumField<E: Enum>(value: E, fieldNumber: Int) throws { noteEnum(value, fieldNumber) }
-    mutating func visitMapField<KeyType, ValueType: MapValueType>(
-        fieldType: _ProtobufMap<KeyType, ValueType>.Type, value: _ProtobufMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws { try count(value.count, fieldNumber) }
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufEnumMap<KeyType, ValueType>.Type, value: _ProtobufEnumMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws where ValueType.RawValue == Int { try count(value.count, fieldNumber) }
-    mutating func visitMapField<KeyType, ValueType>(
-        fieldType: _ProtobufMessageMap<KeyType, ValueType>.Type, value: _ProtobufMessageMap<KeyType, ValueType>.BaseType, fieldNumber: Int
-    ) throws { try count(value.count, fieldNumber) }
-    mutating func visitUnknown(bytes: Data) throws {}
 }

@@ -146,7 +146,7 @@ public struct HMIImages: Sendable {
     }
 
     /// The refs a message carries, in order of appearance, each once.
-    public static func refs(in message: some SwiftProtobuf.Message) -> [String] {
+    public static func refs(in message: some WireMessage) -> [String] {
         ImageWalk.refs(in: message)
     }
 }

@@ -15,8 +15,7 @@ public enum DrivingLimits {
         switch template.kind {
         case .list(let list):
             let (truncated, shown, total) = truncate(list, maxItems: maxItems, maxSections: maxSections)
-            // Nothing cut: the template itself, its storage shared (a screen
-            // showing the held top is known by that identity, `SceneState.encodedTop`).
+            // Nothing cut: the template itself, not a copy.
             if shown == total && truncated.sections.count == list.sections.count { return (template, shown, total) }
             var result = template
             result.kind = .list(truncated)

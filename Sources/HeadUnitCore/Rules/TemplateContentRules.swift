@@ -36,11 +36,10 @@ struct TemplateContentRules {
         count < minimum ? .tooFew(limit(), count: count, minimum: minimum) : nil
     }
 
-    /// The image and its presence are autoclosures too: read only when the
-    /// template may hold images, and the image only when present (reading an
+    /// The image is an autoclosure: read only when present (reading an
     /// absent one builds a default image, then destroys it; twice per list item).
-    func image(_ image: @autoclosure () -> HUImage, present: @autoclosure () -> Bool, _ use: ImageUse, _ what: @autoclosure () -> String) -> RuleViolation? {
-        guard context.mayHoldImages, present() else { return nil }
+    func image(_ image: @autoclosure () -> HUImage, present: Bool, _ use: ImageUse, _ what: @autoclosure () -> String) -> RuleViolation? {
+        guard present else { return nil }
         return ImageRules.check(image(), use: use, scale: scale, what: what())
     }
 
@@ -50,7 +49,6 @@ struct TemplateContentRules {
             ?? atMost("\(kind.rawValue).trailingButtons", trailing.count, TemplateLimits.barButtonsPerSide) {
             return violation
         }
-        guard context.mayHoldImages else { return nil }
         for buttons in [leading, trailing] {
             for button in buttons where button.hasImage {
                 if let violation = image(button.image, present: true, .barButton, "bar button \(button.id)") {
@@ -73,12 +71,7 @@ struct TemplateContentRules {
             let count = list.sections.reduce(0) { $0 + $1.items.count }
             if let violation = atMost("list.items", count, maximum) { return violation }
         }
-        if context.mayHoldImages || context.mayHoldUnplainListItems {
-            if let violation = itemViolation(list) { return violation }
-        } else {
-            // Nothing for the item rules to find (the decoder saw every item): no walk.
-            assert(itemViolation(list) == nil, "plain list items break no item rule")
-        }
+        if let violation = itemViolation(list) { return violation }
         return barButtons(.list, list.leadingButtons, list.trailingButtons)
     }
 

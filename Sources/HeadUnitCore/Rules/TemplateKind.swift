@@ -54,27 +54,9 @@ public struct TemplateContext: Sendable {
     public var placement: TemplatePlacement
     /// The main display's scale (2 or 3): image maxima are points times scale.
     public var displayScale: UInt32
-    /// False when the template's bytes are known to hold no image field
-    /// (`WireTemplate.Measured.hasImageFields`): the image rules are skipped,
-    /// since reading an item's absent image still copies it out of storage.
-    public var mayHoldImages: Bool
-    /// False when every list item is known to be a general item with its
-    /// progress within 0...1 (`WireTemplate.Measured.plainListItems`): with
-    /// no image either, the per-item rules are skipped.
-    public var mayHoldUnplainListItems: Bool
-    /// False when every element's id is known to be there and unique
-    /// (`WireTemplate.Measured.uniqueElementIDs`): the element-id rule is skipped.
-    public var mayRepeatElementIDs: Bool
-
-    public init(
-        category: HUCategory, placement: TemplatePlacement, displayScale: UInt32, mayHoldImages: Bool = true, mayHoldUnplainListItems: Bool = true,
-        mayRepeatElementIDs: Bool = true
-    ) {
+    public init(category: HUCategory, placement: TemplatePlacement, displayScale: UInt32) {
         self.category = category
         self.placement = placement
         self.displayScale = displayScale
-        self.mayHoldImages = mayHoldImages
-        self.mayHoldUnplainListItems = mayHoldUnplainListItems
-        self.mayRepeatElementIDs = mayRepeatElementIDs
     }
 }

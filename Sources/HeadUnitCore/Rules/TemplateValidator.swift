@@ -26,10 +26,9 @@ public enum TemplateValidator {
         if let violation = checkPlacement(kind, template.id, context.placement) {
             return violation
         }
-        if context.mayRepeatElementIDs, let violation = checkElementIDs(template) {
+        if let violation = checkElementIDs(template) {
             return violation
         }
-        assert(context.mayRepeatElementIDs || checkElementIDs(template) == nil, "the decoder found the element ids unique")
         return TemplateContentRules(context: context).check(template)
     }
 

@@ -28,7 +28,7 @@ public struct AppState: Sendable, Equatable {
     public init(info: HUAppInfo) {
         fields = Fields(info: CopyOnWrite(wrappedValue: info))
         fields.infoBytes = Self.encodedSize(info)
-        fields.nowPlayingBytes = LinearEncoder.size(of: fields.nowPlaying)
+        fields.nowPlayingBytes = fields.nowPlaying.wireSize
     }
 
     public var info: HUAppInfo {
@@ -40,7 +40,7 @@ public struct AppState: Sendable, Equatable {
     }
     /// The info's encoded size without its icon (HMIs get each image once, section 12.6).
     var infoBytes: Int { fields.infoBytes }
-    private static func encodedSize(_ info: HUAppInfo) -> Int { LinearEncoder.size(of: info) - info.icon.png.count }
+    private static func encodedSize(_ info: HUAppInfo) -> Int { info.wireSize - info.icon.png.count }
     /// The info's reference, kept by `HomeInputs`.
     var sharedInfo: CopyOnWrite<HUAppInfo> { fields.info }
     /// The accepted category, or nil when the car refused the app's claims.
@@ -66,7 +66,7 @@ public struct AppState: Sendable, Equatable {
     public var nowPlaying: HUNowPlayingTemplate {
         _read { yield fields.nowPlaying }
         _modify {
-            defer { fields.nowPlayingBytes = LinearEncoder.size(of: fields.nowPlaying) }
+            defer { fields.nowPlayingBytes = fields.nowPlaying.wireSize }
             yield &fields.nowPlaying
         }
     }

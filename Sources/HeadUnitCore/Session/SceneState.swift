@@ -43,7 +43,7 @@ public struct SceneState: Sendable, Equatable {
     public var searchResults: [HUListItem] {
         _read { yield fields.searchResults }
         _modify {
-            defer { fields.searchResultsBytes = fields.searchResults.reduce(0) { $0 + LinearEncoder.size(of: $1) } }
+            defer { fields.searchResultsBytes = fields.searchResults.reduce(0) { $0 + $1.wireSize } }
             yield &fields.searchResults
         }
     }
@@ -61,9 +61,7 @@ public struct SceneState: Sendable, Equatable {
     public var heldBytes: Int { stackHeld.reduce(0) { $0 + $1.bytes } + (presentedHeld?.bytes ?? 0) + fields.searchResultsBytes }
 
     /// What the composed bound needs of a template the scene holds, taken
-    /// once when it is stored, so measuring a screen does not walk it again;
-    /// and its encoding once the car has needed it, so the HMIs' frame of a
-    /// screen showing it copies it instead of encoding it again.
+    /// once when it is stored, so measuring a screen does not walk it again.
     public struct Held: Sendable, Equatable {
         /// Its encoded size.
         public var bytes: Int
@@ -71,29 +69,15 @@ public struct SceneState: Sendable, Equatable {
         public var hasInlineImages: Bool
         /// Whether it holds any image, inline or by ref (publishing a screen looks for both).
         public var hasImages: Bool
-        /// The template encoded: the bytes the phone sent it in
-        /// (`WireTemplate`) when they are as long as its encoding, else
-        /// encoded on the first full screen that shows it. A cache: two Helds
-        /// of one template are equal with or without it.
-        public fileprivate(set) var encoded: [UInt8]?
-        /// Its kind, and for a list the items in each section: read once here,
-        /// because each read of `HUTemplate.kind` copies the whole oneof out of
-        /// the template's storage (~430 instructions for a list; a push and a
-        /// pop read it ~24 times).
+        /// Its kind, and for a list the items in each section: read once here.
         public let kind: TemplateKind?
         public let listSectionItems: [Int]
 
-        init(_ template: HUTemplate, wire: WireTemplate? = nil) {
-            if let wire, let measured = wire.measured {
-                // The decoder read the bytes as exactly the template's encoding
-                // (`TemplateRequestDecoder`): no walk to measure it.
-                (bytes, hasInlineImages, hasImages) = (wire.bytes.count, measured.hasInlineImages, measured.hasImages)
-                assert(
-                    wire.bytes.count > 1 << 16 || LinearEncoder.sizeAndImages(of: template) == (bytes, hasInlineImages, hasImages),
-                    "the decoder's measure is the template's")
-            } else {
-                (bytes, hasInlineImages, hasImages) = LinearEncoder.sizeAndImages(of: template)
-            }
+        init(_ template: HUTemplate) {
+            bytes = template.wireSize
+            let images = ImageWalk.scan(template)
+            hasInlineImages = images.hasInline
+            hasImages = images.hasInline || !images.refs.isEmpty
             let oneof = template.kind
             kind = TemplateKind(oneof)
             if case .list(let list)? = oneof {
@@ -101,42 +85,7 @@ public struct SceneState: Sendable, Equatable {
             } else {
                 listSectionItems = []
             }
-            // Longer bytes decode to it too (a field sent twice, a default value
-            // sent), but the HMIs' frames would outgrow what the bound measured.
-            if let wire = wire?.bytes, wire.count == bytes {
-                // Checked up to 64 KiB: a decode of the largest lists per
-                // update made debug daemons too slow for the tests that
-                // pipeline them (WireTemplateTests and the fuzz target check the rest).
-                assert(wire.count > 1 << 16 || Self.decodes(wire, to: template), "the bytes sent are the template")
-                encoded = wire
-            }
         }
-
-        /// Whether `wire` decodes to `template`. A NaN is not equal to itself
-        /// (a live now-playing's `duration_seconds` may be one, TEMPLATES.md),
-        /// so a decoded template unequal to it is compared by its encoding too:
-        /// the encoder writes a double's bits as they are, as the phone sent them.
-        static func decodes(_ wire: [UInt8], to template: HUTemplate) -> Bool {
-            guard let decoded = try? HUTemplate(serializedBytes: wire) else { return false }
-            if decoded == template { return true }
-            guard let mine = try? LinearEncoder.bytes(decoded), let theirs = try? LinearEncoder.bytes(template) else { return false }
-            return mine == theirs
-        }
-
-        public static func == (lhs: Held, rhs: Held) -> Bool {
-            (lhs.bytes, lhs.hasInlineImages, lhs.hasImages) == (rhs.bytes, rhs.hasInlineImages, rhs.hasImages)
-        }
-    }
-
-    /// The top template encoded, kept once encoded (`Held.encoded`), when
-    /// `shown` is that template. A template shown as stored keeps its
-    /// storage, so the comparison is one identity check.
-    mutating func encodedTop(ifShown shown: HUTemplate) -> [UInt8]? {
-        guard let last = stackHeld.indices.last, stack[last] == shown else { return nil }
-        if let encoded = stackHeld[last].encoded { return encoded }
-        guard let encoded = try? LinearEncoder.bytes(stack[last]) else { return nil }
-        stackHeld[last].encoded = encoded
-        return encoded
     }
 
     /// Last in-place update per template id, for the category's refresh limits.
@@ -181,33 +130,30 @@ public struct SceneState: Sendable, Equatable {
         stack.isEmpty ? RuleViolation(.noRootTemplate, "set a root template before \(operation)") : nil
     }
 
-    func context(_ placement: TemplatePlacement, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> TemplateContext {
-        TemplateContext(
-            category: category, placement: placement, displayScale: scale, mayHoldImages: wire?.measured?.hasImageFields ?? true,
-            mayHoldUnplainListItems: !(wire?.measured?.plainListItems ?? false), mayRepeatElementIDs: !(wire?.measured?.uniqueElementIDs ?? false))
+    func context(_ placement: TemplatePlacement, category: HUCategory, scale: UInt32) -> TemplateContext {
+        TemplateContext(category: category, placement: placement, displayScale: scale)
     }
 
-    /// `wire`: the bytes the phone sent the template in (`WireTemplate`), kept when they are its encoding.
-    public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> Result<Transition, RuleViolation> {
-        if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale, wire: wire)) {
+    public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
+        if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale)) {
             return .failure(violation)
         }
         let old = visibleIDs
         stack = [template]
-        stackHeld = [Held(template, wire: wire)]
+        stackHeld = [Held(template)]
         presented = nil
         presentedHeld = nil
         searchResults = []
         return .success(Transition(disappeared: old, appeared: [template.id]))
     }
 
-    public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32, wire: WireTemplate? = nil) -> Result<Transition, RuleViolation> {
+    public mutating func push(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
         if let violation = requireRoot("pushing") { return .failure(violation) }
         let top = stack.last!
         guard let topKind = stackHeld.last!.kind else {
             return .failure(RuleViolation(.invalidTemplate, "the template on top has no kind"))
         }
-        if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale, wire: wire)) {
+        if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale)) {
             return .failure(violation)
         }
         let maximum = CategoryRules.maxStackDepth(for: category)
@@ -220,7 +166,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.invalidTemplate, "template id '\(template.id)' is already on the stack"))
         }
         stack.append(template)
-        stackHeld.append(Held(template, wire: wire))
+        stackHeld.append(Held(template))
         return .success(Transition(disappeared: [top.id], appeared: [template.id]))
     }
 
@@ -293,7 +239,7 @@ public struct SceneState: Sendable, Equatable {
     /// Replaces the template with the same id (on the stack, presented, or a
     /// tab's content) in place, after validating it where it stands.
     public mutating func update(
-        _ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64, wire: WireTemplate? = nil
+        _ template: HUTemplate, category: HUCategory, scale: UInt32, nowMilliseconds: UInt64
     ) -> Result<Void, RuleViolation> {
         if let violation = requireRoot("updating") { return .failure(violation) }
         guard let location = locate(template.id) else {
@@ -303,7 +249,7 @@ public struct SceneState: Sendable, Equatable {
         guard TemplateKind(current) == TemplateKind(template) else {
             return .failure(RuleViolation(.invalidTemplate, "an update cannot change the kind of template '\(template.id)'"))
         }
-        if let violation = TemplateValidator.validate(template, context: context(placement(of: location), category: category, scale: scale, wire: wire)) {
+        if let violation = TemplateValidator.validate(template, context: context(placement(of: location), category: category, scale: scale)) {
             return .failure(violation)
         }
         if let kind = TemplateKind(template), let interval = RefreshRules.minimumUpdateInterval(kind, category: category),
@@ -314,7 +260,7 @@ public struct SceneState: Sendable, Equatable {
                 limit: "refresh.interval_ms", limitValue: UInt32(clamping: interval)))
         }
         lastUpdateMilliseconds[template.id] = nowMilliseconds
-        store(template, at: location, wire: wire)
+        store(template, at: location)
         return .success(())
     }
 
@@ -385,17 +331,15 @@ public struct SceneState: Sendable, Equatable {
         set { store(newValue, at: location) }
     }
 
-    /// Puts `template` at `location`, its `Held` measured again. `wire`, the
-    /// bytes the phone sent it in, is kept for a stack entry (a tab's
-    /// template is stored inside its tab bar, whose bytes they are not).
-    mutating func store(_ template: HUTemplate, at location: Location, wire: WireTemplate? = nil) {
+    /// Puts `template` at `location`, its `Held` measured again.
+    mutating func store(_ template: HUTemplate, at location: Location) {
         switch location {
         case .presented:
             presented = template
             presentedHeld = Held(template)
         case .stack(let index):
             stack[index] = template
-            stackHeld[index] = Held(template, wire: wire)
+            stackHeld[index] = Held(template)
         case .tab(let index, let tab):
             guard case .tabBar(var bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
             bar.tabs[tab].template = template

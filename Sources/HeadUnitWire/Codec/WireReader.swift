@@ -4,7 +4,8 @@ import Foundation
 /// `merge(from:)` of each message. Only valid while the bytes it was made
 /// from are.
 public struct WireReader {
-    /// As swift-protobuf's default `messageDepthLimit`.
+    /// As swift-protobuf's default `messageDepthLimit`: the outer message
+    /// counts, so 99 levels may nest below it (groups being skipped count too).
     public static let maximumDepth = 100
 
     @usableFromInline var position: UnsafeRawPointer?
@@ -37,13 +38,11 @@ public struct WireReader {
         guard let position, position != end else { return nil }
         let first = position.load(as: UInt8.self)
         let tag: UInt32
-        if first < 0x80, remaining >= 1 {
+        if first < 0x80 {
             self.position = position + 1
             tag = UInt32(first)
         } else {
-            let value = try readVarint()
-            guard value <= UInt64(UInt32.max) else { throw .malformed }
-            tag = UInt32(value)
+            tag = try readTagVarint()
         }
         let wireType = tag & 7
         guard tag >> 3 != 0, wireType <= 5, wireType != 4 else { throw .malformed }
@@ -57,14 +56,12 @@ public struct WireReader {
         case 1: try advance(8)
         case 2: try advance(try readLength())
         case 3:
-            guard depth < Self.maximumDepth else { throw .tooDeep }
+            guard depth + 1 < Self.maximumDepth else { throw .tooDeep }
             depth += 1
             defer { depth -= 1 }
             while true {
                 guard let position, position != end else { throw .truncated }
-                let value = try readVarint()
-                guard value <= UInt64(UInt32.max) else { throw .malformed }
-                let inner = UInt32(value)
+                let inner = try readTagVarint()
                 guard inner >> 3 != 0, inner & 7 <= 5 else { throw .malformed }
                 if inner & 7 == 4 {
                     guard inner >> 3 == tag >> 3 else { throw .malformed }
@@ -81,6 +78,28 @@ public struct WireReader {
     mutating func advance(_ count: Int) throws(WireDecodingError) {
         guard count <= remaining else { throw .truncated }
         position = position.map { $0 + count }
+    }
+
+    /// A tag of more than one byte: at most five, the fifth under 16 (field
+    /// numbers end at 2^29 - 1), as swift-protobuf reads them.
+    @usableFromInline
+    mutating func readTagVarint() throws(WireDecodingError) -> UInt32 {
+        guard var pointer = position, let end else { throw .truncated }
+        var value: UInt32 = 0
+        for index in 0..<5 {
+            guard pointer != end else { throw index == 0 ? .truncated : .malformed }
+            let byte = pointer.load(as: UInt8.self)
+            pointer += 1
+            if index == 4 {
+                guard byte <= 0x0F else { throw .malformed }
+                value |= UInt32(byte) << 28
+                break
+            }
+            value |= UInt32(byte & 0x7F) << (7 * UInt32(index))
+            if byte < 0x80 { break }
+        }
+        position = pointer
+        return value
     }
 
     // MARK: - scalars
@@ -179,7 +198,7 @@ public struct WireReader {
     @inlinable
     public mutating func mergeMessage<M: WireMessage>(_ message: inout M) throws(WireDecodingError) {
         let length = try readLength()
-        guard depth < Self.maximumDepth else { throw .tooDeep }
+        guard depth + 1 < Self.maximumDepth else { throw .tooDeep }
         guard let pointer = position else {
             // Zero bytes left and a zero length: an empty message.
             return
@@ -237,7 +256,7 @@ extension WireReader {
     @inlinable
     public mutating func readDelimited(_ body: (inout WireReader) throws(WireDecodingError) -> Void) throws(WireDecodingError) {
         let length = try readLength()
-        guard depth < Self.maximumDepth else { throw .tooDeep }
+        guard depth + 1 < Self.maximumDepth else { throw .tooDeep }
         guard let pointer = position else { return }
         var inner = WireReader(UnsafeRawBufferPointer(start: pointer, count: length), depth: depth + 1)
         try body(&inner)

@@ -1,1 +1,0 @@
-../../EndToEndTests/OwnThread.swift
