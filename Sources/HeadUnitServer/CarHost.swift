@@ -11,44 +11,27 @@ import Musl
 #endif
 
 /// Owns the `Car` and every connection's handler, on the one event loop that
-/// serves them all: no locks, no hops. Performs the Car's effects: sends are
-/// written at once and flushed once per read batch; closes say Goodbye first;
-/// timers go on the loop.
+/// serves them all: no locks, no hops. Dispatches what the connections pass
+/// it to the Car and performs the Car's effects, batched (`Batch`): sends
+/// are written at once and flushed once per read batch; closes say Goodbye
+/// first; timers go on the loop. The other concerns are values or objects
+/// of their own it composes: admission, pairing, the observers (HMIs,
+/// clusters, the service manager's status), its lifecycle, the audio engine.
 // @unchecked: confined to `eventLoop`; every entry point runs there.
 final class CarHost: @unchecked Sendable {
     let eventLoop: EventLoop
     let logger: Logger
     let configuration: ServerConfiguration
     var car: Car
-    var connections: [PeerID: ConnectionHandler] = [:]
-    var nextPeerID: PeerID = 1
-    /// Connections written to since the last flush.
-    private var dirty: [ConnectionHandler] = []
-    /// True while `flushDirty` walks `dirty`.
-    private var flushingDirty = false
-    /// What a phone's (or cluster's) request caused for other peers, in
-    /// order, sent at the end of the read batch once the requester's answer
-    /// is flushed: the answer does not wait for the HMIs' screens to be
-    /// encoded, and the metadata stream is rebuilt once per batch, not once
-    /// per request. Per connection the order of messages is unchanged.
-    private var deferred: [CarEffect] = []
-    private var statusPending = false
-    /// The Car's screens were not published after the batch's requests yet:
-    /// rendered once per batch, after their answers.
-    private var screensPending = false
+    /// Every connection's handler by peer id, and the next id to give.
+    var connections = ConnectionTable()
+    /// What to flush, and what the batch's requests caused for the others.
+    private var batch = Batch()
     var timers: [CarTimer: Scheduled<Void>] = [:]
-    /// The counts last reported, and to whom (systemd's STATUS=).
-    var status = StatusReport()
-    /// Set once a graceful stop began: new connections are turned away.
-    var stopping = false
-    /// Set once the connections went to the next daemon process: nothing
-    /// that happens to them afterwards is the Car's business.
-    var handedOver = false
-    /// Per connection being handed over: what it still read.
-    var taps: [ObjectIdentifier: HandoverTap] = [:]
-    private var allClosedPromise: EventLoopPromise<Void>?
-    private lazy var clusterHub = ClusterHub(maxPayload: Int(configuration.connection.limits.maxPayloadBytes))
-    private let hmiHub = HMIHub()
+    /// Running, stopping or handed over (Handover.swift).
+    var lifecycle = HostLifecycle()
+    /// The HMIs' screens, the clusters' metadata stream, the service manager's status line.
+    private(set) var observers: Observers
     /// Connection caps, the unauthenticated TCP set, the Unix reserve and the TCP
     /// connections waiting for their first flight (PROTOCOL.md section 10.1; HostAdmission.swift).
     var admission: HostAdmission
@@ -67,6 +50,7 @@ final class CarHost: @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.car = Car(configuration: configuration.car)
+        self.observers = Observers(cluster: ClusterHub(maxPayload: Int(configuration.connection.limits.maxPayloadBytes)))
         self.admission = HostAdmission(counts: Admission(caps: configuration.connectionCaps, access: configuration.connection.security.access))
         self.pairing = HostPairing(
             registry: PairingRegistry(devices: configuration.pairedDevices, codeValidMilliseconds: configuration.pairingCodeValidMilliseconds),
@@ -115,16 +99,14 @@ final class CarHost: @unchecked Sendable {
     /// A new connection's peer id, taken when its handler is made (its Welcome carries it).
     func allocatePeerID() -> PeerID {
         eventLoop.preconditionInEventLoop()
-        defer { nextPeerID += 1 }
-        return nextPeerID
+        return connections.allocatePeerID()
     }
 
     /// The handler serves `peer` from now: a new connection's id, or one a
     /// previous process handed over (PROTOCOL.md section 22), never reused.
     func register(_ handler: ConnectionHandler, as peer: PeerID) {
         eventLoop.preconditionInEventLoop()
-        connections[peer] = handler
-        nextPeerID = max(nextPeerID, peer + 1)
+        connections.register(handler, as: peer)
     }
 
     func peerJoined(_ peer: PeerID, info: PeerInfo) {
@@ -157,7 +139,7 @@ final class CarHost: @unchecked Sendable {
         // A credit grant (one per quarter window of a streaming session, 18.5)
         // changes no screen, status or metadata: nothing to publish after it.
         let grant = if case .sessionCredit = envelope.body { true } else { false }
-        if !grant { screensPending = true }
+        if !grant { batch.screensPending = true }
         // The requester's own effects now, in order; the others' after the read batch.
         var dropped: [(PeerID, UInt32)] = []
         for effect in effects {
@@ -175,10 +157,10 @@ final class CarHost: @unchecked Sendable {
             case .startTimer, .cancelTimer:
                 recipient = peer
             }
-            if recipient == peer { perform(effect, dropped: &dropped) } else { deferred.append(effect) }
+            if recipient == peer { perform(effect, dropped: &dropped) } else { batch.deferred.append(effect) }
         }
         videoDropped(dropped)
-        if !grant { statusPending = true }
+        if !grant { batch.statusPending = true }
     }
 
     /// A DATA frame: checked by the Car (no bytes go there), then `wire`,
@@ -202,13 +184,12 @@ final class CarHost: @unchecked Sendable {
 
     /// The connection is gone; `joined` says whether the Car knew it.
     func connectionClosed(_ peer: PeerID, joined: Bool, departure: PeerDeparture) {
-        connections[peer] = nil
+        connections.remove(peer)
         pairingConnectionClosed(peer)
-        hmiHub.remove(peer)
-        clusterHub.remove(peer)
+        observers.remove(peer)
         // Once handed over, the Car's state is the next process's: it learns
         // of a peer that did not make it from the snapshot.
-        if joined, !handedOver {
+        if joined, !lifecycle.handedOver {
             performDeferred()
             perform(car.peerLeft(peer, departure: departure))
             checkStatus()
@@ -217,8 +198,8 @@ final class CarHost: @unchecked Sendable {
         // goes out now, from the Car or not (a pairing attempt the connection
         // abandoned reached the HMIs only with their next heartbeat, issue 48).
         flush()
-        if connections.isEmpty, let promise = allClosedPromise {
-            allClosedPromise = nil
+        if connections.isEmpty, let promise = lifecycle.allClosedPromise {
+            lifecycle.allClosedPromise = nil
             promise.succeed(())
         }
     }
@@ -311,9 +292,9 @@ final class CarHost: @unchecked Sendable {
         case .send(let peer, let envelope):
             connections[peer]?.send(envelope)
         case .toHMIs(let stream, let envelope, let images):
-            hmiHub.publish(stream, envelope, images: images, car: &car, connections: connections)
+            observers.hmi.publish(stream, envelope, images: images, car: &car, connections: connections.byPeer)
         case .hmiJoined(let peer, let streams):
-            hmiHub.joined(peer, streams: streams, car: &car, handler: connections[peer])
+            observers.hmi.joined(peer, streams: streams, car: &car, handler: connections[peer])
         case .close(let peer, let code, let reason):
             connections[peer]?.closeWithGoodbye(code, reason)
         case .startTimer(let timer, let milliseconds):
@@ -359,20 +340,20 @@ final class CarHost: @unchecked Sendable {
     func caughtUp(_ peer: PeerID) {
         performDeferred()
         guard let handler = connections[peer], car.hmiPeerIDs.contains(peer) else { return }
-        hmiHub.caughtUp(peer, car: &car, handler: handler)
+        observers.hmi.caughtUp(peer, car: &car, handler: handler)
         flush()
     }
 
     func catchUpHMIsBeforeHandover() {
         performDeferred()
-        hmiHub.catchUpAll(car: &car, connections: connections)
+        observers.hmi.catchUpAll(car: &car, connections: connections.byPeer)
         flush()
     }
 
     // MARK: - Flushing
 
     func markDirty(_ handler: ConnectionHandler) {
-        dirty.append(handler)
+        batch.dirty.append(handler)
     }
 
     /// One flush per written connection, at the end of a read batch (or a timer).
@@ -390,7 +371,7 @@ final class CarHost: @unchecked Sendable {
     /// writes: a phone behind gets the latest state when it is writable
     /// again (`caughtUp` flushes), never a queue of every change.
     private func sendOwedToPhone() -> Bool {
-        let owed = car.takeOwedToPhone { [connections] phone in connections[phone]?.isKeepingUp ?? false }
+        let owed = car.takeOwedToPhone { [connections = connections.byPeer] phone in connections[phone]?.isKeepingUp ?? false }
         guard !owed.isEmpty else { return false }
         performNow(owed)
         return true
@@ -399,19 +380,16 @@ final class CarHost: @unchecked Sendable {
     /// Sends what earlier requests deferred; false when there was nothing.
     @discardableResult
     func performDeferred() -> Bool {
-        guard !deferred.isEmpty || statusPending || screensPending else { return false }
-        // Taken, not copied: copying left `deferred` shared, so emptying it allocated anew.
-        var effects: [CarEffect] = []
-        swap(&effects, &deferred)
-        if screensPending {
-            screensPending = false
+        guard batch.hasDeferred else { return false }
+        var (effects, screens) = batch.takeDeferred()
+        if screens {
             let screens = car.publishScreenChanges()
             // Usually nothing else waits: the screens' array is taken as it is, not copied in.
             if effects.isEmpty { effects = screens } else { effects.append(contentsOf: screens) }
         }
         performNow(effects)
-        if statusPending {
-            statusPending = false
+        if batch.statusPending {
+            batch.statusPending = false
             checkStatus()
         }
         return true
@@ -421,17 +399,15 @@ final class CarHost: @unchecked Sendable {
         // A flush can come back here (a peer writable again): that inner call
         // returns, and this pass, which reads `dirty.count` afresh, flushes
         // whatever was marked meanwhile before it empties the list.
-        guard !dirty.isEmpty, !flushingDirty else { return }
-        flushingDirty = true
-        defer { flushingDirty = false }
+        guard batch.beginFlush() else { return }
         // By index, not through a copy (which left `dirty` shared: emptying it
         // allocated anew every time).
         var index = 0
-        while index < dirty.count {
-            dirty[index].flushIfNeeded()
+        while index < batch.dirty.count {
+            batch.dirty[index].flushIfNeeded()
             index += 1
         }
-        dirty.removeAll(keepingCapacity: true)
+        batch.endFlush()
     }
 
     // MARK: - Status
@@ -442,7 +418,7 @@ final class CarHost: @unchecked Sendable {
         // Nothing new for anyone (after most inputs): the hub already holds
         // the car's feed as of its last change (the version moves only with one).
         guard !taken.snapshots.isEmpty || !taken.changed.isEmpty else { return }
-        clusterHub.publish(snapshots: taken.snapshots, changed: taken.changed, feed: car.clusterFeed, connections: connections)
+        observers.cluster.publish(snapshots: taken.snapshots, changed: taken.changed, feed: car.clusterFeed, connections: connections.byPeer)
     }
 
     func checkStatus() {
@@ -451,10 +427,15 @@ final class CarHost: @unchecked Sendable {
         let counts = { (car: inout Car) in car.counts }(&car)
         let summary = StatusSummary(phones: counts.phones, apps: counts.apps, scenes: counts.scenes)
         // Called outside `update`: the callback may read the host.
-        if status.update(summary) { status.onChange?(summary) }
+        if observers.status.update(summary) { observers.status.onChange?(summary) }
     }
 
-    var summary: StatusSummary { status.last }
+    var summary: StatusSummary { observers.status.last }
+
+    /// The service manager's status line (systemd's STATUS=), told of every change from now.
+    func reportStatus(to callback: @escaping (StatusSummary) -> Void) {
+        observers.status.onChange = callback
+    }
 
     // MARK: - Shutdown
 
@@ -462,7 +443,7 @@ final class CarHost: @unchecked Sendable {
     /// is still open afterwards (not handshaken, or not closed by the Car)
     /// gets the same Goodbye from here. Succeeds when every connection is gone.
     func beginShutdown(reason: String) -> EventLoopFuture<Void> {
-        stopping = true
+        lifecycle.stopping = true
         performDeferred()
         perform(car.shutdown(reason: reason))
         for timer in timers.values { timer.cancel() }
@@ -472,13 +453,105 @@ final class CarHost: @unchecked Sendable {
         admission.closeFirstFlights()
         flush()
         if connections.isEmpty { return eventLoop.makeSucceededVoidFuture() }
-        let promise = allClosedPromise ?? eventLoop.makePromise(of: Void.self)
-        allClosedPromise = promise
+        let promise = lifecycle.allClosedPromise ?? eventLoop.makePromise(of: Void.self)
+        lifecycle.allClosedPromise = promise
         return promise.futureResult
     }
 
     /// After the grace period: drop whoever did not go.
     func forceCloseAll() {
         for handler in connections.values { handler.forceClose() }
+    }
+}
+
+/// Every connection's handler by peer id, and the next id to give: ids
+/// are never reused, not even across a restart (section 22).
+struct ConnectionTable {
+    private(set) var byPeer: [PeerID: ConnectionHandler] = [:]
+    private(set) var nextPeerID: PeerID = 1
+
+    subscript(peer: PeerID) -> ConnectionHandler? { byPeer[peer] }
+    var count: Int { byPeer.count }
+    var isEmpty: Bool { byPeer.isEmpty }
+    var values: Dictionary<PeerID, ConnectionHandler>.Values { byPeer.values }
+    var keys: Dictionary<PeerID, ConnectionHandler>.Keys { byPeer.keys }
+
+    mutating func allocatePeerID() -> PeerID {
+        defer { nextPeerID += 1 }
+        return nextPeerID
+    }
+
+    mutating func register(_ handler: ConnectionHandler, as peer: PeerID) {
+        byPeer[peer] = handler
+        nextPeerID = max(nextPeerID, peer + 1)
+    }
+
+    mutating func remove(_ peer: PeerID) {
+        byPeer[peer] = nil
+    }
+
+    /// A restored snapshot's next id: later ids stay above every id the previous process gave.
+    mutating func continueAfter(_ next: PeerID) {
+        nextPeerID = max(nextPeerID, next)
+    }
+}
+
+/// A read batch's bookkeeping. Connections written to are flushed once at
+/// its end. What a phone's (or cluster's) request caused for other peers
+/// is deferred, in order, and sent at the end of the batch once the
+/// requester's answer is flushed: the answer does not wait for the HMIs'
+/// screens to be encoded, and the metadata stream is rebuilt once per
+/// batch, not once per request. Per connection the order of messages is unchanged.
+struct Batch {
+    /// Connections written to since the last flush.
+    var dirty: [ConnectionHandler] = []
+    /// True while the host walks `dirty`.
+    private var flushing = false
+    var deferred: [CarEffect] = []
+    var statusPending = false
+    /// The Car's screens were not published after the batch's requests yet:
+    /// rendered once per batch, after their answers.
+    var screensPending = false
+
+    var hasDeferred: Bool { !deferred.isEmpty || statusPending || screensPending }
+
+    /// The deferred effects, and whether the screens are to be published after them.
+    mutating func takeDeferred() -> (effects: [CarEffect], screens: Bool) {
+        // Taken, not copied: copying left `deferred` shared, so emptying it allocated anew.
+        var effects: [CarEffect] = []
+        swap(&effects, &deferred)
+        defer { screensPending = false }
+        return (effects, screensPending)
+    }
+
+    /// Starts a pass over `dirty`; false when nothing is dirty or a pass is
+    /// under way (the outer pass flushes what was marked meanwhile).
+    mutating func beginFlush() -> Bool {
+        guard !dirty.isEmpty, !flushing else { return false }
+        flushing = true
+        return true
+    }
+
+    mutating func endFlush() {
+        dirty.removeAll(keepingCapacity: true)
+        flushing = false
+    }
+}
+
+/// Who watches the car besides the peers that drive it: the HMIs' state
+/// streams (HMIHub), the clusters' metadata stream (ClusterHub) and the
+/// service manager's status line (StatusReport).
+struct Observers {
+    let hmi = HMIHub()
+    let cluster: ClusterHub
+    var status = StatusReport()
+
+    init(cluster: ClusterHub) {
+        self.cluster = cluster
+    }
+
+    func remove(_ peer: PeerID) {
+        hmi.remove(peer)
+        cluster.remove(peer)
     }
 }

@@ -29,8 +29,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// What was framed but not written yet, flush bookkeeping, the slow-consumer clock.
     var output = OutboundWrites()
     var inbound: InboundFrames
-    private var tick: Scheduled<Void>?
-    private var tickDeadline: UInt64 = .max
+    /// The protocol timers' next tick on the loop, and its deadline (ms).
+    private var tick: (task: Scheduled<Void>, deadline: UInt64)?
     /// The peer's address (TCP), for pairing's per-source backoff.
     private var source = "local"
     /// TCP: the paired device whose verified admission ticket came in the
@@ -115,7 +115,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                 return
             }
             _ = lifecycle.admitted()
-            if host.stopping {
+            if host.lifecycle.stopping {
                 perform(machine.shutdown(reason: "the daemon is stopping"))
                 return
             }
@@ -156,7 +156,8 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     private func serve(_ frame: Frame, context: ChannelHandlerContext) {
         // Backpressure (section 10.2): while this peer's answers wait above
-        // the high-water mark, its next requests wait too, in order.
+        // the high-water mark, or an answer to an earlier request is still
+        // owed (section 4), its next requests wait too, in order.
         guard !inbound.isHolding, context.channel.isWritable else {
             inbound.hold(frame)
             machine.heard(now: now)
@@ -286,7 +287,10 @@ final class ConnectionHandler: ChannelInboundHandler {
             send(welcome)
             rescheduleTickIfSooner()
         case .pair(let request, let requestID):
-            host.pair(request, requestID: requestID, from: peerID, now: now ?? self.now)  // answered by the host (after the disk, on success)
+            switch host.pair(request, requestID: requestID, from: peerID, now: now ?? self.now) {
+            case .now(let answer): send(answer)
+            case .later(let answer): holdUntilAnswered(answer)
+            }
         case .pairStart(let request, let requestID):
             send(host.pairStart(request, requestID: requestID, from: peerID, source: source, now: now ?? self.now))
         case .authenticate(let request, let requestID, let message):
@@ -300,6 +304,30 @@ final class ConnectionHandler: ChannelInboundHandler {
                 perform(machine.authenticationFailed(failure.reason))
             }
         }
+    }
+
+    /// An answer the host gives later (a `Pair` waiting for the disk, PROTOCOL.md
+    /// section 20.2): until it is sent this peer is not read and what it sent
+    /// meanwhile is held, so its answers keep the order of its requests
+    /// (section 4). Every other peer is served as usual.
+    private func holdUntilAnswered(_ answer: EventLoopFuture<HUEnvelope>) {
+        guard let context else { return }
+        inbound.awaitAnswer()
+        context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        answer.assumeIsolated().whenSuccess { [weak self] envelope in self?.answered(envelope) }
+    }
+
+    /// The owed answer, then what the peer sent meanwhile, in order; reading
+    /// resumes unless its answers wait above the high-water mark (10.2).
+    private func answered(_ envelope: HUEnvelope) {
+        inbound.answerSent()
+        send(envelope)  // a connection closed meanwhile is not answered
+        if let context, lifecycle.isServing, serveHeld(context: context), lifecycle.isServing, context.channel.isWritable {
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            context.read()
+        }
+        // Not in a read batch: flushed here.
+        host.flush()
     }
 
     /// 128 random bits from the system's CSPRNG (getrandom), as hex: a phone
@@ -360,34 +388,33 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// state machine's next deadline on the loop's clock.
     private func scheduleTick() {
         guard let context, let deadline = machine.nextDeadline else { return }
-        tick?.cancel()
-        tickDeadline = deadline
-        tick = context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(deadline * 1_000_000)) { [weak self] in
+        tick?.task.cancel()
+        let task: Scheduled<Void> = context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(deadline * 1_000_000)) { [weak self] in
             self?.tickFired()
         }
+        tick = (task, deadline)
     }
 
     private func rescheduleTickIfSooner() {
-        if let deadline = machine.nextDeadline, deadline < tickDeadline { scheduleTick() }
+        if let deadline = machine.nextDeadline, deadline < tick?.deadline ?? .max { scheduleTick() }
     }
 
     private func tickFired() {
         tick = nil
-        tickDeadline = .max
         let now = self.now
-        // While its output waits above the high-water mark the peer is not
-        // read (section 10.2): its PONGs wait too. Silence is not judged then;
-        // a peer that takes nothing is cut off as a slow consumer instead.
-        if let context, !context.channel.isWritable { machine.heard(now: now) }
+        // While its output waits above the high-water mark (section 10.2), or
+        // an answer to it is owed, the peer is not read: its PONGs wait too.
+        // Silence is not judged then; a peer that takes nothing is cut off as
+        // a slow consumer instead.
+        if let context, !context.channel.isWritable || inbound.isAwaitingAnswer { machine.heard(now: now) }
         perform(machine.tick(now: now), now: now)
         host.flush()
         if lifecycle.isServing { scheduleTick() }
     }
 
     func cancelTimers() {
-        tick?.cancel()
+        tick?.task.cancel()
         tick = nil
-        tickDeadline = .max
         output.stopSlowConsumerClock()
     }
 }

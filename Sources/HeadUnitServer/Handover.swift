@@ -121,6 +121,20 @@ extension HeadUnitServer {
     }
 }
 
+/// The host's life: serving, stopping (gracefully or for a handover), and
+/// once its connections went to the next process, handed over.
+struct HostLifecycle {
+    /// Set once a graceful stop (or a handover) began: new connections are turned away.
+    var stopping = false
+    /// Set once the connections went to the next daemon process: nothing
+    /// that happens to them afterwards is the Car's business.
+    var handedOver = false
+    /// Per connection being handed over: what it still read.
+    var taps: [ObjectIdentifier: HandoverTap] = [:]
+    /// A stop waiting for every connection to close.
+    var allClosedPromise: EventLoopPromise<Void>?
+}
+
 /// A connection as the previous daemon process handed it over.
 struct RestoredConnection {
     var peerID: PeerID
@@ -235,11 +249,11 @@ extension CarHost {
     /// Succeeds when that is done, or after `grace` ms at the latest.
     func beginHandover(grace: UInt64) -> EventLoopFuture<Void> {
         performDeferred()
-        stopping = true
+        lifecycle.stopping = true
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
         let reason = "the daemon is restarting and cannot carry this connection over: connect again"
-        for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
+        for (peer, handler) in connections.byPeer.sorted(by: { $0.key < $1.key }) {
             // Carried: phones, HMIs, clusters, and connections that have not sent
             // their Hello yet. Not: accessories, a TCP phone between Welcome
             // and Authenticate (its signature covers this connection's challenge).
@@ -259,7 +273,7 @@ extension CarHost {
         var quieted: [EventLoopFuture<Void>] = []
         for handler in connections.values where !handler.lifecycle.isHandingOver {
             let tap = HandoverTap()
-            taps[ObjectIdentifier(handler)] = tap
+            lifecycle.taps[ObjectIdentifier(handler)] = tap
             quieted.append(handler.beginHandover(tap: tap).recover { _ in })
         }
         let loop = eventLoop
@@ -286,10 +300,10 @@ extension CarHost {
         // its connection, and the next process lets it go (`peerLeft(.lost)`)
         // and tells the others over connections that work. A phone gone this
         // way may even resume with the next process.
-        handedOver = true
+        lifecycle.handedOver = true
         var states: [PeerID: HUConnectionSnapshot] = [:]
-        for (peer, handler) in connections.sorted(by: { $0.key < $1.key }) {
-            let tap = taps[ObjectIdentifier(handler)]
+        for (peer, handler) in connections.byPeer.sorted(by: { $0.key < $1.key }) {
+            let tap = lifecycle.taps[ObjectIdentifier(handler)]
             if let tap, handler.lifecycle.isDrained, handler.canBeHandedOver, let state = handler.handoverState(tap: tap) {
                 states[peer] = state
             } else {
@@ -300,14 +314,14 @@ extension CarHost {
         var snapshot = HUDaemonSnapshot()
         snapshot.format = CarSnapshotFormat.current
         snapshot.car = car.snapshot()
-        snapshot.nextPeerID = nextPeerID
+        snapshot.nextPeerID = connections.nextPeerID
         snapshot.connections = states.keys.sorted().map { states[$0]! }
         let bytes: [UInt8]
         do {
             bytes = try snapshot.serializedBytes()
         } catch {
             logger.error("cannot serialize the snapshot: stopping instead", metadata: ["error": "\(error)"])
-            handedOver = false
+            lifecycle.handedOver = false
             return report
         }
         // The next process reads at most this much (section 22); the composed
@@ -319,7 +333,7 @@ extension CarHost {
         let maximum = Self.testSnapshotMaximum.map { min($0, bound) } ?? bound
         guard bytes.count <= maximum else {
             logger.error("the snapshot is over the largest a restart reads: stopping instead", metadata: ["bytes": "\(bytes.count)", "limit": "\(maximum)"])
-            handedOver = false
+            lifecycle.handedOver = false
             return report
         }
         let descriptors = Self.descriptorsByCookie()
@@ -339,7 +353,7 @@ extension CarHost {
         }
         guard store.storeSnapshot(bytes) else {
             logger.error("the service manager refused the snapshot: stopping instead")
-            handedOver = false
+            lifecycle.handedOver = false
             return report
         }
         report.snapshotStored = true
@@ -387,7 +401,7 @@ extension CarHost {
             return eventLoop.makeSucceededVoidFuture()
         }
         self.car = car
-        nextPeerID = max(nextPeerID, snapshot.nextPeerID)
+        connections.continueAfter(snapshot.nextPeerID)
         var remaining = restored.connections
         var adoptions: [EventLoopFuture<(Channel, ByteBuffer)>] = []
         for state in snapshot.connections {

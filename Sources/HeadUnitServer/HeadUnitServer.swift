@@ -47,7 +47,7 @@ public final class HeadUnitServer: @unchecked Sendable {
 
     /// Called on the event loop whenever the phone, app or scene count changes.
     public func onStatusChange(_ callback: @escaping @Sendable (StatusSummary) -> Void) {
-        eventLoop.execute { self.host.status.onChange = callback }
+        eventLoop.execute { self.host.reportStatus(to: callback) }
     }
 
     /// Runs `body` on the serving loop every `interval`: a watchdog ping from

@@ -3,15 +3,20 @@ import NIOCore
 
 /// A connection's inbound side, as a value: frames cut from what is read
 /// (PROTOCOL.md "Framing"; no decoder in front, one handler less on every
-/// read), frames held back while the peer's answers wait (section 10.2), and
-/// reads that arrive while one is served, queued rather than re-entered.
+/// read), frames held back while the peer's answers wait (section 10.2) or
+/// while an answer of the host is still to come (section 4: answers in
+/// request order), and reads that arrive while one is served, queued rather
+/// than re-entered.
 struct InboundFrames {
     /// What a handover takes of a partial frame (section 22) comes from here.
     private var assembler: FrameAssembler
     /// Frames read while the peer's answers wait above the high-water mark,
-    /// served once they drain. Bounded by what one read batch held, since
-    /// nothing more is read meanwhile.
+    /// or while an answer is owed, served once they drain or it is sent.
+    /// Bounded by what one read batch held, since nothing more is read meanwhile.
     private var held = CircularBuffer<Frame>()
+    /// An answer the host gives later (a `Pair` waiting for the disk): the
+    /// requests after it wait for it, in order.
+    private(set) var isAwaitingAnswer = false
     private var reads = Reads.idle
 
     private enum Reads {
@@ -75,17 +80,29 @@ struct InboundFrames {
 
     // MARK: Held frames
 
-    var isHolding: Bool { !held.isEmpty }
+    /// Whether a frame read now must wait: earlier ones wait, or an answer is owed.
+    var isHolding: Bool { !held.isEmpty || isAwaitingAnswer }
+
+    /// From now frames wait until `answerSent`.
+    mutating func awaitAnswer() {
+        isAwaitingAnswer = true
+    }
+
+    mutating func answerSent() {
+        isAwaitingAnswer = false
+    }
 
     mutating func hold(_ frame: Frame) {
         held.append(frame)
     }
 
+    /// The oldest held frame, unless an answer is still owed.
     mutating func nextHeld() -> Frame? {
-        held.popFirst()
+        isAwaitingAnswer ? nil : held.popFirst()
     }
 
     mutating func dropHeld() {
+        isAwaitingAnswer = false
         held.removeAll(keepingCapacity: false)
     }
 }

@@ -1,6 +1,7 @@
 import HeadUnitCore
 import HeadUnitSecurity
 import HeadUnitWire
+import NIOCore
 
 // Pairing over TLS with SPAKE2 (PROTOCOL.md section 20.2): the code
 // authenticates the key exchange itself and never travels; each PairStart is
@@ -24,6 +25,14 @@ struct HostPairing {
     }
 
     func device(_ id: String) -> PairedDeviceRecord? { registry.device(id) }
+}
+
+/// The host's answer to a request the connection passed it.
+enum HostAnswer {
+    case now(HUEnvelope)
+    /// Once the host has it (a `Pair` waiting for the disk): the connection
+    /// serves none of the peer's later requests before it (PROTOCOL.md section 4).
+    case later(EventLoopFuture<HUEnvelope>)
 }
 
 /// A pairing attempt between the car's PairStart answer and the phone's Pair.
@@ -101,16 +110,17 @@ extension CarHost {
     /// first (PAIRING_NOT_OPEN), key and name sizes (INVALID_ARGUMENT), the
     /// confirmation (BAD_PAIRING_CODE: a wrong code or a man in the middle;
     /// shown on the car's screen), the signature (KEY_NOT_PROVEN), then the
-    /// registry (the window is still the attempt's). Answered here, to the
-    /// connection: a refusal at once, a pairing once the list is on disk
-    /// (`PairingWrites`; the loop serves everyone else meanwhile).
-    func pair(_ request: HUPair, requestID: UInt32, from peer: PeerID, now: UInt64) {
+    /// registry (the window is still the attempt's). A refusal is answered
+    /// at once; a pairing once the list is on disk (`PairingWrites`; the
+    /// loop serves everyone else meanwhile, the connection holds its next
+    /// requests until the answer is sent).
+    func pair(_ request: HUPair, requestID: UInt32, from peer: PeerID, now: UInt64) -> HostAnswer {
         var result = HUResult()
-        func refuse(_ code: HUErrorCode, _ message: String) {
+        func refuse(_ code: HUErrorCode, _ message: String) -> HostAnswer {
             logger.notice("pairing refused", metadata: ["code": "\(code)", "reason": "\(message)", "peer": "\(peer)"])
             result.code = code
             result.message = message
-            connections[peer]?.send(Self.answer(result, requestID: requestID))
+            return .now(Self.answer(result, requestID: requestID))
         }
         guard request.code.isEmpty else {
             return refuse(.invalidArgument, "Pair no longer carries the code: start with PairStart (SPAKE2, PROTOCOL.md section 20.2)")
@@ -149,20 +159,20 @@ extension CarHost {
             notePairingAttempt(.paired, source: pending.source, name: record.name, "paired")
             result.pairing.deviceID = record.id
             guard let saved = pairing.writes.save(pairing.registry.devices) else {
-                connections[peer]?.send(Self.answer(result, requestID: requestID))
-                return
+                return .now(Self.answer(result, requestID: requestID))
             }
-            saved.assumeIsolated().whenSuccess { failure in
-                if let failure {
-                    // Paired for as long as the daemon runs; the phone is told it will not survive a restart.
-                    result.message = "paired, but the device list could not be saved (\(failure)); it is lost on restart"
-                }
-                // Not in a read batch: flushed here (a connection gone meanwhile is not answered).
-                self.connections[peer]?.send(Self.answer(result, requestID: requestID))
-                self.flush()
-            }
+            let paired = result
+            return .later(
+                saved.assumeIsolated().map { failure in
+                    var result = paired
+                    if let failure {
+                        // Paired for as long as the daemon runs; the phone is told it will not survive a restart.
+                        result.message = "paired, but the device list could not be saved (\(failure)); it is lost on restart"
+                    }
+                    return Self.answer(result, requestID: requestID)
+                }.nonisolated())
         case .refused(let code, let message):
-            refuse(code, message)
+            return refuse(code, message)
         }
     }
 

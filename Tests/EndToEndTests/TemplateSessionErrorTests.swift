@@ -104,10 +104,8 @@ struct TemplateSessionErrorTests {
         await expectError(.invalidArgument) { _ = try await s.controller.setRootTemplate(template) }
     }
 
-    /// A list's item images are checked when the car's own decoder reads
-    /// the list: it notes whether the bytes hold an image field at all
-    /// (`WireTemplate.Measured.hasImageFields`), and only without one are
-    /// the image rules skipped. An image with no source is still one.
+    /// A list's item images are checked, every one, whatever else the list
+    /// holds (the rules always run, issue 49). An image with no source is still one.
     @Test func aListsItemImagesAreChecked() async throws {
         let s = try await Self.start()
         var huge = Self.list("root")

@@ -358,4 +358,27 @@ struct InboundFramesTests {
         let afterDrop = inbound.nextHeld()
         #expect(afterDrop == nil)
     }
+
+    /// While an answer is owed (a `Pair` waiting for the disk) every frame
+    /// waits, none comes out; once it is sent they come out in order.
+    @Test func framesWaitForAnOwedAnswerThenComeOutInOrder() throws {
+        var inbound = InboundFrames(maxPayload: 1024)
+        #expect(!inbound.isHolding)
+        inbound.awaitAnswer()
+        #expect(inbound.isHolding, "a frame read now must wait, even with none held yet")
+        var read = ByteBuffer()
+        for value: UInt8 in 1...2 { read.writeFrame(kind: .ping, payload: ByteBuffer(bytes: [value])) }
+        while let frame = try inbound.nextFrame(from: &read, allocator: ByteBufferAllocator()) { inbound.hold(frame) }
+        let whileOwed = inbound.nextHeld()
+        #expect(whileOwed == nil)
+        inbound.answerSent()
+        #expect(inbound.isHolding)
+        #expect(inbound.nextHeld()?.payload == ByteBuffer(bytes: [1]))
+        #expect(inbound.nextHeld()?.payload == ByteBuffer(bytes: [2]))
+        #expect(!inbound.isHolding)
+        // The connection's end drops the frames and the owed answer with them.
+        inbound.awaitAnswer()
+        inbound.dropHeld()
+        #expect(!inbound.isHolding)
+    }
 }

@@ -102,6 +102,63 @@ import Musl
         #expect(disk.waiting.isEmpty)
     }
 
+    /// A phone that sends Authenticate right after Pair, without waiting:
+    /// its requests are answered in the order it sent them (section 4),
+    /// Pair's answer first once the list is on disk, then Authenticate's;
+    /// another peer is served while the phone's Authenticate waits.
+    @Test func answersFollowRequestOrderWhileTheDiskHoldsThePair() throws {
+        let disk = HeldDisk()
+        let server = InMemoryServer(configuration: try Self.configuration(), disk: disk)
+        let hmi = try server.connectUnix()
+        try hmi.handshake(role: .hmi)
+        let other = try server.connectUnix()
+        try other.handshake(role: .phone)
+        let phone = try server.connectTCPAfterTLS()
+        let welcome = try phone.handshake(role: .phone)
+        let key = Curve25519.Signing.PrivateKey()
+        let pair = try Self.pairRequest(hmi: hmi, phone: phone, key: key, name: "Carol's phone")
+        let deviceID = DeviceID.of(publicKey: Array(key.publicKey.rawRepresentation))
+
+        let pairID = try phone.request(.pair(pair))
+        var authenticate = HUAuthenticate()
+        authenticate.deviceID = deviceID
+        authenticate.signature = .init(
+            try key.signature(
+                for: AuthenticationChallenge.signedMessage(challenge: Array(welcome.authChallenge), connectionID: welcome.connectionID)))
+        let authenticateID = try phone.request(.authenticate(authenticate))
+        try phone.ping([1, 2])
+        // Nothing answered while the disk holds the write: the Authenticate
+        // (paired in memory already) waits behind the Pair, the PING too.
+        #expect(disk.waiting.count == 1)
+        #expect(try phone.frames().isEmpty)
+        try other.ping([7, 7])
+        #expect(try other.frames().contains { $0.kind == .pong && Array($0.payload.readableBytesView) == [7, 7] })
+
+        disk.finishOldest()
+        let frames = try phone.frames()
+        let answered = try frames.filter { $0.kind == .message }.map { try EnvelopeCodec.decode($0.payload) }.filter { $0.requestID != 0 }
+        #expect(answered.map(\.requestID) == [pairID, authenticateID])
+        for envelope in answered {
+            guard case .result(let result) = envelope.body else {
+                Issue.record("not a Result: \(envelope)")
+                continue
+            }
+            #expect(result.code == .ok, "\(result.message)")
+            #expect(result.pairing.deviceID == deviceID)
+        }
+        // The PING it sent after them is answered after them too.
+        let pong = try #require(frames.firstIndex { $0.kind == .pong })
+        let authenticated = try #require(
+            try frames.firstIndex { try $0.kind == .message && EnvelopeCodec.decode($0.payload).requestID == authenticateID })
+        #expect(pong > authenticated)
+        #expect(Array(frames[pong].payload.readableBytesView) == [1, 2])
+        #expect(phone.isOpen)
+
+        // Reading goes on as before: the authenticated phone's next PING is answered at once.
+        try phone.ping([3])
+        #expect(try phone.frames().contains { $0.kind == .pong && Array($0.payload.readableBytesView) == [3] })
+    }
+
     /// A write that fails (a full disk): logged, and the phone is told the
     /// pairing lasts only as long as the daemon runs (section 20.2, step 7).
     @Test func aFailedWriteIsReportedInThePairAnswer() throws {

@@ -134,6 +134,10 @@ fileprivate typealias OracleTabBarTemplate = HeadUnitProtobufOracle.HUTabBarTemp
         #expect(five.placeholder == "a")
         #expect(Self.decode("8a 80 80 80 80 00 01 61", SearchTemplate.self, OracleSearchTemplate.self).failure == .malformed)
         #expect(Self.decode("a2a2808080800000", HeadUnitWire.HUVoiceControlTemplate.self, HeadUnitProtobufOracle.HUVoiceControlTemplate.self).failure == .malformed)
+        // Inside a group being skipped swift-protobuf reads a tag as any varint (up to ten
+        // bytes), so a six-byte tag there, or a six-byte end-group, is taken by both.
+        _ = try Self.decode("9b06 888080808000 01 9c06", SearchTemplate.self, OracleSearchTemplate.self).get()
+        _ = try Self.decode("9b06 9c8680808000", SearchTemplate.self, OracleSearchTemplate.self).get()
     }
 
     @Test func elevenByteVarintIsMalformed() {

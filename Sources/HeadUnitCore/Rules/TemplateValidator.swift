@@ -1,7 +1,27 @@
 import HeadUnitWire
 
+/// A template that passed every rule of `TemplateValidator` in the context it
+/// is shown in: the only thing a scene stores (`SceneState`). Made only by
+/// `TemplateValidator.validated`, so "validated" is this type, not a flag.
+public struct ValidatedTemplate: Sendable, Equatable {
+    public let template: HUTemplate
+    public let kind: TemplateKind
+
+    fileprivate init(_ template: HUTemplate, kind: TemplateKind) {
+        self.template = template
+        self.kind = kind
+    }
+}
+
 /// The car's template rules (Protocol/TEMPLATES.md sections 2-6).
 public enum TemplateValidator {
+    /// `template` as validated in `context`, or the first rule it breaks.
+    public static func validated(_ template: HUTemplate, context: TemplateContext) -> Result<ValidatedTemplate, RuleViolation> {
+        if let violation = validate(template, context: context) { return .failure(violation) }
+        // `validate` refuses a template without a kind.
+        return .success(ValidatedTemplate(template, kind: TemplateKind(template)!))
+    }
+
     /// The first rule `template` breaks in `context`, or nil when it may be shown.
     ///
     /// Checks run in this order, so a client sees the most basic problem first:

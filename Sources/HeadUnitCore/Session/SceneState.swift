@@ -73,6 +73,11 @@ public struct SceneState: Sendable, Equatable {
         public let kind: TemplateKind?
         public let listSectionItems: [Int]
 
+        init(_ validated: ValidatedTemplate) {
+            self.init(validated.template)
+        }
+
+        /// A template restored from a snapshot (validated when the app set it).
         init(_ template: HUTemplate) {
             bytes = template.wireSize
             let images = ImageWalk.scan(template)
@@ -135,12 +140,14 @@ public struct SceneState: Sendable, Equatable {
     }
 
     public mutating func setRoot(_ template: HUTemplate, category: HUCategory, scale: UInt32) -> Result<Transition, RuleViolation> {
-        if let violation = TemplateValidator.validate(template, context: context(.root, category: category, scale: scale)) {
-            return .failure(violation)
+        let validated: ValidatedTemplate
+        switch TemplateValidator.validated(template, context: context(.root, category: category, scale: scale)) {
+        case .success(let valid): validated = valid
+        case .failure(let violation): return .failure(violation)
         }
         let old = visibleIDs
         stack = [template]
-        stackHeld = [Held(template)]
+        stackHeld = [Held(validated)]
         presented = nil
         presentedHeld = nil
         searchResults = []
@@ -153,8 +160,10 @@ public struct SceneState: Sendable, Equatable {
         guard let topKind = stackHeld.last!.kind else {
             return .failure(RuleViolation(.invalidTemplate, "the template on top has no kind"))
         }
-        if let violation = TemplateValidator.validate(template, context: context(.push(onTopOf: topKind), category: category, scale: scale)) {
-            return .failure(violation)
+        let validated: ValidatedTemplate
+        switch TemplateValidator.validated(template, context: context(.push(onTopOf: topKind), category: category, scale: scale)) {
+        case .success(let valid): validated = valid
+        case .failure(let violation): return .failure(violation)
         }
         let maximum = CategoryRules.maxStackDepth(for: category)
         if stack.count + 1 > maximum {
@@ -166,7 +175,7 @@ public struct SceneState: Sendable, Equatable {
             return .failure(RuleViolation(.invalidTemplate, "template id '\(template.id)' is already on the stack"))
         }
         stack.append(template)
-        stackHeld.append(Held(template))
+        stackHeld.append(Held(validated))
         return .success(Transition(disappeared: [top.id], appeared: [template.id]))
     }
 
@@ -218,11 +227,13 @@ public struct SceneState: Sendable, Equatable {
         if let presented {
             return .failure(RuleViolation(.alreadyPresented, "'\(presented.id)' is already presented; dismiss it first"))
         }
-        if let violation = TemplateValidator.validate(template, context: context(.present, category: category, scale: scale)) {
-            return .failure(violation)
+        let validated: ValidatedTemplate
+        switch TemplateValidator.validated(template, context: context(.present, category: category, scale: scale)) {
+        case .success(let valid): validated = valid
+        case .failure(let violation): return .failure(violation)
         }
         presented = template
-        presentedHeld = Held(template)
+        presentedHeld = Held(validated)
         return .success(Transition(appeared: [template.id]))
     }
 
@@ -249,10 +260,13 @@ public struct SceneState: Sendable, Equatable {
         guard TemplateKind(current) == TemplateKind(template) else {
             return .failure(RuleViolation(.invalidTemplate, "an update cannot change the kind of template '\(template.id)'"))
         }
-        if let violation = TemplateValidator.validate(template, context: context(placement(of: location), category: category, scale: scale)) {
-            return .failure(violation)
+        let validated: ValidatedTemplate
+        switch TemplateValidator.validated(template, context: context(placement(of: location), category: category, scale: scale)) {
+        case .success(let valid): validated = valid
+        case .failure(let violation): return .failure(violation)
         }
-        if let kind = TemplateKind(template), let interval = RefreshRules.minimumUpdateInterval(kind, category: category),
+        let kind = validated.kind
+        if let interval = RefreshRules.minimumUpdateInterval(kind, category: category),
             let last = lastUpdateMilliseconds[template.id], nowMilliseconds &- last < interval
         {
             return .failure(RuleViolation(
@@ -260,7 +274,7 @@ public struct SceneState: Sendable, Equatable {
                 limit: "refresh.interval_ms", limitValue: UInt32(clamping: interval)))
         }
         lastUpdateMilliseconds[template.id] = nowMilliseconds
-        store(template, at: location)
+        store(validated, at: location)
         return .success(())
     }
 
@@ -319,27 +333,25 @@ public struct SceneState: Sendable, Equatable {
     }
 
     subscript(location: Location) -> HUTemplate {
-        get {
-            switch location {
-            case .presented: return presented!
-            case .stack(let index): return stack[index]
-            case .tab(let index, let tab):
-                guard case .tabBar(let bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
-                return bar.tabs[tab].template
-            }
+        switch location {
+        case .presented: return presented!
+        case .stack(let index): return stack[index]
+        case .tab(let index, let tab):
+            guard case .tabBar(let bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
+            return bar.tabs[tab].template
         }
-        set { store(newValue, at: location) }
     }
 
-    /// Puts `template` at `location`, its `Held` measured again.
-    mutating func store(_ template: HUTemplate, at location: Location) {
+    /// Puts a validated template at `location`, its `Held` measured again.
+    mutating func store(_ validated: ValidatedTemplate, at location: Location) {
+        let template = validated.template
         switch location {
         case .presented:
             presented = template
-            presentedHeld = Held(template)
+            presentedHeld = Held(validated)
         case .stack(let index):
             stack[index] = template
-            stackHeld[index] = Held(template)
+            stackHeld[index] = Held(validated)
         case .tab(let index, let tab):
             guard case .tabBar(var bar) = stack[index].kind else { preconditionFailure("not a tab bar") }
             bar.tabs[tab].template = template

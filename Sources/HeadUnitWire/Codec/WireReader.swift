@@ -61,7 +61,10 @@ public struct WireReader {
             defer { depth -= 1 }
             while true {
                 guard let position, position != end else { throw .truncated }
-                let inner = try readTagVarint()
+                // Inside a skipped group a tag is any varint, as swift-protobuf reads it there.
+                let value = try readVarint()
+                guard value < UInt64(UInt32.max) else { throw .malformed }
+                let inner = UInt32(value)
                 guard inner >> 3 != 0, inner & 7 <= 5 else { throw .malformed }
                 if inner & 7 == 4 {
                     guard inner >> 3 == tag >> 3 else { throw .malformed }
