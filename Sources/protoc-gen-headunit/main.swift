@@ -362,7 +362,7 @@ struct SwiftGenerator {
     func generateEnum(_ e: EnumDescriptor) {
         let name = namer.relativeName(enum: e)
         let values = e.values.filter { $0.aliasOf == nil }
-        out.block("public enum \(name): SwiftProtobuf.Enum, Swift.CaseIterable") {
+        out.block("public enum \(name): WireEnum, Swift.CaseIterable") {
             out.line("public typealias RawValue = Int")
             for value in values {
                 out.line("case \(namer.relativeName(enumValue: value)) // = \(value.number)")
@@ -388,6 +388,11 @@ struct SwiftGenerator {
                     out.line("case .UNRECOGNIZED(let i): return i")
                 }
             }
+            out.line()
+            out.line("public var isRecognized: Bool {")
+            out.line("  if case .UNRECOGNIZED = self { return false }")
+            out.line("  return true")
+            out.line("}")
             out.line()
             out.line("public static let allCases: [\(namer.fullName(enum: e))] = [\(values.map { namer.dottedRelativeName(enumValue: $0) }.joined(separator: ", "))]")
         }
@@ -622,24 +627,88 @@ struct SwiftGenerator {
             }
             out.line()
             out.block("public func encode(to writer: inout WireWriter)") {
-                for field in fields {
-                    wireEncode(field)
+                for run in runs(fields) {
+                    switch run {
+                    case .field(let field): wireEncode(field)
+                    case .oneof(let property, let members):
+                        oneofSwitch(property, members) { field in "\(field.writeTag(wireType: field.wireType)); \(field.writeValue("v"))" }
+                    }
                 }
             }
             out.line()
             out.block("public var wireSize: Int") {
                 out.line(fields.isEmpty ? "return 0" : "var size = 0")
-                for field in fields {
-                    wireSize(field)
+                for run in runs(fields) {
+                    switch run {
+                    case .field(let field): wireSize(field)
+                    case .oneof(let property, let members):
+                        oneofSwitch(property, members) { field in "size += \(field.tagSize) + \(field.valueSize("v"))" }
+                    }
                 }
                 if !fields.isEmpty { out.line("return size") }
             }
             out.line()
             out.block("public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure)") {
-                for field in fields {
-                    walk(field)
+                for run in runs(fields) {
+                    switch run {
+                    case .field(let field): walk(field)
+                    case .oneof(let property, let members):
+                        let walked = members.filter { !walkValue($0, "v", index: "nil").isEmpty }
+                        if !walked.isEmpty {
+                            oneofSwitch(property, walked) { field in walkValue(field, "v", index: "nil") }
+                        }
+                    }
                 }
             }
+        }
+    }
+
+    /// Fields in number order, a oneof's consecutive members as one run:
+    /// one `switch` reads the oneof once (a chain of `if case` copied the
+    /// whole oneof out for each member).
+    enum Run {
+        case field(Field)
+        case oneof(property: String, members: [Field])
+    }
+
+    func runs(_ fields: [Field]) -> [Run] {
+        var result: [Run] = []
+        for field in fields {
+            guard let oneof = field.oneof else {
+                result.append(.field(field))
+                continue
+            }
+            let property = namer.messagePropertyName(oneof: oneof).name
+            if case .oneof(let last, let members)? = result.last, last == property {
+                result[result.count - 1] = .oneof(property: property, members: members + [field])
+            } else {
+                result.append(.oneof(property: property, members: [field]))
+            }
+        }
+        return result
+    }
+
+    /// `switch self.<property> { case .member(let v)?: <statement> ... default: break }`.
+    func oneofSwitch(_ property: String, _ members: [Field], _ statement: (Field) -> String) {
+        out.line("switch self.\(property) {")
+        for field in members {
+            out.line("case .\(NamingUtilsLite.trimBackticks(field.name))(let v)?: \(statement(field))")
+        }
+        out.line("default: break")
+        out.line("}")
+    }
+
+    /// What the walker hears of one value of `field` (empty: nothing, a number).
+    func walkValue(_ field: Field, _ value: String, index: String) -> String {
+        let number = field.number
+        if field.isMessage {
+            return "if try walker.enter(\(value), field: \(number), index: \(index)) { try \(value).walk(&walker); walker.leave() }"
+        }
+        switch field.descriptor.type {
+        case .string: return "try walker.string(\(value), field: \(number), index: \(index))"
+        case .bytes: return "try walker.bytes(\(value), field: \(number), index: \(index))"
+        case .enum: return "try walker.enumValue(\(value), field: \(number))"
+        default: return ""
         }
     }
 
@@ -672,17 +741,7 @@ struct SwiftGenerator {
     /// enums, repeated counts and messages (entered, then left).
     func walk(_ field: Field) {
         let number = field.number
-        func one(_ value: String, index: String) -> String {
-            if field.isMessage {
-                return "if try walker.enter(\(value), field: \(number), index: \(index)) { try \(value).walk(&walker); walker.leave() }"
-            }
-            switch field.descriptor.type {
-            case .string: return "try walker.string(\(value), field: \(number), index: \(index))"
-            case .bytes: return "try walker.bytes(\(value), field: \(number), index: \(index))"
-            case .enum: return "try walker.enumValue(\(value), field: \(number))"
-            default: return ""
-            }
-        }
+        func one(_ value: String, index: String) -> String { walkValue(field, value, index: index) }
         if field.map != nil {
             out.line("if !self.\(field.name).isEmpty { try walker.repeated(count: self.\(field.name).count, field: \(number)) }")
         } else if field.isRepeated {
@@ -739,11 +798,15 @@ struct SwiftGenerator {
             let property = namer.messagePropertyName(oneof: oneof).name
             let caseName = NamingUtilsLite.trimBackticks(field.name)
             if field.isMessage {
+                // Read straight into the oneof; a repeated member is merged into what it holds.
                 out.line("case \(tag):")
-                out.line("  var v = \(field.swiftType)()")
-                out.line("  if case .\(caseName)(let m)? = self.\(property) { v = m; self.\(property) = nil }")
-                out.line("  try reader.mergeMessage(&v)")
-                out.line("  self.\(property) = .\(caseName)(v)")
+                out.line("  if case .\(caseName)(var v)? = self.\(property) {")
+                out.line("    self.\(property) = nil")
+                out.line("    try reader.mergeMessage(&v)")
+                out.line("    self.\(property) = .\(caseName)(v)")
+                out.line("  } else {")
+                out.line("    self.\(property) = .\(caseName)(try reader.readMessage(\(field.swiftType).self))")
+                out.line("  }")
             } else {
                 out.line("case \(tag): self.\(property) = .\(caseName)(\(field.readValue))")
             }

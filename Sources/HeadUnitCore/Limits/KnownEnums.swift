@@ -41,15 +41,9 @@ public enum KnownEnums {
         return nil
     }
 
-    /// Whether `value` is one of its type's declared cases (generated proto3
-    /// enums are `CaseIterable` without their `UNRECOGNIZED` case).
-    public static func isKnown<E: SwiftProtobuf.Enum>(_ value: E) -> Bool {
-        guard let type = E.self as? any CaseIterable.Type else { return true }
-        return contains(type, value)
-    }
-
-    private static func contains<C: CaseIterable, E: SwiftProtobuf.Enum>(_: C.Type, _ value: E) -> Bool {
-        C.allCases.contains { ($0 as? E) == value }
+    /// Whether `value` is one of its type's declared cases (not `UNRECOGNIZED`).
+    public static func isKnown<E: WireEnum>(_ value: E) -> Bool {
+        value.isRecognized
     }
 }
 
@@ -59,7 +53,7 @@ private struct FoundUnknown: Error {
 
 extension KnownEnums {
     /// `value` as an `Unknown` at `fieldPath` (field numbers, Envelope first), nil when its type lists it.
-    static func unknown<E: SwiftProtobuf.Enum>(_ value: E, fieldPath: @autoclosure () -> [Int]) -> Unknown? {
+    static func unknown<E: WireEnum>(_ value: E, fieldPath: @autoclosure () -> [Int]) -> Unknown? {
         guard !isKnown(value) else { return nil }
         // The standard library's prefix test, not `replacingOccurrences`: that is
         // Foundation's, and it links Foundation and ICU's data (34 MiB) into the package.
@@ -73,7 +67,7 @@ private struct EnumWalker: WireWalker {
     typealias Failure = FoundUnknown
     var path: [Int] = []
 
-    func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) throws(FoundUnknown) {
+    func enumValue<E: WireEnum>(_ value: E, field: Int) throws(FoundUnknown) {
         if let unknown = KnownEnums.unknown(value, fieldPath: path + [field]) { throw FoundUnknown(unknown: unknown) }
     }
 

@@ -110,7 +110,7 @@ private struct LimitWalker: WireWalker {
     mutating func leave() { path.removeLast() }
 
     /// KnownEnums' path names fields only (no element indices).
-    mutating func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) {
+    mutating func enumValue<E: WireEnum>(_ value: E, field: Int) {
         guard firstUnknownEnum == nil else { return }
         firstUnknownEnum = KnownEnums.unknown(value, fieldPath: path.map(\.field) + [field])
     }

@@ -29,6 +29,12 @@ public protocol WireMessage: Sendable, Equatable {
     func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure)
 }
 
+/// A generated enum: open (unknown values kept as `UNRECOGNIZED(n)`), and
+/// able to say whether it holds one of its declared cases without a dynamic cast.
+public protocol WireEnum: SwiftProtobuf.Enum {
+    var isRecognized: Bool { get }
+}
+
 /// What a walk over a message hears: the limits, the unknown-enum check and
 /// the image searches are walkers. Fields at their proto3 default are not
 /// walked; numbers are not reported except as repeated counts.
@@ -40,7 +46,7 @@ public protocol WireWalker {
     mutating func leave()
     mutating func string(_ value: String, field: Int, index: Int?) throws(Failure)
     mutating func bytes(_ value: Data, field: Int, index: Int?) throws(Failure)
-    mutating func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) throws(Failure)
+    mutating func enumValue<E: WireEnum>(_ value: E, field: Int) throws(Failure)
     /// A repeated or map field that is not empty, before its elements.
     mutating func repeated(count: Int, field: Int) throws(Failure)
 }
@@ -50,7 +56,7 @@ extension WireWalker {
     @inlinable public mutating func leave() {}
     @inlinable public mutating func string(_ value: String, field: Int, index: Int?) throws(Failure) {}
     @inlinable public mutating func bytes(_ value: Data, field: Int, index: Int?) throws(Failure) {}
-    @inlinable public mutating func enumValue<E: SwiftProtobuf.Enum>(_ value: E, field: Int) throws(Failure) {}
+    @inlinable public mutating func enumValue<E: WireEnum>(_ value: E, field: Int) throws(Failure) {}
     @inlinable public mutating func repeated(count: Int, field: Int) throws(Failure) {}
 }
 

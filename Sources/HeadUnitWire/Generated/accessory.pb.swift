@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUSessionCloseReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUSessionCloseReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case closedByApp // = 1
@@ -59,6 +59,11 @@ public enum HUSessionCloseReason: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .openTimeout: return 12
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUSessionCloseReason] = [.unspecified, .closedByApp, .closedByAccessory, .refused, .replaced, .appClosed, .phoneGone, .accessoryGone, .protocolWithdrawn, .flowControl, .shuttingDown, .finished, .openTimeout]

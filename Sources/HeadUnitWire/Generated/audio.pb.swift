@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUAudioStreamType: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUAudioStreamType: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case main // = 1
@@ -40,10 +40,15 @@ public enum HUAudioStreamType: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUAudioStreamType] = [.unspecified, .main, .alternate, .voice, .microphone, .output]
 }
 
-public enum HUAudioCodec: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUAudioCodec: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case pcmS16Le // = 1
@@ -70,10 +75,15 @@ public enum HUAudioCodec: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUAudioCodec] = [.unspecified, .pcmS16Le, .opus]
 }
 
-public enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUAudioStreamCloseReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case focusLost // = 1
@@ -121,10 +131,15 @@ public enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUAudioStreamCloseReason] = [.unspecified, .focusLost, .flowControl, .replaced, .appClosed, .shuttingDown, .voiceControlDismissed, .callEnded, .restarted, .voiceControlHidden]
 }
 
-public enum HUMicrophonePurpose: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUMicrophonePurpose: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case voiceControl // = 1
@@ -149,6 +164,11 @@ public enum HUMicrophonePurpose: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .call: return 2
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUMicrophonePurpose] = [.unspecified, .voiceControl, .call]

@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUCallHandleType: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUCallHandleType: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case generic // = 1
@@ -34,10 +34,15 @@ public enum HUCallHandleType: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUCallHandleType] = [.unspecified, .generic, .phoneNumber, .emailAddress]
 }
 
-public enum HUCallReportKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUCallReportKind: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case newIncoming // = 1
@@ -73,10 +78,15 @@ public enum HUCallReportKind: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUCallReportKind] = [.unspecified, .newIncoming, .outgoingConnecting, .outgoingConnected, .updated, .ended]
 }
 
-public enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUCallEndedReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case failed // = 1
@@ -130,10 +140,15 @@ public enum HUCallEndedReason: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUCallEndedReason] = [.unspecified, .failed, .remoteEnded, .unanswered, .answeredElsewhere, .declinedElsewhere, .endedByAction, .startFailed, .appClosed, .phoneGone, .rangOut, .closedByCar]
 }
 
-public enum HUCallActionKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUCallActionKind: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case start // = 1
@@ -172,10 +187,15 @@ public enum HUCallActionKind: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUCallActionKind] = [.unspecified, .start, .answer, .end, .setHeld, .setMuted, .playDtmf]
 }
 
-public enum HUCallPhase: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUCallPhase: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case ringing // = 1
@@ -206,6 +226,11 @@ public enum HUCallPhase: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .active: return 4
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUCallPhase] = [.unspecified, .ringing, .dialing, .connecting, .active]

@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUErrorCode: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case ok // = 0
   case frameTooLarge // = 1
@@ -269,6 +269,11 @@ public enum HUErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .wrongCallState: return 193
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUErrorCode] = [.ok, .frameTooLarge, .badMagic, .unknownFrameKind, .malformedPayload, .unknownMessage, .handshakeRequired, .noCommonVersion, .alreadyHandshaken, .roleNotAllowed, .handshakeTimeout, .heartbeatTimeout, .tooManyErrors, .notForRole, .shuttingDown, .reservedFlags, .slowConsumer, .tooManyConnections, .announceTimeout, .tooManyRequests, .helloTooLarge, .answerTooLarge, .messageTooLarge, .authRequired, .authFailed, .peerNotAllowed, .connectionEvicted, .notAllowedForCategory, .depthExceeded, .limitExceeded, .noRootTemplate, .unknownTemplate, .alreadyPresented, .notConnected, .unknownApp, .notYourScene, .entitlementRefused, .invalidTemplate, .unknownItem, .nothingPresented, .invalidArgument, .rateLimited, .imageTooLarge, .invalidPosition, .completionTimeout, .unknownEvent, .noPhone, .appNotLaunchable, .duplicateApp, .phoneAlreadyConnected, .resumeRefused, .unknownImage, .unknownProtocol, .protocolUnavailable, .protocolAlreadyServed, .unknownSession, .flowControl, .tooManySessions, .navigationNotActive, .navigationCancelledByCar, .navigationAlreadyActive, .noMapTemplate, .nativeNavigationActive, .pairingNotOpen, .badPairingCode, .unknownDevice, .pairingThrottled, .keyNotProven, .commandNotSupported, .commandDisabled, .noAudioApp, .commandTimedOut, .badVideoFrame, .unknownVideoStream, .noSuchScreen, .tooManyViewers, .noAudioFocus, .unsupportedAudioFormat, .badMediaFrame, .unknownCall, .duplicateCall, .tooManyCalls, .wrongCallState]

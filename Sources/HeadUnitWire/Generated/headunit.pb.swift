@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HURole: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HURole: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case phone // = 1
@@ -35,6 +35,11 @@ public enum HURole: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .accessory: return 4
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HURole] = [.unspecified, .phone, .hmi, .cluster, .accessory]
@@ -1737,330 +1742,525 @@ extension HUEnvelope: WireMessage {
       switch tag {
         case 8: self.requestID = try reader.readUInt32()
         case 18:
-          var v = HUHello()
-          if case .hello(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .hello(v)
+          if case .hello(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .hello(v)
+          } else {
+            self.body = .hello(try reader.readMessage(HUHello.self))
+          }
         case 26:
-          var v = HUWelcome()
-          if case .welcome(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .welcome(v)
+          if case .welcome(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .welcome(v)
+          } else {
+            self.body = .welcome(try reader.readMessage(HUWelcome.self))
+          }
         case 34:
-          var v = HUGoodbye()
-          if case .goodbye(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .goodbye(v)
+          if case .goodbye(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .goodbye(v)
+          } else {
+            self.body = .goodbye(try reader.readMessage(HUGoodbye.self))
+          }
         case 42:
-          var v = HUResult()
-          if case .result(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .result(v)
+          if case .result(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .result(v)
+          } else {
+            self.body = .result(try reader.readMessage(HUResult.self))
+          }
         case 82:
-          var v = HUAnnounceApps()
-          if case .announceApps(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .announceApps(v)
+          if case .announceApps(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .announceApps(v)
+          } else {
+            self.body = .announceApps(try reader.readMessage(HUAnnounceApps.self))
+          }
         case 90:
-          var v = HUTemplateRequest()
-          if case .templateRequest(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .templateRequest(v)
+          if case .templateRequest(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .templateRequest(v)
+          } else {
+            self.body = .templateRequest(try reader.readMessage(HUTemplateRequest.self))
+          }
         case 98:
-          var v = HUCompleteEvent()
-          if case .completeEvent(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .completeEvent(v)
+          if case .completeEvent(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .completeEvent(v)
+          } else {
+            self.body = .completeEvent(try reader.readMessage(HUCompleteEvent.self))
+          }
         case 106:
-          var v = HUAppClosed()
-          if case .appClosed(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .appClosed(v)
+          if case .appClosed(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .appClosed(v)
+          } else {
+            self.body = .appClosed(try reader.readMessage(HUAppClosed.self))
+          }
         case 114:
-          var v = HUResumeSession()
-          if case .resumeSession(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .resumeSession(v)
+          if case .resumeSession(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .resumeSession(v)
+          } else {
+            self.body = .resumeSession(try reader.readMessage(HUResumeSession.self))
+          }
         case 162:
-          var v = HUSceneConnected()
-          if case .sceneConnected(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sceneConnected(v)
+          if case .sceneConnected(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sceneConnected(v)
+          } else {
+            self.body = .sceneConnected(try reader.readMessage(HUSceneConnected.self))
+          }
         case 170:
-          var v = HUSceneDisconnected()
-          if case .sceneDisconnected(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sceneDisconnected(v)
+          if case .sceneDisconnected(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sceneDisconnected(v)
+          } else {
+            self.body = .sceneDisconnected(try reader.readMessage(HUSceneDisconnected.self))
+          }
         case 178:
-          var v = HUAppEvent()
-          if case .appEvent(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .appEvent(v)
+          if case .appEvent(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .appEvent(v)
+          } else {
+            self.body = .appEvent(try reader.readMessage(HUAppEvent.self))
+          }
         case 186:
-          var v = HUSessionConfiguration()
-          if case .sessionConfiguration(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sessionConfiguration(v)
+          if case .sessionConfiguration(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sessionConfiguration(v)
+          } else {
+            self.body = .sessionConfiguration(try reader.readMessage(HUSessionConfiguration.self))
+          }
         case 242:
-          var v = HULaunchApp()
-          if case .launchApp(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .launchApp(v)
+          if case .launchApp(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .launchApp(v)
+          } else {
+            self.body = .launchApp(try reader.readMessage(HULaunchApp.self))
+          }
         case 250:
-          var v = HUHmiInput()
-          if case .hmiInput(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .hmiInput(v)
+          if case .hmiInput(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .hmiInput(v)
+          } else {
+            self.body = .hmiInput(try reader.readMessage(HUHmiInput.self))
+          }
         case 258:
-          var v = HUSetVehicleState()
-          if case .setVehicleState(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .setVehicleState(v)
+          if case .setVehicleState(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .setVehicleState(v)
+          } else {
+            self.body = .setVehicleState(try reader.readMessage(HUSetVehicleState.self))
+          }
         case 266:
-          var v = HUGetStatus()
-          if case .getStatus(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .getStatus(v)
+          if case .getStatus(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .getStatus(v)
+          } else {
+            self.body = .getStatus(try reader.readMessage(HUGetStatus.self))
+          }
         case 274:
-          var v = HUCloseApp()
-          if case .closeApp(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .closeApp(v)
+          if case .closeApp(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .closeApp(v)
+          } else {
+            self.body = .closeApp(try reader.readMessage(HUCloseApp.self))
+          }
         case 282:
-          var v = HUGetImage()
-          if case .getImage(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .getImage(v)
+          if case .getImage(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .getImage(v)
+          } else {
+            self.body = .getImage(try reader.readMessage(HUGetImage.self))
+          }
         case 322:
-          var v = HUHomeScreen()
-          if case .homeScreen(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .homeScreen(v)
+          if case .homeScreen(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .homeScreen(v)
+          } else {
+            self.body = .homeScreen(try reader.readMessage(HUHomeScreen.self))
+          }
         case 330:
-          var v = HUScreenUpdate()
-          if case .screenUpdate(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .screenUpdate(v)
+          if case .screenUpdate(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .screenUpdate(v)
+          } else {
+            self.body = .screenUpdate(try reader.readMessage(HUScreenUpdate.self))
+          }
         case 338:
-          var v = HUImageData()
-          if case .imageData(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .imageData(v)
+          if case .imageData(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .imageData(v)
+          } else {
+            self.body = .imageData(try reader.readMessage(HUImageData.self))
+          }
         case 482:
-          var v = HUNavigationRequest()
-          if case .navigationRequest(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .navigationRequest(v)
+          if case .navigationRequest(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .navigationRequest(v)
+          } else {
+            self.body = .navigationRequest(try reader.readMessage(HUNavigationRequest.self))
+          }
         case 490:
-          var v = HUNavigationEvent()
-          if case .navigationEvent(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .navigationEvent(v)
+          if case .navigationEvent(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .navigationEvent(v)
+          } else {
+            self.body = .navigationEvent(try reader.readMessage(HUNavigationEvent.self))
+          }
         case 498:
-          var v = HUNavigationInput()
-          if case .navigationInput(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .navigationInput(v)
+          if case .navigationInput(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .navigationInput(v)
+          } else {
+            self.body = .navigationInput(try reader.readMessage(HUNavigationInput.self))
+          }
         case 506:
-          var v = HUSubscribeMetadata()
-          if case .subscribeMetadata(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .subscribeMetadata(v)
+          if case .subscribeMetadata(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .subscribeMetadata(v)
+          } else {
+            self.body = .subscribeMetadata(try reader.readMessage(HUSubscribeMetadata.self))
+          }
         case 514:
-          var v = HUMetadataUpdate()
-          if case .metadataUpdate(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .metadataUpdate(v)
+          if case .metadataUpdate(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .metadataUpdate(v)
+          } else {
+            self.body = .metadataUpdate(try reader.readMessage(HUMetadataUpdate.self))
+          }
         case 522:
-          var v = HUClusterInput()
-          if case .clusterInput(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .clusterInput(v)
+          if case .clusterInput(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .clusterInput(v)
+          } else {
+            self.body = .clusterInput(try reader.readMessage(HUClusterInput.self))
+          }
         case 642:
-          var v = HUServeProtocols()
-          if case .serveProtocols(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .serveProtocols(v)
+          if case .serveProtocols(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .serveProtocols(v)
+          } else {
+            self.body = .serveProtocols(try reader.readMessage(HUServeProtocols.self))
+          }
         case 650:
-          var v = HUAccessoryAvailability()
-          if case .accessoryAvailability(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .accessoryAvailability(v)
+          if case .accessoryAvailability(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .accessoryAvailability(v)
+          } else {
+            self.body = .accessoryAvailability(try reader.readMessage(HUAccessoryAvailability.self))
+          }
         case 658:
-          var v = HUOpenSession()
-          if case .openSession(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .openSession(v)
+          if case .openSession(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .openSession(v)
+          } else {
+            self.body = .openSession(try reader.readMessage(HUOpenSession.self))
+          }
         case 666:
-          var v = HUSessionRequested()
-          if case .sessionRequested(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sessionRequested(v)
+          if case .sessionRequested(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sessionRequested(v)
+          } else {
+            self.body = .sessionRequested(try reader.readMessage(HUSessionRequested.self))
+          }
         case 674:
-          var v = HUAnswerSession()
-          if case .answerSession(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .answerSession(v)
+          if case .answerSession(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .answerSession(v)
+          } else {
+            self.body = .answerSession(try reader.readMessage(HUAnswerSession.self))
+          }
         case 682:
-          var v = HUSessionOpened()
-          if case .sessionOpened(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sessionOpened(v)
+          if case .sessionOpened(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sessionOpened(v)
+          } else {
+            self.body = .sessionOpened(try reader.readMessage(HUSessionOpened.self))
+          }
         case 690:
-          var v = HUCloseSession()
-          if case .closeSession(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .closeSession(v)
+          if case .closeSession(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .closeSession(v)
+          } else {
+            self.body = .closeSession(try reader.readMessage(HUCloseSession.self))
+          }
         case 698:
-          var v = HUSessionClosed()
-          if case .sessionClosed(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sessionClosed(v)
+          if case .sessionClosed(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sessionClosed(v)
+          } else {
+            self.body = .sessionClosed(try reader.readMessage(HUSessionClosed.self))
+          }
         case 706:
-          var v = HUSessionCredit()
-          if case .sessionCredit(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sessionCredit(v)
+          if case .sessionCredit(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sessionCredit(v)
+          } else {
+            self.body = .sessionCredit(try reader.readMessage(HUSessionCredit.self))
+          }
         case 714:
-          var v = HUSessionFinished()
-          if case .sessionFinished(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sessionFinished(v)
+          if case .sessionFinished(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sessionFinished(v)
+          } else {
+            self.body = .sessionFinished(try reader.readMessage(HUSessionFinished.self))
+          }
         case 722:
-          var v = HUStartPairing()
-          if case .startPairing(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .startPairing(v)
+          if case .startPairing(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .startPairing(v)
+          } else {
+            self.body = .startPairing(try reader.readMessage(HUStartPairing.self))
+          }
         case 730:
-          var v = HUPair()
-          if case .pair(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .pair(v)
+          if case .pair(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .pair(v)
+          } else {
+            self.body = .pair(try reader.readMessage(HUPair.self))
+          }
         case 738:
-          var v = HUAuthenticate()
-          if case .authenticate(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .authenticate(v)
+          if case .authenticate(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .authenticate(v)
+          } else {
+            self.body = .authenticate(try reader.readMessage(HUAuthenticate.self))
+          }
         case 746:
-          var v = HUListPairedDevices()
-          if case .listPairedDevices(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .listPairedDevices(v)
+          if case .listPairedDevices(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .listPairedDevices(v)
+          } else {
+            self.body = .listPairedDevices(try reader.readMessage(HUListPairedDevices.self))
+          }
         case 754:
-          var v = HURemovePairedDevice()
-          if case .removePairedDevice(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .removePairedDevice(v)
+          if case .removePairedDevice(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .removePairedDevice(v)
+          } else {
+            self.body = .removePairedDevice(try reader.readMessage(HURemovePairedDevice.self))
+          }
         case 762:
-          var v = HUPairStart()
-          if case .pairStart(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .pairStart(v)
+          if case .pairStart(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .pairStart(v)
+          } else {
+            self.body = .pairStart(try reader.readMessage(HUPairStart.self))
+          }
         case 770:
-          var v = HUPairingAttempt()
-          if case .pairingAttempt(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .pairingAttempt(v)
+          if case .pairingAttempt(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .pairingAttempt(v)
+          } else {
+            self.body = .pairingAttempt(try reader.readMessage(HUPairingAttempt.self))
+          }
         case 802:
-          var v = HURemoteCommands()
-          if case .remoteCommands(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .remoteCommands(v)
+          if case .remoteCommands(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .remoteCommands(v)
+          } else {
+            self.body = .remoteCommands(try reader.readMessage(HURemoteCommands.self))
+          }
         case 810:
-          var v = HUSendRemoteCommand()
-          if case .sendRemoteCommand(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .sendRemoteCommand(v)
+          if case .sendRemoteCommand(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .sendRemoteCommand(v)
+          } else {
+            self.body = .sendRemoteCommand(try reader.readMessage(HUSendRemoteCommand.self))
+          }
         case 818:
-          var v = HUCarButtonPressed()
-          if case .carButton(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .carButton(v)
+          if case .carButton(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .carButton(v)
+          } else {
+            self.body = .carButton(try reader.readMessage(HUCarButtonPressed.self))
+          }
         case 826:
-          var v = HURemoteCommandEvent()
-          if case .remoteCommandEvent(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .remoteCommandEvent(v)
+          if case .remoteCommandEvent(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .remoteCommandEvent(v)
+          } else {
+            self.body = .remoteCommandEvent(try reader.readMessage(HURemoteCommandEvent.self))
+          }
         case 834:
-          var v = HURemoteCommandAnswer()
-          if case .remoteCommandAnswer(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .remoteCommandAnswer(v)
+          if case .remoteCommandAnswer(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .remoteCommandAnswer(v)
+          } else {
+            self.body = .remoteCommandAnswer(try reader.readMessage(HURemoteCommandAnswer.self))
+          }
         case 842:
-          var v = HUOpenAudioStream()
-          if case .openAudioStream(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .openAudioStream(v)
+          if case .openAudioStream(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .openAudioStream(v)
+          } else {
+            self.body = .openAudioStream(try reader.readMessage(HUOpenAudioStream.self))
+          }
         case 850:
-          var v = HUCloseAudioStream()
-          if case .closeAudioStream(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .closeAudioStream(v)
+          if case .closeAudioStream(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .closeAudioStream(v)
+          } else {
+            self.body = .closeAudioStream(try reader.readMessage(HUCloseAudioStream.self))
+          }
         case 858:
-          var v = HUAudioCredit()
-          if case .audioCredit(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .audioCredit(v)
+          if case .audioCredit(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .audioCredit(v)
+          } else {
+            self.body = .audioCredit(try reader.readMessage(HUAudioCredit.self))
+          }
         case 866:
-          var v = HUAudioStreamClosed()
-          if case .audioStreamClosed(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .audioStreamClosed(v)
+          if case .audioStreamClosed(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .audioStreamClosed(v)
+          } else {
+            self.body = .audioStreamClosed(try reader.readMessage(HUAudioStreamClosed.self))
+          }
         case 874:
-          var v = HUMicrophoneStarted()
-          if case .microphoneStarted(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .microphoneStarted(v)
+          if case .microphoneStarted(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .microphoneStarted(v)
+          } else {
+            self.body = .microphoneStarted(try reader.readMessage(HUMicrophoneStarted.self))
+          }
         case 882:
-          var v = HUWatchAudio()
-          if case .watchAudio(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .watchAudio(v)
+          if case .watchAudio(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .watchAudio(v)
+          } else {
+            self.body = .watchAudio(try reader.readMessage(HUWatchAudio.self))
+          }
         case 922:
-          var v = HUWatchVideo()
-          if case .watchVideo(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .watchVideo(v)
+          if case .watchVideo(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .watchVideo(v)
+          } else {
+            self.body = .watchVideo(try reader.readMessage(HUWatchVideo.self))
+          }
         case 930:
-          var v = HUVideoStreams()
-          if case .videoStreams(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .videoStreams(v)
+          if case .videoStreams(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .videoStreams(v)
+          } else {
+            self.body = .videoStreams(try reader.readMessage(HUVideoStreams.self))
+          }
         case 938:
-          var v = HURequestKeyframe()
-          if case .requestKeyframe(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .requestKeyframe(v)
+          if case .requestKeyframe(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .requestKeyframe(v)
+          } else {
+            self.body = .requestKeyframe(try reader.readMessage(HURequestKeyframe.self))
+          }
         case 962:
-          var v = HUCallReport()
-          if case .callReport(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .callReport(v)
+          if case .callReport(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .callReport(v)
+          } else {
+            self.body = .callReport(try reader.readMessage(HUCallReport.self))
+          }
         case 970:
-          var v = HUCallRequest()
-          if case .callRequest(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .callRequest(v)
+          if case .callRequest(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .callRequest(v)
+          } else {
+            self.body = .callRequest(try reader.readMessage(HUCallRequest.self))
+          }
         case 978:
-          var v = HUCallActionEvent()
-          if case .callActionEvent(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .callActionEvent(v)
+          if case .callActionEvent(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .callActionEvent(v)
+          } else {
+            self.body = .callActionEvent(try reader.readMessage(HUCallActionEvent.self))
+          }
         case 986:
-          var v = HUCallActionAnswer()
-          if case .callActionAnswer(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .callActionAnswer(v)
+          if case .callActionAnswer(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .callActionAnswer(v)
+          } else {
+            self.body = .callActionAnswer(try reader.readMessage(HUCallActionAnswer.self))
+          }
         case 994:
-          var v = HUCallActionTimedOut()
-          if case .callActionTimedOut(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .callActionTimedOut(v)
+          if case .callActionTimedOut(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .callActionTimedOut(v)
+          } else {
+            self.body = .callActionTimedOut(try reader.readMessage(HUCallActionTimedOut.self))
+          }
         case 1002:
-          var v = HUCallInput()
-          if case .callInput(let m)? = self.body { v = m; self.body = nil }
-          try reader.mergeMessage(&v)
-          self.body = .callInput(v)
+          if case .callInput(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .callInput(v)
+          } else {
+            self.body = .callInput(try reader.readMessage(HUCallInput.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -2068,210 +2268,219 @@ extension HUEnvelope: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if self.requestID != 0 { writer.writeRaw(0x08); writer.writeUInt32(self.requestID) }
-    if case .hello(let v)? = self.body { writer.writeRaw(0x12); writer.writeMessage(v) }
-    if case .welcome(let v)? = self.body { writer.writeRaw(0x1A); writer.writeMessage(v) }
-    if case .goodbye(let v)? = self.body { writer.writeRaw(0x22); writer.writeMessage(v) }
-    if case .result(let v)? = self.body { writer.writeRaw(0x2A); writer.writeMessage(v) }
-    if case .announceApps(let v)? = self.body { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .templateRequest(let v)? = self.body { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .completeEvent(let v)? = self.body { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .appClosed(let v)? = self.body { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .resumeSession(let v)? = self.body { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .sceneConnected(let v)? = self.body { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .sceneDisconnected(let v)? = self.body { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
-    if case .appEvent(let v)? = self.body { writer.writeRaw(0xB2, 0x01); writer.writeMessage(v) }
-    if case .sessionConfiguration(let v)? = self.body { writer.writeRaw(0xBA, 0x01); writer.writeMessage(v) }
-    if case .launchApp(let v)? = self.body { writer.writeRaw(0xF2, 0x01); writer.writeMessage(v) }
-    if case .hmiInput(let v)? = self.body { writer.writeRaw(0xFA, 0x01); writer.writeMessage(v) }
-    if case .setVehicleState(let v)? = self.body { writer.writeRaw(0x82, 0x02); writer.writeMessage(v) }
-    if case .getStatus(let v)? = self.body { writer.writeRaw(0x8A, 0x02); writer.writeMessage(v) }
-    if case .closeApp(let v)? = self.body { writer.writeRaw(0x92, 0x02); writer.writeMessage(v) }
-    if case .getImage(let v)? = self.body { writer.writeRaw(0x9A, 0x02); writer.writeMessage(v) }
-    if case .homeScreen(let v)? = self.body { writer.writeRaw(0xC2, 0x02); writer.writeMessage(v) }
-    if case .screenUpdate(let v)? = self.body { writer.writeRaw(0xCA, 0x02); writer.writeMessage(v) }
-    if case .imageData(let v)? = self.body { writer.writeRaw(0xD2, 0x02); writer.writeMessage(v) }
-    if case .navigationRequest(let v)? = self.body { writer.writeRaw(0xE2, 0x03); writer.writeMessage(v) }
-    if case .navigationEvent(let v)? = self.body { writer.writeRaw(0xEA, 0x03); writer.writeMessage(v) }
-    if case .navigationInput(let v)? = self.body { writer.writeRaw(0xF2, 0x03); writer.writeMessage(v) }
-    if case .subscribeMetadata(let v)? = self.body { writer.writeRaw(0xFA, 0x03); writer.writeMessage(v) }
-    if case .metadataUpdate(let v)? = self.body { writer.writeRaw(0x82, 0x04); writer.writeMessage(v) }
-    if case .clusterInput(let v)? = self.body { writer.writeRaw(0x8A, 0x04); writer.writeMessage(v) }
-    if case .serveProtocols(let v)? = self.body { writer.writeRaw(0x82, 0x05); writer.writeMessage(v) }
-    if case .accessoryAvailability(let v)? = self.body { writer.writeRaw(0x8A, 0x05); writer.writeMessage(v) }
-    if case .openSession(let v)? = self.body { writer.writeRaw(0x92, 0x05); writer.writeMessage(v) }
-    if case .sessionRequested(let v)? = self.body { writer.writeRaw(0x9A, 0x05); writer.writeMessage(v) }
-    if case .answerSession(let v)? = self.body { writer.writeRaw(0xA2, 0x05); writer.writeMessage(v) }
-    if case .sessionOpened(let v)? = self.body { writer.writeRaw(0xAA, 0x05); writer.writeMessage(v) }
-    if case .closeSession(let v)? = self.body { writer.writeRaw(0xB2, 0x05); writer.writeMessage(v) }
-    if case .sessionClosed(let v)? = self.body { writer.writeRaw(0xBA, 0x05); writer.writeMessage(v) }
-    if case .sessionCredit(let v)? = self.body { writer.writeRaw(0xC2, 0x05); writer.writeMessage(v) }
-    if case .sessionFinished(let v)? = self.body { writer.writeRaw(0xCA, 0x05); writer.writeMessage(v) }
-    if case .startPairing(let v)? = self.body { writer.writeRaw(0xD2, 0x05); writer.writeMessage(v) }
-    if case .pair(let v)? = self.body { writer.writeRaw(0xDA, 0x05); writer.writeMessage(v) }
-    if case .authenticate(let v)? = self.body { writer.writeRaw(0xE2, 0x05); writer.writeMessage(v) }
-    if case .listPairedDevices(let v)? = self.body { writer.writeRaw(0xEA, 0x05); writer.writeMessage(v) }
-    if case .removePairedDevice(let v)? = self.body { writer.writeRaw(0xF2, 0x05); writer.writeMessage(v) }
-    if case .pairStart(let v)? = self.body { writer.writeRaw(0xFA, 0x05); writer.writeMessage(v) }
-    if case .pairingAttempt(let v)? = self.body { writer.writeRaw(0x82, 0x06); writer.writeMessage(v) }
-    if case .remoteCommands(let v)? = self.body { writer.writeRaw(0xA2, 0x06); writer.writeMessage(v) }
-    if case .sendRemoteCommand(let v)? = self.body { writer.writeRaw(0xAA, 0x06); writer.writeMessage(v) }
-    if case .carButton(let v)? = self.body { writer.writeRaw(0xB2, 0x06); writer.writeMessage(v) }
-    if case .remoteCommandEvent(let v)? = self.body { writer.writeRaw(0xBA, 0x06); writer.writeMessage(v) }
-    if case .remoteCommandAnswer(let v)? = self.body { writer.writeRaw(0xC2, 0x06); writer.writeMessage(v) }
-    if case .openAudioStream(let v)? = self.body { writer.writeRaw(0xCA, 0x06); writer.writeMessage(v) }
-    if case .closeAudioStream(let v)? = self.body { writer.writeRaw(0xD2, 0x06); writer.writeMessage(v) }
-    if case .audioCredit(let v)? = self.body { writer.writeRaw(0xDA, 0x06); writer.writeMessage(v) }
-    if case .audioStreamClosed(let v)? = self.body { writer.writeRaw(0xE2, 0x06); writer.writeMessage(v) }
-    if case .microphoneStarted(let v)? = self.body { writer.writeRaw(0xEA, 0x06); writer.writeMessage(v) }
-    if case .watchAudio(let v)? = self.body { writer.writeRaw(0xF2, 0x06); writer.writeMessage(v) }
-    if case .watchVideo(let v)? = self.body { writer.writeRaw(0x9A, 0x07); writer.writeMessage(v) }
-    if case .videoStreams(let v)? = self.body { writer.writeRaw(0xA2, 0x07); writer.writeMessage(v) }
-    if case .requestKeyframe(let v)? = self.body { writer.writeRaw(0xAA, 0x07); writer.writeMessage(v) }
-    if case .callReport(let v)? = self.body { writer.writeRaw(0xC2, 0x07); writer.writeMessage(v) }
-    if case .callRequest(let v)? = self.body { writer.writeRaw(0xCA, 0x07); writer.writeMessage(v) }
-    if case .callActionEvent(let v)? = self.body { writer.writeRaw(0xD2, 0x07); writer.writeMessage(v) }
-    if case .callActionAnswer(let v)? = self.body { writer.writeRaw(0xDA, 0x07); writer.writeMessage(v) }
-    if case .callActionTimedOut(let v)? = self.body { writer.writeRaw(0xE2, 0x07); writer.writeMessage(v) }
-    if case .callInput(let v)? = self.body { writer.writeRaw(0xEA, 0x07); writer.writeMessage(v) }
+    switch self.body {
+    case .hello(let v)?: writer.writeRaw(0x12); writer.writeMessage(v)
+    case .welcome(let v)?: writer.writeRaw(0x1A); writer.writeMessage(v)
+    case .goodbye(let v)?: writer.writeRaw(0x22); writer.writeMessage(v)
+    case .result(let v)?: writer.writeRaw(0x2A); writer.writeMessage(v)
+    case .announceApps(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .templateRequest(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .completeEvent(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .appClosed(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .resumeSession(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .sceneConnected(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .sceneDisconnected(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    case .appEvent(let v)?: writer.writeRaw(0xB2, 0x01); writer.writeMessage(v)
+    case .sessionConfiguration(let v)?: writer.writeRaw(0xBA, 0x01); writer.writeMessage(v)
+    case .launchApp(let v)?: writer.writeRaw(0xF2, 0x01); writer.writeMessage(v)
+    case .hmiInput(let v)?: writer.writeRaw(0xFA, 0x01); writer.writeMessage(v)
+    case .setVehicleState(let v)?: writer.writeRaw(0x82, 0x02); writer.writeMessage(v)
+    case .getStatus(let v)?: writer.writeRaw(0x8A, 0x02); writer.writeMessage(v)
+    case .closeApp(let v)?: writer.writeRaw(0x92, 0x02); writer.writeMessage(v)
+    case .getImage(let v)?: writer.writeRaw(0x9A, 0x02); writer.writeMessage(v)
+    case .homeScreen(let v)?: writer.writeRaw(0xC2, 0x02); writer.writeMessage(v)
+    case .screenUpdate(let v)?: writer.writeRaw(0xCA, 0x02); writer.writeMessage(v)
+    case .imageData(let v)?: writer.writeRaw(0xD2, 0x02); writer.writeMessage(v)
+    case .navigationRequest(let v)?: writer.writeRaw(0xE2, 0x03); writer.writeMessage(v)
+    case .navigationEvent(let v)?: writer.writeRaw(0xEA, 0x03); writer.writeMessage(v)
+    case .navigationInput(let v)?: writer.writeRaw(0xF2, 0x03); writer.writeMessage(v)
+    case .subscribeMetadata(let v)?: writer.writeRaw(0xFA, 0x03); writer.writeMessage(v)
+    case .metadataUpdate(let v)?: writer.writeRaw(0x82, 0x04); writer.writeMessage(v)
+    case .clusterInput(let v)?: writer.writeRaw(0x8A, 0x04); writer.writeMessage(v)
+    case .serveProtocols(let v)?: writer.writeRaw(0x82, 0x05); writer.writeMessage(v)
+    case .accessoryAvailability(let v)?: writer.writeRaw(0x8A, 0x05); writer.writeMessage(v)
+    case .openSession(let v)?: writer.writeRaw(0x92, 0x05); writer.writeMessage(v)
+    case .sessionRequested(let v)?: writer.writeRaw(0x9A, 0x05); writer.writeMessage(v)
+    case .answerSession(let v)?: writer.writeRaw(0xA2, 0x05); writer.writeMessage(v)
+    case .sessionOpened(let v)?: writer.writeRaw(0xAA, 0x05); writer.writeMessage(v)
+    case .closeSession(let v)?: writer.writeRaw(0xB2, 0x05); writer.writeMessage(v)
+    case .sessionClosed(let v)?: writer.writeRaw(0xBA, 0x05); writer.writeMessage(v)
+    case .sessionCredit(let v)?: writer.writeRaw(0xC2, 0x05); writer.writeMessage(v)
+    case .sessionFinished(let v)?: writer.writeRaw(0xCA, 0x05); writer.writeMessage(v)
+    case .startPairing(let v)?: writer.writeRaw(0xD2, 0x05); writer.writeMessage(v)
+    case .pair(let v)?: writer.writeRaw(0xDA, 0x05); writer.writeMessage(v)
+    case .authenticate(let v)?: writer.writeRaw(0xE2, 0x05); writer.writeMessage(v)
+    case .listPairedDevices(let v)?: writer.writeRaw(0xEA, 0x05); writer.writeMessage(v)
+    case .removePairedDevice(let v)?: writer.writeRaw(0xF2, 0x05); writer.writeMessage(v)
+    case .pairStart(let v)?: writer.writeRaw(0xFA, 0x05); writer.writeMessage(v)
+    case .pairingAttempt(let v)?: writer.writeRaw(0x82, 0x06); writer.writeMessage(v)
+    case .remoteCommands(let v)?: writer.writeRaw(0xA2, 0x06); writer.writeMessage(v)
+    case .sendRemoteCommand(let v)?: writer.writeRaw(0xAA, 0x06); writer.writeMessage(v)
+    case .carButton(let v)?: writer.writeRaw(0xB2, 0x06); writer.writeMessage(v)
+    case .remoteCommandEvent(let v)?: writer.writeRaw(0xBA, 0x06); writer.writeMessage(v)
+    case .remoteCommandAnswer(let v)?: writer.writeRaw(0xC2, 0x06); writer.writeMessage(v)
+    case .openAudioStream(let v)?: writer.writeRaw(0xCA, 0x06); writer.writeMessage(v)
+    case .closeAudioStream(let v)?: writer.writeRaw(0xD2, 0x06); writer.writeMessage(v)
+    case .audioCredit(let v)?: writer.writeRaw(0xDA, 0x06); writer.writeMessage(v)
+    case .audioStreamClosed(let v)?: writer.writeRaw(0xE2, 0x06); writer.writeMessage(v)
+    case .microphoneStarted(let v)?: writer.writeRaw(0xEA, 0x06); writer.writeMessage(v)
+    case .watchAudio(let v)?: writer.writeRaw(0xF2, 0x06); writer.writeMessage(v)
+    case .watchVideo(let v)?: writer.writeRaw(0x9A, 0x07); writer.writeMessage(v)
+    case .videoStreams(let v)?: writer.writeRaw(0xA2, 0x07); writer.writeMessage(v)
+    case .requestKeyframe(let v)?: writer.writeRaw(0xAA, 0x07); writer.writeMessage(v)
+    case .callReport(let v)?: writer.writeRaw(0xC2, 0x07); writer.writeMessage(v)
+    case .callRequest(let v)?: writer.writeRaw(0xCA, 0x07); writer.writeMessage(v)
+    case .callActionEvent(let v)?: writer.writeRaw(0xD2, 0x07); writer.writeMessage(v)
+    case .callActionAnswer(let v)?: writer.writeRaw(0xDA, 0x07); writer.writeMessage(v)
+    case .callActionTimedOut(let v)?: writer.writeRaw(0xE2, 0x07); writer.writeMessage(v)
+    case .callInput(let v)?: writer.writeRaw(0xEA, 0x07); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if self.requestID != 0 { size += 1 + WireSize.varint(UInt64(self.requestID)) }
-    if case .hello(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .welcome(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .goodbye(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .result(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .announceApps(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .templateRequest(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .completeEvent(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .appClosed(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .resumeSession(let v)? = self.body { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .sceneConnected(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sceneDisconnected(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .appEvent(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sessionConfiguration(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .launchApp(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .hmiInput(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .setVehicleState(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .getStatus(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .closeApp(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .getImage(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .homeScreen(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .screenUpdate(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .imageData(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .navigationRequest(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .navigationEvent(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .navigationInput(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .subscribeMetadata(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .metadataUpdate(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .clusterInput(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .serveProtocols(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .accessoryAvailability(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .openSession(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sessionRequested(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .answerSession(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sessionOpened(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .closeSession(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sessionClosed(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sessionCredit(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sessionFinished(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .startPairing(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .pair(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .authenticate(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .listPairedDevices(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .removePairedDevice(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .pairStart(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .pairingAttempt(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .remoteCommands(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sendRemoteCommand(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .carButton(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .remoteCommandEvent(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .remoteCommandAnswer(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .openAudioStream(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .closeAudioStream(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .audioCredit(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .audioStreamClosed(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .microphoneStarted(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .watchAudio(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .watchVideo(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .videoStreams(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .requestKeyframe(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callReport(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callRequest(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callActionEvent(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callActionAnswer(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callActionTimedOut(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callInput(let v)? = self.body { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.body {
+    case .hello(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .welcome(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .goodbye(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .result(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .announceApps(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .templateRequest(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .completeEvent(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .appClosed(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .resumeSession(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .sceneConnected(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sceneDisconnected(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .appEvent(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sessionConfiguration(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .launchApp(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .hmiInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .setVehicleState(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .getStatus(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .closeApp(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .getImage(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .homeScreen(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .screenUpdate(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .imageData(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .navigationRequest(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .navigationEvent(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .navigationInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .subscribeMetadata(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .metadataUpdate(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .clusterInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .serveProtocols(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .accessoryAvailability(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .openSession(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sessionRequested(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .answerSession(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sessionOpened(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .closeSession(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sessionClosed(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sessionCredit(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sessionFinished(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .startPairing(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .pair(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .authenticate(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .listPairedDevices(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .removePairedDevice(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .pairStart(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .pairingAttempt(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .remoteCommands(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sendRemoteCommand(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .carButton(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .remoteCommandEvent(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .remoteCommandAnswer(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .openAudioStream(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .closeAudioStream(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .audioCredit(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .audioStreamClosed(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .microphoneStarted(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .watchAudio(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .watchVideo(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .videoStreams(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .requestKeyframe(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callReport(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callRequest(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callActionEvent(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callActionAnswer(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callActionTimedOut(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
-    if case .hello(let v)? = self.body { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .welcome(let v)? = self.body { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .goodbye(let v)? = self.body { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .result(let v)? = self.body { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .announceApps(let v)? = self.body { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .templateRequest(let v)? = self.body { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .completeEvent(let v)? = self.body { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .appClosed(let v)? = self.body { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .resumeSession(let v)? = self.body { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sceneConnected(let v)? = self.body { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sceneDisconnected(let v)? = self.body { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .appEvent(let v)? = self.body { if try walker.enter(v, field: 22, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sessionConfiguration(let v)? = self.body { if try walker.enter(v, field: 23, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .launchApp(let v)? = self.body { if try walker.enter(v, field: 30, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .hmiInput(let v)? = self.body { if try walker.enter(v, field: 31, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setVehicleState(let v)? = self.body { if try walker.enter(v, field: 32, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .getStatus(let v)? = self.body { if try walker.enter(v, field: 33, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .closeApp(let v)? = self.body { if try walker.enter(v, field: 34, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .getImage(let v)? = self.body { if try walker.enter(v, field: 35, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .homeScreen(let v)? = self.body { if try walker.enter(v, field: 40, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .screenUpdate(let v)? = self.body { if try walker.enter(v, field: 41, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .imageData(let v)? = self.body { if try walker.enter(v, field: 42, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .navigationRequest(let v)? = self.body { if try walker.enter(v, field: 60, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .navigationEvent(let v)? = self.body { if try walker.enter(v, field: 61, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .navigationInput(let v)? = self.body { if try walker.enter(v, field: 62, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .subscribeMetadata(let v)? = self.body { if try walker.enter(v, field: 63, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .metadataUpdate(let v)? = self.body { if try walker.enter(v, field: 64, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .clusterInput(let v)? = self.body { if try walker.enter(v, field: 65, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .serveProtocols(let v)? = self.body { if try walker.enter(v, field: 80, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .accessoryAvailability(let v)? = self.body { if try walker.enter(v, field: 81, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .openSession(let v)? = self.body { if try walker.enter(v, field: 82, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sessionRequested(let v)? = self.body { if try walker.enter(v, field: 83, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .answerSession(let v)? = self.body { if try walker.enter(v, field: 84, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sessionOpened(let v)? = self.body { if try walker.enter(v, field: 85, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .closeSession(let v)? = self.body { if try walker.enter(v, field: 86, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sessionClosed(let v)? = self.body { if try walker.enter(v, field: 87, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sessionCredit(let v)? = self.body { if try walker.enter(v, field: 88, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sessionFinished(let v)? = self.body { if try walker.enter(v, field: 89, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .startPairing(let v)? = self.body { if try walker.enter(v, field: 90, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pair(let v)? = self.body { if try walker.enter(v, field: 91, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .authenticate(let v)? = self.body { if try walker.enter(v, field: 92, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .listPairedDevices(let v)? = self.body { if try walker.enter(v, field: 93, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .removePairedDevice(let v)? = self.body { if try walker.enter(v, field: 94, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pairStart(let v)? = self.body { if try walker.enter(v, field: 95, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pairingAttempt(let v)? = self.body { if try walker.enter(v, field: 96, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .remoteCommands(let v)? = self.body { if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sendRemoteCommand(let v)? = self.body { if try walker.enter(v, field: 101, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .carButton(let v)? = self.body { if try walker.enter(v, field: 102, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .remoteCommandEvent(let v)? = self.body { if try walker.enter(v, field: 103, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .remoteCommandAnswer(let v)? = self.body { if try walker.enter(v, field: 104, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .openAudioStream(let v)? = self.body { if try walker.enter(v, field: 105, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .closeAudioStream(let v)? = self.body { if try walker.enter(v, field: 106, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .audioCredit(let v)? = self.body { if try walker.enter(v, field: 107, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .audioStreamClosed(let v)? = self.body { if try walker.enter(v, field: 108, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .microphoneStarted(let v)? = self.body { if try walker.enter(v, field: 109, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .watchAudio(let v)? = self.body { if try walker.enter(v, field: 110, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .watchVideo(let v)? = self.body { if try walker.enter(v, field: 115, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .videoStreams(let v)? = self.body { if try walker.enter(v, field: 116, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .requestKeyframe(let v)? = self.body { if try walker.enter(v, field: 117, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callReport(let v)? = self.body { if try walker.enter(v, field: 120, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callRequest(let v)? = self.body { if try walker.enter(v, field: 121, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callActionEvent(let v)? = self.body { if try walker.enter(v, field: 122, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callActionAnswer(let v)? = self.body { if try walker.enter(v, field: 123, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callActionTimedOut(let v)? = self.body { if try walker.enter(v, field: 124, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callInput(let v)? = self.body { if try walker.enter(v, field: 125, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.body {
+    case .hello(let v)?: if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() }
+    case .welcome(let v)?: if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() }
+    case .goodbye(let v)?: if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() }
+    case .result(let v)?: if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() }
+    case .announceApps(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .templateRequest(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .completeEvent(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .appClosed(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .resumeSession(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sceneConnected(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sceneDisconnected(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    case .appEvent(let v)?: if try walker.enter(v, field: 22, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sessionConfiguration(let v)?: if try walker.enter(v, field: 23, index: nil) { try v.walk(&walker); walker.leave() }
+    case .launchApp(let v)?: if try walker.enter(v, field: 30, index: nil) { try v.walk(&walker); walker.leave() }
+    case .hmiInput(let v)?: if try walker.enter(v, field: 31, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setVehicleState(let v)?: if try walker.enter(v, field: 32, index: nil) { try v.walk(&walker); walker.leave() }
+    case .getStatus(let v)?: if try walker.enter(v, field: 33, index: nil) { try v.walk(&walker); walker.leave() }
+    case .closeApp(let v)?: if try walker.enter(v, field: 34, index: nil) { try v.walk(&walker); walker.leave() }
+    case .getImage(let v)?: if try walker.enter(v, field: 35, index: nil) { try v.walk(&walker); walker.leave() }
+    case .homeScreen(let v)?: if try walker.enter(v, field: 40, index: nil) { try v.walk(&walker); walker.leave() }
+    case .screenUpdate(let v)?: if try walker.enter(v, field: 41, index: nil) { try v.walk(&walker); walker.leave() }
+    case .imageData(let v)?: if try walker.enter(v, field: 42, index: nil) { try v.walk(&walker); walker.leave() }
+    case .navigationRequest(let v)?: if try walker.enter(v, field: 60, index: nil) { try v.walk(&walker); walker.leave() }
+    case .navigationEvent(let v)?: if try walker.enter(v, field: 61, index: nil) { try v.walk(&walker); walker.leave() }
+    case .navigationInput(let v)?: if try walker.enter(v, field: 62, index: nil) { try v.walk(&walker); walker.leave() }
+    case .subscribeMetadata(let v)?: if try walker.enter(v, field: 63, index: nil) { try v.walk(&walker); walker.leave() }
+    case .metadataUpdate(let v)?: if try walker.enter(v, field: 64, index: nil) { try v.walk(&walker); walker.leave() }
+    case .clusterInput(let v)?: if try walker.enter(v, field: 65, index: nil) { try v.walk(&walker); walker.leave() }
+    case .serveProtocols(let v)?: if try walker.enter(v, field: 80, index: nil) { try v.walk(&walker); walker.leave() }
+    case .accessoryAvailability(let v)?: if try walker.enter(v, field: 81, index: nil) { try v.walk(&walker); walker.leave() }
+    case .openSession(let v)?: if try walker.enter(v, field: 82, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sessionRequested(let v)?: if try walker.enter(v, field: 83, index: nil) { try v.walk(&walker); walker.leave() }
+    case .answerSession(let v)?: if try walker.enter(v, field: 84, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sessionOpened(let v)?: if try walker.enter(v, field: 85, index: nil) { try v.walk(&walker); walker.leave() }
+    case .closeSession(let v)?: if try walker.enter(v, field: 86, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sessionClosed(let v)?: if try walker.enter(v, field: 87, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sessionCredit(let v)?: if try walker.enter(v, field: 88, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sessionFinished(let v)?: if try walker.enter(v, field: 89, index: nil) { try v.walk(&walker); walker.leave() }
+    case .startPairing(let v)?: if try walker.enter(v, field: 90, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pair(let v)?: if try walker.enter(v, field: 91, index: nil) { try v.walk(&walker); walker.leave() }
+    case .authenticate(let v)?: if try walker.enter(v, field: 92, index: nil) { try v.walk(&walker); walker.leave() }
+    case .listPairedDevices(let v)?: if try walker.enter(v, field: 93, index: nil) { try v.walk(&walker); walker.leave() }
+    case .removePairedDevice(let v)?: if try walker.enter(v, field: 94, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pairStart(let v)?: if try walker.enter(v, field: 95, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pairingAttempt(let v)?: if try walker.enter(v, field: 96, index: nil) { try v.walk(&walker); walker.leave() }
+    case .remoteCommands(let v)?: if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sendRemoteCommand(let v)?: if try walker.enter(v, field: 101, index: nil) { try v.walk(&walker); walker.leave() }
+    case .carButton(let v)?: if try walker.enter(v, field: 102, index: nil) { try v.walk(&walker); walker.leave() }
+    case .remoteCommandEvent(let v)?: if try walker.enter(v, field: 103, index: nil) { try v.walk(&walker); walker.leave() }
+    case .remoteCommandAnswer(let v)?: if try walker.enter(v, field: 104, index: nil) { try v.walk(&walker); walker.leave() }
+    case .openAudioStream(let v)?: if try walker.enter(v, field: 105, index: nil) { try v.walk(&walker); walker.leave() }
+    case .closeAudioStream(let v)?: if try walker.enter(v, field: 106, index: nil) { try v.walk(&walker); walker.leave() }
+    case .audioCredit(let v)?: if try walker.enter(v, field: 107, index: nil) { try v.walk(&walker); walker.leave() }
+    case .audioStreamClosed(let v)?: if try walker.enter(v, field: 108, index: nil) { try v.walk(&walker); walker.leave() }
+    case .microphoneStarted(let v)?: if try walker.enter(v, field: 109, index: nil) { try v.walk(&walker); walker.leave() }
+    case .watchAudio(let v)?: if try walker.enter(v, field: 110, index: nil) { try v.walk(&walker); walker.leave() }
+    case .watchVideo(let v)?: if try walker.enter(v, field: 115, index: nil) { try v.walk(&walker); walker.leave() }
+    case .videoStreams(let v)?: if try walker.enter(v, field: 116, index: nil) { try v.walk(&walker); walker.leave() }
+    case .requestKeyframe(let v)?: if try walker.enter(v, field: 117, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callReport(let v)?: if try walker.enter(v, field: 120, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callRequest(let v)?: if try walker.enter(v, field: 121, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callActionEvent(let v)?: if try walker.enter(v, field: 122, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callActionAnswer(let v)?: if try walker.enter(v, field: 123, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callActionTimedOut(let v)?: if try walker.enter(v, field: 124, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callInput(let v)?: if try walker.enter(v, field: 125, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -2869,55 +3078,85 @@ extension HUResult: WireMessage {
         case 26: self.limit = try reader.readString()
         case 32: self.limitValue = try reader.readUInt32()
         case 82:
-          var v = HUAppDecisions()
-          if case .appDecisions(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .appDecisions(v)
+          if case .appDecisions(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .appDecisions(v)
+          } else {
+            self.detail = .appDecisions(try reader.readMessage(HUAppDecisions.self))
+          }
         case 90:
-          var v = HUStatus()
-          if case .status(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .status(v)
+          if case .status(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .status(v)
+          } else {
+            self.detail = .status(try reader.readMessage(HUStatus.self))
+          }
         case 98:
-          var v = HUTemplateShown()
-          if case .templateShown(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .templateShown(v)
+          if case .templateShown(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .templateShown(v)
+          } else {
+            self.detail = .templateShown(try reader.readMessage(HUTemplateShown.self))
+          }
         case 106:
-          var v = HUResumed()
-          if case .resumed(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .resumed(v)
+          if case .resumed(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .resumed(v)
+          } else {
+            self.detail = .resumed(try reader.readMessage(HUResumed.self))
+          }
         case 162:
-          var v = HUAccessorySession()
-          if case .accessorySession(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .accessorySession(v)
+          if case .accessorySession(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .accessorySession(v)
+          } else {
+            self.detail = .accessorySession(try reader.readMessage(HUAccessorySession.self))
+          }
         case 170:
-          var v = HUPairingInfo()
-          if case .pairing(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .pairing(v)
+          if case .pairing(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .pairing(v)
+          } else {
+            self.detail = .pairing(try reader.readMessage(HUPairingInfo.self))
+          }
         case 202:
-          var v = HUImageData()
-          if case .imageData(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .imageData(v)
+          if case .imageData(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .imageData(v)
+          } else {
+            self.detail = .imageData(try reader.readMessage(HUImageData.self))
+          }
         case 802:
-          var v = HURemoteCommandOutcome()
-          if case .remoteCommand(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .remoteCommand(v)
+          if case .remoteCommand(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .remoteCommand(v)
+          } else {
+            self.detail = .remoteCommand(try reader.readMessage(HURemoteCommandOutcome.self))
+          }
         case 842:
-          var v = HUAudioStreamInfo()
-          if case .audioStream(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .audioStream(v)
+          if case .audioStream(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .audioStream(v)
+          } else {
+            self.detail = .audioStream(try reader.readMessage(HUAudioStreamInfo.self))
+          }
         case 962:
-          var v = HUCallActionOutcome()
-          if case .callAction(let m)? = self.detail { v = m; self.detail = nil }
-          try reader.mergeMessage(&v)
-          self.detail = .callAction(v)
+          if case .callAction(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .callAction(v)
+          } else {
+            self.detail = .callAction(try reader.readMessage(HUCallActionOutcome.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -2928,16 +3167,19 @@ extension HUResult: WireMessage {
     if !self.message.isEmpty { writer.writeRaw(0x12); writer.writeString(self.message) }
     if !self.limit.isEmpty { writer.writeRaw(0x1A); writer.writeString(self.limit) }
     if self.limitValue != 0 { writer.writeRaw(0x20); writer.writeUInt32(self.limitValue) }
-    if case .appDecisions(let v)? = self.detail { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .status(let v)? = self.detail { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .templateShown(let v)? = self.detail { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .resumed(let v)? = self.detail { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .accessorySession(let v)? = self.detail { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .pairing(let v)? = self.detail { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
-    if case .imageData(let v)? = self.detail { writer.writeRaw(0xCA, 0x01); writer.writeMessage(v) }
-    if case .remoteCommand(let v)? = self.detail { writer.writeRaw(0xA2, 0x06); writer.writeMessage(v) }
-    if case .audioStream(let v)? = self.detail { writer.writeRaw(0xCA, 0x06); writer.writeMessage(v) }
-    if case .callAction(let v)? = self.detail { writer.writeRaw(0xC2, 0x07); writer.writeMessage(v) }
+    switch self.detail {
+    case .appDecisions(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .status(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .templateShown(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .resumed(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .accessorySession(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .pairing(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    case .imageData(let v)?: writer.writeRaw(0xCA, 0x01); writer.writeMessage(v)
+    case .remoteCommand(let v)?: writer.writeRaw(0xA2, 0x06); writer.writeMessage(v)
+    case .audioStream(let v)?: writer.writeRaw(0xCA, 0x06); writer.writeMessage(v)
+    case .callAction(let v)?: writer.writeRaw(0xC2, 0x07); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
@@ -2946,16 +3188,19 @@ extension HUResult: WireMessage {
     if !self.message.isEmpty { size += 1 + WireSize.delimited(self.message.utf8.count) }
     if !self.limit.isEmpty { size += 1 + WireSize.delimited(self.limit.utf8.count) }
     if self.limitValue != 0 { size += 1 + WireSize.varint(UInt64(self.limitValue)) }
-    if case .appDecisions(let v)? = self.detail { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .status(let v)? = self.detail { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .templateShown(let v)? = self.detail { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .resumed(let v)? = self.detail { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .accessorySession(let v)? = self.detail { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .pairing(let v)? = self.detail { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .imageData(let v)? = self.detail { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .remoteCommand(let v)? = self.detail { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .audioStream(let v)? = self.detail { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callAction(let v)? = self.detail { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.detail {
+    case .appDecisions(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .status(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .templateShown(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .resumed(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .accessorySession(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .pairing(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .imageData(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .remoteCommand(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .audioStream(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callAction(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
@@ -2963,16 +3208,19 @@ extension HUResult: WireMessage {
     if self.code.rawValue != 0 { let v = self.code; try walker.enumValue(v, field: 1) }
     if !self.message.isEmpty { let v = self.message; try walker.string(v, field: 2, index: nil) }
     if !self.limit.isEmpty { let v = self.limit; try walker.string(v, field: 3, index: nil) }
-    if case .appDecisions(let v)? = self.detail { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .status(let v)? = self.detail { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .templateShown(let v)? = self.detail { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .resumed(let v)? = self.detail { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .accessorySession(let v)? = self.detail { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pairing(let v)? = self.detail { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .imageData(let v)? = self.detail { if try walker.enter(v, field: 25, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .remoteCommand(let v)? = self.detail { if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .audioStream(let v)? = self.detail { if try walker.enter(v, field: 105, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callAction(let v)? = self.detail { if try walker.enter(v, field: 120, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.detail {
+    case .appDecisions(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .status(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .templateShown(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .resumed(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .accessorySession(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pairing(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    case .imageData(let v)?: if try walker.enter(v, field: 25, index: nil) { try v.walk(&walker); walker.leave() }
+    case .remoteCommand(let v)?: if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() }
+    case .audioStream(let v)?: if try walker.enter(v, field: 105, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callAction(let v)?: if try walker.enter(v, field: 120, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 

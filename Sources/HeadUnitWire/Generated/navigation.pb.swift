@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUPauseReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUPauseReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case arrived // = 1
@@ -40,10 +40,15 @@ public enum HUPauseReason: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUPauseReason] = [.unspecified, .arrived, .loading, .locating, .rerouting, .proceedToRoute]
 }
 
-public enum HUManeuverDisplayStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUManeuverDisplayStyle: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case `default` // = 0
   case leadingSymbol // = 1
@@ -76,10 +81,15 @@ public enum HUManeuverDisplayStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUManeuverDisplayStyle] = [.default, .leadingSymbol, .trailingSymbol, .instructionOnly, .symbolOnly]
 }
 
-public enum HUManeuverType: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUManeuverType: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case noTurn // = 1
@@ -262,10 +272,15 @@ public enum HUManeuverType: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUManeuverType] = [.unspecified, .noTurn, .leftTurn, .rightTurn, .straightAhead, .uTurn, .followRoad, .enterRoundabout, .exitRoundabout, .offRamp, .onRamp, .arriveEndOfNavigation, .startRoute, .arriveAtDestination, .keepLeft, .keepRight, .enterFerry, .exitFerry, .changeFerry, .startRouteWithUTurn, .uTurnAtRoundabout, .leftTurnAtEnd, .rightTurnAtEnd, .highwayOffRampLeft, .highwayOffRampRight, .arriveAtDestinationLeft, .arriveAtDestinationRight, .uTurnWhenPossible, .arriveEndOfDirections, .roundaboutExit1, .roundaboutExit2, .roundaboutExit3, .roundaboutExit4, .roundaboutExit5, .roundaboutExit6, .roundaboutExit7, .roundaboutExit8, .roundaboutExit9, .roundaboutExit10, .roundaboutExit11, .roundaboutExit12, .roundaboutExit13, .roundaboutExit14, .roundaboutExit15, .roundaboutExit16, .roundaboutExit17, .roundaboutExit18, .roundaboutExit19, .sharpLeftTurn, .sharpRightTurn, .slightLeftTurn, .slightRightTurn, .changeHighway, .changeHighwayLeft, .changeHighwayRight]
 }
 
-public enum HUJunctionType: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUJunctionType: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case intersection // = 1
@@ -292,10 +307,15 @@ public enum HUJunctionType: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUJunctionType] = [.unspecified, .intersection, .roundabout]
 }
 
-public enum HUTrafficSide: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUTrafficSide: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case right // = 1
@@ -322,10 +342,15 @@ public enum HUTrafficSide: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUTrafficSide] = [.unspecified, .right, .left]
 }
 
-public enum HUManeuverState: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUManeuverState: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case `continue` // = 1
@@ -358,10 +383,15 @@ public enum HUManeuverState: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUManeuverState] = [.unspecified, .continue, .initial, .prepare, .execute]
 }
 
-public enum HULaneStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HULaneStatus: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case notGood // = 1
@@ -391,10 +421,15 @@ public enum HULaneStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HULaneStatus] = [.unspecified, .notGood, .good, .preferred]
 }
 
-public enum HUPromptStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUPromptStyle: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case none // = 1
@@ -424,10 +459,15 @@ public enum HUPromptStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUPromptStyle] = [.unspecified, .none, .short, .normal]
 }
 
-public enum HUNavigationEndReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUNavigationEndReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case finished // = 1
@@ -472,10 +512,15 @@ public enum HUNavigationEndReason: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUNavigationEndReason] = [.unspecified, .finished, .cancelledByApp, .nativeNavigation, .appClosed, .closedByCar, .phoneGone, .shuttingDown, .otherApp]
 }
 
-public enum HUAlertDismissReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUAlertDismissReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case timeout // = 1
@@ -508,10 +553,15 @@ public enum HUAlertDismissReason: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUAlertDismissReason] = [.unspecified, .timeout, .userAction, .app, .system]
 }
 
-public enum HUPanDirection: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUPanDirection: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case up // = 1
@@ -544,10 +594,15 @@ public enum HUPanDirection: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUPanDirection] = [.unspecified, .up, .down, .left, .right]
 }
 
-public enum HUClusterSetting: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUClusterSetting: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case enabled // = 1
@@ -577,10 +632,15 @@ public enum HUClusterSetting: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUClusterSetting] = [.unspecified, .enabled, .disabled, .userPreference]
 }
 
-public enum HUGuidanceState: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUGuidanceState: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case idle // = 0
   case active // = 1
@@ -610,10 +670,15 @@ public enum HUGuidanceState: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUGuidanceState] = [.idle, .active, .paused, .ended]
 }
 
-public enum HUAudioOwner: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUAudioOwner: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
   case car // = 1
@@ -638,6 +703,11 @@ public enum HUAudioOwner: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .phone: return 2
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUAudioOwner] = [.none, .car, .phone]
@@ -3406,110 +3476,173 @@ extension HUNavigationRequest: WireMessage {
       switch tag {
         case 10: self.appID = try reader.readString()
         case 82:
-          var v = HUTripPreviews()
-          if case .showTripPreviews(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .showTripPreviews(v)
+          if case .showTripPreviews(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .showTripPreviews(v)
+          } else {
+            self.op = .showTripPreviews(try reader.readMessage(HUTripPreviews.self))
+          }
         case 90:
-          var v = HUHideTripPreviews()
-          if case .hideTripPreviews(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .hideTripPreviews(v)
+          if case .hideTripPreviews(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .hideTripPreviews(v)
+          } else {
+            self.op = .hideTripPreviews(try reader.readMessage(HUHideTripPreviews.self))
+          }
         case 98:
-          var v = HUStartNavigation()
-          if case .start(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .start(v)
+          if case .start(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .start(v)
+          } else {
+            self.op = .start(try reader.readMessage(HUStartNavigation.self))
+          }
         case 106:
-          var v = HUPauseNavigation()
-          if case .pause(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .pause(v)
+          if case .pause(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .pause(v)
+          } else {
+            self.op = .pause(try reader.readMessage(HUPauseNavigation.self))
+          }
         case 114:
-          var v = HUManeuverUpdate()
-          if case .updateManeuvers(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .updateManeuvers(v)
+          if case .updateManeuvers(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .updateManeuvers(v)
+          } else {
+            self.op = .updateManeuvers(try reader.readMessage(HUManeuverUpdate.self))
+          }
         case 122:
-          var v = HUEstimatesUpdate()
-          if case .updateEstimates(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .updateEstimates(v)
+          if case .updateEstimates(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .updateEstimates(v)
+          } else {
+            self.op = .updateEstimates(try reader.readMessage(HUEstimatesUpdate.self))
+          }
         case 130:
-          var v = HUFinishNavigation()
-          if case .finish(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .finish(v)
+          if case .finish(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .finish(v)
+          } else {
+            self.op = .finish(try reader.readMessage(HUFinishNavigation.self))
+          }
         case 138:
-          var v = HUCancelNavigation()
-          if case .cancel(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .cancel(v)
+          if case .cancel(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .cancel(v)
+          } else {
+            self.op = .cancel(try reader.readMessage(HUCancelNavigation.self))
+          }
         case 146:
-          var v = HUNavigationAlert()
-          if case .showAlert(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .showAlert(v)
+          if case .showAlert(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .showAlert(v)
+          } else {
+            self.op = .showAlert(try reader.readMessage(HUNavigationAlert.self))
+          }
         case 154:
-          var v = HUDismissNavigationAlert()
-          if case .dismissAlert(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .dismissAlert(v)
+          if case .dismissAlert(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .dismissAlert(v)
+          } else {
+            self.op = .dismissAlert(try reader.readMessage(HUDismissNavigationAlert.self))
+          }
         case 162:
-          var v = HUDashboardButtons()
-          if case .setDashboardButtons(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setDashboardButtons(v)
+          if case .setDashboardButtons(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setDashboardButtons(v)
+          } else {
+            self.op = .setDashboardButtons(try reader.readMessage(HUDashboardButtons.self))
+          }
         case 170:
-          var v = HUShowPanning()
-          if case .showPanning(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .showPanning(v)
+          if case .showPanning(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .showPanning(v)
+          } else {
+            self.op = .showPanning(try reader.readMessage(HUShowPanning.self))
+          }
         case 178:
-          var v = HUDismissPanning()
-          if case .dismissPanning(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .dismissPanning(v)
+          if case .dismissPanning(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .dismissPanning(v)
+          } else {
+            self.op = .dismissPanning(try reader.readMessage(HUDismissPanning.self))
+          }
         case 186:
-          var v = HUClusterDescriptions()
-          if case .setClusterDescriptions(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setClusterDescriptions(v)
+          if case .setClusterDescriptions(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setClusterDescriptions(v)
+          } else {
+            self.op = .setClusterDescriptions(try reader.readMessage(HUClusterDescriptions.self))
+          }
         case 194:
-          var v = HUAudioPrompt()
-          if case .startPrompt(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .startPrompt(v)
+          if case .startPrompt(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .startPrompt(v)
+          } else {
+            self.op = .startPrompt(try reader.readMessage(HUAudioPrompt.self))
+          }
         case 202:
-          var v = HUEndPrompt()
-          if case .endPrompt(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .endPrompt(v)
+          if case .endPrompt(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .endPrompt(v)
+          } else {
+            self.op = .endPrompt(try reader.readMessage(HUEndPrompt.self))
+          }
         case 210:
-          var v = HUVoiceSession()
-          if case .setVoiceSession(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setVoiceSession(v)
+          if case .setVoiceSession(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setVoiceSession(v)
+          } else {
+            self.op = .setVoiceSession(try reader.readMessage(HUVoiceSession.self))
+          }
         case 218:
-          var v = HULaneGuidances()
-          if case .addLaneGuidances(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .addLaneGuidances(v)
+          if case .addLaneGuidances(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .addLaneGuidances(v)
+          } else {
+            self.op = .addLaneGuidances(try reader.readMessage(HULaneGuidances.self))
+          }
         case 226:
-          var v = HUCurrentLaneGuidance()
-          if case .setCurrentLaneGuidance(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setCurrentLaneGuidance(v)
+          if case .setCurrentLaneGuidance(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setCurrentLaneGuidance(v)
+          } else {
+            self.op = .setCurrentLaneGuidance(try reader.readMessage(HUCurrentLaneGuidance.self))
+          }
         case 234:
-          var v = HUCurrentRoadName()
-          if case .setCurrentRoadName(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setCurrentRoadName(v)
+          if case .setCurrentRoadName(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setCurrentRoadName(v)
+          } else {
+            self.op = .setCurrentRoadName(try reader.readMessage(HUCurrentRoadName.self))
+          }
         case 242:
-          var v = HUCurrentManeuverState()
-          if case .setManeuverState(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setManeuverState(v)
+          if case .setManeuverState(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setManeuverState(v)
+          } else {
+            self.op = .setManeuverState(try reader.readMessage(HUCurrentManeuverState.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -3517,79 +3650,88 @@ extension HUNavigationRequest: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
-    if case .showTripPreviews(let v)? = self.op { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .hideTripPreviews(let v)? = self.op { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .start(let v)? = self.op { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .pause(let v)? = self.op { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .updateManeuvers(let v)? = self.op { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .updateEstimates(let v)? = self.op { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .finish(let v)? = self.op { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .cancel(let v)? = self.op { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
-    if case .showAlert(let v)? = self.op { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .dismissAlert(let v)? = self.op { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .setDashboardButtons(let v)? = self.op { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .showPanning(let v)? = self.op { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
-    if case .dismissPanning(let v)? = self.op { writer.writeRaw(0xB2, 0x01); writer.writeMessage(v) }
-    if case .setClusterDescriptions(let v)? = self.op { writer.writeRaw(0xBA, 0x01); writer.writeMessage(v) }
-    if case .startPrompt(let v)? = self.op { writer.writeRaw(0xC2, 0x01); writer.writeMessage(v) }
-    if case .endPrompt(let v)? = self.op { writer.writeRaw(0xCA, 0x01); writer.writeMessage(v) }
-    if case .setVoiceSession(let v)? = self.op { writer.writeRaw(0xD2, 0x01); writer.writeMessage(v) }
-    if case .addLaneGuidances(let v)? = self.op { writer.writeRaw(0xDA, 0x01); writer.writeMessage(v) }
-    if case .setCurrentLaneGuidance(let v)? = self.op { writer.writeRaw(0xE2, 0x01); writer.writeMessage(v) }
-    if case .setCurrentRoadName(let v)? = self.op { writer.writeRaw(0xEA, 0x01); writer.writeMessage(v) }
-    if case .setManeuverState(let v)? = self.op { writer.writeRaw(0xF2, 0x01); writer.writeMessage(v) }
+    switch self.op {
+    case .showTripPreviews(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .hideTripPreviews(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .start(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .pause(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .updateManeuvers(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .updateEstimates(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .finish(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .cancel(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    case .showAlert(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .dismissAlert(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .setDashboardButtons(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .showPanning(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    case .dismissPanning(let v)?: writer.writeRaw(0xB2, 0x01); writer.writeMessage(v)
+    case .setClusterDescriptions(let v)?: writer.writeRaw(0xBA, 0x01); writer.writeMessage(v)
+    case .startPrompt(let v)?: writer.writeRaw(0xC2, 0x01); writer.writeMessage(v)
+    case .endPrompt(let v)?: writer.writeRaw(0xCA, 0x01); writer.writeMessage(v)
+    case .setVoiceSession(let v)?: writer.writeRaw(0xD2, 0x01); writer.writeMessage(v)
+    case .addLaneGuidances(let v)?: writer.writeRaw(0xDA, 0x01); writer.writeMessage(v)
+    case .setCurrentLaneGuidance(let v)?: writer.writeRaw(0xE2, 0x01); writer.writeMessage(v)
+    case .setCurrentRoadName(let v)?: writer.writeRaw(0xEA, 0x01); writer.writeMessage(v)
+    case .setManeuverState(let v)?: writer.writeRaw(0xF2, 0x01); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
-    if case .showTripPreviews(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .hideTripPreviews(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .start(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .pause(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .updateManeuvers(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .updateEstimates(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .finish(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .cancel(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .showAlert(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .dismissAlert(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .setDashboardButtons(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .showPanning(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .dismissPanning(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .setClusterDescriptions(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .startPrompt(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .endPrompt(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .setVoiceSession(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .addLaneGuidances(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .setCurrentLaneGuidance(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .setCurrentRoadName(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .setManeuverState(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.op {
+    case .showTripPreviews(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .hideTripPreviews(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .start(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .pause(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .updateManeuvers(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .updateEstimates(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .finish(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .cancel(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .showAlert(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .dismissAlert(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .setDashboardButtons(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .showPanning(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .dismissPanning(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .setClusterDescriptions(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .startPrompt(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .endPrompt(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .setVoiceSession(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .addLaneGuidances(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .setCurrentLaneGuidance(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .setCurrentRoadName(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .setManeuverState(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
-    if case .showTripPreviews(let v)? = self.op { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .hideTripPreviews(let v)? = self.op { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .start(let v)? = self.op { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pause(let v)? = self.op { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .updateManeuvers(let v)? = self.op { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .updateEstimates(let v)? = self.op { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .finish(let v)? = self.op { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .cancel(let v)? = self.op { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .showAlert(let v)? = self.op { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .dismissAlert(let v)? = self.op { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setDashboardButtons(let v)? = self.op { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .showPanning(let v)? = self.op { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .dismissPanning(let v)? = self.op { if try walker.enter(v, field: 22, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setClusterDescriptions(let v)? = self.op { if try walker.enter(v, field: 23, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .startPrompt(let v)? = self.op { if try walker.enter(v, field: 24, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .endPrompt(let v)? = self.op { if try walker.enter(v, field: 25, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setVoiceSession(let v)? = self.op { if try walker.enter(v, field: 26, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .addLaneGuidances(let v)? = self.op { if try walker.enter(v, field: 27, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setCurrentLaneGuidance(let v)? = self.op { if try walker.enter(v, field: 28, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setCurrentRoadName(let v)? = self.op { if try walker.enter(v, field: 29, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setManeuverState(let v)? = self.op { if try walker.enter(v, field: 30, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.op {
+    case .showTripPreviews(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .hideTripPreviews(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .start(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pause(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .updateManeuvers(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .updateEstimates(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .finish(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .cancel(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    case .showAlert(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .dismissAlert(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setDashboardButtons(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .showPanning(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    case .dismissPanning(let v)?: if try walker.enter(v, field: 22, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setClusterDescriptions(let v)?: if try walker.enter(v, field: 23, index: nil) { try v.walk(&walker); walker.leave() }
+    case .startPrompt(let v)?: if try walker.enter(v, field: 24, index: nil) { try v.walk(&walker); walker.leave() }
+    case .endPrompt(let v)?: if try walker.enter(v, field: 25, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setVoiceSession(let v)?: if try walker.enter(v, field: 26, index: nil) { try v.walk(&walker); walker.leave() }
+    case .addLaneGuidances(let v)?: if try walker.enter(v, field: 27, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setCurrentLaneGuidance(let v)?: if try walker.enter(v, field: 28, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setCurrentRoadName(let v)?: if try walker.enter(v, field: 29, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setManeuverState(let v)?: if try walker.enter(v, field: 30, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -5003,42 +5145,63 @@ extension HUNavigationEvent: WireMessage {
         case 10: self.appID = try reader.readString()
         case 16: self.sceneID = try reader.readUInt32()
         case 82:
-          var v = HUTripChosen()
-          if case .tripPreviewed(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .tripPreviewed(v)
+          if case .tripPreviewed(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .tripPreviewed(v)
+          } else {
+            self.kind = .tripPreviewed(try reader.readMessage(HUTripChosen.self))
+          }
         case 90:
-          var v = HUTripChosen()
-          if case .tripStarted(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .tripStarted(v)
+          if case .tripStarted(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .tripStarted(v)
+          } else {
+            self.kind = .tripStarted(try reader.readMessage(HUTripChosen.self))
+          }
         case 98:
-          var v = HUNavigationEnded()
-          if case .navigationCancelled(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .navigationCancelled(v)
+          if case .navigationCancelled(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .navigationCancelled(v)
+          } else {
+            self.kind = .navigationCancelled(try reader.readMessage(HUNavigationEnded.self))
+          }
         case 106:
-          var v = HUAlertDismissed()
-          if case .alertDismissed(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .alertDismissed(v)
+          if case .alertDismissed(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .alertDismissed(v)
+          } else {
+            self.kind = .alertDismissed(try reader.readMessage(HUAlertDismissed.self))
+          }
         case 114:
-          var v = HUPanEvent()
-          if case .panning(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .panning(v)
+          if case .panning(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .panning(v)
+          } else {
+            self.kind = .panning(try reader.readMessage(HUPanEvent.self))
+          }
         case 122: self.kind = .dashboardButtonPressed(try reader.readString())
         case 130:
-          var v = HUClusterInput()
-          if case .clusterInput(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .clusterInput(v)
+          if case .clusterInput(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .clusterInput(v)
+          } else {
+            self.kind = .clusterInput(try reader.readMessage(HUClusterInput.self))
+          }
         case 136: self.kind = .promptStyle(HUPromptStyle(rawValue: try reader.readEnumValue()) ?? HUPromptStyle())
         case 146:
-          var v = HUBannerSelected()
-          if case .bannerSelected(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .bannerSelected(v)
+          if case .bannerSelected(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .bannerSelected(v)
+          } else {
+            self.kind = .bannerSelected(try reader.readMessage(HUBannerSelected.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -5047,44 +5210,53 @@ extension HUNavigationEvent: WireMessage {
   public func encode(to writer: inout WireWriter) {
     if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
     if self.sceneID != 0 { writer.writeRaw(0x10); writer.writeUInt32(self.sceneID) }
-    if case .tripPreviewed(let v)? = self.kind { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .tripStarted(let v)? = self.kind { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .navigationCancelled(let v)? = self.kind { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .alertDismissed(let v)? = self.kind { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .panning(let v)? = self.kind { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .dashboardButtonPressed(let v)? = self.kind { writer.writeRaw(0x7A); writer.writeString(v) }
-    if case .clusterInput(let v)? = self.kind { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .promptStyle(let v)? = self.kind { writer.writeRaw(0x88, 0x01); writer.writeEnumValue(v.rawValue) }
-    if case .bannerSelected(let v)? = self.kind { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
+    switch self.kind {
+    case .tripPreviewed(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .tripStarted(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .navigationCancelled(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .alertDismissed(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .panning(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .dashboardButtonPressed(let v)?: writer.writeRaw(0x7A); writer.writeString(v)
+    case .clusterInput(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .promptStyle(let v)?: writer.writeRaw(0x88, 0x01); writer.writeEnumValue(v.rawValue)
+    case .bannerSelected(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
     if self.sceneID != 0 { size += 1 + WireSize.varint(UInt64(self.sceneID)) }
-    if case .tripPreviewed(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .tripStarted(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .navigationCancelled(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .alertDismissed(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .panning(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .dashboardButtonPressed(let v)? = self.kind { size += 1 + WireSize.delimited(v.utf8.count) }
-    if case .clusterInput(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .promptStyle(let v)? = self.kind { size += 2 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue))) }
-    if case .bannerSelected(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.kind {
+    case .tripPreviewed(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .tripStarted(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .navigationCancelled(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .alertDismissed(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .panning(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .dashboardButtonPressed(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    case .clusterInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .promptStyle(let v)?: size += 2 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
+    case .bannerSelected(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
-    if case .tripPreviewed(let v)? = self.kind { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .tripStarted(let v)? = self.kind { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .navigationCancelled(let v)? = self.kind { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .alertDismissed(let v)? = self.kind { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .panning(let v)? = self.kind { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .dashboardButtonPressed(let v)? = self.kind { try walker.string(v, field: 15, index: nil) }
-    if case .clusterInput(let v)? = self.kind { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .promptStyle(let v)? = self.kind { try walker.enumValue(v, field: 17) }
-    if case .bannerSelected(let v)? = self.kind { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.kind {
+    case .tripPreviewed(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .tripStarted(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .navigationCancelled(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .alertDismissed(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .panning(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .dashboardButtonPressed(let v)?: try walker.string(v, field: 15, index: nil)
+    case .clusterInput(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .promptStyle(let v)?: try walker.enumValue(v, field: 17)
+    case .bannerSelected(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -5409,21 +5581,30 @@ extension HUPanEvent: WireMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    if case .began(let v)? = self.kind { writer.writeRaw(0x08); writer.writeBool(v) }
-    if case .ended(let v)? = self.kind { writer.writeRaw(0x10); writer.writeBool(v) }
-    if case .direction(let v)? = self.kind { writer.writeRaw(0x18); writer.writeEnumValue(v.rawValue) }
+    switch self.kind {
+    case .began(let v)?: writer.writeRaw(0x08); writer.writeBool(v)
+    case .ended(let v)?: writer.writeRaw(0x10); writer.writeBool(v)
+    case .direction(let v)?: writer.writeRaw(0x18); writer.writeEnumValue(v.rawValue)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
-    if case .began(let v)? = self.kind { size += 1 + 1 }
-    if case .ended(let v)? = self.kind { size += 1 + 1 }
-    if case .direction(let v)? = self.kind { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue))) }
+    switch self.kind {
+    case .began(let v)?: size += 1 + 1
+    case .ended(let v)?: size += 1 + 1
+    case .direction(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
-    if case .direction(let v)? = self.kind { try walker.enumValue(v, field: 3) }
+    switch self.kind {
+    case .direction(let v)?: try walker.enumValue(v, field: 3)
+    default: break
+    }
   }
 }
 
@@ -5559,33 +5740,48 @@ extension HUNavigationInput: WireMessage {
       switch tag {
         case 10: self.appID = try reader.readString()
         case 82:
-          var v = HUTripChosen()
-          if case .previewTrip(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .previewTrip(v)
+          if case .previewTrip(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .previewTrip(v)
+          } else {
+            self.kind = .previewTrip(try reader.readMessage(HUTripChosen.self))
+          }
         case 90:
-          var v = HUTripChosen()
-          if case .startTrip(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .startTrip(v)
+          if case .startTrip(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .startTrip(v)
+          } else {
+            self.kind = .startTrip(try reader.readMessage(HUTripChosen.self))
+          }
         case 98: self.kind = .alertAction(try reader.readString())
         case 106:
-          var v = HUDismissNavigationAlert()
-          if case .dismissAlert(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .dismissAlert(v)
+          if case .dismissAlert(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .dismissAlert(v)
+          } else {
+            self.kind = .dismissAlert(try reader.readMessage(HUDismissNavigationAlert.self))
+          }
         case 112: self.kind = .pan(HUPanDirection(rawValue: try reader.readEnumValue()) ?? HUPanDirection())
         case 122:
-          var v = HUDismissPanning()
-          if case .exitPanning(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .exitPanning(v)
+          if case .exitPanning(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .exitPanning(v)
+          } else {
+            self.kind = .exitPanning(try reader.readMessage(HUDismissPanning.self))
+          }
         case 130: self.kind = .dashboardButton(try reader.readString())
         case 138:
-          var v = HUSelectBanner()
-          if case .selectBanner(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectBanner(v)
+          if case .selectBanner(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectBanner(v)
+          } else {
+            self.kind = .selectBanner(try reader.readMessage(HUSelectBanner.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -5593,40 +5789,49 @@ extension HUNavigationInput: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
-    if case .previewTrip(let v)? = self.kind { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .startTrip(let v)? = self.kind { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .alertAction(let v)? = self.kind { writer.writeRaw(0x62); writer.writeString(v) }
-    if case .dismissAlert(let v)? = self.kind { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .pan(let v)? = self.kind { writer.writeRaw(0x70); writer.writeEnumValue(v.rawValue) }
-    if case .exitPanning(let v)? = self.kind { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .dashboardButton(let v)? = self.kind { writer.writeRaw(0x82, 0x01); writer.writeString(v) }
-    if case .selectBanner(let v)? = self.kind { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
+    switch self.kind {
+    case .previewTrip(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .startTrip(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .alertAction(let v)?: writer.writeRaw(0x62); writer.writeString(v)
+    case .dismissAlert(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .pan(let v)?: writer.writeRaw(0x70); writer.writeEnumValue(v.rawValue)
+    case .exitPanning(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .dashboardButton(let v)?: writer.writeRaw(0x82, 0x01); writer.writeString(v)
+    case .selectBanner(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
-    if case .previewTrip(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .startTrip(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .alertAction(let v)? = self.kind { size += 1 + WireSize.delimited(v.utf8.count) }
-    if case .dismissAlert(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .pan(let v)? = self.kind { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue))) }
-    if case .exitPanning(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .dashboardButton(let v)? = self.kind { size += 2 + WireSize.delimited(v.utf8.count) }
-    if case .selectBanner(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.kind {
+    case .previewTrip(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .startTrip(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .alertAction(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    case .dismissAlert(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .pan(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
+    case .exitPanning(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .dashboardButton(let v)?: size += 2 + WireSize.delimited(v.utf8.count)
+    case .selectBanner(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
-    if case .previewTrip(let v)? = self.kind { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .startTrip(let v)? = self.kind { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .alertAction(let v)? = self.kind { try walker.string(v, field: 12, index: nil) }
-    if case .dismissAlert(let v)? = self.kind { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pan(let v)? = self.kind { try walker.enumValue(v, field: 14) }
-    if case .exitPanning(let v)? = self.kind { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .dashboardButton(let v)? = self.kind { try walker.string(v, field: 16, index: nil) }
-    if case .selectBanner(let v)? = self.kind { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.kind {
+    case .previewTrip(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .startTrip(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .alertAction(let v)?: try walker.string(v, field: 12, index: nil)
+    case .dismissAlert(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pan(let v)?: try walker.enumValue(v, field: 14)
+    case .exitPanning(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .dashboardButton(let v)?: try walker.string(v, field: 16, index: nil)
+    case .selectBanner(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -5797,24 +6002,33 @@ extension HUClusterInput: WireMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    if case .zoomIn(let v)? = self.kind { writer.writeRaw(0x08); writer.writeBool(v) }
-    if case .zoomOut(let v)? = self.kind { writer.writeRaw(0x10); writer.writeBool(v) }
-    if case .compass(let v)? = self.kind { writer.writeRaw(0x18); writer.writeEnumValue(v.rawValue) }
-    if case .speedLimit(let v)? = self.kind { writer.writeRaw(0x20); writer.writeEnumValue(v.rawValue) }
+    switch self.kind {
+    case .zoomIn(let v)?: writer.writeRaw(0x08); writer.writeBool(v)
+    case .zoomOut(let v)?: writer.writeRaw(0x10); writer.writeBool(v)
+    case .compass(let v)?: writer.writeRaw(0x18); writer.writeEnumValue(v.rawValue)
+    case .speedLimit(let v)?: writer.writeRaw(0x20); writer.writeEnumValue(v.rawValue)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
-    if case .zoomIn(let v)? = self.kind { size += 1 + 1 }
-    if case .zoomOut(let v)? = self.kind { size += 1 + 1 }
-    if case .compass(let v)? = self.kind { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue))) }
-    if case .speedLimit(let v)? = self.kind { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue))) }
+    switch self.kind {
+    case .zoomIn(let v)?: size += 1 + 1
+    case .zoomOut(let v)?: size += 1 + 1
+    case .compass(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
+    case .speedLimit(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
-    if case .compass(let v)? = self.kind { try walker.enumValue(v, field: 3) }
-    if case .speedLimit(let v)? = self.kind { try walker.enumValue(v, field: 4) }
+    switch self.kind {
+    case .compass(let v)?: try walker.enumValue(v, field: 3)
+    case .speedLimit(let v)?: try walker.enumValue(v, field: 4)
+    default: break
+    }
   }
 }
 

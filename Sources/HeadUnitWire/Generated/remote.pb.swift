@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HURemoteCommand: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HURemoteCommand: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case play // = 1
@@ -70,10 +70,15 @@ public enum HURemoteCommand: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HURemoteCommand] = [.unspecified, .play, .pause, .togglePlayPause, .stop, .nextTrack, .previousTrack, .skipForward, .skipBackward, .changePlaybackPosition, .changePlaybackRate, .like, .dislike, .bookmark, .changeShuffleMode, .changeRepeatMode]
 }
 
-public enum HUShuffleMode: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUShuffleMode: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case off // = 1
@@ -103,10 +108,15 @@ public enum HUShuffleMode: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUShuffleMode] = [.unspecified, .off, .items, .collections]
 }
 
-public enum HURepeatMode: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HURepeatMode: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case off // = 1
@@ -136,10 +146,15 @@ public enum HURepeatMode: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HURepeatMode] = [.unspecified, .off, .one, .all]
 }
 
-public enum HUCarButton: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUCarButton: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case playPause // = 1
@@ -178,10 +193,15 @@ public enum HUCarButton: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUCarButton] = [.unspecified, .playPause, .play, .pause, .stop, .next, .previous]
 }
 
-public enum HURemoteCommandStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HURemoteCommandStatus: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case success // = 1
@@ -215,6 +235,11 @@ public enum HURemoteCommandStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .commandFailed: return 5
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HURemoteCommandStatus] = [.unspecified, .success, .noSuchContent, .noActionableNowPlayingItem, .deviceNotFound, .commandFailed]

@@ -1770,166 +1770,262 @@ extension HUScenarioStep: WireMessage {
         case 10: self.note = try reader.readString()
         case 16: self.pauseMs = try reader.readUInt32()
         case 82:
-          var v = HUScenarioLaunch()
-          if case .launch(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .launch(v)
+          if case .launch(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .launch(v)
+          } else {
+            self.action = .launch(try reader.readMessage(HUScenarioLaunch.self))
+          }
         case 90:
-          var v = HUScenarioRequest()
-          if case .request(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .request(v)
+          if case .request(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .request(v)
+          } else {
+            self.action = .request(try reader.readMessage(HUScenarioRequest.self))
+          }
         case 98:
-          var v = HUScenarioHmiInput()
-          if case .hmiInput(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .hmiInput(v)
+          if case .hmiInput(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .hmiInput(v)
+          } else {
+            self.action = .hmiInput(try reader.readMessage(HUScenarioHmiInput.self))
+          }
         case 106:
-          var v = HUScenarioExpectEvent()
-          if case .expectEvent(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectEvent(v)
+          if case .expectEvent(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectEvent(v)
+          } else {
+            self.action = .expectEvent(try reader.readMessage(HUScenarioExpectEvent.self))
+          }
         case 114:
-          var v = HUScenarioCompleteEvent()
-          if case .completeEvent(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .completeEvent(v)
+          if case .completeEvent(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .completeEvent(v)
+          } else {
+            self.action = .completeEvent(try reader.readMessage(HUScenarioCompleteEvent.self))
+          }
         case 122:
-          var v = HUScenarioSetVehicleState()
-          if case .setVehicleState(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .setVehicleState(v)
+          if case .setVehicleState(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .setVehicleState(v)
+          } else {
+            self.action = .setVehicleState(try reader.readMessage(HUScenarioSetVehicleState.self))
+          }
         case 130:
-          var v = HUScenarioCloseApp()
-          if case .closeApp(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .closeApp(v)
+          if case .closeApp(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .closeApp(v)
+          } else {
+            self.action = .closeApp(try reader.readMessage(HUScenarioCloseApp.self))
+          }
         case 136: self.action = .waitMs(try reader.readUInt32())
         case 146:
-          var v = HUScenarioExpectScreen()
-          if case .expectScreen(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectScreen(v)
+          if case .expectScreen(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectScreen(v)
+          } else {
+            self.action = .expectScreen(try reader.readMessage(HUScenarioExpectScreen.self))
+          }
         case 154:
-          var v = HUScenarioDisconnect()
-          if case .disconnect(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .disconnect(v)
+          if case .disconnect(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .disconnect(v)
+          } else {
+            self.action = .disconnect(try reader.readMessage(HUScenarioDisconnect.self))
+          }
         case 162:
-          var v = HUScenarioServe()
-          if case .serve(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .serve(v)
+          if case .serve(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .serve(v)
+          } else {
+            self.action = .serve(try reader.readMessage(HUScenarioServe.self))
+          }
         case 170:
-          var v = HUScenarioOpenSession()
-          if case .openSession(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .openSession(v)
+          if case .openSession(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .openSession(v)
+          } else {
+            self.action = .openSession(try reader.readMessage(HUScenarioOpenSession.self))
+          }
         case 178:
-          var v = HUScenarioExpectHome()
-          if case .expectHome(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectHome(v)
+          if case .expectHome(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectHome(v)
+          } else {
+            self.action = .expectHome(try reader.readMessage(HUScenarioExpectHome.self))
+          }
         case 186:
-          var v = HUScenarioPair()
-          if case .pair(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .pair(v)
+          if case .pair(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .pair(v)
+          } else {
+            self.action = .pair(try reader.readMessage(HUScenarioPair.self))
+          }
         case 482:
-          var v = HUScenarioNavigate()
-          if case .navigate(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .navigate(v)
+          if case .navigate(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .navigate(v)
+          } else {
+            self.action = .navigate(try reader.readMessage(HUScenarioNavigate.self))
+          }
         case 490:
-          var v = HUScenarioNavigationInput()
-          if case .navigationInput(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .navigationInput(v)
+          if case .navigationInput(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .navigationInput(v)
+          } else {
+            self.action = .navigationInput(try reader.readMessage(HUScenarioNavigationInput.self))
+          }
         case 498:
-          var v = HUScenarioExpectNavigationEvent()
-          if case .expectNavigationEvent(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectNavigationEvent(v)
+          if case .expectNavigationEvent(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectNavigationEvent(v)
+          } else {
+            self.action = .expectNavigationEvent(try reader.readMessage(HUScenarioExpectNavigationEvent.self))
+          }
         case 506:
-          var v = HUScenarioExpectMetadata()
-          if case .expectMetadata(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectMetadata(v)
+          if case .expectMetadata(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectMetadata(v)
+          } else {
+            self.action = .expectMetadata(try reader.readMessage(HUScenarioExpectMetadata.self))
+          }
         case 514:
-          var v = HUScenarioClusterInput()
-          if case .clusterInput(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .clusterInput(v)
+          if case .clusterInput(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .clusterInput(v)
+          } else {
+            self.action = .clusterInput(try reader.readMessage(HUScenarioClusterInput.self))
+          }
         case 522:
-          var v = HUScenarioSelectBanner()
-          if case .selectBanner(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .selectBanner(v)
+          if case .selectBanner(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .selectBanner(v)
+          } else {
+            self.action = .selectBanner(try reader.readMessage(HUScenarioSelectBanner.self))
+          }
         case 562:
-          var v = HUScenarioRemoteCommands()
-          if case .remoteCommands(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .remoteCommands(v)
+          if case .remoteCommands(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .remoteCommands(v)
+          } else {
+            self.action = .remoteCommands(try reader.readMessage(HUScenarioRemoteCommands.self))
+          }
         case 570:
-          var v = HUScenarioRemoteCommand()
-          if case .remoteCommand(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .remoteCommand(v)
+          if case .remoteCommand(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .remoteCommand(v)
+          } else {
+            self.action = .remoteCommand(try reader.readMessage(HUScenarioRemoteCommand.self))
+          }
         case 642:
-          var v = HUScenarioReportCall()
-          if case .reportCall(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .reportCall(v)
+          if case .reportCall(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .reportCall(v)
+          } else {
+            self.action = .reportCall(try reader.readMessage(HUScenarioReportCall.self))
+          }
         case 650:
-          var v = HUScenarioCallInput()
-          if case .callInput(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .callInput(v)
+          if case .callInput(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .callInput(v)
+          } else {
+            self.action = .callInput(try reader.readMessage(HUScenarioCallInput.self))
+          }
         case 658:
-          var v = HUScenarioExpectCall()
-          if case .expectCall(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectCall(v)
+          if case .expectCall(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectCall(v)
+          } else {
+            self.action = .expectCall(try reader.readMessage(HUScenarioExpectCall.self))
+          }
         case 722:
-          var v = HUScenarioOpenAudioStream()
-          if case .openAudioStream(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .openAudioStream(v)
+          if case .openAudioStream(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .openAudioStream(v)
+          } else {
+            self.action = .openAudioStream(try reader.readMessage(HUScenarioOpenAudioStream.self))
+          }
         case 730:
-          var v = HUScenarioSendAudio()
-          if case .sendAudio(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .sendAudio(v)
+          if case .sendAudio(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .sendAudio(v)
+          } else {
+            self.action = .sendAudio(try reader.readMessage(HUScenarioSendAudio.self))
+          }
         case 738:
-          var v = HUScenarioCloseAudioStream()
-          if case .closeAudioStream(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .closeAudioStream(v)
+          if case .closeAudioStream(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .closeAudioStream(v)
+          } else {
+            self.action = .closeAudioStream(try reader.readMessage(HUScenarioCloseAudioStream.self))
+          }
         case 746:
-          var v = HUScenarioExpectAudioStreamClosed()
-          if case .expectAudioStreamClosed(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectAudioStreamClosed(v)
+          if case .expectAudioStreamClosed(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectAudioStreamClosed(v)
+          } else {
+            self.action = .expectAudioStreamClosed(try reader.readMessage(HUScenarioExpectAudioStreamClosed.self))
+          }
         case 802:
-          var v = HUScenarioWatchVideo()
-          if case .watchVideo(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .watchVideo(v)
+          if case .watchVideo(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .watchVideo(v)
+          } else {
+            self.action = .watchVideo(try reader.readMessage(HUScenarioWatchVideo.self))
+          }
         case 810:
-          var v = HUScenarioSendVideo()
-          if case .sendVideo(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .sendVideo(v)
+          if case .sendVideo(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .sendVideo(v)
+          } else {
+            self.action = .sendVideo(try reader.readMessage(HUScenarioSendVideo.self))
+          }
         case 818:
-          var v = HUScenarioExpectVideo()
-          if case .expectVideo(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .expectVideo(v)
+          if case .expectVideo(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectVideo(v)
+          } else {
+            self.action = .expectVideo(try reader.readMessage(HUScenarioExpectVideo.self))
+          }
         case 826:
-          var v = HUScenarioRequestKeyframe()
-          if case .requestKeyframe(let m)? = self.action { v = m; self.action = nil }
-          try reader.mergeMessage(&v)
-          self.action = .requestKeyframe(v)
+          if case .requestKeyframe(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .requestKeyframe(v)
+          } else {
+            self.action = .requestKeyframe(try reader.readMessage(HUScenarioRequestKeyframe.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -1938,115 +2034,124 @@ extension HUScenarioStep: WireMessage {
   public func encode(to writer: inout WireWriter) {
     if !self.note.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.note) }
     if self.pauseMs != 0 { writer.writeRaw(0x10); writer.writeUInt32(self.pauseMs) }
-    if case .launch(let v)? = self.action { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .request(let v)? = self.action { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .hmiInput(let v)? = self.action { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .expectEvent(let v)? = self.action { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .completeEvent(let v)? = self.action { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .setVehicleState(let v)? = self.action { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .closeApp(let v)? = self.action { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .waitMs(let v)? = self.action { writer.writeRaw(0x88, 0x01); writer.writeUInt32(v) }
-    if case .expectScreen(let v)? = self.action { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .disconnect(let v)? = self.action { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .serve(let v)? = self.action { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .openSession(let v)? = self.action { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
-    if case .expectHome(let v)? = self.action { writer.writeRaw(0xB2, 0x01); writer.writeMessage(v) }
-    if case .pair(let v)? = self.action { writer.writeRaw(0xBA, 0x01); writer.writeMessage(v) }
-    if case .navigate(let v)? = self.action { writer.writeRaw(0xE2, 0x03); writer.writeMessage(v) }
-    if case .navigationInput(let v)? = self.action { writer.writeRaw(0xEA, 0x03); writer.writeMessage(v) }
-    if case .expectNavigationEvent(let v)? = self.action { writer.writeRaw(0xF2, 0x03); writer.writeMessage(v) }
-    if case .expectMetadata(let v)? = self.action { writer.writeRaw(0xFA, 0x03); writer.writeMessage(v) }
-    if case .clusterInput(let v)? = self.action { writer.writeRaw(0x82, 0x04); writer.writeMessage(v) }
-    if case .selectBanner(let v)? = self.action { writer.writeRaw(0x8A, 0x04); writer.writeMessage(v) }
-    if case .remoteCommands(let v)? = self.action { writer.writeRaw(0xB2, 0x04); writer.writeMessage(v) }
-    if case .remoteCommand(let v)? = self.action { writer.writeRaw(0xBA, 0x04); writer.writeMessage(v) }
-    if case .reportCall(let v)? = self.action { writer.writeRaw(0x82, 0x05); writer.writeMessage(v) }
-    if case .callInput(let v)? = self.action { writer.writeRaw(0x8A, 0x05); writer.writeMessage(v) }
-    if case .expectCall(let v)? = self.action { writer.writeRaw(0x92, 0x05); writer.writeMessage(v) }
-    if case .openAudioStream(let v)? = self.action { writer.writeRaw(0xD2, 0x05); writer.writeMessage(v) }
-    if case .sendAudio(let v)? = self.action { writer.writeRaw(0xDA, 0x05); writer.writeMessage(v) }
-    if case .closeAudioStream(let v)? = self.action { writer.writeRaw(0xE2, 0x05); writer.writeMessage(v) }
-    if case .expectAudioStreamClosed(let v)? = self.action { writer.writeRaw(0xEA, 0x05); writer.writeMessage(v) }
-    if case .watchVideo(let v)? = self.action { writer.writeRaw(0xA2, 0x06); writer.writeMessage(v) }
-    if case .sendVideo(let v)? = self.action { writer.writeRaw(0xAA, 0x06); writer.writeMessage(v) }
-    if case .expectVideo(let v)? = self.action { writer.writeRaw(0xB2, 0x06); writer.writeMessage(v) }
-    if case .requestKeyframe(let v)? = self.action { writer.writeRaw(0xBA, 0x06); writer.writeMessage(v) }
+    switch self.action {
+    case .launch(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .request(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .hmiInput(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .expectEvent(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .completeEvent(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .setVehicleState(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .closeApp(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .waitMs(let v)?: writer.writeRaw(0x88, 0x01); writer.writeUInt32(v)
+    case .expectScreen(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .disconnect(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .serve(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .openSession(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    case .expectHome(let v)?: writer.writeRaw(0xB2, 0x01); writer.writeMessage(v)
+    case .pair(let v)?: writer.writeRaw(0xBA, 0x01); writer.writeMessage(v)
+    case .navigate(let v)?: writer.writeRaw(0xE2, 0x03); writer.writeMessage(v)
+    case .navigationInput(let v)?: writer.writeRaw(0xEA, 0x03); writer.writeMessage(v)
+    case .expectNavigationEvent(let v)?: writer.writeRaw(0xF2, 0x03); writer.writeMessage(v)
+    case .expectMetadata(let v)?: writer.writeRaw(0xFA, 0x03); writer.writeMessage(v)
+    case .clusterInput(let v)?: writer.writeRaw(0x82, 0x04); writer.writeMessage(v)
+    case .selectBanner(let v)?: writer.writeRaw(0x8A, 0x04); writer.writeMessage(v)
+    case .remoteCommands(let v)?: writer.writeRaw(0xB2, 0x04); writer.writeMessage(v)
+    case .remoteCommand(let v)?: writer.writeRaw(0xBA, 0x04); writer.writeMessage(v)
+    case .reportCall(let v)?: writer.writeRaw(0x82, 0x05); writer.writeMessage(v)
+    case .callInput(let v)?: writer.writeRaw(0x8A, 0x05); writer.writeMessage(v)
+    case .expectCall(let v)?: writer.writeRaw(0x92, 0x05); writer.writeMessage(v)
+    case .openAudioStream(let v)?: writer.writeRaw(0xD2, 0x05); writer.writeMessage(v)
+    case .sendAudio(let v)?: writer.writeRaw(0xDA, 0x05); writer.writeMessage(v)
+    case .closeAudioStream(let v)?: writer.writeRaw(0xE2, 0x05); writer.writeMessage(v)
+    case .expectAudioStreamClosed(let v)?: writer.writeRaw(0xEA, 0x05); writer.writeMessage(v)
+    case .watchVideo(let v)?: writer.writeRaw(0xA2, 0x06); writer.writeMessage(v)
+    case .sendVideo(let v)?: writer.writeRaw(0xAA, 0x06); writer.writeMessage(v)
+    case .expectVideo(let v)?: writer.writeRaw(0xB2, 0x06); writer.writeMessage(v)
+    case .requestKeyframe(let v)?: writer.writeRaw(0xBA, 0x06); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.note.isEmpty { size += 1 + WireSize.delimited(self.note.utf8.count) }
     if self.pauseMs != 0 { size += 1 + WireSize.varint(UInt64(self.pauseMs)) }
-    if case .launch(let v)? = self.action { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .request(let v)? = self.action { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .hmiInput(let v)? = self.action { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .expectEvent(let v)? = self.action { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .completeEvent(let v)? = self.action { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .setVehicleState(let v)? = self.action { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .closeApp(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .waitMs(let v)? = self.action { size += 2 + WireSize.varint(UInt64(v)) }
-    if case .expectScreen(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .disconnect(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .serve(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .openSession(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .expectHome(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .pair(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .navigate(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .navigationInput(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .expectNavigationEvent(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .expectMetadata(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .clusterInput(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .selectBanner(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .remoteCommands(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .remoteCommand(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .reportCall(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .callInput(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .expectCall(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .openAudioStream(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sendAudio(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .closeAudioStream(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .expectAudioStreamClosed(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .watchVideo(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .sendVideo(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .expectVideo(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .requestKeyframe(let v)? = self.action { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.action {
+    case .launch(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .request(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .hmiInput(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .expectEvent(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .completeEvent(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .setVehicleState(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .closeApp(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .waitMs(let v)?: size += 2 + WireSize.varint(UInt64(v))
+    case .expectScreen(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .disconnect(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .serve(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .openSession(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .expectHome(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .pair(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .navigate(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .navigationInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .expectNavigationEvent(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .expectMetadata(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .clusterInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .selectBanner(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .remoteCommands(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .remoteCommand(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .reportCall(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .callInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .expectCall(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .openAudioStream(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sendAudio(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .closeAudioStream(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .expectAudioStreamClosed(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .watchVideo(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .sendVideo(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .expectVideo(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .requestKeyframe(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.note.isEmpty { let v = self.note; try walker.string(v, field: 1, index: nil) }
-    if case .launch(let v)? = self.action { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .request(let v)? = self.action { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .hmiInput(let v)? = self.action { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectEvent(let v)? = self.action { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .completeEvent(let v)? = self.action { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .setVehicleState(let v)? = self.action { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .closeApp(let v)? = self.action { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectScreen(let v)? = self.action { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .disconnect(let v)? = self.action { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .serve(let v)? = self.action { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .openSession(let v)? = self.action { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectHome(let v)? = self.action { if try walker.enter(v, field: 22, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pair(let v)? = self.action { if try walker.enter(v, field: 23, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .navigate(let v)? = self.action { if try walker.enter(v, field: 60, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .navigationInput(let v)? = self.action { if try walker.enter(v, field: 61, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectNavigationEvent(let v)? = self.action { if try walker.enter(v, field: 62, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectMetadata(let v)? = self.action { if try walker.enter(v, field: 63, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .clusterInput(let v)? = self.action { if try walker.enter(v, field: 64, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .selectBanner(let v)? = self.action { if try walker.enter(v, field: 65, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .remoteCommands(let v)? = self.action { if try walker.enter(v, field: 70, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .remoteCommand(let v)? = self.action { if try walker.enter(v, field: 71, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .reportCall(let v)? = self.action { if try walker.enter(v, field: 80, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .callInput(let v)? = self.action { if try walker.enter(v, field: 81, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectCall(let v)? = self.action { if try walker.enter(v, field: 82, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .openAudioStream(let v)? = self.action { if try walker.enter(v, field: 90, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sendAudio(let v)? = self.action { if try walker.enter(v, field: 91, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .closeAudioStream(let v)? = self.action { if try walker.enter(v, field: 92, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectAudioStreamClosed(let v)? = self.action { if try walker.enter(v, field: 93, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .watchVideo(let v)? = self.action { if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .sendVideo(let v)? = self.action { if try walker.enter(v, field: 101, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .expectVideo(let v)? = self.action { if try walker.enter(v, field: 102, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .requestKeyframe(let v)? = self.action { if try walker.enter(v, field: 103, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.action {
+    case .launch(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .request(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .hmiInput(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectEvent(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .completeEvent(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .setVehicleState(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .closeApp(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectScreen(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .disconnect(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .serve(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .openSession(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectHome(let v)?: if try walker.enter(v, field: 22, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pair(let v)?: if try walker.enter(v, field: 23, index: nil) { try v.walk(&walker); walker.leave() }
+    case .navigate(let v)?: if try walker.enter(v, field: 60, index: nil) { try v.walk(&walker); walker.leave() }
+    case .navigationInput(let v)?: if try walker.enter(v, field: 61, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectNavigationEvent(let v)?: if try walker.enter(v, field: 62, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectMetadata(let v)?: if try walker.enter(v, field: 63, index: nil) { try v.walk(&walker); walker.leave() }
+    case .clusterInput(let v)?: if try walker.enter(v, field: 64, index: nil) { try v.walk(&walker); walker.leave() }
+    case .selectBanner(let v)?: if try walker.enter(v, field: 65, index: nil) { try v.walk(&walker); walker.leave() }
+    case .remoteCommands(let v)?: if try walker.enter(v, field: 70, index: nil) { try v.walk(&walker); walker.leave() }
+    case .remoteCommand(let v)?: if try walker.enter(v, field: 71, index: nil) { try v.walk(&walker); walker.leave() }
+    case .reportCall(let v)?: if try walker.enter(v, field: 80, index: nil) { try v.walk(&walker); walker.leave() }
+    case .callInput(let v)?: if try walker.enter(v, field: 81, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectCall(let v)?: if try walker.enter(v, field: 82, index: nil) { try v.walk(&walker); walker.leave() }
+    case .openAudioStream(let v)?: if try walker.enter(v, field: 90, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sendAudio(let v)?: if try walker.enter(v, field: 91, index: nil) { try v.walk(&walker); walker.leave() }
+    case .closeAudioStream(let v)?: if try walker.enter(v, field: 92, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectAudioStreamClosed(let v)?: if try walker.enter(v, field: 93, index: nil) { try v.walk(&walker); walker.leave() }
+    case .watchVideo(let v)?: if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() }
+    case .sendVideo(let v)?: if try walker.enter(v, field: 101, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectVideo(let v)?: if try walker.enter(v, field: 102, index: nil) { try v.walk(&walker); walker.leave() }
+    case .requestKeyframe(let v)?: if try walker.enter(v, field: 103, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -2332,56 +2437,86 @@ extension HUScenarioRequest: WireMessage {
         case 16: self.sceneID = try reader.readUInt32()
         case 24: self.animated = try reader.readBool()
         case 82:
-          var v = HUTemplate()
-          if case .setRoot(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setRoot(v)
+          if case .setRoot(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setRoot(v)
+          } else {
+            self.op = .setRoot(try reader.readMessage(HUTemplate.self))
+          }
         case 90:
-          var v = HUTemplate()
-          if case .push(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .push(v)
+          if case .push(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .push(v)
+          } else {
+            self.op = .push(try reader.readMessage(HUTemplate.self))
+          }
         case 98:
-          var v = HUPopTemplate()
-          if case .pop(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .pop(v)
+          if case .pop(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .pop(v)
+          } else {
+            self.op = .pop(try reader.readMessage(HUPopTemplate.self))
+          }
         case 106:
-          var v = HUPopTemplate()
-          if case .popToRoot(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .popToRoot(v)
+          if case .popToRoot(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .popToRoot(v)
+          } else {
+            self.op = .popToRoot(try reader.readMessage(HUPopTemplate.self))
+          }
         case 114: self.op = .popTo(try reader.readString())
         case 122:
-          var v = HUTemplate()
-          if case .present(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .present(v)
+          if case .present(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .present(v)
+          } else {
+            self.op = .present(try reader.readMessage(HUTemplate.self))
+          }
         case 130:
-          var v = HUPopTemplate()
-          if case .dismiss(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .dismiss(v)
+          if case .dismiss(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .dismiss(v)
+          } else {
+            self.op = .dismiss(try reader.readMessage(HUPopTemplate.self))
+          }
         case 138:
-          var v = HUTemplate()
-          if case .update(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .update(v)
+          if case .update(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .update(v)
+          } else {
+            self.op = .update(try reader.readMessage(HUTemplate.self))
+          }
         case 146:
-          var v = HUItemUpdate()
-          if case .updateItem(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .updateItem(v)
+          if case .updateItem(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .updateItem(v)
+          } else {
+            self.op = .updateItem(try reader.readMessage(HUItemUpdate.self))
+          }
         case 154:
-          var v = HUNowPlayingTemplate()
-          if case .updateNowPlaying(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .updateNowPlaying(v)
+          if case .updateNowPlaying(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .updateNowPlaying(v)
+          } else {
+            self.op = .updateNowPlaying(try reader.readMessage(HUNowPlayingTemplate.self))
+          }
         case 162:
-          var v = HUShowNowPlaying()
-          if case .showNowPlaying(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .showNowPlaying(v)
+          if case .showNowPlaying(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .showNowPlaying(v)
+          } else {
+            self.op = .showNowPlaying(try reader.readMessage(HUShowNowPlaying.self))
+          }
         case 240: self.expect = HUErrorCode(rawValue: try reader.readEnumValue()) ?? HUErrorCode()
         case 250: self.expectLimit = try reader.readString()
         case 256: self.expectDepth = try reader.readUInt32()
@@ -2394,17 +2529,20 @@ extension HUScenarioRequest: WireMessage {
     if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
     if self.sceneID != 0 { writer.writeRaw(0x10); writer.writeUInt32(self.sceneID) }
     if self.animated { writer.writeRaw(0x18); writer.writeBool(self.animated) }
-    if case .setRoot(let v)? = self.op { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .push(let v)? = self.op { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .pop(let v)? = self.op { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .popToRoot(let v)? = self.op { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .popTo(let v)? = self.op { writer.writeRaw(0x72); writer.writeString(v) }
-    if case .present(let v)? = self.op { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .dismiss(let v)? = self.op { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .update(let v)? = self.op { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
-    if case .updateItem(let v)? = self.op { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .updateNowPlaying(let v)? = self.op { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .showNowPlaying(let v)? = self.op { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
+    switch self.op {
+    case .setRoot(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .push(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .pop(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .popToRoot(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .popTo(let v)?: writer.writeRaw(0x72); writer.writeString(v)
+    case .present(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .dismiss(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .update(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    case .updateItem(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .updateNowPlaying(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .showNowPlaying(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    default: break
+    }
     if self.expect.rawValue != 0 { writer.writeRaw(0xF0, 0x01); writer.writeEnumValue(self.expect.rawValue) }
     if !self.expectLimit.isEmpty { writer.writeRaw(0xFA, 0x01); writer.writeString(self.expectLimit) }
     if self.expectDepth != 0 { writer.writeRaw(0x80, 0x02); writer.writeUInt32(self.expectDepth) }
@@ -2415,17 +2553,20 @@ extension HUScenarioRequest: WireMessage {
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
     if self.sceneID != 0 { size += 1 + WireSize.varint(UInt64(self.sceneID)) }
     if self.animated { size += 1 + 1 }
-    if case .setRoot(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .push(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .pop(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .popToRoot(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .popTo(let v)? = self.op { size += 1 + WireSize.delimited(v.utf8.count) }
-    if case .present(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .dismiss(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .update(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .updateItem(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .updateNowPlaying(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .showNowPlaying(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.op {
+    case .setRoot(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .push(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .pop(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .popToRoot(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .popTo(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    case .present(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .dismiss(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .update(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .updateItem(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .updateNowPlaying(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .showNowPlaying(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     if self.expect.rawValue != 0 { size += 2 + WireSize.varint(UInt64(bitPattern: Int64(self.expect.rawValue))) }
     if !self.expectLimit.isEmpty { size += 2 + WireSize.delimited(self.expectLimit.utf8.count) }
     if self.expectDepth != 0 { size += 2 + WireSize.varint(UInt64(self.expectDepth)) }
@@ -2434,17 +2575,20 @@ extension HUScenarioRequest: WireMessage {
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
-    if case .setRoot(let v)? = self.op { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .push(let v)? = self.op { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pop(let v)? = self.op { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .popToRoot(let v)? = self.op { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .popTo(let v)? = self.op { try walker.string(v, field: 14, index: nil) }
-    if case .present(let v)? = self.op { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .dismiss(let v)? = self.op { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .update(let v)? = self.op { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .updateItem(let v)? = self.op { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .updateNowPlaying(let v)? = self.op { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .showNowPlaying(let v)? = self.op { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.op {
+    case .setRoot(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .push(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pop(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .popToRoot(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .popTo(let v)?: try walker.string(v, field: 14, index: nil)
+    case .present(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .dismiss(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .update(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    case .updateItem(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .updateNowPlaying(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .showNowPlaying(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 30) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 31, index: nil) }
   }
@@ -2658,65 +2802,101 @@ extension HUScenarioHmiInput: WireMessage {
       switch tag {
         case 10: self.templateID = try reader.readString()
         case 82:
-          var v = HUItemSelected()
-          if case .selectItem(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectItem(v)
+          if case .selectItem(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectItem(v)
+          } else {
+            self.kind = .selectItem(try reader.readMessage(HUItemSelected.self))
+          }
         case 90:
-          var v = HUButtonPressed()
-          if case .pressButton(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .pressButton(v)
+          if case .pressButton(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .pressButton(v)
+          } else {
+            self.kind = .pressButton(try reader.readMessage(HUButtonPressed.self))
+          }
         case 98:
-          var v = HUTabSelected()
-          if case .selectTab(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectTab(v)
+          if case .selectTab(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectTab(v)
+          } else {
+            self.kind = .selectTab(try reader.readMessage(HUTabSelected.self))
+          }
         case 106:
-          var v = HUSearchTextChanged()
-          if case .searchText(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .searchText(v)
+          if case .searchText(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .searchText(v)
+          } else {
+            self.kind = .searchText(try reader.readMessage(HUSearchTextChanged.self))
+          }
         case 114:
-          var v = HUSearchResultSelected()
-          if case .selectSearchResult(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectSearchResult(v)
+          if case .selectSearchResult(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectSearchResult(v)
+          } else {
+            self.kind = .selectSearchResult(try reader.readMessage(HUSearchResultSelected.self))
+          }
         case 122:
-          var v = HUPoiSelected()
-          if case .selectPoi(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectPoi(v)
+          if case .selectPoi(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectPoi(v)
+          } else {
+            self.kind = .selectPoi(try reader.readMessage(HUPoiSelected.self))
+          }
         case 130:
-          var v = HUPoiRegionChanged()
-          if case .poiRegion(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .poiRegion(v)
+          if case .poiRegion(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .poiRegion(v)
+          } else {
+            self.kind = .poiRegion(try reader.readMessage(HUPoiRegionChanged.self))
+          }
         case 138:
-          var v = HUNowPlayingButtonPressed()
-          if case .nowPlayingButton(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .nowPlayingButton(v)
+          if case .nowPlayingButton(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .nowPlayingButton(v)
+          } else {
+            self.kind = .nowPlayingButton(try reader.readMessage(HUNowPlayingButtonPressed.self))
+          }
         case 146:
-          var v = HUGoBack()
-          if case .goBack(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .goBack(v)
+          if case .goBack(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .goBack(v)
+          } else {
+            self.kind = .goBack(try reader.readMessage(HUGoBack.self))
+          }
         case 154:
-          var v = HUOpenNowPlaying()
-          if case .openNowPlaying(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .openNowPlaying(v)
+          if case .openNowPlaying(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .openNowPlaying(v)
+          } else {
+            self.kind = .openNowPlaying(try reader.readMessage(HUOpenNowPlaying.self))
+          }
         case 162:
-          var v = HUGoHome()
-          if case .goHome(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .goHome(v)
+          if case .goHome(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .goHome(v)
+          } else {
+            self.kind = .goHome(try reader.readMessage(HUGoHome.self))
+          }
         case 170:
-          var v = HUSearchButtonPressed()
-          if case .searchButton(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .searchButton(v)
+          if case .searchButton(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .searchButton(v)
+          } else {
+            self.kind = .searchButton(try reader.readMessage(HUSearchButtonPressed.self))
+          }
         case 240: self.expect = HUErrorCode(rawValue: try reader.readEnumValue()) ?? HUErrorCode()
         default: try reader.skip(tag: tag)
       }
@@ -2725,54 +2905,63 @@ extension HUScenarioHmiInput: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if !self.templateID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.templateID) }
-    if case .selectItem(let v)? = self.kind { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .pressButton(let v)? = self.kind { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .selectTab(let v)? = self.kind { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .searchText(let v)? = self.kind { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .selectSearchResult(let v)? = self.kind { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .selectPoi(let v)? = self.kind { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .poiRegion(let v)? = self.kind { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .nowPlayingButton(let v)? = self.kind { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
-    if case .goBack(let v)? = self.kind { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .openNowPlaying(let v)? = self.kind { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .goHome(let v)? = self.kind { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .searchButton(let v)? = self.kind { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
+    switch self.kind {
+    case .selectItem(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .pressButton(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .selectTab(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .searchText(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .selectSearchResult(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .selectPoi(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .poiRegion(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .nowPlayingButton(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    case .goBack(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .openNowPlaying(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .goHome(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .searchButton(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    default: break
+    }
     if self.expect.rawValue != 0 { writer.writeRaw(0xF0, 0x01); writer.writeEnumValue(self.expect.rawValue) }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.templateID.isEmpty { size += 1 + WireSize.delimited(self.templateID.utf8.count) }
-    if case .selectItem(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .pressButton(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .selectTab(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .searchText(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .selectSearchResult(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .selectPoi(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .poiRegion(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .nowPlayingButton(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .goBack(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .openNowPlaying(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .goHome(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .searchButton(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.kind {
+    case .selectItem(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .pressButton(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .selectTab(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .searchText(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .selectSearchResult(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .selectPoi(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .poiRegion(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .nowPlayingButton(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .goBack(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .openNowPlaying(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .goHome(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .searchButton(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     if self.expect.rawValue != 0 { size += 2 + WireSize.varint(UInt64(bitPattern: Int64(self.expect.rawValue))) }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
-    if case .selectItem(let v)? = self.kind { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pressButton(let v)? = self.kind { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .selectTab(let v)? = self.kind { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .searchText(let v)? = self.kind { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .selectSearchResult(let v)? = self.kind { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .selectPoi(let v)? = self.kind { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .poiRegion(let v)? = self.kind { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .nowPlayingButton(let v)? = self.kind { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .goBack(let v)? = self.kind { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .openNowPlaying(let v)? = self.kind { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .goHome(let v)? = self.kind { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .searchButton(let v)? = self.kind { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.kind {
+    case .selectItem(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pressButton(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .selectTab(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .searchText(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .selectSearchResult(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .selectPoi(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .poiRegion(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .nowPlayingButton(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    case .goBack(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .openNowPlaying(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .goHome(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .searchButton(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 30) }
   }
 }

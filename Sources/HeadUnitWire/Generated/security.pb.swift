@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUPairingAttemptOutcome: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUPairingAttemptOutcome: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case failed // = 1
@@ -35,6 +35,11 @@ public enum HUPairingAttemptOutcome: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .throttled: return 4
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUPairingAttemptOutcome] = [.unspecified, .failed, .abandoned, .paired, .throttled]

@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUContentStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUContentStyle: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case light // = 1
@@ -31,10 +31,15 @@ public enum HUContentStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUContentStyle] = [.unspecified, .light, .dark]
 }
 
-public enum HUInputKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUInputKind: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case touchHighLatency // = 1
@@ -67,10 +72,15 @@ public enum HUInputKind: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUInputKind] = [.unspecified, .touchHighLatency, .touchLowLatency, .rotaryKnob, .touchpad]
 }
 
-public enum HUCategory: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUCategory: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case audio // = 1
@@ -130,10 +140,15 @@ public enum HUCategory: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUCategory] = [.unspecified, .audio, .communication, .navigation, .evCharging, .fueling, .chargingAndFueling, .parking, .quickOrdering, .drivingTask, .publicSafety, .automaker, .legacyAudio, .legacyMessaging]
 }
 
-public enum HUSceneKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUSceneKind: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case main // = 1
@@ -163,10 +178,15 @@ public enum HUSceneKind: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUSceneKind] = [.unspecified, .main, .dashboard, .instrumentCluster]
 }
 
-public enum HUVideoCodec: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUVideoCodec: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case h264 // = 1
@@ -190,10 +210,15 @@ public enum HUVideoCodec: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUVideoCodec] = [.unspecified, .h264]
 }
 
-public enum HUDisconnectReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUDisconnectReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case appClosed // = 1
@@ -226,10 +251,15 @@ public enum HUDisconnectReason: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUDisconnectReason] = [.unspecified, .appClosed, .closedByCar, .phoneGone, .shuttingDown]
 }
 
-public enum HULifecyclePhase: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HULifecyclePhase: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case willAppear // = 1
@@ -262,10 +292,15 @@ public enum HULifecyclePhase: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HULifecyclePhase] = [.unspecified, .willAppear, .didAppear, .willDisappear, .didDisappear]
 }
 
-public enum HUPhoneLink: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUPhoneLink: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
   case connected // = 1
@@ -292,10 +327,15 @@ public enum HUPhoneLink: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUPhoneLink] = [.none, .connected, .reconnecting]
 }
 
-public enum HUScreen: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUScreen: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case main // = 1
@@ -323,6 +363,11 @@ public enum HUScreen: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .instrumentCluster: return 3
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUScreen] = [.unspecified, .main, .dashboard, .instrumentCluster]
@@ -3117,56 +3162,86 @@ extension HUTemplateRequest: WireMessage {
         case 16: self.sceneID = try reader.readUInt32()
         case 24: self.animated = try reader.readBool()
         case 82:
-          var v = HUTemplate()
-          if case .setRoot(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .setRoot(v)
+          if case .setRoot(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .setRoot(v)
+          } else {
+            self.op = .setRoot(try reader.readMessage(HUTemplate.self))
+          }
         case 90:
-          var v = HUTemplate()
-          if case .push(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .push(v)
+          if case .push(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .push(v)
+          } else {
+            self.op = .push(try reader.readMessage(HUTemplate.self))
+          }
         case 98:
-          var v = HUPopTemplate()
-          if case .pop(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .pop(v)
+          if case .pop(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .pop(v)
+          } else {
+            self.op = .pop(try reader.readMessage(HUPopTemplate.self))
+          }
         case 106:
-          var v = HUPopTemplate()
-          if case .popToRoot(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .popToRoot(v)
+          if case .popToRoot(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .popToRoot(v)
+          } else {
+            self.op = .popToRoot(try reader.readMessage(HUPopTemplate.self))
+          }
         case 114: self.op = .popTo(try reader.readString())
         case 122:
-          var v = HUTemplate()
-          if case .present(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .present(v)
+          if case .present(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .present(v)
+          } else {
+            self.op = .present(try reader.readMessage(HUTemplate.self))
+          }
         case 130:
-          var v = HUPopTemplate()
-          if case .dismiss(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .dismiss(v)
+          if case .dismiss(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .dismiss(v)
+          } else {
+            self.op = .dismiss(try reader.readMessage(HUPopTemplate.self))
+          }
         case 138:
-          var v = HUTemplate()
-          if case .update(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .update(v)
+          if case .update(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .update(v)
+          } else {
+            self.op = .update(try reader.readMessage(HUTemplate.self))
+          }
         case 146:
-          var v = HUItemUpdate()
-          if case .updateItem(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .updateItem(v)
+          if case .updateItem(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .updateItem(v)
+          } else {
+            self.op = .updateItem(try reader.readMessage(HUItemUpdate.self))
+          }
         case 154:
-          var v = HUNowPlayingTemplate()
-          if case .updateNowPlaying(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .updateNowPlaying(v)
+          if case .updateNowPlaying(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .updateNowPlaying(v)
+          } else {
+            self.op = .updateNowPlaying(try reader.readMessage(HUNowPlayingTemplate.self))
+          }
         case 162:
-          var v = HUShowNowPlaying()
-          if case .showNowPlaying(let m)? = self.op { v = m; self.op = nil }
-          try reader.mergeMessage(&v)
-          self.op = .showNowPlaying(v)
+          if case .showNowPlaying(var v)? = self.op {
+            self.op = nil
+            try reader.mergeMessage(&v)
+            self.op = .showNowPlaying(v)
+          } else {
+            self.op = .showNowPlaying(try reader.readMessage(HUShowNowPlaying.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -3176,17 +3251,20 @@ extension HUTemplateRequest: WireMessage {
     if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
     if self.sceneID != 0 { writer.writeRaw(0x10); writer.writeUInt32(self.sceneID) }
     if self.animated { writer.writeRaw(0x18); writer.writeBool(self.animated) }
-    if case .setRoot(let v)? = self.op { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .push(let v)? = self.op { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .pop(let v)? = self.op { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .popToRoot(let v)? = self.op { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .popTo(let v)? = self.op { writer.writeRaw(0x72); writer.writeString(v) }
-    if case .present(let v)? = self.op { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .dismiss(let v)? = self.op { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .update(let v)? = self.op { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
-    if case .updateItem(let v)? = self.op { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .updateNowPlaying(let v)? = self.op { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .showNowPlaying(let v)? = self.op { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
+    switch self.op {
+    case .setRoot(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .push(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .pop(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .popToRoot(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .popTo(let v)?: writer.writeRaw(0x72); writer.writeString(v)
+    case .present(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .dismiss(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .update(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    case .updateItem(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .updateNowPlaying(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .showNowPlaying(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
@@ -3194,33 +3272,39 @@ extension HUTemplateRequest: WireMessage {
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
     if self.sceneID != 0 { size += 1 + WireSize.varint(UInt64(self.sceneID)) }
     if self.animated { size += 1 + 1 }
-    if case .setRoot(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .push(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .pop(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .popToRoot(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .popTo(let v)? = self.op { size += 1 + WireSize.delimited(v.utf8.count) }
-    if case .present(let v)? = self.op { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .dismiss(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .update(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .updateItem(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .updateNowPlaying(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .showNowPlaying(let v)? = self.op { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.op {
+    case .setRoot(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .push(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .pop(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .popToRoot(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .popTo(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    case .present(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .dismiss(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .update(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .updateItem(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .updateNowPlaying(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .showNowPlaying(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
-    if case .setRoot(let v)? = self.op { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .push(let v)? = self.op { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pop(let v)? = self.op { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .popToRoot(let v)? = self.op { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .popTo(let v)? = self.op { try walker.string(v, field: 14, index: nil) }
-    if case .present(let v)? = self.op { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .dismiss(let v)? = self.op { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .update(let v)? = self.op { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .updateItem(let v)? = self.op { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .updateNowPlaying(let v)? = self.op { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .showNowPlaying(let v)? = self.op { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.op {
+    case .setRoot(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .push(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pop(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .popToRoot(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .popTo(let v)?: try walker.string(v, field: 14, index: nil)
+    case .present(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .dismiss(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .update(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    case .updateItem(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .updateNowPlaying(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .showNowPlaying(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -3666,65 +3750,101 @@ extension HUAppEvent: WireMessage {
         case 24: self.eventID = try reader.readUInt64()
         case 34: self.templateID = try reader.readString()
         case 82:
-          var v = HUItemSelected()
-          if case .itemSelected(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .itemSelected(v)
+          if case .itemSelected(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .itemSelected(v)
+          } else {
+            self.kind = .itemSelected(try reader.readMessage(HUItemSelected.self))
+          }
         case 90:
-          var v = HUButtonPressed()
-          if case .buttonPressed(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .buttonPressed(v)
+          if case .buttonPressed(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .buttonPressed(v)
+          } else {
+            self.kind = .buttonPressed(try reader.readMessage(HUButtonPressed.self))
+          }
         case 98:
-          var v = HUTabSelected()
-          if case .tabSelected(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .tabSelected(v)
+          if case .tabSelected(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .tabSelected(v)
+          } else {
+            self.kind = .tabSelected(try reader.readMessage(HUTabSelected.self))
+          }
         case 106:
-          var v = HUSearchTextChanged()
-          if case .searchTextChanged(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .searchTextChanged(v)
+          if case .searchTextChanged(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .searchTextChanged(v)
+          } else {
+            self.kind = .searchTextChanged(try reader.readMessage(HUSearchTextChanged.self))
+          }
         case 114:
-          var v = HUSearchResultSelected()
-          if case .searchResultSelected(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .searchResultSelected(v)
+          if case .searchResultSelected(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .searchResultSelected(v)
+          } else {
+            self.kind = .searchResultSelected(try reader.readMessage(HUSearchResultSelected.self))
+          }
         case 122:
-          var v = HUPoiSelected()
-          if case .poiSelected(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .poiSelected(v)
+          if case .poiSelected(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .poiSelected(v)
+          } else {
+            self.kind = .poiSelected(try reader.readMessage(HUPoiSelected.self))
+          }
         case 130:
-          var v = HUPoiRegionChanged()
-          if case .poiRegionChanged(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .poiRegionChanged(v)
+          if case .poiRegionChanged(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .poiRegionChanged(v)
+          } else {
+            self.kind = .poiRegionChanged(try reader.readMessage(HUPoiRegionChanged.self))
+          }
         case 138:
-          var v = HUNowPlayingButtonPressed()
-          if case .nowPlayingButton(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .nowPlayingButton(v)
+          if case .nowPlayingButton(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .nowPlayingButton(v)
+          } else {
+            self.kind = .nowPlayingButton(try reader.readMessage(HUNowPlayingButtonPressed.self))
+          }
         case 146:
-          var v = HUTemplateLifecycle()
-          if case .lifecycle(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .lifecycle(v)
+          if case .lifecycle(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .lifecycle(v)
+          } else {
+            self.kind = .lifecycle(try reader.readMessage(HUTemplateLifecycle.self))
+          }
         case 154:
-          var v = HUEventTimedOut()
-          if case .timedOut(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .timedOut(v)
+          if case .timedOut(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .timedOut(v)
+          } else {
+            self.kind = .timedOut(try reader.readMessage(HUEventTimedOut.self))
+          }
         case 162:
-          var v = HUVoiceFlowStarted()
-          if case .voiceFlowStarted(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .voiceFlowStarted(v)
+          if case .voiceFlowStarted(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .voiceFlowStarted(v)
+          } else {
+            self.kind = .voiceFlowStarted(try reader.readMessage(HUVoiceFlowStarted.self))
+          }
         case 170:
-          var v = HUSearchButtonPressed()
-          if case .searchButtonPressed(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .searchButtonPressed(v)
+          if case .searchButtonPressed(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .searchButtonPressed(v)
+          } else {
+            self.kind = .searchButtonPressed(try reader.readMessage(HUSearchButtonPressed.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -3735,18 +3855,21 @@ extension HUAppEvent: WireMessage {
     if self.sceneID != 0 { writer.writeRaw(0x10); writer.writeUInt32(self.sceneID) }
     if self.eventID != 0 { writer.writeRaw(0x18); writer.writeUInt64(self.eventID) }
     if !self.templateID.isEmpty { writer.writeRaw(0x22); writer.writeString(self.templateID) }
-    if case .itemSelected(let v)? = self.kind { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .buttonPressed(let v)? = self.kind { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .tabSelected(let v)? = self.kind { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .searchTextChanged(let v)? = self.kind { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .searchResultSelected(let v)? = self.kind { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .poiSelected(let v)? = self.kind { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .poiRegionChanged(let v)? = self.kind { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .nowPlayingButton(let v)? = self.kind { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
-    if case .lifecycle(let v)? = self.kind { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .timedOut(let v)? = self.kind { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .voiceFlowStarted(let v)? = self.kind { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .searchButtonPressed(let v)? = self.kind { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
+    switch self.kind {
+    case .itemSelected(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .buttonPressed(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .tabSelected(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .searchTextChanged(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .searchResultSelected(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .poiSelected(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .poiRegionChanged(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .nowPlayingButton(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    case .lifecycle(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .timedOut(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .voiceFlowStarted(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .searchButtonPressed(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
@@ -3755,36 +3878,42 @@ extension HUAppEvent: WireMessage {
     if self.sceneID != 0 { size += 1 + WireSize.varint(UInt64(self.sceneID)) }
     if self.eventID != 0 { size += 1 + WireSize.varint(self.eventID) }
     if !self.templateID.isEmpty { size += 1 + WireSize.delimited(self.templateID.utf8.count) }
-    if case .itemSelected(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .buttonPressed(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .tabSelected(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .searchTextChanged(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .searchResultSelected(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .poiSelected(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .poiRegionChanged(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .nowPlayingButton(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .lifecycle(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .timedOut(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .voiceFlowStarted(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .searchButtonPressed(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.kind {
+    case .itemSelected(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .buttonPressed(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .tabSelected(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .searchTextChanged(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .searchResultSelected(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .poiSelected(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .poiRegionChanged(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .nowPlayingButton(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .lifecycle(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .timedOut(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .voiceFlowStarted(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .searchButtonPressed(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 4, index: nil) }
-    if case .itemSelected(let v)? = self.kind { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .buttonPressed(let v)? = self.kind { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .tabSelected(let v)? = self.kind { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .searchTextChanged(let v)? = self.kind { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .searchResultSelected(let v)? = self.kind { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .poiSelected(let v)? = self.kind { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .poiRegionChanged(let v)? = self.kind { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .nowPlayingButton(let v)? = self.kind { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .lifecycle(let v)? = self.kind { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .timedOut(let v)? = self.kind { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .voiceFlowStarted(let v)? = self.kind { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .searchButtonPressed(let v)? = self.kind { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.kind {
+    case .itemSelected(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .buttonPressed(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .tabSelected(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .searchTextChanged(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .searchResultSelected(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .poiSelected(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .poiRegionChanged(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .nowPlayingButton(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    case .lifecycle(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .timedOut(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .voiceFlowStarted(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .searchButtonPressed(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -5312,65 +5441,101 @@ extension HUHmiInput: WireMessage {
       switch tag {
         case 10: self.templateID = try reader.readString()
         case 82:
-          var v = HUItemSelected()
-          if case .selectItem(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectItem(v)
+          if case .selectItem(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectItem(v)
+          } else {
+            self.kind = .selectItem(try reader.readMessage(HUItemSelected.self))
+          }
         case 90:
-          var v = HUButtonPressed()
-          if case .pressButton(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .pressButton(v)
+          if case .pressButton(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .pressButton(v)
+          } else {
+            self.kind = .pressButton(try reader.readMessage(HUButtonPressed.self))
+          }
         case 98:
-          var v = HUTabSelected()
-          if case .selectTab(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectTab(v)
+          if case .selectTab(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectTab(v)
+          } else {
+            self.kind = .selectTab(try reader.readMessage(HUTabSelected.self))
+          }
         case 106:
-          var v = HUSearchTextChanged()
-          if case .searchText(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .searchText(v)
+          if case .searchText(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .searchText(v)
+          } else {
+            self.kind = .searchText(try reader.readMessage(HUSearchTextChanged.self))
+          }
         case 114:
-          var v = HUSearchResultSelected()
-          if case .selectSearchResult(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectSearchResult(v)
+          if case .selectSearchResult(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectSearchResult(v)
+          } else {
+            self.kind = .selectSearchResult(try reader.readMessage(HUSearchResultSelected.self))
+          }
         case 122:
-          var v = HUPoiSelected()
-          if case .selectPoi(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .selectPoi(v)
+          if case .selectPoi(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .selectPoi(v)
+          } else {
+            self.kind = .selectPoi(try reader.readMessage(HUPoiSelected.self))
+          }
         case 130:
-          var v = HUPoiRegionChanged()
-          if case .poiRegion(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .poiRegion(v)
+          if case .poiRegion(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .poiRegion(v)
+          } else {
+            self.kind = .poiRegion(try reader.readMessage(HUPoiRegionChanged.self))
+          }
         case 138:
-          var v = HUNowPlayingButtonPressed()
-          if case .nowPlayingButton(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .nowPlayingButton(v)
+          if case .nowPlayingButton(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .nowPlayingButton(v)
+          } else {
+            self.kind = .nowPlayingButton(try reader.readMessage(HUNowPlayingButtonPressed.self))
+          }
         case 146:
-          var v = HUGoBack()
-          if case .goBack(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .goBack(v)
+          if case .goBack(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .goBack(v)
+          } else {
+            self.kind = .goBack(try reader.readMessage(HUGoBack.self))
+          }
         case 154:
-          var v = HUOpenNowPlaying()
-          if case .openNowPlaying(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .openNowPlaying(v)
+          if case .openNowPlaying(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .openNowPlaying(v)
+          } else {
+            self.kind = .openNowPlaying(try reader.readMessage(HUOpenNowPlaying.self))
+          }
         case 162:
-          var v = HUGoHome()
-          if case .goHome(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .goHome(v)
+          if case .goHome(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .goHome(v)
+          } else {
+            self.kind = .goHome(try reader.readMessage(HUGoHome.self))
+          }
         case 170:
-          var v = HUSearchButtonPressed()
-          if case .searchButton(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .searchButton(v)
+          if case .searchButton(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .searchButton(v)
+          } else {
+            self.kind = .searchButton(try reader.readMessage(HUSearchButtonPressed.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -5378,52 +5543,61 @@ extension HUHmiInput: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if !self.templateID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.templateID) }
-    if case .selectItem(let v)? = self.kind { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .pressButton(let v)? = self.kind { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .selectTab(let v)? = self.kind { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .searchText(let v)? = self.kind { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .selectSearchResult(let v)? = self.kind { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .selectPoi(let v)? = self.kind { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .poiRegion(let v)? = self.kind { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .nowPlayingButton(let v)? = self.kind { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
-    if case .goBack(let v)? = self.kind { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .openNowPlaying(let v)? = self.kind { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .goHome(let v)? = self.kind { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .searchButton(let v)? = self.kind { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
+    switch self.kind {
+    case .selectItem(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .pressButton(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .selectTab(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .searchText(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .selectSearchResult(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .selectPoi(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .poiRegion(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .nowPlayingButton(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    case .goBack(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .openNowPlaying(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .goHome(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .searchButton(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.templateID.isEmpty { size += 1 + WireSize.delimited(self.templateID.utf8.count) }
-    if case .selectItem(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .pressButton(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .selectTab(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .searchText(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .selectSearchResult(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .selectPoi(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .poiRegion(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .nowPlayingButton(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .goBack(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .openNowPlaying(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .goHome(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .searchButton(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.kind {
+    case .selectItem(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .pressButton(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .selectTab(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .searchText(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .selectSearchResult(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .selectPoi(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .poiRegion(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .nowPlayingButton(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .goBack(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .openNowPlaying(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .goHome(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .searchButton(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
-    if case .selectItem(let v)? = self.kind { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pressButton(let v)? = self.kind { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .selectTab(let v)? = self.kind { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .searchText(let v)? = self.kind { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .selectSearchResult(let v)? = self.kind { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .selectPoi(let v)? = self.kind { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .poiRegion(let v)? = self.kind { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .nowPlayingButton(let v)? = self.kind { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .goBack(let v)? = self.kind { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .openNowPlaying(let v)? = self.kind { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .goHome(let v)? = self.kind { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .searchButton(let v)? = self.kind { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.kind {
+    case .selectItem(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pressButton(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .selectTab(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .searchText(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .selectSearchResult(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .selectPoi(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .poiRegion(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .nowPlayingButton(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    case .goBack(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .openNowPlaying(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .goHome(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .searchButton(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -5909,25 +6083,37 @@ extension HUScreenUpdate: WireMessage {
         case 8: self.screen = HUScreen(rawValue: try reader.readEnumValue()) ?? HUScreen()
         case 16: self.sequence = try reader.readUInt64()
         case 82:
-          var v = HURenderedScreen()
-          if case .full(let m)? = self.change { v = m; self.change = nil }
-          try reader.mergeMessage(&v)
-          self.change = .full(v)
+          if case .full(var v)? = self.change {
+            self.change = nil
+            try reader.mergeMessage(&v)
+            self.change = .full(v)
+          } else {
+            self.change = .full(try reader.readMessage(HURenderedScreen.self))
+          }
         case 90:
-          var v = HUTemplateDiff()
-          if case .diff(let m)? = self.change { v = m; self.change = nil }
-          try reader.mergeMessage(&v)
-          self.change = .diff(v)
+          if case .diff(var v)? = self.change {
+            self.change = nil
+            try reader.mergeMessage(&v)
+            self.change = .diff(v)
+          } else {
+            self.change = .diff(try reader.readMessage(HUTemplateDiff.self))
+          }
         case 98:
-          var v = HUPendingSelection()
-          if case .spinnerStarted(let m)? = self.change { v = m; self.change = nil }
-          try reader.mergeMessage(&v)
-          self.change = .spinnerStarted(v)
+          if case .spinnerStarted(var v)? = self.change {
+            self.change = nil
+            try reader.mergeMessage(&v)
+            self.change = .spinnerStarted(v)
+          } else {
+            self.change = .spinnerStarted(try reader.readMessage(HUPendingSelection.self))
+          }
         case 106:
-          var v = HUPendingSelection()
-          if case .spinnerStopped(let m)? = self.change { v = m; self.change = nil }
-          try reader.mergeMessage(&v)
-          self.change = .spinnerStopped(v)
+          if case .spinnerStopped(var v)? = self.change {
+            self.change = nil
+            try reader.mergeMessage(&v)
+            self.change = .spinnerStopped(v)
+          } else {
+            self.change = .spinnerStopped(try reader.readMessage(HUPendingSelection.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -5936,29 +6122,38 @@ extension HUScreenUpdate: WireMessage {
   public func encode(to writer: inout WireWriter) {
     if self.screen.rawValue != 0 { writer.writeRaw(0x08); writer.writeEnumValue(self.screen.rawValue) }
     if self.sequence != 0 { writer.writeRaw(0x10); writer.writeUInt64(self.sequence) }
-    if case .full(let v)? = self.change { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .diff(let v)? = self.change { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .spinnerStarted(let v)? = self.change { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .spinnerStopped(let v)? = self.change { writer.writeRaw(0x6A); writer.writeMessage(v) }
+    switch self.change {
+    case .full(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .diff(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .spinnerStarted(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .spinnerStopped(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if self.screen.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.screen.rawValue))) }
     if self.sequence != 0 { size += 1 + WireSize.varint(self.sequence) }
-    if case .full(let v)? = self.change { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .diff(let v)? = self.change { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .spinnerStarted(let v)? = self.change { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .spinnerStopped(let v)? = self.change { size += 1 + WireSize.delimited(v.wireSize) }
+    switch self.change {
+    case .full(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .diff(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .spinnerStarted(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .spinnerStopped(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
-    if case .full(let v)? = self.change { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .diff(let v)? = self.change { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .spinnerStarted(let v)? = self.change { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .spinnerStopped(let v)? = self.change { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.change {
+    case .full(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .diff(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .spinnerStarted(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .spinnerStopped(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -6204,48 +6399,72 @@ extension HUElementChange: WireMessage {
     while let tag = try reader.nextTag() {
       switch tag {
         case 10:
-          var v = HUListItem()
-          if case .listItem(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .listItem(v)
+          if case .listItem(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .listItem(v)
+          } else {
+            self.element = .listItem(try reader.readMessage(HUListItem.self))
+          }
         case 18:
-          var v = HUGridButton()
-          if case .gridButton(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .gridButton(v)
+          if case .gridButton(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .gridButton(v)
+          } else {
+            self.element = .gridButton(try reader.readMessage(HUGridButton.self))
+          }
         case 26:
-          var v = HUBarButton()
-          if case .barButton(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .barButton(v)
+          if case .barButton(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .barButton(v)
+          } else {
+            self.element = .barButton(try reader.readMessage(HUBarButton.self))
+          }
         case 34:
-          var v = HUTab()
-          if case .tab(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .tab(v)
+          if case .tab(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .tab(v)
+          } else {
+            self.element = .tab(try reader.readMessage(HUTab.self))
+          }
         case 42:
-          var v = HUPointOfInterest()
-          if case .point(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .point(v)
+          if case .point(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .point(v)
+          } else {
+            self.element = .point(try reader.readMessage(HUPointOfInterest.self))
+          }
         case 50:
-          var v = HUInformationItem()
-          if case .informationItem(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .informationItem(v)
+          if case .informationItem(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .informationItem(v)
+          } else {
+            self.element = .informationItem(try reader.readMessage(HUInformationItem.self))
+          }
         case 58:
-          var v = HUNowPlayingTemplate()
-          if case .nowPlaying(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .nowPlaying(v)
+          if case .nowPlaying(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .nowPlaying(v)
+          } else {
+            self.element = .nowPlaying(try reader.readMessage(HUNowPlayingTemplate.self))
+          }
         case 66: self.element = .removedID(try reader.readString())
         case 72: self.element = .selectedPointIndex(try reader.readInt32())
         case 80: self.element = .itemsShown(try reader.readUInt32())
         case 90:
-          var v = HUTemplate()
-          if case .replaced(let m)? = self.element { v = m; self.element = nil }
-          try reader.mergeMessage(&v)
-          self.element = .replaced(v)
+          if case .replaced(var v)? = self.element {
+            self.element = nil
+            try reader.mergeMessage(&v)
+            self.element = .replaced(v)
+          } else {
+            self.element = .replaced(try reader.readMessage(HUTemplate.self))
+          }
         case 98: self.element = .title(try reader.readString())
         default: try reader.skip(tag: tag)
       }
@@ -6253,47 +6472,56 @@ extension HUElementChange: WireMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    if case .listItem(let v)? = self.element { writer.writeRaw(0x0A); writer.writeMessage(v) }
-    if case .gridButton(let v)? = self.element { writer.writeRaw(0x12); writer.writeMessage(v) }
-    if case .barButton(let v)? = self.element { writer.writeRaw(0x1A); writer.writeMessage(v) }
-    if case .tab(let v)? = self.element { writer.writeRaw(0x22); writer.writeMessage(v) }
-    if case .point(let v)? = self.element { writer.writeRaw(0x2A); writer.writeMessage(v) }
-    if case .informationItem(let v)? = self.element { writer.writeRaw(0x32); writer.writeMessage(v) }
-    if case .nowPlaying(let v)? = self.element { writer.writeRaw(0x3A); writer.writeMessage(v) }
-    if case .removedID(let v)? = self.element { writer.writeRaw(0x42); writer.writeString(v) }
-    if case .selectedPointIndex(let v)? = self.element { writer.writeRaw(0x48); writer.writeInt32(v) }
-    if case .itemsShown(let v)? = self.element { writer.writeRaw(0x50); writer.writeUInt32(v) }
-    if case .replaced(let v)? = self.element { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .title(let v)? = self.element { writer.writeRaw(0x62); writer.writeString(v) }
+    switch self.element {
+    case .listItem(let v)?: writer.writeRaw(0x0A); writer.writeMessage(v)
+    case .gridButton(let v)?: writer.writeRaw(0x12); writer.writeMessage(v)
+    case .barButton(let v)?: writer.writeRaw(0x1A); writer.writeMessage(v)
+    case .tab(let v)?: writer.writeRaw(0x22); writer.writeMessage(v)
+    case .point(let v)?: writer.writeRaw(0x2A); writer.writeMessage(v)
+    case .informationItem(let v)?: writer.writeRaw(0x32); writer.writeMessage(v)
+    case .nowPlaying(let v)?: writer.writeRaw(0x3A); writer.writeMessage(v)
+    case .removedID(let v)?: writer.writeRaw(0x42); writer.writeString(v)
+    case .selectedPointIndex(let v)?: writer.writeRaw(0x48); writer.writeInt32(v)
+    case .itemsShown(let v)?: writer.writeRaw(0x50); writer.writeUInt32(v)
+    case .replaced(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .title(let v)?: writer.writeRaw(0x62); writer.writeString(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
-    if case .listItem(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .gridButton(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .barButton(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .tab(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .point(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .informationItem(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .nowPlaying(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .removedID(let v)? = self.element { size += 1 + WireSize.delimited(v.utf8.count) }
-    if case .selectedPointIndex(let v)? = self.element { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v))) }
-    if case .itemsShown(let v)? = self.element { size += 1 + WireSize.varint(UInt64(v)) }
-    if case .replaced(let v)? = self.element { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .title(let v)? = self.element { size += 1 + WireSize.delimited(v.utf8.count) }
+    switch self.element {
+    case .listItem(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .gridButton(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .barButton(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .tab(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .point(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .informationItem(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .nowPlaying(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .removedID(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    case .selectedPointIndex(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v)))
+    case .itemsShown(let v)?: size += 1 + WireSize.varint(UInt64(v))
+    case .replaced(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .title(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
-    if case .listItem(let v)? = self.element { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .gridButton(let v)? = self.element { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .barButton(let v)? = self.element { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .tab(let v)? = self.element { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .point(let v)? = self.element { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .informationItem(let v)? = self.element { if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .nowPlaying(let v)? = self.element { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .removedID(let v)? = self.element { try walker.string(v, field: 8, index: nil) }
-    if case .replaced(let v)? = self.element { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .title(let v)? = self.element { try walker.string(v, field: 12, index: nil) }
+    switch self.element {
+    case .listItem(let v)?: if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() }
+    case .gridButton(let v)?: if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() }
+    case .barButton(let v)?: if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() }
+    case .tab(let v)?: if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() }
+    case .point(let v)?: if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() }
+    case .informationItem(let v)?: if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() }
+    case .nowPlaying(let v)?: if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() }
+    case .removedID(let v)?: try walker.string(v, field: 8, index: nil)
+    case .replaced(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .title(let v)?: try walker.string(v, field: 12, index: nil)
+    default: break
+    }
   }
 }

@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUButtonStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUButtonStyle: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case `default` // = 0
   case cancel // = 1
@@ -34,10 +34,15 @@ public enum HUButtonStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUButtonStyle] = [.default, .cancel, .destructive, .confirm]
 }
 
-public enum HUAccessoryType: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUAccessoryType: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
   case disclosureIndicator // = 1
@@ -64,10 +69,15 @@ public enum HUAccessoryType: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUAccessoryType] = [.none, .disclosureIndicator, .cloud]
 }
 
-public enum HUPlayingIndicatorLocation: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUPlayingIndicatorLocation: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case leading // = 0
   case trailing // = 1
@@ -91,10 +101,15 @@ public enum HUPlayingIndicatorLocation: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUPlayingIndicatorLocation] = [.leading, .trailing]
 }
 
-public enum HUMessageLeadingIndicator: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUMessageLeadingIndicator: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
   case unread // = 1
@@ -124,10 +139,15 @@ public enum HUMessageLeadingIndicator: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUMessageLeadingIndicator] = [.none, .unread, .pin, .star]
 }
 
-public enum HUMessageTrailingKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUMessageTrailingKind: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
   case mute // = 1
@@ -157,10 +177,15 @@ public enum HUMessageTrailingKind: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUMessageTrailingKind] = [.none, .mute, .text, .image]
 }
 
-public enum HUSystemTabItem: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUSystemTabItem: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
   case favorites // = 1
@@ -217,10 +242,15 @@ public enum HUSystemTabItem: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUSystemTabItem] = [.none, .favorites, .recents, .search, .more, .contacts, .featured, .mostRecent, .mostViewed, .topRated, .history, .downloads, .bookmarks]
 }
 
-public enum HUNowPlayingButtonKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUNowPlayingButtonKind: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case playbackRate // = 1
@@ -259,10 +289,15 @@ public enum HUNowPlayingButtonKind: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUNowPlayingButtonKind] = [.unspecified, .playbackRate, .shuffle, .repeat, .addToLibrary, .more, .image]
 }
 
-public enum HUInformationLayout: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUInformationLayout: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case leading // = 0
   case twoColumn // = 1
@@ -286,10 +321,15 @@ public enum HUInformationLayout: SwiftProtobuf.Enum, Swift.CaseIterable {
     }
   }
 
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
   public static let allCases: [HUInformationLayout] = [.leading, .twoColumn]
 }
 
-public enum HUContactActionKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUContactActionKind: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case custom // = 0
   case call // = 1
@@ -317,6 +357,11 @@ public enum HUContactActionKind: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .directions: return 3
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUContactActionKind] = [.custom, .call, .message, .directions]
@@ -1281,30 +1326,48 @@ extension HUImage: WireMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    if case .asset(let v)? = self.source { writer.writeRaw(0x0A); writer.writeString(v) }
-    if case .png(let v)? = self.source { writer.writeRaw(0x12); writer.writeBytes(v) }
+    switch self.source {
+    case .asset(let v)?: writer.writeRaw(0x0A); writer.writeString(v)
+    case .png(let v)?: writer.writeRaw(0x12); writer.writeBytes(v)
+    default: break
+    }
     if self.widthPx != 0 { writer.writeRaw(0x18); writer.writeUInt32(self.widthPx) }
     if self.heightPx != 0 { writer.writeRaw(0x20); writer.writeUInt32(self.heightPx) }
     if !self.darkAsset.isEmpty { writer.writeRaw(0x2A); writer.writeString(self.darkAsset) }
-    if case .ref(let v)? = self.source { writer.writeRaw(0x32); writer.writeString(v) }
+    switch self.source {
+    case .ref(let v)?: writer.writeRaw(0x32); writer.writeString(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
-    if case .asset(let v)? = self.source { size += 1 + WireSize.delimited(v.utf8.count) }
-    if case .png(let v)? = self.source { size += 1 + WireSize.delimited(v.count) }
+    switch self.source {
+    case .asset(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    case .png(let v)?: size += 1 + WireSize.delimited(v.count)
+    default: break
+    }
     if self.widthPx != 0 { size += 1 + WireSize.varint(UInt64(self.widthPx)) }
     if self.heightPx != 0 { size += 1 + WireSize.varint(UInt64(self.heightPx)) }
     if !self.darkAsset.isEmpty { size += 1 + WireSize.delimited(self.darkAsset.utf8.count) }
-    if case .ref(let v)? = self.source { size += 1 + WireSize.delimited(v.utf8.count) }
+    switch self.source {
+    case .ref(let v)?: size += 1 + WireSize.delimited(v.utf8.count)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
-    if case .asset(let v)? = self.source { try walker.string(v, field: 1, index: nil) }
-    if case .png(let v)? = self.source { try walker.bytes(v, field: 2, index: nil) }
+    switch self.source {
+    case .asset(let v)?: try walker.string(v, field: 1, index: nil)
+    case .png(let v)?: try walker.bytes(v, field: 2, index: nil)
+    default: break
+    }
     if !self.darkAsset.isEmpty { let v = self.darkAsset; try walker.string(v, field: 5, index: nil) }
-    if case .ref(let v)? = self.source { try walker.string(v, field: 6, index: nil) }
+    switch self.source {
+    case .ref(let v)?: try walker.string(v, field: 6, index: nil)
+    default: break
+    }
   }
 }
 
@@ -1670,65 +1733,101 @@ extension HUTemplate: WireMessage {
       switch tag {
         case 10: self.id = try reader.readString()
         case 82:
-          var v = HUListTemplate()
-          if case .list(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .list(v)
+          if case .list(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .list(v)
+          } else {
+            self.kind = .list(try reader.readMessage(HUListTemplate.self))
+          }
         case 90:
-          var v = HUGridTemplate()
-          if case .grid(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .grid(v)
+          if case .grid(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .grid(v)
+          } else {
+            self.kind = .grid(try reader.readMessage(HUGridTemplate.self))
+          }
         case 98:
-          var v = HUTabBarTemplate()
-          if case .tabBar(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .tabBar(v)
+          if case .tabBar(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .tabBar(v)
+          } else {
+            self.kind = .tabBar(try reader.readMessage(HUTabBarTemplate.self))
+          }
         case 106:
-          var v = HUNowPlayingTemplate()
-          if case .nowPlaying(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .nowPlaying(v)
+          if case .nowPlaying(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .nowPlaying(v)
+          } else {
+            self.kind = .nowPlaying(try reader.readMessage(HUNowPlayingTemplate.self))
+          }
         case 114:
-          var v = HUAlertTemplate()
-          if case .alert(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .alert(v)
+          if case .alert(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .alert(v)
+          } else {
+            self.kind = .alert(try reader.readMessage(HUAlertTemplate.self))
+          }
         case 122:
-          var v = HUActionSheetTemplate()
-          if case .actionSheet(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .actionSheet(v)
+          if case .actionSheet(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .actionSheet(v)
+          } else {
+            self.kind = .actionSheet(try reader.readMessage(HUActionSheetTemplate.self))
+          }
         case 130:
-          var v = HUInformationTemplate()
-          if case .information(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .information(v)
+          if case .information(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .information(v)
+          } else {
+            self.kind = .information(try reader.readMessage(HUInformationTemplate.self))
+          }
         case 138:
-          var v = HUPointOfInterestTemplate()
-          if case .pointOfInterest(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .pointOfInterest(v)
+          if case .pointOfInterest(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .pointOfInterest(v)
+          } else {
+            self.kind = .pointOfInterest(try reader.readMessage(HUPointOfInterestTemplate.self))
+          }
         case 146:
-          var v = HUContactTemplate()
-          if case .contact(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .contact(v)
+          if case .contact(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .contact(v)
+          } else {
+            self.kind = .contact(try reader.readMessage(HUContactTemplate.self))
+          }
         case 154:
-          var v = HUMapTemplate()
-          if case .map(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .map(v)
+          if case .map(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .map(v)
+          } else {
+            self.kind = .map(try reader.readMessage(HUMapTemplate.self))
+          }
         case 162:
-          var v = HUSearchTemplate()
-          if case .search(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .search(v)
+          if case .search(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .search(v)
+          } else {
+            self.kind = .search(try reader.readMessage(HUSearchTemplate.self))
+          }
         case 170:
-          var v = HUVoiceControlTemplate()
-          if case .voiceControl(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .voiceControl(v)
+          if case .voiceControl(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .voiceControl(v)
+          } else {
+            self.kind = .voiceControl(try reader.readMessage(HUVoiceControlTemplate.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -1736,52 +1835,61 @@ extension HUTemplate: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if !self.id.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.id) }
-    if case .list(let v)? = self.kind { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .grid(let v)? = self.kind { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .tabBar(let v)? = self.kind { writer.writeRaw(0x62); writer.writeMessage(v) }
-    if case .nowPlaying(let v)? = self.kind { writer.writeRaw(0x6A); writer.writeMessage(v) }
-    if case .alert(let v)? = self.kind { writer.writeRaw(0x72); writer.writeMessage(v) }
-    if case .actionSheet(let v)? = self.kind { writer.writeRaw(0x7A); writer.writeMessage(v) }
-    if case .information(let v)? = self.kind { writer.writeRaw(0x82, 0x01); writer.writeMessage(v) }
-    if case .pointOfInterest(let v)? = self.kind { writer.writeRaw(0x8A, 0x01); writer.writeMessage(v) }
-    if case .contact(let v)? = self.kind { writer.writeRaw(0x92, 0x01); writer.writeMessage(v) }
-    if case .map(let v)? = self.kind { writer.writeRaw(0x9A, 0x01); writer.writeMessage(v) }
-    if case .search(let v)? = self.kind { writer.writeRaw(0xA2, 0x01); writer.writeMessage(v) }
-    if case .voiceControl(let v)? = self.kind { writer.writeRaw(0xAA, 0x01); writer.writeMessage(v) }
+    switch self.kind {
+    case .list(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .grid(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .tabBar(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    case .nowPlaying(let v)?: writer.writeRaw(0x6A); writer.writeMessage(v)
+    case .alert(let v)?: writer.writeRaw(0x72); writer.writeMessage(v)
+    case .actionSheet(let v)?: writer.writeRaw(0x7A); writer.writeMessage(v)
+    case .information(let v)?: writer.writeRaw(0x82, 0x01); writer.writeMessage(v)
+    case .pointOfInterest(let v)?: writer.writeRaw(0x8A, 0x01); writer.writeMessage(v)
+    case .contact(let v)?: writer.writeRaw(0x92, 0x01); writer.writeMessage(v)
+    case .map(let v)?: writer.writeRaw(0x9A, 0x01); writer.writeMessage(v)
+    case .search(let v)?: writer.writeRaw(0xA2, 0x01); writer.writeMessage(v)
+    case .voiceControl(let v)?: writer.writeRaw(0xAA, 0x01); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.id.isEmpty { size += 1 + WireSize.delimited(self.id.utf8.count) }
-    if case .list(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .grid(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .tabBar(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .nowPlaying(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .alert(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .actionSheet(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .information(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .pointOfInterest(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .contact(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .map(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .search(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
-    if case .voiceControl(let v)? = self.kind { size += 2 + WireSize.delimited(v.wireSize) }
+    switch self.kind {
+    case .list(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .grid(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .tabBar(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .nowPlaying(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .alert(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .actionSheet(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .information(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .pointOfInterest(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .contact(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .map(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .search(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .voiceControl(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
-    if case .list(let v)? = self.kind { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .grid(let v)? = self.kind { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .tabBar(let v)? = self.kind { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .nowPlaying(let v)? = self.kind { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .alert(let v)? = self.kind { if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .actionSheet(let v)? = self.kind { if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .information(let v)? = self.kind { if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .pointOfInterest(let v)? = self.kind { if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .contact(let v)? = self.kind { if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .map(let v)? = self.kind { if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .search(let v)? = self.kind { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .voiceControl(let v)? = self.kind { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.kind {
+    case .list(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .grid(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .tabBar(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    case .nowPlaying(let v)?: if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() }
+    case .alert(let v)?: if try walker.enter(v, field: 14, index: nil) { try v.walk(&walker); walker.leave() }
+    case .actionSheet(let v)?: if try walker.enter(v, field: 15, index: nil) { try v.walk(&walker); walker.leave() }
+    case .information(let v)?: if try walker.enter(v, field: 16, index: nil) { try v.walk(&walker); walker.leave() }
+    case .pointOfInterest(let v)?: if try walker.enter(v, field: 17, index: nil) { try v.walk(&walker); walker.leave() }
+    case .contact(let v)?: if try walker.enter(v, field: 18, index: nil) { try v.walk(&walker); walker.leave() }
+    case .map(let v)?: if try walker.enter(v, field: 19, index: nil) { try v.walk(&walker); walker.leave() }
+    case .search(let v)?: if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() }
+    case .voiceControl(let v)?: if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 
@@ -2049,20 +2157,29 @@ extension HUListItem: WireMessage {
       switch tag {
         case 10: self.id = try reader.readString()
         case 82:
-          var v = HUGeneralItem()
-          if case .general(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .general(v)
+          if case .general(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .general(v)
+          } else {
+            self.kind = .general(try reader.readMessage(HUGeneralItem.self))
+          }
         case 90:
-          var v = HUImageRowItem()
-          if case .imageRow(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .imageRow(v)
+          if case .imageRow(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .imageRow(v)
+          } else {
+            self.kind = .imageRow(try reader.readMessage(HUImageRowItem.self))
+          }
         case 98:
-          var v = HUMessageItem()
-          if case .message(let m)? = self.kind { v = m; self.kind = nil }
-          try reader.mergeMessage(&v)
-          self.kind = .message(v)
+          if case .message(var v)? = self.kind {
+            self.kind = nil
+            try reader.mergeMessage(&v)
+            self.kind = .message(v)
+          } else {
+            self.kind = .message(try reader.readMessage(HUMessageItem.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -2070,25 +2187,34 @@ extension HUListItem: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if !self.id.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.id) }
-    if case .general(let v)? = self.kind { writer.writeRaw(0x52); writer.writeMessage(v) }
-    if case .imageRow(let v)? = self.kind { writer.writeRaw(0x5A); writer.writeMessage(v) }
-    if case .message(let v)? = self.kind { writer.writeRaw(0x62); writer.writeMessage(v) }
+    switch self.kind {
+    case .general(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
+    case .imageRow(let v)?: writer.writeRaw(0x5A); writer.writeMessage(v)
+    case .message(let v)?: writer.writeRaw(0x62); writer.writeMessage(v)
+    default: break
+    }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.id.isEmpty { size += 1 + WireSize.delimited(self.id.utf8.count) }
-    if case .general(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .imageRow(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
-    if case .message(let v)? = self.kind { size += 1 + WireSize.delimited(v.wireSize) }
+    switch self.kind {
+    case .general(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .imageRow(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .message(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    default: break
+    }
     return size
   }
 
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
-    if case .general(let v)? = self.kind { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .imageRow(let v)? = self.kind { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
-    if case .message(let v)? = self.kind { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
+    switch self.kind {
+    case .general(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
+    case .imageRow(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
+    case .message(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
   }
 }
 

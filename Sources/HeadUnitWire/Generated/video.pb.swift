@@ -4,7 +4,7 @@
 import Foundation
 import SwiftProtobuf
 
-public enum HUKeyframeReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+public enum HUKeyframeReason: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
   case newViewer // = 1
@@ -38,6 +38,11 @@ public enum HUKeyframeReason: SwiftProtobuf.Enum, Swift.CaseIterable {
       case .viewerAsked: return 5
       case .UNRECOGNIZED(let i): return i
     }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
   }
 
   public static let allCases: [HUKeyframeReason] = [.unspecified, .newViewer, .shown, .frameDropped, .resumed, .viewerAsked]
