@@ -692,7 +692,9 @@ struct SwiftGenerator {
     func oneofSwitch(_ property: String, _ members: [Field], _ statement: (Field) -> String) {
         out.line("switch self.\(property) {")
         for field in members {
-            out.line("case .\(NamingUtilsLite.trimBackticks(field.name))(let v)?: \(statement(field))")
+            let body = statement(field)
+            let binding = usesValue(body) ? "(let v)" : ""
+            out.line("case .\(NamingUtilsLite.trimBackticks(field.name))\(binding)?: \(body)")
         }
         out.line("default: break")
         out.line("}")
@@ -718,9 +720,14 @@ struct SwiftGenerator {
             out.line("for (key, value) in self.\(field.name) { size += \(tagSize) + WireSize.delimited(\(key.tagSize) + \(key.valueSize("key")) + \(value.tagSize) + \(value.valueSize("value"))) }")
         } else if field.isRepeated {
             if field.packed {
+                let value = field.valueSize("v")
                 out.line("if !self.\(field.name).isEmpty {")
-                out.line("  var payload = 0")
-                out.line("  for v in self.\(field.name) { payload += \(field.valueSize("v")) }")
+                if usesValue(value) {
+                    out.line("  var payload = 0")
+                    out.line("  for v in self.\(field.name) { payload += \(value) }")
+                } else {
+                    out.line("  let payload = self.\(field.name).count * \(value)")
+                }
                 out.line("  size += \(tagSize) + WireSize.delimited(payload)")
                 out.line("}")
             } else {
@@ -730,7 +737,12 @@ struct SwiftGenerator {
             let property = namer.messagePropertyName(oneof: oneof).name
             out.line("if case .\(NamingUtilsLite.trimBackticks(field.name))(let v)? = self.\(property) { size += \(tagSize) + \(field.valueSize("v")) }")
         } else if field.hasStoredPresence {
-            out.line("if let v = self.\(field.storage) { size += \(tagSize) + \(field.valueSize("v")) }")
+            let value = field.valueSize("v")
+            if usesValue(value) {
+                out.line("if let v = self.\(field.storage) { size += \(tagSize) + \(value) }")
+            } else {
+                out.line("if self.\(field.storage) != nil { size += \(tagSize) + \(value) }")
+            }
         } else {
             let condition = field.scalar?.isSet("self.\(field.name)") ?? "self.\(field.name).rawValue != 0"
             out.line("if \(condition) { size += \(tagSize) + \(field.valueSize("self.\(field.name)")) }")
@@ -749,7 +761,11 @@ struct SwiftGenerator {
             out.line("if !self.\(field.name).isEmpty {")
             out.line("  try walker.repeated(count: self.\(field.name).count, field: \(number))")
             if !body.isEmpty {
-                out.line("  for (index, v) in self.\(field.name).enumerated() { \(body) }")
+                if body.range(of: #"\bindex\b"#, options: .regularExpression) != nil {
+                    out.line("  for (index, v) in self.\(field.name).enumerated() { \(body) }")
+                } else {
+                    out.line("  for v in self.\(field.name) { \(body) }")
+                }
             }
             out.line("}")
         } else {
@@ -844,6 +860,11 @@ struct SwiftGenerator {
             out.line("if \(condition) { \(field.writeTag(wireType: field.wireType)); \(field.writeValue("self.\(field.name)")) }")
         }
     }
+}
+
+/// Whether generated code names the bound value `v` (else it binds nothing: no unused-value warning).
+func usesValue(_ code: String) -> Bool {
+    code.range(of: #"\bv\b"#, options: .regularExpression) != nil
 }
 
 /// The one naming helper the library keeps package-internal.

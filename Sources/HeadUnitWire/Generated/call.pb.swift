@@ -1407,7 +1407,7 @@ extension HUCallInfo: WireMessage {
     if let v = self._description_p { if try walker.enter(v, field: 8, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.availableActions.isEmpty {
       try walker.repeated(count: self.availableActions.count, field: 9)
-      for (index, v) in self.availableActions.enumerated() { try walker.enumValue(v, field: 9) }
+      for v in self.availableActions { try walker.enumValue(v, field: 9) }
     }
   }
 }

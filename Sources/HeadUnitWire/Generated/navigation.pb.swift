@@ -2932,10 +2932,9 @@ extension HUManeuver: WireMessage {
     if self.maneuverType.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.maneuverType.rawValue))) }
     if self.junctionType.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.junctionType.rawValue))) }
     if self.trafficSide.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.trafficSide.rawValue))) }
-    if let v = self._junctionExitAngleDeg { size += 1 + 8 }
+    if self._junctionExitAngleDeg != nil { size += 1 + 8 }
     if !self.junctionElementAnglesDeg.isEmpty {
-      var payload = 0
-      for v in self.junctionElementAnglesDeg { payload += 8 }
+      let payload = self.junctionElementAnglesDeg.count * 8
       size += 1 + WireSize.delimited(payload)
     }
     if !self.highwayExitLabel.isEmpty { size += 1 + WireSize.delimited(self.highwayExitLabel.utf8.count) }
@@ -3053,10 +3052,9 @@ extension HULane: WireMessage {
   public var wireSize: Int {
     var size = 0
     if self.status.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.status.rawValue))) }
-    if let v = self._highlightedAngleDeg { size += 1 + 8 }
+    if self._highlightedAngleDeg != nil { size += 1 + 8 }
     if !self.anglesDeg.isEmpty {
-      var payload = 0
-      for v in self.anglesDeg { payload += 8 }
+      let payload = self.anglesDeg.count * 8
       size += 1 + WireSize.delimited(payload)
     }
     return size
@@ -5592,8 +5590,8 @@ extension HUPanEvent: WireMessage {
   public var wireSize: Int {
     var size = 0
     switch self.kind {
-    case .began(let v)?: size += 1 + 1
-    case .ended(let v)?: size += 1 + 1
+    case .began?: size += 1 + 1
+    case .ended?: size += 1 + 1
     case .direction(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
     default: break
     }
@@ -6014,8 +6012,8 @@ extension HUClusterInput: WireMessage {
   public var wireSize: Int {
     var size = 0
     switch self.kind {
-    case .zoomIn(let v)?: size += 1 + 1
-    case .zoomOut(let v)?: size += 1 + 1
+    case .zoomIn?: size += 1 + 1
+    case .zoomOut?: size += 1 + 1
     case .compass(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
     case .speedLimit(let v)?: size += 1 + WireSize.varint(UInt64(bitPattern: Int64(v.rawValue)))
     default: break

@@ -546,13 +546,11 @@ extension HURemoteCommandState: WireMessage {
     if self.command.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.command.rawValue))) }
     if self.enabled { size += 1 + 1 }
     if !self.preferredIntervals.isEmpty {
-      var payload = 0
-      for v in self.preferredIntervals { payload += 8 }
+      let payload = self.preferredIntervals.count * 8
       size += 1 + WireSize.delimited(payload)
     }
     if !self.supportedRates.isEmpty {
-      var payload = 0
-      for v in self.supportedRates { payload += 4 }
+      let payload = self.supportedRates.count * 4
       size += 1 + WireSize.delimited(payload)
     }
     if self.active { size += 1 + 1 }

@@ -3066,7 +3066,7 @@ extension HUScenarioExpectEvent: WireMessage {
     if !self.buttonID.isEmpty { size += 1 + WireSize.delimited(self.buttonID.utf8.count) }
     if self.phase.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.phase.rawValue))) }
     if self.timeoutMs != 0 { size += 1 + WireSize.varint(UInt64(self.timeoutMs)) }
-    if let v = self._needsCompletion { size += 1 + 1 }
+    if self._needsCompletion != nil { size += 1 + 1 }
     return size
   }
 
@@ -4701,8 +4701,8 @@ extension HUScenarioExpectCall: WireMessage {
     var size = 0
     if !self.callUuid.isEmpty { size += 1 + WireSize.delimited(self.callUuid.utf8.count) }
     if self.phase.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.phase.rawValue))) }
-    if let v = self._onHold { size += 1 + 1 }
-    if let v = self._muted { size += 1 + 1 }
+    if self._onHold != nil { size += 1 + 1 }
+    if self._muted != nil { size += 1 + 1 }
     if self.gone { size += 1 + 1 }
     if self.timeoutMs != 0 { size += 1 + WireSize.varint(UInt64(self.timeoutMs)) }
     return size

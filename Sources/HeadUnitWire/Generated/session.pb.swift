@@ -1993,7 +1993,7 @@ extension HUVehicleProfile: WireMessage {
     if let v = self._clusterDisplay { if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.inputs.isEmpty {
       try walker.repeated(count: self.inputs.count, field: 8)
-      for (index, v) in self.inputs.enumerated() { try walker.enumValue(v, field: 8) }
+      for v in self.inputs { try walker.enumValue(v, field: 8) }
     }
     if self.initialContentStyle.rawValue != 0 { let v = self.initialContentStyle; try walker.enumValue(v, field: 9) }
     if !self.accessoryProtocols.isEmpty {
