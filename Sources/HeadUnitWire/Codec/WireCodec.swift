@@ -102,25 +102,21 @@ extension WireMessage {
     }
 
     public init(wireBytes bytes: [UInt8]) throws(WireDecodingError) {
-        let result: Result<Self, WireDecodingError> = bytes.withUnsafeBytes { raw in
-            do throws(WireDecodingError) { return .success(try Self(wireBytes: raw)) } catch { return .failure(error) }
-        }
-        self = try result.get()
+        self = try bytes.withUnsafeBytes(Self.decoded).get()
     }
 
     public init(wireBytes bytes: Data) throws(WireDecodingError) {
-        let result: Result<Self, WireDecodingError> = bytes.withUnsafeBytes { raw in
-            do throws(WireDecodingError) { return .success(try Self(wireBytes: raw)) } catch { return .failure(error) }
-        }
-        self = try result.get()
+        self = try bytes.withUnsafeBytes(Self.decoded).get()
     }
 
     /// Decodes a whole message from the readable bytes of `buffer`.
     public init(wire buffer: ByteBuffer) throws(WireDecodingError) {
-        let result: Result<Self, WireDecodingError> = buffer.withUnsafeReadableBytes { raw in
-            do throws(WireDecodingError) { return .success(try Self(wireBytes: raw)) } catch { return .failure(error) }
-        }
-        self = try result.get()
+        self = try buffer.withUnsafeReadableBytes(Self.decoded).get()
+    }
+
+    /// The decode as a value, for the `withUnsafe...Bytes` closures above (they do not carry typed throws).
+    private static func decoded(_ raw: UnsafeRawBufferPointer) -> Result<Self, WireDecodingError> {
+        do throws(WireDecodingError) { return .success(try Self(wireBytes: raw)) } catch { return .failure(error) }
     }
 
     /// The message's canonical encoding.
