@@ -1,7 +1,6 @@
 import HeadUnitCore
 import HeadUnitWire
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -37,60 +36,36 @@ struct AudioReport: Sendable {
 
 /// Decoding, mixing and the microphone, on a thread of their own so the
 /// serving loop only checks and forwards (PROTOCOL.md section 24.5). The loop
-/// hands commands over through a bounded queue (`submit`); credit bounds
-/// what can be in it (each stream's window), the capacity is a backstop.
-/// The engine ticks every 5 ms while a stream or the microphone is active
-/// and sleeps otherwise; output sample n plays at `started + n / 48 kHz`.
+/// hands commands over through a bounded queue (`AudioCommandQueue`).
+/// The engine ticks every 5 ms while a stream, the microphone or the tap is
+/// active and sleeps otherwise; output sample n plays at `started + n / 48 kHz`.
 /// The output itself is written on a third thread (`AudioOutputWriter`):
 /// an output that blocks costs its audio, never the mixer's clock or a stop.
-// @unchecked: `queue` and `stopping` are guarded by `lock`; everything else
-// is touched only by the engine's own thread (`run`).
+/// Each concern is a part of its own: the mixer, the output's health
+/// (`AudioOutputMonitor`), the microphone (`MicrophoneCapture`) and the tap
+/// (`OutputTap`).
+// @unchecked: `commands` and `output` are Sendable (lock-guarded); `mixer`, `monitor`, `microphone` and `tap` are touched only by the engine's thread (`run`).
 final class AudioEngine: @unchecked Sendable {
-    static let capacity = 2048
+    static var capacity: Int { AudioCommandQueue.capacity }
     static let tickNanoseconds: UInt64 = 5_000_000
     static let idleAfterNanoseconds: UInt64 = 1_000_000_000
-    static let microphoneChunkFrames = 320  // 20 ms at 16 kHz
 
-    private let lock = ConditionLock(value: 0)  // 1: commands (or a stop) waiting
-    private var queue: [AudioStreams.EngineCommand] = []
-    private var stopping = false
-    private(set) var refused = 0
-
+    private let commands = AudioCommandQueue()
     private let pool = NIOThreadPool(numberOfThreads: 1)
     private let report: @Sendable (AudioReport) -> Void
     private let logger: Logger
     /// The sink, behind its own thread: the mixer never waits for the output.
     private let output: AudioOutputWriter
-    private let outputName: String
-    /// Output frames dropped because the output could not take them, and
-    /// how many of them are not logged yet (logged at most once a second).
-    private(set) var droppedFrames = 0
-    private var unloggedDrops = 0
-    private var lastDropLog: UInt64 = 0
-    /// The output is blocked (an operation in progress for longer than `blockedAfterNanoseconds`), as last logged.
-    private var outputBlocked = false
-    /// The health last reported to the loop, and what to report next (blocked
-    /// and failures at once, a changed drop count at most once a second).
-    private var reportedStatus = HUAudioOutputStatus()
-    private var lastStatusReport: UInt64 = 0
-    private var statusToReport: HUAudioOutputStatus?
-    static let blockedAfterNanoseconds: UInt64 = 1_000_000_000
+    private var monitor: AudioOutputMonitor
     private let mixer: AudioMixer
-    private var microphone: MicrophoneSource
-    private var microphoneStream: UInt32?
-    private var microphoneStart: UInt64 = 0
-    private var microphoneFrames = 0
-    /// Someone hears the output: the engine stays active and cuts it into chunks.
-    private var tapped = false
-    private var tapPending: [UInt8] = []
-    /// The output frame (since `started`) where `tapPending` begins.
-    private var tapStart = 0
+    private var microphone: MicrophoneCapture
+    private var tap = OutputTap()
 
     init(configuration: AudioConfiguration, jitterMilliseconds: UInt32, windowMilliseconds: UInt32, logger: Logger, report: @escaping @Sendable (AudioReport) -> Void) {
         self.report = report
         self.logger = logger
         self.mixer = AudioMixer(jitterMilliseconds: jitterMilliseconds, windowMilliseconds: windowMilliseconds)
-        self.outputName = "\(configuration.output)"
+        self.monitor = AudioOutputMonitor(name: "\(configuration.output)", logger: logger)
         let sink: AudioSink
         switch configuration.output {
         case .wav(let path): sink = FileSink(path: path, wav: true)
@@ -100,20 +75,17 @@ final class AudioEngine: @unchecked Sendable {
         }
         output = AudioOutputWriter(sink: sink)
         switch MicrophoneSource.parse(configuration.microphone) {
-        case .success(let source): microphone = source
+        case .success(let source): microphone = MicrophoneCapture(source: source)
         case .failure(let reason):
             logger.error("microphone source unusable, using silence", metadata: ["reason": "\(reason.message)"])
-            microphone = MicrophoneSource(kind: .silence)
+            microphone = MicrophoneCapture(source: MicrophoneSource(kind: .silence))
         }
     }
-
-    private var started = false
 
     /// Started on the first command (from the loop), so a server that never
     /// streams audio has no audio thread.
     private func startIfNeeded() {
-        guard !started else { return }
-        started = true
+        guard commands.startOnce() else { return }
         pool.start()
         pool.submit { [self] _ in run() }
     }
@@ -123,10 +95,7 @@ final class AudioEngine: @unchecked Sendable {
     /// `AudioOutputWriter.closeTimeoutSeconds` to finish its file, and a
     /// write still blocked then is abandoned (logged), so a stop never hangs.
     func stop() {
-        guard started else { return }
-        lock.lock()
-        stopping = true
-        lock.unlock(withValue: 1)
+        guard commands.stop() else { return }
         try? pool.syncShutdownGracefully()
         if !output.close() {
             logger.error(
@@ -140,15 +109,7 @@ final class AudioEngine: @unchecked Sendable {
     /// phones alike.
     func submit(_ command: AudioStreams.EngineCommand) -> Bool {
         startIfNeeded()
-        lock.lock()
-        guard queue.count < Self.capacity else {
-            refused += 1
-            lock.unlock(withValue: 1)
-            return false
-        }
-        queue.append(command)
-        lock.unlock(withValue: 1)
-        return true
+        return commands.submit(command)
     }
 
     private static func activates(_ command: AudioStreams.EngineCommand) -> Bool {
@@ -162,84 +123,14 @@ final class AudioEngine: @unchecked Sendable {
 
     private static func now() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
 
-    private func countDropped(_ frames: Int) {
-        droppedFrames += frames
-        unloggedDrops += frames
-    }
-
-    /// Logs what the output did since the last look: a failure (once per
-    /// change), a blocked operation (once when it starts, once when it
-    /// ends), and dropped audio (at most once a second, with the count).
-    private var loggedFailure: String?
-    private func checkOutput(now: UInt64) {
-        let health = output.health(now: now)
-        if health.failed != loggedFailure {
-            if let failed = health.failed {
-                logger.error("audio output unusable: mixing into nothing until the output starts again", metadata: ["reason": "\(failed)"])
-            }
-            loggedFailure = health.failed
-        }
-        let blocked = (health.busyNanoseconds ?? 0) >= Self.blockedAfterNanoseconds
-        if blocked != outputBlocked {
-            outputBlocked = blocked
-            if blocked {
-                logger.error("audio output blocked: it takes nothing, the mix is dropped until it does", metadata: ["output": "\(outputName)"])
-            } else {
-                logger.notice("audio output no longer blocked", metadata: ["output": "\(outputName)", "dropped_frames": "\(droppedFrames)"])
-            }
-        }
-        var status = HUAudioOutputStatus()
-        status.blocked = blocked
-        status.failure = health.failed ?? ""
-        status.droppedFrames = UInt64(droppedFrames)
-        if status != reportedStatus {
-            let urgent = status.blocked != reportedStatus.blocked || status.failure != reportedStatus.failure
-            if urgent || now - lastStatusReport >= 1_000_000_000 {
-                statusToReport = status
-                reportedStatus = status
-                lastStatusReport = now
-            }
-        }
-        if unloggedDrops > 0, now - lastDropLog >= 1_000_000_000 {
-            logger.warning(
-                "audio output cannot keep up: mix dropped",
-                metadata: ["frames": "\(unloggedDrops)", "total_frames": "\(droppedFrames)", "output": "\(outputName)"])
-            unloggedDrops = 0
-            lastDropLog = now
-        }
-    }
-
-    /// Cuts the output into 20 ms MEDIA payloads stamped with when their first sample plays.
-    private func tap(_ pcm: [UInt8], started: UInt64, into output: inout [ByteBuffer]) {
-        tapPending.append(contentsOf: pcm)
-        let chunkBytes = AudioTap.chunkFrames * 4
-        while tapPending.count >= chunkBytes {
-            let playsAt = (started + UInt64(tapStart) * 1_000_000_000 / UInt64(AudioMixer.outputRate)) / 1000
-            var payload = ByteBufferAllocator().buffer(capacity: 8 + chunkBytes)
-            payload.writeInteger(playsAt, endianness: .big)
-            payload.writeBytes(tapPending[0..<chunkBytes])
-            output.append(payload)
-            tapPending.removeFirst(chunkBytes)
-            tapStart += AudioTap.chunkFrames
-        }
-    }
-
     private func run() {
         var active = false
         var started: UInt64 = 0
         var written = 0
         var idleSince: UInt64?
         while true {
-            let commands: [AudioStreams.EngineCommand]
-            if active {
-                lock.lock()
-            } else {
-                lock.lock(whenValue: 1)  // asleep until the loop has something
-            }
-            commands = queue
-            queue.removeAll(keepingCapacity: true)
-            let stop = stopping
-            lock.unlock(withValue: 0)
+            // Asleep until the loop has something, unless active.
+            let (commands, stop) = self.commands.take(wait: !active)
             if stop {
                 if active { output.finish() }
                 microphone.end()
@@ -251,23 +142,14 @@ final class AudioEngine: @unchecked Sendable {
                 started = Self.now()
                 written = 0
                 idleSince = nil
-                countDropped(output.start(startedNanoseconds: started))
+                monitor.countDropped(output.start(startedNanoseconds: started))
             }
             for command in commands {
                 if case .microphone(let stream) = command {
-                    if stream == nil {
-                        microphone.end()
-                    } else if let failed = microphone.begin() {
-                        logger.error("microphone unusable: sending silence", metadata: ["reason": "\(failed)"])
-                    }
-                    microphoneStream = stream
-                    microphoneStart = Self.now()
-                    microphoneFrames = 0
+                    microphone.capture(to: stream, now: Self.now(), logger: logger)
                 }
                 if case .tap(let on) = command {
-                    tapped = on
-                    tapPending.removeAll(keepingCapacity: true)
-                    tapStart = written
+                    tap.turn(on: on, atFrame: written)
                 }
                 mixer.apply(command)
             }
@@ -280,27 +162,15 @@ final class AudioEngine: @unchecked Sendable {
                 let count = min(due - written, 960)
                 let pcm = AudioMixer.pcm16(mixer.render(count, played: &report.played))
                 // The mix goes on by the clock whatever the output does: what it cannot take is dropped.
-                if !output.write(pcm) { countDropped(count) }
-                if tapped { tap(pcm, started: started, into: &report.output) }
+                if !output.write(pcm) { monitor.countDropped(count) }
+                if tap.isOn { tap.append(pcm, started: started, into: &report.output) }
                 written += count
             }
-            checkOutput(now: now)
-            report.outputStatus = statusToReport
-            statusToReport = nil
-            if let stream = microphoneStream {
-                let micDue = Int((now - microphoneStart) * UInt64(MicrophoneSource.rate) / 1_000_000_000)
-                while micDue - microphoneFrames >= Self.microphoneChunkFrames {
-                    let samples = microphone.next(Self.microphoneChunkFrames)
-                    var pcm = ByteBufferAllocator().buffer(capacity: samples.count * 2)
-                    for sample in samples { pcm.writeInteger(sample, endianness: .little) }
-                    let timestamp = (microphoneStart + UInt64(microphoneFrames) * 1_000_000_000 / UInt64(MicrophoneSource.rate)) / 1000
-                    report.captured.append((stream, timestamp, pcm))
-                    microphoneFrames += Self.microphoneChunkFrames
-                }
-            }
+            report.outputStatus = monitor.check(output.health(now: now), now: now)
+            microphone.chunks(now: now, into: &report.captured)
             if !report.isEmpty { self.report(report) }
 
-            if mixer.isIdle && microphoneStream == nil && !tapped {
+            if mixer.isIdle && microphone.stream == nil && !tap.isOn {
                 let since = idleSince ?? now
                 idleSince = since
                 if now - since >= Self.idleAfterNanoseconds {

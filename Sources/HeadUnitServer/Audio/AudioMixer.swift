@@ -15,59 +15,44 @@ final class AudioMixer {
     /// Gain changes ramp over 10 ms, so ducking never clicks.
     static let rampFrames = 480
 
-    final class Stream {
-        let id: UInt32
-        let type: HUAudioStreamType
+    /// One stream's packets to 48 kHz stereo: Opus through libopus, PCM at
+    /// other rates through a linear resampler carrying its phase across packets.
+    final class PacketDecoder {
         let format: HUAudioFormat
-        var decoder: OpaquePointer?
-        /// Decoded packets, 48 kHz stereo interleaved, with the credit each returns once played.
-        var chunks: [(samples: [Float], credit: UInt32)] = []
-        var head = 0
-        var offset = 0
-        var buffered = 0
-        /// The last packet's length at 48 kHz: the start waits for a jitter buffer beyond it.
-        var lastUnitFrames = 0
-        /// Output frames rendered while this stream held audio and waited to start.
-        var waitedFrames = 0
-        var playing = false
-        var draining = false
-        var gain: Float = 1
+        private var opus: OpaquePointer?
         // Linear resampler state (PCM at rates other than 48 kHz).
-        var phase: Double = 1
-        var previous: (Float, Float) = (0, 0)
-        var decodeErrors = 0
+        private var phase: Double = 1
+        private var previous: (Float, Float) = (0, 0)
+        private(set) var decodeErrors = 0
 
-        init(id: UInt32, type: HUAudioStreamType, format: HUAudioFormat) {
-            self.id = id
-            self.type = type
+        init(format: HUAudioFormat) {
             self.format = format
             if format.codec == .opus {
                 var error: Int32 = 0
-                decoder = opus_decoder_create(Int32(AudioMixer.outputRate), Int32(format.channels), &error)
-                if error != OPUS_OK { decoder = nil }
+                opus = opus_decoder_create(Int32(AudioMixer.outputRate), Int32(format.channels), &error)
+                if error != OPUS_OK { opus = nil }
             }
         }
 
         deinit {
-            if let decoder { opus_decoder_destroy(decoder) }
+            if let opus { opus_decoder_destroy(opus) }
         }
 
-        /// Decodes one packet into the jitter buffer.
-        func append(_ payload: ByteBuffer, frames: UInt32) {
+        /// One packet of `frames` (at the stream's rate), 48 kHz stereo interleaved.
+        func decode(_ payload: ByteBuffer, frames: UInt32) -> [Float] {
             let channels = Int(format.channels)
-            var stereo: [Float]
             switch format.codec {
             case .opus:
                 let expected = Int(UInt64(frames) * UInt64(AudioMixer.outputRate) / UInt64(max(format.sampleRate, 1)))
                 var pcm = [Float](repeating: 0, count: 5760 * channels)
                 let decoded: Int32 = payload.withUnsafeReadableBytes { raw in
-                    guard let decoder, let base = raw.bindMemory(to: UInt8.self).baseAddress else { return -1 }
-                    return pcm.withUnsafeMutableBufferPointer { opus_decode_float(decoder, base, Int32(raw.count), $0.baseAddress!, 5760, 0) }
+                    guard let opus, let base = raw.bindMemory(to: UInt8.self).baseAddress else { return -1 }
+                    return pcm.withUnsafeMutableBufferPointer { opus_decode_float(opus, base, Int32(raw.count), $0.baseAddress!, 5760, 0) }
                 }
                 // A packet libopus refuses plays as silence of its length: never noise.
                 let count = decoded > 0 ? Int(decoded) : expected
                 if decoded <= 0 { decodeErrors += 1; pcm = [Float](repeating: 0, count: count * channels) }
-                stereo = Self.toStereo(pcm, frames: count, channels: channels)
+                return Self.toStereo(pcm, frames: count, channels: channels)
             case .pcmS16Le:
                 let count = payload.readableBytes / (2 * channels)
                 var input = [Float](repeating: 0, count: count * 2)
@@ -80,13 +65,10 @@ final class AudioMixer {
                         }
                     }
                 }
-                stereo = format.sampleRate == AudioMixer.outputRate ? input : resample(input, frames: count)
+                return format.sampleRate == AudioMixer.outputRate ? input : resample(input, frames: count)
             case .unspecified, .UNRECOGNIZED:
-                stereo = []
+                return []
             }
-            chunks.append((stereo, frames))
-            buffered += stereo.count / 2
-            lastUnitFrames = stereo.count / 2
         }
 
         static func toStereo(_ pcm: [Float], frames: Int, channels: Int) -> [Float] {
@@ -115,6 +97,39 @@ final class AudioMixer {
             phase -= Double(frames)
             if frames > 0 { previous = (input[(frames - 1) * 2], input[(frames - 1) * 2 + 1]) }
             return out
+        }
+    }
+
+    /// A stream's jitter buffer and playback state; its packets decoded by its `PacketDecoder`.
+    final class Stream {
+        let id: UInt32
+        let type: HUAudioStreamType
+        let decoder: PacketDecoder
+        /// Decoded packets, 48 kHz stereo interleaved, with the credit each returns once played.
+        var chunks: [(samples: [Float], credit: UInt32)] = []
+        var head = 0
+        var offset = 0
+        var buffered = 0
+        /// The last packet's length at 48 kHz: the start waits for a jitter buffer beyond it.
+        var lastUnitFrames = 0
+        /// Output frames rendered while this stream held audio and waited to start.
+        var waitedFrames = 0
+        var playing = false
+        var draining = false
+        var gain: Float = 1
+
+        init(id: UInt32, type: HUAudioStreamType, format: HUAudioFormat) {
+            self.id = id
+            self.type = type
+            self.decoder = PacketDecoder(format: format)
+        }
+
+        /// Decodes one packet into the jitter buffer.
+        func append(_ payload: ByteBuffer, frames: UInt32) {
+            let stereo = decoder.decode(payload, frames: frames)
+            chunks.append((stereo, frames))
+            buffered += stereo.count / 2
+            lastUnitFrames = stereo.count / 2
         }
 
         /// Adds up to `count` frames into `out` at `gain` ramping towards `target`;
