@@ -654,15 +654,10 @@ extension Car {
     mutating func externalize(_ rendered: inout HURenderedScreen, scene: SceneState?) -> [String]? {
         guard rendered.hasTop, let held = scene?.stackHeld.last, !held.hasImages, held.kind != .nowPlaying
         else { return templates.hmiImages.externalize(&rendered) }
-        guard rendered.mayHoldImagesBesideTop else {
-            assert(ImageWalk.scan(rendered).refs.isEmpty && !ImageWalk.scan(rendered).hasInline, "nothing on the screen holds an image")
-            return []
-        }
         var rest = rendered
         rest.clearTop()
         let scan = ImageWalk.scan(rest)
         guard !scan.hasInline else { return templates.hmiImages.externalize(&rendered) }
-        assert(scan.refs == ImageWalk.scan(rendered).refs && !ImageWalk.scan(rendered).hasInline, "the top holds no image")
         return scan.refs
     }
 
@@ -695,11 +690,4 @@ extension Car {
         diff.changes = changes
         return diff
     }
-}
-
-extension HURenderedScreen {
-    /// Whether anything besides the top template can hold an image: the
-    /// modal, the search results or the now-playing commands (the screen's
-    /// other fields hold none).
-    var mayHoldImagesBesideTop: Bool { hasPresented || !searchResults.isEmpty || hasRemoteCommands }
 }

@@ -456,7 +456,11 @@ struct SwiftGenerator {
                 try out.block("public enum \(namer.relativeName(oneof: oneof)): Equatable, Sendable") {
                     for fieldDescriptor in oneof.fields {
                         let field = Field(descriptor: fieldDescriptor, namer: namer)
-                        let indirect = try needsIndirection(field, in: message) ? "indirect " : ""
+                        // A message member is boxed: the oneof (and every message
+                        // holding it) stays a few words, so copying an envelope, a
+                        // template or a list item retains a box instead of moving
+                        // and retaining the largest member's whole payload.
+                        let indirect = field.isMessage ? "indirect " : ""
                         out.line("\(indirect)case \(field.name)(\(field.swiftType))")
                     }
                 }
@@ -477,7 +481,7 @@ struct SwiftGenerator {
                 if try needsIndirection(field, in: message) {
                     throw GeneratorError.unsupported("singular field \(field.descriptor.fullName) that contains its own message")
                 }
-                out.line("fileprivate var \(field.storage): \(field.swiftType)? = nil")
+                out.line("@usableFromInline var \(field.storage): \(field.swiftType)? = nil")
             }
         }
     }
@@ -648,6 +652,10 @@ struct SwiftGenerator {
                 if !fields.isEmpty { out.line("return size") }
             }
             out.line()
+            // Inlinable so a walker in another module (Core's limits and
+            // enum checks) is specialized into it: unspecialized, every
+            // element and oneof payload was copied out to be passed generically.
+            out.line("@inlinable")
             out.block("public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure)") {
                 for run in runs(fields) {
                     switch run {

@@ -43,28 +43,6 @@ public struct ComposedLimits: Sendable, Equatable {
         return envelope.wireSize
     }
 
-    /// `screenBytes` of `screen` once fields of `addedBytes` (tags, length
-    /// prefixes and contents, measured before) are added to it. The update
-    /// and the envelope around it are added up field by field, so the screen
-    /// is walked once.
-    static func screenBytes(_ screen: HURenderedScreen, adding addedBytes: Int) -> Int {
-        screenBytes(screen.screen, renderedBytes: screen.wireSize + addedBytes)
-    }
-
-    /// `screenBytes` of a screen whose `RenderedScreen` encodes to `renderedBytes`.
-    static func screenBytes(_ screen: HUScreen, renderedBytes: Int) -> Int {
-        var update = HUScreenUpdate()
-        update.screen = screen
-        update.sequence = .max
-        let updateBytes = update.wireSize
-            + WireSize.messageField(fieldNumber: updateFullField, contentBytes: renderedBytes)
-        return WireSize.messageField(fieldNumber: envelopeScreenUpdateField, contentBytes: updateBytes)
-    }
-
-    /// `ScreenUpdate.full` (session.proto) and `Envelope.screen_update` (headunit.proto).
-    static let updateFullField = 10
-    static let envelopeScreenUpdateField = 41
-
     public static func homeScreenBytes(_ home: HUHomeScreen) -> Int {
         var envelope = HUEnvelope()
         envelope.homeScreen = home

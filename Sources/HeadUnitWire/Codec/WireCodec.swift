@@ -70,12 +70,6 @@ public enum WireSize {
     /// A length prefix and `length` bytes.
     @inlinable
     public static func delimited(_ length: Int) -> Int { varint(UInt64(length)) + length }
-
-    /// A message field of `contentBytes` at `fieldNumber`: tag, length, content.
-    @inlinable
-    public static func messageField(fieldNumber: Int, contentBytes: Int) -> Int {
-        varint(UInt64(fieldNumber) << 3) + delimited(contentBytes)
-    }
 }
 
 /// Why bytes did not decode. The daemon answers every one the same way (a
@@ -121,7 +115,9 @@ extension WireMessage {
 
     /// The message's canonical encoding.
     public func wireBytes() -> [UInt8] {
-        var writer = WireWriter(capacity: wireSize)
+        // Not sized first: that walks the whole message once more, and the
+        // writer grows by doubling (nested lengths are patched, not measured).
+        var writer = WireWriter()
         encode(to: &writer)
         return writer.bytes
     }

@@ -184,7 +184,10 @@ public struct WireReader {
         guard length > 0, let pointer = position else { return "" }
         position = pointer + length
         let bytes = UnsafeBufferPointer(start: pointer.assumingMemoryBound(to: UInt8.self), count: length)
-        guard let string = String(validating: bytes, as: UTF8.self) else { throw .invalidUTF8 }
+        // The standard library's concrete UTF-8 check and copy (public,
+        // underscored): `String(validating:as:)` is generic over the encoding
+        // and runs unspecialized, with two metadata lookups per string.
+        guard let string = String._tryFromUTF8(bytes) else { throw .invalidUTF8 }
         return string
     }
 

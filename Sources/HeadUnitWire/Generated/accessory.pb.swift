@@ -313,6 +313,7 @@ extension HUServeProtocols: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.protocols.isEmpty {
       try walker.repeated(count: self.protocols.count, field: 1)
@@ -377,6 +378,7 @@ extension HUAccessoryAvailability: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.protocols.isEmpty {
@@ -442,6 +444,7 @@ extension HUProtocolAvailability: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 1, index: nil) }
   }
@@ -503,6 +506,7 @@ extension HUOpenSession: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 2, index: nil) }
@@ -565,6 +569,7 @@ extension HUAccessorySession: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 2, index: nil) }
   }
@@ -650,6 +655,7 @@ extension HUSessionRequested: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 3, index: nil) }
@@ -720,6 +726,7 @@ extension HUAnswerSession: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.reason.isEmpty { let v = self.reason; try walker.string(v, field: 3, index: nil) }
   }
@@ -805,6 +812,7 @@ extension HUSessionOpened: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 3, index: nil) }
@@ -875,6 +883,7 @@ extension HUCloseSession: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 2, index: nil) }
   }
@@ -952,6 +961,7 @@ extension HUSessionFinished: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 3, index: nil) }
@@ -1039,6 +1049,7 @@ extension HUSessionClosed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 3, index: nil) }
@@ -1103,6 +1114,7 @@ extension HUSessionCredit: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }

@@ -210,7 +210,7 @@ public struct HUOpenAudioStream: Sendable {
 
   public init() {}
 
-  fileprivate var _format: HUAudioFormat? = nil
+  @usableFromInline var _format: HUAudioFormat? = nil
 }
 
 public struct HUAudioStreamInfo: Sendable {
@@ -239,7 +239,7 @@ public struct HUAudioStreamInfo: Sendable {
 
   public init() {}
 
-  fileprivate var _format: HUAudioFormat? = nil
+  @usableFromInline var _format: HUAudioFormat? = nil
 }
 
 public struct HUCloseAudioStream: Sendable {
@@ -308,7 +308,7 @@ public struct HUMicrophoneStarted: Sendable {
 
   public init() {}
 
-  fileprivate var _stream: HUAudioStreamInfo? = nil
+  @usableFromInline var _stream: HUAudioStreamInfo? = nil
 }
 
 public struct HUWatchAudio: Sendable {
@@ -433,6 +433,7 @@ extension HUAudioFormat: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.codec.rawValue != 0 { let v = self.codec; try walker.enumValue(v, field: 1) }
   }
@@ -502,6 +503,7 @@ extension HUOpenAudioStream: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
@@ -597,6 +599,7 @@ extension HUAudioStreamInfo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
     if let v = self._format { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -651,6 +654,7 @@ extension HUCloseAudioStream: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -711,6 +715,7 @@ extension HUAudioCredit: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -795,6 +800,7 @@ extension HUAudioStreamClosed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 3) }
@@ -867,6 +873,7 @@ extension HUMicrophoneStarted: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._stream { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -922,6 +929,7 @@ extension HUWatchAudio: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -990,6 +998,7 @@ extension HUAudioOutputStatus: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.failure.isEmpty { let v = self.failure; try walker.string(v, field: 2, index: nil) }
   }
@@ -1051,6 +1060,7 @@ extension HUAudioConfig: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.output.isEmpty { let v = self.output; try walker.string(v, field: 1, index: nil) }
     if !self.microphone.isEmpty { let v = self.microphone; try walker.string(v, field: 2, index: nil) }

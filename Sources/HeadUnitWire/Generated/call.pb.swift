@@ -274,7 +274,7 @@ public struct HUCallDescription: Sendable {
 
   public init() {}
 
-  fileprivate var _remoteHandle: HUCallHandle? = nil
+  @usableFromInline var _remoteHandle: HUCallHandle? = nil
 }
 
 public struct HUCallReport: Sendable {
@@ -301,7 +301,7 @@ public struct HUCallReport: Sendable {
 
   public init() {}
 
-  fileprivate var _description_p: HUCallDescription? = nil
+  @usableFromInline var _description_p: HUCallDescription? = nil
 }
 
 public struct HUCallAction: Sendable {
@@ -330,7 +330,7 @@ public struct HUCallAction: Sendable {
 
   public init() {}
 
-  fileprivate var _handle: HUCallHandle? = nil
+  @usableFromInline var _handle: HUCallHandle? = nil
 }
 
 public struct HUCallRequest: Sendable {
@@ -351,7 +351,7 @@ public struct HUCallRequest: Sendable {
 
   public init() {}
 
-  fileprivate var _action: HUCallAction? = nil
+  @usableFromInline var _action: HUCallAction? = nil
 }
 
 public struct HUCallInput: Sendable {
@@ -370,7 +370,7 @@ public struct HUCallInput: Sendable {
 
   public init() {}
 
-  fileprivate var _action: HUCallAction? = nil
+  @usableFromInline var _action: HUCallAction? = nil
 }
 
 public struct HUCallActionEvent: Sendable {
@@ -397,7 +397,7 @@ public struct HUCallActionEvent: Sendable {
 
   public init() {}
 
-  fileprivate var _action: HUCallAction? = nil
+  @usableFromInline var _action: HUCallAction? = nil
 }
 
 public struct HUCallActionAnswer: Sendable {
@@ -452,7 +452,7 @@ public struct HUCallActionOutcome: Sendable {
 
   public init() {}
 
-  fileprivate var _action: HUCallAction? = nil
+  @usableFromInline var _action: HUCallAction? = nil
 }
 
 public struct HUCallInfo: Sendable {
@@ -487,7 +487,7 @@ public struct HUCallInfo: Sendable {
 
   public init() {}
 
-  fileprivate var _description_p: HUCallDescription? = nil
+  @usableFromInline var _description_p: HUCallDescription? = nil
 }
 
 public struct HUCallEnded: Sendable {
@@ -512,7 +512,7 @@ public struct HUCallEnded: Sendable {
 
   public init() {}
 
-  fileprivate var _description_p: HUCallDescription? = nil
+  @usableFromInline var _description_p: HUCallDescription? = nil
 }
 
 extension HUCallHandleType: SwiftProtobuf._ProtoNameProviding {
@@ -591,6 +591,7 @@ extension HUCallHandle: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 1) }
     if !self.value.isEmpty { let v = self.value; try walker.string(v, field: 2, index: nil) }
@@ -677,6 +678,7 @@ extension HUCallDescription: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._remoteHandle { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.localizedCallerName.isEmpty { let v = self.localizedCallerName; try walker.string(v, field: 2, index: nil) }
@@ -763,6 +765,7 @@ extension HUCallReport: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 2, index: nil) }
@@ -860,6 +863,7 @@ extension HUCallAction: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 1) }
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 2, index: nil) }
@@ -924,6 +928,7 @@ extension HUCallRequest: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._action { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -978,6 +983,7 @@ extension HUCallInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._action { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
   }
@@ -1063,6 +1069,7 @@ extension HUCallActionEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._action { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -1134,6 +1141,7 @@ extension HUCallActionAnswer: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
@@ -1195,6 +1203,7 @@ extension HUCallActionTimedOut: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
@@ -1272,6 +1281,7 @@ extension HUCallActionOutcome: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._action { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -1399,6 +1409,7 @@ extension HUCallInfo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.appDisplayName.isEmpty { let v = self.appDisplayName; try walker.string(v, field: 2, index: nil) }
@@ -1484,6 +1495,7 @@ extension HUCallEnded: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 2, index: nil) }

@@ -85,14 +85,14 @@ public struct HUDaemonConfig: Sendable {
 
   public init() {}
 
-  fileprivate var _limits: HUDaemonLimits? = nil
-  fileprivate var _vehicle: HUVehicleProfile? = nil
-  fileprivate var _entitlements: HUEntitlementPolicyConfig? = nil
-  fileprivate var _hmiAccess: HUPeerAccess? = nil
-  fileprivate var _clusterAccess: HUPeerAccess? = nil
-  fileprivate var _accessoryAccess: HUPeerAccess? = nil
-  fileprivate var _phoneAccess: HUPeerAccess? = nil
-  fileprivate var _audio: HUAudioConfig? = nil
+  @usableFromInline var _limits: HUDaemonLimits? = nil
+  @usableFromInline var _vehicle: HUVehicleProfile? = nil
+  @usableFromInline var _entitlements: HUEntitlementPolicyConfig? = nil
+  @usableFromInline var _hmiAccess: HUPeerAccess? = nil
+  @usableFromInline var _clusterAccess: HUPeerAccess? = nil
+  @usableFromInline var _accessoryAccess: HUPeerAccess? = nil
+  @usableFromInline var _phoneAccess: HUPeerAccess? = nil
+  @usableFromInline var _audio: HUAudioConfig? = nil
 }
 
 public struct HUPeerAccess: Sendable {
@@ -403,6 +403,7 @@ extension HUDaemonConfig: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.unixSocketPath.isEmpty { let v = self.unixSocketPath; try walker.string(v, field: 1, index: nil) }
     if !self.tcpListen.isEmpty { let v = self.tcpListen; try walker.string(v, field: 2, index: nil) }
@@ -510,6 +511,7 @@ extension HUPeerAccess: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.uids.isEmpty {
       try walker.repeated(count: self.uids.count, field: 1)
@@ -904,6 +906,7 @@ extension HUDaemonLimits: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -964,6 +967,7 @@ extension HUEntitlementPolicyConfig: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.allowed.isEmpty {
       try walker.repeated(count: self.allowed.count, field: 1)
@@ -1032,6 +1036,7 @@ extension HUAppGrant: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.entitlements.isEmpty {

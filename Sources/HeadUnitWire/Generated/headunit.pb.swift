@@ -382,71 +382,71 @@ public struct HUEnvelope: Sendable {
   }
 
   public enum OneOf_Body: Equatable, Sendable {
-    case hello(HUHello)
-    case welcome(HUWelcome)
-    case goodbye(HUGoodbye)
-    case result(HUResult)
-    case announceApps(HUAnnounceApps)
-    case templateRequest(HUTemplateRequest)
-    case completeEvent(HUCompleteEvent)
-    case appClosed(HUAppClosed)
-    case resumeSession(HUResumeSession)
-    case sceneConnected(HUSceneConnected)
-    case sceneDisconnected(HUSceneDisconnected)
-    case appEvent(HUAppEvent)
-    case sessionConfiguration(HUSessionConfiguration)
-    case launchApp(HULaunchApp)
-    case hmiInput(HUHmiInput)
-    case setVehicleState(HUSetVehicleState)
-    case getStatus(HUGetStatus)
-    case closeApp(HUCloseApp)
-    case getImage(HUGetImage)
-    case homeScreen(HUHomeScreen)
-    case screenUpdate(HUScreenUpdate)
-    case imageData(HUImageData)
-    case serveProtocols(HUServeProtocols)
-    case accessoryAvailability(HUAccessoryAvailability)
-    case openSession(HUOpenSession)
-    case sessionRequested(HUSessionRequested)
-    case answerSession(HUAnswerSession)
-    case sessionOpened(HUSessionOpened)
-    case closeSession(HUCloseSession)
-    case sessionClosed(HUSessionClosed)
-    case sessionCredit(HUSessionCredit)
-    case sessionFinished(HUSessionFinished)
-    case navigationRequest(HUNavigationRequest)
-    case navigationEvent(HUNavigationEvent)
-    case navigationInput(HUNavigationInput)
-    case subscribeMetadata(HUSubscribeMetadata)
-    case metadataUpdate(HUMetadataUpdate)
-    case clusterInput(HUClusterInput)
-    case startPairing(HUStartPairing)
-    case pair(HUPair)
-    case authenticate(HUAuthenticate)
-    case listPairedDevices(HUListPairedDevices)
-    case removePairedDevice(HURemovePairedDevice)
-    case pairStart(HUPairStart)
-    case pairingAttempt(HUPairingAttempt)
-    case remoteCommands(HURemoteCommands)
-    case sendRemoteCommand(HUSendRemoteCommand)
-    case carButton(HUCarButtonPressed)
-    case remoteCommandEvent(HURemoteCommandEvent)
-    case remoteCommandAnswer(HURemoteCommandAnswer)
-    case watchVideo(HUWatchVideo)
-    case videoStreams(HUVideoStreams)
-    case requestKeyframe(HURequestKeyframe)
-    case openAudioStream(HUOpenAudioStream)
-    case closeAudioStream(HUCloseAudioStream)
-    case audioCredit(HUAudioCredit)
-    case audioStreamClosed(HUAudioStreamClosed)
-    case microphoneStarted(HUMicrophoneStarted)
-    case watchAudio(HUWatchAudio)
-    case callReport(HUCallReport)
-    case callRequest(HUCallRequest)
-    case callActionEvent(HUCallActionEvent)
-    case callActionAnswer(HUCallActionAnswer)
-    case callActionTimedOut(HUCallActionTimedOut)
-    case callInput(HUCallInput)
+    indirect case hello(HUHello)
+    indirect case welcome(HUWelcome)
+    indirect case goodbye(HUGoodbye)
+    indirect case result(HUResult)
+    indirect case announceApps(HUAnnounceApps)
+    indirect case templateRequest(HUTemplateRequest)
+    indirect case completeEvent(HUCompleteEvent)
+    indirect case appClosed(HUAppClosed)
+    indirect case resumeSession(HUResumeSession)
+    indirect case sceneConnected(HUSceneConnected)
+    indirect case sceneDisconnected(HUSceneDisconnected)
+    indirect case appEvent(HUAppEvent)
+    indirect case sessionConfiguration(HUSessionConfiguration)
+    indirect case launchApp(HULaunchApp)
+    indirect case hmiInput(HUHmiInput)
+    indirect case setVehicleState(HUSetVehicleState)
+    indirect case getStatus(HUGetStatus)
+    indirect case closeApp(HUCloseApp)
+    indirect case getImage(HUGetImage)
+    indirect case homeScreen(HUHomeScreen)
+    indirect case screenUpdate(HUScreenUpdate)
+    indirect case imageData(HUImageData)
+    indirect case serveProtocols(HUServeProtocols)
+    indirect case accessoryAvailability(HUAccessoryAvailability)
+    indirect case openSession(HUOpenSession)
+    indirect case sessionRequested(HUSessionRequested)
+    indirect case answerSession(HUAnswerSession)
+    indirect case sessionOpened(HUSessionOpened)
+    indirect case closeSession(HUCloseSession)
+    indirect case sessionClosed(HUSessionClosed)
+    indirect case sessionCredit(HUSessionCredit)
+    indirect case sessionFinished(HUSessionFinished)
+    indirect case navigationRequest(HUNavigationRequest)
+    indirect case navigationEvent(HUNavigationEvent)
+    indirect case navigationInput(HUNavigationInput)
+    indirect case subscribeMetadata(HUSubscribeMetadata)
+    indirect case metadataUpdate(HUMetadataUpdate)
+    indirect case clusterInput(HUClusterInput)
+    indirect case startPairing(HUStartPairing)
+    indirect case pair(HUPair)
+    indirect case authenticate(HUAuthenticate)
+    indirect case listPairedDevices(HUListPairedDevices)
+    indirect case removePairedDevice(HURemovePairedDevice)
+    indirect case pairStart(HUPairStart)
+    indirect case pairingAttempt(HUPairingAttempt)
+    indirect case remoteCommands(HURemoteCommands)
+    indirect case sendRemoteCommand(HUSendRemoteCommand)
+    indirect case carButton(HUCarButtonPressed)
+    indirect case remoteCommandEvent(HURemoteCommandEvent)
+    indirect case remoteCommandAnswer(HURemoteCommandAnswer)
+    indirect case watchVideo(HUWatchVideo)
+    indirect case videoStreams(HUVideoStreams)
+    indirect case requestKeyframe(HURequestKeyframe)
+    indirect case openAudioStream(HUOpenAudioStream)
+    indirect case closeAudioStream(HUCloseAudioStream)
+    indirect case audioCredit(HUAudioCredit)
+    indirect case audioStreamClosed(HUAudioStreamClosed)
+    indirect case microphoneStarted(HUMicrophoneStarted)
+    indirect case watchAudio(HUWatchAudio)
+    indirect case callReport(HUCallReport)
+    indirect case callRequest(HUCallRequest)
+    indirect case callActionEvent(HUCallActionEvent)
+    indirect case callActionAnswer(HUCallActionAnswer)
+    indirect case callActionTimedOut(HUCallActionTimedOut)
+    indirect case callInput(HUCallInput)
   }
 
   public init() {}
@@ -509,8 +509,8 @@ public struct HUWelcome: Sendable {
 
   public init() {}
 
-  fileprivate var _limits: HULimits? = nil
-  fileprivate var _vehicle: HUVehicleProfile? = nil
+  @usableFromInline var _limits: HULimits? = nil
+  @usableFromInline var _vehicle: HUVehicleProfile? = nil
 }
 
 public struct HULimits: Sendable {
@@ -627,16 +627,16 @@ public struct HUResult: Sendable {
   }
 
   public enum OneOf_Detail: Equatable, Sendable {
-    case appDecisions(HUAppDecisions)
-    case status(HUStatus)
-    case templateShown(HUTemplateShown)
-    case resumed(HUResumed)
-    case accessorySession(HUAccessorySession)
-    case pairing(HUPairingInfo)
-    case imageData(HUImageData)
-    case remoteCommand(HURemoteCommandOutcome)
-    case audioStream(HUAudioStreamInfo)
-    case callAction(HUCallActionOutcome)
+    indirect case appDecisions(HUAppDecisions)
+    indirect case status(HUStatus)
+    indirect case templateShown(HUTemplateShown)
+    indirect case resumed(HUResumed)
+    indirect case accessorySession(HUAccessorySession)
+    indirect case pairing(HUPairingInfo)
+    indirect case imageData(HUImageData)
+    indirect case remoteCommand(HURemoteCommandOutcome)
+    indirect case audioStream(HUAudioStreamInfo)
+    indirect case callAction(HUCallActionOutcome)
   }
 
   public init() {}
@@ -683,8 +683,8 @@ public struct HUStatus: Sendable {
 
   public init() {}
 
-  fileprivate var _vehicleState: HUVehicleState? = nil
-  fileprivate var _audioOutput: HUAudioOutputStatus? = nil
+  @usableFromInline var _vehicleState: HUVehicleState? = nil
+  @usableFromInline var _audioOutput: HUAudioOutputStatus? = nil
 }
 
 public struct HUAccessoryProtocolStatus: Sendable {
@@ -2412,6 +2412,7 @@ extension HUEnvelope: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     switch self.body {
     case .hello(let v)?: if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() }
@@ -2564,6 +2565,7 @@ extension HUHello: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.role.rawValue != 0 { let v = self.role; try walker.enumValue(v, field: 3) }
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 4, index: nil) }
@@ -2683,6 +2685,7 @@ extension HUWelcome: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._limits { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._vehicle { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -2819,6 +2822,7 @@ extension HULimits: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -2879,6 +2883,7 @@ extension HUGoodbye: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.code.rawValue != 0 { let v = self.code; try walker.enumValue(v, field: 1) }
     if !self.reason.isEmpty { let v = self.reason; try walker.string(v, field: 2, index: nil) }
@@ -3204,6 +3209,7 @@ extension HUResult: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.code.rawValue != 0 { let v = self.code; try walker.enumValue(v, field: 1) }
     if !self.message.isEmpty { let v = self.message; try walker.string(v, field: 2, index: nil) }
@@ -3352,6 +3358,7 @@ extension HUStatus: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.peer.isEmpty {
       try walker.repeated(count: self.peer.count, field: 5)
@@ -3443,6 +3450,7 @@ extension HUAccessoryProtocolStatus: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 1, index: nil) }
   }
@@ -3520,6 +3528,7 @@ extension HUPeerStatus: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.role.rawValue != 0 { let v = self.role; try walker.enumValue(v, field: 2) }
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 3, index: nil) }
@@ -3607,6 +3616,7 @@ extension HUAppStatus: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.displayName.isEmpty { let v = self.displayName; try walker.string(v, field: 2, index: nil) }
@@ -3690,6 +3700,7 @@ extension HUSceneStatus: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
     if !self.stack.isEmpty {
@@ -3748,6 +3759,7 @@ extension HUResumeSession: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.resumptionToken.isEmpty { let v = self.resumptionToken; try walker.string(v, field: 1, index: nil) }
   }
@@ -3833,6 +3845,7 @@ extension HUResumed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.resumptionToken.isEmpty { let v = self.resumptionToken; try walker.string(v, field: 1, index: nil) }
     if !self.apps.isEmpty {

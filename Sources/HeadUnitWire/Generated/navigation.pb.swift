@@ -767,7 +767,7 @@ public struct HURouteChoice: Sendable {
 
   public init() {}
 
-  fileprivate var _estimates: HUTravelEstimates? = nil
+  @usableFromInline var _estimates: HUTravelEstimates? = nil
 }
 
 public struct HUTrip: Sendable {
@@ -804,9 +804,9 @@ public struct HUTrip: Sendable {
 
   public init() {}
 
-  fileprivate var _origin: HUPlace? = nil
-  fileprivate var _destination: HUPlace? = nil
-  fileprivate var _estimates: HUTravelEstimates? = nil
+  @usableFromInline var _origin: HUPlace? = nil
+  @usableFromInline var _destination: HUPlace? = nil
+  @usableFromInline var _estimates: HUTravelEstimates? = nil
 }
 
 public struct HUTripPreviewTexts: Sendable {
@@ -861,7 +861,7 @@ public struct HUTextSpan: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUManeuver: Sendable {
@@ -955,14 +955,14 @@ public struct HUManeuver: Sendable {
 
   public init() {}
 
-  fileprivate var _symbol: HUImage? = nil
-  fileprivate var _darkSymbol: HUImage? = nil
-  fileprivate var _junctionImage: HUImage? = nil
-  fileprivate var _estimates: HUTravelEstimates? = nil
-  fileprivate var _junctionExitAngleDeg: Double? = nil
-  fileprivate var _dashboardSymbol: HUImage? = nil
-  fileprivate var _notificationSymbol: HUImage? = nil
-  fileprivate var _dashboardJunctionImage: HUImage? = nil
+  @usableFromInline var _symbol: HUImage? = nil
+  @usableFromInline var _darkSymbol: HUImage? = nil
+  @usableFromInline var _junctionImage: HUImage? = nil
+  @usableFromInline var _estimates: HUTravelEstimates? = nil
+  @usableFromInline var _junctionExitAngleDeg: Double? = nil
+  @usableFromInline var _dashboardSymbol: HUImage? = nil
+  @usableFromInline var _notificationSymbol: HUImage? = nil
+  @usableFromInline var _dashboardJunctionImage: HUImage? = nil
 }
 
 public struct HULane: Sendable {
@@ -985,7 +985,7 @@ public struct HULane: Sendable {
 
   public init() {}
 
-  fileprivate var _highlightedAngleDeg: Double? = nil
+  @usableFromInline var _highlightedAngleDeg: Double? = nil
 }
 
 public struct HULaneGuidance: Sendable {
@@ -1121,27 +1121,27 @@ public struct HUNavigationRequest: Sendable {
   }
 
   public enum OneOf_Op: Equatable, Sendable {
-    case showTripPreviews(HUTripPreviews)
-    case hideTripPreviews(HUHideTripPreviews)
-    case start(HUStartNavigation)
-    case pause(HUPauseNavigation)
-    case updateManeuvers(HUManeuverUpdate)
-    case updateEstimates(HUEstimatesUpdate)
-    case finish(HUFinishNavigation)
-    case cancel(HUCancelNavigation)
-    case showAlert(HUNavigationAlert)
-    case dismissAlert(HUDismissNavigationAlert)
-    case setDashboardButtons(HUDashboardButtons)
-    case showPanning(HUShowPanning)
-    case dismissPanning(HUDismissPanning)
-    case setClusterDescriptions(HUClusterDescriptions)
-    case startPrompt(HUAudioPrompt)
-    case endPrompt(HUEndPrompt)
-    case setVoiceSession(HUVoiceSession)
-    case addLaneGuidances(HULaneGuidances)
-    case setCurrentLaneGuidance(HUCurrentLaneGuidance)
-    case setCurrentRoadName(HUCurrentRoadName)
-    case setManeuverState(HUCurrentManeuverState)
+    indirect case showTripPreviews(HUTripPreviews)
+    indirect case hideTripPreviews(HUHideTripPreviews)
+    indirect case start(HUStartNavigation)
+    indirect case pause(HUPauseNavigation)
+    indirect case updateManeuvers(HUManeuverUpdate)
+    indirect case updateEstimates(HUEstimatesUpdate)
+    indirect case finish(HUFinishNavigation)
+    indirect case cancel(HUCancelNavigation)
+    indirect case showAlert(HUNavigationAlert)
+    indirect case dismissAlert(HUDismissNavigationAlert)
+    indirect case setDashboardButtons(HUDashboardButtons)
+    indirect case showPanning(HUShowPanning)
+    indirect case dismissPanning(HUDismissPanning)
+    indirect case setClusterDescriptions(HUClusterDescriptions)
+    indirect case startPrompt(HUAudioPrompt)
+    indirect case endPrompt(HUEndPrompt)
+    indirect case setVoiceSession(HUVoiceSession)
+    indirect case addLaneGuidances(HULaneGuidances)
+    indirect case setCurrentLaneGuidance(HUCurrentLaneGuidance)
+    indirect case setCurrentRoadName(HUCurrentRoadName)
+    indirect case setManeuverState(HUCurrentManeuverState)
   }
 
   public init() {}
@@ -1201,7 +1201,7 @@ public struct HUTripPreviews: Sendable {
 
   public init() {}
 
-  fileprivate var _texts: HUTripPreviewTexts? = nil
+  @usableFromInline var _texts: HUTripPreviewTexts? = nil
 }
 
 public struct HUHideTripPreviews: Sendable {
@@ -1232,7 +1232,7 @@ public struct HUStartNavigation: Sendable {
 
   public init() {}
 
-  fileprivate var _trip: HUTrip? = nil
+  @usableFromInline var _trip: HUTrip? = nil
 }
 
 public struct HUPauseNavigation: Sendable {
@@ -1283,7 +1283,7 @@ public struct HUEstimatesUpdate: Sendable {
 
   public init() {}
 
-  fileprivate var _estimates: HUTravelEstimates? = nil
+  @usableFromInline var _estimates: HUTravelEstimates? = nil
 }
 
 public struct HUFinishNavigation: Sendable {
@@ -1382,7 +1382,7 @@ public struct HUNavigationAlert: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUDismissNavigationAlert: Sendable {
@@ -1417,7 +1417,7 @@ public struct HUDashboardButton: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUDashboardButtons: Sendable {
@@ -1523,15 +1523,15 @@ public struct HUNavigationEvent: Sendable {
   }
 
   public enum OneOf_Kind: Equatable, Sendable {
-    case tripPreviewed(HUTripChosen)
-    case tripStarted(HUTripChosen)
-    case navigationCancelled(HUNavigationEnded)
-    case alertDismissed(HUAlertDismissed)
-    case panning(HUPanEvent)
+    indirect case tripPreviewed(HUTripChosen)
+    indirect case tripStarted(HUTripChosen)
+    indirect case navigationCancelled(HUNavigationEnded)
+    indirect case alertDismissed(HUAlertDismissed)
+    indirect case panning(HUPanEvent)
     case dashboardButtonPressed(String)
-    case clusterInput(HUClusterInput)
+    indirect case clusterInput(HUClusterInput)
     case promptStyle(HUPromptStyle)
-    case bannerSelected(HUBannerSelected)
+    indirect case bannerSelected(HUBannerSelected)
   }
 
   public init() {}
@@ -1680,14 +1680,14 @@ public struct HUNavigationInput: Sendable {
   }
 
   public enum OneOf_Kind: Equatable, Sendable {
-    case previewTrip(HUTripChosen)
-    case startTrip(HUTripChosen)
+    indirect case previewTrip(HUTripChosen)
+    indirect case startTrip(HUTripChosen)
     case alertAction(String)
-    case dismissAlert(HUDismissNavigationAlert)
+    indirect case dismissAlert(HUDismissNavigationAlert)
     case pan(HUPanDirection)
-    case exitPanning(HUDismissPanning)
+    indirect case exitPanning(HUDismissPanning)
     case dashboardButton(String)
-    case selectBanner(HUSelectBanner)
+    indirect case selectBanner(HUSelectBanner)
   }
 
   public init() {}
@@ -1786,7 +1786,7 @@ public struct HUGuidanceSection: Sendable {
 
   public init() {}
 
-  fileprivate var _trip: HUTrip? = nil
+  @usableFromInline var _trip: HUTrip? = nil
 }
 
 public struct HUManeuversSection: Sendable {
@@ -1827,7 +1827,7 @@ public struct HUTripEstimatesSection: Sendable {
 
   public init() {}
 
-  fileprivate var _estimates: HUTravelEstimates? = nil
+  @usableFromInline var _estimates: HUTravelEstimates? = nil
 }
 
 public struct HUAlertSection: Sendable {
@@ -1848,7 +1848,7 @@ public struct HUAlertSection: Sendable {
 
   public init() {}
 
-  fileprivate var _alert: HUNavigationAlert? = nil
+  @usableFromInline var _alert: HUNavigationAlert? = nil
 }
 
 public struct HUBannerSection: Sendable {
@@ -1886,8 +1886,8 @@ public struct HUBannerSection: Sendable {
 
   public init() {}
 
-  fileprivate var _symbol: HUImage? = nil
-  fileprivate var _estimates: HUTravelEstimates? = nil
+  @usableFromInline var _symbol: HUImage? = nil
+  @usableFromInline var _estimates: HUTravelEstimates? = nil
 }
 
 public struct HUNowPlayingSection: Sendable {
@@ -1950,7 +1950,7 @@ public struct HUPreviewsSection: Sendable {
 
   public init() {}
 
-  fileprivate var _previews: HUTripPreviews? = nil
+  @usableFromInline var _previews: HUTripPreviews? = nil
 }
 
 public struct HUClusterSection: Sendable {
@@ -2057,17 +2057,17 @@ public struct HUMetadataState: Sendable {
 
   public init() {}
 
-  fileprivate var _guidance: HUGuidanceSection? = nil
-  fileprivate var _maneuvers: HUManeuversSection? = nil
-  fileprivate var _tripEstimates: HUTripEstimatesSection? = nil
-  fileprivate var _alert: HUAlertSection? = nil
-  fileprivate var _nowPlaying: HUNowPlayingSection? = nil
-  fileprivate var _display: HUDisplaySection? = nil
-  fileprivate var _previews: HUPreviewsSection? = nil
-  fileprivate var _cluster: HUClusterSection? = nil
-  fileprivate var _audio: HUAudioSection? = nil
-  fileprivate var _phone: HUPhoneSection? = nil
-  fileprivate var _banner: HUBannerSection? = nil
+  @usableFromInline var _guidance: HUGuidanceSection? = nil
+  @usableFromInline var _maneuvers: HUManeuversSection? = nil
+  @usableFromInline var _tripEstimates: HUTripEstimatesSection? = nil
+  @usableFromInline var _alert: HUAlertSection? = nil
+  @usableFromInline var _nowPlaying: HUNowPlayingSection? = nil
+  @usableFromInline var _display: HUDisplaySection? = nil
+  @usableFromInline var _previews: HUPreviewsSection? = nil
+  @usableFromInline var _cluster: HUClusterSection? = nil
+  @usableFromInline var _audio: HUAudioSection? = nil
+  @usableFromInline var _phone: HUPhoneSection? = nil
+  @usableFromInline var _banner: HUBannerSection? = nil
 }
 
 public struct HUPhoneSection: Sendable {
@@ -2140,7 +2140,7 @@ public struct HUMetadataUpdate: Sendable {
 
   public init() {}
 
-  fileprivate var _state: HUMetadataState? = nil
+  @usableFromInline var _state: HUMetadataState? = nil
 }
 
 extension HUPauseReason: SwiftProtobuf._ProtoNameProviding {
@@ -2255,6 +2255,7 @@ extension HUTravelEstimates: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -2323,6 +2324,7 @@ extension HUPlace: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 1, index: nil) }
   }
@@ -2408,6 +2410,7 @@ extension HURouteChoice: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.summaryVariants.isEmpty {
@@ -2506,6 +2509,7 @@ extension HUTrip: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if let v = self._origin { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -2582,6 +2586,7 @@ extension HUTripPreviewTexts: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.startButtonTitle.isEmpty { let v = self.startButtonTitle; try walker.string(v, field: 1, index: nil) }
     if !self.overviewButtonTitle.isEmpty { let v = self.overviewButtonTitle; try walker.string(v, field: 2, index: nil) }
@@ -2645,6 +2650,7 @@ extension HUAttributedText: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.text.isEmpty { let v = self.text; try walker.string(v, field: 1, index: nil) }
     if !self.spans.isEmpty {
@@ -2726,6 +2732,7 @@ extension HUTextSpan: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._image { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
   }
@@ -2947,6 +2954,7 @@ extension HUManeuver: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if let v = self._symbol { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -3060,6 +3068,7 @@ extension HULane: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.status.rawValue != 0 { let v = self.status; try walker.enumValue(v, field: 1) }
     if !self.anglesDeg.isEmpty {
@@ -3132,6 +3141,7 @@ extension HULaneGuidance: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.lanes.isEmpty {
@@ -3704,6 +3714,7 @@ extension HUNavigationRequest: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     switch self.op {
@@ -3781,6 +3792,7 @@ extension HUAudioPrompt: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -3822,6 +3834,7 @@ extension HUEndPrompt: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -3874,6 +3887,7 @@ extension HUVoiceSession: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -3942,6 +3956,7 @@ extension HUTripPreviews: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.trips.isEmpty {
       try walker.repeated(count: self.trips.count, field: 1)
@@ -3989,6 +4004,7 @@ extension HUHideTripPreviews: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4049,6 +4065,7 @@ extension HUStartNavigation: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._trip { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.routeChoiceID.isEmpty { let v = self.routeChoiceID; try walker.string(v, field: 2, index: nil) }
@@ -4111,6 +4128,7 @@ extension HUPauseNavigation: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 1) }
     if !self.description_p.isEmpty { let v = self.description_p; try walker.string(v, field: 2, index: nil) }
@@ -4173,6 +4191,7 @@ extension HUManeuverUpdate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.maneuvers.isEmpty {
       try walker.repeated(count: self.maneuvers.count, field: 1)
@@ -4245,6 +4264,7 @@ extension HUEstimatesUpdate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.maneuverID.isEmpty { let v = self.maneuverID; try walker.string(v, field: 1, index: nil) }
     if let v = self._estimates { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -4288,6 +4308,7 @@ extension HUFinishNavigation: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4329,6 +4350,7 @@ extension HUCancelNavigation: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4381,6 +4403,7 @@ extension HULaneGuidances: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.laneGuidances.isEmpty {
       try walker.repeated(count: self.laneGuidances.count, field: 1)
@@ -4437,6 +4460,7 @@ extension HUCurrentLaneGuidance: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.laneGuidanceID.isEmpty { let v = self.laneGuidanceID; try walker.string(v, field: 1, index: nil) }
   }
@@ -4490,6 +4514,7 @@ extension HUCurrentRoadName: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.variants.isEmpty {
       try walker.repeated(count: self.variants.count, field: 1)
@@ -4546,6 +4571,7 @@ extension HUCurrentManeuverState: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.state.rawValue != 0 { let v = self.state; try walker.enumValue(v, field: 1) }
   }
@@ -4647,6 +4673,7 @@ extension HUNavigationAlert: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if let v = self._image { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -4702,6 +4729,7 @@ extension HUDismissNavigationAlert: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4778,6 +4806,7 @@ extension HUDashboardButton: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.titleVariants.isEmpty {
@@ -4840,6 +4869,7 @@ extension HUDashboardButtons: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.buttons.isEmpty {
       try walker.repeated(count: self.buttons.count, field: 1)
@@ -4885,6 +4915,7 @@ extension HUShowPanning: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4926,6 +4957,7 @@ extension HUDismissPanning: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4978,6 +5010,7 @@ extension HUClusterDescriptions: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.inactiveDescriptionVariants.isEmpty {
       try walker.repeated(count: self.inactiveDescriptionVariants.count, field: 1)
@@ -5241,6 +5274,7 @@ extension HUNavigationEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     switch self.kind {
@@ -5314,6 +5348,7 @@ extension HUBannerSelected: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.maneuverID.isEmpty { let v = self.maneuverID; try walker.string(v, field: 1, index: nil) }
     if !self.alertID.isEmpty { let v = self.alertID; try walker.string(v, field: 2, index: nil) }
@@ -5376,6 +5411,7 @@ extension HUTripChosen: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.tripID.isEmpty { let v = self.tripID; try walker.string(v, field: 1, index: nil) }
     if !self.routeChoiceID.isEmpty { let v = self.routeChoiceID; try walker.string(v, field: 2, index: nil) }
@@ -5438,6 +5474,7 @@ extension HUNavigationEnded: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 1) }
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 2, index: nil) }
@@ -5508,6 +5545,7 @@ extension HUAlertDismissed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.alertID.isEmpty { let v = self.alertID; try walker.string(v, field: 1, index: nil) }
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 2) }
@@ -5598,6 +5636,7 @@ extension HUPanEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     switch self.kind {
     case .direction(let v)?: try walker.enumValue(v, field: 3)
@@ -5817,6 +5856,7 @@ extension HUNavigationInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     switch self.kind {
@@ -5881,6 +5921,7 @@ extension HUSelectBanner: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -5922,6 +5963,7 @@ extension HUSubscribeMetadata: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -6021,6 +6063,7 @@ extension HUClusterInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     switch self.kind {
     case .compass(let v)?: try walker.enumValue(v, field: 3)
@@ -6142,6 +6185,7 @@ extension HUGuidanceSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.state.rawValue != 0 { let v = self.state; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -6233,6 +6277,7 @@ extension HUManeuversSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.maneuvers.isEmpty {
       try walker.repeated(count: self.maneuvers.count, field: 1)
@@ -6307,6 +6352,7 @@ extension HUTripEstimatesSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._estimates { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
   }
@@ -6368,6 +6414,7 @@ extension HUAlertSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._alert { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -6478,6 +6525,7 @@ extension HUBannerSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
     if !self.maneuverID.isEmpty { let v = self.maneuverID; try walker.string(v, field: 3, index: nil) }
@@ -6599,6 +6647,7 @@ extension HUNowPlayingSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 2, index: nil) }
@@ -6655,6 +6704,7 @@ extension HUDisplaySection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.contentStyle.rawValue != 0 { let v = self.contentStyle; try walker.enumValue(v, field: 1) }
   }
@@ -6732,6 +6782,7 @@ extension HUPreviewsSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._previews { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -6812,6 +6863,7 @@ extension HUClusterSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.inactiveDescriptionVariants.isEmpty {
@@ -6953,6 +7005,7 @@ extension HUMetadataState: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._guidance { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._maneuvers { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -7024,6 +7077,7 @@ extension HUPhoneSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.link.rawValue != 0 { let v = self.link; try walker.enumValue(v, field: 1) }
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 2, index: nil) }
@@ -7174,6 +7228,7 @@ extension HUAudioSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.mainOwner.rawValue != 0 { let v = self.mainOwner; try walker.enumValue(v, field: 1) }
     if !self.carSource.isEmpty { let v = self.carSource; try walker.string(v, field: 2, index: nil) }
@@ -7250,6 +7305,7 @@ extension HUMetadataUpdate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._state { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
   }

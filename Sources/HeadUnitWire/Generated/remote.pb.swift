@@ -327,7 +327,7 @@ public struct HUSendRemoteCommand: Sendable {
 
   public init() {}
 
-  fileprivate var _call: HURemoteCommandCall? = nil
+  @usableFromInline var _call: HURemoteCommandCall? = nil
 }
 
 public struct HUCarButtonPressed: Sendable {
@@ -364,7 +364,7 @@ public struct HURemoteCommandEvent: Sendable {
 
   public init() {}
 
-  fileprivate var _call: HURemoteCommandCall? = nil
+  @usableFromInline var _call: HURemoteCommandCall? = nil
 }
 
 public struct HURemoteCommandAnswer: Sendable {
@@ -403,7 +403,7 @@ public struct HURemoteCommandOutcome: Sendable {
 
   public init() {}
 
-  fileprivate var _call: HURemoteCommandCall? = nil
+  @usableFromInline var _call: HURemoteCommandCall? = nil
 }
 
 public struct HURemoteCommandSet: Sendable {
@@ -560,6 +560,7 @@ extension HURemoteCommandState: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.command.rawValue != 0 { let v = self.command; try walker.enumValue(v, field: 1) }
     if !self.preferredIntervals.isEmpty {
@@ -630,6 +631,7 @@ extension HURemoteCommands: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.commands.isEmpty {
@@ -735,6 +737,7 @@ extension HURemoteCommandCall: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.command.rawValue != 0 { let v = self.command; try walker.enumValue(v, field: 1) }
     if self.shuffleMode.rawValue != 0 { let v = self.shuffleMode; try walker.enumValue(v, field: 5) }
@@ -798,6 +801,7 @@ extension HUSendRemoteCommand: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._call { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -852,6 +856,7 @@ extension HUCarButtonPressed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.button.rawValue != 0 { let v = self.button; try walker.enumValue(v, field: 1) }
   }
@@ -929,6 +934,7 @@ extension HURemoteCommandEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._call { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -1000,6 +1006,7 @@ extension HURemoteCommandAnswer: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.status.rawValue != 0 { let v = self.status; try walker.enumValue(v, field: 3) }
@@ -1070,6 +1077,7 @@ extension HURemoteCommandOutcome: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._call { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -1133,6 +1141,7 @@ extension HURemoteCommandSet: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.commands.isEmpty {

@@ -207,39 +207,39 @@ public struct HUScenarioStep: Sendable {
   }
 
   public enum OneOf_Action: Equatable, Sendable {
-    case launch(HUScenarioLaunch)
-    case request(HUScenarioRequest)
-    case hmiInput(HUScenarioHmiInput)
-    case expectEvent(HUScenarioExpectEvent)
-    case completeEvent(HUScenarioCompleteEvent)
-    case setVehicleState(HUScenarioSetVehicleState)
-    case closeApp(HUScenarioCloseApp)
+    indirect case launch(HUScenarioLaunch)
+    indirect case request(HUScenarioRequest)
+    indirect case hmiInput(HUScenarioHmiInput)
+    indirect case expectEvent(HUScenarioExpectEvent)
+    indirect case completeEvent(HUScenarioCompleteEvent)
+    indirect case setVehicleState(HUScenarioSetVehicleState)
+    indirect case closeApp(HUScenarioCloseApp)
     case waitMs(UInt32)
-    case expectScreen(HUScenarioExpectScreen)
-    case disconnect(HUScenarioDisconnect)
-    case serve(HUScenarioServe)
-    case openSession(HUScenarioOpenSession)
-    case expectHome(HUScenarioExpectHome)
-    case pair(HUScenarioPair)
-    case navigate(HUScenarioNavigate)
-    case navigationInput(HUScenarioNavigationInput)
-    case expectNavigationEvent(HUScenarioExpectNavigationEvent)
-    case expectMetadata(HUScenarioExpectMetadata)
-    case clusterInput(HUScenarioClusterInput)
-    case selectBanner(HUScenarioSelectBanner)
-    case remoteCommands(HUScenarioRemoteCommands)
-    case remoteCommand(HUScenarioRemoteCommand)
-    case reportCall(HUScenarioReportCall)
-    case callInput(HUScenarioCallInput)
-    case expectCall(HUScenarioExpectCall)
-    case openAudioStream(HUScenarioOpenAudioStream)
-    case sendAudio(HUScenarioSendAudio)
-    case closeAudioStream(HUScenarioCloseAudioStream)
-    case expectAudioStreamClosed(HUScenarioExpectAudioStreamClosed)
-    case watchVideo(HUScenarioWatchVideo)
-    case sendVideo(HUScenarioSendVideo)
-    case expectVideo(HUScenarioExpectVideo)
-    case requestKeyframe(HUScenarioRequestKeyframe)
+    indirect case expectScreen(HUScenarioExpectScreen)
+    indirect case disconnect(HUScenarioDisconnect)
+    indirect case serve(HUScenarioServe)
+    indirect case openSession(HUScenarioOpenSession)
+    indirect case expectHome(HUScenarioExpectHome)
+    indirect case pair(HUScenarioPair)
+    indirect case navigate(HUScenarioNavigate)
+    indirect case navigationInput(HUScenarioNavigationInput)
+    indirect case expectNavigationEvent(HUScenarioExpectNavigationEvent)
+    indirect case expectMetadata(HUScenarioExpectMetadata)
+    indirect case clusterInput(HUScenarioClusterInput)
+    indirect case selectBanner(HUScenarioSelectBanner)
+    indirect case remoteCommands(HUScenarioRemoteCommands)
+    indirect case remoteCommand(HUScenarioRemoteCommand)
+    indirect case reportCall(HUScenarioReportCall)
+    indirect case callInput(HUScenarioCallInput)
+    indirect case expectCall(HUScenarioExpectCall)
+    indirect case openAudioStream(HUScenarioOpenAudioStream)
+    indirect case sendAudio(HUScenarioSendAudio)
+    indirect case closeAudioStream(HUScenarioCloseAudioStream)
+    indirect case expectAudioStreamClosed(HUScenarioExpectAudioStreamClosed)
+    indirect case watchVideo(HUScenarioWatchVideo)
+    indirect case sendVideo(HUScenarioSendVideo)
+    indirect case expectVideo(HUScenarioExpectVideo)
+    indirect case requestKeyframe(HUScenarioRequestKeyframe)
   }
 
   public init() {}
@@ -338,17 +338,17 @@ public struct HUScenarioRequest: Sendable {
   }
 
   public enum OneOf_Op: Equatable, Sendable {
-    case setRoot(HUTemplate)
-    case push(HUTemplate)
-    case pop(HUPopTemplate)
-    case popToRoot(HUPopTemplate)
+    indirect case setRoot(HUTemplate)
+    indirect case push(HUTemplate)
+    indirect case pop(HUPopTemplate)
+    indirect case popToRoot(HUPopTemplate)
     case popTo(String)
-    case present(HUTemplate)
-    case dismiss(HUPopTemplate)
-    case update(HUTemplate)
-    case updateItem(HUItemUpdate)
-    case updateNowPlaying(HUNowPlayingTemplate)
-    case showNowPlaying(HUShowNowPlaying)
+    indirect case present(HUTemplate)
+    indirect case dismiss(HUPopTemplate)
+    indirect case update(HUTemplate)
+    indirect case updateItem(HUItemUpdate)
+    indirect case updateNowPlaying(HUNowPlayingTemplate)
+    indirect case showNowPlaying(HUShowNowPlaying)
   }
 
   public init() {}
@@ -428,18 +428,18 @@ public struct HUScenarioHmiInput: Sendable {
   }
 
   public enum OneOf_Kind: Equatable, Sendable {
-    case selectItem(HUItemSelected)
-    case pressButton(HUButtonPressed)
-    case selectTab(HUTabSelected)
-    case searchText(HUSearchTextChanged)
-    case selectSearchResult(HUSearchResultSelected)
-    case selectPoi(HUPoiSelected)
-    case poiRegion(HUPoiRegionChanged)
-    case nowPlayingButton(HUNowPlayingButtonPressed)
-    case goBack(HUGoBack)
-    case openNowPlaying(HUOpenNowPlaying)
-    case goHome(HUGoHome)
-    case searchButton(HUSearchButtonPressed)
+    indirect case selectItem(HUItemSelected)
+    indirect case pressButton(HUButtonPressed)
+    indirect case selectTab(HUTabSelected)
+    indirect case searchText(HUSearchTextChanged)
+    indirect case selectSearchResult(HUSearchResultSelected)
+    indirect case selectPoi(HUPoiSelected)
+    indirect case poiRegion(HUPoiRegionChanged)
+    indirect case nowPlayingButton(HUNowPlayingButtonPressed)
+    indirect case goBack(HUGoBack)
+    indirect case openNowPlaying(HUOpenNowPlaying)
+    indirect case goHome(HUGoHome)
+    indirect case searchButton(HUSearchButtonPressed)
   }
 
   public init() {}
@@ -475,7 +475,7 @@ public struct HUScenarioExpectEvent: Sendable {
 
   public init() {}
 
-  fileprivate var _needsCompletion: Bool? = nil
+  @usableFromInline var _needsCompletion: Bool? = nil
 }
 
 public struct HUScenarioCompleteEvent: Sendable {
@@ -514,7 +514,7 @@ public struct HUScenarioSetVehicleState: Sendable {
 
   public init() {}
 
-  fileprivate var _state: HUVehicleState? = nil
+  @usableFromInline var _state: HUVehicleState? = nil
 }
 
 public struct HUScenarioCloseApp: Sendable {
@@ -573,9 +573,9 @@ public struct HUScenarioExpectScreen: Sendable {
 
   public init() {}
 
-  fileprivate var _itemsShown: UInt32? = nil
-  fileprivate var _depth: UInt32? = nil
-  fileprivate var _pendingItemID: String? = nil
+  @usableFromInline var _itemsShown: UInt32? = nil
+  @usableFromInline var _depth: UInt32? = nil
+  @usableFromInline var _pendingItemID: String? = nil
 }
 
 public struct HUScenarioDisconnect: Sendable {
@@ -658,7 +658,7 @@ public struct HUScenarioNavigate: Sendable {
 
   public init() {}
 
-  fileprivate var _request: HUNavigationRequest? = nil
+  @usableFromInline var _request: HUNavigationRequest? = nil
 }
 
 public struct HUScenarioNavigationInput: Sendable {
@@ -679,7 +679,7 @@ public struct HUScenarioNavigationInput: Sendable {
 
   public init() {}
 
-  fileprivate var _input: HUNavigationInput? = nil
+  @usableFromInline var _input: HUNavigationInput? = nil
 }
 
 public struct HUScenarioExpectNavigationEvent: Sendable {
@@ -802,17 +802,17 @@ public struct HUScenarioExpectMetadata: Sendable {
 
   public init() {}
 
-  fileprivate var _guidance: HUGuidanceState? = nil
-  fileprivate var _pauseReason: HUPauseReason? = nil
-  fileprivate var _endReason: HUNavigationEndReason? = nil
-  fileprivate var _alertID: String? = nil
-  fileprivate var _guidanceAppID: String? = nil
-  fileprivate var _previewedTripID: String? = nil
-  fileprivate var _tripsShown: UInt32? = nil
-  fileprivate var _bannerAppID: String? = nil
-  fileprivate var _bannerManeuverID: String? = nil
-  fileprivate var _bannerAlertID: String? = nil
-  fileprivate var _bannerInstruction: String? = nil
+  @usableFromInline var _guidance: HUGuidanceState? = nil
+  @usableFromInline var _pauseReason: HUPauseReason? = nil
+  @usableFromInline var _endReason: HUNavigationEndReason? = nil
+  @usableFromInline var _alertID: String? = nil
+  @usableFromInline var _guidanceAppID: String? = nil
+  @usableFromInline var _previewedTripID: String? = nil
+  @usableFromInline var _tripsShown: UInt32? = nil
+  @usableFromInline var _bannerAppID: String? = nil
+  @usableFromInline var _bannerManeuverID: String? = nil
+  @usableFromInline var _bannerAlertID: String? = nil
+  @usableFromInline var _bannerInstruction: String? = nil
 }
 
 public struct HUScenarioSelectBanner: Sendable {
@@ -849,7 +849,7 @@ public struct HUScenarioClusterInput: Sendable {
 
   public init() {}
 
-  fileprivate var _input: HUClusterInput? = nil
+  @usableFromInline var _input: HUClusterInput? = nil
 }
 
 public struct HUScenarioRemoteCommands: Sendable {
@@ -898,7 +898,7 @@ public struct HUScenarioRemoteCommand: Sendable {
 
   public init() {}
 
-  fileprivate var _call: HURemoteCommandCall? = nil
+  @usableFromInline var _call: HURemoteCommandCall? = nil
 }
 
 public struct HUScenarioReportCall: Sendable {
@@ -929,7 +929,7 @@ public struct HUScenarioReportCall: Sendable {
 
   public init() {}
 
-  fileprivate var _description_p: HUCallDescription? = nil
+  @usableFromInline var _description_p: HUCallDescription? = nil
 }
 
 public struct HUScenarioCallInput: Sendable {
@@ -956,7 +956,7 @@ public struct HUScenarioCallInput: Sendable {
 
   public init() {}
 
-  fileprivate var _action: HUCallAction? = nil
+  @usableFromInline var _action: HUCallAction? = nil
 }
 
 public struct HUScenarioExpectCall: Sendable {
@@ -990,8 +990,8 @@ public struct HUScenarioExpectCall: Sendable {
 
   public init() {}
 
-  fileprivate var _onHold: Bool? = nil
-  fileprivate var _muted: Bool? = nil
+  @usableFromInline var _onHold: Bool? = nil
+  @usableFromInline var _muted: Bool? = nil
 }
 
 public struct HUScenarioOpenAudioStream: Sendable {
@@ -1018,7 +1018,7 @@ public struct HUScenarioOpenAudioStream: Sendable {
 
   public init() {}
 
-  fileprivate var _format: HUAudioFormat? = nil
+  @usableFromInline var _format: HUAudioFormat? = nil
 }
 
 public struct HUScenarioSendAudio: Sendable {
@@ -1253,6 +1253,7 @@ extension HUScenario: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 1, index: nil) }
     if !self.description_p.isEmpty { let v = self.description_p; try walker.string(v, field: 2, index: nil) }
@@ -2115,6 +2116,7 @@ extension HUScenarioStep: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.note.isEmpty { let v = self.note; try walker.string(v, field: 1, index: nil) }
     switch self.action {
@@ -2219,6 +2221,7 @@ extension HUScenarioLaunch: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
@@ -2573,6 +2576,7 @@ extension HUScenarioRequest: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     switch self.op {
@@ -2945,6 +2949,7 @@ extension HUScenarioHmiInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
     switch self.kind {
@@ -3070,6 +3075,7 @@ extension HUScenarioExpectEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.kind.isEmpty { let v = self.kind; try walker.string(v, field: 2, index: nil) }
@@ -3152,6 +3158,7 @@ extension HUScenarioCompleteEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.searchResults.isEmpty {
@@ -3218,6 +3225,7 @@ extension HUScenarioSetVehicleState: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._state { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
@@ -3288,6 +3296,7 @@ extension HUScenarioCloseApp: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
@@ -3398,6 +3407,7 @@ extension HUScenarioExpectScreen: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -3463,6 +3473,7 @@ extension HUScenarioDisconnect: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -3523,6 +3534,7 @@ extension HUScenarioServe: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.protocols.isEmpty {
       try walker.repeated(count: self.protocols.count, field: 1)
@@ -3604,6 +3616,7 @@ extension HUScenarioOpenSession: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 2, index: nil) }
@@ -3668,6 +3681,7 @@ extension HUScenarioExpectHome: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appIds.isEmpty {
       try walker.repeated(count: self.appIds.count, field: 1)
@@ -3740,6 +3754,7 @@ extension HUScenarioNavigate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._request { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
@@ -3803,6 +3818,7 @@ extension HUScenarioNavigationInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._input { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
@@ -3921,6 +3937,7 @@ extension HUScenarioExpectNavigationEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.kind.isEmpty { let v = self.kind; try walker.string(v, field: 2, index: nil) }
@@ -4085,6 +4102,7 @@ extension HUScenarioExpectMetadata: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._guidance { try walker.enumValue(v, field: 1) }
     if let v = self._pauseReason { try walker.enumValue(v, field: 2) }
@@ -4167,6 +4185,7 @@ extension HUScenarioSelectBanner: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
@@ -4229,6 +4248,7 @@ extension HUScenarioClusterInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._input { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
@@ -4307,6 +4327,7 @@ extension HUScenarioRemoteCommands: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.commands.isEmpty {
@@ -4414,6 +4435,7 @@ extension HUScenarioRemoteCommand: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._call { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -4521,6 +4543,7 @@ extension HUScenarioReportCall: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 2, index: nil) }
@@ -4612,6 +4635,7 @@ extension HUScenarioCallInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._action { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -4708,6 +4732,7 @@ extension HUScenarioExpectCall: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 1, index: nil) }
     if self.phase.rawValue != 0 { let v = self.phase; try walker.enumValue(v, field: 2) }
@@ -4794,6 +4819,7 @@ extension HUScenarioOpenAudioStream: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
@@ -4875,6 +4901,7 @@ extension HUScenarioSendAudio: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
@@ -4937,6 +4964,7 @@ extension HUScenarioCloseAudioStream: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
@@ -5015,6 +5043,7 @@ extension HUScenarioExpectAudioStreamClosed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
@@ -5094,6 +5123,7 @@ extension HUScenarioWatchVideo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -5165,6 +5195,7 @@ extension HUScenarioSendVideo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
@@ -5242,6 +5273,7 @@ extension HUScenarioExpectVideo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -5320,6 +5352,7 @@ extension HUScenarioRequestKeyframe: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -5391,6 +5424,7 @@ extension HUScenarioPair: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 1, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }

@@ -245,6 +245,7 @@ extension HUStartPairing: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.allowedEntitlements.isEmpty {
       try walker.repeated(count: self.allowedEntitlements.count, field: 1)
@@ -301,6 +302,7 @@ extension HUPairStart: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.spake2Message.isEmpty { let v = self.spake2Message; try walker.bytes(v, field: 1, index: nil) }
   }
@@ -386,6 +388,7 @@ extension HUPair: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.code.isEmpty { let v = self.code; try walker.string(v, field: 1, index: nil) }
     if !self.publicKey.isEmpty { let v = self.publicKey; try walker.bytes(v, field: 2, index: nil) }
@@ -475,6 +478,7 @@ extension HUPairingAttempt: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.outcome.rawValue != 0 { let v = self.outcome; try walker.enumValue(v, field: 1) }
     if !self.source.isEmpty { let v = self.source; try walker.string(v, field: 2, index: nil) }
@@ -539,6 +543,7 @@ extension HUAuthenticate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceID.isEmpty { let v = self.deviceID; try walker.string(v, field: 1, index: nil) }
     if !self.signature.isEmpty { let v = self.signature; try walker.bytes(v, field: 2, index: nil) }
@@ -582,6 +587,7 @@ extension HUListPairedDevices: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -634,6 +640,7 @@ extension HURemovePairedDevice: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceID.isEmpty { let v = self.deviceID; try walker.string(v, field: 1, index: nil) }
   }
@@ -743,6 +750,7 @@ extension HUPairingInfo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.code.isEmpty { let v = self.code; try walker.string(v, field: 1, index: nil) }
     if !self.deviceID.isEmpty { let v = self.deviceID; try walker.string(v, field: 4, index: nil) }
@@ -844,6 +852,7 @@ extension HUPairedDevice: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceID.isEmpty { let v = self.deviceID; try walker.string(v, field: 1, index: nil) }
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 2, index: nil) }

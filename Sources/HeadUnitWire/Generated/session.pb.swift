@@ -413,7 +413,7 @@ public struct HUDisplay: Sendable {
 
   public init() {}
 
-  fileprivate var _safeArea: HUInsets? = nil
+  @usableFromInline var _safeArea: HUInsets? = nil
 }
 
 public struct HUVehicleProfile: Sendable {
@@ -466,9 +466,9 @@ public struct HUVehicleProfile: Sendable {
 
   public init() {}
 
-  fileprivate var _mainDisplay: HUDisplay? = nil
-  fileprivate var _clusterDisplay: HUDisplay? = nil
-  fileprivate var _dashboardDisplay: HUDisplay? = nil
+  @usableFromInline var _mainDisplay: HUDisplay? = nil
+  @usableFromInline var _clusterDisplay: HUDisplay? = nil
+  @usableFromInline var _dashboardDisplay: HUDisplay? = nil
 }
 
 public struct HUVehicleState: Sendable {
@@ -503,7 +503,7 @@ public struct HUVehicleState: Sendable {
 
   public init() {}
 
-  fileprivate var _safeArea: HUInsets? = nil
+  @usableFromInline var _safeArea: HUInsets? = nil
 }
 
 public struct HUAppInfo: Sendable {
@@ -530,7 +530,7 @@ public struct HUAppInfo: Sendable {
 
   public init() {}
 
-  fileprivate var _icon: HUImage? = nil
+  @usableFromInline var _icon: HUImage? = nil
 }
 
 public struct HUAnnounceApps: Sendable {
@@ -645,9 +645,9 @@ public struct HUSceneConnected: Sendable {
 
   public init() {}
 
-  fileprivate var _window: HUDisplay? = nil
-  fileprivate var _vehicleState: HUVehicleState? = nil
-  fileprivate var _video: HUVideoStreamParams? = nil
+  @usableFromInline var _window: HUDisplay? = nil
+  @usableFromInline var _vehicleState: HUVehicleState? = nil
+  @usableFromInline var _video: HUVideoStreamParams? = nil
 }
 
 public struct HUVideoStreamParams: Sendable {
@@ -726,7 +726,7 @@ public struct HUSessionConfiguration: Sendable {
 
   public init() {}
 
-  fileprivate var _safeArea: HUInsets? = nil
+  @usableFromInline var _safeArea: HUInsets? = nil
 }
 
 public struct HUTemplateRequest: Sendable {
@@ -800,17 +800,17 @@ public struct HUTemplateRequest: Sendable {
   }
 
   public enum OneOf_Op: Equatable, Sendable {
-    case setRoot(HUTemplate)
-    case push(HUTemplate)
-    case pop(HUPopTemplate)
-    case popToRoot(HUPopTemplate)
+    indirect case setRoot(HUTemplate)
+    indirect case push(HUTemplate)
+    indirect case pop(HUPopTemplate)
+    indirect case popToRoot(HUPopTemplate)
     case popTo(String)
-    case present(HUTemplate)
-    case dismiss(HUPopTemplate)
-    case update(HUTemplate)
-    case updateItem(HUItemUpdate)
-    case updateNowPlaying(HUNowPlayingTemplate)
-    case showNowPlaying(HUShowNowPlaying)
+    indirect case present(HUTemplate)
+    indirect case dismiss(HUPopTemplate)
+    indirect case update(HUTemplate)
+    indirect case updateItem(HUItemUpdate)
+    indirect case updateNowPlaying(HUNowPlayingTemplate)
+    indirect case showNowPlaying(HUShowNowPlaying)
   }
 
   public init() {}
@@ -854,7 +854,7 @@ public struct HUItemUpdate: Sendable {
 
   public init() {}
 
-  fileprivate var _item: HUListItem? = nil
+  @usableFromInline var _item: HUListItem? = nil
 }
 
 public struct HUTemplateShown: Sendable {
@@ -953,18 +953,18 @@ public struct HUAppEvent: Sendable {
   }
 
   public enum OneOf_Kind: Equatable, Sendable {
-    case itemSelected(HUItemSelected)
-    case buttonPressed(HUButtonPressed)
-    case tabSelected(HUTabSelected)
-    case searchTextChanged(HUSearchTextChanged)
-    case searchResultSelected(HUSearchResultSelected)
-    case poiSelected(HUPoiSelected)
-    case poiRegionChanged(HUPoiRegionChanged)
-    case nowPlayingButton(HUNowPlayingButtonPressed)
-    case lifecycle(HUTemplateLifecycle)
-    case timedOut(HUEventTimedOut)
-    case voiceFlowStarted(HUVoiceFlowStarted)
-    case searchButtonPressed(HUSearchButtonPressed)
+    indirect case itemSelected(HUItemSelected)
+    indirect case buttonPressed(HUButtonPressed)
+    indirect case tabSelected(HUTabSelected)
+    indirect case searchTextChanged(HUSearchTextChanged)
+    indirect case searchResultSelected(HUSearchResultSelected)
+    indirect case poiSelected(HUPoiSelected)
+    indirect case poiRegionChanged(HUPoiRegionChanged)
+    indirect case nowPlayingButton(HUNowPlayingButtonPressed)
+    indirect case lifecycle(HUTemplateLifecycle)
+    indirect case timedOut(HUEventTimedOut)
+    indirect case voiceFlowStarted(HUVoiceFlowStarted)
+    indirect case searchButtonPressed(HUSearchButtonPressed)
   }
 
   public init() {}
@@ -1090,7 +1090,7 @@ public struct HUPoiRegionChanged: Sendable {
 
   public init() {}
 
-  fileprivate var _region: HUMapRegion? = nil
+  @usableFromInline var _region: HUMapRegion? = nil
 }
 
 public struct HUNowPlayingButtonPressed: Sendable {
@@ -1185,7 +1185,7 @@ public struct HUHomeScreenIcon: Sendable {
 
   public init() {}
 
-  fileprivate var _icon: HUImage? = nil
+  @usableFromInline var _icon: HUImage? = nil
 }
 
 public struct HUHomeScreen: Sendable {
@@ -1214,7 +1214,7 @@ public struct HUHomeScreen: Sendable {
 
   public init() {}
 
-  fileprivate var _lastCallEnded: HUCallEnded? = nil
+  @usableFromInline var _lastCallEnded: HUCallEnded? = nil
 }
 
 public struct HULaunchApp: Sendable {
@@ -1259,7 +1259,7 @@ public struct HUSetVehicleState: Sendable {
 
   public init() {}
 
-  fileprivate var _state: HUVehicleState? = nil
+  @usableFromInline var _state: HUVehicleState? = nil
 }
 
 public struct HUGetStatus: Sendable {
@@ -1370,18 +1370,18 @@ public struct HUHmiInput: Sendable {
   }
 
   public enum OneOf_Kind: Equatable, Sendable {
-    case selectItem(HUItemSelected)
-    case pressButton(HUButtonPressed)
-    case selectTab(HUTabSelected)
-    case searchText(HUSearchTextChanged)
-    case selectSearchResult(HUSearchResultSelected)
-    case selectPoi(HUPoiSelected)
-    case poiRegion(HUPoiRegionChanged)
-    case nowPlayingButton(HUNowPlayingButtonPressed)
-    case goBack(HUGoBack)
-    case openNowPlaying(HUOpenNowPlaying)
-    case goHome(HUGoHome)
-    case searchButton(HUSearchButtonPressed)
+    indirect case selectItem(HUItemSelected)
+    indirect case pressButton(HUButtonPressed)
+    indirect case selectTab(HUTabSelected)
+    indirect case searchText(HUSearchTextChanged)
+    indirect case selectSearchResult(HUSearchResultSelected)
+    indirect case selectPoi(HUPoiSelected)
+    indirect case poiRegion(HUPoiRegionChanged)
+    indirect case nowPlayingButton(HUNowPlayingButtonPressed)
+    indirect case goBack(HUGoBack)
+    indirect case openNowPlaying(HUOpenNowPlaying)
+    indirect case goHome(HUGoHome)
+    indirect case searchButton(HUSearchButtonPressed)
   }
 
   public init() {}
@@ -1478,10 +1478,10 @@ public struct HURenderedScreen: Sendable {
 
   public init() {}
 
-  fileprivate var _top: HUTemplate? = nil
-  fileprivate var _presented: HUTemplate? = nil
-  fileprivate var _pending: HUPendingSelection? = nil
-  fileprivate var _remoteCommands: HURemoteCommandSet? = nil
+  @usableFromInline var _top: HUTemplate? = nil
+  @usableFromInline var _presented: HUTemplate? = nil
+  @usableFromInline var _pending: HUPendingSelection? = nil
+  @usableFromInline var _remoteCommands: HURemoteCommandSet? = nil
 }
 
 public struct HUPendingSelection: Sendable {
@@ -1534,10 +1534,10 @@ public struct HUScreenUpdate: Sendable {
   }
 
   public enum OneOf_Change: Equatable, Sendable {
-    case full(HURenderedScreen)
-    case diff(HUTemplateDiff)
-    case spinnerStarted(HUPendingSelection)
-    case spinnerStopped(HUPendingSelection)
+    indirect case full(HURenderedScreen)
+    indirect case diff(HUTemplateDiff)
+    indirect case spinnerStarted(HUPendingSelection)
+    indirect case spinnerStopped(HUPendingSelection)
   }
 
   public init() {}
@@ -1627,17 +1627,17 @@ public struct HUElementChange: Sendable {
   }
 
   public enum OneOf_Element: Equatable, Sendable {
-    case listItem(HUListItem)
-    case gridButton(HUGridButton)
-    case barButton(HUBarButton)
-    case tab(HUTab)
-    case point(HUPointOfInterest)
-    case informationItem(HUInformationItem)
-    case nowPlaying(HUNowPlayingTemplate)
+    indirect case listItem(HUListItem)
+    indirect case gridButton(HUGridButton)
+    indirect case barButton(HUBarButton)
+    indirect case tab(HUTab)
+    indirect case point(HUPointOfInterest)
+    indirect case informationItem(HUInformationItem)
+    indirect case nowPlaying(HUNowPlayingTemplate)
     case removedID(String)
     case selectedPointIndex(Int32)
     case itemsShown(UInt32)
-    case replaced(HUTemplate)
+    indirect case replaced(HUTemplate)
     case title(String)
   }
 
@@ -1752,6 +1752,7 @@ extension HUInsets: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -1828,6 +1829,7 @@ extension HUDisplay: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._safeArea { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
   }
@@ -1986,6 +1988,7 @@ extension HUVehicleProfile: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.manufacturer.isEmpty { let v = self.manufacturer; try walker.string(v, field: 1, index: nil) }
     if !self.model.isEmpty { let v = self.model; try walker.string(v, field: 2, index: nil) }
@@ -2116,6 +2119,7 @@ extension HUVehicleState: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.contentStyle.rawValue != 0 { let v = self.contentStyle; try walker.enumValue(v, field: 4) }
     if let v = self._safeArea { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -2203,6 +2207,7 @@ extension HUAppInfo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.displayName.isEmpty { let v = self.displayName; try walker.string(v, field: 2, index: nil) }
@@ -2274,6 +2279,7 @@ extension HUAnnounceApps: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 1, index: nil) }
     if !self.apps.isEmpty {
@@ -2379,6 +2385,7 @@ extension HUAppDecision: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.category.rawValue != 0 { let v = self.category; try walker.enumValue(v, field: 3) }
@@ -2459,6 +2466,7 @@ extension HUAppDecisions: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.decisions.isEmpty {
       try walker.repeated(count: self.decisions.count, field: 1)
@@ -2516,6 +2524,7 @@ extension HUAppClosed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
@@ -2649,6 +2658,7 @@ extension HUSceneConnected: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 3) }
@@ -2771,6 +2781,7 @@ extension HUVideoStreamParams: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.codec.rawValue != 0 { let v = self.codec; try walker.enumValue(v, field: 2) }
   }
@@ -2848,6 +2859,7 @@ extension HUSceneDisconnected: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 3) }
@@ -2959,6 +2971,7 @@ extension HUSessionConfiguration: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.contentStyle.rawValue != 0 { let v = self.contentStyle; try walker.enumValue(v, field: 3) }
@@ -3289,6 +3302,7 @@ extension HUTemplateRequest: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     switch self.op {
@@ -3345,6 +3359,7 @@ extension HUPopTemplate: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -3386,6 +3401,7 @@ extension HUShowNowPlaying: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -3446,6 +3462,7 @@ extension HUItemUpdate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
     if let v = self._item { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -3524,6 +3541,7 @@ extension HUTemplateShown: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
   }
@@ -3896,6 +3914,7 @@ extension HUAppEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 4, index: nil) }
@@ -3981,6 +4000,7 @@ extension HUItemSelected: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 1, index: nil) }
   }
@@ -4034,6 +4054,7 @@ extension HUButtonPressed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.buttonID.isEmpty { let v = self.buttonID; try walker.string(v, field: 1, index: nil) }
   }
@@ -4087,6 +4108,7 @@ extension HUTabSelected: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.tabID.isEmpty { let v = self.tabID; try walker.string(v, field: 1, index: nil) }
   }
@@ -4140,6 +4162,7 @@ extension HUSearchTextChanged: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.text.isEmpty { let v = self.text; try walker.string(v, field: 1, index: nil) }
   }
@@ -4193,6 +4216,7 @@ extension HUSearchResultSelected: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 1, index: nil) }
   }
@@ -4235,6 +4259,7 @@ extension HUSearchButtonPressed: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4287,6 +4312,7 @@ extension HUPoiSelected: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.poiID.isEmpty { let v = self.poiID; try walker.string(v, field: 1, index: nil) }
   }
@@ -4364,6 +4390,7 @@ extension HUMapRegion: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4416,6 +4443,7 @@ extension HUPoiRegionChanged: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._region { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
   }
@@ -4469,6 +4497,7 @@ extension HUNowPlayingButtonPressed: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.buttonID.isEmpty { let v = self.buttonID; try walker.string(v, field: 1, index: nil) }
   }
@@ -4530,6 +4559,7 @@ extension HUTemplateLifecycle: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.phase.rawValue != 0 { let v = self.phase; try walker.enumValue(v, field: 1) }
   }
@@ -4583,6 +4613,7 @@ extension HUEventTimedOut: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -4643,6 +4674,7 @@ extension HUVoiceFlowStarted: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 1, index: nil) }
     if !self.conversationID.isEmpty { let v = self.conversationID; try walker.string(v, field: 2, index: nil) }
@@ -4713,6 +4745,7 @@ extension HUCompleteEvent: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.searchResults.isEmpty {
@@ -4802,6 +4835,7 @@ extension HUHomeScreenIcon: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.displayName.isEmpty { let v = self.displayName; try walker.string(v, field: 2, index: nil) }
@@ -4898,6 +4932,7 @@ extension HUHomeScreen: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.icons.isEmpty {
       try walker.repeated(count: self.icons.count, field: 1)
@@ -4970,6 +5005,7 @@ extension HULaunchApp: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
@@ -5024,6 +5060,7 @@ extension HUCloseApp: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
@@ -5077,6 +5114,7 @@ extension HUSetVehicleState: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._state { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
   }
@@ -5119,6 +5157,7 @@ extension HUGetStatus: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -5179,6 +5218,7 @@ extension HUImageData: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.ref.isEmpty { let v = self.ref; try walker.string(v, field: 1, index: nil) }
     if !self.png.isEmpty { let v = self.png; try walker.bytes(v, field: 2, index: nil) }
@@ -5233,6 +5273,7 @@ extension HUGetImage: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.ref.isEmpty { let v = self.ref; try walker.string(v, field: 1, index: nil) }
   }
@@ -5581,6 +5622,7 @@ extension HUHmiInput: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
     switch self.kind {
@@ -5638,6 +5680,7 @@ extension HUGoBack: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -5679,6 +5722,7 @@ extension HUGoHome: WireMessage {
     return 0
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -5731,6 +5775,7 @@ extension HUOpenNowPlaying: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
@@ -5896,6 +5941,7 @@ extension HURenderedScreen: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -5980,6 +6026,7 @@ extension HUPendingSelection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 2, index: nil) }
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 3, index: nil) }
@@ -6145,6 +6192,7 @@ extension HUScreenUpdate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     switch self.change {
@@ -6213,6 +6261,7 @@ extension HUTemplateDiff: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
     if !self.changes.isEmpty {
@@ -6509,6 +6558,7 @@ extension HUElementChange: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     switch self.element {
     case .listItem(let v)?: if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() }

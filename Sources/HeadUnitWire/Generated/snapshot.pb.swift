@@ -26,7 +26,7 @@ public struct HUDaemonSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _car: HUCarSnapshot? = nil
+  @usableFromInline var _car: HUCarSnapshot? = nil
 }
 
 public struct HUConnectionSnapshot: Sendable {
@@ -151,11 +151,11 @@ public struct HUCarSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _lastHomeScreen: HUHomeScreen? = nil
-  fileprivate var _vehicleState: HUVehicleState? = nil
-  fileprivate var _audio: HUAudioSnapshot? = nil
-  fileprivate var _navigation: HUNavigationSnapshot? = nil
-  fileprivate var _lastCallEnded: HUCallEnded? = nil
+  @usableFromInline var _lastHomeScreen: HUHomeScreen? = nil
+  @usableFromInline var _vehicleState: HUVehicleState? = nil
+  @usableFromInline var _audio: HUAudioSnapshot? = nil
+  @usableFromInline var _navigation: HUNavigationSnapshot? = nil
+  @usableFromInline var _lastCallEnded: HUCallEnded? = nil
 }
 
 public struct HUVideoWatchSnapshot: Sendable {
@@ -200,7 +200,7 @@ public struct HUCallSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _description_p: HUCallDescription? = nil
+  @usableFromInline var _description_p: HUCallDescription? = nil
 }
 
 public struct HUNavigationSnapshot: Sendable {
@@ -239,7 +239,7 @@ public struct HUNavigationSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _previews: HUTripPreviews? = nil
+  @usableFromInline var _previews: HUTripPreviews? = nil
 }
 
 public struct HUDashboardButtonList: Sendable {
@@ -311,8 +311,8 @@ public struct HUNavigationSessionSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _trip: HUTrip? = nil
-  fileprivate var _tripEstimates: HUTravelEstimates? = nil
+  @usableFromInline var _trip: HUTrip? = nil
+  @usableFromInline var _tripEstimates: HUTravelEstimates? = nil
 }
 
 public struct HUAudioSnapshot: Sendable {
@@ -400,8 +400,8 @@ public struct HUAppSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _info: HUAppInfo? = nil
-  fileprivate var _nowPlaying: HUNowPlayingTemplate? = nil
+  @usableFromInline var _info: HUAppInfo? = nil
+  @usableFromInline var _nowPlaying: HUNowPlayingTemplate? = nil
 }
 
 public struct HUSceneSnapshot: Sendable {
@@ -430,7 +430,7 @@ public struct HUSceneSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _presented: HUTemplate? = nil
+  @usableFromInline var _presented: HUTemplate? = nil
 }
 
 public struct HUScreenSnapshot: Sendable {
@@ -457,7 +457,7 @@ public struct HUScreenSnapshot: Sendable {
 
   public init() {}
 
-  fileprivate var _rendered: HURenderedScreen? = nil
+  @usableFromInline var _rendered: HURenderedScreen? = nil
 }
 
 public struct HUPendingEventSnapshot: Sendable {
@@ -556,6 +556,7 @@ extension HUDaemonSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._car { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.connections.isEmpty {
@@ -637,6 +638,7 @@ extension HUConnectionSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.transport.isEmpty { let v = self.transport; try walker.string(v, field: 2, index: nil) }
     if !self.pendingInput.isEmpty { let v = self.pendingInput; try walker.bytes(v, field: 4, index: nil) }
@@ -739,6 +741,7 @@ extension HUPeerSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.role.rawValue != 0 { let v = self.role; try walker.enumValue(v, field: 2) }
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 3, index: nil) }
@@ -991,6 +994,7 @@ extension HUCarSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.peers.isEmpty {
       try walker.repeated(count: self.peers.count, field: 1)
@@ -1090,6 +1094,7 @@ extension HUVideoWatchSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
   }
@@ -1191,6 +1196,7 @@ extension HUCallSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 2, index: nil) }
@@ -1357,6 +1363,7 @@ extension HUNavigationSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.sessions.isEmpty {
       try walker.repeated(count: self.sessions.count, field: 1)
@@ -1421,6 +1428,7 @@ extension HUDashboardButtonList: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.buttons.isEmpty {
       try walker.repeated(count: self.buttons.count, field: 1)
@@ -1477,6 +1485,7 @@ extension HUStringList: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.values.isEmpty {
       try walker.repeated(count: self.values.count, field: 1)
@@ -1629,6 +1638,7 @@ extension HUNavigationSessionSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.pauseReason.rawValue != 0 { let v = self.pauseReason; try walker.enumValue(v, field: 3) }
@@ -1775,6 +1785,7 @@ extension HUAudioSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.mainID.isEmpty { let v = self.mainID; try walker.string(v, field: 2, index: nil) }
     if !self.voiceAppID.isEmpty { let v = self.voiceAppID; try walker.string(v, field: 6, index: nil) }
@@ -1852,6 +1863,7 @@ extension HUAudioStreamSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 3) }
@@ -1986,6 +1998,7 @@ extension HUAppSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._info { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.category.rawValue != 0 { let v = self.category; try walker.enumValue(v, field: 3) }
@@ -2110,6 +2123,7 @@ extension HUSceneSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
     if !self.stack.isEmpty {
@@ -2205,6 +2219,7 @@ extension HUScreenSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.ownerAppID.isEmpty { let v = self.ownerAppID; try walker.string(v, field: 2, index: nil) }
@@ -2309,6 +2324,7 @@ extension HUPendingEventSnapshot: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
     if self.sceneKind.rawValue != 0 { let v = self.sceneKind; try walker.enumValue(v, field: 3) }

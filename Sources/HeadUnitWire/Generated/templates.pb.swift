@@ -430,7 +430,7 @@ public struct HUBarButton: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUTextButton: Sendable {
@@ -521,18 +521,18 @@ public struct HUTemplate: Sendable {
   }
 
   public enum OneOf_Kind: Equatable, Sendable {
-    case list(HUListTemplate)
-    case grid(HUGridTemplate)
-    case tabBar(HUTabBarTemplate)
-    case nowPlaying(HUNowPlayingTemplate)
-    case alert(HUAlertTemplate)
-    case actionSheet(HUActionSheetTemplate)
-    case information(HUInformationTemplate)
-    case pointOfInterest(HUPointOfInterestTemplate)
-    case contact(HUContactTemplate)
-    case map(HUMapTemplate)
-    case search(HUSearchTemplate)
-    case voiceControl(HUVoiceControlTemplate)
+    indirect case list(HUListTemplate)
+    indirect case grid(HUGridTemplate)
+    indirect case tabBar(HUTabBarTemplate)
+    indirect case nowPlaying(HUNowPlayingTemplate)
+    indirect case alert(HUAlertTemplate)
+    indirect case actionSheet(HUActionSheetTemplate)
+    indirect case information(HUInformationTemplate)
+    indirect case pointOfInterest(HUPointOfInterestTemplate)
+    indirect case contact(HUContactTemplate)
+    indirect case map(HUMapTemplate)
+    indirect case search(HUSearchTemplate)
+    indirect case voiceControl(HUVoiceControlTemplate)
   }
 
   public init() {}
@@ -603,9 +603,9 @@ public struct HUListItem: Sendable {
   }
 
   public enum OneOf_Kind: Equatable, Sendable {
-    case general(HUGeneralItem)
-    case imageRow(HUImageRowItem)
-    case message(HUMessageItem)
+    indirect case general(HUGeneralItem)
+    indirect case imageRow(HUImageRowItem)
+    indirect case message(HUMessageItem)
   }
 
   public init() {}
@@ -656,8 +656,8 @@ public struct HUGeneralItem: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
-  fileprivate var _accessoryImage: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
+  @usableFromInline var _accessoryImage: HUImage? = nil
 }
 
 public struct HUImageRowItem: Sendable {
@@ -713,8 +713,8 @@ public struct HUMessageItem: Sendable {
 
   public init() {}
 
-  fileprivate var _leadingImage: HUImage? = nil
-  fileprivate var _trailingImage: HUImage? = nil
+  @usableFromInline var _leadingImage: HUImage? = nil
+  @usableFromInline var _trailingImage: HUImage? = nil
 }
 
 public struct HUGridTemplate: Sendable {
@@ -757,7 +757,7 @@ public struct HUGridButton: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUTab: Sendable {
@@ -793,8 +793,8 @@ public struct HUTab: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
-  fileprivate var _template: HUTemplate? = nil
+  @usableFromInline var _image: HUImage? = nil
+  @usableFromInline var _template: HUTemplate? = nil
 }
 
 public struct HUTabBarTemplate: Sendable {
@@ -835,7 +835,7 @@ public struct HUNowPlayingButton: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUNowPlayingTemplate: Sendable {
@@ -878,7 +878,7 @@ public struct HUNowPlayingTemplate: Sendable {
 
   public init() {}
 
-  fileprivate var _artwork: HUImage? = nil
+  @usableFromInline var _artwork: HUImage? = nil
 }
 
 public struct HUAlertTemplate: Sendable {
@@ -1021,11 +1021,11 @@ public struct HUPointOfInterest: Sendable {
 
   public init() {}
 
-  fileprivate var _location: HULocation? = nil
-  fileprivate var _pinImage: HUImage? = nil
-  fileprivate var _selectedPinImage: HUImage? = nil
-  fileprivate var _primaryButton: HUTextButton? = nil
-  fileprivate var _secondaryButton: HUTextButton? = nil
+  @usableFromInline var _location: HULocation? = nil
+  @usableFromInline var _pinImage: HUImage? = nil
+  @usableFromInline var _selectedPinImage: HUImage? = nil
+  @usableFromInline var _primaryButton: HUTextButton? = nil
+  @usableFromInline var _secondaryButton: HUTextButton? = nil
 }
 
 public struct HUPointOfInterestTemplate: Sendable {
@@ -1066,7 +1066,7 @@ public struct HUContactAction: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUContactTemplate: Sendable {
@@ -1097,7 +1097,7 @@ public struct HUContactTemplate: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUMapButton: Sendable {
@@ -1129,8 +1129,8 @@ public struct HUMapButton: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
-  fileprivate var _focusedImage: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
+  @usableFromInline var _focusedImage: HUImage? = nil
 }
 
 public struct HUMapTemplate: Sendable {
@@ -1191,7 +1191,7 @@ public struct HUVoiceControlState: Sendable {
 
   public init() {}
 
-  fileprivate var _image: HUImage? = nil
+  @usableFromInline var _image: HUImage? = nil
 }
 
 public struct HUVoiceControlTemplate: Sendable {
@@ -1357,6 +1357,7 @@ extension HUImage: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     switch self.source {
     case .asset(let v)?: try walker.string(v, field: 1, index: nil)
@@ -1451,6 +1452,7 @@ extension HUBarButton: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 2, index: nil) }
@@ -1523,6 +1525,7 @@ extension HUTextButton: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 2, index: nil) }
@@ -1873,6 +1876,7 @@ extension HUTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     switch self.kind {
@@ -1981,6 +1985,7 @@ extension HUListTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 1, index: nil) }
     if !self.sections.isEmpty {
@@ -2070,6 +2075,7 @@ extension HUListSection: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.header.isEmpty { let v = self.header; try walker.string(v, field: 2, index: nil) }
@@ -2207,6 +2213,7 @@ extension HUListItem: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     switch self.kind {
@@ -2362,6 +2369,7 @@ extension HUGeneralItem: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.text.isEmpty { let v = self.text; try walker.string(v, field: 1, index: nil) }
     if !self.detailText.isEmpty { let v = self.detailText; try walker.string(v, field: 2, index: nil) }
@@ -2436,6 +2444,7 @@ extension HUImageRowItem: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.text.isEmpty { let v = self.text; try walker.string(v, field: 1, index: nil) }
     if !self.images.isEmpty {
@@ -2561,6 +2570,7 @@ extension HUMessageItem: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.text.isEmpty { let v = self.text; try walker.string(v, field: 1, index: nil) }
     if !self.detailText.isEmpty { let v = self.detailText; try walker.string(v, field: 2, index: nil) }
@@ -2646,6 +2656,7 @@ extension HUGridTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 1, index: nil) }
     if !self.buttons.isEmpty {
@@ -2735,6 +2746,7 @@ extension HUGridButton: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.titleVariants.isEmpty {
@@ -2841,6 +2853,7 @@ extension HUTab: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 2, index: nil) }
@@ -2907,6 +2920,7 @@ extension HUTabBarTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.tabs.isEmpty {
       try walker.repeated(count: self.tabs.count, field: 1)
@@ -2996,6 +3010,7 @@ extension HUNowPlayingButton: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
@@ -3147,6 +3162,7 @@ extension HUNowPlayingTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 1, index: nil) }
     if !self.artist.isEmpty { let v = self.artist; try walker.string(v, field: 2, index: nil) }
@@ -3216,6 +3232,7 @@ extension HUAlertTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.titleVariants.isEmpty {
       try walker.repeated(count: self.titleVariants.count, field: 1)
@@ -3292,6 +3309,7 @@ extension HUActionSheetTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 1, index: nil) }
     if !self.message.isEmpty { let v = self.message; try walker.string(v, field: 2, index: nil) }
@@ -3366,6 +3384,7 @@ extension HUInformationItem: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 2, index: nil) }
@@ -3461,6 +3480,7 @@ extension HUInformationTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 1, index: nil) }
     if self.layout.rawValue != 0 { let v = self.layout; try walker.enumValue(v, field: 2) }
@@ -3539,6 +3559,7 @@ extension HULocation: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
 }
@@ -3679,6 +3700,7 @@ extension HUPointOfInterest: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if let v = self._location { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -3759,6 +3781,7 @@ extension HUPointOfInterestTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 1, index: nil) }
     if !self.points.isEmpty {
@@ -3840,6 +3863,7 @@ extension HUContactAction: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
@@ -3944,6 +3968,7 @@ extension HUContactTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 1, index: nil) }
     if !self.subtitle.isEmpty { let v = self.subtitle; try walker.string(v, field: 2, index: nil) }
@@ -4047,6 +4072,7 @@ extension HUMapButton: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if let v = self._image { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
@@ -4150,6 +4176,7 @@ extension HUMapTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.leadingButtons.isEmpty {
       try walker.repeated(count: self.leadingButtons.count, field: 1)
@@ -4215,6 +4242,7 @@ extension HUSearchTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.placeholder.isEmpty { let v = self.placeholder; try walker.string(v, field: 1, index: nil) }
   }
@@ -4292,6 +4320,7 @@ extension HUVoiceControlState: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.titleVariants.isEmpty {
@@ -4358,6 +4387,7 @@ extension HUVoiceControlTemplate: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.states.isEmpty {
       try walker.repeated(count: self.states.count, field: 1)

@@ -105,8 +105,8 @@ public struct HUVideoStream: Sendable {
 
   public init() {}
 
-  fileprivate var _window: HUDisplay? = nil
-  fileprivate var _params: HUVideoStreamParams? = nil
+  @usableFromInline var _window: HUDisplay? = nil
+  @usableFromInline var _params: HUVideoStreamParams? = nil
 }
 
 public struct HURequestKeyframe: Sendable {
@@ -183,6 +183,7 @@ extension HUWatchVideo: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
   }
@@ -236,6 +237,7 @@ extension HUVideoStreams: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.streams.isEmpty {
       try walker.repeated(count: self.streams.count, field: 1)
@@ -332,6 +334,7 @@ extension HUVideoStream: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
@@ -397,6 +400,7 @@ extension HURequestKeyframe: WireMessage {
     return size
   }
 
+  @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 2) }
   }
