@@ -76,7 +76,17 @@ extension Car {
     /// `screen` showing `scene` of `app`, lists uncut, as HMIs are sent it
     /// (`ComposedLimits.screenBytes` of `HMIImages.asSent`).
     func composedScreenBytes(_ screen: HUScreen, app: AppState?, scene: SceneState?) -> Int {
-        ComposedLimits.screenBytes(HMIImages.asSent(render(screen, app: app, scene: scene, listCap: nil)))
+        let rendered = render(screen, app: app, scene: scene, listCap: nil)
+        // A top template the scene holds without inline images (`Held`, found
+        // when it was stored) is sent as it is: only the rest is rewritten.
+        // The now-playing top carries the app's shared content instead.
+        guard rendered.hasTop, let held = scene?.stackHeld.last, !held.hasInlineImages, held.kind != .nowPlaying
+        else { return ComposedLimits.screenBytes(HMIImages.asSent(rendered)) }
+        var rest = rendered
+        rest.clearTop()
+        var asSent = HMIImages.asSent(rest)
+        asSent.top = rendered.top
+        return ComposedLimits.screenBytes(asSent)
     }
 
     /// What the phone's apps hold, encoded: their announcements and templates:

@@ -410,15 +410,23 @@ struct SwiftGenerator {
 
     // MARK: - structs
 
+    /// Messages that can keep their own encoding beside their value
+    /// (`keepWireEncoding()`): a template is stored once and sent in many
+    /// frames, so it is encoded once and its bytes are spliced after that.
+    /// Every stored property drops the kept bytes when it changes.
+    static let keepsEncoding: Set<String> = ["headunit.v1.Template"]
+
     func generateStruct(_ message: Descriptor) throws {
         let name = namer.relativeName(message: message)
         let fields = try fields(of: message)
+        let keeps = Self.keepsEncoding.contains(message.fullName)
+        let observer = keeps ? " { didSet { wireEncoding = nil } }" : ""
         try out.block("public struct \(name): Sendable") {
             for field in fields where field.oneof == nil {
                 if field.map != nil {
-                    out.line("public var \(field.name): \(field.swiftType) = [:]")
+                    out.line("public var \(field.name): \(field.swiftType) = [:]\(observer)")
                 } else if field.isRepeated {
-                    out.line("public var \(field.name): [\(field.swiftType)] = []")
+                    out.line("public var \(field.name): [\(field.swiftType)] = []\(observer)")
                 } else if field.hasStoredPresence {
                     out.line("public var \(field.name): \(field.swiftType) {")
                     out.line("  get { \(field.storage) ?? \(field.defaultValue) }")
@@ -427,14 +435,14 @@ struct SwiftGenerator {
                     out.line("public var \(field.names.has): Bool { \(field.storage) != nil }")
                     out.line("public mutating func \(field.names.clear)() { \(field.storage) = nil }")
                 } else {
-                    out.line("public var \(field.name): \(field.swiftType) = \(field.defaultValue)")
+                    out.line("public var \(field.name): \(field.swiftType) = \(field.defaultValue)\(observer)")
                 }
                 out.line()
             }
             for oneof in message.realOneofs {
                 let oneofName = namer.messagePropertyName(oneof: oneof)
                 let typeName = namer.relativeName(oneof: oneof)
-                out.line("public var \(oneofName.name): \(typeName)? = nil")
+                out.line("public var \(oneofName.name): \(typeName)? = nil\(observer)")
                 out.line()
                 for fieldDescriptor in oneof.fields {
                     let field = Field(descriptor: fieldDescriptor, namer: namer)
@@ -445,6 +453,21 @@ struct SwiftGenerator {
                     out.line("}")
                     out.line()
                 }
+            }
+            if keeps {
+                out.line("/// This value's canonical encoding, kept by `keepWireEncoding()` and")
+                out.line("/// dropped by any change: `encode(to:)` and `wireSize` use it. Not part of")
+                out.line("/// the value (`==` ignores it).")
+                out.line("public private(set) var wireEncoding: WireEncoding? = nil")
+                out.line()
+                out.line("/// Encodes the value once and keeps the bytes for every later `encode(to:)`.")
+                out.block("public mutating func keepWireEncoding()") {
+                    out.line("wireEncoding = nil")
+                    out.line("var writer = WireWriter()")
+                    out.line("encode(to: &writer)")
+                    out.line("wireEncoding = WireEncoding(writer.bytes)")
+                }
+                out.line()
             }
             out.line("/// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).")
             out.line("public var unknownFields: SwiftProtobuf.UnknownStorage {")
@@ -481,7 +504,7 @@ struct SwiftGenerator {
                 if try needsIndirection(field, in: message) {
                     throw GeneratorError.unsupported("singular field \(field.descriptor.fullName) that contains its own message")
                 }
-                out.line("@usableFromInline var \(field.storage): \(field.swiftType)? = nil")
+                out.line("@usableFromInline var \(field.storage): \(field.swiftType)? = nil\(observer)")
             }
         }
     }
@@ -630,7 +653,9 @@ struct SwiftGenerator {
                 }
             }
             out.line()
+            let keeps = Self.keepsEncoding.contains(message.fullName)
             out.block("public func encode(to writer: inout WireWriter)") {
+                if keeps { out.line("if let wireEncoding { writer.writeEncoded(wireEncoding); return }") }
                 for run in runs(fields) {
                     switch run {
                     case .field(let field): wireEncode(field)
@@ -641,6 +666,7 @@ struct SwiftGenerator {
             }
             out.line()
             out.block("public var wireSize: Int") {
+                if keeps { out.line("if let wireEncoding { return wireEncoding.bytes.count }") }
                 out.line(fields.isEmpty ? "return 0" : "var size = 0")
                 for run in runs(fields) {
                     switch run {

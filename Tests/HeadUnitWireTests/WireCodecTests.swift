@@ -263,6 +263,73 @@ fileprivate typealias OracleTabBarTemplate = HeadUnitProtobufOracle.HUTabBarTemp
         #expect(outcome == .agreed(encodedBytes: encoded.count))
         #expect(encoded.count == 1 + WireSize.varint(UInt64(tab.wireSize)) + tab.wireSize)
     }
+
+    /// A twelve-item list template, as the benchmark pushes.
+    private static func listTemplate() -> Template {
+        var list = HeadUnitWire.HUListTemplate()
+        var section = HeadUnitWire.HUListSection()
+        section.items = (0..<12).map { index in
+            var general = GeneralItem()
+            general.text = "Item \(index)"
+            general.detailText = "detail"
+            var item = ListItem()
+            item.id = "item-\(index)"
+            item.general = general
+            return item
+        }
+        list.sections = [section]
+        var template = Template()
+        template.id = "list"
+        template.list = list
+        return template
+    }
+
+    @Test func aKeptEncodingIsTheValuesEncodingAndIsNotPartOfTheValue() throws {
+        let plain = Self.listTemplate()
+        var kept = plain
+        kept.keepWireEncoding()
+        #expect(kept.wireEncoding?.bytes == plain.wireBytes())
+        #expect(kept.wireSize == plain.wireSize)
+        #expect(kept == plain)
+        #expect(plain.wireEncoding == nil)
+        // In a message around it, the kept bytes are what is written.
+        var screen = HeadUnitWire.HURenderedScreen()
+        screen.top = kept
+        var plainScreen = HeadUnitWire.HURenderedScreen()
+        plainScreen.top = plain
+        #expect(screen.wireBytes() == plainScreen.wireBytes())
+    }
+
+    @Test func anyChangeDropsTheKeptEncoding() throws {
+        var template = Self.listTemplate()
+        template.keepWireEncoding()
+        // A change deep inside the oneof, through the generated accessors.
+        template.list.sections[0].items[3].general.text = "changed"
+        #expect(template.wireEncoding == nil)
+        let decoded = try Template(wireBytes: template.wireBytes())
+        #expect(decoded.list.sections[0].items[3].general.text == "changed")
+
+        template.keepWireEncoding()
+        template.id = "renamed"
+        #expect(template.wireEncoding == nil)
+        #expect(try Template(wireBytes: template.wireBytes()).id == "renamed")
+
+        template.keepWireEncoding()
+        template.kind = nil
+        #expect(template.wireEncoding == nil)
+        #expect(template.wireBytes() == Template.with { $0.id = "renamed" }.wireBytes())
+
+        // A decode into a value that kept bytes drops them too (merge).
+        template = Self.listTemplate()
+        template.keepWireEncoding()
+        let idX: [UInt8] = [0x0A, 0x01, 0x78]  // id = "x"
+        try idX.withUnsafeBytes { raw in
+            var reader = WireReader(raw)
+            try template.merge(from: &reader)
+        }
+        #expect(template.wireEncoding == nil)
+        #expect(template.id == "x")
+    }
 }
 
 extension Result {

@@ -7,7 +7,12 @@ public struct ValidatedTemplate: Sendable, Equatable {
     public let template: HUTemplate
     public let kind: TemplateKind
 
+    /// The template keeps its encoding (`HUTemplate.keepWireEncoding`): it
+    /// is encoded once here, and every frame that shows it later (screens,
+    /// diffs' full fallbacks, sizes for the bounds) uses those bytes.
     fileprivate init(_ template: HUTemplate, kind: TemplateKind) {
+        var template = template
+        template.keepWireEncoding()
         self.template = template
         self.kind = kind
     }

@@ -146,7 +146,7 @@ public struct SceneState: Sendable, Equatable {
         case .failure(let violation): return .failure(violation)
         }
         let old = visibleIDs
-        stack = [template]
+        stack = [validated.template]
         stackHeld = [Held(validated)]
         presented = nil
         presentedHeld = nil
@@ -174,7 +174,7 @@ public struct SceneState: Sendable, Equatable {
         if stack.contains(where: { $0.id == template.id }) {
             return .failure(RuleViolation(.invalidTemplate, "template id '\(template.id)' is already on the stack"))
         }
-        stack.append(template)
+        stack.append(validated.template)
         stackHeld.append(Held(validated))
         return .success(Transition(disappeared: [top.id], appeared: [template.id]))
     }
@@ -232,7 +232,7 @@ public struct SceneState: Sendable, Equatable {
         case .success(let valid): validated = valid
         case .failure(let violation): return .failure(violation)
         }
-        presented = template
+        presented = validated.template
         presentedHeld = Held(validated)
         return .success(Transition(appeared: [template.id]))
     }

@@ -60,6 +60,16 @@ extension WireWalker {
     @inlinable public mutating func repeated(count: Int, field: Int) throws(Failure) {}
 }
 
+/// A message's canonical encoding, made by this codec and kept beside the
+/// value (`HUTemplate.keepWireEncoding()`): a template stored once and sent
+/// in many frames is encoded once. A class so copies of the value share it
+/// and `==` never sees it; immutable, so it is Sendable.
+public final class WireEncoding: Sendable {
+    public let bytes: [UInt8]
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+}
+
 /// Encoded lengths, for the generated `wireSize`.
 public enum WireSize {
     @inlinable

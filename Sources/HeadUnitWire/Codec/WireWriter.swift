@@ -73,11 +73,10 @@ public struct WireWriter {
         bytes.append(contentsOf: value)
     }
 
-    /// Bytes already encoded (a message kept as the phone sent it), with their length.
+    /// A message's fields as this codec encoded them before (`WireEncoding`).
     @inlinable
-    public mutating func writeLengthDelimited(_ value: [UInt8]) {
-        writeVarint(UInt64(value.count))
-        bytes.append(contentsOf: value)
+    public mutating func writeEncoded(_ encoding: WireEncoding) {
+        bytes.append(contentsOf: encoding.bytes)
     }
 
     /// A nested message: its length, then its fields.

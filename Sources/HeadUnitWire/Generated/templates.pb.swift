@@ -450,9 +450,9 @@ public struct HUTextButton: Sendable {
 }
 
 public struct HUTemplate: Sendable {
-  public var id: String = String()
+  public var id: String = String() { didSet { wireEncoding = nil } }
 
-  public var kind: OneOf_Kind? = nil
+  public var kind: OneOf_Kind? = nil { didSet { wireEncoding = nil } }
 
   public var list: HUListTemplate {
     get { if case .list(let v)? = kind { return v }; return HUListTemplate() }
@@ -512,6 +512,19 @@ public struct HUTemplate: Sendable {
   public var voiceControl: HUVoiceControlTemplate {
     get { if case .voiceControl(let v)? = kind { return v }; return HUVoiceControlTemplate() }
     set { kind = .voiceControl(newValue) }
+  }
+
+  /// This value's canonical encoding, kept by `keepWireEncoding()` and
+  /// dropped by any change: `encode(to:)` and `wireSize` use it. Not part of
+  /// the value (`==` ignores it).
+  public private(set) var wireEncoding: WireEncoding? = nil
+
+  /// Encodes the value once and keeps the bytes for every later `encode(to:)`.
+  public mutating func keepWireEncoding() {
+    wireEncoding = nil
+    var writer = WireWriter()
+    encode(to: &writer)
+    wireEncoding = WireEncoding(writer.bytes)
   }
 
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
@@ -1837,6 +1850,7 @@ extension HUTemplate: WireMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
+    if let wireEncoding { writer.writeEncoded(wireEncoding); return }
     if !self.id.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.id) }
     switch self.kind {
     case .list(let v)?: writer.writeRaw(0x52); writer.writeMessage(v)
@@ -1856,6 +1870,7 @@ extension HUTemplate: WireMessage {
   }
 
   public var wireSize: Int {
+    if let wireEncoding { return wireEncoding.bytes.count }
     var size = 0
     if !self.id.isEmpty { size += 1 + WireSize.delimited(self.id.utf8.count) }
     switch self.kind {
