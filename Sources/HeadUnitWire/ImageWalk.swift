@@ -57,6 +57,9 @@ public enum ImageWalk {
 
     /// In one walk: whether `message` holds an inline PNG, and its refs as
     /// `refs(in:)` returns them. Publishing a screen walked it twice for these.
+    /// Inlinable so the walk is specialized for the caller's message type
+    /// (a scene's template is scanned once when it is stored).
+    @inlinable
     public static func scan(_ message: some WireMessage) -> (hasInline: Bool, refs: [String]) {
         var walker = RefCollector()
         message.walk(&walker)
@@ -166,19 +169,23 @@ private struct Rewriter {
 /// `value` as an image when it is one. A metatype comparison, not `as?`:
 /// the walks meet every message of a screen, and a dynamic cast per message
 /// cost more than the rest of the walk.
-@inline(__always)
-private func asImage<M: WireMessage>(_ value: M) -> HUImage? {
+@inlinable @inline(__always)
+func asImage<M: WireMessage>(_ value: M) -> HUImage? {
     guard M.self == HUImage.self else { return nil }
     return unsafeBitCast(value, to: HUImage.self)
 }
 
 /// Collects `Image.ref` values; an image is not walked into.
-private struct RefCollector: WireWalker {
-    typealias Failure = Never
-    var refs: [String] = []
-    var seen: Set<String> = []
-    var hasInline = false
+@usableFromInline
+struct RefCollector: WireWalker {
+    @usableFromInline typealias Failure = Never
+    @usableFromInline var refs: [String] = []
+    @usableFromInline var seen: Set<String> = []
+    @usableFromInline var hasInline = false
 
+    @inlinable init() {}
+
+    @inlinable
     mutating func enter<M: WireMessage>(_ message: M, field: Int, index: Int?) -> Bool {
         guard let image = asImage(message) else { return true }
         switch image.source {
