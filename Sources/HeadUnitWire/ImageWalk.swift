@@ -2,8 +2,8 @@
 /// Every `Image` in what the car shows an HMI (home screen, rendered screen,
 /// templates): the car swaps inline PNGs for refs (`Image.ref`) and an HMI
 /// swaps refs back for the bytes it was sent (PROTOCOL.md section 12.6).
-/// The walk names each image field of templates.proto; a test checks none is
-/// missed (no inline PNG left after the car's rewrite).
+/// The walks are the generated ones (`walk`, `rewriteMessages`): every image
+/// field of the .proto files is found without naming any of them here.
 public enum ImageWalk {
     public static func isInline(_ image: HUImage) -> Bool {
         if case .png = image.source { return true }
@@ -17,27 +17,24 @@ public enum ImageWalk {
 
     /// Calls `body` on every image of the home screen that `needs` picks.
     public static func rewrite(_ home: inout HUHomeScreen, where needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void) {
-        guard contains(home, where: needs) else { return }
-        withRewriter(needs, body) { walker in
-            for index in home.icons.indices { walker.walk(&home.icons[index].icon) }
-        }
+        rewrite(message: &home, where: needs, body)
     }
 
-    /// The same over a screen: its top template, the presented one and the search results.
+    /// The same over a screen: its top template, the presented one, the search
+    /// results, whatever holds an image.
     public static func rewrite(_ screen: inout HURenderedScreen, where needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void) {
-        guard contains(screen, where: needs) else { return }
-        let top = screen.hasTop && contains(screen.top, where: needs)
-        let presented = screen.hasPresented && contains(screen.presented, where: needs)
-        withRewriter(needs, body) { walker in
-            if top { walker.walk(&screen.top) }
-            if presented { walker.walk(&screen.presented) }
-            for index in screen.searchResults.indices { walker.walk(&screen.searchResults[index]) }
-        }
+        rewrite(message: &screen, where: needs, body)
     }
 
-    private static func withRewriter(_ needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void, _ run: (Rewriter) -> Void) {
+    /// Only the messages on the way to a picked image are written: the rest
+    /// keeps sharing its storage (and a template its kept encoding).
+    static func rewrite<M: WireMessage>(message: inout M, where needs: (HUImage) -> Bool, _ body: (inout HUImage) -> Void) {
+        guard contains(message, where: needs) else { return }
         withoutActuallyEscaping(needs) { needs in
-            withoutActuallyEscaping(body) { body in run(Rewriter(needs: needs, body: body)) }
+            withoutActuallyEscaping(body) { body in
+                var rewriter = ImageRewriter(needs: needs, body: body)
+                message.rewriteMessages(&rewriter)
+            }
         }
     }
 
@@ -67,102 +64,22 @@ public enum ImageWalk {
     }
 }
 
-private struct Rewriter {
+/// Calls `body` on each image `needs` picks; goes into a message only when
+/// one is inside it (a read-only walk first).
+private struct ImageRewriter: WireRewriter {
     let needs: (HUImage) -> Bool
     let body: (inout HUImage) -> Void
 
-    func walk(_ template: inout HUTemplate) {
-        switch template.kind {
-        case .list(var list):
-            walk(&list.leadingButtons)
-            walk(&list.trailingButtons)
-            for section in list.sections.indices {
-                for item in list.sections[section].items.indices { walk(&list.sections[section].items[item]) }
-            }
-            template.list = list
-        case .grid(var grid):
-            for index in grid.buttons.indices { walk(&grid.buttons[index].image) }
-            walk(&grid.leadingButtons)
-            walk(&grid.trailingButtons)
-            template.grid = grid
-        case .tabBar(var bar):
-            for index in bar.tabs.indices { walk(&bar.tabs[index]) }
-            template.tabBar = bar
-        case .nowPlaying(var nowPlaying):
-            walk(&nowPlaying)
-            template.nowPlaying = nowPlaying
-        case .information(var information):
-            walk(&information.leadingButtons)
-            walk(&information.trailingButtons)
-            template.information = information
-        case .pointOfInterest(var poi):
-            for index in poi.points.indices { walk(&poi.points[index]) }
-            template.pointOfInterest = poi
-        case .contact(var contact):
-            walk(&contact.image)
-            for index in contact.actions.indices { walk(&contact.actions[index].image) }
-            walk(&contact.leadingButtons)
-            walk(&contact.trailingButtons)
-            template.contact = contact
-        case .map(var map):
-            walk(&map.leadingButtons)
-            walk(&map.trailingButtons)
-            for index in map.mapButtons.indices {
-                walk(&map.mapButtons[index].image)
-                walk(&map.mapButtons[index].focusedImage)
-            }
-            template.map = map
-        case .voiceControl(var voice):
-            for index in voice.states.indices { walk(&voice.states[index].image) }
-            template.voiceControl = voice
-        case .alert, .actionSheet, .search, nil:
-            break  // no images
-        }
+    func wants<M: WireMessage>(_ message: M) -> Bool {
+        if let image = asImage(message) { return needs(image) }
+        return ImageWalk.contains(message, where: needs)
     }
 
-    func walk(_ image: inout HUImage) {
-        if needs(image) { body(&image) }
-    }
-
-    func walk(_ buttons: inout [HUBarButton]) {
-        for index in buttons.indices where needs(buttons[index].image) { walk(&buttons[index].image) }
-    }
-
-    func walk(_ item: inout HUListItem) {
-        switch item.kind {
-        case .general(var general):
-            guard needs(general.image) || needs(general.accessoryImage) else { return }
-            walk(&general.image)
-            walk(&general.accessoryImage)
-            item.general = general
-        case .imageRow(var row):
-            guard row.images.contains(where: { needs($0) }) else { return }
-            for index in row.images.indices { walk(&row.images[index]) }
-            item.imageRow = row
-        case .message(var message):
-            guard needs(message.leadingImage) || needs(message.trailingImage) else { return }
-            walk(&message.leadingImage)
-            walk(&message.trailingImage)
-            item.message = message
-        case nil:
-            break
-        }
-    }
-
-    func walk(_ tab: inout HUTab) {
-        guard ImageWalk.contains(tab, where: { needs($0) }) else { return }
-        walk(&tab.image)
-        if tab.hasTemplate { walk(&tab.template) }
-    }
-
-    func walk(_ nowPlaying: inout HUNowPlayingTemplate) {
-        walk(&nowPlaying.artwork)
-        for index in nowPlaying.buttons.indices { walk(&nowPlaying.buttons[index].image) }
-    }
-
-    func walk(_ point: inout HUPointOfInterest) {
-        walk(&point.pinImage)
-        walk(&point.selectedPinImage)
+    mutating func rewrite<M: WireMessage>(_ message: inout M) -> Bool {
+        guard var image = asImage(message) else { return true }
+        body(&image)
+        message = unsafeBitCast(image, to: M.self)  // M is HUImage (asImage)
+        return false
     }
 }
 

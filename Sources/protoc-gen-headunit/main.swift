@@ -694,6 +694,32 @@ struct SwiftGenerator {
                     }
                 }
             }
+            out.line()
+            out.line("@inlinable")
+            out.block("public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R)") {
+                for run in runs(fields) {
+                    switch run {
+                    case .field(let field):
+                        guard field.isMessage, field.map == nil else { continue }
+                        if field.isRepeated {
+                            out.line("for index in self.\(field.name).indices where rewriter.wants(self.\(field.name)[index]) { rewriter.descend(into: &self.\(field.name)[index]) }")
+                        } else if field.hasStoredPresence {
+                            out.line("if let v = self.\(field.storage), rewriter.wants(v) { rewriter.descend(into: &self.\(field.storage)!) }")
+                        }
+                    case .oneof(let property, let members):
+                        let messages = members.filter(\.isMessage)
+                        guard !messages.isEmpty else { continue }
+                        out.line("switch self.\(property) {")
+                        for field in messages {
+                            let member = NamingUtilsLite.trimBackticks(field.name)
+                            // Out of the box first, so the payload is changed in place, not copied.
+                            out.line("case .\(member)(var v)? where rewriter.wants(v): self.\(property) = nil; rewriter.descend(into: &v); self.\(property) = .\(member)(v)")
+                        }
+                        out.line("default: break")
+                        out.line("}")
+                    }
+                }
+            }
         }
     }
 

@@ -27,6 +27,27 @@ public protocol WireMessage: Sendable, Equatable {
     var wireSize: Int { get }
     /// Walks the fields that are set, in field-number order (`WireWalker`).
     func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure)
+    /// Changes the messages inside this one in place (`WireRewriter`).
+    mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R)
+}
+
+/// Changes messages in place inside a message (the car swaps inline images
+/// for refs, an HMI swaps refs back): the generated `rewriteMessages` offers
+/// every set message-typed field (singular, repeated, oneof member; not map
+/// values) to `wants` first, a read-only look, and writes only those it
+/// picks, so what needs no change is neither copied nor re-encoded.
+public protocol WireRewriter {
+    /// Whether `message` (or something inside it) needs changing.
+    func wants<M: WireMessage>(_ message: M) -> Bool
+    /// Changes `message`; true to go on into its own fields.
+    mutating func rewrite<M: WireMessage>(_ message: inout M) -> Bool
+}
+
+extension WireRewriter {
+    @inlinable
+    public mutating func descend<M: WireMessage>(into message: inout M) {
+        if rewrite(&message) { message.rewriteMessages(&self) }
+    }
 }
 
 /// A generated enum: open (unknown values kept as `UNRECOGNIZED(n)`), and

@@ -320,6 +320,10 @@ extension HUServeProtocols: WireMessage {
       for (index, v) in self.protocols.enumerated() { try walker.string(v, field: 1, index: index) }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUAccessoryAvailability: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -386,6 +390,11 @@ extension HUAccessoryAvailability: WireMessage {
       for (index, v) in self.protocols.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.protocols.indices where rewriter.wants(self.protocols[index]) { rewriter.descend(into: &self.protocols[index]) }
+  }
 }
 
 extension HUProtocolAvailability: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -447,6 +456,10 @@ extension HUProtocolAvailability: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -511,6 +524,10 @@ extension HUOpenSession: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUAccessorySession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -572,6 +589,10 @@ extension HUAccessorySession: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -660,6 +681,10 @@ extension HUSessionRequested: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 3, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUAnswerSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -729,6 +754,10 @@ extension HUAnswerSession: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.reason.isEmpty { let v = self.reason; try walker.string(v, field: 3, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -817,6 +846,10 @@ extension HUSessionOpened: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 3, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUCloseSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -886,6 +919,10 @@ extension HUCloseSession: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -966,6 +1003,10 @@ extension HUSessionFinished: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 3, index: nil) }
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 4, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1056,6 +1097,10 @@ extension HUSessionClosed: WireMessage {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 4) }
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 5, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUSessionCredit: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1116,5 +1161,9 @@ extension HUSessionCredit: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }

@@ -437,6 +437,10 @@ extension HUAudioFormat: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.codec.rawValue != 0 { let v = self.codec; try walker.enumValue(v, field: 1) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUOpenAudioStream: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -508,6 +512,11 @@ extension HUOpenAudioStream: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
     if let v = self._format { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._format, rewriter.wants(v) { rewriter.descend(into: &self._format!) }
   }
 }
 
@@ -604,6 +613,11 @@ extension HUAudioStreamInfo: WireMessage {
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
     if let v = self._format { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._format, rewriter.wants(v) { rewriter.descend(into: &self._format!) }
+  }
 }
 
 extension HUCloseAudioStream: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -656,6 +670,10 @@ extension HUCloseAudioStream: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -717,6 +735,10 @@ extension HUAudioCredit: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -807,6 +829,10 @@ extension HUAudioStreamClosed: WireMessage {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 4) }
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 5, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUMicrophoneStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -879,6 +905,11 @@ extension HUMicrophoneStarted: WireMessage {
     if let v = self._stream { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.purpose.rawValue != 0 { let v = self.purpose; try walker.enumValue(v, field: 3) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._stream, rewriter.wants(v) { rewriter.descend(into: &self._stream!) }
+  }
 }
 
 extension HUWatchAudio: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -931,6 +962,10 @@ extension HUWatchAudio: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1002,6 +1037,10 @@ extension HUAudioOutputStatus: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.failure.isEmpty { let v = self.failure; try walker.string(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUAudioConfig: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1064,5 +1103,9 @@ extension HUAudioConfig: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.output.isEmpty { let v = self.output; try walker.string(v, field: 1, index: nil) }
     if !self.microphone.isEmpty { let v = self.microphone; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }

@@ -596,6 +596,10 @@ extension HUCallHandle: WireMessage {
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 1) }
     if !self.value.isEmpty { let v = self.value; try walker.string(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUCallDescription: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -682,6 +686,11 @@ extension HUCallDescription: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._remoteHandle { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.localizedCallerName.isEmpty { let v = self.localizedCallerName; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._remoteHandle, rewriter.wants(v) { rewriter.descend(into: &self._remoteHandle!) }
   }
 }
 
@@ -772,6 +781,11 @@ extension HUCallReport: WireMessage {
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 3) }
     if let v = self._description_p { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.endedReason.rawValue != 0 { let v = self.endedReason; try walker.enumValue(v, field: 5) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._description_p, rewriter.wants(v) { rewriter.descend(into: &self._description_p!) }
   }
 }
 
@@ -870,6 +884,11 @@ extension HUCallAction: WireMessage {
     if let v = self._handle { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.digits.isEmpty { let v = self.digits; try walker.string(v, field: 6, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._handle, rewriter.wants(v) { rewriter.descend(into: &self._handle!) }
+  }
 }
 
 extension HUCallRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -933,6 +952,11 @@ extension HUCallRequest: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._action { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._action, rewriter.wants(v) { rewriter.descend(into: &self._action!) }
+  }
 }
 
 extension HUCallInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -986,6 +1010,11 @@ extension HUCallInput: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._action { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._action, rewriter.wants(v) { rewriter.descend(into: &self._action!) }
   }
 }
 
@@ -1075,6 +1104,11 @@ extension HUCallActionEvent: WireMessage {
     if let v = self._action { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.endedByCar.rawValue != 0 { let v = self.endedByCar; try walker.enumValue(v, field: 5) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._action, rewriter.wants(v) { rewriter.descend(into: &self._action!) }
+  }
 }
 
 extension HUCallActionAnswer: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1145,6 +1179,10 @@ extension HUCallActionAnswer: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUCallActionTimedOut: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1206,6 +1244,10 @@ extension HUCallActionTimedOut: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1285,6 +1327,11 @@ extension HUCallActionOutcome: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._action { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._action, rewriter.wants(v) { rewriter.descend(into: &self._action!) }
   }
 }
 
@@ -1421,6 +1468,11 @@ extension HUCallInfo: WireMessage {
       for v in self.availableActions { try walker.enumValue(v, field: 9) }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._description_p, rewriter.wants(v) { rewriter.descend(into: &self._description_p!) }
+  }
 }
 
 extension HUCallEnded: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1501,5 +1553,10 @@ extension HUCallEnded: WireMessage {
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 2, index: nil) }
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 3) }
     if let v = self._description_p { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._description_p, rewriter.wants(v) { rewriter.descend(into: &self._description_p!) }
   }
 }

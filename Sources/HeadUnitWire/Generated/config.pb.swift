@@ -419,6 +419,18 @@ extension HUDaemonConfig: WireMessage {
     if let v = self._phoneAccess { if try walker.enter(v, field: 26, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._audio { if try walker.enter(v, field: 105, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._limits, rewriter.wants(v) { rewriter.descend(into: &self._limits!) }
+    if let v = self._vehicle, rewriter.wants(v) { rewriter.descend(into: &self._vehicle!) }
+    if let v = self._entitlements, rewriter.wants(v) { rewriter.descend(into: &self._entitlements!) }
+    if let v = self._hmiAccess, rewriter.wants(v) { rewriter.descend(into: &self._hmiAccess!) }
+    if let v = self._clusterAccess, rewriter.wants(v) { rewriter.descend(into: &self._clusterAccess!) }
+    if let v = self._accessoryAccess, rewriter.wants(v) { rewriter.descend(into: &self._accessoryAccess!) }
+    if let v = self._phoneAccess, rewriter.wants(v) { rewriter.descend(into: &self._phoneAccess!) }
+    if let v = self._audio, rewriter.wants(v) { rewriter.descend(into: &self._audio!) }
+  }
 }
 
 extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -527,6 +539,10 @@ extension HUPeerAccess: WireMessage {
       try walker.repeated(count: self.groups.count, field: 4)
       for (index, v) in self.groups.enumerated() { try walker.string(v, field: 4, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -909,6 +925,10 @@ extension HUDaemonLimits: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUEntitlementPolicyConfig: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -978,6 +998,11 @@ extension HUEntitlementPolicyConfig: WireMessage {
       for (index, v) in self.appGrants.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.appGrants.indices where rewriter.wants(self.appGrants[index]) { rewriter.descend(into: &self.appGrants[index]) }
+  }
 }
 
 extension HUAppGrant: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1043,5 +1068,9 @@ extension HUAppGrant: WireMessage {
       try walker.repeated(count: self.entitlements.count, field: 2)
       for (index, v) in self.entitlements.enumerated() { try walker.string(v, field: 2, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }

@@ -2483,6 +2483,78 @@ extension HUEnvelope: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.body {
+    case .hello(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .hello(v)
+    case .welcome(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .welcome(v)
+    case .goodbye(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .goodbye(v)
+    case .result(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .result(v)
+    case .announceApps(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .announceApps(v)
+    case .templateRequest(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .templateRequest(v)
+    case .completeEvent(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .completeEvent(v)
+    case .appClosed(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .appClosed(v)
+    case .resumeSession(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .resumeSession(v)
+    case .sceneConnected(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sceneConnected(v)
+    case .sceneDisconnected(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sceneDisconnected(v)
+    case .appEvent(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .appEvent(v)
+    case .sessionConfiguration(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sessionConfiguration(v)
+    case .launchApp(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .launchApp(v)
+    case .hmiInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .hmiInput(v)
+    case .setVehicleState(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .setVehicleState(v)
+    case .getStatus(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .getStatus(v)
+    case .closeApp(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .closeApp(v)
+    case .getImage(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .getImage(v)
+    case .homeScreen(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .homeScreen(v)
+    case .screenUpdate(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .screenUpdate(v)
+    case .imageData(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .imageData(v)
+    case .navigationRequest(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .navigationRequest(v)
+    case .navigationEvent(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .navigationEvent(v)
+    case .navigationInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .navigationInput(v)
+    case .subscribeMetadata(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .subscribeMetadata(v)
+    case .metadataUpdate(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .metadataUpdate(v)
+    case .clusterInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .clusterInput(v)
+    case .serveProtocols(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .serveProtocols(v)
+    case .accessoryAvailability(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .accessoryAvailability(v)
+    case .openSession(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .openSession(v)
+    case .sessionRequested(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sessionRequested(v)
+    case .answerSession(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .answerSession(v)
+    case .sessionOpened(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sessionOpened(v)
+    case .closeSession(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .closeSession(v)
+    case .sessionClosed(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sessionClosed(v)
+    case .sessionCredit(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sessionCredit(v)
+    case .sessionFinished(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sessionFinished(v)
+    case .startPairing(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .startPairing(v)
+    case .pair(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .pair(v)
+    case .authenticate(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .authenticate(v)
+    case .listPairedDevices(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .listPairedDevices(v)
+    case .removePairedDevice(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .removePairedDevice(v)
+    case .pairStart(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .pairStart(v)
+    case .pairingAttempt(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .pairingAttempt(v)
+    case .remoteCommands(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .remoteCommands(v)
+    case .sendRemoteCommand(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .sendRemoteCommand(v)
+    case .carButton(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .carButton(v)
+    case .remoteCommandEvent(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .remoteCommandEvent(v)
+    case .remoteCommandAnswer(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .remoteCommandAnswer(v)
+    case .openAudioStream(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .openAudioStream(v)
+    case .closeAudioStream(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .closeAudioStream(v)
+    case .audioCredit(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .audioCredit(v)
+    case .audioStreamClosed(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .audioStreamClosed(v)
+    case .microphoneStarted(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .microphoneStarted(v)
+    case .watchAudio(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .watchAudio(v)
+    case .watchVideo(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .watchVideo(v)
+    case .videoStreams(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .videoStreams(v)
+    case .requestKeyframe(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .requestKeyframe(v)
+    case .callReport(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callReport(v)
+    case .callRequest(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callRequest(v)
+    case .callActionEvent(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callActionEvent(v)
+    case .callActionAnswer(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callActionAnswer(v)
+    case .callActionTimedOut(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callActionTimedOut(v)
+    case .callInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callInput(v)
+    default: break
+    }
+  }
 }
 
 extension HUHello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2570,6 +2642,10 @@ extension HUHello: WireMessage {
     if self.role.rawValue != 0 { let v = self.role; try walker.enumValue(v, field: 3) }
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 4, index: nil) }
     if !self.auth.isEmpty { let v = self.auth; try walker.bytes(v, field: 5, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -2691,6 +2767,12 @@ extension HUWelcome: WireMessage {
     if let v = self._vehicle { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.daemonName.isEmpty { let v = self.daemonName; try walker.string(v, field: 6, index: nil) }
     if !self.authChallenge.isEmpty { let v = self.authChallenge; try walker.bytes(v, field: 11, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._limits, rewriter.wants(v) { rewriter.descend(into: &self._limits!) }
+    if let v = self._vehicle, rewriter.wants(v) { rewriter.descend(into: &self._vehicle!) }
   }
 }
 
@@ -2825,6 +2907,10 @@ extension HULimits: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2887,6 +2973,10 @@ extension HUGoodbye: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.code.rawValue != 0 { let v = self.code; try walker.enumValue(v, field: 1) }
     if !self.reason.isEmpty { let v = self.reason; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3228,6 +3318,23 @@ extension HUResult: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.detail {
+    case .appDecisions(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .appDecisions(v)
+    case .status(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .status(v)
+    case .templateShown(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .templateShown(v)
+    case .resumed(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .resumed(v)
+    case .accessorySession(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .accessorySession(v)
+    case .pairing(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .pairing(v)
+    case .imageData(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .imageData(v)
+    case .remoteCommand(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .remoteCommand(v)
+    case .audioStream(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .audioStream(v)
+    case .callAction(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .callAction(v)
+    default: break
+    }
+  }
 }
 
 extension HUStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3376,6 +3483,15 @@ extension HUStatus: WireMessage {
     }
     if let v = self._audioOutput { if try walker.enter(v, field: 40, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.peer.indices where rewriter.wants(self.peer[index]) { rewriter.descend(into: &self.peer[index]) }
+    for index in self.app.indices where rewriter.wants(self.app[index]) { rewriter.descend(into: &self.app[index]) }
+    if let v = self._vehicleState, rewriter.wants(v) { rewriter.descend(into: &self._vehicleState!) }
+    for index in self.accessoryProtocols.indices where rewriter.wants(self.accessoryProtocols[index]) { rewriter.descend(into: &self.accessoryProtocols[index]) }
+    if let v = self._audioOutput, rewriter.wants(v) { rewriter.descend(into: &self._audioOutput!) }
+  }
 }
 
 extension HUAccessoryProtocolStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3453,6 +3569,10 @@ extension HUAccessoryProtocolStatus: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.`protocol`.isEmpty { let v = self.`protocol`; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3533,6 +3653,10 @@ extension HUPeerStatus: WireMessage {
     if self.role.rawValue != 0 { let v = self.role; try walker.enumValue(v, field: 2) }
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 3, index: nil) }
     if !self.transport.isEmpty { let v = self.transport; try walker.string(v, field: 4, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3626,6 +3750,11 @@ extension HUAppStatus: WireMessage {
       for (index, v) in self.scene.enumerated() { if try walker.enter(v, field: 5, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.scene.indices where rewriter.wants(self.scene[index]) { rewriter.descend(into: &self.scene[index]) }
+  }
 }
 
 extension HUSceneStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3709,6 +3838,10 @@ extension HUSceneStatus: WireMessage {
     }
     if !self.presented.isEmpty { let v = self.presented; try walker.string(v, field: 4, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUResumeSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3762,6 +3895,10 @@ extension HUResumeSession: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.resumptionToken.isEmpty { let v = self.resumptionToken; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3856,5 +3993,11 @@ extension HUResumed: WireMessage {
       try walker.repeated(count: self.scenes.count, field: 5)
       for (index, v) in self.scenes.enumerated() { if try walker.enter(v, field: 5, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.apps.indices where rewriter.wants(self.apps[index]) { rewriter.descend(into: &self.apps[index]) }
+    for index in self.scenes.indices where rewriter.wants(self.scenes[index]) { rewriter.descend(into: &self.scenes[index]) }
   }
 }

@@ -2258,6 +2258,10 @@ extension HUTravelEstimates: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUPlace: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2327,6 +2331,10 @@ extension HUPlace: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.name.isEmpty { let v = self.name; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -2427,6 +2435,11 @@ extension HURouteChoice: WireMessage {
     }
     if let v = self._estimates { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._estimates, rewriter.wants(v) { rewriter.descend(into: &self._estimates!) }
+  }
 }
 
 extension HUTrip: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2520,6 +2533,14 @@ extension HUTrip: WireMessage {
     }
     if let v = self._estimates { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._origin, rewriter.wants(v) { rewriter.descend(into: &self._origin!) }
+    if let v = self._destination, rewriter.wants(v) { rewriter.descend(into: &self._destination!) }
+    for index in self.routeChoices.indices where rewriter.wants(self.routeChoices[index]) { rewriter.descend(into: &self.routeChoices[index]) }
+    if let v = self._estimates, rewriter.wants(v) { rewriter.descend(into: &self._estimates!) }
+  }
 }
 
 extension HUTripPreviewTexts: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2592,6 +2613,10 @@ extension HUTripPreviewTexts: WireMessage {
     if !self.overviewButtonTitle.isEmpty { let v = self.overviewButtonTitle; try walker.string(v, field: 2, index: nil) }
     if !self.additionalRoutesButtonTitle.isEmpty { let v = self.additionalRoutesButtonTitle; try walker.string(v, field: 3, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUAttributedText: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2657,6 +2682,11 @@ extension HUAttributedText: WireMessage {
       try walker.repeated(count: self.spans.count, field: 2)
       for (index, v) in self.spans.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.spans.indices where rewriter.wants(self.spans[index]) { rewriter.descend(into: &self.spans[index]) }
   }
 }
 
@@ -2735,6 +2765,11 @@ extension HUTextSpan: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._image { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
   }
 }
 
@@ -2994,6 +3029,18 @@ extension HUManeuver: WireMessage {
     if let v = self._notificationSymbol { if try walker.enter(v, field: 20, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._dashboardJunctionImage { if try walker.enter(v, field: 21, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._symbol, rewriter.wants(v) { rewriter.descend(into: &self._symbol!) }
+    if let v = self._darkSymbol, rewriter.wants(v) { rewriter.descend(into: &self._darkSymbol!) }
+    for index in self.attributedInstructionVariants.indices where rewriter.wants(self.attributedInstructionVariants[index]) { rewriter.descend(into: &self.attributedInstructionVariants[index]) }
+    if let v = self._junctionImage, rewriter.wants(v) { rewriter.descend(into: &self._junctionImage!) }
+    if let v = self._estimates, rewriter.wants(v) { rewriter.descend(into: &self._estimates!) }
+    if let v = self._dashboardSymbol, rewriter.wants(v) { rewriter.descend(into: &self._dashboardSymbol!) }
+    if let v = self._notificationSymbol, rewriter.wants(v) { rewriter.descend(into: &self._notificationSymbol!) }
+    if let v = self._dashboardJunctionImage, rewriter.wants(v) { rewriter.descend(into: &self._dashboardJunctionImage!) }
+  }
 }
 
 extension HULane: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3075,6 +3122,10 @@ extension HULane: WireMessage {
       try walker.repeated(count: self.anglesDeg.count, field: 3)
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HULaneGuidance: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3152,6 +3203,11 @@ extension HULaneGuidance: WireMessage {
       try walker.repeated(count: self.instructionVariants.count, field: 3)
       for (index, v) in self.instructionVariants.enumerated() { try walker.string(v, field: 3, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.lanes.indices where rewriter.wants(self.lanes[index]) { rewriter.descend(into: &self.lanes[index]) }
   }
 }
 
@@ -3742,6 +3798,34 @@ extension HUNavigationRequest: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.op {
+    case .showTripPreviews(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .showTripPreviews(v)
+    case .hideTripPreviews(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .hideTripPreviews(v)
+    case .start(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .start(v)
+    case .pause(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .pause(v)
+    case .updateManeuvers(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .updateManeuvers(v)
+    case .updateEstimates(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .updateEstimates(v)
+    case .finish(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .finish(v)
+    case .cancel(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .cancel(v)
+    case .showAlert(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .showAlert(v)
+    case .dismissAlert(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .dismissAlert(v)
+    case .setDashboardButtons(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setDashboardButtons(v)
+    case .showPanning(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .showPanning(v)
+    case .dismissPanning(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .dismissPanning(v)
+    case .setClusterDescriptions(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setClusterDescriptions(v)
+    case .startPrompt(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .startPrompt(v)
+    case .endPrompt(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .endPrompt(v)
+    case .setVoiceSession(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setVoiceSession(v)
+    case .addLaneGuidances(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .addLaneGuidances(v)
+    case .setCurrentLaneGuidance(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setCurrentLaneGuidance(v)
+    case .setCurrentRoadName(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setCurrentRoadName(v)
+    case .setManeuverState(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setManeuverState(v)
+    default: break
+    }
+  }
 }
 
 extension HUAudioPrompt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3795,6 +3879,10 @@ extension HUAudioPrompt: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUEndPrompt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3836,6 +3924,10 @@ extension HUEndPrompt: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3889,6 +3981,10 @@ extension HUVoiceSession: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3965,6 +4061,12 @@ extension HUTripPreviews: WireMessage {
     if !self.selectedTripID.isEmpty { let v = self.selectedTripID; try walker.string(v, field: 2, index: nil) }
     if let v = self._texts { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.trips.indices where rewriter.wants(self.trips[index]) { rewriter.descend(into: &self.trips[index]) }
+    if let v = self._texts, rewriter.wants(v) { rewriter.descend(into: &self._texts!) }
+  }
 }
 
 extension HUHideTripPreviews: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4006,6 +4108,10 @@ extension HUHideTripPreviews: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4070,6 +4176,11 @@ extension HUStartNavigation: WireMessage {
     if let v = self._trip { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.routeChoiceID.isEmpty { let v = self.routeChoiceID; try walker.string(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._trip, rewriter.wants(v) { rewriter.descend(into: &self._trip!) }
+  }
 }
 
 extension HUPauseNavigation: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4132,6 +4243,10 @@ extension HUPauseNavigation: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 1) }
     if !self.description_p.isEmpty { let v = self.description_p; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4197,6 +4312,11 @@ extension HUManeuverUpdate: WireMessage {
       try walker.repeated(count: self.maneuvers.count, field: 1)
       for (index, v) in self.maneuvers.enumerated() { if try walker.enter(v, field: 1, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.maneuvers.indices where rewriter.wants(self.maneuvers[index]) { rewriter.descend(into: &self.maneuvers[index]) }
   }
 }
 
@@ -4269,6 +4389,11 @@ extension HUEstimatesUpdate: WireMessage {
     if !self.maneuverID.isEmpty { let v = self.maneuverID; try walker.string(v, field: 1, index: nil) }
     if let v = self._estimates { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._estimates, rewriter.wants(v) { rewriter.descend(into: &self._estimates!) }
+  }
 }
 
 extension HUFinishNavigation: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4311,6 +4436,10 @@ extension HUFinishNavigation: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUCancelNavigation: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4352,6 +4481,10 @@ extension HUCancelNavigation: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4410,6 +4543,11 @@ extension HULaneGuidances: WireMessage {
       for (index, v) in self.laneGuidances.enumerated() { if try walker.enter(v, field: 1, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.laneGuidances.indices where rewriter.wants(self.laneGuidances[index]) { rewriter.descend(into: &self.laneGuidances[index]) }
+  }
 }
 
 extension HUCurrentLaneGuidance: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4463,6 +4601,10 @@ extension HUCurrentLaneGuidance: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.laneGuidanceID.isEmpty { let v = self.laneGuidanceID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4521,6 +4663,10 @@ extension HUCurrentRoadName: WireMessage {
       for (index, v) in self.variants.enumerated() { try walker.string(v, field: 1, index: index) }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUCurrentManeuverState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4574,6 +4720,10 @@ extension HUCurrentManeuverState: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.state.rawValue != 0 { let v = self.state; try walker.enumValue(v, field: 1) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4690,6 +4840,12 @@ extension HUNavigationAlert: WireMessage {
       for (index, v) in self.actions.enumerated() { if try walker.enter(v, field: 5, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+    for index in self.actions.indices where rewriter.wants(self.actions[index]) { rewriter.descend(into: &self.actions[index]) }
+  }
 }
 
 extension HUDismissNavigationAlert: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4731,6 +4887,10 @@ extension HUDismissNavigationAlert: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4819,6 +4979,11 @@ extension HUDashboardButton: WireMessage {
     }
     if let v = self._image { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+  }
 }
 
 extension HUDashboardButtons: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4876,6 +5041,11 @@ extension HUDashboardButtons: WireMessage {
       for (index, v) in self.buttons.enumerated() { if try walker.enter(v, field: 1, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.buttons.indices where rewriter.wants(self.buttons[index]) { rewriter.descend(into: &self.buttons[index]) }
+  }
 }
 
 extension HUShowPanning: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4918,6 +5088,10 @@ extension HUShowPanning: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUDismissPanning: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4959,6 +5133,10 @@ extension HUDismissPanning: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5016,6 +5194,10 @@ extension HUClusterDescriptions: WireMessage {
       try walker.repeated(count: self.inactiveDescriptionVariants.count, field: 1)
       for (index, v) in self.inactiveDescriptionVariants.enumerated() { try walker.string(v, field: 1, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5290,6 +5472,20 @@ extension HUNavigationEvent: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.kind {
+    case .tripPreviewed(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .tripPreviewed(v)
+    case .tripStarted(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .tripStarted(v)
+    case .navigationCancelled(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .navigationCancelled(v)
+    case .alertDismissed(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .alertDismissed(v)
+    case .panning(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .panning(v)
+    case .clusterInput(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .clusterInput(v)
+    case .bannerSelected(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .bannerSelected(v)
+    default: break
+    }
+  }
 }
 
 extension HUBannerSelected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5352,6 +5548,10 @@ extension HUBannerSelected: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.maneuverID.isEmpty { let v = self.maneuverID; try walker.string(v, field: 1, index: nil) }
     if !self.alertID.isEmpty { let v = self.alertID; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5416,6 +5616,10 @@ extension HUTripChosen: WireMessage {
     if !self.tripID.isEmpty { let v = self.tripID; try walker.string(v, field: 1, index: nil) }
     if !self.routeChoiceID.isEmpty { let v = self.routeChoiceID; try walker.string(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUNavigationEnded: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5478,6 +5682,10 @@ extension HUNavigationEnded: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 1) }
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5550,6 +5758,10 @@ extension HUAlertDismissed: WireMessage {
     if !self.alertID.isEmpty { let v = self.alertID; try walker.string(v, field: 1, index: nil) }
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 2) }
     if !self.actionID.isEmpty { let v = self.actionID; try walker.string(v, field: 3, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5642,6 +5854,10 @@ extension HUPanEvent: WireMessage {
     case .direction(let v)?: try walker.enumValue(v, field: 3)
     default: break
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5871,6 +6087,18 @@ extension HUNavigationInput: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.kind {
+    case .previewTrip(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .previewTrip(v)
+    case .startTrip(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .startTrip(v)
+    case .dismissAlert(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .dismissAlert(v)
+    case .exitPanning(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .exitPanning(v)
+    case .selectBanner(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectBanner(v)
+    default: break
+    }
+  }
 }
 
 extension HUSelectBanner: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5924,6 +6152,10 @@ extension HUSelectBanner: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUSubscribeMetadata: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5965,6 +6197,10 @@ extension HUSubscribeMetadata: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -6070,6 +6306,10 @@ extension HUClusterInput: WireMessage {
     case .speedLimit(let v)?: try walker.enumValue(v, field: 4)
     default: break
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -6195,6 +6435,11 @@ extension HUGuidanceSection: WireMessage {
     if !self.pauseDescription.isEmpty { let v = self.pauseDescription; try walker.string(v, field: 6, index: nil) }
     if self.endReason.rawValue != 0 { let v = self.endReason; try walker.enumValue(v, field: 7) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._trip, rewriter.wants(v) { rewriter.descend(into: &self._trip!) }
+  }
 }
 
 extension HUManeuversSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -6294,6 +6539,12 @@ extension HUManeuversSection: WireMessage {
     }
     if self.maneuverState.rawValue != 0 { let v = self.maneuverState; try walker.enumValue(v, field: 5) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.maneuvers.indices where rewriter.wants(self.maneuvers[index]) { rewriter.descend(into: &self.maneuvers[index]) }
+    for index in self.laneGuidances.indices where rewriter.wants(self.laneGuidances[index]) { rewriter.descend(into: &self.laneGuidances[index]) }
+  }
 }
 
 extension HUTripEstimatesSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -6355,6 +6606,11 @@ extension HUTripEstimatesSection: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._estimates { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._estimates, rewriter.wants(v) { rewriter.descend(into: &self._estimates!) }
   }
 }
 
@@ -6418,6 +6674,11 @@ extension HUAlertSection: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._alert { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._alert, rewriter.wants(v) { rewriter.descend(into: &self._alert!) }
   }
 }
 
@@ -6541,6 +6802,12 @@ extension HUBannerSection: WireMessage {
     if let v = self._symbol { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._estimates { if try walker.enter(v, field: 8, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._symbol, rewriter.wants(v) { rewriter.descend(into: &self._symbol!) }
+    if let v = self._estimates, rewriter.wants(v) { rewriter.descend(into: &self._estimates!) }
+  }
 }
 
 extension HUNowPlayingSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -6654,6 +6921,10 @@ extension HUNowPlayingSection: WireMessage {
     if !self.artist.isEmpty { let v = self.artist; try walker.string(v, field: 3, index: nil) }
     if !self.album.isEmpty { let v = self.album; try walker.string(v, field: 4, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUDisplaySection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -6707,6 +6978,10 @@ extension HUDisplaySection: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.contentStyle.rawValue != 0 { let v = self.contentStyle; try walker.enumValue(v, field: 1) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -6788,6 +7063,11 @@ extension HUPreviewsSection: WireMessage {
     if let v = self._previews { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.previewedTripID.isEmpty { let v = self.previewedTripID; try walker.string(v, field: 3, index: nil) }
     if !self.previewedRouteChoiceID.isEmpty { let v = self.previewedRouteChoiceID; try walker.string(v, field: 4, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._previews, rewriter.wants(v) { rewriter.descend(into: &self._previews!) }
   }
 }
 
@@ -6874,6 +7154,11 @@ extension HUClusterSection: WireMessage {
       try walker.repeated(count: self.dashboardButtons.count, field: 4)
       for (index, v) in self.dashboardButtons.enumerated() { if try walker.enter(v, field: 4, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.dashboardButtons.indices where rewriter.wants(self.dashboardButtons[index]) { rewriter.descend(into: &self.dashboardButtons[index]) }
   }
 }
 
@@ -7019,6 +7304,21 @@ extension HUMetadataState: WireMessage {
     if let v = self._phone { if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._banner { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._guidance, rewriter.wants(v) { rewriter.descend(into: &self._guidance!) }
+    if let v = self._maneuvers, rewriter.wants(v) { rewriter.descend(into: &self._maneuvers!) }
+    if let v = self._tripEstimates, rewriter.wants(v) { rewriter.descend(into: &self._tripEstimates!) }
+    if let v = self._alert, rewriter.wants(v) { rewriter.descend(into: &self._alert!) }
+    if let v = self._nowPlaying, rewriter.wants(v) { rewriter.descend(into: &self._nowPlaying!) }
+    if let v = self._display, rewriter.wants(v) { rewriter.descend(into: &self._display!) }
+    if let v = self._previews, rewriter.wants(v) { rewriter.descend(into: &self._previews!) }
+    if let v = self._cluster, rewriter.wants(v) { rewriter.descend(into: &self._cluster!) }
+    if let v = self._audio, rewriter.wants(v) { rewriter.descend(into: &self._audio!) }
+    if let v = self._phone, rewriter.wants(v) { rewriter.descend(into: &self._phone!) }
+    if let v = self._banner, rewriter.wants(v) { rewriter.descend(into: &self._banner!) }
+  }
 }
 
 extension HUPhoneSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -7081,6 +7381,10 @@ extension HUPhoneSection: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.link.rawValue != 0 { let v = self.link; try walker.enumValue(v, field: 1) }
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -7239,6 +7543,10 @@ extension HUAudioSection: WireMessage {
     if !self.microphoneAppID.isEmpty { let v = self.microphoneAppID; try walker.string(v, field: 12, index: nil) }
     if self.microphonePurpose.rawValue != 0 { let v = self.microphonePurpose; try walker.enumValue(v, field: 13) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUMetadataUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -7308,5 +7616,10 @@ extension HUMetadataUpdate: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._state { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._state, rewriter.wants(v) { rewriter.descend(into: &self._state!) }
   }
 }

@@ -573,6 +573,10 @@ extension HURemoteCommandState: WireMessage {
     if self.currentShuffleMode.rawValue != 0 { let v = self.currentShuffleMode; try walker.enumValue(v, field: 7) }
     if self.currentRepeatMode.rawValue != 0 { let v = self.currentRepeatMode; try walker.enumValue(v, field: 8) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HURemoteCommands: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -638,6 +642,11 @@ extension HURemoteCommands: WireMessage {
       try walker.repeated(count: self.commands.count, field: 2)
       for (index, v) in self.commands.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.commands.indices where rewriter.wants(self.commands[index]) { rewriter.descend(into: &self.commands[index]) }
   }
 }
 
@@ -743,6 +752,10 @@ extension HURemoteCommandCall: WireMessage {
     if self.shuffleMode.rawValue != 0 { let v = self.shuffleMode; try walker.enumValue(v, field: 5) }
     if self.repeatMode.rawValue != 0 { let v = self.repeatMode; try walker.enumValue(v, field: 6) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUSendRemoteCommand: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -806,6 +819,11 @@ extension HUSendRemoteCommand: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if let v = self._call { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._call, rewriter.wants(v) { rewriter.descend(into: &self._call!) }
+  }
 }
 
 extension HUCarButtonPressed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -859,6 +877,10 @@ extension HUCarButtonPressed: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.button.rawValue != 0 { let v = self.button; try walker.enumValue(v, field: 1) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -940,6 +962,11 @@ extension HURemoteCommandEvent: WireMessage {
     if let v = self._call { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.button.rawValue != 0 { let v = self.button; try walker.enumValue(v, field: 4) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._call, rewriter.wants(v) { rewriter.descend(into: &self._call!) }
+  }
 }
 
 extension HURemoteCommandAnswer: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1010,6 +1037,10 @@ extension HURemoteCommandAnswer: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.status.rawValue != 0 { let v = self.status; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1083,6 +1114,11 @@ extension HURemoteCommandOutcome: WireMessage {
     if let v = self._call { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.status.rawValue != 0 { let v = self.status; try walker.enumValue(v, field: 3) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._call, rewriter.wants(v) { rewriter.descend(into: &self._call!) }
+  }
 }
 
 extension HURemoteCommandSet: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1148,5 +1184,10 @@ extension HURemoteCommandSet: WireMessage {
       try walker.repeated(count: self.commands.count, field: 2)
       for (index, v) in self.commands.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.commands.indices where rewriter.wants(self.commands[index]) { rewriter.descend(into: &self.commands[index]) }
   }
 }

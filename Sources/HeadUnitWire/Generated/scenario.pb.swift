@@ -1271,6 +1271,12 @@ extension HUScenario: WireMessage {
       for (index, v) in self.steps.enumerated() { if try walker.enter(v, field: 6, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.apps.indices where rewriter.wants(self.apps[index]) { rewriter.descend(into: &self.apps[index]) }
+    for index in self.steps.indices where rewriter.wants(self.steps[index]) { rewriter.descend(into: &self.steps[index]) }
+  }
 }
 
 extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2155,6 +2161,45 @@ extension HUScenarioStep: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.action {
+    case .launch(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .launch(v)
+    case .request(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .request(v)
+    case .hmiInput(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .hmiInput(v)
+    case .expectEvent(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectEvent(v)
+    case .completeEvent(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .completeEvent(v)
+    case .setVehicleState(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .setVehicleState(v)
+    case .closeApp(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .closeApp(v)
+    case .expectScreen(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectScreen(v)
+    case .disconnect(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .disconnect(v)
+    case .serve(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .serve(v)
+    case .openSession(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .openSession(v)
+    case .expectHome(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectHome(v)
+    case .pair(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .pair(v)
+    case .navigate(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .navigate(v)
+    case .navigationInput(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .navigationInput(v)
+    case .expectNavigationEvent(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectNavigationEvent(v)
+    case .expectMetadata(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectMetadata(v)
+    case .clusterInput(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .clusterInput(v)
+    case .selectBanner(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .selectBanner(v)
+    case .remoteCommands(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .remoteCommands(v)
+    case .remoteCommand(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .remoteCommand(v)
+    case .reportCall(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .reportCall(v)
+    case .callInput(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .callInput(v)
+    case .expectCall(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectCall(v)
+    case .openAudioStream(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .openAudioStream(v)
+    case .sendAudio(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .sendAudio(v)
+    case .closeAudioStream(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .closeAudioStream(v)
+    case .expectAudioStreamClosed(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectAudioStreamClosed(v)
+    case .watchVideo(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .watchVideo(v)
+    case .sendVideo(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .sendVideo(v)
+    case .expectVideo(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectVideo(v)
+    case .requestKeyframe(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .requestKeyframe(v)
+    default: break
+    }
+  }
 }
 
 extension HUScenarioLaunch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2226,6 +2271,10 @@ extension HUScenarioLaunch: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -2595,6 +2644,23 @@ extension HUScenarioRequest: WireMessage {
     }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 30) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 31, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.op {
+    case .setRoot(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setRoot(v)
+    case .push(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .push(v)
+    case .pop(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .pop(v)
+    case .popToRoot(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .popToRoot(v)
+    case .present(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .present(v)
+    case .dismiss(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .dismiss(v)
+    case .update(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .update(v)
+    case .updateItem(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .updateItem(v)
+    case .updateNowPlaying(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .updateNowPlaying(v)
+    case .showNowPlaying(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .showNowPlaying(v)
+    default: break
+    }
   }
 }
 
@@ -2969,6 +3035,25 @@ extension HUScenarioHmiInput: WireMessage {
     }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 30) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.kind {
+    case .selectItem(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectItem(v)
+    case .pressButton(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .pressButton(v)
+    case .selectTab(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectTab(v)
+    case .searchText(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .searchText(v)
+    case .selectSearchResult(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectSearchResult(v)
+    case .selectPoi(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectPoi(v)
+    case .poiRegion(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .poiRegion(v)
+    case .nowPlayingButton(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .nowPlayingButton(v)
+    case .goBack(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .goBack(v)
+    case .openNowPlaying(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .openNowPlaying(v)
+    case .goHome(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .goHome(v)
+    case .searchButton(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .searchButton(v)
+    default: break
+    }
+  }
 }
 
 extension HUScenarioExpectEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3084,6 +3169,10 @@ extension HUScenarioExpectEvent: WireMessage {
     if !self.buttonID.isEmpty { let v = self.buttonID; try walker.string(v, field: 5, index: nil) }
     if self.phase.rawValue != 0 { let v = self.phase; try walker.enumValue(v, field: 6) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioCompleteEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3167,6 +3256,11 @@ extension HUScenarioCompleteEvent: WireMessage {
     }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 4) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.searchResults.indices where rewriter.wants(self.searchResults[index]) { rewriter.descend(into: &self.searchResults[index]) }
+  }
 }
 
 extension HUScenarioSetVehicleState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3229,6 +3323,11 @@ extension HUScenarioSetVehicleState: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._state { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._state, rewriter.wants(v) { rewriter.descend(into: &self._state!) }
   }
 }
 
@@ -3300,6 +3399,10 @@ extension HUScenarioCloseApp: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3415,6 +3518,10 @@ extension HUScenarioExpectScreen: WireMessage {
     if !self.presentedID.isEmpty { let v = self.presentedID; try walker.string(v, field: 4, index: nil) }
     if let v = self._pendingItemID { try walker.string(v, field: 7, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioDisconnect: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3475,6 +3582,10 @@ extension HUScenarioDisconnect: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3541,6 +3652,10 @@ extension HUScenarioServe: WireMessage {
       for (index, v) in self.protocols.enumerated() { try walker.string(v, field: 1, index: index) }
     }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3623,6 +3738,10 @@ extension HUScenarioOpenSession: WireMessage {
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
     if !self.send.isEmpty { let v = self.send; try walker.string(v, field: 4, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioExpectHome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3687,6 +3806,10 @@ extension HUScenarioExpectHome: WireMessage {
       try walker.repeated(count: self.appIds.count, field: 1)
       for (index, v) in self.appIds.enumerated() { try walker.string(v, field: 1, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3760,6 +3883,11 @@ extension HUScenarioNavigate: WireMessage {
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 3, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._request, rewriter.wants(v) { rewriter.descend(into: &self._request!) }
+  }
 }
 
 extension HUScenarioNavigationInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3822,6 +3950,11 @@ extension HUScenarioNavigationInput: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._input { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._input, rewriter.wants(v) { rewriter.descend(into: &self._input!) }
   }
 }
 
@@ -3947,6 +4080,10 @@ extension HUScenarioExpectNavigationEvent: WireMessage {
     if self.endReason.rawValue != 0 { let v = self.endReason; try walker.enumValue(v, field: 6) }
     if self.dismissReason.rawValue != 0 { let v = self.dismissReason; try walker.enumValue(v, field: 7) }
     if !self.actionID.isEmpty { let v = self.actionID; try walker.string(v, field: 8, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4119,6 +4256,10 @@ extension HUScenarioExpectMetadata: WireMessage {
     if let v = self._bannerAlertID { try walker.string(v, field: 13, index: nil) }
     if let v = self._bannerInstruction { try walker.string(v, field: 14, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioSelectBanner: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4190,6 +4331,10 @@ extension HUScenarioSelectBanner: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioClusterInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4252,6 +4397,11 @@ extension HUScenarioClusterInput: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._input { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._input, rewriter.wants(v) { rewriter.descend(into: &self._input!) }
   }
 }
 
@@ -4336,6 +4486,11 @@ extension HUScenarioRemoteCommands: WireMessage {
     }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 4, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.commands.indices where rewriter.wants(self.commands[index]) { rewriter.descend(into: &self.commands[index]) }
   }
 }
 
@@ -4445,6 +4600,11 @@ extension HUScenarioRemoteCommand: WireMessage {
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 6) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 7, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._call, rewriter.wants(v) { rewriter.descend(into: &self._call!) }
+  }
 }
 
 extension HUScenarioReportCall: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4553,6 +4713,11 @@ extension HUScenarioReportCall: WireMessage {
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 6) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 7, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._description_p, rewriter.wants(v) { rewriter.descend(into: &self._description_p!) }
+  }
 }
 
 extension HUScenarioCallInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4641,6 +4806,11 @@ extension HUScenarioCallInput: WireMessage {
     if let v = self._action { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 4) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 5, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._action, rewriter.wants(v) { rewriter.descend(into: &self._action!) }
   }
 }
 
@@ -4737,6 +4907,10 @@ extension HUScenarioExpectCall: WireMessage {
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 1, index: nil) }
     if self.phase.rawValue != 0 { let v = self.phase; try walker.enumValue(v, field: 2) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioOpenAudioStream: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4827,6 +5001,11 @@ extension HUScenarioOpenAudioStream: WireMessage {
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 4) }
     if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 5, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._format, rewriter.wants(v) { rewriter.descend(into: &self._format!) }
+  }
 }
 
 extension HUScenarioSendAudio: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4906,6 +5085,10 @@ extension HUScenarioSendAudio: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioCloseAudioStream: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4968,6 +5151,10 @@ extension HUScenarioCloseAudioStream: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5049,6 +5236,10 @@ extension HUScenarioExpectAudioStreamClosed: WireMessage {
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 2) }
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 3) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioWatchVideo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5129,6 +5320,10 @@ extension HUScenarioWatchVideo: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioSendVideo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5198,6 +5393,10 @@ extension HUScenarioSendVideo: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5277,6 +5476,10 @@ extension HUScenarioExpectVideo: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5358,6 +5561,10 @@ extension HUScenarioRequestKeyframe: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUScenarioPair: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5428,5 +5635,9 @@ extension HUScenarioPair: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 1, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }

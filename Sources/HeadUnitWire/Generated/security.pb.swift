@@ -252,6 +252,10 @@ extension HUStartPairing: WireMessage {
       for (index, v) in self.allowedEntitlements.enumerated() { try walker.string(v, field: 1, index: index) }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUPairStart: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -305,6 +309,10 @@ extension HUPairStart: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.spake2Message.isEmpty { let v = self.spake2Message; try walker.bytes(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -396,6 +404,10 @@ extension HUPair: WireMessage {
     if !self.confirmation.isEmpty { let v = self.confirmation; try walker.bytes(v, field: 4, index: nil) }
     if !self.signature.isEmpty { let v = self.signature; try walker.bytes(v, field: 5, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUPairingAttempt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -485,6 +497,10 @@ extension HUPairingAttempt: WireMessage {
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 3, index: nil) }
     if !self.message.isEmpty { let v = self.message; try walker.string(v, field: 5, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUAuthenticate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -548,6 +564,10 @@ extension HUAuthenticate: WireMessage {
     if !self.deviceID.isEmpty { let v = self.deviceID; try walker.string(v, field: 1, index: nil) }
     if !self.signature.isEmpty { let v = self.signature; try walker.bytes(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUListPairedDevices: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -589,6 +609,10 @@ extension HUListPairedDevices: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -643,6 +667,10 @@ extension HURemovePairedDevice: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceID.isEmpty { let v = self.deviceID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -762,6 +790,11 @@ extension HUPairingInfo: WireMessage {
     if !self.carConfirmation.isEmpty { let v = self.carConfirmation; try walker.bytes(v, field: 7, index: nil) }
     if !self.carPublicKey.isEmpty { let v = self.carPublicKey; try walker.bytes(v, field: 8, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.devices.indices where rewriter.wants(self.devices[index]) { rewriter.descend(into: &self.devices[index]) }
+  }
 }
 
 extension HUPairedDevice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -861,5 +894,9 @@ extension HUPairedDevice: WireMessage {
       try walker.repeated(count: self.allowedEntitlements.count, field: 5)
       for (index, v) in self.allowedEntitlements.enumerated() { try walker.string(v, field: 5, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }

@@ -1755,6 +1755,10 @@ extension HUInsets: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUDisplay: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1832,6 +1836,11 @@ extension HUDisplay: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._safeArea { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._safeArea, rewriter.wants(v) { rewriter.descend(into: &self._safeArea!) }
   }
 }
 
@@ -2005,6 +2014,13 @@ extension HUVehicleProfile: WireMessage {
     }
     if let v = self._dashboardDisplay { if try walker.enter(v, field: 13, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._mainDisplay, rewriter.wants(v) { rewriter.descend(into: &self._mainDisplay!) }
+    if let v = self._clusterDisplay, rewriter.wants(v) { rewriter.descend(into: &self._clusterDisplay!) }
+    if let v = self._dashboardDisplay, rewriter.wants(v) { rewriter.descend(into: &self._dashboardDisplay!) }
+  }
 }
 
 extension HUVehicleState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2125,6 +2141,11 @@ extension HUVehicleState: WireMessage {
     if let v = self._safeArea { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.carAudioSource.isEmpty { let v = self.carAudioSource; try walker.string(v, field: 20, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._safeArea, rewriter.wants(v) { rewriter.descend(into: &self._safeArea!) }
+  }
 }
 
 extension HUAppInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2221,6 +2242,11 @@ extension HUAppInfo: WireMessage {
     }
     if let v = self._icon { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._icon, rewriter.wants(v) { rewriter.descend(into: &self._icon!) }
+  }
 }
 
 extension HUAnnounceApps: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2286,6 +2312,11 @@ extension HUAnnounceApps: WireMessage {
       try walker.repeated(count: self.apps.count, field: 2)
       for (index, v) in self.apps.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.apps.indices where rewriter.wants(self.apps[index]) { rewriter.descend(into: &self.apps[index]) }
   }
 }
 
@@ -2400,6 +2431,10 @@ extension HUAppDecision: WireMessage {
       for (index, v) in self.vehicleProtocols.enumerated() { try walker.string(v, field: 7, index: index) }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUAppDecisions: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2474,6 +2509,11 @@ extension HUAppDecisions: WireMessage {
     }
     if !self.resumptionToken.isEmpty { let v = self.resumptionToken; try walker.string(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.decisions.indices where rewriter.wants(self.decisions[index]) { rewriter.descend(into: &self.decisions[index]) }
+  }
 }
 
 extension HUAppClosed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2527,6 +2567,10 @@ extension HUAppClosed: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -2667,6 +2711,13 @@ extension HUSceneConnected: WireMessage {
     if let v = self._vehicleState { if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._video { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._window, rewriter.wants(v) { rewriter.descend(into: &self._window!) }
+    if let v = self._vehicleState, rewriter.wants(v) { rewriter.descend(into: &self._vehicleState!) }
+    if let v = self._video, rewriter.wants(v) { rewriter.descend(into: &self._video!) }
+  }
 }
 
 extension HUVideoStreamParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2785,6 +2836,10 @@ extension HUVideoStreamParams: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.codec.rawValue != 0 { let v = self.codec; try walker.enumValue(v, field: 2) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUSceneDisconnected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2864,6 +2919,10 @@ extension HUSceneDisconnected: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 3) }
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 4, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -2976,6 +3035,11 @@ extension HUSessionConfiguration: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.contentStyle.rawValue != 0 { let v = self.contentStyle; try walker.enumValue(v, field: 3) }
     if let v = self._safeArea { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._safeArea, rewriter.wants(v) { rewriter.descend(into: &self._safeArea!) }
   }
 }
 
@@ -3320,6 +3384,23 @@ extension HUTemplateRequest: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.op {
+    case .setRoot(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .setRoot(v)
+    case .push(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .push(v)
+    case .pop(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .pop(v)
+    case .popToRoot(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .popToRoot(v)
+    case .present(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .present(v)
+    case .dismiss(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .dismiss(v)
+    case .update(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .update(v)
+    case .updateItem(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .updateItem(v)
+    case .updateNowPlaying(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .updateNowPlaying(v)
+    case .showNowPlaying(var v)? where rewriter.wants(v): self.op = nil; rewriter.descend(into: &v); self.op = .showNowPlaying(v)
+    default: break
+    }
+  }
 }
 
 extension HUPopTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3362,6 +3443,10 @@ extension HUPopTemplate: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUShowNowPlaying: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3403,6 +3488,10 @@ extension HUShowNowPlaying: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3466,6 +3555,11 @@ extension HUItemUpdate: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
     if let v = self._item { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._item, rewriter.wants(v) { rewriter.descend(into: &self._item!) }
   }
 }
 
@@ -3544,6 +3638,10 @@ extension HUTemplateShown: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3934,6 +4032,25 @@ extension HUAppEvent: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.kind {
+    case .itemSelected(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .itemSelected(v)
+    case .buttonPressed(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .buttonPressed(v)
+    case .tabSelected(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .tabSelected(v)
+    case .searchTextChanged(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .searchTextChanged(v)
+    case .searchResultSelected(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .searchResultSelected(v)
+    case .poiSelected(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .poiSelected(v)
+    case .poiRegionChanged(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .poiRegionChanged(v)
+    case .nowPlayingButton(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .nowPlayingButton(v)
+    case .lifecycle(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .lifecycle(v)
+    case .timedOut(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .timedOut(v)
+    case .voiceFlowStarted(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .voiceFlowStarted(v)
+    case .searchButtonPressed(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .searchButtonPressed(v)
+    default: break
+    }
+  }
 }
 
 extension HUItemSelected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4004,6 +4121,10 @@ extension HUItemSelected: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 1, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUButtonPressed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4057,6 +4178,10 @@ extension HUButtonPressed: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.buttonID.isEmpty { let v = self.buttonID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4112,6 +4237,10 @@ extension HUTabSelected: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.tabID.isEmpty { let v = self.tabID; try walker.string(v, field: 1, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUSearchTextChanged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4165,6 +4294,10 @@ extension HUSearchTextChanged: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.text.isEmpty { let v = self.text; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4220,6 +4353,10 @@ extension HUSearchResultSelected: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 1, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUSearchButtonPressed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4261,6 +4398,10 @@ extension HUSearchButtonPressed: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4315,6 +4456,10 @@ extension HUPoiSelected: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.poiID.isEmpty { let v = self.poiID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4393,6 +4538,10 @@ extension HUMapRegion: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUPoiRegionChanged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4447,6 +4596,11 @@ extension HUPoiRegionChanged: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._region { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._region, rewriter.wants(v) { rewriter.descend(into: &self._region!) }
+  }
 }
 
 extension HUNowPlayingButtonPressed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4500,6 +4654,10 @@ extension HUNowPlayingButtonPressed: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.buttonID.isEmpty { let v = self.buttonID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4563,6 +4721,10 @@ extension HUTemplateLifecycle: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.phase.rawValue != 0 { let v = self.phase; try walker.enumValue(v, field: 1) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUEventTimedOut: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4615,6 +4777,10 @@ extension HUEventTimedOut: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4678,6 +4844,10 @@ extension HUVoiceFlowStarted: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 1, index: nil) }
     if !self.conversationID.isEmpty { let v = self.conversationID; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4752,6 +4922,11 @@ extension HUCompleteEvent: WireMessage {
       try walker.repeated(count: self.searchResults.count, field: 3)
       for (index, v) in self.searchResults.enumerated() { if try walker.enter(v, field: 3, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.searchResults.indices where rewriter.wants(self.searchResults[index]) { rewriter.descend(into: &self.searchResults[index]) }
   }
 }
 
@@ -4841,6 +5016,11 @@ extension HUHomeScreenIcon: WireMessage {
     if !self.displayName.isEmpty { let v = self.displayName; try walker.string(v, field: 2, index: nil) }
     if self.category.rawValue != 0 { let v = self.category; try walker.enumValue(v, field: 3) }
     if let v = self._icon { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._icon, rewriter.wants(v) { rewriter.descend(into: &self._icon!) }
   }
 }
 
@@ -4947,6 +5127,13 @@ extension HUHomeScreen: WireMessage {
     }
     if let v = self._lastCallEnded { if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.icons.indices where rewriter.wants(self.icons[index]) { rewriter.descend(into: &self.icons[index]) }
+    for index in self.calls.indices where rewriter.wants(self.calls[index]) { rewriter.descend(into: &self.calls[index]) }
+    if let v = self._lastCallEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastCallEnded!) }
+  }
 }
 
 extension HULaunchApp: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5010,6 +5197,10 @@ extension HULaunchApp: WireMessage {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUCloseApp: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5063,6 +5254,10 @@ extension HUCloseApp: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5118,6 +5313,11 @@ extension HUSetVehicleState: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if let v = self._state { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._state, rewriter.wants(v) { rewriter.descend(into: &self._state!) }
+  }
 }
 
 extension HUGetStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5159,6 +5359,10 @@ extension HUGetStatus: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5223,6 +5427,10 @@ extension HUImageData: WireMessage {
     if !self.ref.isEmpty { let v = self.ref; try walker.string(v, field: 1, index: nil) }
     if !self.png.isEmpty { let v = self.png; try walker.bytes(v, field: 2, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUGetImage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5276,6 +5484,10 @@ extension HUGetImage: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.ref.isEmpty { let v = self.ref; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5641,6 +5853,25 @@ extension HUHmiInput: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.kind {
+    case .selectItem(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectItem(v)
+    case .pressButton(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .pressButton(v)
+    case .selectTab(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectTab(v)
+    case .searchText(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .searchText(v)
+    case .selectSearchResult(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectSearchResult(v)
+    case .selectPoi(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .selectPoi(v)
+    case .poiRegion(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .poiRegion(v)
+    case .nowPlayingButton(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .nowPlayingButton(v)
+    case .goBack(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .goBack(v)
+    case .openNowPlaying(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .openNowPlaying(v)
+    case .goHome(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .goHome(v)
+    case .searchButton(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .searchButton(v)
+    default: break
+    }
+  }
 }
 
 extension HUGoBack: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5683,6 +5914,10 @@ extension HUGoBack: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUGoHome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5724,6 +5959,10 @@ extension HUGoHome: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5778,6 +6017,10 @@ extension HUOpenNowPlaying: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -5960,6 +6203,15 @@ extension HURenderedScreen: WireMessage {
     if !self.selectedTabID.isEmpty { let v = self.selectedTabID; try walker.string(v, field: 14, index: nil) }
     if let v = self._remoteCommands { if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._top, rewriter.wants(v) { rewriter.descend(into: &self._top!) }
+    if let v = self._presented, rewriter.wants(v) { rewriter.descend(into: &self._presented!) }
+    if let v = self._pending, rewriter.wants(v) { rewriter.descend(into: &self._pending!) }
+    for index in self.searchResults.indices where rewriter.wants(self.searchResults[index]) { rewriter.descend(into: &self.searchResults[index]) }
+    if let v = self._remoteCommands, rewriter.wants(v) { rewriter.descend(into: &self._remoteCommands!) }
+  }
 }
 
 extension HUPendingSelection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -6030,6 +6282,10 @@ extension HUPendingSelection: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 2, index: nil) }
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 3, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -6203,6 +6459,17 @@ extension HUScreenUpdate: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.change {
+    case .full(var v)? where rewriter.wants(v): self.change = nil; rewriter.descend(into: &v); self.change = .full(v)
+    case .diff(var v)? where rewriter.wants(v): self.change = nil; rewriter.descend(into: &v); self.change = .diff(v)
+    case .spinnerStarted(var v)? where rewriter.wants(v): self.change = nil; rewriter.descend(into: &v); self.change = .spinnerStarted(v)
+    case .spinnerStopped(var v)? where rewriter.wants(v): self.change = nil; rewriter.descend(into: &v); self.change = .spinnerStopped(v)
+    default: break
+    }
+  }
 }
 
 extension HUTemplateDiff: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -6268,6 +6535,11 @@ extension HUTemplateDiff: WireMessage {
       try walker.repeated(count: self.changes.count, field: 2)
       for (index, v) in self.changes.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.changes.indices where rewriter.wants(self.changes[index]) { rewriter.descend(into: &self.changes[index]) }
   }
 }
 
@@ -6571,6 +6843,21 @@ extension HUElementChange: WireMessage {
     case .removedID(let v)?: try walker.string(v, field: 8, index: nil)
     case .replaced(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
     case .title(let v)?: try walker.string(v, field: 12, index: nil)
+    default: break
+    }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.element {
+    case .listItem(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .listItem(v)
+    case .gridButton(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .gridButton(v)
+    case .barButton(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .barButton(v)
+    case .tab(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .tab(v)
+    case .point(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .point(v)
+    case .informationItem(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .informationItem(v)
+    case .nowPlaying(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .nowPlaying(v)
+    case .replaced(var v)? where rewriter.wants(v): self.element = nil; rewriter.descend(into: &v); self.element = .replaced(v)
     default: break
     }
   }

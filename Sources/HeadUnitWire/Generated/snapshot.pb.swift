@@ -564,6 +564,12 @@ extension HUDaemonSnapshot: WireMessage {
       for (index, v) in self.connections.enumerated() { if try walker.enter(v, field: 3, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._car, rewriter.wants(v) { rewriter.descend(into: &self._car!) }
+    for index in self.connections.indices where rewriter.wants(self.connections[index]) { rewriter.descend(into: &self.connections[index]) }
+  }
 }
 
 extension HUConnectionSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -642,6 +648,10 @@ extension HUConnectionSnapshot: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.transport.isEmpty { let v = self.transport; try walker.string(v, field: 2, index: nil) }
     if !self.pendingInput.isEmpty { let v = self.pendingInput; try walker.bytes(v, field: 4, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -749,6 +759,10 @@ extension HUPeerSnapshot: WireMessage {
     if !self.resumptionToken.isEmpty { let v = self.resumptionToken; try walker.string(v, field: 5, index: nil) }
     if !self.deviceID.isEmpty { let v = self.deviceID; try walker.string(v, field: 6, index: nil) }
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 7, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1036,6 +1050,21 @@ extension HUCarSnapshot: WireMessage {
       for (index, v) in self.videoWatchers.enumerated() { if try walker.enter(v, field: 33, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.peers.indices where rewriter.wants(self.peers[index]) { rewriter.descend(into: &self.peers[index]) }
+    for index in self.apps.indices where rewriter.wants(self.apps[index]) { rewriter.descend(into: &self.apps[index]) }
+    for index in self.screens.indices where rewriter.wants(self.screens[index]) { rewriter.descend(into: &self.screens[index]) }
+    if let v = self._lastHomeScreen, rewriter.wants(v) { rewriter.descend(into: &self._lastHomeScreen!) }
+    if let v = self._vehicleState, rewriter.wants(v) { rewriter.descend(into: &self._vehicleState!) }
+    for index in self.pendingEvents.indices where rewriter.wants(self.pendingEvents[index]) { rewriter.descend(into: &self.pendingEvents[index]) }
+    if let v = self._audio, rewriter.wants(v) { rewriter.descend(into: &self._audio!) }
+    if let v = self._navigation, rewriter.wants(v) { rewriter.descend(into: &self._navigation!) }
+    for index in self.calls.indices where rewriter.wants(self.calls[index]) { rewriter.descend(into: &self.calls[index]) }
+    if let v = self._lastCallEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastCallEnded!) }
+    for index in self.videoWatchers.indices where rewriter.wants(self.videoWatchers[index]) { rewriter.descend(into: &self.videoWatchers[index]) }
+  }
 }
 
 extension HUVideoWatchSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1097,6 +1126,10 @@ extension HUVideoWatchSnapshot: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1202,6 +1235,11 @@ extension HUCallSnapshot: WireMessage {
     if !self.callUuid.isEmpty { let v = self.callUuid; try walker.string(v, field: 2, index: nil) }
     if self.phase.rawValue != 0 { let v = self.phase; try walker.enumValue(v, field: 4) }
     if let v = self._description_p { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._description_p, rewriter.wants(v) { rewriter.descend(into: &self._description_p!) }
   }
 }
 
@@ -1378,6 +1416,12 @@ extension HUNavigationSnapshot: WireMessage {
     if !self.dashboardButtons.isEmpty { try walker.repeated(count: self.dashboardButtons.count, field: 10) }
     if !self.clusterDescriptions.isEmpty { try walker.repeated(count: self.clusterDescriptions.count, field: 11) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.sessions.indices where rewriter.wants(self.sessions[index]) { rewriter.descend(into: &self.sessions[index]) }
+    if let v = self._previews, rewriter.wants(v) { rewriter.descend(into: &self._previews!) }
+  }
 }
 
 extension HUDashboardButtonList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1435,6 +1479,11 @@ extension HUDashboardButtonList: WireMessage {
       for (index, v) in self.buttons.enumerated() { if try walker.enter(v, field: 1, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.buttons.indices where rewriter.wants(self.buttons[index]) { rewriter.descend(into: &self.buttons[index]) }
+  }
 }
 
 extension HUStringList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1491,6 +1540,10 @@ extension HUStringList: WireMessage {
       try walker.repeated(count: self.values.count, field: 1)
       for (index, v) in self.values.enumerated() { try walker.string(v, field: 1, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1662,6 +1715,14 @@ extension HUNavigationSessionSnapshot: WireMessage {
     }
     if self.maneuverState.rawValue != 0 { let v = self.maneuverState; try walker.enumValue(v, field: 13) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._trip, rewriter.wants(v) { rewriter.descend(into: &self._trip!) }
+    for index in self.maneuvers.indices where rewriter.wants(self.maneuvers[index]) { rewriter.descend(into: &self.maneuvers[index]) }
+    if let v = self._tripEstimates, rewriter.wants(v) { rewriter.descend(into: &self._tripEstimates!) }
+    for index in self.laneGuidances.indices where rewriter.wants(self.laneGuidances[index]) { rewriter.descend(into: &self.laneGuidances[index]) }
+  }
 }
 
 extension HUAudioSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1797,6 +1858,11 @@ extension HUAudioSnapshot: WireMessage {
       try walker.repeated(count: self.outputWatchers.count, field: 9)
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.streams.indices where rewriter.wants(self.streams[index]) { rewriter.descend(into: &self.streams[index]) }
+  }
 }
 
 extension HUAudioStreamSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1867,6 +1933,10 @@ extension HUAudioStreamSnapshot: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
     if self.type.rawValue != 0 { let v = self.type; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -2018,6 +2088,14 @@ extension HUAppSnapshot: WireMessage {
       for (index, v) in self.remoteCommands.enumerated() { if try walker.enter(v, field: 100, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._info, rewriter.wants(v) { rewriter.descend(into: &self._info!) }
+    for index in self.scenes.indices where rewriter.wants(self.scenes[index]) { rewriter.descend(into: &self.scenes[index]) }
+    if let v = self._nowPlaying, rewriter.wants(v) { rewriter.descend(into: &self._nowPlaying!) }
+    for index in self.remoteCommands.indices where rewriter.wants(self.remoteCommands[index]) { rewriter.descend(into: &self.remoteCommands[index]) }
+  }
 }
 
 extension HUSceneSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2137,6 +2215,13 @@ extension HUSceneSnapshot: WireMessage {
       for (index, v) in self.searchResults.enumerated() { if try walker.enter(v, field: 7, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.stack.indices where rewriter.wants(self.stack[index]) { rewriter.descend(into: &self.stack[index]) }
+    if let v = self._presented, rewriter.wants(v) { rewriter.descend(into: &self._presented!) }
+    for index in self.searchResults.indices where rewriter.wants(self.searchResults[index]) { rewriter.descend(into: &self.searchResults[index]) }
+  }
 }
 
 extension HUScreenSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2225,6 +2310,11 @@ extension HUScreenSnapshot: WireMessage {
     if !self.ownerAppID.isEmpty { let v = self.ownerAppID; try walker.string(v, field: 2, index: nil) }
     if self.ownerKind.rawValue != 0 { let v = self.ownerKind; try walker.enumValue(v, field: 3) }
     if let v = self._rendered { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._rendered, rewriter.wants(v) { rewriter.descend(into: &self._rendered!) }
   }
 }
 
@@ -2330,5 +2420,9 @@ extension HUPendingEventSnapshot: WireMessage {
     if self.sceneKind.rawValue != 0 { let v = self.sceneKind; try walker.enumValue(v, field: 3) }
     if !self.templateID.isEmpty { let v = self.templateID; try walker.string(v, field: 4, index: nil) }
     if !self.itemID.isEmpty { let v = self.itemID; try walker.string(v, field: 5, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }

@@ -1383,6 +1383,10 @@ extension HUImage: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUBarButton: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1472,6 +1476,11 @@ extension HUBarButton: WireMessage {
     if let v = self._image { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.style.rawValue != 0 { let v = self.style; try walker.enumValue(v, field: 5) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+  }
 }
 
 extension HUTextButton: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1543,6 +1552,10 @@ extension HUTextButton: WireMessage {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 2, index: nil) }
     if self.style.rawValue != 0 { let v = self.style; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -1910,6 +1923,25 @@ extension HUTemplate: WireMessage {
     default: break
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.kind {
+    case .list(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .list(v)
+    case .grid(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .grid(v)
+    case .tabBar(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .tabBar(v)
+    case .nowPlaying(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .nowPlaying(v)
+    case .alert(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .alert(v)
+    case .actionSheet(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .actionSheet(v)
+    case .information(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .information(v)
+    case .pointOfInterest(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .pointOfInterest(v)
+    case .contact(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .contact(v)
+    case .map(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .map(v)
+    case .search(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .search(v)
+    case .voiceControl(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .voiceControl(v)
+    default: break
+    }
+  }
 }
 
 extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2024,6 +2056,13 @@ extension HUListTemplate: WireMessage {
       for (index, v) in self.emptyViewSubtitleVariants.enumerated() { try walker.string(v, field: 6, index: index) }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.sections.indices where rewriter.wants(self.sections[index]) { rewriter.descend(into: &self.sections[index]) }
+    for index in self.leadingButtons.indices where rewriter.wants(self.leadingButtons[index]) { rewriter.descend(into: &self.leadingButtons[index]) }
+    for index in self.trailingButtons.indices where rewriter.wants(self.trailingButtons[index]) { rewriter.descend(into: &self.trailingButtons[index]) }
+  }
 }
 
 extension HUListSection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2098,6 +2137,11 @@ extension HUListSection: WireMessage {
       try walker.repeated(count: self.items.count, field: 3)
       for (index, v) in self.items.enumerated() { if try walker.enter(v, field: 3, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.items.indices where rewriter.wants(self.items[index]) { rewriter.descend(into: &self.items[index]) }
   }
 }
 
@@ -2235,6 +2279,16 @@ extension HUListItem: WireMessage {
     case .general(let v)?: if try walker.enter(v, field: 10, index: nil) { try v.walk(&walker); walker.leave() }
     case .imageRow(let v)?: if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() }
     case .message(let v)?: if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.kind {
+    case .general(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .general(v)
+    case .imageRow(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .imageRow(v)
+    case .message(var v)? where rewriter.wants(v): self.kind = nil; rewriter.descend(into: &v); self.kind = .message(v)
     default: break
     }
   }
@@ -2393,6 +2447,12 @@ extension HUGeneralItem: WireMessage {
     if let v = self._accessoryImage { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
     if self.playingIndicatorLocation.rawValue != 0 { let v = self.playingIndicatorLocation; try walker.enumValue(v, field: 9) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+    if let v = self._accessoryImage, rewriter.wants(v) { rewriter.descend(into: &self._accessoryImage!) }
+  }
 }
 
 extension HUImageRowItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2470,6 +2530,11 @@ extension HUImageRowItem: WireMessage {
       try walker.repeated(count: self.imageTitles.count, field: 3)
       for (index, v) in self.imageTitles.enumerated() { try walker.string(v, field: 3, index: index) }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.images.indices where rewriter.wants(self.images[index]) { rewriter.descend(into: &self.images[index]) }
   }
 }
 
@@ -2597,6 +2662,12 @@ extension HUMessageItem: WireMessage {
     if !self.conversationID.isEmpty { let v = self.conversationID; try walker.string(v, field: 8, index: nil) }
     if !self.phoneOrEmail.isEmpty { let v = self.phoneOrEmail; try walker.string(v, field: 9, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._leadingImage, rewriter.wants(v) { rewriter.descend(into: &self._leadingImage!) }
+    if let v = self._trailingImage, rewriter.wants(v) { rewriter.descend(into: &self._trailingImage!) }
+  }
 }
 
 extension HUGridTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2687,6 +2758,13 @@ extension HUGridTemplate: WireMessage {
       for (index, v) in self.trailingButtons.enumerated() { if try walker.enter(v, field: 4, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.buttons.indices where rewriter.wants(self.buttons[index]) { rewriter.descend(into: &self.buttons[index]) }
+    for index in self.leadingButtons.indices where rewriter.wants(self.leadingButtons[index]) { rewriter.descend(into: &self.leadingButtons[index]) }
+    for index in self.trailingButtons.indices where rewriter.wants(self.trailingButtons[index]) { rewriter.descend(into: &self.trailingButtons[index]) }
+  }
 }
 
 extension HUGridButton: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2769,6 +2847,11 @@ extension HUGridButton: WireMessage {
       for (index, v) in self.titleVariants.enumerated() { try walker.string(v, field: 2, index: index) }
     }
     if let v = self._image { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
   }
 }
 
@@ -2877,6 +2960,12 @@ extension HUTab: WireMessage {
     if !self.badge.isEmpty { let v = self.badge; try walker.string(v, field: 5, index: nil) }
     if let v = self._template { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+    if let v = self._template, rewriter.wants(v) { rewriter.descend(into: &self._template!) }
+  }
 }
 
 extension HUTabBarTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2942,6 +3031,11 @@ extension HUTabBarTemplate: WireMessage {
       for (index, v) in self.tabs.enumerated() { if try walker.enter(v, field: 1, index: index) { try v.walk(&walker); walker.leave() } }
     }
     if !self.selectedTabID.isEmpty { let v = self.selectedTabID; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.tabs.indices where rewriter.wants(self.tabs[index]) { rewriter.descend(into: &self.tabs[index]) }
   }
 }
 
@@ -3030,6 +3124,11 @@ extension HUNowPlayingButton: WireMessage {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
     if let v = self._image { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
   }
 }
 
@@ -3189,6 +3288,12 @@ extension HUNowPlayingTemplate: WireMessage {
     }
     if !self.upNextTitle.isEmpty { let v = self.upNextTitle; try walker.string(v, field: 11, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._artwork, rewriter.wants(v) { rewriter.descend(into: &self._artwork!) }
+    for index in self.buttons.indices where rewriter.wants(self.buttons[index]) { rewriter.descend(into: &self.buttons[index]) }
+  }
 }
 
 extension HUAlertTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3257,6 +3362,11 @@ extension HUAlertTemplate: WireMessage {
       try walker.repeated(count: self.actions.count, field: 2)
       for (index, v) in self.actions.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.actions.indices where rewriter.wants(self.actions[index]) { rewriter.descend(into: &self.actions[index]) }
   }
 }
 
@@ -3333,6 +3443,11 @@ extension HUActionSheetTemplate: WireMessage {
       for (index, v) in self.actions.enumerated() { if try walker.enter(v, field: 3, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.actions.indices where rewriter.wants(self.actions[index]) { rewriter.descend(into: &self.actions[index]) }
+  }
 }
 
 extension HUInformationItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3404,6 +3519,10 @@ extension HUInformationItem: WireMessage {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 2, index: nil) }
     if !self.detail.isEmpty { let v = self.detail; try walker.string(v, field: 3, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3516,6 +3635,14 @@ extension HUInformationTemplate: WireMessage {
       for (index, v) in self.trailingButtons.enumerated() { if try walker.enter(v, field: 6, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.items.indices where rewriter.wants(self.items[index]) { rewriter.descend(into: &self.items[index]) }
+    for index in self.actions.indices where rewriter.wants(self.actions[index]) { rewriter.descend(into: &self.actions[index]) }
+    for index in self.leadingButtons.indices where rewriter.wants(self.leadingButtons[index]) { rewriter.descend(into: &self.leadingButtons[index]) }
+    for index in self.trailingButtons.indices where rewriter.wants(self.trailingButtons[index]) { rewriter.descend(into: &self.trailingButtons[index]) }
+  }
 }
 
 extension HULocation: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3576,6 +3703,10 @@ extension HULocation: WireMessage {
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -3730,6 +3861,15 @@ extension HUPointOfInterest: WireMessage {
     if let v = self._primaryButton { if try walker.enter(v, field: 11, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._secondaryButton { if try walker.enter(v, field: 12, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._location, rewriter.wants(v) { rewriter.descend(into: &self._location!) }
+    if let v = self._pinImage, rewriter.wants(v) { rewriter.descend(into: &self._pinImage!) }
+    if let v = self._selectedPinImage, rewriter.wants(v) { rewriter.descend(into: &self._selectedPinImage!) }
+    if let v = self._primaryButton, rewriter.wants(v) { rewriter.descend(into: &self._primaryButton!) }
+    if let v = self._secondaryButton, rewriter.wants(v) { rewriter.descend(into: &self._secondaryButton!) }
+  }
 }
 
 extension HUPointOfInterestTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3803,6 +3943,11 @@ extension HUPointOfInterestTemplate: WireMessage {
       try walker.repeated(count: self.points.count, field: 2)
       for (index, v) in self.points.enumerated() { if try walker.enter(v, field: 2, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.points.indices where rewriter.wants(self.points[index]) { rewriter.descend(into: &self.points[index]) }
   }
 }
 
@@ -3884,6 +4029,11 @@ extension HUContactAction: WireMessage {
     if self.kind.rawValue != 0 { let v = self.kind; try walker.enumValue(v, field: 2) }
     if !self.title.isEmpty { let v = self.title; try walker.string(v, field: 3, index: nil) }
     if let v = self._image { if try walker.enter(v, field: 4, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
   }
 }
 
@@ -4005,6 +4155,14 @@ extension HUContactTemplate: WireMessage {
       for (index, v) in self.trailingButtons.enumerated() { if try walker.enter(v, field: 7, index: index) { try v.walk(&walker); walker.leave() } }
     }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+    for index in self.actions.indices where rewriter.wants(self.actions[index]) { rewriter.descend(into: &self.actions[index]) }
+    for index in self.leadingButtons.indices where rewriter.wants(self.leadingButtons[index]) { rewriter.descend(into: &self.leadingButtons[index]) }
+    for index in self.trailingButtons.indices where rewriter.wants(self.trailingButtons[index]) { rewriter.descend(into: &self.trailingButtons[index]) }
+  }
 }
 
 extension HUMapButton: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4092,6 +4250,12 @@ extension HUMapButton: WireMessage {
     if !self.id.isEmpty { let v = self.id; try walker.string(v, field: 1, index: nil) }
     if let v = self._image { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._focusedImage { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+    if let v = self._focusedImage, rewriter.wants(v) { rewriter.descend(into: &self._focusedImage!) }
   }
 }
 
@@ -4207,6 +4371,13 @@ extension HUMapTemplate: WireMessage {
     }
     if !self.guidanceBackgroundColor.isEmpty { let v = self.guidanceBackgroundColor; try walker.string(v, field: 7, index: nil) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.leadingButtons.indices where rewriter.wants(self.leadingButtons[index]) { rewriter.descend(into: &self.leadingButtons[index]) }
+    for index in self.trailingButtons.indices where rewriter.wants(self.trailingButtons[index]) { rewriter.descend(into: &self.trailingButtons[index]) }
+    for index in self.mapButtons.indices where rewriter.wants(self.mapButtons[index]) { rewriter.descend(into: &self.mapButtons[index]) }
+  }
 }
 
 extension HUSearchTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4260,6 +4431,10 @@ extension HUSearchTemplate: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.placeholder.isEmpty { let v = self.placeholder; try walker.string(v, field: 1, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 
@@ -4344,6 +4519,11 @@ extension HUVoiceControlState: WireMessage {
     }
     if let v = self._image { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._image, rewriter.wants(v) { rewriter.descend(into: &self._image!) }
+  }
 }
 
 extension HUVoiceControlTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4409,5 +4589,10 @@ extension HUVoiceControlTemplate: WireMessage {
       for (index, v) in self.states.enumerated() { if try walker.enter(v, field: 1, index: index) { try v.walk(&walker); walker.leave() } }
     }
     if !self.activeStateID.isEmpty { let v = self.activeStateID; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.states.indices where rewriter.wants(self.states[index]) { rewriter.descend(into: &self.states[index]) }
   }
 }

@@ -187,6 +187,10 @@ extension HUWatchVideo: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.screen.rawValue != 0 { let v = self.screen; try walker.enumValue(v, field: 1) }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
 }
 
 extension HUVideoStreams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -243,6 +247,11 @@ extension HUVideoStreams: WireMessage {
       try walker.repeated(count: self.streams.count, field: 1)
       for (index, v) in self.streams.enumerated() { if try walker.enter(v, field: 1, index: index) { try v.walk(&walker); walker.leave() } }
     }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    for index in self.streams.indices where rewriter.wants(self.streams[index]) { rewriter.descend(into: &self.streams[index]) }
   }
 }
 
@@ -342,6 +351,12 @@ extension HUVideoStream: WireMessage {
     if let v = self._window { if try walker.enter(v, field: 5, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._params { if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() } }
   }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._window, rewriter.wants(v) { rewriter.descend(into: &self._window!) }
+    if let v = self._params, rewriter.wants(v) { rewriter.descend(into: &self._params!) }
+  }
 }
 
 extension HURequestKeyframe: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -403,5 +418,9 @@ extension HURequestKeyframe: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 2) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
