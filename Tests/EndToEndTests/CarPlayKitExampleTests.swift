@@ -45,13 +45,15 @@ final class ExampleProcess: @unchecked Sendable {
 
     /// Waits until the example printed a line equal to `line`; fails the test after
     /// `timeout` (generous: a condition, so a passing run never waits it out).
-    func expect(_ line: String, timeout: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
+    /// Waits until the example printed `line` (at least `times` times: a
+    /// step the example repeats, such as a second trip's alert).
+    func expect(_ line: String, times: Int = 1, timeout: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if output.split(separator: "\n").contains(where: { $0 == line }) { return }
+            if output.split(separator: "\n").count(where: { $0 == line }) >= times { return }
             try? await Task.sleep(nanoseconds: 20_000_000)
         }
-        Issue.record("example never printed \"\(line)\"; it printed:\n\(output)", sourceLocation: sourceLocation)
+        Issue.record("example never printed \"\(line)\"\(times > 1 ? " \(times) times" : ""); it printed:\n\(output)", sourceLocation: sourceLocation)
     }
 
     func stop() {
@@ -320,6 +322,11 @@ struct CarPlayKitExampleTests {
         await cluster.close()
 
         // The driver starts the car's own navigation: the app hears its guidance was cancelled.
+        // Only once the car holds the second trip's guidance: the app sends its start, then
+        // its alert, and the car answers them in order, so the second alert shown means the
+        // start reached the car (sent after the car's own navigation, the start is refused
+        // with NATIVE_NAVIGATION_ACTIVE and there is nothing to cancel).
+        await rig.example.expect("alert shown", times: 2)
         try await rig.hmi.setVehicleState(HUVehicleState.with { $0.nativeNavigationActive = true })
         await rig.example.expect("navigation cancelled by the car")
 
