@@ -77,13 +77,10 @@ extension Car {
     /// (`ComposedLimits.screenBytes` of `HMIImages.asSent`).
     func composedScreenBytes(_ screen: HUScreen, app: AppState?, scene: SceneState?) -> Int {
         let rendered = render(screen, app: app, scene: scene, listCap: nil)
-        // A top template the scene holds without inline images (`Held`, found
-        // when it was stored) is sent as it is: only the rest is rewritten.
-        // The now-playing top carries the app's shared content instead.
-        guard rendered.hasTop, let held = scene?.stackHeld.last, !held.hasInlineImages, held.kind != .nowPlaying
+        // A top template the scene holds without inline images is sent as it
+        // is: only the rest is rewritten.
+        guard let rest = screenAroundHeldTop(rendered, scene: scene, where: { !$0.hasInlineImages })
         else { return ComposedLimits.screenBytes(HMIImages.asSent(rendered)) }
-        var rest = rendered
-        rest.clearTop()
         var asSent = HMIImages.asSent(rest)
         asSent.top = rendered.top
         return ComposedLimits.screenBytes(asSent)

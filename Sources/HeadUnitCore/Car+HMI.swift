@@ -652,13 +652,22 @@ extension Car {
     /// (`SceneState.Held`; the render only cuts it, or it is the now-playing
     /// template, which is walked): the rest of the screen is scanned alone.
     mutating func externalize(_ rendered: inout HURenderedScreen, scene: SceneState?) -> [String]? {
-        guard rendered.hasTop, let held = scene?.stackHeld.last, !held.hasImages, held.kind != .nowPlaying
+        guard let rest = screenAroundHeldTop(rendered, scene: scene, where: { !$0.hasImages })
         else { return templates.hmiImages.externalize(&rendered) }
-        var rest = rendered
-        rest.clearTop()
         let scan = ImageWalk.scan(rest)
         guard !scan.hasInline else { return templates.hmiImages.externalize(&rendered) }
         return scan.refs
+    }
+
+    /// `rendered` without its top template, when the top is the one `scene`
+    /// holds and its `Held` facts (found once when it was stored) say it
+    /// needs no image walk; nil when it must be walked. The now-playing top
+    /// carries the app's shared content, not what the scene holds.
+    func screenAroundHeldTop(_ rendered: HURenderedScreen, scene: SceneState?, where needsNoWalk: (SceneState.Held) -> Bool) -> HURenderedScreen? {
+        guard rendered.hasTop, let held = scene?.stackHeld.last, needsNoWalk(held), held.kind != .nowPlaying else { return nil }
+        var rest = rendered
+        rest.clearTop()
+        return rest
     }
 
     /// After a restart (section 22) the screens carry refs whose bytes this

@@ -73,19 +73,23 @@ public struct SceneState: Sendable, Equatable {
         public let kind: TemplateKind?
         public let listSectionItems: [Int]
 
+        /// The kind is the one the validator found, not found again.
         init(_ validated: ValidatedTemplate) {
-            self.init(validated.template)
+            self.init(validated.template, kind: validated.kind)
         }
 
         /// A template restored from a snapshot (validated when the app set it).
         init(_ template: HUTemplate) {
+            self.init(template, kind: TemplateKind(template))
+        }
+
+        private init(_ template: HUTemplate, kind: TemplateKind?) {
             bytes = template.wireSize
             let images = ImageWalk.scan(template)
             hasInlineImages = images.hasInline
             hasImages = images.hasInline || !images.refs.isEmpty
-            let oneof = template.kind
-            kind = TemplateKind(oneof)
-            if case .list(let list)? = oneof {
+            self.kind = kind
+            if case .list(let list)? = template.kind {
                 listSectionItems = list.sections.map { $0.items.count }
             } else {
                 listSectionItems = []
