@@ -501,7 +501,10 @@ struct AdmissionSocketTests {
         let p50 = rtts[rtts.count / 2] * 1000, p99 = rtts[rtts.count * 99 / 100] * 1000
         let idleP99 = idle[idle.count * 99 / 100] * 1000
         print("flood: \(connects) connects, \(cutOff) cut off; HMI PING p50 \(p50) ms, p99 \(p99) ms (\(idleP99) ms without the flood)")
-        #expect(cutOff > 100)
+        // Most flooding connections were cut off with TOO_MANY_REQUESTS. A
+        // share, not a count: how many connects fit in the probe's 2 s
+        // depends on the machine's load (137 with a core kept busy, 92 cut off).
+        #expect(cutOff >= 20 && cutOff * 2 > connects, "\(cutOff) of \(connects) connects cut off")
         // The design target is p99 < 10 ms (release daemon: see PROTOCOL.md
         // section 10.2). A debug build on a 2-core machine running the
         // flooders too gets a wide margin, 100 ms or 8x what the same probe
