@@ -19,18 +19,24 @@ public enum EnvelopeCodec {
 
     /// Serializes an envelope as one MESSAGE frame appended to `buffer`.
     public static func writeFrame(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
-        let payload = envelope.wireBytes()
-        buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
-        buffer.writeBytes(payload)
+        var writer = WireWriter()
+        envelope.encode(to: &writer)
+        writer.withBytes { payload in
+            buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
+            buffer.writeBytes(payload)
+        }
     }
 
     /// `envelope` as one MESSAGE frame, in a buffer allocated once at its size.
     public static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator) -> ByteBuffer {
-        let payload = envelope.wireBytes()
-        var buffer = allocator.buffer(capacity: FrameHeader.size + payload.count)
-        buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
-        buffer.writeBytes(payload)
-        return buffer
+        var writer = WireWriter()
+        envelope.encode(to: &writer)
+        return writer.withBytes { payload in
+            var buffer = allocator.buffer(capacity: FrameHeader.size + payload.count)
+            buffer.writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
+            buffer.writeBytes(payload)
+            return buffer
+        }
     }
 }
 

@@ -225,7 +225,10 @@ struct CallSocketTests {
     @Test func anAppThatNeverAnswersCannotHoldTheCallsOrSilenceTheCar() async throws {
         try await onOwnThread {
             // Long enough for the few requests that need the first call still ringing.
-            var rig = try Rig.start(limits: ["callRingTimeoutMs": 15_000])
+            // The phone is not read while the call rings out, so it does not
+            // answer the car's PINGs: the heartbeat (15 s, not what this tests)
+            // outlasts the ring-out (a loaded run cut the phone off at 15,006 ms).
+            var rig = try Rig.start(limits: ["callRingTimeoutMs": 15_000, "heartbeatTimeoutMs": 60_000])
             defer { rig.stop() }
             // Music: the radio plays and the car takes its audio (its credit comes back).
             #expect(try rig.hmi.request(.launchApp(HULaunchApp.with { $0.appID = Self.radio })).code == .ok)

@@ -157,6 +157,6 @@ extension WireMessage {
     public func encode(into buffer: inout ByteBuffer) {
         var writer = WireWriter()
         encode(to: &writer)
-        buffer.writeBytes(writer.bytes)
+        writer.withBytes { _ = buffer.writeBytes($0) }
     }
 }

@@ -4,33 +4,90 @@ import Foundation
 /// message. A nested message is written after a one-byte length slot that is
 /// widened (the message moved along) only when it turns out longer than 127
 /// bytes, so no size is computed before writing.
-public struct WireWriter {
-    public var bytes: [UInt8]
+///
+/// The bytes live in memory the writer owns (not a Swift array): a write is
+/// one capacity check and a store, with no uniqueness check, and a frame is
+/// copied into its `ByteBuffer` once (`withBytes`). Not copyable, so that
+/// memory has one owner and is freed once.
+public struct WireWriter: ~Copyable {
+    @usableFromInline var base: UnsafeMutableRawPointer
+    @usableFromInline var count: Int
+    @usableFromInline var capacity: Int
 
     @inlinable
     public init(capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        self.capacity = Swift.max(capacity, 16)
+        base = .allocate(byteCount: self.capacity, alignment: 1)
+        count = 0
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes written so far.
+    public var bytes: [UInt8] { withBytes { Array($0) } }
+
+    /// The bytes written so far, for the length of `body`.
+    @inlinable
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Room for `extra` more bytes.
+    @inlinable
+    mutating func reserve(_ extra: Int) {
+        if _slowPath(capacity &- count < extra) { grow(extra) }
+    }
+
+    @usableFromInline
+    mutating func grow(_ extra: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity - count < extra { newCapacity *= 2 }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 1)
+        grown.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = grown
+        capacity = newCapacity
+    }
+
+    @inlinable
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count &+= 1
+    }
+
+    @inlinable
+    mutating func append(_ raw: UnsafeRawBufferPointer) {
+        guard let source = raw.baseAddress, raw.count > 0 else { return }
+        reserve(raw.count)
+        (base + count).copyMemory(from: source, byteCount: raw.count)
+        count &+= raw.count
     }
 
     @inlinable
     public mutating func writeVarint(_ value: UInt64) {
+        reserve(10)
         var value = value
+        var at = count
         while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            base.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, toByteOffset: at, as: UInt8.self)
             value >>= 7
+            at &+= 1
         }
-        bytes.append(UInt8(value))
+        base.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: at, as: UInt8.self)
+        count = at &+ 1
     }
 
     /// A tag or other varint known at generation time, as its bytes.
     @inlinable
-    public mutating func writeRaw(_ byte: UInt8) { bytes.append(byte) }
+    public mutating func writeRaw(_ byte: UInt8) { append(byte) }
 
     @inlinable
     public mutating func writeRaw(_ first: UInt8, _ second: UInt8) {
-        bytes.append(first)
-        bytes.append(second)
+        reserve(2)
+        base.storeBytes(of: first, toByteOffset: count, as: UInt8.self)
+        base.storeBytes(of: second, toByteOffset: count &+ 1, as: UInt8.self)
+        count &+= 2
     }
 
     @inlinable public mutating func writeUInt64(_ value: UInt64) { writeVarint(value) }
@@ -38,19 +95,23 @@ public struct WireWriter {
     @inlinable public mutating func writeInt64(_ value: Int64) { writeVarint(UInt64(bitPattern: value)) }
     /// Negative values take ten bytes (sign-extended), as the encoding says.
     @inlinable public mutating func writeInt32(_ value: Int32) { writeVarint(UInt64(bitPattern: Int64(value))) }
-    @inlinable public mutating func writeBool(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    @inlinable public mutating func writeBool(_ value: Bool) { append(value ? 1 : 0) }
     @inlinable public mutating func writeEnumValue(_ value: Int) { writeVarint(UInt64(bitPattern: Int64(value))) }
     @inlinable public mutating func writeSInt32(_ value: Int32) { writeVarint(UInt64(UInt32(bitPattern: (value << 1) ^ (value >> 31)))) }
     @inlinable public mutating func writeSInt64(_ value: Int64) { writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
 
     @inlinable
     public mutating func writeFixed32(_ value: UInt32) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        reserve(4)
+        base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt32.self)
+        count &+= 4
     }
 
     @inlinable
     public mutating func writeFixed64(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        reserve(8)
+        base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt64.self)
+        count &+= 8
     }
 
     @inlinable public mutating func writeSFixed32(_ value: Int32) { writeFixed32(UInt32(bitPattern: value)) }
@@ -63,20 +124,20 @@ public struct WireWriter {
         var value = value
         value.withUTF8 { utf8 in
             writeVarint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
+            append(UnsafeRawBufferPointer(utf8))
         }
     }
 
     @inlinable
     public mutating func writeBytes(_ value: Data) {
         writeVarint(UInt64(value.count))
-        bytes.append(contentsOf: value)
+        value.withUnsafeBytes { append($0) }
     }
 
     /// A message's fields as this codec encoded them before (`WireEncoding`).
     @inlinable
     public mutating func writeEncoded(_ encoding: WireEncoding) {
-        bytes.append(contentsOf: encoding.bytes)
+        encoding.bytes.withUnsafeBytes { append($0) }
     }
 
     /// A nested message: its length, then its fields.
@@ -88,32 +149,32 @@ public struct WireWriter {
     /// A length-delimited run written by `body` (a message, a packed run).
     @inlinable
     public mutating func writeDelimited(_ body: (inout WireWriter) -> Void) {
-        let slot = bytes.count
-        bytes.append(0)
+        let slot = count
+        append(0)
         body(&self)
-        let length = bytes.count - slot - 1
+        let length = count &- slot &- 1
         if length < 0x80 {
-            bytes[slot] = UInt8(length)
+            base.storeBytes(of: UInt8(length), toByteOffset: slot, as: UInt8.self)
             return
         }
         widenSlot(at: slot, length: length)
     }
 
+    /// Moves the `length` bytes after `slot` along to make room for their
+    /// length as a varint of more than one byte, and writes it.
     @usableFromInline
     mutating func widenSlot(at slot: Int, length: Int) {
-        var lengthBytes: [UInt8] = []
+        let lengthSize = WireSize.varint(UInt64(length))
+        reserve(lengthSize - 1)
+        (base + slot + lengthSize).copyMemory(from: base + slot + 1, byteCount: length)  // memmove: overlapping is fine
         var value = UInt64(length)
+        var at = slot
         while value >= 0x80 {
-            lengthBytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            base.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, toByteOffset: at, as: UInt8.self)
             value >>= 7
+            at += 1
         }
-        lengthBytes.append(UInt8(value))
-        let extra = lengthBytes.count - 1
-        bytes.append(contentsOf: repeatElement(0, count: extra))
-        bytes.withUnsafeMutableBytes { raw in
-            let base = raw.baseAddress!
-            (base + slot + 1 + extra).copyMemory(from: base + slot + 1, byteCount: length)
-            for (index, byte) in lengthBytes.enumerated() { raw[slot + index] = byte }
-        }
+        base.storeBytes(of: UInt8(value), toByteOffset: at, as: UInt8.self)
+        count += lengthSize - 1
     }
 }
