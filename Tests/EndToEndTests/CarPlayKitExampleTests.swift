@@ -43,10 +43,10 @@ final class ExampleProcess: @unchecked Sendable {
         return text
     }
 
-    /// Waits until the example printed a line equal to `line`; fails the test after
-    /// `timeout` (generous: a condition, so a passing run never waits it out).
-    /// Waits until the example printed `line` (at least `times` times: a
-    /// step the example repeats, such as a second trip's alert).
+    /// Waits until the example printed a line equal to `line`, at least `times`
+    /// times (a step the example repeats, such as a second trip's alert); fails
+    /// the test after `timeout` (generous: a condition, so a passing run never
+    /// waits it out).
     func expect(_ line: String, times: Int = 1, timeout: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
