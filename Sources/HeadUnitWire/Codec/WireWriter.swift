@@ -67,15 +67,23 @@ public struct WireWriter: ~Copyable {
     @inlinable
     public mutating func writeVarint(_ value: UInt64) {
         reserve(10)
+        count = storeVarint(value, at: count)
+    }
+
+    /// Stores `value` as a varint at offset `at` (room already reserved) and
+    /// returns the offset just after it. The one varint writer: a field's
+    /// value and a widened length slot both go through it.
+    @inlinable
+    func storeVarint(_ value: UInt64, at offset: Int) -> Int {
         var value = value
-        var at = count
+        var at = offset
         while value >= 0x80 {
             base.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, toByteOffset: at, as: UInt8.self)
             value >>= 7
             at &+= 1
         }
         base.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: at, as: UInt8.self)
-        count = at &+ 1
+        return at &+ 1
     }
 
     /// A tag or other varint known at generation time, as its bytes.
@@ -167,14 +175,7 @@ public struct WireWriter: ~Copyable {
         let lengthSize = WireSize.varint(UInt64(length))
         reserve(lengthSize - 1)
         (base + slot + lengthSize).copyMemory(from: base + slot + 1, byteCount: length)  // memmove: overlapping is fine
-        var value = UInt64(length)
-        var at = slot
-        while value >= 0x80 {
-            base.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, toByteOffset: at, as: UInt8.self)
-            value >>= 7
-            at += 1
-        }
-        base.storeBytes(of: UInt8(value), toByteOffset: at, as: UInt8.self)
+        _ = storeVarint(UInt64(length), at: slot)
         count += lengthSize - 1
     }
 }
