@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 out=${1:-.build-docs/CarPlayKit.doccarchive}
 symbols=.build-docs/symbols
 scratch="${HEADUNIT_SCRATCH:-.build}"  # as in scripts/test.sh
-swift build --scratch-path "$scratch" --target CarPlayKit
+# HEADUNIT_BUILD_FLAGS: the flags scripts/test.sh built that folder with, so nothing is rebuilt.
+swift build --scratch-path "$scratch" ${HEADUNIT_BUILD_FLAGS:-} --target CarPlayKit
 bin=$(swift build --scratch-path "$scratch" --show-bin-path)
 # The C modules NIO and the others import: their include folders and generated module maps.
 includes=$(find "$scratch/checkouts" -path '*/include' -type d | sed 's/^/-I /')
