@@ -58,18 +58,26 @@ import Musl
         return pair
     }
 
-    /// While the paired-device list is being written (the disk holds the
-    /// write), another peer's PING is answered and the HMIs already see the
-    /// phone; the phone's Pair is answered once the list is on disk.
-    @Test func aSlowDiskDoesNotDelayAnotherPeersPing() throws {
+    /// The slow-disk tests' rig: a server whose disk holds every write until
+    /// the test finishes it, an HMI, another phone on the Unix socket, and
+    /// the TLS phone that will pair (its Welcome carries the challenge).
+    static func slowDiskRig() throws -> (disk: HeldDisk, hmi: InMemoryPeer, other: InMemoryPeer, phone: InMemoryPeer, welcome: HUWelcome) {
         let disk = HeldDisk()
-        let server = InMemoryServer(configuration: try Self.configuration(), disk: disk)
+        let server = InMemoryServer(configuration: try configuration(), disk: disk)
         let hmi = try server.connectUnix()
         try hmi.handshake(role: .hmi)
         let other = try server.connectUnix()
         try other.handshake(role: .phone)
         let phone = try server.connectTCPAfterTLS()
         let welcome = try phone.handshake(role: .phone)
+        return (disk, hmi, other, phone, welcome)
+    }
+
+    /// While the paired-device list is being written (the disk holds the
+    /// write), another peer's PING is answered and the HMIs already see the
+    /// phone; the phone's Pair is answered once the list is on disk.
+    @Test func aSlowDiskDoesNotDelayAnotherPeersPing() throws {
+        let (disk, hmi, other, phone, welcome) = try Self.slowDiskRig()
         #expect(welcome.authChallenge.count == AuthenticationChallenge.challengeBytes)
         let key = Curve25519.Signing.PrivateKey()
         let pair = try Self.pairRequest(hmi: hmi, phone: phone, key: key, name: "Alice's phone")
@@ -107,14 +115,7 @@ import Musl
     /// Pair's answer first once the list is on disk, then Authenticate's;
     /// another peer is served while the phone's Authenticate waits.
     @Test func answersFollowRequestOrderWhileTheDiskHoldsThePair() throws {
-        let disk = HeldDisk()
-        let server = InMemoryServer(configuration: try Self.configuration(), disk: disk)
-        let hmi = try server.connectUnix()
-        try hmi.handshake(role: .hmi)
-        let other = try server.connectUnix()
-        try other.handshake(role: .phone)
-        let phone = try server.connectTCPAfterTLS()
-        let welcome = try phone.handshake(role: .phone)
+        let (disk, hmi, other, phone, welcome) = try Self.slowDiskRig()
         let key = Curve25519.Signing.PrivateKey()
         let pair = try Self.pairRequest(hmi: hmi, phone: phone, key: key, name: "Carol's phone")
         let deviceID = DeviceID.of(publicKey: Array(key.publicKey.rawRepresentation))
