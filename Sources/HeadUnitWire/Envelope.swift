@@ -21,7 +21,7 @@ public enum EnvelopeCodec {
     public static func writeFrame(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
         var writer = WireWriter()
         envelope.encode(to: &writer)
-        writer.withBytes { buffer.writeMessageFrame(payload: $0) }
+        writer.withBytes { buffer.writeFrame(kind: .message, payload: $0) }
     }
 
     /// `envelope` as one MESSAGE frame, in a buffer allocated once at its size.
@@ -30,18 +30,9 @@ public enum EnvelopeCodec {
         envelope.encode(to: &writer)
         return writer.withBytes { payload in
             var buffer = allocator.buffer(capacity: FrameHeader.size + payload.count)
-            buffer.writeMessageFrame(payload: payload)
+            buffer.writeFrame(kind: .message, payload: payload)
             return buffer
         }
-    }
-}
-
-extension ByteBuffer {
-    /// A MESSAGE frame's header, then its payload: the one place both
-    /// `EnvelopeCodec` writers put a frame together.
-    fileprivate mutating func writeMessageFrame(payload: UnsafeRawBufferPointer) {
-        writeFrameHeader(FrameHeader(kind: .message, length: UInt32(payload.count)))
-        writeBytes(payload)
     }
 }
 

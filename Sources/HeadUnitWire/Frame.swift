@@ -134,6 +134,13 @@ extension ByteBuffer {
         writeBuffer(&payload)
     }
 
+    /// Appends a header and payload, the payload as raw bytes (a frame the
+    /// codec's `WireWriter` wrote).
+    public mutating func writeFrame(kind: FrameKind, channel: UInt32 = 0, flags: UInt8 = 0, payload: UnsafeRawBufferPointer) {
+        writeFrameHeader(FrameHeader(kind: kind, flags: flags, channel: channel, length: UInt32(payload.count)))
+        writeBytes(payload)
+    }
+
     /// The 12 header bytes in one write (five `writeInteger`s, each checking
     /// capacity and uniqueness, cost ~1,200 instructions per frame).
     public mutating func writeFrameHeader(_ header: FrameHeader) {
