@@ -61,23 +61,32 @@ import Testing
     }
 
     /// `IDScope` compares ids one by one while few and hashes them past
-    /// `fewest`: a repeat is found on either side of the switch, whichever
-    /// side the first one was seen on.
+    /// `fewest` (or from the start when told to expect that many): a repeat
+    /// is found on either side of the switch, whichever side the first one
+    /// was seen on, and whatever the expected count said.
     @Test func repeatedIDsAreFoundAtEveryCount() {
         for count in [1, 2, IDScope.fewest - 1, IDScope.fewest, IDScope.fewest + 1, IDScope.fewest + 2, 100] {
-            var unique = IDScope("t")
-            for index in 0..<count { unique.add("id-\(index)", "list item") }
-            #expect(unique.violation == nil, "\(count) distinct ids")
-            for repeated in [0, count / 2, count - 1] {
-                var scope = IDScope("t")
-                for index in 0..<count { scope.add("id-\(index)", "list item") }
-                scope.add("id-\(repeated)", "list item")
-                #expect(scope.violation?.message.contains("id-\(repeated) ") == true, "id \(repeated) repeated after \(count)")
+            for expected in [nil, count, 2 * IDScope.fewest] as [Int?] {
+                func scope() -> IDScope {
+                    var scope = IDScope("t")
+                    if let expected { scope.expect(expected) }
+                    return scope
+                }
+                let told = expected.map { ", \($0) expected" } ?? ""
+                var unique = scope()
+                for index in 0..<count { unique.add("id-\(index)", "list item") }
+                #expect(unique.violation == nil, "\(count) distinct ids\(told)")
+                for repeated in [0, count / 2, count - 1] {
+                    var repeating = scope()
+                    for index in 0..<count { repeating.add("id-\(index)", "list item") }
+                    repeating.add("id-\(repeated)", "list item")
+                    #expect(repeating.violation?.message.contains("id-\(repeated) ") == true, "id \(repeated) repeated after \(count)\(told)")
+                }
+                var template = scope()
+                for index in 0..<count { template.add("id-\(index)", "list item") }
+                template.add("t", "list item")
+                #expect(template.violation != nil, "the template's own id after \(count)\(told)")
             }
-            var template = IDScope("t")
-            for index in 0..<count { template.add("id-\(index)", "list item") }
-            template.add("t", "list item")
-            #expect(template.violation != nil, "the template's own id after \(count)")
         }
     }
 

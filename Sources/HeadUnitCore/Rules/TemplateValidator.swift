@@ -134,6 +134,8 @@ public enum TemplateValidator {
         case nil:
             break
         case .list(let list):
+            // Most of any large template: its sections and items.
+            scope.expect(list.sections.reduce(list.sections.count) { $0 + $1.items.count })
             // By index: no copy of each (large) list item for its id.
             for section in list.sections.indices {
                 scope.add(list.sections[section].id, "section")
@@ -184,14 +186,16 @@ public enum TemplateValidator {
 /// The ids seen so far in one template; keeps the first violation.
 struct IDScope {
     let templateID: String
-    /// The ids seen, compared one by one while there are few (a template
-    /// holds a dozen or so): hashing a string costs hundreds of
-    /// instructions, comparing two short ones a few. Past `fewest` they go
-    /// into a set, so a 1,000-item list is not compared pair by pair.
+    /// The ids seen, compared one by one while there are few: hashing a
+    /// string (Swift's seeded hasher, which a phone cannot flood) costs
+    /// hundreds of instructions, comparing two short ones tens, so a
+    /// linear scan is the cheaper up to a few dozen ids (`fewest`, an
+    /// estimate; BENCHMARKS.md, issue 49, fifth session). Past it they are
+    /// hashed, so a 1,000-item list is not compared pair by pair.
     private var few: [String]
     private var many: Set<String>?
     private(set) var violation: RuleViolation?
-    static let fewest = 16
+    static let fewest = 32
 
     init(_ templateID: String) {
         self.templateID = templateID
@@ -199,6 +203,18 @@ struct IDScope {
         few = []
         few.reserveCapacity(Self.fewest + 1)
         few.append(templateID)
+    }
+
+    /// About `count` more ids are coming (a list's sections and items):
+    /// past `fewest` they are hashed from now on, in a set made once at
+    /// that size (grown a doubling at a time, it rehashed every id each
+    /// time). A wrong guess costs time, never a verdict.
+    mutating func expect(_ count: Int) {
+        guard many == nil, few.count + count > Self.fewest else { return }
+        var set = Set<String>(minimumCapacity: few.count + count)
+        for seen in few { set.insert(seen) }
+        many = set
+        few = []
     }
 
     mutating func add(_ id: String, _ what: StaticString) {
@@ -215,10 +231,7 @@ struct IDScope {
         if many != nil { return many!.insert(id).inserted }
         if few.contains(id) { return false }
         few.append(id)
-        if few.count > Self.fewest {
-            many = Set(few)
-            few = []
-        }
+        if few.count > Self.fewest { expect(few.count) }  // as many again: room to grow
         return true
     }
 
