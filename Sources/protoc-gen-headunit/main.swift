@@ -412,15 +412,16 @@ struct SwiftGenerator {
 
     /// Messages that can keep their own encoding beside their value
     /// (`keepWireEncoding()`): a template is stored once and sent in many
-    /// frames, so it is encoded once and its bytes are spliced after that.
-    /// Every stored property drops the kept bytes when it changes.
+    /// frames, so its bytes are spliced after that: the bytes it was read
+    /// from when it was read whole and nothing in it was skipped, else its
+    /// encoding, made once. Every stored property drops both when it changes.
     static let keepsEncoding: Set<String> = ["headunit.v1.Template"]
 
     func generateStruct(_ message: Descriptor) throws {
         let name = namer.relativeName(message: message)
         let fields = try fields(of: message)
         let keeps = Self.keepsEncoding.contains(message.fullName)
-        let observer = keeps ? " { didSet { wireEncoding = nil } }" : ""
+        let observer = keeps ? " { didSet { wireEncoding = nil; receivedEncoding = nil } }" : ""
         try out.block("public struct \(name): Sendable") {
             for field in fields where field.oneof == nil {
                 if field.map != nil {
@@ -455,13 +456,24 @@ struct SwiftGenerator {
                 }
             }
             if keeps {
-                out.line("/// This value's canonical encoding, kept by `keepWireEncoding()` and")
-                out.line("/// dropped by any change: `encode(to:)` and `wireSize` use it. Not part of")
-                out.line("/// the value (`==` ignores it).")
+                out.line("/// The bytes this value is written as, kept by `keepWireEncoding()` and")
+                out.line("/// dropped by any change: `encode(to:)` and `wireSize` use them. Not part")
+                out.line("/// of the value (`==` ignores them).")
                 out.line("public private(set) var wireEncoding: WireEncoding? = nil")
                 out.line()
-                out.line("/// Encodes the value once and keeps the bytes for every later `encode(to:)`.")
+                out.line("/// The bytes `merge(from:)` read this value from, when it was read whole")
+                out.line("/// (not merged into another value) and no field in it was skipped: they")
+                out.line("/// decode to exactly this value (PROTOCOL.md section 4.4). Dropped by any")
+                out.line("/// change; `encode(to:)` does not use them until `keepWireEncoding()`.")
+                out.line("public private(set) var receivedEncoding: WireEncoding? = nil")
+                out.line()
+                out.line("/// Keeps the bytes every later `encode(to:)` writes: those the value was")
+                out.line("/// read from (`receivedEncoding`), else its encoding, made once now.")
                 out.block("public mutating func keepWireEncoding()") {
+                    out.block("if let receivedEncoding") {
+                        out.line("wireEncoding = receivedEncoding")
+                        out.line("return")
+                    }
                     out.line("wireEncoding = nil")
                     out.line("var writer = WireWriter()")
                     out.line("encode(to: &writer)")
@@ -643,12 +655,23 @@ struct SwiftGenerator {
                     }
                     return
                 }
+                let keeps = Self.keepsEncoding.contains(message.fullName)
+                if keeps {
+                    out.line("// Read whole (not merged into a value): the bytes may be kept.")
+                    out.line("let whole = wireEncoding == nil && self == Self()")
+                    out.line("let start = reader.mark")
+                }
                 out.block("while let tag = try reader.nextTag()") {
                     out.block("switch tag") {
                         for field in fields {
                             wireDecode(field)
                         }
                         out.line("default: try reader.skip(tag: tag)")
+                    }
+                }
+                if keeps {
+                    out.block("if whole, let bytes = reader.receivedBytes(since: start)") {
+                        out.line("receivedEncoding = WireEncoding(bytes)")
                     }
                 }
             }

@@ -330,6 +330,59 @@ fileprivate typealias OracleTabBarTemplate = HeadUnitProtobufOracle.HUTabBarTemp
         #expect(template.wireEncoding == nil)
         #expect(template.id == "x")
     }
+
+    /// A template read whole keeps the bytes it came in (PROTOCOL.md 4.4):
+    /// spliced as they are, non-canonical forms included, so nothing is
+    /// encoded again and nothing has to be proved canonical.
+    @Test func aTemplateReadWholeKeepsTheBytesItCameIn() throws {
+        let canonical = Self.listTemplate().wireBytes()
+        // The same value, written otherwise: the id's tag padded (0x8A 0x80 0x00
+        // is field 1, wire type 2 in three bytes) and moved after the list.
+        let idField: [UInt8] = [0x0A, 0x04] + Array("list".utf8)
+        #expect(canonical.starts(with: idField))
+        let padded: [UInt8] = Array(canonical.dropFirst(idField.count)) + [0x8A, 0x80, 0x00, 0x04] + Array("list".utf8)
+        var template = try Template(wireBytes: padded)
+        #expect(template == Self.listTemplate())
+        #expect(template.receivedEncoding?.bytes == padded)
+        #expect(template.wireBytes() == canonical)  // not spliced until kept
+        template.keepWireEncoding()
+        #expect(template.wireBytes() == padded)
+        #expect(template.wireSize == padded.count)
+        // A change drops both.
+        template.id = "other"
+        #expect(template.receivedEncoding == nil && template.wireEncoding == nil)
+    }
+
+    /// A field skipped anywhere inside (an unknown number deep in an item,
+    /// or a known one with another wire type) means the bytes hold more than
+    /// the value: they are not kept, and the car's encoding is used instead.
+    @Test func aTemplateWithASkippedFieldIsEncodedNotSpliced() throws {
+        var item = HeadUnitWire.HUListItem()
+        item.id = "a"
+        var withUnknown = item.wireBytes()
+        withUnknown += [0xF8, 0x07, 0x01]  // field 127, a varint: unknown
+        var section = HeadUnitWire.HUListSection()
+        section.items = [item]
+        var list = HeadUnitWire.HUListTemplate()
+        list.sections = [section]
+        // Rebuilt by hand: the section (its items are field 3) holds the item
+        // with its unknown field; the list's sections are field 2.
+        let sectionBytes: [UInt8] = [0x1A, UInt8(withUnknown.count)] + withUnknown
+        #expect(try HeadUnitWire.HUListSection(wireBytes: sectionBytes) == section)
+        let listBytes: [UInt8] = [0x12, UInt8(sectionBytes.count)] + sectionBytes
+        #expect(try HeadUnitWire.HUListTemplate(wireBytes: listBytes) == list)
+        let templateBytes: [UInt8] = [0x0A, 0x01, 0x74, 0x52, UInt8(listBytes.count)] + listBytes
+        var template = try Template(wireBytes: templateBytes)
+        #expect(template.id == "t" && template.list == list)
+        #expect(template.receivedEncoding == nil)
+        template.keepWireEncoding()
+        #expect(template.wireBytes() == Template.with { $0.id = "t"; $0.list = list }.wireBytes())
+        #expect(template.wireBytes().count == templateBytes.count - 3)
+
+        // A known field with another wire type is skipped the same way.
+        let idAsVarint: [UInt8] = [0x08, 0x01] + Self.listTemplate().wireBytes()
+        #expect(try Template(wireBytes: idAsVarint).receivedEncoding == nil)
+    }
 }
 
 extension Result {

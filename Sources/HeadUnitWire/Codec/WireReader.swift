@@ -11,6 +11,11 @@ public struct WireReader {
     @usableFromInline var position: UnsafeRawPointer?
     @usableFromInline let end: UnsafeRawPointer?
     @usableFromInline var depth: Int
+    /// Fields skipped so far, nested messages' included: unknown numbers and
+    /// known numbers sent with another wire type (section 4.4). A message
+    /// that keeps the bytes it was read from (`Mark`) keeps them only when
+    /// none was skipped inside it, so what it forwards is what it holds.
+    @usableFromInline var skippedFields = 0
 
     @inlinable
     public init(_ bytes: UnsafeRawBufferPointer, depth: Int = 0) {
@@ -51,6 +56,7 @@ public struct WireReader {
 
     /// Skips the field whose tag was just read (a group whole).
     public mutating func skip(tag: UInt32) throws(WireDecodingError) {
+        skippedFields &+= 1
         switch tag & 7 {
         case 0: _ = try readVarint()
         case 1: try advance(8)
@@ -212,6 +218,7 @@ public struct WireReader {
         var inner = WireReader(UnsafeRawBufferPointer(start: pointer, count: length), depth: depth + 1)
         try message.merge(from: &inner)
         position = pointer + length
+        skippedFields &+= inner.skippedFields
     }
 
     @inlinable
@@ -267,5 +274,31 @@ extension WireReader {
         var inner = WireReader(UnsafeRawBufferPointer(start: pointer, count: length), depth: depth + 1)
         try body(&inner)
         position = pointer + length
+        skippedFields &+= inner.skippedFields
+    }
+}
+
+extension WireReader {
+    /// Where a message's bytes begin, for `receivedBytes(since:)`.
+    public struct Mark {
+        @usableFromInline let position: UnsafeRawPointer?
+        @usableFromInline let skippedFields: Int
+
+        @inlinable init(position: UnsafeRawPointer?, skippedFields: Int) {
+            self.position = position
+            self.skippedFields = skippedFields
+        }
+    }
+
+    @inlinable
+    public var mark: Mark { Mark(position: position, skippedFields: skippedFields) }
+
+    /// The bytes read since `mark`, when no field was skipped among them
+    /// (else nil): they then hold exactly what was decoded from them.
+    @inlinable
+    public func receivedBytes(since mark: Mark) -> [UInt8]? {
+        guard skippedFields == mark.skippedFields else { return nil }
+        guard let start = mark.position, let position else { return [] }
+        return Array(UnsafeRawBufferPointer(start: start, count: position - start))
     }
 }

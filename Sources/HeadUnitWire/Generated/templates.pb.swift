@@ -450,9 +450,9 @@ public struct HUTextButton: Sendable {
 }
 
 public struct HUTemplate: Sendable {
-  public var id: String = String() { didSet { wireEncoding = nil } }
+  public var id: String = String() { didSet { wireEncoding = nil; receivedEncoding = nil } }
 
-  public var kind: OneOf_Kind? = nil { didSet { wireEncoding = nil } }
+  public var kind: OneOf_Kind? = nil { didSet { wireEncoding = nil; receivedEncoding = nil } }
 
   public var list: HUListTemplate {
     get { if case .list(let v)? = kind { return v }; return HUListTemplate() }
@@ -514,13 +514,24 @@ public struct HUTemplate: Sendable {
     set { kind = .voiceControl(newValue) }
   }
 
-  /// This value's canonical encoding, kept by `keepWireEncoding()` and
-  /// dropped by any change: `encode(to:)` and `wireSize` use it. Not part of
-  /// the value (`==` ignores it).
+  /// The bytes this value is written as, kept by `keepWireEncoding()` and
+  /// dropped by any change: `encode(to:)` and `wireSize` use them. Not part
+  /// of the value (`==` ignores them).
   public private(set) var wireEncoding: WireEncoding? = nil
 
-  /// Encodes the value once and keeps the bytes for every later `encode(to:)`.
+  /// The bytes `merge(from:)` read this value from, when it was read whole
+  /// (not merged into another value) and no field in it was skipped: they
+  /// decode to exactly this value (PROTOCOL.md section 4.4). Dropped by any
+  /// change; `encode(to:)` does not use them until `keepWireEncoding()`.
+  public private(set) var receivedEncoding: WireEncoding? = nil
+
+  /// Keeps the bytes every later `encode(to:)` writes: those the value was
+  /// read from (`receivedEncoding`), else its encoding, made once now.
   public mutating func keepWireEncoding() {
+    if let receivedEncoding {
+      wireEncoding = receivedEncoding
+      return
+    }
     wireEncoding = nil
     var writer = WireWriter()
     encode(to: &writer)
@@ -1758,6 +1769,9 @@ extension HUTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
 
 extension HUTemplate: WireMessage {
   public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    // Read whole (not merged into a value): the bytes may be kept.
+    let whole = wireEncoding == nil && self == Self()
+    let start = reader.mark
     while let tag = try reader.nextTag() {
       switch tag {
         case 10: self.id = try reader.readString()
@@ -1859,6 +1873,9 @@ extension HUTemplate: WireMessage {
           }
         default: try reader.skip(tag: tag)
       }
+    }
+    if whole, let bytes = reader.receivedBytes(since: start) {
+      receivedEncoding = WireEncoding(bytes)
     }
   }
 
