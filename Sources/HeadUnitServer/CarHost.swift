@@ -93,6 +93,8 @@ final class CarHost: @unchecked Sendable {
     }
 
     var connectionCount: Int { connections.count }
+    /// Where a connection's answers and events are encoded (`OutboundFrameCheck.write`).
+    var frameWriter: FrameWriter { batch.frames }
 
     // MARK: - Connections
 
@@ -505,6 +507,8 @@ struct ConnectionTable {
 struct Batch {
     /// Connections written to since the last flush.
     var dirty: [ConnectionHandler] = []
+    /// Where every frame written to a connection's pending buffer is encoded.
+    let frames = FrameWriter()
     /// True while the host walks `dirty`.
     private var flushing = false
     var deferred: [CarEffect] = []

@@ -24,8 +24,10 @@ struct OutboundWrites {
     }
 
     /// Appends to `pending`; true when the connection must join the flush list.
-    mutating func append(allocator: ByteBufferAllocator, _ write: (inout ByteBuffer) -> Void) -> Bool {
-        var buffer = pending ?? allocator.buffer(capacity: 512)
+    mutating func append(allocator: @autoclosure () -> ByteBufferAllocator, _ write: (inout ByteBuffer) -> Void) -> Bool {
+        // The allocator is asked only for a new buffer (reaching it through
+        // the channel cost as much as a small frame's encoding).
+        var buffer = pending ?? allocator().buffer(capacity: 512)
         pending = nil  // so the buffer is uniquely referenced while it grows
         write(&buffer)
         pending = buffer
@@ -123,7 +125,7 @@ extension ConnectionHandler {
     /// anything else over it is not sent and the peer is told (Goodbye
     /// FRAME_TOO_LARGE), never left with a silent gap.
     private func encode(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
-        switch OutboundFrameCheck.write(envelope, into: &buffer, maxPayload: maxPayload) {
+        switch OutboundFrameCheck.write(envelope, into: &buffer, maxPayload: maxPayload, writer: host.frameWriter) {
         case .fits:
             break
         case .answerRefused(let bytes):

@@ -36,24 +36,25 @@ enum OutboundFrameCheck {
         case oversized(bytes: Int)
     }
 
-    /// Frames `envelope` onto `buffer`, or appends nothing when it does not fit.
-    static func write(_ envelope: HUEnvelope, into buffer: inout ByteBuffer, maxPayload: Int) -> Outcome {
+    /// Frames `envelope` onto `buffer`, or appends nothing when it does not
+    /// fit. `writer`: where it is encoded first (the host's `FrameWriter`).
+    static func write(_ envelope: HUEnvelope, into buffer: inout ByteBuffer, maxPayload: Int, writer: FrameWriter) -> Outcome {
         let start = buffer.writerIndex
-        EnvelopeCodec.writeFrame(envelope, into: &buffer)
+        EnvelopeCodec.writeFrame(envelope, into: &buffer, using: &writer.writer)
         let size = buffer.writerIndex - start - FrameHeader.size
         guard size > maxPayload else { return .fits }
         buffer.moveWriterIndex(to: start)
         guard case .result = envelope.body else { return .oversized(bytes: size) }
         let refusal = ConnectionStateMachine.result(
             .answerTooLarge, "the answer would be \(size) bytes, over max_payload_bytes (\(maxPayload))", requestID: envelope.requestID)
-        EnvelopeCodec.writeFrame(refusal, into: &buffer)
+        EnvelopeCodec.writeFrame(refusal, into: &buffer, using: &writer.writer)
         return .answerRefused(bytes: size)
     }
 
     /// A frame for one or many peers, or nil when it would be over the maximum.
     static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator, maxPayload: Int) -> ByteBuffer? {
         var buffer = allocator.buffer(capacity: 128)
-        switch write(envelope, into: &buffer, maxPayload: maxPayload) {
+        switch write(envelope, into: &buffer, maxPayload: maxPayload, writer: FrameWriter()) {
         case .fits, .answerRefused: return buffer
         case .oversized: return nil
         }
@@ -97,4 +98,14 @@ enum OutboundFrameCheck {
         let text = "\(body)"
         return String(text.prefix { $0 != "(" })
     }
+}
+
+/// The memory the host's frames are encoded in before they are copied into
+/// their `ByteBuffer`: one writer kept for every frame, so framing an answer
+/// or an event allocates nothing (a `WireWriter` of its own each time was a
+/// `malloc` and a `free` per frame). Emptied before each frame.
+// A class so the host's `Batch` can hold the noncopyable writer; used on the
+// host's loop only, one frame at a time (nothing runs while a frame encodes).
+final class FrameWriter {
+    var writer = WireWriter()
 }

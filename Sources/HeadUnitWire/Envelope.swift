@@ -20,6 +20,13 @@ public enum EnvelopeCodec {
     /// Serializes an envelope as one MESSAGE frame appended to `buffer`.
     public static func writeFrame(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
         var writer = WireWriter()
+        writeFrame(envelope, into: &buffer, using: &writer)
+    }
+
+    /// As `writeFrame(_:into:)`, encoding in `writer` (emptied first): a
+    /// writer kept for frame after frame, so a frame allocates nothing.
+    public static func writeFrame(_ envelope: HUEnvelope, into buffer: inout ByteBuffer, using writer: inout WireWriter) {
+        writer.reuse(keepingAtMost: 64 * 1024)
         envelope.encode(to: &writer)
         writer.withBytes { buffer.writeFrame(kind: .message, payload: $0) }
     }

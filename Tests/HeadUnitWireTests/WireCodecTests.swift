@@ -1,6 +1,7 @@
 import Foundation
 import HeadUnitProtobufOracle
 import HeadUnitWire
+import NIOCore
 import SwiftProtobuf
 import Testing
 
@@ -329,6 +330,27 @@ fileprivate typealias OracleTabBarTemplate = HeadUnitProtobufOracle.HUTabBarTemp
         }
         #expect(template.wireEncoding == nil)
         #expect(template.id == "x")
+    }
+
+    /// A writer kept for frame after frame (the server's `FrameWriter`)
+    /// writes each frame alone, whatever came before, large or small.
+    @Test func aReusedWriterWritesOnlyTheNextFrame() throws {
+        var writer = WireWriter()
+        var large = HeadUnitWire.HUEnvelope()
+        large.requestID = 1
+        large.templateRequest.push = Self.listTemplate()
+        large.templateRequest.push.id = String(repeating: "x", count: 70_000)  // past what the writer keeps
+        var smallEnvelope = HeadUnitWire.HUEnvelope()
+        smallEnvelope.requestID = 2
+        smallEnvelope.templateRequest.push = Self.listTemplate()
+        for envelope in [large, smallEnvelope, smallEnvelope, large, smallEnvelope] {
+            var reused = ByteBuffer()
+            EnvelopeCodec.writeFrame(envelope, into: &reused, using: &writer)
+            var fresh = ByteBuffer()
+            EnvelopeCodec.writeFrame(envelope, into: &fresh)
+            #expect(reused == fresh)
+            #expect(reused.readableBytes == FrameHeader.size + envelope.wireSize)
+        }
     }
 
     /// A template read whole keeps the bytes it came in (PROTOCOL.md 4.4):

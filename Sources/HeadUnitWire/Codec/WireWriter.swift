@@ -26,6 +26,18 @@ public struct WireWriter: ~Copyable {
     /// The bytes written so far.
     public var bytes: [UInt8] { withBytes { Array($0) } }
 
+    /// Empties the writer for the next message, keeping its memory (a writer
+    /// reused frame after frame allocates nothing) unless it grew past
+    /// `maximumKept` bytes: then it starts small again, so one large frame
+    /// does not hold its size for good.
+    public mutating func reuse(keepingAtMost maximumKept: Int) {
+        count = 0
+        guard capacity > maximumKept else { return }
+        base.deallocate()
+        capacity = 256
+        base = .allocate(byteCount: capacity, alignment: 1)
+    }
+
     /// The bytes written so far, for the length of `body`.
     @inlinable
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
