@@ -11,7 +11,9 @@ extension Car {
     func composedViolation(_ scope: ComposedScope, appID: String?) -> RuleViolation? {
         let limits = configuration.composed
         if scope.contains(.home) {
-            let bytes = ComposedLimits.homeScreenBytes(HMIImages.asSent(homeScreen()))
+            var home = homeScreen()
+            HMIImages.rewriteAsSent(&home)
+            let bytes = ComposedLimits.homeScreenBytes(home)
             if bytes > limits.maxFrameBytes {
                 return limits.frameViolation("the home screen", limit: "home_screen.bytes", bytes: bytes)
             }
@@ -74,16 +76,19 @@ extension Car {
     }
 
     /// `screen` showing `scene` of `app`, lists uncut, as HMIs are sent it
-    /// (`ComposedLimits.screenBytes` of `HMIImages.asSent`).
+    /// (`ComposedLimits.screenBytes` of `HMIImages.rewriteAsSent`).
     func composedScreenBytes(_ screen: HUScreen, app: AppState?, scene: SceneState?) -> Int {
-        let rendered = render(screen, app: app, scene: scene, listCap: nil)
+        var rendered = render(screen, app: app, scene: scene, listCap: nil)
         // A top template the scene holds without inline images is sent as it
-        // is: only the rest is rewritten.
-        guard let rest = screenAroundHeldTop(rendered, scene: scene, where: { !$0.hasInlineImages })
-        else { return ComposedLimits.screenBytes(HMIImages.asSent(rendered)) }
-        var asSent = HMIImages.asSent(rest)
-        asSent.top = rendered.top
-        return ComposedLimits.screenBytes(asSent)
+        // is: only the rest is rewritten (the screen changed in place, not
+        // copied: a copy of a screen and its destruction cost as much as the rewrite).
+        if let top = takeHeldTop(&rendered, scene: scene, where: { !$0.hasInlineImages }) {
+            HMIImages.rewriteAsSent(&rendered)
+            rendered.top = top
+        } else {
+            HMIImages.rewriteAsSent(&rendered)
+        }
+        return ComposedLimits.screenBytes(rendered)
     }
 
     /// What the phone's apps hold, encoded: their announcements and templates:

@@ -652,22 +652,24 @@ extension Car {
     /// (`SceneState.Held`; the render only cuts it, or it is the now-playing
     /// template, which is walked): the rest of the screen is scanned alone.
     mutating func externalize(_ rendered: inout HURenderedScreen, scene: SceneState?) -> [String]? {
-        guard let rest = screenAroundHeldTop(rendered, scene: scene, where: { !$0.hasImages })
+        guard let top = takeHeldTop(&rendered, scene: scene, where: { !$0.hasImages })
         else { return templates.hmiImages.externalize(&rendered) }
-        let scan = ImageWalk.scan(rest)
+        let scan = ImageWalk.scan(rendered)
+        rendered.top = top
         guard !scan.hasInline else { return templates.hmiImages.externalize(&rendered) }
         return scan.refs
     }
 
-    /// `rendered` without its top template, when the top is the one `scene`
-    /// holds and its `Held` facts (found once when it was stored) say it
-    /// needs no image walk; nil when it must be walked. The now-playing top
-    /// carries the app's shared content, not what the scene holds.
-    func screenAroundHeldTop(_ rendered: HURenderedScreen, scene: SceneState?, where needsNoWalk: (SceneState.Held) -> Bool) -> HURenderedScreen? {
+    /// Takes the top template out of `rendered` and returns it, when it is
+    /// the one `scene` holds and its `Held` facts (found once when it was
+    /// stored) say it needs no image walk: the caller walks the rest and puts
+    /// it back. Nil (the screen unchanged) when it must be walked. The
+    /// now-playing top carries the app's shared content, not what the scene holds.
+    func takeHeldTop(_ rendered: inout HURenderedScreen, scene: SceneState?, where needsNoWalk: (SceneState.Held) -> Bool) -> HUTemplate? {
         guard rendered.hasTop, let held = scene?.stackHeld.last, needsNoWalk(held), held.kind != .nowPlaying else { return nil }
-        var rest = rendered
-        rest.clearTop()
-        return rest
+        let top = rendered.top
+        rendered.clearTop()
+        return top
     }
 
     /// After a restart (section 22) the screens carry refs whose bytes this

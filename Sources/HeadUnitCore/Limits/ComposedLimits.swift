@@ -33,7 +33,7 @@ public struct ComposedLimits: Sendable, Equatable {
     /// A `ScreenUpdate{full}` of this screen, as any HMI may be sent it (on
     /// joining, on catching up, on a structural change). The largest
     /// sequence number is counted so the measure holds at any sequence.
-    public static func screenBytes(_ screen: HURenderedScreen) -> Int {
+    public static func screenBytes(_ screen: consuming HURenderedScreen) -> Int {
         var update = HUScreenUpdate()
         update.screen = screen.screen
         update.sequence = .max
@@ -43,7 +43,7 @@ public struct ComposedLimits: Sendable, Equatable {
         return envelope.wireSize
     }
 
-    public static func homeScreenBytes(_ home: HUHomeScreen) -> Int {
+    public static func homeScreenBytes(_ home: consuming HUHomeScreen) -> Int {
         var envelope = HUEnvelope()
         envelope.homeScreen = home
         return envelope.wireSize

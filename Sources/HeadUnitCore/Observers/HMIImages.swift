@@ -90,17 +90,13 @@ public struct HMIImages: Sendable {
 
     /// The home screen as HMIs are sent it (every inline PNG by its 64-character
     /// ref), for measuring it without interning anything (ComposedLimits).
-    static func asSent(_ home: HUHomeScreen) -> HUHomeScreen {
-        var home = home
+    static func rewriteAsSent(_ home: inout HUHomeScreen) {
         ImageWalk.rewrite(&home, where: ImageWalk.isInline) { $0.source = .ref(placeholderRef) }
-        return home
     }
 
     /// The screen as HMIs are sent it (inline PNGs by ref), for measuring.
-    static func asSent(_ screen: HURenderedScreen) -> HURenderedScreen {
-        var screen = screen
+    static func rewriteAsSent(_ screen: inout HURenderedScreen) {
         ImageWalk.rewrite(&screen, where: ImageWalk.isInline) { $0.source = .ref(placeholderRef) }
-        return screen
     }
 
     /// As long as every ref (a hex SHA-256), so sizes measured with it are exact.
