@@ -93,7 +93,7 @@ final class CarHost: @unchecked Sendable {
     }
 
     var connectionCount: Int { connections.count }
-    /// Where a connection's answers and events are encoded (`OutboundFrameCheck.write`).
+    /// Where a connection's answers and events, and the HMIs' screens, are encoded.
     var frameWriter: FrameWriter { batch.frames }
 
     // MARK: - Connections
@@ -294,7 +294,7 @@ final class CarHost: @unchecked Sendable {
         case .send(let peer, let envelope):
             connections[peer]?.send(envelope)
         case .toHMIs(let stream, let envelope, let images):
-            observers.hmi.publish(stream, envelope, images: images, car: &car, connections: connections.byPeer)
+            observers.hmi.publish(stream, envelope, images: images, car: &car, connections: connections.byPeer, writer: frameWriter)
         case .hmiJoined(let peer, let streams):
             observers.hmi.joined(peer, streams: streams, car: &car, handler: connections[peer])
         case .close(let peer, let code, let reason):

@@ -56,7 +56,7 @@ final class HMIHub {
     /// the others get the stream's latest state when they can take it.
     func publish(
         _ stream: HMIStream, _ envelope: HUEnvelope, images: [String], car: inout Car,
-        connections: [PeerID: ConnectionHandler]
+        connections: [PeerID: ConnectionHandler], writer: FrameWriter
     ) {
         latest[stream] = nil
         var frame: ByteBuffer?
@@ -65,7 +65,7 @@ final class HMIHub {
             guard let handler = connections[peer] else { continue }
             var observer = observers[peer] ?? Observer()
             if handler.isKeepingUp, !observer.stale.contains(stream), images.allSatisfy(observer.images.contains) {
-                if frame == nil { frame = EnvelopeCodec.frame(envelope, allocator: allocator) }
+                if frame == nil { frame = EnvelopeCodec.frame(envelope, allocator: allocator, using: &writer.writer) }
                 handler.writeShared(frame!)
                 continue
             }

@@ -101,9 +101,10 @@ enum OutboundFrameCheck {
 }
 
 /// The memory the host's frames are encoded in before they are copied into
-/// their `ByteBuffer`: one writer kept for every frame, so framing an answer
-/// or an event allocates nothing (a `WireWriter` of its own each time was a
-/// `malloc` and a `free` per frame). Emptied before each frame.
+/// their `ByteBuffer`: one writer kept for every frame, so framing an answer,
+/// an event or an HMI's screen allocates nothing but its buffer (a
+/// `WireWriter` of its own each time was a `malloc` and a `free` per frame,
+/// and a screen's grew a doubling at a time). Emptied before each frame.
 // A class so the host's `Batch` can hold the noncopyable writer; used on the
 // host's loop only, one frame at a time (nothing runs while a frame encodes).
 final class FrameWriter {

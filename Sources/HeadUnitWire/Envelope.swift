@@ -34,6 +34,13 @@ public enum EnvelopeCodec {
     /// `envelope` as one MESSAGE frame, in a buffer allocated once at its size.
     public static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator) -> ByteBuffer {
         var writer = WireWriter()
+        return frame(envelope, allocator: allocator, using: &writer)
+    }
+
+    /// As `frame(_:allocator:)`, encoding in `writer` (emptied first; see
+    /// `writeFrame(_:into:using:)`).
+    public static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator, using writer: inout WireWriter) -> ByteBuffer {
+        writer.reuse(keepingAtMost: 64 * 1024)
         envelope.encode(to: &writer)
         return writer.withBytes { payload in
             var buffer = allocator.buffer(capacity: FrameHeader.size + payload.count)
