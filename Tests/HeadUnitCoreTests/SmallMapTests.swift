@@ -69,3 +69,62 @@ import Testing
         #expect(copy.count == 2 && map.count == 3)
     }
 }
+
+/// `GrowingMap` behaves as the `Dictionary` it replaced for the phone's apps,
+/// with few keys (compared) and many (hashed), across the change both ways.
+@Suite struct GrowingMapTests {
+    @Test func itAnswersAsADictionaryThroughRandomChangesAcrossTheIndex() {
+        var generator = SystemRandomNumberGenerator()
+        // Up to 24 keys: past `scanned` (8) and back under it as keys go.
+        let keys = (0..<24).map { "com.example.app\($0)" }
+        var map: GrowingMap<String, Int> = [:]
+        var dictionary: [String: Int] = [:]
+        for step in 0..<8_000 {
+            let key = keys.randomElement(using: &generator)!
+            let value = Int.random(in: 0..<4, using: &generator)
+            switch Int.random(in: 0..<5, using: &generator) {
+            case 0, 1: map[key] = value; dictionary[key] = value
+            case 2: map[key] = nil; dictionary[key] = nil
+            case 3: map[key]? += value; dictionary[key]? += value
+            default:  // a mutation that removes through the optional
+                map[key] = map[key].flatMap { $0 == 0 ? nil : $0 }
+                dictionary[key] = dictionary[key].flatMap { $0 == 0 ? nil : $0 }
+            }
+            #expect(map.count == dictionary.count && map.isEmpty == dictionary.isEmpty, "step \(step)")
+            for key in keys { #expect(map[key] == dictionary[key], "step \(step): \(key)") }
+            #expect(Dictionary(uniqueKeysWithValues: map.map { ($0.key, $0.value) }) == dictionary)
+            #expect(Set(map.keys) == Set(dictionary.keys) && map.values.sorted() == dictionary.values.sorted())
+        }
+    }
+
+    @Test func itIteratesInTheOrderKeysWereFirstSetAndComparesWithoutOrder() {
+        var first: GrowingMap<String, Int> = [:]
+        for number in (0..<12).reversed() { first["app\(number)"] = number }
+        #expect(first.keys == (0..<12).reversed().map { "app\($0)" })
+        var second: GrowingMap<String, Int> = [:]
+        for number in 0..<12 { second["app\(number)"] = number }
+        #expect(first == second)
+        second["app3"] = 4
+        #expect(first != second)
+        second["app3"] = nil
+        #expect(first != second && second.count == 11 && second["app3"] == nil && second["app11"] == 11)
+    }
+
+    /// As `SmallMap`'s: a change through the subscript is made where the value is kept.
+    @Test func aChangeThroughTheSubscriptDoesNotCopyTheValue() {
+        final class Storage {}
+        struct Value {
+            var storage = Storage()
+            mutating func isUnique() -> Bool { isKnownUniquelyReferenced(&storage) }
+        }
+        for count in [2, 20] {
+            var map: GrowingMap<String, Value> = [:]
+            for number in 0..<count { map["app\(number)"] = Value() }
+            let changedInPlace = map["app1"]?.isUnique()
+            #expect(changedInPlace == true, "\(count) keys")
+            var copy = map
+            let shared = copy["app1"]?.isUnique()
+            #expect(shared == false, "shared with the copy: the check can fail")
+        }
+    }
+}
