@@ -417,6 +417,18 @@ struct SwiftGenerator {
     /// encoding, made once. Every stored property drops both when it changes.
     static let keepsEncoding: Set<String> = ["headunit.v1.Template"]
 
+    /// A message kept inline in a oneof instead of boxed: at most two
+    /// fields, each a single number, bool or enum.
+    static func fitsInline(_ message: Descriptor) -> Bool {
+        message.fields.count <= 2 && message.realOneofs.isEmpty && message.fields.allSatisfy { field in
+            guard !field.isRepeated, !field.isMap else { return false }
+            switch field.type {
+            case .string, .bytes, .message, .group: return false
+            default: return true
+            }
+        }
+    }
+
     func generateStruct(_ message: Descriptor) throws {
         let name = namer.relativeName(message: message)
         let fields = try fields(of: message)
@@ -494,8 +506,12 @@ struct SwiftGenerator {
                         // A message member is boxed: the oneof (and every message
                         // holding it) stays a few words, so copying an envelope, a
                         // template or a list item retains a box instead of moving
-                        // and retaining the largest member's whole payload.
-                        let indirect = field.isMessage ? "indirect " : ""
+                        // and retaining the largest member's whole payload. A
+                        // message of at most two numbers, bools or enums is no
+                        // bigger than a box's reference and holds nothing to
+                        // retain: it is kept inline, not allocated (a lifecycle
+                        // event's phase, a pop's `animated`).
+                        let indirect = field.isMessage && !Self.fitsInline(fieldDescriptor.messageType) ? "indirect " : ""
                         out.line("\(indirect)case \(field.name)(\(field.swiftType))")
                     }
                 }

@@ -1122,26 +1122,26 @@ public struct HUNavigationRequest: Sendable {
 
   public enum OneOf_Op: Equatable, Sendable {
     indirect case showTripPreviews(HUTripPreviews)
-    indirect case hideTripPreviews(HUHideTripPreviews)
+    case hideTripPreviews(HUHideTripPreviews)
     indirect case start(HUStartNavigation)
     indirect case pause(HUPauseNavigation)
     indirect case updateManeuvers(HUManeuverUpdate)
     indirect case updateEstimates(HUEstimatesUpdate)
-    indirect case finish(HUFinishNavigation)
-    indirect case cancel(HUCancelNavigation)
+    case finish(HUFinishNavigation)
+    case cancel(HUCancelNavigation)
     indirect case showAlert(HUNavigationAlert)
-    indirect case dismissAlert(HUDismissNavigationAlert)
+    case dismissAlert(HUDismissNavigationAlert)
     indirect case setDashboardButtons(HUDashboardButtons)
-    indirect case showPanning(HUShowPanning)
-    indirect case dismissPanning(HUDismissPanning)
+    case showPanning(HUShowPanning)
+    case dismissPanning(HUDismissPanning)
     indirect case setClusterDescriptions(HUClusterDescriptions)
-    indirect case startPrompt(HUAudioPrompt)
-    indirect case endPrompt(HUEndPrompt)
-    indirect case setVoiceSession(HUVoiceSession)
+    case startPrompt(HUAudioPrompt)
+    case endPrompt(HUEndPrompt)
+    case setVoiceSession(HUVoiceSession)
     indirect case addLaneGuidances(HULaneGuidances)
     indirect case setCurrentLaneGuidance(HUCurrentLaneGuidance)
     indirect case setCurrentRoadName(HUCurrentRoadName)
-    indirect case setManeuverState(HUCurrentManeuverState)
+    case setManeuverState(HUCurrentManeuverState)
   }
 
   public init() {}
@@ -1683,11 +1683,11 @@ public struct HUNavigationInput: Sendable {
     indirect case previewTrip(HUTripChosen)
     indirect case startTrip(HUTripChosen)
     case alertAction(String)
-    indirect case dismissAlert(HUDismissNavigationAlert)
+    case dismissAlert(HUDismissNavigationAlert)
     case pan(HUPanDirection)
-    indirect case exitPanning(HUDismissPanning)
+    case exitPanning(HUDismissPanning)
     case dashboardButton(String)
-    indirect case selectBanner(HUSelectBanner)
+    case selectBanner(HUSelectBanner)
   }
 
   public init() {}

@@ -216,7 +216,7 @@ public struct HUScenarioStep: Sendable {
     indirect case closeApp(HUScenarioCloseApp)
     case waitMs(UInt32)
     indirect case expectScreen(HUScenarioExpectScreen)
-    indirect case disconnect(HUScenarioDisconnect)
+    case disconnect(HUScenarioDisconnect)
     indirect case serve(HUScenarioServe)
     indirect case openSession(HUScenarioOpenSession)
     indirect case expectHome(HUScenarioExpectHome)
@@ -340,15 +340,15 @@ public struct HUScenarioRequest: Sendable {
   public enum OneOf_Op: Equatable, Sendable {
     indirect case setRoot(HUTemplate)
     indirect case push(HUTemplate)
-    indirect case pop(HUPopTemplate)
-    indirect case popToRoot(HUPopTemplate)
+    case pop(HUPopTemplate)
+    case popToRoot(HUPopTemplate)
     case popTo(String)
     indirect case present(HUTemplate)
-    indirect case dismiss(HUPopTemplate)
+    case dismiss(HUPopTemplate)
     indirect case update(HUTemplate)
     indirect case updateItem(HUItemUpdate)
     indirect case updateNowPlaying(HUNowPlayingTemplate)
-    indirect case showNowPlaying(HUShowNowPlaying)
+    case showNowPlaying(HUShowNowPlaying)
   }
 
   public init() {}
@@ -436,10 +436,10 @@ public struct HUScenarioHmiInput: Sendable {
     indirect case selectPoi(HUPoiSelected)
     indirect case poiRegion(HUPoiRegionChanged)
     indirect case nowPlayingButton(HUNowPlayingButtonPressed)
-    indirect case goBack(HUGoBack)
+    case goBack(HUGoBack)
     indirect case openNowPlaying(HUOpenNowPlaying)
-    indirect case goHome(HUGoHome)
-    indirect case searchButton(HUSearchButtonPressed)
+    case goHome(HUGoHome)
+    case searchButton(HUSearchButtonPressed)
   }
 
   public init() {}

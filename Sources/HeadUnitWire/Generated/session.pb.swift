@@ -802,15 +802,15 @@ public struct HUTemplateRequest: Sendable {
   public enum OneOf_Op: Equatable, Sendable {
     indirect case setRoot(HUTemplate)
     indirect case push(HUTemplate)
-    indirect case pop(HUPopTemplate)
-    indirect case popToRoot(HUPopTemplate)
+    case pop(HUPopTemplate)
+    case popToRoot(HUPopTemplate)
     case popTo(String)
     indirect case present(HUTemplate)
-    indirect case dismiss(HUPopTemplate)
+    case dismiss(HUPopTemplate)
     indirect case update(HUTemplate)
     indirect case updateItem(HUItemUpdate)
     indirect case updateNowPlaying(HUNowPlayingTemplate)
-    indirect case showNowPlaying(HUShowNowPlaying)
+    case showNowPlaying(HUShowNowPlaying)
   }
 
   public init() {}
@@ -961,10 +961,10 @@ public struct HUAppEvent: Sendable {
     indirect case poiSelected(HUPoiSelected)
     indirect case poiRegionChanged(HUPoiRegionChanged)
     indirect case nowPlayingButton(HUNowPlayingButtonPressed)
-    indirect case lifecycle(HUTemplateLifecycle)
-    indirect case timedOut(HUEventTimedOut)
+    case lifecycle(HUTemplateLifecycle)
+    case timedOut(HUEventTimedOut)
     indirect case voiceFlowStarted(HUVoiceFlowStarted)
-    indirect case searchButtonPressed(HUSearchButtonPressed)
+    case searchButtonPressed(HUSearchButtonPressed)
   }
 
   public init() {}
@@ -1378,10 +1378,10 @@ public struct HUHmiInput: Sendable {
     indirect case selectPoi(HUPoiSelected)
     indirect case poiRegion(HUPoiRegionChanged)
     indirect case nowPlayingButton(HUNowPlayingButtonPressed)
-    indirect case goBack(HUGoBack)
+    case goBack(HUGoBack)
     indirect case openNowPlaying(HUOpenNowPlaying)
-    indirect case goHome(HUGoHome)
-    indirect case searchButton(HUSearchButtonPressed)
+    case goHome(HUGoHome)
+    case searchButton(HUSearchButtonPressed)
   }
 
   public init() {}
