@@ -507,10 +507,10 @@ struct SwiftGenerator {
                         // holding it) stays a few words, so copying an envelope, a
                         // template or a list item retains a box instead of moving
                         // and retaining the largest member's whole payload. A
-                        // message of at most two numbers, bools or enums is no
-                        // bigger than a box's reference and holds nothing to
-                        // retain: it is kept inline, not allocated (a lifecycle
-                        // event's phase, a pop's `animated`).
+                        // message of at most two numbers, bools or enums is two
+                        // or three words and holds nothing to retain: it is kept
+                        // inline, not allocated (a lifecycle event's phase, a
+                        // pop's `animated`).
                         let indirect = field.isMessage && !Self.fitsInline(fieldDescriptor.messageType) ? "indirect " : ""
                         out.line("\(indirect)case \(field.name)(\(field.swiftType))")
                     }
