@@ -108,8 +108,12 @@ struct PairingFloodSocketTests {
         await paired?.close()
         #expect(paired != nil)
         #expect(elapsed < 30, "paired after \(elapsed) s")
-        // The owner was throttled at least once (the flood held the rate) and waited as told.
-        #expect(attack.count(of: "owner waits") >= 1)
+        // Whether the owner was throttled at all is the clock's luck: the
+        // flood takes each of the car's tokens only between its reconnects, so
+        // one may be free as the owner arrives (0 waits, seen once in a CI
+        // run). That a throttled owner waits the stated time and then pairs is
+        // shown without luck by `aThrottledPairStartStatesTheWaitAndWaitingItIsEnough`
+        // and `headunitctlPairPhoneSaysItWaitsAndPairs`; here: it pairs, in time.
         // The car's rate held: 16 at once, then one every 2 s (the flood ran at most a minute before the owner).
         #expect(guessesDuringFlood <= 16 + Int((elapsed + 60) / 2) + 1, "\(guessesDuringFlood) guesses")
         print("owner paired under the flood after \(String(format: "%.2f", elapsed)) s, \(attack.count(of: "owner waits")) waits; flood: \(guessesDuringFlood) guesses, \(attack.count(of: "throttled")) throttled")
