@@ -70,14 +70,15 @@ import Testing
     }
 }
 
-/// `GrowingMap` behaves as the `Dictionary` it replaced for the phone's apps,
-/// with few keys (compared) and many (hashed), across the change both ways.
-@Suite struct GrowingMapTests {
+/// `SmallMap` with many keys (the phone's apps) behaves as the `Dictionary`
+/// it replaced, with few keys (compared) and many (hashed), across the
+/// change both ways.
+@Suite struct SmallMapWithManyKeysTests {
     @Test func itAnswersAsADictionaryThroughRandomChangesAcrossTheIndex() {
         var generator = SystemRandomNumberGenerator()
         // Up to 24 keys: past `scanned` (8) and back under it as keys go.
         let keys = (0..<24).map { "com.example.app\($0)" }
-        var map: GrowingMap<String, Int> = [:]
+        var map: SmallMap<String, Int> = [:]
         var dictionary: [String: Int] = [:]
         for step in 0..<8_000 {
             let key = keys.randomElement(using: &generator)!
@@ -98,10 +99,10 @@ import Testing
     }
 
     @Test func itIteratesInTheOrderKeysWereFirstSetAndComparesWithoutOrder() {
-        var first: GrowingMap<String, Int> = [:]
+        var first: SmallMap<String, Int> = [:]
         for number in (0..<12).reversed() { first["app\(number)"] = number }
         #expect(first.keys == (0..<12).reversed().map { "app\($0)" })
-        var second: GrowingMap<String, Int> = [:]
+        var second: SmallMap<String, Int> = [:]
         for number in 0..<12 { second["app\(number)"] = number }
         #expect(first == second)
         second["app3"] = 4
@@ -110,7 +111,7 @@ import Testing
         #expect(first != second && second.count == 11 && second["app3"] == nil && second["app11"] == 11)
     }
 
-    /// As `SmallMap`'s: a change through the subscript is made where the value is kept.
+    /// As with few keys: a change through the subscript is made where the value is kept.
     @Test func aChangeThroughTheSubscriptDoesNotCopyTheValue() {
         final class Storage {}
         struct Value {
@@ -118,7 +119,7 @@ import Testing
             mutating func isUnique() -> Bool { isKnownUniquelyReferenced(&storage) }
         }
         for count in [2, 20] {
-            var map: GrowingMap<String, Value> = [:]
+            var map: SmallMap<String, Value> = [:]
             for number in 0..<count { map["app\(number)"] = Value() }
             let changedInPlace = map["app1"]?.isUnique()
             #expect(changedInPlace == true, "\(count) keys")

@@ -12,8 +12,8 @@ struct TemplateSession: Sendable {
     var deviceName = ""
     /// Apps in announce order (the home screen's order).
     var appOrder: [String] = []
-    /// The apps by id (compared while few, hashed when many: `GrowingMap`).
-    var apps: GrowingMap<String, AppState> = [:]
+    /// The apps by id (compared while few, hashed when many: `SmallMap`).
+    var apps: SmallMap<String, AppState> = [:]
     /// The app whose content the home screen's Now Playing button opens.
     var nowPlayingAppID = ""
     /// Which app scene each screen shows; absent: the home screen.
