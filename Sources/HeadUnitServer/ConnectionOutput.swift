@@ -125,7 +125,7 @@ extension ConnectionHandler {
     /// anything else over it is not sent and the peer is told (Goodbye
     /// FRAME_TOO_LARGE), never left with a silent gap.
     private func encode(_ envelope: HUEnvelope, into buffer: inout ByteBuffer) {
-        switch OutboundFrameCheck.write(envelope, into: &buffer, maxPayload: maxPayload, writer: host.frameWriter) {
+        switch OutboundFrameCheck.write(envelope, into: &buffer, maxPayload: maxPayload, writer: &host.frameWriter.writer) {
         case .fits:
             break
         case .answerRefused(let bytes):

@@ -38,23 +38,24 @@ enum OutboundFrameCheck {
 
     /// Frames `envelope` onto `buffer`, or appends nothing when it does not
     /// fit. `writer`: where it is encoded first (the host's `FrameWriter`).
-    static func write(_ envelope: HUEnvelope, into buffer: inout ByteBuffer, maxPayload: Int, writer: FrameWriter) -> Outcome {
+    static func write(_ envelope: HUEnvelope, into buffer: inout ByteBuffer, maxPayload: Int, writer: inout WireWriter) -> Outcome {
         let start = buffer.writerIndex
-        EnvelopeCodec.writeFrame(envelope, into: &buffer, using: &writer.writer)
+        EnvelopeCodec.writeFrame(envelope, into: &buffer, using: &writer)
         let size = buffer.writerIndex - start - FrameHeader.size
         guard size > maxPayload else { return .fits }
         buffer.moveWriterIndex(to: start)
         guard case .result = envelope.body else { return .oversized(bytes: size) }
         let refusal = ConnectionStateMachine.result(
             .answerTooLarge, "the answer would be \(size) bytes, over max_payload_bytes (\(maxPayload))", requestID: envelope.requestID)
-        EnvelopeCodec.writeFrame(refusal, into: &buffer, using: &writer.writer)
+        EnvelopeCodec.writeFrame(refusal, into: &buffer, using: &writer)
         return .answerRefused(bytes: size)
     }
 
     /// A frame for one or many peers, or nil when it would be over the maximum.
     static func frame(_ envelope: HUEnvelope, allocator: ByteBufferAllocator, maxPayload: Int) -> ByteBuffer? {
         var buffer = allocator.buffer(capacity: 128)
-        switch write(envelope, into: &buffer, maxPayload: maxPayload, writer: FrameWriter()) {
+        var writer = WireWriter()
+        switch write(envelope, into: &buffer, maxPayload: maxPayload, writer: &writer) {
         case .fits, .answerRefused: return buffer
         case .oversized: return nil
         }
