@@ -48,13 +48,23 @@ extension Car {
     /// ENTITLEMENT_REFUSED, INVALID_ARGUMENT (type), UNSUPPORTED_AUDIO_FORMAT,
     /// NO_AUDIO_FOCUS, TOO_MANY_SESSIONS (section 24.2).
     mutating func openAudioStream(_ open: HUOpenAudioStream, from peer: PeerID, outputs: inout [AudioStreams.Output]) -> Result<HUResult, RuleViolation> {
-        let app: AppState
-        switch announcedApp(open.appID, from: peer) {
-        case .success(let found): app = found
-        case .failure(let violation): return .failure(violation)
-        }
-        guard app.category != nil else {
-            return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
+        if open.appID == AssistantSession.audioOwner {
+            // The phone's assistant (section 27): its VOICE during its session.
+            guard let phonePeer, phonePeer == peer else {
+                return .failure(RuleViolation(.noPhone, "announce apps before using audio streams"))
+            }
+            guard assistant.available else {
+                return .failure(RuleViolation(.noAssistant, "app_id empty is the phone's assistant, and this phone did not say it has one"))
+            }
+        } else {
+            let app: AppState
+            switch announcedApp(open.appID, from: peer) {
+            case .success(let found): app = found
+            case .failure(let violation): return .failure(violation)
+            }
+            guard app.category != nil else {
+                return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
+            }
         }
         switch open.type {
         case .main, .alternate, .voice: break
@@ -108,6 +118,7 @@ extension Car {
     /// focus, the microphone follows `MicrophoneRule`.
     mutating func settleAudio() {
         settleCalls()
+        settleAssistant()
         var outputs: [AudioStreams.Output] = []
         let wanted = microphoneWanted()
         if audioStreams.isIdle, wanted == nil {
@@ -116,11 +127,16 @@ extension Car {
         } else {
             let connected = phonePeer != nil
             let apps = templates.apps
+            let assistantAvailable = assistant.available
+            // The assistant's audio lives while its phone has one (section 27).
+            let alive = { (appID: String) in
+                connected && (apps[appID] != nil || (appID == AssistantSession.audioOwner && assistantAvailable))
+            }
             audioStreams.settle(
-                focus: audio, appAlive: { connected && apps[$0] != nil }, microphoneWanted: wanted,
+                focus: audio, appAlive: alive, microphoneWanted: wanted,
                 microphoneStopReason: { use in
                     MicrophoneRule.stopReason(
-                        use, appAlive: connected && apps[use.appID] != nil,
+                        use, appAlive: alive(use.appID),
                         voiceControlPresented: apps[use.appID]?.scenes[.main]?.presentedHeld?.kind == .voiceControl)
                 },
                 phoneReachable: connected || phoneLink.isReconnecting, outputs: &outputs)
@@ -132,7 +148,7 @@ extension Car {
     func microphoneWanted() -> MicrophoneUse? {
         guard phonePeer != nil else { return nil }
         return MicrophoneRule.wanted(
-            voiceControlShown: voiceControlShown(), lineHolder: calls.lineHolder, vehicleCallActive: audio.vehicleCallActive,
+            assistantListening: assistant.listening, voiceControlShown: voiceControlShown(), lineHolder: calls.lineHolder, vehicleCallActive: audio.vehicleCallActive,
             voiceStreamApps: { audioStreams.streams.values.filter { $0.type == .voice }.sorted { $0.id < $1.id }.map(\.appID) })
     }
 

@@ -478,7 +478,7 @@ extension Car {
     /// and the calls by reference first, strings by storage first.
     func homeInputs() -> HomeInputs {
         HomeInputs(
-            deviceName: templates.deviceName, nowPlayingAppID: templates.nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls,
+            deviceName: templates.deviceName, nowPlayingAppID: templates.nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls, assistant: assistant,
             apps: templates.appOrder.map { id in
                 guard let app = templates.apps[id] else { return HomeInputs.App(id: id, info: nil, category: nil, running: false) }
                 // The info by reference, the main scene by its key: neither copied.
@@ -495,6 +495,8 @@ extension Car {
         let apps = templates.apps
         home.calls = calls.infos { apps[$0]?.info.displayName ?? $0 }
         if let ended = calls.lastEnded { home.lastCallEnded = ended }
+        if let view = assistant.view { home.assistant = view }
+        if let ended = assistant.lastEnded { home.lastAssistantEnded = ended }
         home.icons = templates.appOrder.compactMap { apps[$0] }.filter(\.isLaunchable).map { app in
             var icon = HUHomeScreenIcon()
             icon.appID = app.id

@@ -31,6 +31,8 @@ extension Car {
             phoneLink.carry(peer: peer, token: peers[peer]?.resumptionToken ?? "", deviceID: peers[peer]?.device?.deviceID)
         }
         templates.deviceName = announce.deviceName.isEmpty ? (peers[peer]?.name ?? "") : announce.deviceName
+        // Once said, for the phone (section 27): an announce without it takes nothing back.
+        if announce.assistant { assistant.available = true }
         var decisions = HUAppDecisions()
         var seen = Set<String>()
         for info in announce.apps {

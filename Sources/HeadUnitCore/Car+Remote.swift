@@ -45,6 +45,8 @@ extension Car {
         if press.button == .unspecified {
             return answer(peer, requestID, .failure(RuleViolation(.invalidArgument, "a car button must name its button (CAR_BUTTON_UNSPECIFIED)")))
         }
+        // The voice button is the phone's assistant's, never an app's command (27.2).
+        if press.button == .voice { return voiceButtonPressed(requestID: requestID, from: peer) }
         let appID: String
         switch remoteTarget("") {
         case .success(let found): appID = found

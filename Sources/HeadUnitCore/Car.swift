@@ -37,15 +37,20 @@ public struct Car: Sendable {
     @CopyOnWrite public internal(set) var remote: RemoteCommands
     /// The audio streams to the mixer and the microphone (section 24).
     @CopyOnWrite public internal(set) var audioStreams: AudioStreams
-    /// Who hears the car's mixed output (section 24.7).
+    /// Who hears the car's mixed output (section 24.7), and the output as the mixer last reported it.
     @CopyOnWrite public internal(set) var audioTap: AudioTap
     /// The car's audio output as the mixer last reported it (section 24.5),
     /// set by the server; shown in `GetStatus`. Nil until audio first played.
-    public var audioOutput: HUAudioOutputStatus?
+    public var audioOutput: HUAudioOutputStatus? {
+        get { audioTap.outputStatus }
+        set { audioTap.outputStatus = newValue }
+    }
     /// Who watches which screen's base-view video (Video/, section 25).
     @CopyOnWrite public internal(set) var video: VideoRoutes
     /// The phone's calls and the actions waiting for the app (Calls/, section 26).
     @CopyOnWrite public internal(set) var calls: CallSession
+    /// The phone's assistant and its one session (Assistant/, section 27).
+    public internal(set) var assistant: AssistantSession
 
     typealias SceneRef = TemplateSession.SceneRef
     typealias PendingEvent = TemplateSession.PendingEvent
@@ -62,6 +67,7 @@ public struct Car: Sendable {
         self.audioStreams = AudioStreams(limits: configuration.audio)
         self.audioTap = AudioTap(maxWatchers: configuration.audio.maxOutputWatchers)
         self.calls = CallSession(limits: configuration.calls)
+        self.assistant = AssistantSession(limits: configuration.assistant)
     }
 
     // MARK: - inputs
@@ -176,6 +182,9 @@ public struct Car: Sendable {
         case .callRequest(let callRequest): callRequested(callRequest, requestID: request, from: peer)
         case .callActionAnswer(let actionAnswer): answer(peer, request, callActionAnswered(actionAnswer, from: peer))
         case .callInput(let input): callInput(input, requestID: request, from: peer)
+        // The phone's assistant (Car+Assistant).
+        case .assistantInput(let input): answer(peer, request, assistantInput(input))
+        case .assistantUpdate(let update): answer(peer, request, assistantUpdated(update, from: peer))
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe,
             .openAudioStream, .closeAudioStream, .audioCredit, .watchAudio:
             break  // handled by `receiveStreamMessage`
@@ -186,7 +195,7 @@ public struct Car: Sendable {
         case .hello, .welcome, .goodbye, .result, .sceneConnected, .sceneDisconnected, .appEvent,
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .accessoryAvailability, .sessionRequested,
             .sessionOpened, .sessionClosed, .sessionFinished, .navigationEvent, .metadataUpdate, .pairingAttempt, .remoteCommandEvent, .videoStreams,
-            .audioStreamClosed, .microphoneStarted, .callActionEvent, .callActionTimedOut, nil:
+            .audioStreamClosed, .microphoneStarted, .callActionEvent, .callActionTimedOut, .assistantEvent, nil:
             // The connection layer filters these by role; reaching here is a bug there.
             answer(peer, request, .failure(RuleViolation(.notForRole, "\(role) may not send this message")))
         }
@@ -238,6 +247,8 @@ public struct Car: Sendable {
                 endRemoteCommands(of: templates.appOrder, forget: false, why: "lost its phone's connection")
                 // The calls go on (the phone's network carries them); actions waiting end.
                 callsLostLink()
+                // A voice exchange does not wait out a reconnection (27.5): the phone finds why in its backlog.
+                endAssistant(.phoneGone)
                 effects.append(.startTimer(.resumeGrace(serial: graceSerial), milliseconds: configuration.resumeGraceMilliseconds))
             } else {
                 endPhoneApps()
@@ -257,6 +268,8 @@ public struct Car: Sendable {
         for appID in templates.appOrder {
             accessories.appEnded(appID, reason: .phoneGone, tellPhone: false, outputs: &outputs)
         }
+        endAssistant(.phoneGone)
+        assistant.phoneEnded()
         phoneLink.end()
         owedAvailability.reset()
         perform(outputs)
@@ -307,6 +320,8 @@ public struct Car: Sendable {
         case .callRinging(let uuid):
             callRangOut(uuid)
             publishScreens()
+        case .assistant:
+            assistantTimedOut()
         case .accessoryOpen(let channel, let serial):
             var outputs: [AccessoryHub.Output] = []
             accessories.openTimedOut(channel: channel, serial: serial, outputs: &outputs)
@@ -335,6 +350,7 @@ public struct Car: Sendable {
         var audioOutputs: [AudioStreams.Output] = []
         audioStreams.endAll(reason: .shuttingDown, tell: phonePeer != nil, outputs: &audioOutputs)
         performAudio(audioOutputs, from: nil)
+        endAssistant(.shuttingDown)
         for appID in templates.appOrder {
             endScenes(of: appID, reason: .shuttingDown, tellPhone: true)
         }
@@ -393,7 +409,7 @@ public struct Car: Sendable {
         status.phoneLink = phoneLink.wire
         status.accessoryProtocols = accessoryStatus()
         status.authenticatedPhones = UInt32(peers.all.values.filter { $0.device != nil }.count)
-        if let audioOutput { status.audioOutput = audioOutput }
+        if let output = audioTap.outputStatus { status.audioOutput = output }
         return status
     }
 

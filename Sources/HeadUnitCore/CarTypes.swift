@@ -104,6 +104,8 @@ public enum CarTimer: Hashable, Sendable {
     case callAction(actionID: UInt64)
     /// An incoming call rang `call_ring_timeout_ms` unanswered: the car ends it (PROTOCOL.md 26.6).
     case callRinging(uuid: String)
+    /// The phone's assistant sent nothing for `assistant_timeout_ms` (PROTOCOL.md 27.5).
+    case assistant
 }
 
 /// Everything the car is configured with.
@@ -133,6 +135,8 @@ public struct CarConfiguration: Sendable {
     public var audio = AudioStreams.Limits()
     /// Calls in the car, actions waiting per app, and how long an action may wait (section 26).
     public var calls = CallSession.Limits()
+    /// How long the phone's assistant may stay silent (section 27).
+    public var assistant = AssistantSession.Limits()
 
     public init(
         vehicle: HUVehicleProfile, entitlements: EntitlementPolicy, completionTimeoutMilliseconds: UInt64 = 10_000,

@@ -160,6 +160,10 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
   /// shown (another app or the home screen is on the main screen). The car
   /// starts a new microphone stream when it is shown again (PROTOCOL.md 24.6).
   case voiceControlHidden // = 9
+
+  /// Microphone: the phone's assistant stopped listening, or its session
+  /// ended (PROTOCOL.md section 27).
+  case assistantNotListening // = 10
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -178,6 +182,7 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
     case 7: self = .callEnded
     case 8: self = .restarted
     case 9: self = .voiceControlHidden
+    case 10: self = .assistantNotListening
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -194,6 +199,7 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
     case .callEnded: return 7
     case .restarted: return 8
     case .voiceControlHidden: return 9
+    case .assistantNotListening: return 10
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -210,6 +216,7 @@ public nonisolated enum HUAudioStreamCloseReason: SwiftProtobuf.Enum, Swift.Case
     .callEnded,
     .restarted,
     .voiceControlHidden,
+    .assistantNotListening,
   ]
 
 }
@@ -219,6 +226,9 @@ public nonisolated enum HUMicrophonePurpose: SwiftProtobuf.Enum, Swift.CaseItera
   case unspecified // = 0
   case voiceControl // = 1
   case call // = 2
+
+  /// the phone's assistant listens (app_id empty, PROTOCOL.md section 27)
+  case assistant // = 3
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -230,6 +240,7 @@ public nonisolated enum HUMicrophonePurpose: SwiftProtobuf.Enum, Swift.CaseItera
     case 0: self = .unspecified
     case 1: self = .voiceControl
     case 2: self = .call
+    case 3: self = .assistant
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -239,6 +250,7 @@ public nonisolated enum HUMicrophonePurpose: SwiftProtobuf.Enum, Swift.CaseItera
     case .unspecified: return 0
     case .voiceControl: return 1
     case .call: return 2
+    case .assistant: return 3
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -248,6 +260,7 @@ public nonisolated enum HUMicrophonePurpose: SwiftProtobuf.Enum, Swift.CaseItera
     .unspecified,
     .voiceControl,
     .call,
+    .assistant,
   ]
 
 }
@@ -480,11 +493,11 @@ nonisolated extension HUAudioCodec: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension HUAudioStreamCloseReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_CLOSE_REASON_UNSPECIFIED\0\u{1}AUDIO_STREAM_CLOSE_REASON_FOCUS_LOST\0\u{1}AUDIO_STREAM_CLOSE_REASON_FLOW_CONTROL\0\u{1}AUDIO_STREAM_CLOSE_REASON_REPLACED\0\u{1}AUDIO_STREAM_CLOSE_REASON_APP_CLOSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_SHUTTING_DOWN\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_DISMISSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_CALL_ENDED\0\u{1}AUDIO_STREAM_CLOSE_REASON_RESTARTED\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_HIDDEN\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_CLOSE_REASON_UNSPECIFIED\0\u{1}AUDIO_STREAM_CLOSE_REASON_FOCUS_LOST\0\u{1}AUDIO_STREAM_CLOSE_REASON_FLOW_CONTROL\0\u{1}AUDIO_STREAM_CLOSE_REASON_REPLACED\0\u{1}AUDIO_STREAM_CLOSE_REASON_APP_CLOSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_SHUTTING_DOWN\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_DISMISSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_CALL_ENDED\0\u{1}AUDIO_STREAM_CLOSE_REASON_RESTARTED\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_HIDDEN\0\u{1}AUDIO_STREAM_CLOSE_REASON_ASSISTANT_NOT_LISTENING\0")
 }
 
 nonisolated extension HUMicrophonePurpose: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MICROPHONE_PURPOSE_UNSPECIFIED\0\u{1}MICROPHONE_PURPOSE_VOICE_CONTROL\0\u{1}MICROPHONE_PURPOSE_CALL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MICROPHONE_PURPOSE_UNSPECIFIED\0\u{1}MICROPHONE_PURPOSE_VOICE_CONTROL\0\u{1}MICROPHONE_PURPOSE_CALL\0\u{1}MICROPHONE_PURPOSE_ASSISTANT\0")
 }
 
 nonisolated extension HUAudioFormat: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -481,6 +481,14 @@ public nonisolated struct HUDaemonLimits: @unchecked Sendable {
     set {_uniqueStorage()._callRingTimeoutMs = newValue}
   }
 
+  /// The phone's assistant (PROTOCOL.md section 27). Default 10000, range 2000
+  /// to 60000: a session whose phone sends no AssistantUpdate this long is
+  /// ended by the car (ASSISTANT_END_REASON_TIMED_OUT).
+  public var assistantTimeoutMs: UInt32 {
+    get {_storage._assistantTimeoutMs}
+    set {_uniqueStorage()._assistantTimeoutMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -744,7 +752,7 @@ nonisolated extension HUPeerAccess: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{3}max_tcp_per_device\0\u{3}max_tcp_first_flight\0\u{3}max_tcp_first_flight_per_source\0\u{3}tcp_first_flight_timeout_ms\0\u{4}\u{6}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0\u{3}call_ring_timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{3}max_tcp_per_device\0\u{3}max_tcp_first_flight\0\u{3}max_tcp_first_flight_per_source\0\u{3}tcp_first_flight_timeout_ms\0\u{4}\u{6}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0\u{3}call_ring_timeout_ms\0\u{4}\u{7}assistant_timeout_ms\0")
 
   fileprivate class _StorageClass {
     var _maxPayloadBytes: UInt32 = 0
@@ -789,6 +797,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
     var _maxCallActions: UInt32 = 0
     var _callActionTimeoutMs: UInt32 = 0
     var _callRingTimeoutMs: UInt32 = 0
+    var _assistantTimeoutMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -841,6 +850,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       _maxCallActions = source._maxCallActions
       _callActionTimeoutMs = source._callActionTimeoutMs
       _callRingTimeoutMs = source._callRingTimeoutMs
+      _assistantTimeoutMs = source._assistantTimeoutMs
     }
   }
 
@@ -901,6 +911,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         case 61: try { try decoder.decodeSingularUInt32Field(value: &_storage._maxCallActions) }()
         case 62: try { try decoder.decodeSingularUInt32Field(value: &_storage._callActionTimeoutMs) }()
         case 63: try { try decoder.decodeSingularUInt32Field(value: &_storage._callRingTimeoutMs) }()
+        case 70: try { try decoder.decodeSingularUInt32Field(value: &_storage._assistantTimeoutMs) }()
         default: break
         }
       }
@@ -1035,6 +1046,9 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
       if _storage._callRingTimeoutMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._callRingTimeoutMs, fieldNumber: 63)
       }
+      if _storage._assistantTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._assistantTimeoutMs, fieldNumber: 70)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1086,6 +1100,7 @@ nonisolated extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._Mess
         if _storage._maxCallActions != rhs_storage._maxCallActions {return false}
         if _storage._callActionTimeoutMs != rhs_storage._callActionTimeoutMs {return false}
         if _storage._callRingTimeoutMs != rhs_storage._callRingTimeoutMs {return false}
+        if _storage._assistantTimeoutMs != rhs_storage._assistantTimeoutMs {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -664,6 +664,33 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .callInput(newValue)}
   }
 
+  /// The phone's assistant (assistant.proto, PROTOCOL.md section 27).
+  public var assistantInput: HUAssistantInput {
+    get {
+      if case .assistantInput(let v)? = body {return v}
+      return HUAssistantInput()
+    }
+    set {body = .assistantInput(newValue)}
+  }
+
+  /// car -> phone
+  public var assistantEvent: HUAssistantEvent {
+    get {
+      if case .assistantEvent(let v)? = body {return v}
+      return HUAssistantEvent()
+    }
+    set {body = .assistantEvent(newValue)}
+  }
+
+  /// phone -> car
+  public var assistantUpdate: HUAssistantUpdate {
+    get {
+      if case .assistantUpdate(let v)? = body {return v}
+      return HUAssistantUpdate()
+    }
+    set {body = .assistantUpdate(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -783,6 +810,12 @@ public nonisolated struct HUEnvelope: Sendable {
     case callActionTimedOut(HUCallActionTimedOut)
     /// HMI -> car
     case callInput(HUCallInput)
+    /// The phone's assistant (assistant.proto, PROTOCOL.md section 27).
+    case assistantInput(HUAssistantInput)
+    /// car -> phone
+    case assistantEvent(HUAssistantEvent)
+    /// phone -> car
+    case assistantUpdate(HUAssistantUpdate)
 
   }
 
@@ -1056,6 +1089,15 @@ public nonisolated struct HUResult: Sendable {
     set {detail = .callAction(newValue)}
   }
 
+  /// AssistantInput, CarButtonPressed{VOICE} (section 27)
+  public var assistant: HUAssistantOutcome {
+    get {
+      if case .assistant(let v)? = detail {return v}
+      return HUAssistantOutcome()
+    }
+    set {detail = .assistant(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Request-specific answers.
@@ -1077,6 +1119,8 @@ public nonisolated struct HUResult: Sendable {
     case audioStream(HUAudioStreamInfo)
     /// CallRequest, CallInput (section 26)
     case callAction(HUCallActionOutcome)
+    /// AssistantInput, CarButtonPressed{VOICE} (section 27)
+    case assistant(HUAssistantOutcome)
 
   }
 
@@ -1297,7 +1341,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0\u{4}\u{5}assistant_input\0\u{3}assistant_event\0\u{3}assistant_update\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2151,6 +2195,45 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .callInput(v)
         }
       }()
+      case 130: try {
+        var v: HUAssistantInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .assistantInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .assistantInput(v)
+        }
+      }()
+      case 131: try {
+        var v: HUAssistantEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .assistantEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .assistantEvent(v)
+        }
+      }()
+      case 132: try {
+        var v: HUAssistantUpdate?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .assistantUpdate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .assistantUpdate(v)
+        }
+      }()
       default: break
       }
     }
@@ -2424,6 +2507,18 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .callInput?: try {
       guard case .callInput(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 125)
+    }()
+    case .assistantInput?: try {
+      guard case .assistantInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 130)
+    }()
+    case .assistantEvent?: try {
+      guard case .assistantEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 131)
+    }()
+    case .assistantUpdate?: try {
+      guard case .assistantUpdate(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 132)
     }()
     case nil: break
     }
@@ -2731,7 +2826,7 @@ nonisolated extension HUGoodbye: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0\u{4}\u{5}audio_stream\0\u{4}\u{f}call_action\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0\u{4}\u{5}audio_stream\0\u{4}\u{f}call_action\0\u{2}\u{a}assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2873,6 +2968,19 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
           self.detail = .callAction(v)
         }
       }()
+      case 130: try {
+        var v: HUAssistantOutcome?
+        var hadOneofValue = false
+        if let current = self.detail {
+          hadOneofValue = true
+          if case .assistant(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.detail = .assistant(v)
+        }
+      }()
       default: break
       }
     }
@@ -2935,6 +3043,10 @@ nonisolated extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImp
     case .callAction?: try {
       guard case .callAction(let v)? = self.detail else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 120)
+    }()
+    case .assistant?: try {
+      guard case .assistant(let v)? = self.detail else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 130)
     }()
     case nil: break
     }

@@ -2728,7 +2728,7 @@ public nonisolated struct HUAudioSection: Sendable {
   /// lowered under a prompt
   public var mainDucked: Bool = false
 
-  /// paused under a prompt (spoken audio)
+  /// paused under a prompt (spoken audio), during a call or the phone's assistant
   public var mainPaused: Bool = false
 
   public var promptStyle: HUPromptStyle = .unspecified

@@ -221,6 +221,10 @@ public nonisolated enum HUCarButton: SwiftProtobuf.Enum, Swift.CaseIterable {
   case stop // = 4
   case next // = 5
   case previous // = 6
+
+  /// The steering wheel's voice button: opens the phone's assistant, or ends
+  /// its open session (PROTOCOL.md section 27.2); never an app's command.
+  case voice // = 7
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -236,6 +240,7 @@ public nonisolated enum HUCarButton: SwiftProtobuf.Enum, Swift.CaseIterable {
     case 4: self = .stop
     case 5: self = .next
     case 6: self = .previous
+    case 7: self = .voice
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -249,6 +254,7 @@ public nonisolated enum HUCarButton: SwiftProtobuf.Enum, Swift.CaseIterable {
     case .stop: return 4
     case .next: return 5
     case .previous: return 6
+    case .voice: return 7
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -262,6 +268,7 @@ public nonisolated enum HUCarButton: SwiftProtobuf.Enum, Swift.CaseIterable {
     .stop,
     .next,
     .previous,
+    .voice,
   ]
 
 }
@@ -552,7 +559,7 @@ nonisolated extension HURepeatMode: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension HUCarButton: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CAR_BUTTON_UNSPECIFIED\0\u{1}CAR_BUTTON_PLAY_PAUSE\0\u{1}CAR_BUTTON_PLAY\0\u{1}CAR_BUTTON_PAUSE\0\u{1}CAR_BUTTON_STOP\0\u{1}CAR_BUTTON_NEXT\0\u{1}CAR_BUTTON_PREVIOUS\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CAR_BUTTON_UNSPECIFIED\0\u{1}CAR_BUTTON_PLAY_PAUSE\0\u{1}CAR_BUTTON_PLAY\0\u{1}CAR_BUTTON_PAUSE\0\u{1}CAR_BUTTON_STOP\0\u{1}CAR_BUTTON_NEXT\0\u{1}CAR_BUTTON_PREVIOUS\0\u{1}CAR_BUTTON_VOICE\0")
 }
 
 nonisolated extension HURemoteCommandStatus: SwiftProtobuf._ProtoNameProviding {

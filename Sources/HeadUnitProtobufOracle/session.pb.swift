@@ -684,6 +684,10 @@ public nonisolated struct HUAnnounceApps: Sendable {
 
   public var apps: [HUAppInfo] = []
 
+  /// The phone has an assistant (PROTOCOL.md section 27): the voice button
+  /// reaches it. Once true it stays so for the phone.
+  public var assistant: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1506,39 +1510,74 @@ public nonisolated struct HUHomeScreenIcon: Sendable {
   fileprivate var _icon: HUImage? = nil
 }
 
-public nonisolated struct HUHomeScreen: Sendable {
+public nonisolated struct HUHomeScreen: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var icons: [HUHomeScreenIcon] = []
+  public var icons: [HUHomeScreenIcon] {
+    get {_storage._icons}
+    set {_uniqueStorage()._icons = newValue}
+  }
 
   /// The app whose now-playing template the home screen's Now Playing button opens.
-  public var nowPlayingAppID: String = String()
+  public var nowPlayingAppID: String {
+    get {_storage._nowPlayingAppID}
+    set {_uniqueStorage()._nowPlayingAppID = newValue}
+  }
 
   /// empty when no phone is connected
-  public var deviceName: String = String()
+  public var deviceName: String {
+    get {_storage._deviceName}
+    set {_uniqueStorage()._deviceName = newValue}
+  }
 
-  public var phoneLink: HUPhoneLink = .none
+  public var phoneLink: HUPhoneLink {
+    get {_storage._phoneLink}
+    set {_uniqueStorage()._phoneLink = newValue}
+  }
 
   /// The phone's calls, in the order they began (PROTOCOL.md section 26.6),
   /// and the last one that ended, with why.
-  public var calls: [HUCallInfo] = []
+  public var calls: [HUCallInfo] {
+    get {_storage._calls}
+    set {_uniqueStorage()._calls = newValue}
+  }
 
   public var lastCallEnded: HUCallEnded {
-    get {_lastCallEnded ?? HUCallEnded()}
-    set {_lastCallEnded = newValue}
+    get {_storage._lastCallEnded ?? HUCallEnded()}
+    set {_uniqueStorage()._lastCallEnded = newValue}
   }
   /// Returns true if `lastCallEnded` has been explicitly set.
-  public var hasLastCallEnded: Bool {self._lastCallEnded != nil}
+  public var hasLastCallEnded: Bool {_storage._lastCallEnded != nil}
   /// Clears the value of `lastCallEnded`. Subsequent reads from it will return its default value.
-  public mutating func clearLastCallEnded() {self._lastCallEnded = nil}
+  public mutating func clearLastCallEnded() {_uniqueStorage()._lastCallEnded = nil}
+
+  /// The phone's assistant while a session is open (PROTOCOL.md section 27),
+  /// and the last session that ended, with why.
+  public var assistant: HUAssistantView {
+    get {_storage._assistant ?? HUAssistantView()}
+    set {_uniqueStorage()._assistant = newValue}
+  }
+  /// Returns true if `assistant` has been explicitly set.
+  public var hasAssistant: Bool {_storage._assistant != nil}
+  /// Clears the value of `assistant`. Subsequent reads from it will return its default value.
+  public mutating func clearAssistant() {_uniqueStorage()._assistant = nil}
+
+  public var lastAssistantEnded: HUAssistantEndedInfo {
+    get {_storage._lastAssistantEnded ?? HUAssistantEndedInfo()}
+    set {_uniqueStorage()._lastAssistantEnded = newValue}
+  }
+  /// Returns true if `lastAssistantEnded` has been explicitly set.
+  public var hasLastAssistantEnded: Bool {_storage._lastAssistantEnded != nil}
+  /// Clears the value of `lastAssistantEnded`. Subsequent reads from it will return its default value.
+  public mutating func clearLastAssistantEnded() {_uniqueStorage()._lastAssistantEnded = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _lastCallEnded: HUCallEnded? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct HULaunchApp: Sendable {
@@ -2555,7 +2594,7 @@ nonisolated extension HUAppInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
 
 nonisolated extension HUAnnounceApps: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AnnounceApps"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_name\0\u{1}apps\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_name\0\u{1}apps\0\u{1}assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2565,6 +2604,7 @@ nonisolated extension HUAnnounceApps: SwiftProtobuf.Message, SwiftProtobuf._Mess
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.apps) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.assistant) }()
       default: break
       }
     }
@@ -2577,12 +2617,16 @@ nonisolated extension HUAnnounceApps: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.apps.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.apps, fieldNumber: 2)
     }
+    if self.assistant != false {
+      try visitor.visitSingularBoolField(value: self.assistant, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUAnnounceApps, rhs: HUAnnounceApps) -> Bool {
     if lhs.deviceName != rhs.deviceName {return false}
     if lhs.apps != rhs.apps {return false}
+    if lhs.assistant != rhs.assistant {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4245,58 +4289,118 @@ nonisolated extension HUHomeScreenIcon: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HomeScreen"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0\u{1}assistant\0\u{3}last_assistant_ended\0")
+
+  fileprivate class _StorageClass {
+    var _icons: [HUHomeScreenIcon] = []
+    var _nowPlayingAppID: String = String()
+    var _deviceName: String = String()
+    var _phoneLink: HUPhoneLink = .none
+    var _calls: [HUCallInfo] = []
+    var _lastCallEnded: HUCallEnded? = nil
+    var _assistant: HUAssistantView? = nil
+    var _lastAssistantEnded: HUAssistantEndedInfo? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _icons = source._icons
+      _nowPlayingAppID = source._nowPlayingAppID
+      _deviceName = source._deviceName
+      _phoneLink = source._phoneLink
+      _calls = source._calls
+      _lastCallEnded = source._lastCallEnded
+      _assistant = source._assistant
+      _lastAssistantEnded = source._lastAssistantEnded
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.icons) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.nowPlayingAppID) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
-      case 4: try { try decoder.decodeSingularEnumField(value: &self.phoneLink) }()
-      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.calls) }()
-      case 6: try { try decoder.decodeSingularMessageField(value: &self._lastCallEnded) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeRepeatedMessageField(value: &_storage._icons) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._nowPlayingAppID) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._deviceName) }()
+        case 4: try { try decoder.decodeSingularEnumField(value: &_storage._phoneLink) }()
+        case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._calls) }()
+        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._lastCallEnded) }()
+        case 7: try { try decoder.decodeSingularMessageField(value: &_storage._assistant) }()
+        case 8: try { try decoder.decodeSingularMessageField(value: &_storage._lastAssistantEnded) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.icons.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.icons, fieldNumber: 1)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._icons.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._icons, fieldNumber: 1)
+      }
+      if !_storage._nowPlayingAppID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nowPlayingAppID, fieldNumber: 2)
+      }
+      if !_storage._deviceName.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceName, fieldNumber: 3)
+      }
+      if _storage._phoneLink != .none {
+        try visitor.visitSingularEnumField(value: _storage._phoneLink, fieldNumber: 4)
+      }
+      if !_storage._calls.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._calls, fieldNumber: 5)
+      }
+      try { if let v = _storage._lastCallEnded {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+      } }()
+      try { if let v = _storage._assistant {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+      } }()
+      try { if let v = _storage._lastAssistantEnded {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+      } }()
     }
-    if !self.nowPlayingAppID.isEmpty {
-      try visitor.visitSingularStringField(value: self.nowPlayingAppID, fieldNumber: 2)
-    }
-    if !self.deviceName.isEmpty {
-      try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 3)
-    }
-    if self.phoneLink != .none {
-      try visitor.visitSingularEnumField(value: self.phoneLink, fieldNumber: 4)
-    }
-    if !self.calls.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.calls, fieldNumber: 5)
-    }
-    try { if let v = self._lastCallEnded {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUHomeScreen, rhs: HUHomeScreen) -> Bool {
-    if lhs.icons != rhs.icons {return false}
-    if lhs.nowPlayingAppID != rhs.nowPlayingAppID {return false}
-    if lhs.deviceName != rhs.deviceName {return false}
-    if lhs.phoneLink != rhs.phoneLink {return false}
-    if lhs.calls != rhs.calls {return false}
-    if lhs._lastCallEnded != rhs._lastCallEnded {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._icons != rhs_storage._icons {return false}
+        if _storage._nowPlayingAppID != rhs_storage._nowPlayingAppID {return false}
+        if _storage._deviceName != rhs_storage._deviceName {return false}
+        if _storage._phoneLink != rhs_storage._phoneLink {return false}
+        if _storage._calls != rhs_storage._calls {return false}
+        if _storage._lastCallEnded != rhs_storage._lastCallEnded {return false}
+        if _storage._assistant != rhs_storage._assistant {return false}
+        if _storage._lastAssistantEnded != rhs_storage._lastAssistantEnded {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -257,6 +257,27 @@ public nonisolated struct HUCarSnapshot: @unchecked Sendable {
     set {_uniqueStorage()._videoWatchers = newValue}
   }
 
+  /// The phone's assistant (section 27): that the phone has one, and the
+  /// numbering; an open session is not carried (it ends before the handover).
+  public var phoneAssistant: Bool {
+    get {_storage._phoneAssistant}
+    set {_uniqueStorage()._phoneAssistant = newValue}
+  }
+
+  public var nextAssistantSessionID: UInt64 {
+    get {_storage._nextAssistantSessionID}
+    set {_uniqueStorage()._nextAssistantSessionID = newValue}
+  }
+
+  public var lastAssistantEnded: HUAssistantEndedInfo {
+    get {_storage._lastAssistantEnded ?? HUAssistantEndedInfo()}
+    set {_uniqueStorage()._lastAssistantEnded = newValue}
+  }
+  /// Returns true if `lastAssistantEnded` has been explicitly set.
+  public var hasLastAssistantEnded: Bool {_storage._lastAssistantEnded != nil}
+  /// Clears the value of `lastAssistantEnded`. Subsequent reads from it will return its default value.
+  public mutating func clearLastAssistantEnded() {_uniqueStorage()._lastAssistantEnded = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -845,7 +866,7 @@ nonisolated extension HUPeerSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CarSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0\u{2}\u{b}calls\0\u{3}next_call_action_id\0\u{3}last_call_ended\0\u{3}video_watchers\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0\u{2}\u{b}calls\0\u{3}next_call_action_id\0\u{3}last_call_ended\0\u{3}video_watchers\0\u{3}phone_assistant\0\u{3}next_assistant_session_id\0\u{3}last_assistant_ended\0")
 
   fileprivate class _StorageClass {
     var _peers: [HUPeerSnapshot] = []
@@ -871,6 +892,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
     var _nextCallActionID: UInt64 = 0
     var _lastCallEnded: HUCallEnded? = nil
     var _videoWatchers: [HUVideoWatchSnapshot] = []
+    var _phoneAssistant: Bool = false
+    var _nextAssistantSessionID: UInt64 = 0
+    var _lastAssistantEnded: HUAssistantEndedInfo? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -904,6 +928,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       _nextCallActionID = source._nextCallActionID
       _lastCallEnded = source._lastCallEnded
       _videoWatchers = source._videoWatchers
+      _phoneAssistant = source._phoneAssistant
+      _nextAssistantSessionID = source._nextAssistantSessionID
+      _lastAssistantEnded = source._lastAssistantEnded
     }
   }
 
@@ -945,6 +972,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         case 31: try { try decoder.decodeSingularUInt64Field(value: &_storage._nextCallActionID) }()
         case 32: try { try decoder.decodeSingularMessageField(value: &_storage._lastCallEnded) }()
         case 33: try { try decoder.decodeRepeatedMessageField(value: &_storage._videoWatchers) }()
+        case 34: try { try decoder.decodeSingularBoolField(value: &_storage._phoneAssistant) }()
+        case 35: try { try decoder.decodeSingularUInt64Field(value: &_storage._nextAssistantSessionID) }()
+        case 36: try { try decoder.decodeSingularMessageField(value: &_storage._lastAssistantEnded) }()
         default: break
         }
       }
@@ -1026,6 +1056,15 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
       if !_storage._videoWatchers.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._videoWatchers, fieldNumber: 33)
       }
+      if _storage._phoneAssistant != false {
+        try visitor.visitSingularBoolField(value: _storage._phoneAssistant, fieldNumber: 34)
+      }
+      if _storage._nextAssistantSessionID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._nextAssistantSessionID, fieldNumber: 35)
+      }
+      try { if let v = _storage._lastAssistantEnded {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1058,6 +1097,9 @@ nonisolated extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._Messa
         if _storage._nextCallActionID != rhs_storage._nextCallActionID {return false}
         if _storage._lastCallEnded != rhs_storage._lastCallEnded {return false}
         if _storage._videoWatchers != rhs_storage._videoWatchers {return false}
+        if _storage._phoneAssistant != rhs_storage._phoneAssistant {return false}
+        if _storage._nextAssistantSessionID != rhs_storage._nextAssistantSessionID {return false}
+        if _storage._lastAssistantEnded != rhs_storage._lastAssistantEnded {return false}
         return true
       }
       if !storagesAreEqual {return false}

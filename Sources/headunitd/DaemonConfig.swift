@@ -80,6 +80,7 @@ enum DaemonConfig {
         config.limits.maxCallActions = UInt32(calls.maxActionsPerApp)
         config.limits.callActionTimeoutMs = UInt32(calls.actionTimeoutMilliseconds)
         config.limits.callRingTimeoutMs = UInt32(calls.ringTimeoutMilliseconds)
+        config.limits.assistantTimeoutMs = UInt32(AssistantSession.Limits().timeoutMilliseconds)
         config.vehicle = .standard
         config.entitlements.allowed = EntitlementKey.all.sorted()
         config.logLevel = "notice"

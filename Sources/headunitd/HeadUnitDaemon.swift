@@ -144,6 +144,8 @@ struct HeadUnitDaemon: AsyncParsableCommand {
         if fileLimits.maxCallActions > 0 { car.calls.maxActionsPerApp = Int(fileLimits.maxCallActions) }
         if fileLimits.callActionTimeoutMs > 0 { car.calls.actionTimeoutMilliseconds = UInt64(fileLimits.callActionTimeoutMs) }
         if fileLimits.callRingTimeoutMs > 0 { car.calls.ringTimeoutMilliseconds = UInt64(fileLimits.callRingTimeoutMs) }
+        // The phone's assistant (PROTOCOL.md section 27).
+        if fileLimits.assistantTimeoutMs > 0 { car.assistant.timeoutMilliseconds = UInt64(fileLimits.assistantTimeoutMs) }
         // What requests may add up to (PROTOCOL.md section 10.4): every state frame within max_payload_bytes.
         car.composed = ComposedLimits(
             maxFrameBytes: Int(limits.maxPayloadBytes),

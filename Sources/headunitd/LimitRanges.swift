@@ -90,6 +90,7 @@ extension DaemonConfig {
             LimitRange("max_call_actions", limits.maxCallActions, CallSession.Limits.maxActionsPerAppRange),
             LimitRange("call_action_timeout_ms", limits.callActionTimeoutMs, CallSession.Limits.actionTimeoutRange),
             LimitRange("call_ring_timeout_ms", limits.callRingTimeoutMs, CallSession.Limits.ringTimeoutRange),
+            LimitRange("assistant_timeout_ms", limits.assistantTimeoutMs, AssistantSession.Limits.timeoutRange),
         ]
     }
 

@@ -23,10 +23,12 @@ import Testing
 
     // MARK: - The rule alone
 
-    @Test func theShownVoiceControlTemplateComesFirstThenTheLineThenTheCarsCall() {
-        func wanted(_ shown: String?, _ holder: String?, _ carCall: Bool, _ voices: [String]) -> MicrophoneUse? {
-            MicrophoneRule.wanted(voiceControlShown: shown, lineHolder: holder, vehicleCallActive: carCall, voiceStreamApps: { voices })
+    @Test func theListeningAssistantThenTheShownVoiceControlTemplateThenTheLineThenTheCarsCall() {
+        func wanted(_ shown: String?, _ holder: String?, _ carCall: Bool, _ voices: [String], assistant: Bool = false) -> MicrophoneUse? {
+            MicrophoneRule.wanted(
+                assistantListening: assistant, voiceControlShown: shown, lineHolder: holder, vehicleCallActive: carCall, voiceStreamApps: { voices })
         }
+        #expect(wanted(Self.maps, nil, false, [], assistant: true) == MicrophoneUse(appID: AssistantSession.audioOwner, purpose: .assistant))
         #expect(wanted(nil, nil, false, [Self.music]) == nil, "a voice stream alone, with no call, takes nothing")
         #expect(wanted(Self.maps, "chat", true, ["chat"]) == MicrophoneUse(appID: Self.maps, purpose: .voiceControl))
         #expect(wanted(nil, "chat", true, [Self.music, "chat"]) == MicrophoneUse(appID: "chat", purpose: .call))
@@ -34,7 +36,7 @@ import Testing
         #expect(wanted(nil, nil, true, [Self.music, "chat"]) == MicrophoneUse(appID: Self.music, purpose: .call))
         #expect(wanted(nil, nil, true, []) == nil)
         var asked = false
-        _ = MicrophoneRule.wanted(voiceControlShown: nil, lineHolder: nil, vehicleCallActive: false, voiceStreamApps: { asked = true; return [] })
+        _ = MicrophoneRule.wanted(assistantListening: false, voiceControlShown: nil, lineHolder: nil, vehicleCallActive: false, voiceStreamApps: { asked = true; return [] })
         #expect(!asked, "outside a call the streams are not read (the rule runs after every input)")
     }
 

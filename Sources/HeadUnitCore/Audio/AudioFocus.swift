@@ -26,6 +26,9 @@ public struct AudioFocus: Sendable, Equatable {
     public private(set) var voiceSessionActive = false
     /// The app whose voice-control audio session is active.
     public private(set) var voiceAppID = ""
+    /// The phone's assistant has a session open (section 27): it interrupts
+    /// the main audio as a call does, prompts are silent, and it may stream voice.
+    public private(set) var assistantActive = false
 
     /// Prompts are held a few seconds at most (`start_prompt`'s `duration_ms`, PROTOCOL.md section 16.13).
     public static let maximumPromptMilliseconds: UInt32 = 10_000
@@ -46,11 +49,12 @@ public struct AudioFocus: Sendable, Equatable {
         lhs.main == rhs.main && lhs.mainSpoken == rhs.mainSpoken && lhs.prompt?.appID == rhs.prompt?.appID
             && lhs.prompt?.serial == rhs.prompt?.serial && lhs.vehicleCallActive == rhs.vehicleCallActive && lhs.appCalls == rhs.appCalls
             && lhs.voiceSessionActive == rhs.voiceSessionActive && lhs.voiceAppID == rhs.voiceAppID
+            && lhs.assistantActive == rhs.assistantActive
     }
 
     /// None while any voice session is active, a short tone during a call, else normal.
     public var promptStyle: HUPromptStyle {
-        if voiceSessionActive || !voiceAppID.isEmpty { return .none }
+        if voiceSessionActive || !voiceAppID.isEmpty || assistantActive { return .none }
         if callActive { return .short }
         return .normal
     }
@@ -82,9 +86,21 @@ public struct AudioFocus: Sendable, Equatable {
         appCalls = appsInCalls
     }
 
-    /// May this app stream voice: during the car's call, its own call or its voice session.
+    /// May this app stream voice: during the car's call, its own call or its
+    /// voice session; the phone's assistant (`AssistantSession.audioOwner`) during its session.
     public func mayStreamVoice(_ appID: String) -> Bool {
-        vehicleCallActive || appCalls.contains(appID) || voiceAppID == appID
+        if appID == AssistantSession.audioOwner { return assistantActive }
+        return vehicleCallActive || appCalls.contains(appID) || voiceAppID == appID
+    }
+
+    /// The main audio does not play: a call takes the output, and so does the
+    /// phone's assistant (it interrupts music as Siri does; the music comes back after).
+    public var mainInterrupted: Bool { callActive || assistantActive }
+
+    /// The phone's assistant opened or ended its session: a prompt playing ends.
+    public mutating func assistantChanged(active: Bool) {
+        assistantActive = active
+        if active { endPrompt() }
     }
 
     public mutating func startPrompt(appID: String, durationMilliseconds: UInt32) -> Result<UInt64, RuleViolation> {
@@ -142,9 +158,11 @@ public struct AudioFocus: Sendable, Equatable {
         } else if let prompt {
             section.promptAppID = prompt.appID
         }
+        // A call or the assistant takes the output: the main audio, the car's own source too, waits.
+        if mainInterrupted, main != .none { (section.mainPaused, section.mainDucked) = (true, false) }
         section.promptStyle = promptStyle
         section.callActive = callActive
-        section.voiceSessionActive = voiceSessionActive
+        section.voiceSessionActive = voiceSessionActive || assistantActive
         section.voiceAppID = voiceAppID
         return section
     }

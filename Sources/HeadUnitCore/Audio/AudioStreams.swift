@@ -265,7 +265,7 @@ public struct AudioStreams: Sendable {
         let promptPlaying = focus.prompt != nil
         let next = Mix(
             duckMain: promptPlaying && !focus.mainSpoken,
-            pauseMain: (promptPlaying && focus.mainSpoken) || focus.callActive,
+            pauseMain: (promptPlaying && focus.mainSpoken) || focus.mainInterrupted,
             call: focus.callActive)
         if next != mix {
             mix = next
@@ -328,7 +328,9 @@ public struct AudioStreams: Sendable {
             }
         case .voice:
             guard focus.mayStreamVoice(appID) else {
-                return "a voice stream needs the car's call, a call of the app's own (section 26) or the app's voice session"
+                return appID == AssistantSession.audioOwner
+                    ? "the phone's assistant (app_id empty) streams voice only while its session is open (section 27)"
+                    : "a voice stream needs the car's call, a call of the app's own (section 26) or the app's voice session"
             }
         case .microphone, .output, .unspecified, .UNRECOGNIZED:
             return "the phone opens main, alternate or voice streams"

@@ -11,6 +11,9 @@ public struct AudioTap: Sendable, Equatable {
     /// Peers watching at once; past it `TOO_MANY_VIEWERS`, limit "audio.output_watchers".
     public var maxWatchers: Int
     public private(set) var watchers: [PeerID] = []
+    /// The car's output as the mixer last reported it (section 24.5), set by
+    /// the server; shown in `GetStatus`. Nil until audio first played.
+    public var outputStatus: HUAudioOutputStatus?
 
     public init(maxWatchers: Int = 8) {
         self.maxWatchers = maxWatchers

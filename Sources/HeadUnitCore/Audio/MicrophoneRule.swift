@@ -17,17 +17,21 @@ public struct MicrophoneUse: Sendable, Equatable {
 /// `AudioStreams` starts and stops the stream as the rule says.
 public enum MicrophoneRule {
     /// Who should hear the cabin now, in order:
-    /// 1. the app whose voice-control template is **shown**: presented on top
+    /// 1. the phone's assistant while it listens (section 27; a call ends its
+    ///    session, so the two never meet);
+    /// 2. the app whose voice-control template is **shown**: presented on top
     ///    of its main scene while that scene is on the main screen. A scene
     ///    the driver does not see never gets the microphone, whatever it holds;
-    /// 2. else the app whose call holds the line (section 26.1), once it has a VOICE stream;
-    /// 3. else, during the car's own call, the app with the oldest VOICE stream.
+    /// 3. else the app whose call holds the line (section 26.1), once it has a VOICE stream;
+    /// 4. else, during the car's own call, the app with the oldest VOICE stream.
     ///
     /// `voiceStreamApps`: the apps of the open VOICE streams in stream order;
     /// asked only during a call (this runs after every input).
     public static func wanted(
-        voiceControlShown: String?, lineHolder: String?, vehicleCallActive: Bool, voiceStreamApps: () -> [String]
+        assistantListening: Bool, voiceControlShown: String?, lineHolder: String?, vehicleCallActive: Bool,
+        voiceStreamApps: () -> [String]
     ) -> MicrophoneUse? {
+        if assistantListening { return MicrophoneUse(appID: AssistantSession.audioOwner, purpose: .assistant) }
         if let appID = voiceControlShown { return MicrophoneUse(appID: appID, purpose: .voiceControl) }
         guard lineHolder != nil || vehicleCallActive else { return nil }
         let voices = voiceStreamApps()
@@ -42,11 +46,13 @@ public enum MicrophoneRule {
     /// `AudioStreams.appEnded`); its call ended or stopped holding the line
     /// (`CALL_ENDED`); its voice-control template is still presented but not
     /// on screen (`VOICE_CONTROL_HIDDEN`: it starts again when shown), or was
-    /// dismissed (`VOICE_CONTROL_DISMISSED`).
+    /// dismissed (`VOICE_CONTROL_DISMISSED`); the assistant stopped listening
+    /// or its session ended (`ASSISTANT_NOT_LISTENING`).
     public static func stopReason(_ use: MicrophoneUse, appAlive: Bool, voiceControlPresented: Bool) -> HUAudioStreamCloseReason {
         guard appAlive else { return .appClosed }
         switch use.purpose {
         case .call: return .callEnded
+        case .assistant: return .assistantNotListening
         case .voiceControl, .unspecified, .UNRECOGNIZED:
             return voiceControlPresented ? .voiceControlHidden : .voiceControlDismissed
         }

@@ -540,7 +540,8 @@ public struct ConnectionStateMachine: Sendable {
             .remoteCommands, .sendRemoteCommand, .carButton, .remoteCommandEvent, .remoteCommandAnswer,
             .watchVideo, .videoStreams, .requestKeyframe,
             .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted, .watchAudio,
-            .callReport, .callRequest, .callActionEvent, .callActionAnswer, .callActionTimedOut, .callInput:
+            .callReport, .callRequest, .callActionEvent, .callActionAnswer, .callActionTimedOut, .callInput,
+            .assistantInput, .assistantEvent, .assistantUpdate:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

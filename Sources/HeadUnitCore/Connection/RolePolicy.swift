@@ -23,11 +23,14 @@ public enum RolePolicy {
             .sessionConfiguration, .homeScreen, .screenUpdate, .imageData, .navigationEvent, .metadataUpdate,
             .accessoryAvailability, .sessionRequested, .sessionOpened, .sessionClosed, .sessionFinished,
             .remoteCommandEvent,
-            .videoStreams, .audioStreamClosed, .microphoneStarted, .callActionEvent, .callActionTimedOut:
+            .videoStreams, .audioStreamClosed, .microphoneStarted, .callActionEvent, .callActionTimedOut, .assistantEvent:
             return false
         // Calls (section 26): the app reports, requests and answers; the HMI presses.
         case .callReport, .callRequest, .callActionAnswer: return role == .phone
         case .callInput: return role == .hmi
+        // The phone's assistant (section 27): the phone speaks for it; the HMI is the driver.
+        case .assistantUpdate: return role == .phone
+        case .assistantInput: return role == .hmi
         // Base-view video (section 25): the car's components that draw a screen.
         case .watchVideo, .requestKeyframe:
             return role == .hmi || role == .cluster
@@ -147,6 +150,9 @@ public enum RolePolicy {
         case .callActionAnswer: return "CallActionAnswer"
         case .callActionTimedOut: return "CallActionTimedOut"
         case .callInput: return "CallInput"
+        case .assistantInput: return "AssistantInput"
+        case .assistantEvent: return "AssistantEvent"
+        case .assistantUpdate: return "AssistantUpdate"
         case .watchVideo: return "WatchVideo"
         case .videoStreams: return "VideoStreams"
         case .requestKeyframe: return "RequestKeyframe"

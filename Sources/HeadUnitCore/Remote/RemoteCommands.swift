@@ -191,7 +191,7 @@ public struct RemoteCommands: Sendable, Equatable {
         case .stop: candidates = [.stop, .pause]
         case .next: candidates = [.nextTrack, .skipForward]
         case .previous: candidates = [.previousTrack, .skipBackward]
-        case .unspecified, .UNRECOGNIZED:
+        case .voice, .unspecified, .UNRECOGNIZED:  // the voice button is the assistant's (Car.voiceButtonPressed)
             return .failure(RuleViolation(.invalidArgument, "a car button must name its button (CAR_BUTTON_UNSPECIFIED)"))
         }
         let states = declared[appID] ?? []

@@ -112,5 +112,6 @@ struct HomeInputs: Equatable, Sendable {
     var nowPlayingAppID: String
     var phoneLink: HUPhoneLink
     var calls: CopyOnWrite<CallSession>
+    var assistant: AssistantSession
     var apps: [App]
 }

@@ -58,6 +58,9 @@ extension Car {
         endRemoteCommands(of: templates.appOrder, forget: false, why: "was cut off by the daemon's restart")
         // Call actions waiting for the app are not carried either: answered now, as a lost link does (26.8).
         callsLostLink(why: "was cut off by the daemon's restart")
+        // A voice exchange is not carried (27.5): it ends, the phone told, its voice stream closed.
+        endAssistant(.shuttingDown)
+        settleAudio()
         settlePhoneLink()
         publishScreens()
         return takeEffects()
@@ -199,6 +202,9 @@ extension Car {
             out.calls = calls.snapshot
             out.nextCallActionID = calls.nextActionID
             if let ended = calls.lastEnded { out.lastCallEnded = ended }
+            out.phoneAssistant = assistant.available
+            out.nextAssistantSessionID = assistant.nextID
+            if let ended = assistant.lastEnded { out.lastAssistantEnded = ended }
             for (id, event) in templates.pendingEvents.sorted(by: { $0.key < $1.key }) {
                 var pending = HUPendingEventSnapshot()
                 pending.eventID = id
@@ -331,6 +337,9 @@ extension Car {
                 restoringPeer: snapshot.phonePeer, token: snapshot.phoneToken,
                 deviceID: snapshot.phoneAuthenticated ? snapshot.phoneDeviceID : nil)
             car.templates.deviceName = snapshot.deviceName
+            car.assistant.restore(
+                available: snapshot.phoneAssistant, nextID: snapshot.nextAssistantSessionID,
+                lastEnded: snapshot.hasLastAssistantEnded ? snapshot.lastAssistantEnded : nil)
             for entry in snapshot.apps {
                 let app = try restoring(entry)
                 guard car.templates.apps[app.id] == nil else { throw SnapshotError("app '\(app.id)' is repeated") }

@@ -95,6 +95,7 @@ public enum HUAudioStreamCloseReason: WireEnum, Swift.CaseIterable {
   case callEnded // = 7
   case restarted // = 8
   case voiceControlHidden // = 9
+  case assistantNotListening // = 10
   case UNRECOGNIZED(Int)
 
   public init() { self = .unspecified }
@@ -111,6 +112,7 @@ public enum HUAudioStreamCloseReason: WireEnum, Swift.CaseIterable {
       case 7: self = .callEnded
       case 8: self = .restarted
       case 9: self = .voiceControlHidden
+      case 10: self = .assistantNotListening
       default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -127,6 +129,7 @@ public enum HUAudioStreamCloseReason: WireEnum, Swift.CaseIterable {
       case .callEnded: return 7
       case .restarted: return 8
       case .voiceControlHidden: return 9
+      case .assistantNotListening: return 10
       case .UNRECOGNIZED(let i): return i
     }
   }
@@ -136,7 +139,7 @@ public enum HUAudioStreamCloseReason: WireEnum, Swift.CaseIterable {
     return true
   }
 
-  public static let allCases: [HUAudioStreamCloseReason] = [.unspecified, .focusLost, .flowControl, .replaced, .appClosed, .shuttingDown, .voiceControlDismissed, .callEnded, .restarted, .voiceControlHidden]
+  public static let allCases: [HUAudioStreamCloseReason] = [.unspecified, .focusLost, .flowControl, .replaced, .appClosed, .shuttingDown, .voiceControlDismissed, .callEnded, .restarted, .voiceControlHidden, .assistantNotListening]
 }
 
 public enum HUMicrophonePurpose: WireEnum, Swift.CaseIterable {
@@ -144,6 +147,7 @@ public enum HUMicrophonePurpose: WireEnum, Swift.CaseIterable {
   case unspecified // = 0
   case voiceControl // = 1
   case call // = 2
+  case assistant // = 3
   case UNRECOGNIZED(Int)
 
   public init() { self = .unspecified }
@@ -153,6 +157,7 @@ public enum HUMicrophonePurpose: WireEnum, Swift.CaseIterable {
       case 0: self = .unspecified
       case 1: self = .voiceControl
       case 2: self = .call
+      case 3: self = .assistant
       default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -162,6 +167,7 @@ public enum HUMicrophonePurpose: WireEnum, Swift.CaseIterable {
       case .unspecified: return 0
       case .voiceControl: return 1
       case .call: return 2
+      case .assistant: return 3
       case .UNRECOGNIZED(let i): return i
     }
   }
@@ -171,7 +177,7 @@ public enum HUMicrophonePurpose: WireEnum, Swift.CaseIterable {
     return true
   }
 
-  public static let allCases: [HUMicrophonePurpose] = [.unspecified, .voiceControl, .call]
+  public static let allCases: [HUMicrophonePurpose] = [.unspecified, .voiceControl, .call, .assistant]
 }
 
 public struct HUAudioFormat: Sendable {
@@ -362,11 +368,11 @@ extension HUAudioCodec: SwiftProtobuf._ProtoNameProviding {
 }
 
 extension HUAudioStreamCloseReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_CLOSE_REASON_UNSPECIFIED\0\u{1}AUDIO_STREAM_CLOSE_REASON_FOCUS_LOST\0\u{1}AUDIO_STREAM_CLOSE_REASON_FLOW_CONTROL\0\u{1}AUDIO_STREAM_CLOSE_REASON_REPLACED\0\u{1}AUDIO_STREAM_CLOSE_REASON_APP_CLOSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_SHUTTING_DOWN\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_DISMISSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_CALL_ENDED\0\u{1}AUDIO_STREAM_CLOSE_REASON_RESTARTED\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_HIDDEN\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_STREAM_CLOSE_REASON_UNSPECIFIED\0\u{1}AUDIO_STREAM_CLOSE_REASON_FOCUS_LOST\0\u{1}AUDIO_STREAM_CLOSE_REASON_FLOW_CONTROL\0\u{1}AUDIO_STREAM_CLOSE_REASON_REPLACED\0\u{1}AUDIO_STREAM_CLOSE_REASON_APP_CLOSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_SHUTTING_DOWN\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_DISMISSED\0\u{1}AUDIO_STREAM_CLOSE_REASON_CALL_ENDED\0\u{1}AUDIO_STREAM_CLOSE_REASON_RESTARTED\0\u{1}AUDIO_STREAM_CLOSE_REASON_VOICE_CONTROL_HIDDEN\0\u{1}AUDIO_STREAM_CLOSE_REASON_ASSISTANT_NOT_LISTENING\0")
 }
 
 extension HUMicrophonePurpose: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MICROPHONE_PURPOSE_UNSPECIFIED\0\u{1}MICROPHONE_PURPOSE_VOICE_CONTROL\0\u{1}MICROPHONE_PURPOSE_CALL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MICROPHONE_PURPOSE_UNSPECIFIED\0\u{1}MICROPHONE_PURPOSE_VOICE_CONTROL\0\u{1}MICROPHONE_PURPOSE_CALL\0\u{1}MICROPHONE_PURPOSE_ASSISTANT\0")
 }
 
 extension HUAudioFormat: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -198,6 +198,8 @@ public struct HUDaemonLimits: Sendable {
 
   public var callRingTimeoutMs: UInt32 = 0
 
+  public var assistantTimeoutMs: UInt32 = 0
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -548,7 +550,7 @@ extension HUPeerAccess: WireMessage {
 
 extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.DaemonLimits"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{3}max_tcp_per_device\0\u{3}max_tcp_first_flight\0\u{3}max_tcp_first_flight_per_source\0\u{3}tcp_first_flight_timeout_ms\0\u{4}\u{6}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0\u{3}call_ring_timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_payload_bytes\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}handshake_timeout_ms\0\u{3}completion_timeout_ms\0\u{3}max_errors_per_second\0\u{3}max_outbound_bytes\0\u{3}slow_consumer_timeout_ms\0\u{3}shutdown_grace_ms\0\u{3}max_connections\0\u{3}max_unix_connections\0\u{3}max_tcp_connections\0\u{3}announce_timeout_ms\0\u{3}max_requests_per_second\0\u{3}max_string_bytes\0\u{3}max_image_bytes\0\u{3}max_message_elements\0\u{3}max_apps\0\u{3}resume_grace_ms\0\u{3}max_tcp_unauthenticated\0\u{3}max_tcp_unauthenticated_per_source\0\u{3}unix_reserved_connections\0\u{3}auth_timeout_ms\0\u{3}max_unauthenticated_frames\0\u{3}tcp_evictions_per_source_per_second\0\u{3}max_tcp_per_device\0\u{3}max_tcp_first_flight\0\u{3}max_tcp_first_flight_per_source\0\u{3}tcp_first_flight_timeout_ms\0\u{4}\u{6}max_phone_template_bytes\0\u{4}\u{5}max_pending_remote_commands\0\u{3}remote_command_timeout_ms\0\u{4}\u{2}audio_jitter_ms\0\u{3}audio_window_ms\0\u{3}max_audio_streams\0\u{4}\u{5}max_video_viewers\0\u{3}video_viewer_buffer_bytes\0\u{3}keyframe_request_interval_ms\0\u{4}\u{8}max_calls\0\u{3}max_call_actions\0\u{3}call_action_timeout_ms\0\u{3}call_ring_timeout_ms\0\u{4}\u{7}assistant_timeout_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -681,6 +683,9 @@ extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
         case 63: try {
           try decoder.decodeSingularUInt32Field(value: &self.callRingTimeoutMs)
         }()
+        case 70: try {
+          try decoder.decodeSingularUInt32Field(value: &self.assistantTimeoutMs)
+        }()
         default: break
       }
     }
@@ -730,6 +735,7 @@ extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
     if self.maxCallActions != 0 { try visitor.visitSingularUInt32Field(value: self.maxCallActions, fieldNumber: 61) }
     if self.callActionTimeoutMs != 0 { try visitor.visitSingularUInt32Field(value: self.callActionTimeoutMs, fieldNumber: 62) }
     if self.callRingTimeoutMs != 0 { try visitor.visitSingularUInt32Field(value: self.callRingTimeoutMs, fieldNumber: 63) }
+    if self.assistantTimeoutMs != 0 { try visitor.visitSingularUInt32Field(value: self.assistantTimeoutMs, fieldNumber: 70) }
   }
 
   public static func == (lhs: HUDaemonLimits, rhs: HUDaemonLimits) -> Bool {
@@ -775,6 +781,7 @@ extension HUDaemonLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
     if lhs.maxCallActions != rhs.maxCallActions { return false }
     if lhs.callActionTimeoutMs != rhs.callActionTimeoutMs { return false }
     if lhs.callRingTimeoutMs != rhs.callRingTimeoutMs { return false }
+    if lhs.assistantTimeoutMs != rhs.assistantTimeoutMs { return false }
     return true
   }
 }
@@ -825,6 +832,7 @@ extension HUDaemonLimits: WireMessage {
         case 488: self.maxCallActions = try reader.readUInt32()
         case 496: self.callActionTimeoutMs = try reader.readUInt32()
         case 504: self.callRingTimeoutMs = try reader.readUInt32()
+        case 560: self.assistantTimeoutMs = try reader.readUInt32()
         default: try reader.skip(tag: tag)
       }
     }
@@ -873,6 +881,7 @@ extension HUDaemonLimits: WireMessage {
     if self.maxCallActions != 0 { writer.writeRaw(0xE8, 0x03); writer.writeUInt32(self.maxCallActions) }
     if self.callActionTimeoutMs != 0 { writer.writeRaw(0xF0, 0x03); writer.writeUInt32(self.callActionTimeoutMs) }
     if self.callRingTimeoutMs != 0 { writer.writeRaw(0xF8, 0x03); writer.writeUInt32(self.callRingTimeoutMs) }
+    if self.assistantTimeoutMs != 0 { writer.writeRaw(0xB0, 0x04); writer.writeUInt32(self.assistantTimeoutMs) }
   }
 
   public var wireSize: Int {
@@ -919,6 +928,7 @@ extension HUDaemonLimits: WireMessage {
     if self.maxCallActions != 0 { size += 2 + WireSize.varint(UInt64(self.maxCallActions)) }
     if self.callActionTimeoutMs != 0 { size += 2 + WireSize.varint(UInt64(self.callActionTimeoutMs)) }
     if self.callRingTimeoutMs != 0 { size += 2 + WireSize.varint(UInt64(self.callRingTimeoutMs)) }
+    if self.assistantTimeoutMs != 0 { size += 2 + WireSize.varint(UInt64(self.assistantTimeoutMs)) }
     return size
   }
 

@@ -375,6 +375,21 @@ public struct HUEnvelope: Sendable {
     set { body = .callInput(newValue) }
   }
 
+  public var assistantInput: HUAssistantInput {
+    get { if case .assistantInput(let v)? = body { return v }; return HUAssistantInput() }
+    set { body = .assistantInput(newValue) }
+  }
+
+  public var assistantEvent: HUAssistantEvent {
+    get { if case .assistantEvent(let v)? = body { return v }; return HUAssistantEvent() }
+    set { body = .assistantEvent(newValue) }
+  }
+
+  public var assistantUpdate: HUAssistantUpdate {
+    get { if case .assistantUpdate(let v)? = body { return v }; return HUAssistantUpdate() }
+    set { body = .assistantUpdate(newValue) }
+  }
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -447,6 +462,9 @@ public struct HUEnvelope: Sendable {
     indirect case callActionAnswer(HUCallActionAnswer)
     indirect case callActionTimedOut(HUCallActionTimedOut)
     indirect case callInput(HUCallInput)
+    indirect case assistantInput(HUAssistantInput)
+    indirect case assistantEvent(HUAssistantEvent)
+    indirect case assistantUpdate(HUAssistantUpdate)
   }
 
   public init() {}
@@ -620,6 +638,11 @@ public struct HUResult: Sendable {
     set { detail = .callAction(newValue) }
   }
 
+  public var assistant: HUAssistantOutcome {
+    get { if case .assistant(let v)? = detail { return v }; return HUAssistantOutcome() }
+    set { detail = .assistant(newValue) }
+  }
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -637,6 +660,7 @@ public struct HUResult: Sendable {
     indirect case remoteCommand(HURemoteCommandOutcome)
     indirect case audioStream(HUAudioStreamInfo)
     indirect case callAction(HUCallActionOutcome)
+    case assistant(HUAssistantOutcome)
   }
 
   public init() {}
@@ -799,7 +823,7 @@ extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0\u{4}\u{5}assistant_input\0\u{3}assistant_event\0\u{3}assistant_update\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -1654,6 +1678,45 @@ extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
             self.body = .callInput(v)
           }
         }()
+        case 130: try {
+          var v: HUAssistantInput?
+          var hadOneofValue = false
+          if let current = self.body {
+            hadOneofValue = true
+            if case .assistantInput(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.body = .assistantInput(v)
+          }
+        }()
+        case 131: try {
+          var v: HUAssistantEvent?
+          var hadOneofValue = false
+          if let current = self.body {
+            hadOneofValue = true
+            if case .assistantEvent(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.body = .assistantEvent(v)
+          }
+        }()
+        case 132: try {
+          var v: HUAssistantUpdate?
+          var hadOneofValue = false
+          if let current = self.body {
+            hadOneofValue = true
+            if case .assistantUpdate(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.body = .assistantUpdate(v)
+          }
+        }()
         default: break
       }
     }
@@ -1727,6 +1790,9 @@ extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
     if case .callActionAnswer(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 123) }
     if case .callActionTimedOut(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 124) }
     if case .callInput(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 125) }
+    if case .assistantInput(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 130) }
+    if case .assistantEvent(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 131) }
+    if case .assistantUpdate(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 132) }
   }
 
   public static func == (lhs: HUEnvelope, rhs: HUEnvelope) -> Bool {
@@ -2261,6 +2327,30 @@ extension HUEnvelope: WireMessage {
           } else {
             self.body = .callInput(try reader.readMessage(HUCallInput.self))
           }
+        case 1042:
+          if case .assistantInput(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .assistantInput(v)
+          } else {
+            self.body = .assistantInput(try reader.readMessage(HUAssistantInput.self))
+          }
+        case 1050:
+          if case .assistantEvent(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .assistantEvent(v)
+          } else {
+            self.body = .assistantEvent(try reader.readMessage(HUAssistantEvent.self))
+          }
+        case 1058:
+          if case .assistantUpdate(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .assistantUpdate(v)
+          } else {
+            self.body = .assistantUpdate(try reader.readMessage(HUAssistantUpdate.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -2334,6 +2424,9 @@ extension HUEnvelope: WireMessage {
     case .callActionAnswer(let v)?: writer.writeRaw(0xDA, 0x07); writer.writeMessage(v)
     case .callActionTimedOut(let v)?: writer.writeRaw(0xE2, 0x07); writer.writeMessage(v)
     case .callInput(let v)?: writer.writeRaw(0xEA, 0x07); writer.writeMessage(v)
+    case .assistantInput(let v)?: writer.writeRaw(0x92, 0x08); writer.writeMessage(v)
+    case .assistantEvent(let v)?: writer.writeRaw(0x9A, 0x08); writer.writeMessage(v)
+    case .assistantUpdate(let v)?: writer.writeRaw(0xA2, 0x08); writer.writeMessage(v)
     default: break
     }
   }
@@ -2407,6 +2500,9 @@ extension HUEnvelope: WireMessage {
     case .callActionAnswer(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .callActionTimedOut(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .callInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .assistantInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .assistantEvent(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .assistantUpdate(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     default: break
     }
     return size
@@ -2480,6 +2576,9 @@ extension HUEnvelope: WireMessage {
     case .callActionAnswer(let v)?: if try walker.enter(v, field: 123, index: nil) { try v.walk(&walker); walker.leave() }
     case .callActionTimedOut(let v)?: if try walker.enter(v, field: 124, index: nil) { try v.walk(&walker); walker.leave() }
     case .callInput(let v)?: if try walker.enter(v, field: 125, index: nil) { try v.walk(&walker); walker.leave() }
+    case .assistantInput(let v)?: if try walker.enter(v, field: 130, index: nil) { try v.walk(&walker); walker.leave() }
+    case .assistantEvent(let v)?: if try walker.enter(v, field: 131, index: nil) { try v.walk(&walker); walker.leave() }
+    case .assistantUpdate(let v)?: if try walker.enter(v, field: 132, index: nil) { try v.walk(&walker); walker.leave() }
     default: break
     }
   }
@@ -2552,6 +2651,9 @@ extension HUEnvelope: WireMessage {
     case .callActionAnswer(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callActionAnswer(v)
     case .callActionTimedOut(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callActionTimedOut(v)
     case .callInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .callInput(v)
+    case .assistantInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .assistantInput(v)
+    case .assistantEvent(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .assistantEvent(v)
+    case .assistantUpdate(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .assistantUpdate(v)
     default: break
     }
   }
@@ -2982,7 +3084,7 @@ extension HUGoodbye: WireMessage {
 
 extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.Result"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0\u{4}\u{5}audio_stream\0\u{4}\u{f}call_action\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}limit\0\u{3}limit_value\0\u{4}\u{6}app_decisions\0\u{1}status\0\u{3}template_shown\0\u{1}resumed\0\u{4}\u{7}accessory_session\0\u{1}pairing\0\u{4}\u{4}image_data\0\u{4}K\u{1}remote_command\0\u{4}\u{5}audio_stream\0\u{4}\u{f}call_action\0\u{2}\u{a}assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -3131,6 +3233,19 @@ extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationB
             self.detail = .callAction(v)
           }
         }()
+        case 130: try {
+          var v: HUAssistantOutcome?
+          var hadOneofValue = false
+          if let current = self.detail {
+            hadOneofValue = true
+            if case .assistant(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.detail = .assistant(v)
+          }
+        }()
         default: break
       }
     }
@@ -3152,6 +3267,7 @@ extension HUResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationB
     if case .remoteCommand(let v)? = self.detail { try visitor.visitSingularMessageField(value: v, fieldNumber: 100) }
     if case .audioStream(let v)? = self.detail { try visitor.visitSingularMessageField(value: v, fieldNumber: 105) }
     if case .callAction(let v)? = self.detail { try visitor.visitSingularMessageField(value: v, fieldNumber: 120) }
+    if case .assistant(let v)? = self.detail { try visitor.visitSingularMessageField(value: v, fieldNumber: 130) }
   }
 
   public static func == (lhs: HUResult, rhs: HUResult) -> Bool {
@@ -3252,6 +3368,14 @@ extension HUResult: WireMessage {
           } else {
             self.detail = .callAction(try reader.readMessage(HUCallActionOutcome.self))
           }
+        case 1042:
+          if case .assistant(var v)? = self.detail {
+            self.detail = nil
+            try reader.mergeMessage(&v)
+            self.detail = .assistant(v)
+          } else {
+            self.detail = .assistant(try reader.readMessage(HUAssistantOutcome.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -3273,6 +3397,7 @@ extension HUResult: WireMessage {
     case .remoteCommand(let v)?: writer.writeRaw(0xA2, 0x06); writer.writeMessage(v)
     case .audioStream(let v)?: writer.writeRaw(0xCA, 0x06); writer.writeMessage(v)
     case .callAction(let v)?: writer.writeRaw(0xC2, 0x07); writer.writeMessage(v)
+    case .assistant(let v)?: writer.writeRaw(0x92, 0x08); writer.writeMessage(v)
     default: break
     }
   }
@@ -3294,6 +3419,7 @@ extension HUResult: WireMessage {
     case .remoteCommand(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .audioStream(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .callAction(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .assistant(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     default: break
     }
     return size
@@ -3315,6 +3441,7 @@ extension HUResult: WireMessage {
     case .remoteCommand(let v)?: if try walker.enter(v, field: 100, index: nil) { try v.walk(&walker); walker.leave() }
     case .audioStream(let v)?: if try walker.enter(v, field: 105, index: nil) { try v.walk(&walker); walker.leave() }
     case .callAction(let v)?: if try walker.enter(v, field: 120, index: nil) { try v.walk(&walker); walker.leave() }
+    case .assistant(let v)?: if try walker.enter(v, field: 130, index: nil) { try v.walk(&walker); walker.leave() }
     default: break
     }
   }
@@ -3332,6 +3459,7 @@ extension HUResult: WireMessage {
     case .remoteCommand(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .remoteCommand(v)
     case .audioStream(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .audioStream(v)
     case .callAction(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .callAction(v)
+    case .assistant(var v)? where rewriter.wants(v): self.detail = nil; rewriter.descend(into: &v); self.detail = .assistant(v)
     default: break
     }
   }

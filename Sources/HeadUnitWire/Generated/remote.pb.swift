@@ -163,6 +163,7 @@ public enum HUCarButton: WireEnum, Swift.CaseIterable {
   case stop // = 4
   case next // = 5
   case previous // = 6
+  case voice // = 7
   case UNRECOGNIZED(Int)
 
   public init() { self = .unspecified }
@@ -176,6 +177,7 @@ public enum HUCarButton: WireEnum, Swift.CaseIterable {
       case 4: self = .stop
       case 5: self = .next
       case 6: self = .previous
+      case 7: self = .voice
       default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -189,6 +191,7 @@ public enum HUCarButton: WireEnum, Swift.CaseIterable {
       case .stop: return 4
       case .next: return 5
       case .previous: return 6
+      case .voice: return 7
       case .UNRECOGNIZED(let i): return i
     }
   }
@@ -198,7 +201,7 @@ public enum HUCarButton: WireEnum, Swift.CaseIterable {
     return true
   }
 
-  public static let allCases: [HUCarButton] = [.unspecified, .playPause, .play, .pause, .stop, .next, .previous]
+  public static let allCases: [HUCarButton] = [.unspecified, .playPause, .play, .pause, .stop, .next, .previous, .voice]
 }
 
 public enum HURemoteCommandStatus: WireEnum, Swift.CaseIterable {
@@ -433,7 +436,7 @@ extension HURepeatMode: SwiftProtobuf._ProtoNameProviding {
 }
 
 extension HUCarButton: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CAR_BUTTON_UNSPECIFIED\0\u{1}CAR_BUTTON_PLAY_PAUSE\0\u{1}CAR_BUTTON_PLAY\0\u{1}CAR_BUTTON_PAUSE\0\u{1}CAR_BUTTON_STOP\0\u{1}CAR_BUTTON_NEXT\0\u{1}CAR_BUTTON_PREVIOUS\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CAR_BUTTON_UNSPECIFIED\0\u{1}CAR_BUTTON_PLAY_PAUSE\0\u{1}CAR_BUTTON_PLAY\0\u{1}CAR_BUTTON_PAUSE\0\u{1}CAR_BUTTON_STOP\0\u{1}CAR_BUTTON_NEXT\0\u{1}CAR_BUTTON_PREVIOUS\0\u{1}CAR_BUTTON_VOICE\0")
 }
 
 extension HURemoteCommandStatus: SwiftProtobuf._ProtoNameProviding {

@@ -538,6 +538,8 @@ public struct HUAnnounceApps: Sendable {
 
   public var apps: [HUAppInfo] = []
 
+  public var assistant: Bool = false
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -1206,6 +1208,20 @@ public struct HUHomeScreen: Sendable {
   public var hasLastCallEnded: Bool { _lastCallEnded != nil }
   public mutating func clearLastCallEnded() { _lastCallEnded = nil }
 
+  public var assistant: HUAssistantView {
+    get { _assistant ?? HUAssistantView() }
+    set { _assistant = newValue }
+  }
+  public var hasAssistant: Bool { _assistant != nil }
+  public mutating func clearAssistant() { _assistant = nil }
+
+  public var lastAssistantEnded: HUAssistantEndedInfo {
+    get { _lastAssistantEnded ?? HUAssistantEndedInfo() }
+    set { _lastAssistantEnded = newValue }
+  }
+  public var hasLastAssistantEnded: Bool { _lastAssistantEnded != nil }
+  public mutating func clearLastAssistantEnded() { _lastAssistantEnded = nil }
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -1215,6 +1231,8 @@ public struct HUHomeScreen: Sendable {
   public init() {}
 
   @usableFromInline var _lastCallEnded: HUCallEnded? = nil
+  @usableFromInline var _assistant: HUAssistantView? = nil
+  @usableFromInline var _lastAssistantEnded: HUAssistantEndedInfo? = nil
 }
 
 public struct HULaunchApp: Sendable {
@@ -2251,7 +2269,7 @@ extension HUAppInfo: WireMessage {
 
 extension HUAnnounceApps: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.AnnounceApps"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_name\0\u{1}apps\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_name\0\u{1}apps\0\u{1}assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -2264,6 +2282,9 @@ extension HUAnnounceApps: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
         case 2: try {
           try decoder.decodeRepeatedMessageField(value: &self.apps)
         }()
+        case 3: try {
+          try decoder.decodeSingularBoolField(value: &self.assistant)
+        }()
         default: break
       }
     }
@@ -2273,11 +2294,13 @@ extension HUAnnounceApps: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
     ProtobufRuntimeUse.note()
     if !self.deviceName.isEmpty { try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 1) }
     if !self.apps.isEmpty { try visitor.visitRepeatedMessageField(value: self.apps, fieldNumber: 2) }
+    if self.assistant { try visitor.visitSingularBoolField(value: self.assistant, fieldNumber: 3) }
   }
 
   public static func == (lhs: HUAnnounceApps, rhs: HUAnnounceApps) -> Bool {
     if lhs.deviceName != rhs.deviceName { return false }
     if lhs.apps != rhs.apps { return false }
+    if lhs.assistant != rhs.assistant { return false }
     return true
   }
 }
@@ -2288,6 +2311,7 @@ extension HUAnnounceApps: WireMessage {
       switch tag {
         case 10: self.deviceName = try reader.readString()
         case 18: self.apps.append(try reader.readMessage(HUAppInfo.self))
+        case 24: self.assistant = try reader.readBool()
         default: try reader.skip(tag: tag)
       }
     }
@@ -2296,12 +2320,14 @@ extension HUAnnounceApps: WireMessage {
   public func encode(to writer: inout WireWriter) {
     if !self.deviceName.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.deviceName) }
     for v in self.apps { writer.writeRaw(0x12); writer.writeMessage(v) }
+    if self.assistant { writer.writeRaw(0x18); writer.writeBool(self.assistant) }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.deviceName.isEmpty { size += 1 + WireSize.delimited(self.deviceName.utf8.count) }
     for v in self.apps { size += 1 + WireSize.delimited(v.wireSize) }
+    if self.assistant { size += 1 + 1 }
     return size
   }
 
@@ -5026,7 +5052,7 @@ extension HUHomeScreenIcon: WireMessage {
 
 extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.HomeScreen"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0\u{1}assistant\0\u{3}last_assistant_ended\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -5051,6 +5077,12 @@ extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementat
         case 6: try {
           try decoder.decodeSingularMessageField(value: &self._lastCallEnded)
         }()
+        case 7: try {
+          try decoder.decodeSingularMessageField(value: &self._assistant)
+        }()
+        case 8: try {
+          try decoder.decodeSingularMessageField(value: &self._lastAssistantEnded)
+        }()
         default: break
       }
     }
@@ -5064,6 +5096,8 @@ extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementat
     if self.phoneLink.rawValue != 0 { try visitor.visitSingularEnumField(value: self.phoneLink, fieldNumber: 4) }
     if !self.calls.isEmpty { try visitor.visitRepeatedMessageField(value: self.calls, fieldNumber: 5) }
     if let v = self._lastCallEnded { try visitor.visitSingularMessageField(value: v, fieldNumber: 6) }
+    if let v = self._assistant { try visitor.visitSingularMessageField(value: v, fieldNumber: 7) }
+    if let v = self._lastAssistantEnded { try visitor.visitSingularMessageField(value: v, fieldNumber: 8) }
   }
 
   public static func == (lhs: HUHomeScreen, rhs: HUHomeScreen) -> Bool {
@@ -5073,6 +5107,8 @@ extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementat
     if lhs.phoneLink != rhs.phoneLink { return false }
     if lhs.calls != rhs.calls { return false }
     if lhs._lastCallEnded != rhs._lastCallEnded { return false }
+    if lhs._assistant != rhs._assistant { return false }
+    if lhs._lastAssistantEnded != rhs._lastAssistantEnded { return false }
     return true
   }
 }
@@ -5087,6 +5123,8 @@ extension HUHomeScreen: WireMessage {
         case 32: self.phoneLink = HUPhoneLink(rawValue: try reader.readEnumValue()) ?? HUPhoneLink()
         case 42: self.calls.append(try reader.readMessage(HUCallInfo.self))
         case 50: try reader.mergeMessage(&self._lastCallEnded)
+        case 58: try reader.mergeMessage(&self._assistant)
+        case 66: try reader.mergeMessage(&self._lastAssistantEnded)
         default: try reader.skip(tag: tag)
       }
     }
@@ -5099,6 +5137,8 @@ extension HUHomeScreen: WireMessage {
     if self.phoneLink.rawValue != 0 { writer.writeRaw(0x20); writer.writeEnumValue(self.phoneLink.rawValue) }
     for v in self.calls { writer.writeRaw(0x2A); writer.writeMessage(v) }
     if let v = self._lastCallEnded { writer.writeRaw(0x32); writer.writeMessage(v) }
+    if let v = self._assistant { writer.writeRaw(0x3A); writer.writeMessage(v) }
+    if let v = self._lastAssistantEnded { writer.writeRaw(0x42); writer.writeMessage(v) }
   }
 
   public var wireSize: Int {
@@ -5109,6 +5149,8 @@ extension HUHomeScreen: WireMessage {
     if self.phoneLink.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.phoneLink.rawValue))) }
     for v in self.calls { size += 1 + WireSize.delimited(v.wireSize) }
     if let v = self._lastCallEnded { size += 1 + WireSize.delimited(v.wireSize) }
+    if let v = self._assistant { size += 1 + WireSize.delimited(v.wireSize) }
+    if let v = self._lastAssistantEnded { size += 1 + WireSize.delimited(v.wireSize) }
     return size
   }
 
@@ -5126,6 +5168,8 @@ extension HUHomeScreen: WireMessage {
       for (index, v) in self.calls.enumerated() { if try walker.enter(v, field: 5, index: index) { try v.walk(&walker); walker.leave() } }
     }
     if let v = self._lastCallEnded { if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() } }
+    if let v = self._assistant { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
+    if let v = self._lastAssistantEnded { if try walker.enter(v, field: 8, index: nil) { try v.walk(&walker); walker.leave() } }
   }
 
   @inlinable
@@ -5133,6 +5177,8 @@ extension HUHomeScreen: WireMessage {
     for index in self.icons.indices where rewriter.wants(self.icons[index]) { rewriter.descend(into: &self.icons[index]) }
     for index in self.calls.indices where rewriter.wants(self.calls[index]) { rewriter.descend(into: &self.calls[index]) }
     if let v = self._lastCallEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastCallEnded!) }
+    if let v = self._assistant, rewriter.wants(v) { rewriter.descend(into: &self._assistant!) }
+    if let v = self._lastAssistantEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastAssistantEnded!) }
   }
 }
 

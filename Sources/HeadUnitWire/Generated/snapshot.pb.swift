@@ -143,6 +143,17 @@ public struct HUCarSnapshot: Sendable {
 
   public var videoWatchers: [HUVideoWatchSnapshot] = []
 
+  public var phoneAssistant: Bool = false
+
+  public var nextAssistantSessionID: UInt64 = 0
+
+  public var lastAssistantEnded: HUAssistantEndedInfo {
+    get { _lastAssistantEnded ?? HUAssistantEndedInfo() }
+    set { _lastAssistantEnded = newValue }
+  }
+  public var hasLastAssistantEnded: Bool { _lastAssistantEnded != nil }
+  public mutating func clearLastAssistantEnded() { _lastAssistantEnded = nil }
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -156,6 +167,7 @@ public struct HUCarSnapshot: Sendable {
   @usableFromInline var _audio: HUAudioSnapshot? = nil
   @usableFromInline var _navigation: HUNavigationSnapshot? = nil
   @usableFromInline var _lastCallEnded: HUCallEnded? = nil
+  @usableFromInline var _lastAssistantEnded: HUAssistantEndedInfo? = nil
 }
 
 public struct HUVideoWatchSnapshot: Sendable {
@@ -768,7 +780,7 @@ extension HUPeerSnapshot: WireMessage {
 
 extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.CarSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0\u{2}\u{b}calls\0\u{3}next_call_action_id\0\u{3}last_call_ended\0\u{3}video_watchers\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peers\0\u{3}hmi_peers\0\u{3}phone_peer\0\u{3}phone_token\0\u{3}phone_device_id\0\u{3}phone_authenticated\0\u{3}device_name\0\u{1}apps\0\u{1}screens\0\u{3}last_home_screen\0\u{3}now_playing_app_id\0\u{3}vehicle_state\0\u{3}next_event_id\0\u{3}next_scene_id\0\u{3}pending_events\0\u{3}metadata_subscribers\0\u{3}metadata_version\0\u{1}audio\0\u{1}navigation\0\u{2}\u{b}calls\0\u{3}next_call_action_id\0\u{3}last_call_ended\0\u{3}video_watchers\0\u{3}phone_assistant\0\u{3}next_assistant_session_id\0\u{3}last_assistant_ended\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -844,6 +856,15 @@ extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementa
         case 33: try {
           try decoder.decodeRepeatedMessageField(value: &self.videoWatchers)
         }()
+        case 34: try {
+          try decoder.decodeSingularBoolField(value: &self.phoneAssistant)
+        }()
+        case 35: try {
+          try decoder.decodeSingularUInt64Field(value: &self.nextAssistantSessionID)
+        }()
+        case 36: try {
+          try decoder.decodeSingularMessageField(value: &self._lastAssistantEnded)
+        }()
         default: break
       }
     }
@@ -874,6 +895,9 @@ extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementa
     if self.nextCallActionID != 0 { try visitor.visitSingularUInt64Field(value: self.nextCallActionID, fieldNumber: 31) }
     if let v = self._lastCallEnded { try visitor.visitSingularMessageField(value: v, fieldNumber: 32) }
     if !self.videoWatchers.isEmpty { try visitor.visitRepeatedMessageField(value: self.videoWatchers, fieldNumber: 33) }
+    if self.phoneAssistant { try visitor.visitSingularBoolField(value: self.phoneAssistant, fieldNumber: 34) }
+    if self.nextAssistantSessionID != 0 { try visitor.visitSingularUInt64Field(value: self.nextAssistantSessionID, fieldNumber: 35) }
+    if let v = self._lastAssistantEnded { try visitor.visitSingularMessageField(value: v, fieldNumber: 36) }
   }
 
   public static func == (lhs: HUCarSnapshot, rhs: HUCarSnapshot) -> Bool {
@@ -900,6 +924,9 @@ extension HUCarSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementa
     if lhs.nextCallActionID != rhs.nextCallActionID { return false }
     if lhs._lastCallEnded != rhs._lastCallEnded { return false }
     if lhs.videoWatchers != rhs.videoWatchers { return false }
+    if lhs.phoneAssistant != rhs.phoneAssistant { return false }
+    if lhs.nextAssistantSessionID != rhs.nextAssistantSessionID { return false }
+    if lhs._lastAssistantEnded != rhs._lastAssistantEnded { return false }
     return true
   }
 }
@@ -935,6 +962,9 @@ extension HUCarSnapshot: WireMessage {
         case 248: self.nextCallActionID = try reader.readUInt64()
         case 258: try reader.mergeMessage(&self._lastCallEnded)
         case 266: self.videoWatchers.append(try reader.readMessage(HUVideoWatchSnapshot.self))
+        case 272: self.phoneAssistant = try reader.readBool()
+        case 280: self.nextAssistantSessionID = try reader.readUInt64()
+        case 290: try reader.mergeMessage(&self._lastAssistantEnded)
         default: try reader.skip(tag: tag)
       }
     }
@@ -970,6 +1000,9 @@ extension HUCarSnapshot: WireMessage {
     if self.nextCallActionID != 0 { writer.writeRaw(0xF8, 0x01); writer.writeUInt64(self.nextCallActionID) }
     if let v = self._lastCallEnded { writer.writeRaw(0x82, 0x02); writer.writeMessage(v) }
     for v in self.videoWatchers { writer.writeRaw(0x8A, 0x02); writer.writeMessage(v) }
+    if self.phoneAssistant { writer.writeRaw(0x90, 0x02); writer.writeBool(self.phoneAssistant) }
+    if self.nextAssistantSessionID != 0 { writer.writeRaw(0x98, 0x02); writer.writeUInt64(self.nextAssistantSessionID) }
+    if let v = self._lastAssistantEnded { writer.writeRaw(0xA2, 0x02); writer.writeMessage(v) }
   }
 
   public var wireSize: Int {
@@ -1005,6 +1038,9 @@ extension HUCarSnapshot: WireMessage {
     if self.nextCallActionID != 0 { size += 2 + WireSize.varint(self.nextCallActionID) }
     if let v = self._lastCallEnded { size += 2 + WireSize.delimited(v.wireSize) }
     for v in self.videoWatchers { size += 2 + WireSize.delimited(v.wireSize) }
+    if self.phoneAssistant { size += 2 + 1 }
+    if self.nextAssistantSessionID != 0 { size += 2 + WireSize.varint(self.nextAssistantSessionID) }
+    if let v = self._lastAssistantEnded { size += 2 + WireSize.delimited(v.wireSize) }
     return size
   }
 
@@ -1049,6 +1085,7 @@ extension HUCarSnapshot: WireMessage {
       try walker.repeated(count: self.videoWatchers.count, field: 33)
       for (index, v) in self.videoWatchers.enumerated() { if try walker.enter(v, field: 33, index: index) { try v.walk(&walker); walker.leave() } }
     }
+    if let v = self._lastAssistantEnded { if try walker.enter(v, field: 36, index: nil) { try v.walk(&walker); walker.leave() } }
   }
 
   @inlinable
@@ -1064,6 +1101,7 @@ extension HUCarSnapshot: WireMessage {
     for index in self.calls.indices where rewriter.wants(self.calls[index]) { rewriter.descend(into: &self.calls[index]) }
     if let v = self._lastCallEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastCallEnded!) }
     for index in self.videoWatchers.indices where rewriter.wants(self.videoWatchers[index]) { rewriter.descend(into: &self.videoWatchers[index]) }
+    if let v = self._lastAssistantEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastAssistantEnded!) }
   }
 }
 
