@@ -99,7 +99,7 @@ if Dir and Dir.exists and Dir.exists(dir) then
   loaded = ok and loaded
 end
 if not loaded then
-  for _, name in ipairs({ "errors", "session", "templates", "headunit", "accessory", "navigation", "remote", "call" }) do
+  for _, name in ipairs({ "errors", "session", "templates", "headunit", "accessory", "navigation", "remote", "call", "audio", "video", "security", "assistant" }) do
     load_proto(dir .. "/" .. name .. ".proto")
   end
 end

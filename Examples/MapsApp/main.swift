@@ -257,57 +257,8 @@ final class PromptVoice {
 
     /// espeak-ng's rendering of `text` when the program is installed, else a chime.
     static func clip(_ text: String) -> (Clip, String) {
-        if let spoken = espeak(text) { return (spoken, "espeak-ng") }
+        if let spoken = CPSpeech.render(text) { return (Clip(rate: spoken.rate, samples: spoken.samples), "espeak-ng") }
         return (chime(), "chime")
-    }
-
-    static func espeak(_ text: String) -> Clip? {
-        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":").map { "\($0)/espeak-ng" }
-        guard let binary = paths.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("maps-prompt-\(getpid()).wav").path
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["-w", file, text]
-        do { try process.run() } catch { return nil }
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let data = FileManager.default.contents(atPath: file) else { return nil }
-        return wav([UInt8](data))
-    }
-
-    /// A mono 16-bit WAV's rate and samples (espeak-ng writes 22050 Hz mono).
-    static func wav(_ bytes: [UInt8]) -> Clip? {
-        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
-        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
-        guard bytes.count >= 12, Array(bytes[0..<4]) == Array("RIFF".utf8), Array(bytes[8..<12]) == Array("WAVE".utf8) else { return nil }
-        var at = 12
-        var rate = 0
-        var channels = 0
-        var bits = 0
-        while at + 8 <= bytes.count {
-            let id = String(decoding: bytes[at..<(at + 4)], as: UTF8.self)
-            let size = u32(at + 4)
-            let body = at + 8
-            if id == "fmt ", body + 16 <= bytes.count {
-                channels = u16(body + 2)
-                rate = u32(body + 4)
-                bits = u16(body + 14)
-            } else if id == "data" {
-                guard channels == 1, bits == 16, rate > 0 else { return nil }
-                // A streamed WAV may say 0 or 0xFFFFFFFF: read to the end then.
-                let end = size == 0 || body + size > bytes.count ? bytes.count : body + size
-                var samples: [Int16] = []
-                samples.reserveCapacity((end - body) / 2)
-                var index = body
-                while index + 1 < end {
-                    samples.append(Int16(bitPattern: UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8))
-                    index += 2
-                }
-                return Clip(rate: rate, samples: samples)
-            }
-            at = body + size + (size & 1)
-        }
-        return nil
     }
 
     /// Two falling notes (E6, C6), 48 kHz mono, with a short fade.

@@ -1,5 +1,8 @@
 // A communication app: conversations (the car's voice flow), a contact card
-// with a call button that places a call with CallKit, and an alert.
+// with a call button that places a call with CallKit, an alert, and SiriKit's
+// communication intents for the phone's assistant (the car's voice button:
+// "send a message to Jane saying on my way", "read my messages", "call Bob",
+// "missed calls").
 // Run: swift run MessagesApp [socket path] [--incoming-call NAME]
 // (--incoming-call: a call from NAME rings on the car once connected).
 import CarPlayKit
@@ -72,6 +75,60 @@ final class CallManager: NSObject, CXProviderDelegate {
     func provider(_ provider: CXProvider, perform action: CXPlayDTMFCallAction) {
         action.fulfill()
         log("keys \(action.digits)")
+    }
+}
+
+/// The app's SiriKit handlers (its Intents extension): the assistant sends,
+/// reads and marks messages read, starts calls and finds missed ones here.
+final class MessagesIntents: INExtension, INSendMessageIntentHandling, INSearchForMessagesIntentHandling,
+    INSetMessageAttributeIntentHandling, INStartCallIntentHandling, INSearchCallHistoryIntentHandling
+{
+    let calls: CallManager
+    var unread: [INMessage] = [
+        INMessage(identifier: "m1", conversationIdentifier: "conv-alice", content: "See you at 6", dateSent: Date(),
+                  sender: INPerson(personHandle: INPersonHandle(value: "+15550101", type: .phoneNumber), displayName: "Alice"), recipients: nil),
+    ]
+    let missed = [INCallRecord(identifier: "c1", dateCreated: Date(), callRecordType: .missed, unseen: true,
+                               participants: [INPerson(personHandle: INPersonHandle(value: "+15550100", type: .phoneNumber), displayName: "Bob")])]
+
+    init(calls: CallManager) {
+        self.calls = calls
+        super.init()
+    }
+
+    override func handler(for intent: INIntent) -> Any? { self }
+
+    func handle(intent: INSendMessageIntent) async -> INSendMessageIntentResponse {
+        let names = (intent.recipients ?? []).map(\.displayName).joined(separator: ", ")
+        log("message sent to \(names): \(intent.content ?? "")")
+        return INSendMessageIntentResponse(code: .success, userActivity: nil)
+    }
+
+    func handle(intent: INSearchForMessagesIntent) async -> INSearchForMessagesIntentResponse {
+        let senders = Set((intent.senders ?? []).map { $0.displayName.lowercased() })
+        let response = INSearchForMessagesIntentResponse(code: .success, userActivity: nil)
+        response.messages = unread.filter { senders.isEmpty || senders.contains($0.sender?.displayName.lowercased() ?? "") }
+        log("messages found: \(response.messages?.count ?? 0)")
+        return response
+    }
+
+    func handle(intent: INSetMessageAttributeIntent) async -> INSetMessageAttributeIntentResponse {
+        let ids = Set(intent.identifiers ?? [])
+        if intent.attribute == .read { unread.removeAll { ids.contains($0.identifier) } }
+        log("marked \(intent.attribute): \(ids.sorted().joined(separator: ", "))")
+        return INSetMessageAttributeIntentResponse(code: .success, userActivity: nil)
+    }
+
+    func handle(intent: INStartCallIntent) async -> INStartCallIntentResponse {
+        let name = intent.contacts?.first?.displayName ?? ""
+        calls.call(name)
+        return INStartCallIntentResponse(code: .continueInApp, userActivity: nil)
+    }
+
+    func handle(intent: INSearchCallHistoryIntent) async -> INSearchCallHistoryIntentResponse {
+        let response = INSearchCallHistoryIntentResponse(code: .success, userActivity: nil)
+        response.callRecords = intent.callTypes.contains(.missed) ? missed : []
+        return response
     }
 }
 
@@ -151,7 +208,10 @@ let app = CPApplication(bundleIdentifier: "com.example.messages", displayName: "
 let callManager = CallManager()
 let sceneDelegate = MessagesSceneDelegate(calls: callManager)
 app.sceneDelegate = sceneDelegate
-try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone")
+let intents = MessagesIntents(calls: callManager)
+app.intentsExtension = intents
+// The phone's assistant: the car's voice button opens it and it runs the intents above.
+try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone", assistant: true)
 log("connected")
 if let incomingCaller { callManager.ring(from: incomingCaller) }
 await app.run()

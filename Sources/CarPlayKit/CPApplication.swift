@@ -117,6 +117,12 @@ public final class CPApplication {
     public nonisolated var phone: PhoneSession? { phoneBox.withLockedValue { $0 } }
     /// The car's decision on the app (category, matched accessory protocols), after ``connect(to:deviceName:)``.
     public var decision: HUAppDecision? { carDecision }
+    /// The app's SiriKit handlers, as its Intents extension gives them
+    /// (`INExtension.handler(for:)`): the phone's assistant runs the driver's
+    /// requests with them (``CPAssistant``).
+    public var intentsExtension: INExtension?
+    /// The phone's assistant, when ``connect(to:deviceName:assistant:)`` was asked for one.
+    public private(set) var assistant: CPAssistant?
     /// The main scene while connected.
     public var templateApplicationScene: CPTemplateApplicationScene? { mainScene }
     /// The main scene's interface controller while connected.
@@ -131,7 +137,9 @@ public final class CPApplication {
     /// Connects to the car as a phone carrying this one app and announces it.
     /// Throws a ``CPError`` (`entitlementRefused`...) when the car refuses the app.
     /// The car connects the main scene when the driver launches the app.
-    public func connect(to endpoint: HeadUnitEndpoint = .default, deviceName: String = "CarPlayKit") async throws {
+    /// `assistant`: the phone has an assistant (Siri's stand-in, ``CPAssistant``)
+    /// that the car's voice button opens and that runs ``intentsExtension``'s handlers.
+    public func connect(to endpoint: HeadUnitEndpoint = .default, deviceName: String = "CarPlayKit", assistant: Bool = false) async throws {
         let phone: PhoneSession
         do {
             phone = try await PhoneSession.connect(to: endpoint, deviceName: deviceName)
@@ -146,7 +154,7 @@ public final class CPApplication {
         if let icon { info.icon = icon.wire }
         let decisions: [HUAppDecision]
         do {
-            decisions = try await phone.announce([info])
+            decisions = try await phone.announce([info], assistant: assistant)
         } catch {
             await phone.close()
             throw CPError(error)
@@ -158,6 +166,7 @@ public final class CPApplication {
         }
         phoneSession = phone
         carDecision = decision
+        if assistant { self.assistant = CPAssistant(application: self) }
         if entitlements.contains(.protocols) { EAAccessoryManager.makeShared(accessoryManager) }
         let order = EventOrder()
         eventOrder = order
@@ -327,6 +336,8 @@ public final class CPApplication {
                 let performed = CallKitHub.shared.provider?.perform(action, application: self, timeoutMilliseconds: callActionTimeoutMilliseconds) ?? false
                 // No provider with a delegate: failed at once, so the car does not wait.
                 if !performed { answerCallAction(actionID: action.actionID, fulfilled: false) }
+            case .assistantEvent(let event)?:
+                assistant?.handle(event)
             case .callActionTimedOut(let timedOut)? where timedOut.appID == bundleIdentifier:
                 CallKitHub.shared.provider?.timedOut(actionID: timedOut.actionID)
             case .requestKeyframe(let request)?:

@@ -195,6 +195,31 @@ public final class HMISession: Sendable {
         return try await connection.request(.callInput(input)).callAction
     }
 
+    /// The steering wheel's voice button (PROTOCOL.md section 27.2): opens
+    /// the phone's assistant, or ends its open session (`ended`). The
+    /// session is in `homeScreen()?.assistant`.
+    @discardableResult
+    public func pressVoiceButton() async throws -> HUAssistantOutcome {
+        var press = HUCarButtonPressed()
+        press.button = .voice
+        return try await connection.request(.carButton(press)).assistant
+    }
+
+    /// The driver's side of the assistant (section 27.2): open it (for one
+    /// app), say something as text (opens a session when none is), or end it.
+    @discardableResult
+    public func assistant(_ action: HUAssistantInput.OneOf_Action) async throws -> HUAssistantOutcome {
+        var input = HUAssistantInput()
+        input.action = action
+        return try await connection.request(.assistantInput(input)).assistant
+    }
+
+    /// `assistant(.say(text))`: what the driver said, typed.
+    @discardableResult
+    public func say(_ text: String) async throws -> HUAssistantOutcome {
+        try await assistant(.say(HUAssistantSay.with { $0.text = text }))
+    }
+
     /// Waits until the home screen satisfies `condition` (its calls, say);
     /// nil after `timeout`.
     public func waitForHomeScreen(

@@ -106,11 +106,15 @@ public final class PhoneSession: Sendable {
 
     /// Announces the device's apps; answers the car's decision for each.
     /// Accepted apps become `CarApp`s (see `app(_:)`).
+    /// `assistant`: the phone has an assistant the car's voice button reaches
+    /// (PROTOCOL.md section 27.1); its events arrive as `.other` carrying
+    /// `AssistantEvent`, answered with `updateAssistant`.
     @discardableResult
-    public func announce(_ apps: [HUAppInfo]) async throws -> [HUAppDecision] {
+    public func announce(_ apps: [HUAppInfo], assistant: Bool = false) async throws -> [HUAppDecision] {
         var announce = HUAnnounceApps()
         announce.deviceName = deviceName
         announce.apps = apps
+        announce.assistant = assistant
         let result = try await connection.request(.announceApps(announce))
         let list: HUAppDecisions? = if case .appDecisions(let list)? = result.detail { list } else { nil }
         let decisions = list?.decisions ?? []
@@ -257,6 +261,17 @@ public final class PhoneSession: Sendable {
         answer.actionID = actionID
         answer.fulfilled = fulfilled
         try await connection.request(.callActionAnswer(answer))
+    }
+
+    /// The phone's assistant says what it is doing and showing (section 27.3);
+    /// `end` ends its session. Listening, the car's microphone streams to it.
+    public func updateAssistant(sessionID: UInt64, state: HUAssistantState, text: String = "", end: Bool = false) async throws {
+        var update = HUAssistantUpdate()
+        update.sessionID = sessionID
+        update.state = state
+        update.text = text
+        update.end = end
+        try await connection.request(.assistantUpdate(update))
     }
 
     public func close() async {

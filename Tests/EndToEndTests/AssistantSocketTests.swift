@@ -139,6 +139,7 @@ struct AssistantSocketTests {
 
             let opened = try rig.voiceButton()
             #expect(opened.code == .ok)
+            #expect(try rig.event().started.source == .voiceButton)
             #expect(try rig.hmi.request(.assistantInput(HUAssistantInput.with { $0.start = HUAssistantStart() })).code == .assistantBusy)
             #expect(try rig.update(opened.assistant.sessionID, .starting).code == .invalidArgument)
             // The car's own call outranks it: the session ends, and a new one is refused.

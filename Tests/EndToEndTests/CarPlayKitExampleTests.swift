@@ -243,6 +243,55 @@ struct CarPlayKitExampleTests {
         #expect(await rig.hmi.waitForScreen { $0.presented.id.isEmpty } != nil)
     }
 
+    /// The first home screen, in the order the HMI received them (none skipped: every
+    /// update is in `updates`), that `match` accepts; nil after `timeout` (a failure bound).
+    static func homeSeen(_ hmi: HMISession, timeout: Double = 60, _ match: @escaping @Sendable (HUHomeScreen) -> Bool) async -> HUHomeScreen? {
+        await withTaskGroup(of: HUHomeScreen?.self) { group in
+            group.addTask {
+                for await update in hmi.updates {
+                    if case .homeScreen(let home) = update, match(home) { return home }
+                }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: UInt64(timeout * 1_000_000_000))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test("MessagesApp and the phone's assistant: the voice button opens it, a typed request reaches the send handler with its values, the car shows and speaks the answer; missing words are asked for; messages are read and marked read")
+    func messagesThroughTheAssistant() async throws {
+        let rig = try await Rig.start("MessagesApp")
+        defer { rig.stop() }
+        // The voice button: the assistant listens (the car's microphone is its).
+        let opened = try await rig.hmi.pressVoiceButton()
+        #expect(await Self.homeSeen(rig.hmi) { $0.assistant.sessionID == opened.sessionID && $0.assistant.state == .listening } != nil)
+        try await rig.hmi.say("send a message to Jane saying on my way")
+        await rig.example.expect("message sent to Jane: on my way")
+        let answered = await Self.homeSeen(rig.hmi) { $0.assistant.turns.contains { $0.text == "Sent to Jane: on my way" } }
+        #expect(answered?.assistant.turns.map(\.text) == ["What can I help you with?", "send a message to Jane saying on my way", "Sent to Jane: on my way"])
+        // Spoken (espeak-ng's voice, when installed), then the assistant ends the session.
+        let ended = await Self.homeSeen(rig.hmi) { !$0.hasAssistant && $0.lastAssistantEnded.sessionID == opened.sessionID }
+        #expect(ended?.lastAssistantEnded.reason == .byAssistant)
+
+        // Typed with no session open: one opens; the missing words are asked for, then sent.
+        let second = try await rig.hmi.say("send a message to Bob")
+        #expect(await Self.homeSeen(rig.hmi) { $0.assistant.state == .listening && $0.assistant.turns.last?.text == "What do you want to say to Bob?" } != nil)
+        #expect(try await rig.hmi.say("running late").sessionID == second.sessionID)
+        await rig.example.expect("message sent to Bob: running late")
+        #expect(await Self.homeSeen(rig.hmi) { !$0.hasAssistant && $0.lastAssistantEnded.sessionID == second.sessionID } != nil)
+
+        // Read: the search handler runs, the messages are read out, then marked read.
+        try await rig.hmi.say("read my messages")
+        await rig.example.expect("messages found: 1")
+        await rig.example.expect("marked read: m1")
+        #expect(await Self.homeSeen(rig.hmi) { $0.assistant.turns.contains { $0.text == "Alice said: See you at 6" } } != nil)
+    }
+
     static func navigationInput(_ kind: HUNavigationInput.OneOf_Kind) -> HUEnvelope.OneOf_Body {
         .navigationInput(HUNavigationInput.with { $0.appID = "com.example.maps"; $0.kind = kind })
     }
