@@ -38,6 +38,11 @@ extension Car {
         case .UNRECOGNIZED(let value):
             return .failure(RuleViolation(.invalidArgument, "unknown scene kind \(value)"))
         }
+        // A Siri-only messaging or calling app: its icon opens the phone's assistant for it (27.2).
+        if opensAssistant(app) {
+            guard kind == .main else { return .failure(RuleViolation(.notAllowedForCategory, "only navigation apps have \(kind) scenes")) }
+            return startAssistant(source: .hmi, appID: app.id)
+        }
         guard app.isLaunchable, let category = app.category else {
             let reason = app.refusal?.message
                 ?? "app '\(launch.appID)' has a legacy category (\(app.category ?? .unspecified)) with no template UI on the car screen"
@@ -487,6 +492,12 @@ extension Car {
             })
     }
 
+    /// A legacy messaging or calling app (Siri-only) on a phone with an
+    /// assistant: it has an icon, and launching it opens the assistant for it.
+    func opensAssistant(_ app: AppState) -> Bool {
+        app.category == .legacyMessaging && assistant.available
+    }
+
     func homeScreen() -> HUHomeScreen {
         var home = HUHomeScreen()
         home.deviceName = templates.deviceName
@@ -497,7 +508,7 @@ extension Car {
         if let ended = calls.lastEnded { home.lastCallEnded = ended }
         if let view = assistant.view { home.assistant = view }
         if let ended = assistant.lastEnded { home.lastAssistantEnded = ended }
-        home.icons = templates.appOrder.compactMap { apps[$0] }.filter(\.isLaunchable).map { app in
+        home.icons = templates.appOrder.compactMap { apps[$0] }.filter { $0.isLaunchable || opensAssistant($0) }.map { app in
             var icon = HUHomeScreenIcon()
             icon.appID = app.id
             icon.displayName = app.info.displayName

@@ -252,6 +252,32 @@ import Testing
         #expect(lost.car.assistant.available, "a phone that may resume keeps its assistant")
     }
 
+    @Test func aSiriOnlyMessagingAppHasAnIconThatOpensTheAssistantForIt() {
+        func phone(assistant: Bool) -> CarHarness {
+            var h = CarHarness()
+            h.join(h.phone, .phone)
+            h.join(h.hmi, .hmi)
+            #expect(h.request(h.phone, .announceApps(HUAnnounceApps.with {
+                $0.deviceName = "Test Phone"
+                $0.assistant = assistant
+                $0.apps = [HUAppInfo.with { $0.appID = "com.example.sms"; $0.displayName = "SMS"; $0.entitlements = [EntitlementKey.messaging] }]
+            })).code == .ok)
+            return h
+        }
+        var h = phone(assistant: true)
+        #expect(Self.home(&h)?.icons.map(\.appID) == ["com.example.sms"])
+        let launched = h.request(h.hmi, .launchApp(HULaunchApp.with { $0.appID = "com.example.sms" }))
+        #expect(launched.code == .ok && launched.assistant.sessionID == 1)
+        let started = Self.events(&h)
+        #expect(started.first?.started.appID == "com.example.sms" && started.first?.started.source == .hmi)
+        #expect(h.car.templates.apps["com.example.sms"]?.scenes.isEmpty == true, "no scene: the assistant is its interface")
+        #expect(h.request(h.hmi, .launchApp(HULaunchApp.with { $0.appID = "com.example.sms"; $0.kind = .dashboard })).code == .notAllowedForCategory)
+        // Without an assistant nothing serves it: no icon, not launchable (16.1).
+        var bare = phone(assistant: false)
+        #expect(Self.home(&bare)?.icons.isEmpty == true)
+        #expect(bare.request(bare.hmi, .launchApp(HULaunchApp.with { $0.appID = "com.example.sms" })).code == .appNotLaunchable)
+    }
+
     @Test func thePhoneGoneForGoodTakesItsAssistantWithIt() {
         var h = Self.harness(token: "")
         h.apply(h.car.peerLeft(h.phone, departure: .saidGoodbye))
