@@ -4,7 +4,8 @@
 // "send a message to Jane saying on my way", "read my messages", "call Bob",
 // "missed calls").
 // Run: swift run MessagesApp [socket path] [--incoming-call NAME]
-// (--incoming-call: a call from NAME rings on the car once connected).
+// (--incoming-call: a call from NAME rings on the car once connected). Once
+// connected it posts a CarPlay notification for Alice's unread message.
 import CarPlayKit
 import Foundation
 
@@ -107,7 +108,11 @@ final class MessagesIntents: INExtension, INSendMessageIntentHandling, INSearchF
     func handle(intent: INSearchForMessagesIntent) async -> INSearchForMessagesIntentResponse {
         let senders = Set((intent.senders ?? []).map { $0.displayName.lowercased() })
         let response = INSearchForMessagesIntentResponse(code: .success, userActivity: nil)
-        response.messages = unread.filter { senders.isEmpty || senders.contains($0.sender?.displayName.lowercased() ?? "") }
+        let conversations = Set(intent.conversationIdentifiers ?? [])
+        response.messages = unread.filter {
+            (senders.isEmpty || senders.contains($0.sender?.displayName.lowercased() ?? ""))
+                && (conversations.isEmpty || conversations.contains($0.conversationIdentifier ?? ""))
+        }
         log("messages found: \(response.messages?.count ?? 0)")
         return response
     }
@@ -214,4 +219,20 @@ app.intentsExtension = intents
 try await app.connect(to: .unix(path: socket), deviceName: "Example iPhone", assistant: true)
 log("connected")
 if let incomingCaller { callManager.ring(from: incomingCaller) }
+// Alice's unread message as a CarPlay notification: sender and group only (a body would be refused).
+let notifications = UNUserNotificationCenter.current()
+_ = try await notifications.requestAuthorization(options: [.alert, .carPlay])
+notifications.setNotificationCategories([
+    UNNotificationCategory(identifier: "message", intentIdentifiers: ["INSearchForMessagesIntent"], options: [.allowInCarPlay]),
+])
+let content = UNMutableNotificationContent()
+content.title = "Alice"
+content.categoryIdentifier = "message"
+content.threadIdentifier = "conv-alice"
+do {
+    try await notifications.add(UNNotificationRequest(identifier: "m1", content: content, trigger: nil))
+    log("notification posted")
+} catch {
+    log("notification refused: \(error)")
+}
 await app.run()

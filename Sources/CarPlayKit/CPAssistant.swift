@@ -91,6 +91,12 @@ public final class CPAssistant {
         switch event.kind {
         case .started(let started):
             (sessionID, request, asked) = (event.sessionID, nil, nil)
+            if started.source == .notification {
+                // The driver selected a notification: read it (its conversation, or the missed calls).
+                await update(.thinking)
+                await readNotification(started.notification)
+                return
+            }
             // Typed with no session open: the request follows at once, no greeting.
             await update(.listening, started.source == .say ? "" : "What can I help you with?")
         case .heard(let heard) where event.sessionID == sessionID:
@@ -161,6 +167,22 @@ public final class CPAssistant {
         case nil:
             await finish("Sorry, I can't help with that.")
         }
+    }
+
+    /// A notification selected on the car: its app's search-for-messages in
+    /// its conversation (then marked read), or its missed calls.
+    private func readNotification(_ notification: HUNotificationInfo) async {
+        if notification.category == .missedCall {
+            request = .missedCalls
+            return await perform()
+        }
+        let intent = INSearchForMessagesIntent(
+            senders: nil, attributes: .unread, conversationIdentifiers: notification.conversationID.isEmpty ? nil : [notification.conversationID])
+        guard let handler = handler(for: intent) as? INSearchForMessagesIntentHandling else { return await finish("\(appName) can't read messages.") }
+        let found = await handler.handle(intent: intent)
+        let messages = found.code == .success ? found.messages ?? [] : []
+        guard !messages.isEmpty else { return await finish("There's nothing new from \(notification.sender).") }
+        await readAndMarkRead(messages)
     }
 
     /// Reads the messages out, then marks them read (`INSetMessageAttributeIntent`).

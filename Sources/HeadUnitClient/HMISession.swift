@@ -214,6 +214,15 @@ public final class HMISession: Sendable {
         return try await connection.request(.assistantInput(input)).assistant
     }
 
+    /// The notification list (section 27.7): select (the assistant reads it:
+    /// `Result.assistant`), dismiss, or turn an app's notifications on or off.
+    @discardableResult
+    public func notification(_ action: HUNotificationInput.OneOf_Action) async throws -> HUAssistantOutcome {
+        var input = HUNotificationInput()
+        input.action = action
+        return try await connection.request(.notificationInput(input)).assistant
+    }
+
     /// `assistant(.say(text))`: what the driver said, typed.
     @discardableResult
     public func say(_ text: String) async throws -> HUAssistantOutcome {

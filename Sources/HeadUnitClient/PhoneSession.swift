@@ -274,6 +274,11 @@ public final class PhoneSession: Sendable {
         try await connection.request(.assistantUpdate(update))
     }
 
+    /// Posts (or withdraws) a messaging or calling app's notification (section 27.7).
+    public func postNotification(_ post: HUPostNotification) async throws {
+        try await connection.request(.postNotification(post))
+    }
+
     public func close() async {
         await connection.close()
     }

@@ -40,7 +40,7 @@ extension Car {
     /// apps, or it has no assistant), NOT_CONNECTED (it is reconnecting),
     /// UNKNOWN_APP (an app named and not announced), ASSISTANT_BUSY (a
     /// session open, or a call).
-    mutating func startAssistant(source: HUAssistantSource, appID: String) -> Result<HUResult, RuleViolation> {
+    mutating func startAssistant(source: HUAssistantSource, appID: String, notification: HUNotificationInfo? = nil) -> Result<HUResult, RuleViolation> {
         guard phonePeer != nil || phoneLink.isReconnecting else {
             return .failure(RuleViolation(.noAssistant, "no phone is connected"))
         }
@@ -54,7 +54,7 @@ extension Car {
             return .failure(RuleViolation(.unknownApp, "no app '\(appID)' is announced"))
         }
         if let violation = assistant.mayStart(callActive: audio.callActive) { return .failure(violation) }
-        let event = assistant.start(source: source, appID: appID)
+        let event = assistant.start(source: source, appID: appID, notification: notification)
         sendToPhone(.assistantEvent(event))
         restartAssistantTimer()
         assistantChanged()
@@ -123,5 +123,54 @@ extension Car {
             $0.ended = ended
         }
         return result
+    }
+
+    // MARK: - Notifications (27.7)
+
+    /// `PostNotification` from the phone: NO_PHONE, UNKNOWN_APP,
+    /// ENTITLEMENT_REFUSED, NOT_ALLOWED_FOR_CATEGORY (a messaging or calling
+    /// app only), then the notification's own checks (`CarNotifications.problem`).
+    mutating func postNotification(_ post: HUPostNotification, from peer: PeerID, now: UInt64) -> Result<HUResult, RuleViolation> {
+        let app: AppState
+        switch announcedApp(post.appID, from: peer) {
+        case .success(let found): app = found
+        case .failure(let violation): return .failure(violation)
+        }
+        guard let category = app.category else {
+            return .failure(RuleViolation(.entitlementRefused, app.refusal?.message ?? "app was refused"))
+        }
+        guard category == .communication || category == .legacyMessaging else {
+            return .failure(RuleViolation(.notAllowedForCategory, "notifications in the car are a messaging or calling app's: '\(post.appID)' is not one"))
+        }
+        if let violation = assistant.notifications.problem(post, now: now) { return .failure(violation) }
+        assistant.notifications.post(post, appName: app.info.displayName, now: now)
+        return .ok
+    }
+
+    /// `NotificationInput` from an HMI: select (the assistant reads it), dismiss, or the app's setting.
+    mutating func notificationInput(_ input: HUNotificationInput) -> Result<HUResult, RuleViolation> {
+        switch input.action {
+        case .select(let ref):
+            let notification: HUNotificationInfo
+            switch assistant.notifications.find(ref) {
+            case .success(let found): notification = found
+            case .failure(let violation): return .failure(violation)
+            }
+            let opened = startAssistant(source: .notification, appID: ref.appID, notification: notification)
+            if case .success = opened { assistant.notifications.remove(ref) }
+            return opened
+        case .dismiss(let ref):
+            if case .failure(let violation) = assistant.notifications.find(ref) { return .failure(violation) }
+            assistant.notifications.remove(ref)
+            return .ok
+        case .allow(let allowed):
+            guard templates.apps[allowed.appID] != nil else {
+                return .failure(RuleViolation(.unknownApp, "no app '\(allowed.appID)' is announced"))
+            }
+            assistant.notifications.allow(allowed.appID, allowed.allowed)
+            return .ok
+        case nil:
+            return .failure(RuleViolation(.invalidArgument, "NotificationInput names no action (select, dismiss or allow)"))
+        }
     }
 }

@@ -508,6 +508,8 @@ extension Car {
         if let ended = calls.lastEnded { home.lastCallEnded = ended }
         if let view = assistant.view { home.assistant = view }
         if let ended = assistant.lastEnded { home.lastAssistantEnded = ended }
+        home.notifications = assistant.notifications.held
+        home.notificationsOff = assistant.notifications.off
         home.icons = templates.appOrder.compactMap { apps[$0] }.filter { $0.isLaunchable || opensAssistant($0) }.map { app in
             var icon = HUHomeScreenIcon()
             icon.appID = app.id

@@ -185,6 +185,8 @@ public struct Car: Sendable {
         // The phone's assistant (Car+Assistant).
         case .assistantInput(let input): answer(peer, request, assistantInput(input))
         case .assistantUpdate(let update): answer(peer, request, assistantUpdated(update, from: peer))
+        case .postNotification(let post): answer(peer, request, postNotification(post, from: peer, now: now))
+        case .notificationInput(let input): answer(peer, request, notificationInput(input))
         case .serveProtocols, .openSession, .answerSession, .closeSession, .sessionCredit, .watchVideo, .requestKeyframe,
             .openAudioStream, .closeAudioStream, .audioCredit, .watchAudio:
             break  // handled by `receiveStreamMessage`

@@ -93,6 +93,9 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
 
   /// AssistantInput.say with no session open: the typed request opened it
   case say // = 3
+
+  /// NotificationInput.select: the assistant reads that notification
+  case notification // = 4
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -105,6 +108,7 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
     case 1: self = .voiceButton
     case 2: self = .hmi
     case 3: self = .say
+    case 4: self = .notification
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -115,6 +119,7 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
     case .voiceButton: return 1
     case .hmi: return 2
     case .say: return 3
+    case .notification: return 4
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -125,6 +130,7 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
     .voiceButton,
     .hmi,
     .say,
+    .notification,
   ]
 
 }
@@ -192,6 +198,49 @@ public nonisolated enum HUAssistantEndReason: SwiftProtobuf.Enum, Swift.CaseIter
     .call,
     .phoneGone,
     .shuttingDown,
+  ]
+
+}
+
+/// What a notification stands for; only these appear in a car.
+public nonisolated enum HUNotificationCategory: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// an incoming message (INSearchForMessagesIntent reads it)
+  case message // = 1
+
+  /// a missed call (INSearchCallHistoryIntent)
+  case missedCall // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .message
+    case 2: self = .missedCall
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .message: return 1
+    case .missedCall: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUNotificationCategory] = [
+    .unspecified,
+    .message,
+    .missedCall,
   ]
 
 }
@@ -355,9 +404,22 @@ public nonisolated struct HUAssistantStarted: Sendable {
   /// AssistantStart.app_id; empty for the whole phone
   public var appID: String = String()
 
+  /// Source NOTIFICATION: the notification the driver selected (its app's
+  /// intent: search-for-messages in its conversation, or the missed calls).
+  public var notification: HUNotificationInfo {
+    get {_notification ?? HUNotificationInfo()}
+    set {_notification = newValue}
+  }
+  /// Returns true if `notification` has been explicitly set.
+  public var hasNotification: Bool {self._notification != nil}
+  /// Clears the value of `notification`. Subsequent reads from it will return its default value.
+  public mutating func clearNotification() {self._notification = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _notification: HUNotificationInfo? = nil
 }
 
 /// The driver's request as text (AssistantSay).
@@ -463,6 +525,145 @@ public nonisolated struct HUAssistantEndedInfo: Sendable {
   public init() {}
 }
 
+/// Phone -> car (request): a communication app's notification, of a category
+/// allowed in CarPlay (UNNotificationCategoryOptions.allowInCarPlay). Answered Result{OK}.
+public nonisolated struct HUPostNotification: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  /// 1 to 64 bytes; the same id again replaces the app's notification
+  public var notificationID: String = String()
+
+  public var category: HUNotificationCategory = .unspecified
+
+  /// the title: who, 1 to 128 bytes
+  public var sender: String = String()
+
+  /// the subtitle: the group's name, at most 128 bytes
+  public var group: String = String()
+
+  /// the conversation the assistant reads, at most 256 bytes
+  public var conversationID: String = String()
+
+  /// must be empty: a message's contents never appear in the car (NOTIFICATION_NOT_ALLOWED)
+  public var body: String = String()
+
+  /// removes the app's notification with this id instead (nothing held: OK)
+  public var withdraw: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A notification the car holds, as the HMI shows it.
+public nonisolated struct HUNotificationInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var appDisplayName: String = String()
+
+  public var notificationID: String = String()
+
+  public var category: HUNotificationCategory = .unspecified
+
+  public var sender: String = String()
+
+  public var group: String = String()
+
+  public var conversationID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// HMI -> car (request): the driver and the notification list.
+public nonisolated struct HUNotificationInput: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var action: HUNotificationInput.OneOf_Action? = nil
+
+  /// Selected: the assistant opens for its app and reads it; it leaves the
+  /// list. Answered Result{OK, assistant{session_id}}.
+  public var select: HUNotificationRef {
+    get {
+      if case .select(let v)? = action {return v}
+      return HUNotificationRef()
+    }
+    set {action = .select(newValue)}
+  }
+
+  /// it leaves the list. Result{OK}
+  public var dismiss: HUNotificationRef {
+    get {
+      if case .dismiss(let v)? = action {return v}
+      return HUNotificationRef()
+    }
+    set {action = .dismiss(newValue)}
+  }
+
+  /// the car's Settings: an app's notifications on or off. Result{OK}
+  public var allow: HUNotificationsAllowed {
+    get {
+      if case .allow(let v)? = action {return v}
+      return HUNotificationsAllowed()
+    }
+    set {action = .allow(newValue)}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum OneOf_Action: Equatable, Sendable {
+    /// Selected: the assistant opens for its app and reads it; it leaves the
+    /// list. Answered Result{OK, assistant{session_id}}.
+    case select(HUNotificationRef)
+    /// it leaves the list. Result{OK}
+    case dismiss(HUNotificationRef)
+    /// the car's Settings: an app's notifications on or off. Result{OK}
+    case allow(HUNotificationsAllowed)
+
+  }
+
+  public init() {}
+}
+
+public nonisolated struct HUNotificationRef: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var notificationID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct HUNotificationsAllowed: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var allowed: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
@@ -472,11 +673,15 @@ nonisolated extension HUAssistantState: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension HUAssistantSource: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0\u{1}ASSISTANT_SOURCE_NOTIFICATION\0")
 }
 
 nonisolated extension HUAssistantEndReason: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_END_REASON_UNSPECIFIED\0\u{1}ASSISTANT_END_REASON_BY_ASSISTANT\0\u{1}ASSISTANT_END_REASON_BY_DRIVER\0\u{1}ASSISTANT_END_REASON_TIMED_OUT\0\u{1}ASSISTANT_END_REASON_CALL\0\u{1}ASSISTANT_END_REASON_PHONE_GONE\0\u{1}ASSISTANT_END_REASON_SHUTTING_DOWN\0")
+}
+
+nonisolated extension HUNotificationCategory: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOTIFICATION_CATEGORY_UNSPECIFIED\0\u{1}NOTIFICATION_CATEGORY_MESSAGE\0\u{1}NOTIFICATION_CATEGORY_MISSED_CALL\0")
 }
 
 nonisolated extension HUAssistantInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -768,7 +973,7 @@ nonisolated extension HUAssistantEvent: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AssistantStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -778,24 +983,33 @@ nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularEnumField(value: &self.source) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._notification) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.source != .unspecified {
       try visitor.visitSingularEnumField(value: self.source, fieldNumber: 1)
     }
     if !self.appID.isEmpty {
       try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2)
     }
+    try { if let v = self._notification {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUAssistantStarted, rhs: HUAssistantStarted) -> Bool {
     if lhs.source != rhs.source {return false}
     if lhs.appID != rhs.appID {return false}
+    if lhs._notification != rhs._notification {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1021,6 +1235,285 @@ nonisolated extension HUAssistantEndedInfo: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: HUAssistantEndedInfo, rhs: HUAssistantEndedInfo) -> Bool {
     if lhs.sessionID != rhs.sessionID {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUPostNotification: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PostNotification"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}notification_id\0\u{1}category\0\u{1}sender\0\u{1}group\0\u{3}conversation_id\0\u{1}body\0\u{1}withdraw\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.notificationID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.category) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.sender) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.group) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.conversationID) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.body) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.withdraw) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.notificationID.isEmpty {
+      try visitor.visitSingularStringField(value: self.notificationID, fieldNumber: 2)
+    }
+    if self.category != .unspecified {
+      try visitor.visitSingularEnumField(value: self.category, fieldNumber: 3)
+    }
+    if !self.sender.isEmpty {
+      try visitor.visitSingularStringField(value: self.sender, fieldNumber: 4)
+    }
+    if !self.group.isEmpty {
+      try visitor.visitSingularStringField(value: self.group, fieldNumber: 5)
+    }
+    if !self.conversationID.isEmpty {
+      try visitor.visitSingularStringField(value: self.conversationID, fieldNumber: 6)
+    }
+    if !self.body.isEmpty {
+      try visitor.visitSingularStringField(value: self.body, fieldNumber: 7)
+    }
+    if self.withdraw != false {
+      try visitor.visitSingularBoolField(value: self.withdraw, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUPostNotification, rhs: HUPostNotification) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.notificationID != rhs.notificationID {return false}
+    if lhs.category != rhs.category {return false}
+    if lhs.sender != rhs.sender {return false}
+    if lhs.group != rhs.group {return false}
+    if lhs.conversationID != rhs.conversationID {return false}
+    if lhs.body != rhs.body {return false}
+    if lhs.withdraw != rhs.withdraw {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUNotificationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NotificationInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}app_display_name\0\u{3}notification_id\0\u{1}category\0\u{1}sender\0\u{1}group\0\u{3}conversation_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.appDisplayName) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.notificationID) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.category) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.sender) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.group) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.conversationID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.appDisplayName.isEmpty {
+      try visitor.visitSingularStringField(value: self.appDisplayName, fieldNumber: 2)
+    }
+    if !self.notificationID.isEmpty {
+      try visitor.visitSingularStringField(value: self.notificationID, fieldNumber: 3)
+    }
+    if self.category != .unspecified {
+      try visitor.visitSingularEnumField(value: self.category, fieldNumber: 4)
+    }
+    if !self.sender.isEmpty {
+      try visitor.visitSingularStringField(value: self.sender, fieldNumber: 5)
+    }
+    if !self.group.isEmpty {
+      try visitor.visitSingularStringField(value: self.group, fieldNumber: 6)
+    }
+    if !self.conversationID.isEmpty {
+      try visitor.visitSingularStringField(value: self.conversationID, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUNotificationInfo, rhs: HUNotificationInfo) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.appDisplayName != rhs.appDisplayName {return false}
+    if lhs.notificationID != rhs.notificationID {return false}
+    if lhs.category != rhs.category {return false}
+    if lhs.sender != rhs.sender {return false}
+    if lhs.group != rhs.group {return false}
+    if lhs.conversationID != rhs.conversationID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUNotificationInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NotificationInput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}select\0\u{1}dismiss\0\u{1}allow\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try {
+        var v: HUNotificationRef?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .select(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .select(v)
+        }
+      }()
+      case 2: try {
+        var v: HUNotificationRef?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .dismiss(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .dismiss(v)
+        }
+      }()
+      case 3: try {
+        var v: HUNotificationsAllowed?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .allow(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .allow(v)
+        }
+      }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    switch self.action {
+    case .select?: try {
+      guard case .select(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    }()
+    case .dismiss?: try {
+      guard case .dismiss(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    }()
+    case .allow?: try {
+      guard case .allow(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    }()
+    case nil: break
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUNotificationInput, rhs: HUNotificationInput) -> Bool {
+    if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUNotificationRef: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NotificationRef"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}notification_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.notificationID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.notificationID.isEmpty {
+      try visitor.visitSingularStringField(value: self.notificationID, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUNotificationRef, rhs: HUNotificationRef) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.notificationID != rhs.notificationID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUNotificationsAllowed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NotificationsAllowed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}allowed\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.allowed) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.allowed != false {
+      try visitor.visitSingularBoolField(value: self.allowed, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUNotificationsAllowed, rhs: HUNotificationsAllowed) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.allowed != rhs.allowed {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -691,6 +691,24 @@ public nonisolated struct HUEnvelope: Sendable {
     set {body = .assistantUpdate(newValue)}
   }
 
+  /// phone -> car
+  public var postNotification: HUPostNotification {
+    get {
+      if case .postNotification(let v)? = body {return v}
+      return HUPostNotification()
+    }
+    set {body = .postNotification(newValue)}
+  }
+
+  /// HMI -> car
+  public var notificationInput: HUNotificationInput {
+    get {
+      if case .notificationInput(let v)? = body {return v}
+      return HUNotificationInput()
+    }
+    set {body = .notificationInput(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -816,6 +834,10 @@ public nonisolated struct HUEnvelope: Sendable {
     case assistantEvent(HUAssistantEvent)
     /// phone -> car
     case assistantUpdate(HUAssistantUpdate)
+    /// phone -> car
+    case postNotification(HUPostNotification)
+    /// HMI -> car
+    case notificationInput(HUNotificationInput)
 
   }
 
@@ -1341,7 +1363,7 @@ nonisolated extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0\u{4}\u{5}assistant_input\0\u{3}assistant_event\0\u{3}assistant_update\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0\u{4}\u{5}assistant_input\0\u{3}assistant_event\0\u{3}assistant_update\0\u{3}post_notification\0\u{3}notification_input\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2234,6 +2256,32 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
           self.body = .assistantUpdate(v)
         }
       }()
+      case 133: try {
+        var v: HUPostNotification?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .postNotification(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .postNotification(v)
+        }
+      }()
+      case 134: try {
+        var v: HUNotificationInput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .notificationInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .notificationInput(v)
+        }
+      }()
       default: break
       }
     }
@@ -2519,6 +2567,14 @@ nonisolated extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     case .assistantUpdate?: try {
       guard case .assistantUpdate(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 132)
+    }()
+    case .postNotification?: try {
+      guard case .postNotification(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 133)
+    }()
+    case .notificationInput?: try {
+      guard case .notificationInput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 134)
     }()
     case nil: break
     }

@@ -1573,6 +1573,19 @@ public nonisolated struct HUHomeScreen: @unchecked Sendable {
   /// Clears the value of `lastAssistantEnded`. Subsequent reads from it will return its default value.
   public mutating func clearLastAssistantEnded() {_uniqueStorage()._lastAssistantEnded = nil}
 
+  /// The phone's notifications the car holds, newest first (PROTOCOL.md
+  /// 27.7; the HMI shows the newest as a banner when it arrives), and the
+  /// apps whose notifications the driver turned off.
+  public var notifications: [HUNotificationInfo] {
+    get {_storage._notifications}
+    set {_uniqueStorage()._notifications = newValue}
+  }
+
+  public var notificationsOff: [String] {
+    get {_storage._notificationsOff}
+    set {_uniqueStorage()._notificationsOff = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -4289,7 +4302,7 @@ nonisolated extension HUHomeScreenIcon: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HomeScreen"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0\u{1}assistant\0\u{3}last_assistant_ended\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0\u{1}assistant\0\u{3}last_assistant_ended\0\u{1}notifications\0\u{3}notifications_off\0")
 
   fileprivate class _StorageClass {
     var _icons: [HUHomeScreenIcon] = []
@@ -4300,6 +4313,8 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
     var _lastCallEnded: HUCallEnded? = nil
     var _assistant: HUAssistantView? = nil
     var _lastAssistantEnded: HUAssistantEndedInfo? = nil
+    var _notifications: [HUNotificationInfo] = []
+    var _notificationsOff: [String] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4318,6 +4333,8 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
       _lastCallEnded = source._lastCallEnded
       _assistant = source._assistant
       _lastAssistantEnded = source._lastAssistantEnded
+      _notifications = source._notifications
+      _notificationsOff = source._notificationsOff
     }
   }
 
@@ -4344,6 +4361,8 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
         case 6: try { try decoder.decodeSingularMessageField(value: &_storage._lastCallEnded) }()
         case 7: try { try decoder.decodeSingularMessageField(value: &_storage._assistant) }()
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._lastAssistantEnded) }()
+        case 9: try { try decoder.decodeRepeatedMessageField(value: &_storage._notifications) }()
+        case 10: try { try decoder.decodeRepeatedStringField(value: &_storage._notificationsOff) }()
         default: break
         }
       }
@@ -4380,6 +4399,12 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
       try { if let v = _storage._lastAssistantEnded {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
       } }()
+      if !_storage._notifications.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._notifications, fieldNumber: 9)
+      }
+      if !_storage._notificationsOff.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._notificationsOff, fieldNumber: 10)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4397,6 +4422,8 @@ nonisolated extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._Messag
         if _storage._lastCallEnded != rhs_storage._lastCallEnded {return false}
         if _storage._assistant != rhs_storage._assistant {return false}
         if _storage._lastAssistantEnded != rhs_storage._lastAssistantEnded {return false}
+        if _storage._notifications != rhs_storage._notifications {return false}
+        if _storage._notificationsOff != rhs_storage._notificationsOff {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -11,6 +11,7 @@ import Testing
 @Suite("The phone's assistant over real sockets", .serialized)
 struct AssistantSocketTests {
     static let music = "com.example.music"
+    static let chat = "com.example.chat"
 
     struct Rig {
         let daemon: TestDaemon
@@ -30,7 +31,10 @@ struct AssistantSocketTests {
             let announced = try phone.request(.announceApps(HUAnnounceApps.with {
                 $0.deviceName = "phone"
                 $0.assistant = assistant
-                $0.apps = [HUAppInfo.with { $0.appID = music; $0.displayName = "Music"; $0.entitlements = ["com.apple.developer.carplay-audio"] }]
+                $0.apps = [
+                    HUAppInfo.with { $0.appID = music; $0.displayName = "Music"; $0.entitlements = ["com.apple.developer.carplay-audio"] },
+                    HUAppInfo.with { $0.appID = chat; $0.displayName = "Chat"; $0.entitlements = ["com.apple.developer.carplay-communication"] },
+                ]
             }))
             #expect(announced.code == .ok, "\(announced.message)")
             return Rig(daemon: daemon, hmi: hmi, phone: phone, cluster: cluster)
@@ -149,6 +153,23 @@ struct AssistantSocketTests {
             let ended = try rig.event()
             #expect(ended.sessionID == opened.assistant.sessionID && ended.ended.reason == .call)
             #expect(try rig.voiceButton().code == .assistantBusy)
+
+            // Notifications (27.7): a body is refused, one without is shown; the HMI names what the car holds.
+            func post(_ app: String, body: String = "") throws -> HUResult {
+                try rig.phone.request(.postNotification(HUPostNotification.with {
+                    $0.appID = app; $0.notificationID = "n1"; $0.category = .message; $0.sender = "Alice"; $0.body = body
+                }))
+            }
+            #expect(try post(Self.chat, body: "See you at 6").code == .notificationNotAllowed)
+            #expect(try post(Self.music).code == .notAllowedForCategory)
+            #expect(try rig.hmi.request(.postNotification(HUPostNotification())).code == .notForRole)
+            #expect(try post(Self.chat).code == .ok)
+            let shown = try rig.hmi.waitFor { if case .homeScreen(let h) = $0.body, !h.notifications.isEmpty { h } else { nil } }
+            #expect(shown.notifications.map(\.sender) == ["Alice"])
+            let unknown = try rig.hmi.request(.notificationInput(HUNotificationInput.with {
+                $0.select = HUNotificationRef.with { $0.appID = Self.chat; $0.notificationID = "n2" }
+            }))
+            #expect(unknown.code == .unknownNotification)
             #expect(rig.daemon.isRunning)
         }
     }

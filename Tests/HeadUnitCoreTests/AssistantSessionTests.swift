@@ -294,3 +294,93 @@ import Testing
         #expect(snapshot.phoneAssistant && snapshot.nextAssistantSessionID == 2)
     }
 }
+
+/// Notifications (PROTOCOL.md 27.7) through the Car: who may post, what is
+/// refused, the list, the driver's setting, and selecting one.
+@Suite struct CarNotificationsTests {
+    static let chat = AssistantSessionTests.chat
+    static let music = AssistantSessionTests.music
+
+    static func post(_ h: inout CarHarness, _ id: String, app: String = chat, sender: String = "Alice", body: String = "",
+                     category: HUNotificationCategory = .message, withdraw: Bool = false) -> HUResult {
+        h.request(h.phone, .postNotification(HUPostNotification.with {
+            $0.appID = app
+            $0.notificationID = id
+            $0.category = category
+            $0.sender = sender
+            $0.conversationID = "conv-" + sender.lowercased()
+            $0.body = body
+            $0.withdraw = withdraw
+        }))
+    }
+
+    static func held(_ h: inout CarHarness) -> [String] { h.car.assistant.notifications.held.map(\.notificationID) }
+
+    @Test func postsAreCheckedInOrderAndABodyIsRefused() {
+        var h = AssistantSessionTests.harness()
+        #expect(Self.post(&h, "n1", app: "com.example.nobody").code == .unknownApp)
+        #expect(Self.post(&h, "n1", app: Self.music).code == .notAllowedForCategory, "an audio app has no notifications in the car")
+        #expect(Self.post(&h, "").code == .invalidArgument)
+        #expect(Self.post(&h, "n1", category: .unspecified).code == .invalidArgument)
+        #expect(Self.post(&h, "n1", sender: "").code == .invalidArgument)
+        let long = Self.post(&h, "n1", sender: String(repeating: "a", count: 129))
+        #expect(long.code == .invalidArgument && long.limit == "notifications.nameBytes")
+        #expect(Self.post(&h, "n1", body: "See you at 6").code == .notificationNotAllowed, "the contents never appear in the car")
+        #expect(Self.held(&h).isEmpty)
+        #expect(Self.post(&h, "n1").code == .ok)
+        let home = AssistantSessionTests.home(&h)
+        #expect(home?.notifications.first?.sender == "Alice" && home?.notifications.first?.appDisplayName == Self.chat)
+        // The same id replaces; a withdrawal removes; a withdrawal of nothing is fine.
+        #expect(Self.post(&h, "n2", sender: "Bob").code == .ok)
+        #expect(Self.post(&h, "n1", sender: "Alice").code == .ok)
+        #expect(Self.held(&h) == ["n1", "n2"])
+        #expect(Self.post(&h, "n2", withdraw: true).code == .ok && Self.held(&h) == ["n1"])
+        #expect(Self.post(&h, "n9", withdraw: true).code == .ok)
+    }
+
+    @Test func anAppPostsAtMostTenAMinuteAndTheCarHoldsSixteen() {
+        var h = AssistantSessionTests.harness()
+        for index in 0..<CarNotifications.maxPerMinute { #expect(Self.post(&h, "n\(index)").code == .ok) }
+        let flooded = Self.post(&h, "n10")
+        #expect(flooded.code == .limitExceeded && flooded.limit == "notifications.perMinute" && flooded.limitValue == 10)
+        h.now += 60_000
+        for index in 10..<20 { #expect(Self.post(&h, "n\(index)").code == .ok) }
+        #expect(Self.held(&h).count == CarNotifications.maxHeld && Self.held(&h).first == "n19" && !Self.held(&h).contains("n3"))
+    }
+
+    @Test func theDriverTurnsAnAppOffDismissesAndSelectsOneToHearIt() {
+        var h = AssistantSessionTests.harness()
+        #expect(Self.post(&h, "n1").code == .ok)
+        #expect(Self.post(&h, "n2", sender: "Bob").code == .ok)
+        func input(_ action: HUNotificationInput.OneOf_Action) -> HUResult {
+            h.request(h.hmi, .notificationInput(HUNotificationInput.with { $0.action = action }))
+        }
+        func ref(_ id: String) -> HUNotificationRef { HUNotificationRef.with { $0.appID = Self.chat; $0.notificationID = id } }
+        #expect(input(.dismiss(ref("n9"))).code == .unknownNotification)
+        #expect(input(.dismiss(ref("n2"))).code == .ok && Self.held(&h) == ["n1"])
+        _ = AssistantSessionTests.events(&h)
+        let selected = input(.select(ref("n1")))
+        #expect(selected.code == .ok && selected.assistant.sessionID != 0)
+        let started = AssistantSessionTests.events(&h).first?.started
+        #expect(started?.source == .notification && started?.appID == Self.chat && started?.notification.conversationID == "conv-alice")
+        #expect(Self.held(&h).isEmpty, "selected: it leaves the list")
+        // Selecting while the assistant is busy keeps the notification.
+        #expect(Self.post(&h, "n3").code == .ok)
+        #expect(input(.select(ref("n3"))).code == .assistantBusy && Self.held(&h) == ["n3"])
+        // Off: its held ones go and its posts are refused; on again, they come.
+        #expect(input(.allow(HUNotificationsAllowed.with { $0.appID = "com.example.nobody" })).code == .unknownApp)
+        #expect(input(.allow(HUNotificationsAllowed.with { $0.appID = Self.chat; $0.allowed = false })).code == .ok)
+        #expect(Self.held(&h).isEmpty && AssistantSessionTests.home(&h)?.notificationsOff == [Self.chat])
+        #expect(Self.post(&h, "n4").code == .notificationNotAllowed)
+        #expect(input(.allow(HUNotificationsAllowed.with { $0.appID = Self.chat; $0.allowed = true })).code == .ok)
+        #expect(Self.post(&h, "n4").code == .ok)
+        #expect(h.request(h.hmi, .notificationInput(HUNotificationInput())).code == .invalidArgument)
+    }
+
+    @Test func thePhoneGoneForGoodTakesItsNotifications() {
+        var h = AssistantSessionTests.harness(token: "")
+        #expect(Self.post(&h, "n1").code == .ok)
+        h.apply(h.car.peerLeft(h.phone, departure: .saidGoodbye))
+        #expect(h.car.assistant.notifications.held.isEmpty)
+    }
+}

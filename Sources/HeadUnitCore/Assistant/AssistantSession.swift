@@ -38,6 +38,8 @@ public struct AssistantSession: Sendable, Equatable {
     public private(set) var open: Open?
     public private(set) var lastEnded: HUAssistantEndedInfo?
     var nextID: UInt64 = 1
+    /// The phone's notifications: the assistant's to read (selecting one opens it, 27.7).
+    public internal(set) var notifications = CarNotifications()
 
     public init(limits: Limits = Limits()) {
         self.limits = limits
@@ -60,7 +62,7 @@ public struct AssistantSession: Sendable, Equatable {
     }
 
     /// Opens a session (after `mayStart`); the phone is told `started`.
-    mutating func start(source: HUAssistantSource, appID: String) -> HUAssistantEvent {
+    mutating func start(source: HUAssistantSource, appID: String, notification: HUNotificationInfo? = nil) -> HUAssistantEvent {
         let id = nextID
         nextID += 1
         open = Open(id: id, state: .starting, source: source, appID: appID)
@@ -69,6 +71,7 @@ public struct AssistantSession: Sendable, Equatable {
             $0.started = HUAssistantStarted.with {
                 $0.source = source
                 $0.appID = appID
+                if let notification { $0.notification = notification }
             }
         }
     }
@@ -149,6 +152,7 @@ public struct AssistantSession: Sendable, Equatable {
     /// The phone carrying the apps went for good: no assistant until the next one says so.
     mutating func phoneEnded() {
         available = false
+        notifications.phoneEnded()
     }
 
     private mutating func addTurn(fromDriver: Bool, _ text: String) {

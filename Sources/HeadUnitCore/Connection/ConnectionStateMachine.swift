@@ -541,7 +541,7 @@ public struct ConnectionStateMachine: Sendable {
             .watchVideo, .videoStreams, .requestKeyframe,
             .openAudioStream, .closeAudioStream, .audioCredit, .audioStreamClosed, .microphoneStarted, .watchAudio,
             .callReport, .callRequest, .callActionEvent, .callActionAnswer, .callActionTimedOut, .callInput,
-            .assistantInput, .assistantEvent, .assistantUpdate:
+            .assistantInput, .assistantEvent, .assistantUpdate, .postNotification, .notificationInput:
             guard RolePolicy.maySend(body, role: peer.role) else {
                 return protocolError(
                     .notForRole,

@@ -29,8 +29,8 @@ public enum RolePolicy {
         case .callReport, .callRequest, .callActionAnswer: return role == .phone
         case .callInput: return role == .hmi
         // The phone's assistant (section 27): the phone speaks for it; the HMI is the driver.
-        case .assistantUpdate: return role == .phone
-        case .assistantInput: return role == .hmi
+        case .assistantUpdate, .postNotification: return role == .phone
+        case .assistantInput, .notificationInput: return role == .hmi
         // Base-view video (section 25): the car's components that draw a screen.
         case .watchVideo, .requestKeyframe:
             return role == .hmi || role == .cluster
@@ -153,6 +153,8 @@ public enum RolePolicy {
         case .assistantInput: return "AssistantInput"
         case .assistantEvent: return "AssistantEvent"
         case .assistantUpdate: return "AssistantUpdate"
+        case .postNotification: return "PostNotification"
+        case .notificationInput: return "NotificationInput"
         case .watchVideo: return "WatchVideo"
         case .videoStreams: return "VideoStreams"
         case .requestKeyframe: return "RequestKeyframe"

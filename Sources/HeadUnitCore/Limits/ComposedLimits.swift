@@ -105,7 +105,7 @@ struct ComposedScope: OptionSet {
         // The HMI's home screen lists the calls (section 26.7).
         case .callReport, .callRequest: self = [.home]
         // ... and the assistant's exchange (section 27).
-        case .assistantInput, .assistantUpdate: self = [.home]
+        case .assistantInput, .assistantUpdate, .postNotification, .notificationInput: self = [.home]
         case .navigationRequest, .navigationInput, .clusterInput: self = [.metadata]
         case .launchApp, .hmiInput, .setVehicleState, .closeApp: self = [.shownScreens, .metadata]
         default: self = []

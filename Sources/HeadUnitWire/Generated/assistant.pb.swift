@@ -51,6 +51,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
   case voiceButton // = 1
   case hmi // = 2
   case say // = 3
+  case notification // = 4
   case UNRECOGNIZED(Int)
 
   public init() { self = .unspecified }
@@ -61,6 +62,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
       case 1: self = .voiceButton
       case 2: self = .hmi
       case 3: self = .say
+      case 4: self = .notification
       default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -71,6 +73,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
       case .voiceButton: return 1
       case .hmi: return 2
       case .say: return 3
+      case .notification: return 4
       case .UNRECOGNIZED(let i): return i
     }
   }
@@ -80,7 +83,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
     return true
   }
 
-  public static let allCases: [HUAssistantSource] = [.unspecified, .voiceButton, .hmi, .say]
+  public static let allCases: [HUAssistantSource] = [.unspecified, .voiceButton, .hmi, .say, .notification]
 }
 
 public enum HUAssistantEndReason: WireEnum, Swift.CaseIterable {
@@ -128,6 +131,41 @@ public enum HUAssistantEndReason: WireEnum, Swift.CaseIterable {
   }
 
   public static let allCases: [HUAssistantEndReason] = [.unspecified, .byAssistant, .byDriver, .timedOut, .call, .phoneGone, .shuttingDown]
+}
+
+public enum HUNotificationCategory: WireEnum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case message // = 1
+  case missedCall // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() { self = .unspecified }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .message
+      case 2: self = .missedCall
+      default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+      case .unspecified: return 0
+      case .message: return 1
+      case .missedCall: return 2
+      case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
+  public static let allCases: [HUNotificationCategory] = [.unspecified, .message, .missedCall]
 }
 
 public struct HUAssistantInput: Sendable {
@@ -251,6 +289,13 @@ public struct HUAssistantStarted: Sendable {
 
   public var appID: String = String()
 
+  public var notification: HUNotificationInfo {
+    get { _notification ?? HUNotificationInfo() }
+    set { _notification = newValue }
+  }
+  public var hasNotification: Bool { _notification != nil }
+  public mutating func clearNotification() { _notification = nil }
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -258,6 +303,8 @@ public struct HUAssistantStarted: Sendable {
   }
 
   public init() {}
+
+  @usableFromInline var _notification: HUNotificationInfo? = nil
 }
 
 public struct HUAssistantHeard: Sendable {
@@ -350,16 +397,131 @@ public struct HUAssistantEndedInfo: Sendable {
   public init() {}
 }
 
+public struct HUPostNotification: Sendable {
+  public var appID: String = String()
+
+  public var notificationID: String = String()
+
+  public var category: HUNotificationCategory = HUNotificationCategory()
+
+  public var sender: String = String()
+
+  public var group: String = String()
+
+  public var conversationID: String = String()
+
+  public var body: String = String()
+
+  public var withdraw: Bool = false
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+}
+
+public struct HUNotificationInfo: Sendable {
+  public var appID: String = String()
+
+  public var appDisplayName: String = String()
+
+  public var notificationID: String = String()
+
+  public var category: HUNotificationCategory = HUNotificationCategory()
+
+  public var sender: String = String()
+
+  public var group: String = String()
+
+  public var conversationID: String = String()
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+}
+
+public struct HUNotificationInput: Sendable {
+  public var action: OneOf_Action? = nil
+
+  public var select: HUNotificationRef {
+    get { if case .select(let v)? = action { return v }; return HUNotificationRef() }
+    set { action = .select(newValue) }
+  }
+
+  public var dismiss: HUNotificationRef {
+    get { if case .dismiss(let v)? = action { return v }; return HUNotificationRef() }
+    set { action = .dismiss(newValue) }
+  }
+
+  public var allow: HUNotificationsAllowed {
+    get { if case .allow(let v)? = action { return v }; return HUNotificationsAllowed() }
+    set { action = .allow(newValue) }
+  }
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public enum OneOf_Action: Equatable, Sendable {
+    indirect case select(HUNotificationRef)
+    indirect case dismiss(HUNotificationRef)
+    indirect case allow(HUNotificationsAllowed)
+  }
+
+  public init() {}
+}
+
+public struct HUNotificationRef: Sendable {
+  public var appID: String = String()
+
+  public var notificationID: String = String()
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+}
+
+public struct HUNotificationsAllowed: Sendable {
+  public var appID: String = String()
+
+  public var allowed: Bool = false
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+}
+
 extension HUAssistantState: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_STATE_UNSPECIFIED\0\u{1}ASSISTANT_STATE_STARTING\0\u{1}ASSISTANT_STATE_LISTENING\0\u{1}ASSISTANT_STATE_THINKING\0\u{1}ASSISTANT_STATE_SPEAKING\0")
 }
 
 extension HUAssistantSource: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0\u{1}ASSISTANT_SOURCE_NOTIFICATION\0")
 }
 
 extension HUAssistantEndReason: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_END_REASON_UNSPECIFIED\0\u{1}ASSISTANT_END_REASON_BY_ASSISTANT\0\u{1}ASSISTANT_END_REASON_BY_DRIVER\0\u{1}ASSISTANT_END_REASON_TIMED_OUT\0\u{1}ASSISTANT_END_REASON_CALL\0\u{1}ASSISTANT_END_REASON_PHONE_GONE\0\u{1}ASSISTANT_END_REASON_SHUTTING_DOWN\0")
+}
+
+extension HUNotificationCategory: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOTIFICATION_CATEGORY_UNSPECIFIED\0\u{1}NOTIFICATION_CATEGORY_MESSAGE\0\u{1}NOTIFICATION_CATEGORY_MISSED_CALL\0")
 }
 
 extension HUAssistantInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -879,7 +1041,7 @@ extension HUAssistantEvent: WireMessage {
 
 extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.AssistantStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -892,6 +1054,9 @@ extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
         case 2: try {
           try decoder.decodeSingularStringField(value: &self.appID)
         }()
+        case 3: try {
+          try decoder.decodeSingularMessageField(value: &self._notification)
+        }()
         default: break
       }
     }
@@ -901,11 +1066,13 @@ extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
     ProtobufRuntimeUse.note()
     if self.source.rawValue != 0 { try visitor.visitSingularEnumField(value: self.source, fieldNumber: 1) }
     if !self.appID.isEmpty { try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2) }
+    if let v = self._notification { try visitor.visitSingularMessageField(value: v, fieldNumber: 3) }
   }
 
   public static func == (lhs: HUAssistantStarted, rhs: HUAssistantStarted) -> Bool {
     if lhs.source != rhs.source { return false }
     if lhs.appID != rhs.appID { return false }
+    if lhs._notification != rhs._notification { return false }
     return true
   }
 }
@@ -916,6 +1083,7 @@ extension HUAssistantStarted: WireMessage {
       switch tag {
         case 8: self.source = HUAssistantSource(rawValue: try reader.readEnumValue()) ?? HUAssistantSource()
         case 18: self.appID = try reader.readString()
+        case 26: try reader.mergeMessage(&self._notification)
         default: try reader.skip(tag: tag)
       }
     }
@@ -924,12 +1092,14 @@ extension HUAssistantStarted: WireMessage {
   public func encode(to writer: inout WireWriter) {
     if self.source.rawValue != 0 { writer.writeRaw(0x08); writer.writeEnumValue(self.source.rawValue) }
     if !self.appID.isEmpty { writer.writeRaw(0x12); writer.writeString(self.appID) }
+    if let v = self._notification { writer.writeRaw(0x1A); writer.writeMessage(v) }
   }
 
   public var wireSize: Int {
     var size = 0
     if self.source.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.source.rawValue))) }
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
+    if let v = self._notification { size += 1 + WireSize.delimited(v.wireSize) }
     return size
   }
 
@@ -937,10 +1107,12 @@ extension HUAssistantStarted: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.source.rawValue != 0 { let v = self.source; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
+    if let v = self._notification { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
   }
 
   @inlinable
   public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._notification, rewriter.wants(v) { rewriter.descend(into: &self._notification!) }
   }
 }
 
@@ -1365,6 +1537,511 @@ extension HUAssistantEndedInfo: WireMessage {
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if self.reason.rawValue != 0 { let v = self.reason; try walker.enumValue(v, field: 2) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
+}
+
+extension HUPostNotification: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.PostNotification"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}notification_id\0\u{1}category\0\u{1}sender\0\u{1}group\0\u{3}conversation_id\0\u{1}body\0\u{1}withdraw\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularStringField(value: &self.appID)
+        }()
+        case 2: try {
+          try decoder.decodeSingularStringField(value: &self.notificationID)
+        }()
+        case 3: try {
+          try decoder.decodeSingularEnumField(value: &self.category)
+        }()
+        case 4: try {
+          try decoder.decodeSingularStringField(value: &self.sender)
+        }()
+        case 5: try {
+          try decoder.decodeSingularStringField(value: &self.group)
+        }()
+        case 6: try {
+          try decoder.decodeSingularStringField(value: &self.conversationID)
+        }()
+        case 7: try {
+          try decoder.decodeSingularStringField(value: &self.body)
+        }()
+        case 8: try {
+          try decoder.decodeSingularBoolField(value: &self.withdraw)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if !self.appID.isEmpty { try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1) }
+    if !self.notificationID.isEmpty { try visitor.visitSingularStringField(value: self.notificationID, fieldNumber: 2) }
+    if self.category.rawValue != 0 { try visitor.visitSingularEnumField(value: self.category, fieldNumber: 3) }
+    if !self.sender.isEmpty { try visitor.visitSingularStringField(value: self.sender, fieldNumber: 4) }
+    if !self.group.isEmpty { try visitor.visitSingularStringField(value: self.group, fieldNumber: 5) }
+    if !self.conversationID.isEmpty { try visitor.visitSingularStringField(value: self.conversationID, fieldNumber: 6) }
+    if !self.body.isEmpty { try visitor.visitSingularStringField(value: self.body, fieldNumber: 7) }
+    if self.withdraw { try visitor.visitSingularBoolField(value: self.withdraw, fieldNumber: 8) }
+  }
+
+  public static func == (lhs: HUPostNotification, rhs: HUPostNotification) -> Bool {
+    if lhs.appID != rhs.appID { return false }
+    if lhs.notificationID != rhs.notificationID { return false }
+    if lhs.category != rhs.category { return false }
+    if lhs.sender != rhs.sender { return false }
+    if lhs.group != rhs.group { return false }
+    if lhs.conversationID != rhs.conversationID { return false }
+    if lhs.body != rhs.body { return false }
+    if lhs.withdraw != rhs.withdraw { return false }
+    return true
+  }
+}
+
+extension HUPostNotification: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 10: self.appID = try reader.readString()
+        case 18: self.notificationID = try reader.readString()
+        case 24: self.category = HUNotificationCategory(rawValue: try reader.readEnumValue()) ?? HUNotificationCategory()
+        case 34: self.sender = try reader.readString()
+        case 42: self.group = try reader.readString()
+        case 50: self.conversationID = try reader.readString()
+        case 58: self.body = try reader.readString()
+        case 64: self.withdraw = try reader.readBool()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
+    if !self.notificationID.isEmpty { writer.writeRaw(0x12); writer.writeString(self.notificationID) }
+    if self.category.rawValue != 0 { writer.writeRaw(0x18); writer.writeEnumValue(self.category.rawValue) }
+    if !self.sender.isEmpty { writer.writeRaw(0x22); writer.writeString(self.sender) }
+    if !self.group.isEmpty { writer.writeRaw(0x2A); writer.writeString(self.group) }
+    if !self.conversationID.isEmpty { writer.writeRaw(0x32); writer.writeString(self.conversationID) }
+    if !self.body.isEmpty { writer.writeRaw(0x3A); writer.writeString(self.body) }
+    if self.withdraw { writer.writeRaw(0x40); writer.writeBool(self.withdraw) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
+    if !self.notificationID.isEmpty { size += 1 + WireSize.delimited(self.notificationID.utf8.count) }
+    if self.category.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.category.rawValue))) }
+    if !self.sender.isEmpty { size += 1 + WireSize.delimited(self.sender.utf8.count) }
+    if !self.group.isEmpty { size += 1 + WireSize.delimited(self.group.utf8.count) }
+    if !self.conversationID.isEmpty { size += 1 + WireSize.delimited(self.conversationID.utf8.count) }
+    if !self.body.isEmpty { size += 1 + WireSize.delimited(self.body.utf8.count) }
+    if self.withdraw { size += 1 + 1 }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+    if !self.notificationID.isEmpty { let v = self.notificationID; try walker.string(v, field: 2, index: nil) }
+    if self.category.rawValue != 0 { let v = self.category; try walker.enumValue(v, field: 3) }
+    if !self.sender.isEmpty { let v = self.sender; try walker.string(v, field: 4, index: nil) }
+    if !self.group.isEmpty { let v = self.group; try walker.string(v, field: 5, index: nil) }
+    if !self.conversationID.isEmpty { let v = self.conversationID; try walker.string(v, field: 6, index: nil) }
+    if !self.body.isEmpty { let v = self.body; try walker.string(v, field: 7, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
+}
+
+extension HUNotificationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.NotificationInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}app_display_name\0\u{3}notification_id\0\u{1}category\0\u{1}sender\0\u{1}group\0\u{3}conversation_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularStringField(value: &self.appID)
+        }()
+        case 2: try {
+          try decoder.decodeSingularStringField(value: &self.appDisplayName)
+        }()
+        case 3: try {
+          try decoder.decodeSingularStringField(value: &self.notificationID)
+        }()
+        case 4: try {
+          try decoder.decodeSingularEnumField(value: &self.category)
+        }()
+        case 5: try {
+          try decoder.decodeSingularStringField(value: &self.sender)
+        }()
+        case 6: try {
+          try decoder.decodeSingularStringField(value: &self.group)
+        }()
+        case 7: try {
+          try decoder.decodeSingularStringField(value: &self.conversationID)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if !self.appID.isEmpty { try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1) }
+    if !self.appDisplayName.isEmpty { try visitor.visitSingularStringField(value: self.appDisplayName, fieldNumber: 2) }
+    if !self.notificationID.isEmpty { try visitor.visitSingularStringField(value: self.notificationID, fieldNumber: 3) }
+    if self.category.rawValue != 0 { try visitor.visitSingularEnumField(value: self.category, fieldNumber: 4) }
+    if !self.sender.isEmpty { try visitor.visitSingularStringField(value: self.sender, fieldNumber: 5) }
+    if !self.group.isEmpty { try visitor.visitSingularStringField(value: self.group, fieldNumber: 6) }
+    if !self.conversationID.isEmpty { try visitor.visitSingularStringField(value: self.conversationID, fieldNumber: 7) }
+  }
+
+  public static func == (lhs: HUNotificationInfo, rhs: HUNotificationInfo) -> Bool {
+    if lhs.appID != rhs.appID { return false }
+    if lhs.appDisplayName != rhs.appDisplayName { return false }
+    if lhs.notificationID != rhs.notificationID { return false }
+    if lhs.category != rhs.category { return false }
+    if lhs.sender != rhs.sender { return false }
+    if lhs.group != rhs.group { return false }
+    if lhs.conversationID != rhs.conversationID { return false }
+    return true
+  }
+}
+
+extension HUNotificationInfo: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 10: self.appID = try reader.readString()
+        case 18: self.appDisplayName = try reader.readString()
+        case 26: self.notificationID = try reader.readString()
+        case 32: self.category = HUNotificationCategory(rawValue: try reader.readEnumValue()) ?? HUNotificationCategory()
+        case 42: self.sender = try reader.readString()
+        case 50: self.group = try reader.readString()
+        case 58: self.conversationID = try reader.readString()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
+    if !self.appDisplayName.isEmpty { writer.writeRaw(0x12); writer.writeString(self.appDisplayName) }
+    if !self.notificationID.isEmpty { writer.writeRaw(0x1A); writer.writeString(self.notificationID) }
+    if self.category.rawValue != 0 { writer.writeRaw(0x20); writer.writeEnumValue(self.category.rawValue) }
+    if !self.sender.isEmpty { writer.writeRaw(0x2A); writer.writeString(self.sender) }
+    if !self.group.isEmpty { writer.writeRaw(0x32); writer.writeString(self.group) }
+    if !self.conversationID.isEmpty { writer.writeRaw(0x3A); writer.writeString(self.conversationID) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
+    if !self.appDisplayName.isEmpty { size += 1 + WireSize.delimited(self.appDisplayName.utf8.count) }
+    if !self.notificationID.isEmpty { size += 1 + WireSize.delimited(self.notificationID.utf8.count) }
+    if self.category.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.category.rawValue))) }
+    if !self.sender.isEmpty { size += 1 + WireSize.delimited(self.sender.utf8.count) }
+    if !self.group.isEmpty { size += 1 + WireSize.delimited(self.group.utf8.count) }
+    if !self.conversationID.isEmpty { size += 1 + WireSize.delimited(self.conversationID.utf8.count) }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+    if !self.appDisplayName.isEmpty { let v = self.appDisplayName; try walker.string(v, field: 2, index: nil) }
+    if !self.notificationID.isEmpty { let v = self.notificationID; try walker.string(v, field: 3, index: nil) }
+    if self.category.rawValue != 0 { let v = self.category; try walker.enumValue(v, field: 4) }
+    if !self.sender.isEmpty { let v = self.sender; try walker.string(v, field: 5, index: nil) }
+    if !self.group.isEmpty { let v = self.group; try walker.string(v, field: 6, index: nil) }
+    if !self.conversationID.isEmpty { let v = self.conversationID; try walker.string(v, field: 7, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
+}
+
+extension HUNotificationInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.NotificationInput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}select\0\u{1}dismiss\0\u{1}allow\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          var v: HUNotificationRef?
+          var hadOneofValue = false
+          if let current = self.action {
+            hadOneofValue = true
+            if case .select(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.action = .select(v)
+          }
+        }()
+        case 2: try {
+          var v: HUNotificationRef?
+          var hadOneofValue = false
+          if let current = self.action {
+            hadOneofValue = true
+            if case .dismiss(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.action = .dismiss(v)
+          }
+        }()
+        case 3: try {
+          var v: HUNotificationsAllowed?
+          var hadOneofValue = false
+          if let current = self.action {
+            hadOneofValue = true
+            if case .allow(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.action = .allow(v)
+          }
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if case .select(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 1) }
+    if case .dismiss(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 2) }
+    if case .allow(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 3) }
+  }
+
+  public static func == (lhs: HUNotificationInput, rhs: HUNotificationInput) -> Bool {
+    if lhs.action != rhs.action { return false }
+    return true
+  }
+}
+
+extension HUNotificationInput: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 10:
+          if case .select(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .select(v)
+          } else {
+            self.action = .select(try reader.readMessage(HUNotificationRef.self))
+          }
+        case 18:
+          if case .dismiss(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .dismiss(v)
+          } else {
+            self.action = .dismiss(try reader.readMessage(HUNotificationRef.self))
+          }
+        case 26:
+          if case .allow(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .allow(v)
+          } else {
+            self.action = .allow(try reader.readMessage(HUNotificationsAllowed.self))
+          }
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    switch self.action {
+    case .select(let v)?: writer.writeRaw(0x0A); writer.writeMessage(v)
+    case .dismiss(let v)?: writer.writeRaw(0x12); writer.writeMessage(v)
+    case .allow(let v)?: writer.writeRaw(0x1A); writer.writeMessage(v)
+    default: break
+    }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    switch self.action {
+    case .select(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .dismiss(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    case .allow(let v)?: size += 1 + WireSize.delimited(v.wireSize)
+    default: break
+    }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    switch self.action {
+    case .select(let v)?: if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() }
+    case .dismiss(let v)?: if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() }
+    case .allow(let v)?: if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() }
+    default: break
+    }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    switch self.action {
+    case .select(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .select(v)
+    case .dismiss(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .dismiss(v)
+    case .allow(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .allow(v)
+    default: break
+    }
+  }
+}
+
+extension HUNotificationRef: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.NotificationRef"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}notification_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularStringField(value: &self.appID)
+        }()
+        case 2: try {
+          try decoder.decodeSingularStringField(value: &self.notificationID)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if !self.appID.isEmpty { try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1) }
+    if !self.notificationID.isEmpty { try visitor.visitSingularStringField(value: self.notificationID, fieldNumber: 2) }
+  }
+
+  public static func == (lhs: HUNotificationRef, rhs: HUNotificationRef) -> Bool {
+    if lhs.appID != rhs.appID { return false }
+    if lhs.notificationID != rhs.notificationID { return false }
+    return true
+  }
+}
+
+extension HUNotificationRef: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 10: self.appID = try reader.readString()
+        case 18: self.notificationID = try reader.readString()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
+    if !self.notificationID.isEmpty { writer.writeRaw(0x12); writer.writeString(self.notificationID) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
+    if !self.notificationID.isEmpty { size += 1 + WireSize.delimited(self.notificationID.utf8.count) }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+    if !self.notificationID.isEmpty { let v = self.notificationID; try walker.string(v, field: 2, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
+}
+
+extension HUNotificationsAllowed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.NotificationsAllowed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}allowed\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularStringField(value: &self.appID)
+        }()
+        case 2: try {
+          try decoder.decodeSingularBoolField(value: &self.allowed)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if !self.appID.isEmpty { try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1) }
+    if self.allowed { try visitor.visitSingularBoolField(value: self.allowed, fieldNumber: 2) }
+  }
+
+  public static func == (lhs: HUNotificationsAllowed, rhs: HUNotificationsAllowed) -> Bool {
+    if lhs.appID != rhs.appID { return false }
+    if lhs.allowed != rhs.allowed { return false }
+    return true
+  }
+}
+
+extension HUNotificationsAllowed: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 10: self.appID = try reader.readString()
+        case 16: self.allowed = try reader.readBool()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
+    if self.allowed { writer.writeRaw(0x10); writer.writeBool(self.allowed) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
+    if self.allowed { size += 1 + 1 }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
   }
 
   @inlinable

@@ -390,6 +390,16 @@ public struct HUEnvelope: Sendable {
     set { body = .assistantUpdate(newValue) }
   }
 
+  public var postNotification: HUPostNotification {
+    get { if case .postNotification(let v)? = body { return v }; return HUPostNotification() }
+    set { body = .postNotification(newValue) }
+  }
+
+  public var notificationInput: HUNotificationInput {
+    get { if case .notificationInput(let v)? = body { return v }; return HUNotificationInput() }
+    set { body = .notificationInput(newValue) }
+  }
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -465,6 +475,8 @@ public struct HUEnvelope: Sendable {
     indirect case assistantInput(HUAssistantInput)
     indirect case assistantEvent(HUAssistantEvent)
     indirect case assistantUpdate(HUAssistantUpdate)
+    indirect case postNotification(HUPostNotification)
+    indirect case notificationInput(HUNotificationInput)
   }
 
   public init() {}
@@ -823,7 +835,7 @@ extension HURole: SwiftProtobuf._ProtoNameProviding {
 
 extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.Envelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0\u{4}\u{5}assistant_input\0\u{3}assistant_event\0\u{3}assistant_update\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}hello\0\u{1}welcome\0\u{1}goodbye\0\u{1}result\0\u{4}\u{5}announce_apps\0\u{3}template_request\0\u{3}complete_event\0\u{3}app_closed\0\u{3}resume_session\0\u{4}\u{6}scene_connected\0\u{3}scene_disconnected\0\u{3}app_event\0\u{3}session_configuration\0\u{4}\u{7}launch_app\0\u{3}hmi_input\0\u{3}set_vehicle_state\0\u{3}get_status\0\u{3}close_app\0\u{3}get_image\0\u{4}\u{5}home_screen\0\u{3}screen_update\0\u{3}image_data\0\u{4}\u{12}navigation_request\0\u{3}navigation_event\0\u{3}navigation_input\0\u{3}subscribe_metadata\0\u{3}metadata_update\0\u{3}cluster_input\0\u{4}\u{f}serve_protocols\0\u{3}accessory_availability\0\u{3}open_session\0\u{3}session_requested\0\u{3}answer_session\0\u{3}session_opened\0\u{3}close_session\0\u{3}session_closed\0\u{3}session_credit\0\u{3}session_finished\0\u{3}start_pairing\0\u{1}pair\0\u{1}authenticate\0\u{3}list_paired_devices\0\u{3}remove_paired_device\0\u{3}pair_start\0\u{3}pairing_attempt\0\u{4}\u{4}remote_commands\0\u{3}send_remote_command\0\u{3}car_button\0\u{3}remote_command_event\0\u{3}remote_command_answer\0\u{3}open_audio_stream\0\u{3}close_audio_stream\0\u{3}audio_credit\0\u{3}audio_stream_closed\0\u{3}microphone_started\0\u{3}watch_audio\0\u{4}\u{5}watch_video\0\u{3}video_streams\0\u{3}request_keyframe\0\u{4}\u{3}call_report\0\u{3}call_request\0\u{3}call_action_event\0\u{3}call_action_answer\0\u{3}call_action_timed_out\0\u{3}call_input\0\u{4}\u{5}assistant_input\0\u{3}assistant_event\0\u{3}assistant_update\0\u{3}post_notification\0\u{3}notification_input\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -1717,6 +1729,32 @@ extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
             self.body = .assistantUpdate(v)
           }
         }()
+        case 133: try {
+          var v: HUPostNotification?
+          var hadOneofValue = false
+          if let current = self.body {
+            hadOneofValue = true
+            if case .postNotification(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.body = .postNotification(v)
+          }
+        }()
+        case 134: try {
+          var v: HUNotificationInput?
+          var hadOneofValue = false
+          if let current = self.body {
+            hadOneofValue = true
+            if case .notificationInput(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.body = .notificationInput(v)
+          }
+        }()
         default: break
       }
     }
@@ -1793,6 +1831,8 @@ extension HUEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
     if case .assistantInput(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 130) }
     if case .assistantEvent(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 131) }
     if case .assistantUpdate(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 132) }
+    if case .postNotification(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 133) }
+    if case .notificationInput(let v)? = self.body { try visitor.visitSingularMessageField(value: v, fieldNumber: 134) }
   }
 
   public static func == (lhs: HUEnvelope, rhs: HUEnvelope) -> Bool {
@@ -2351,6 +2391,22 @@ extension HUEnvelope: WireMessage {
           } else {
             self.body = .assistantUpdate(try reader.readMessage(HUAssistantUpdate.self))
           }
+        case 1066:
+          if case .postNotification(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .postNotification(v)
+          } else {
+            self.body = .postNotification(try reader.readMessage(HUPostNotification.self))
+          }
+        case 1074:
+          if case .notificationInput(var v)? = self.body {
+            self.body = nil
+            try reader.mergeMessage(&v)
+            self.body = .notificationInput(v)
+          } else {
+            self.body = .notificationInput(try reader.readMessage(HUNotificationInput.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -2427,6 +2483,8 @@ extension HUEnvelope: WireMessage {
     case .assistantInput(let v)?: writer.writeRaw(0x92, 0x08); writer.writeMessage(v)
     case .assistantEvent(let v)?: writer.writeRaw(0x9A, 0x08); writer.writeMessage(v)
     case .assistantUpdate(let v)?: writer.writeRaw(0xA2, 0x08); writer.writeMessage(v)
+    case .postNotification(let v)?: writer.writeRaw(0xAA, 0x08); writer.writeMessage(v)
+    case .notificationInput(let v)?: writer.writeRaw(0xB2, 0x08); writer.writeMessage(v)
     default: break
     }
   }
@@ -2503,6 +2561,8 @@ extension HUEnvelope: WireMessage {
     case .assistantInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .assistantEvent(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .assistantUpdate(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .postNotification(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .notificationInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     default: break
     }
     return size
@@ -2579,6 +2639,8 @@ extension HUEnvelope: WireMessage {
     case .assistantInput(let v)?: if try walker.enter(v, field: 130, index: nil) { try v.walk(&walker); walker.leave() }
     case .assistantEvent(let v)?: if try walker.enter(v, field: 131, index: nil) { try v.walk(&walker); walker.leave() }
     case .assistantUpdate(let v)?: if try walker.enter(v, field: 132, index: nil) { try v.walk(&walker); walker.leave() }
+    case .postNotification(let v)?: if try walker.enter(v, field: 133, index: nil) { try v.walk(&walker); walker.leave() }
+    case .notificationInput(let v)?: if try walker.enter(v, field: 134, index: nil) { try v.walk(&walker); walker.leave() }
     default: break
     }
   }
@@ -2654,6 +2716,8 @@ extension HUEnvelope: WireMessage {
     case .assistantInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .assistantInput(v)
     case .assistantEvent(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .assistantEvent(v)
     case .assistantUpdate(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .assistantUpdate(v)
+    case .postNotification(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .postNotification(v)
+    case .notificationInput(var v)? where rewriter.wants(v): self.body = nil; rewriter.descend(into: &v); self.body = .notificationInput(v)
     default: break
     }
   }

@@ -1222,6 +1222,10 @@ public struct HUHomeScreen: Sendable {
   public var hasLastAssistantEnded: Bool { _lastAssistantEnded != nil }
   public mutating func clearLastAssistantEnded() { _lastAssistantEnded = nil }
 
+  public var notifications: [HUNotificationInfo] = []
+
+  public var notificationsOff: [String] = []
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -5052,7 +5056,7 @@ extension HUHomeScreenIcon: WireMessage {
 
 extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.HomeScreen"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0\u{1}assistant\0\u{3}last_assistant_ended\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}icons\0\u{3}now_playing_app_id\0\u{3}device_name\0\u{3}phone_link\0\u{1}calls\0\u{3}last_call_ended\0\u{1}assistant\0\u{3}last_assistant_ended\0\u{1}notifications\0\u{3}notifications_off\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -5083,6 +5087,12 @@ extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementat
         case 8: try {
           try decoder.decodeSingularMessageField(value: &self._lastAssistantEnded)
         }()
+        case 9: try {
+          try decoder.decodeRepeatedMessageField(value: &self.notifications)
+        }()
+        case 10: try {
+          try decoder.decodeRepeatedStringField(value: &self.notificationsOff)
+        }()
         default: break
       }
     }
@@ -5098,6 +5108,8 @@ extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementat
     if let v = self._lastCallEnded { try visitor.visitSingularMessageField(value: v, fieldNumber: 6) }
     if let v = self._assistant { try visitor.visitSingularMessageField(value: v, fieldNumber: 7) }
     if let v = self._lastAssistantEnded { try visitor.visitSingularMessageField(value: v, fieldNumber: 8) }
+    if !self.notifications.isEmpty { try visitor.visitRepeatedMessageField(value: self.notifications, fieldNumber: 9) }
+    if !self.notificationsOff.isEmpty { try visitor.visitRepeatedStringField(value: self.notificationsOff, fieldNumber: 10) }
   }
 
   public static func == (lhs: HUHomeScreen, rhs: HUHomeScreen) -> Bool {
@@ -5109,6 +5121,8 @@ extension HUHomeScreen: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementat
     if lhs._lastCallEnded != rhs._lastCallEnded { return false }
     if lhs._assistant != rhs._assistant { return false }
     if lhs._lastAssistantEnded != rhs._lastAssistantEnded { return false }
+    if lhs.notifications != rhs.notifications { return false }
+    if lhs.notificationsOff != rhs.notificationsOff { return false }
     return true
   }
 }
@@ -5125,6 +5139,8 @@ extension HUHomeScreen: WireMessage {
         case 50: try reader.mergeMessage(&self._lastCallEnded)
         case 58: try reader.mergeMessage(&self._assistant)
         case 66: try reader.mergeMessage(&self._lastAssistantEnded)
+        case 74: self.notifications.append(try reader.readMessage(HUNotificationInfo.self))
+        case 82: self.notificationsOff.append(try reader.readString())
         default: try reader.skip(tag: tag)
       }
     }
@@ -5139,6 +5155,8 @@ extension HUHomeScreen: WireMessage {
     if let v = self._lastCallEnded { writer.writeRaw(0x32); writer.writeMessage(v) }
     if let v = self._assistant { writer.writeRaw(0x3A); writer.writeMessage(v) }
     if let v = self._lastAssistantEnded { writer.writeRaw(0x42); writer.writeMessage(v) }
+    for v in self.notifications { writer.writeRaw(0x4A); writer.writeMessage(v) }
+    for v in self.notificationsOff { writer.writeRaw(0x52); writer.writeString(v) }
   }
 
   public var wireSize: Int {
@@ -5151,6 +5169,8 @@ extension HUHomeScreen: WireMessage {
     if let v = self._lastCallEnded { size += 1 + WireSize.delimited(v.wireSize) }
     if let v = self._assistant { size += 1 + WireSize.delimited(v.wireSize) }
     if let v = self._lastAssistantEnded { size += 1 + WireSize.delimited(v.wireSize) }
+    for v in self.notifications { size += 1 + WireSize.delimited(v.wireSize) }
+    for v in self.notificationsOff { size += 1 + WireSize.delimited(v.utf8.count) }
     return size
   }
 
@@ -5170,6 +5190,14 @@ extension HUHomeScreen: WireMessage {
     if let v = self._lastCallEnded { if try walker.enter(v, field: 6, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._assistant { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
     if let v = self._lastAssistantEnded { if try walker.enter(v, field: 8, index: nil) { try v.walk(&walker); walker.leave() } }
+    if !self.notifications.isEmpty {
+      try walker.repeated(count: self.notifications.count, field: 9)
+      for (index, v) in self.notifications.enumerated() { if try walker.enter(v, field: 9, index: index) { try v.walk(&walker); walker.leave() } }
+    }
+    if !self.notificationsOff.isEmpty {
+      try walker.repeated(count: self.notificationsOff.count, field: 10)
+      for (index, v) in self.notificationsOff.enumerated() { try walker.string(v, field: 10, index: index) }
+    }
   }
 
   @inlinable
@@ -5179,6 +5207,7 @@ extension HUHomeScreen: WireMessage {
     if let v = self._lastCallEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastCallEnded!) }
     if let v = self._assistant, rewriter.wants(v) { rewriter.descend(into: &self._assistant!) }
     if let v = self._lastAssistantEnded, rewriter.wants(v) { rewriter.descend(into: &self._lastAssistantEnded!) }
+    for index in self.notifications.indices where rewriter.wants(self.notifications[index]) { rewriter.descend(into: &self.notifications[index]) }
   }
 }
 
