@@ -25,3 +25,4 @@ done
 "$python" Tests/Simulator/sim_test.py "$bin" "$@"
 # Navigation banners over another app's screen (PROTOCOL.md 19.9): a page of its own.
 "$python" Tests/Simulator/banner_test.py "$bin"
+"$python" Tests/Simulator/assistant_test.py "$bin"

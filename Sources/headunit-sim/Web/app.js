@@ -167,6 +167,7 @@ function render() {
   renderStatus();
   renderAudio();
   renderMain();
+  renderNotifications();
   renderDashboard();
   renderCluster();
   document.body.classList.toggle("light", !dark());
@@ -209,6 +210,8 @@ function renderMain() {
   root.append(dock, content);
   const calls = callBanner();
   if (calls) root.append(calls);
+  const assistant = assistantPanel();
+  if (assistant) root.append(assistant);
   const banner = navBanner(r);
   if (banner) root.append(banner);
 
@@ -273,6 +276,68 @@ function callBanner() {
   }
   box.append(h("div", { class: "call-status", id: "call-status" }, S.callOutcome || ""));
   return box;
+}
+
+// The phone's assistant (PROTOCOL.md section 27): the car draws its state
+// and the exchange over whatever the main screen shows; the voice button and
+// the say box are the driver's side. The notifications (27.7) are listed
+// beside the controls; selecting one has the assistant read it.
+function voiceButton() {
+  return hmi({ carButton: { button: "CAR_BUTTON_VOICE" } }).then(showVoiceOutcome);
+}
+function say(text) {
+  return hmi({ assistantInput: { say: { text } } }).then(showVoiceOutcome);
+}
+function endAssistant() {
+  return hmi({ assistantInput: { end: {} } }).then(showVoiceOutcome);
+}
+function showVoiceOutcome(answer) {
+  const o = answer.result && answer.result.assistant;
+  $("voice-result").textContent = o ? `session ${o.sessionId}${o.ended ? " ended" : ""}` : (answer.code || answer.error || "");
+  return answer;
+}
+// The exchange stays drawn after its session ended (as the car's own
+// screen lets an answer be read) until another opens or Done is pressed.
+function assistantPanel() {
+  const open = S.home && S.home.assistant && S.home.assistant.sessionId ? S.home.assistant : null;
+  if (open) S.lastAssistant = open;
+  const a = open || S.lastAssistant;
+  if (!a) return null;
+  const ended = S.home && S.home.lastAssistantEnded;
+  const state = open ? (a.state || "").replace("ASSISTANT_STATE_", "").toLowerCase()
+    : "ended" + (ended && ended.sessionId === a.sessionId ? " (" + (ended.reason || "").replace("ASSISTANT_END_REASON_", "").toLowerCase() + ")" : "");
+  const done = () => { if (open) return endAssistant(); S.lastAssistant = null; render(); };
+  return h("div", { class: "assistant " + state.split(" ")[0], id: "assistant", "data-state": state.split(" ")[0], "data-session-id": a.sessionId },
+    h("div", { class: "assistant-state" }, "Assistant · " + state + (a.appId ? " · " + appName(a.appId) : "")),
+    ...(a.turns || []).map((t) => h("div", { class: "turn " + (t.fromDriver ? "driver" : "reply") }, t.text || "")),
+    tap("button", { id: "assistant-end", "data-focus": "" }, done, open ? "Done" : "Close"));
+}
+function notificationAction(action) {
+  return hmi({ notificationInput: action }).then(showVoiceOutcome);
+}
+function renderNotifications() {
+  const box = $("notifications");
+  const list = (S.home && S.home.notifications) || [];
+  const off = new Set((S.home && S.home.notificationsOff) || []);
+  box.replaceChildren();
+  if (!list.length) box.append("none");
+  for (const n of list) {
+    const ref = { appId: n.appId, notificationId: n.notificationId };
+    const kind = n.category === "NOTIFICATION_CATEGORY_MISSED_CALL" ? "missed call" : "message";
+    box.append(h("div", { class: "notification", "data-notification-id": n.notificationId },
+      h("button", { type: "button", class: "open" }, `${n.appDisplayName || n.appId}: ${kind} from ${n.sender}${n.group ? " (" + n.group + ")" : ""}`),
+      h("button", { type: "button", class: "dismiss", title: "dismiss" }, "×"),
+      h("button", { type: "button", class: "off", title: "turn this app's notifications off" }, "off")));
+    const row = box.lastChild;
+    row.querySelector(".open").addEventListener("click", () => notificationAction({ select: ref }));
+    row.querySelector(".dismiss").addEventListener("click", () => notificationAction({ dismiss: ref }));
+    row.querySelector(".off").addEventListener("click", () => notificationAction({ allow: { appId: n.appId, allowed: false } }));
+  }
+  for (const appId of off) {
+    box.append(h("div", { class: "notification off-app" },
+      h("button", { type: "button", class: "on", "data-app-id": appId }, `turn ${appName(appId)}'s notifications on`)));
+    box.lastChild.querySelector(".on").addEventListener("click", () => notificationAction({ allow: { appId, allowed: true } }));
+  }
 }
 
 function renderHome() {
@@ -906,6 +971,7 @@ document.addEventListener("keydown", (e) => {
     case "Enter": case " ": if (document.activeElement && document.activeElement.dataset.focus) document.activeElement.click(); break;
     case "Escape": case "Backspace": goBack(); break;
     case "h": case "H": goHome(); break;
+    case "v": case "V": voiceButton(); break;
     default: return;
   }
   e.preventDefault();
@@ -1046,6 +1112,12 @@ $("ctl-rhd").addEventListener("change", (e) => { S.rhd = e.target.checked; S.rhd
 $("ctl-display").addEventListener("change", (e) => setDisplay(e.target.value));
 $("ctl-home").addEventListener("click", goHome);
 $("ctl-nowplaying").addEventListener("click", openNowPlaying);
+$("ctl-voice").addEventListener("click", voiceButton);
+$("say-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const text = $("say-text").value.trim();
+  if (text) say(text).then(() => { $("say-text").value = ""; });
+});
 $("log-clear").addEventListener("click", () => $("log").replaceChildren());
 $("audio-start").addEventListener("click", startAudio);
 // Chrome's autoplay rule: the context runs once the user interacted with the page.

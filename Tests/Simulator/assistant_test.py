@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The phone's assistant and notifications in the browser simulator
+(PROTOCOL.md section 27).
+
+The MessagesApp example is the phone (its assistant runs its SiriKit-shaped
+intents). In headless Chromium: its notification appears in the list and,
+selected, the assistant reads Alice's message on the main screen; the voice
+key opens the assistant (listening); the say box's "send a message to Jane
+saying on my way" reaches the app's send handler (its stdout says so) and
+the answer is drawn on the main screen.
+
+    assistant_test.py BIN_DIR [--screenshot PATH]   (BIN_DIR holds headunitd, headunit-sim, MessagesApp)
+
+Uses sim_test.py's helpers.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import sim_test as T  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bin")
+    parser.add_argument("--screenshot", default=None)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="assistant-test-")
+    sock = os.path.join(work, "hu.sock")
+    procs = T.Processes(work)
+    driver = None
+    passed = False
+    try:
+        procs.start("daemon", [os.path.join(args.bin, "headunitd"), "--unix-socket", sock, "--tcp", "127.0.0.1:0"])
+        procs.wait_for_line("daemon", r"^ready$")
+        procs.start("sim", [os.path.join(args.bin, "headunit-sim"), "--unix-socket", sock, "--port", "0"])
+        url = procs.wait_for_line("sim", r"open (http://\S+)").group(1)
+        options = Options()
+        for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1800,1250",
+                     "--force-device-scale-factor=1"]:
+            options.add_argument(flag)
+        for binary in ["/usr/bin/chromium", "/usr/bin/chromium-browser"]:
+            if os.path.exists(binary):
+                options.binary_location = binary
+        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+        driver.get(url)
+        page = T.Page(driver)
+        page.wait_text("#conn-daemon", "daemon: connected")
+        procs.start("phone", [os.path.join(args.bin, "MessagesApp"), sock])
+        procs.wait_for_line("phone", r"^notification posted$")
+
+        # The notification: sender only; selected, the assistant reads it and it is marked read.
+        page.wait_text("#notifications", "message from Alice")
+        page.click('#notifications [data-notification-id="m1"] .open', "select Alice's notification")
+        page.wait_text("#assistant", "Alice said: See you at 6")
+        procs.wait_for_line("phone", r"^marked read: m1$")
+        page.wait("the notification gone from the list", lambda: not driver.find_elements(By.CSS_SELECTOR, '#notifications [data-notification-id="m1"]'))
+        page.wait("the session ended", lambda: "ended" in page.text("#assistant .assistant-state"))
+
+        # The voice key: the assistant listens; the say box carries the request.
+        page.click("#ctl-voice", "press the voice key")
+        page.wait("the assistant listening", lambda: (page.find("#assistant") is not None
+                                                      and page.find("#assistant").get_attribute("data-state") == "listening"))
+        page.wait_text("#assistant", "What can I help you with?")
+        box = page.find("#say-text")
+        box.send_keys("send a message to Jane saying on my way")
+        page.click("#say-send", "say it")
+        procs.wait_for_line("phone", r"^message sent to Jane: on my way$")
+        page.wait_text("#assistant", "Sent to Jane: on my way")
+        T.check("send a message to Jane saying on my way" in page.text("#assistant"), "the driver's words are drawn in the exchange")
+        if args.screenshot:
+            with open(args.screenshot, "wb") as f:
+                f.write(page.find("#main-screen").screenshot_as_png)
+        page.wait("the session ended by the assistant", lambda: "ended (by_assistant)" in page.text("#assistant .assistant-state"))
+        passed = True
+    finally:
+        if not passed and "phone" in procs.procs:
+            print(procs.output("phone")[-3000:])
+        if driver:
+            driver.quit()
+        procs.stop_all()
+    print("assistant_test: PASSED" if passed else "assistant_test: FAILED")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
