@@ -85,7 +85,7 @@ public final class CPApplication {
     /// (`EAAccessoryManager.shared()` is this of the last automaker app connected).
     public let accessoryManager = EAAccessoryManager()
 
-    /// Describes the app; nothing is sent until ``connect(to:deviceName:)``.
+    /// Describes the app; nothing is sent until ``connect(to:deviceName:assistant:)``.
     public init(bundleIdentifier: String, displayName: String, entitlements: [CPEntitlement],
                 accessoryProtocols: [String] = [], icon: CPImage? = nil) {
         self.bundleIdentifier = bundleIdentifier
@@ -115,7 +115,7 @@ public final class CPApplication {
 
     /// The connection to the car (for accessory sessions and anything CarPlayKit does not cover).
     public nonisolated var phone: PhoneSession? { phoneBox.withLockedValue { $0 } }
-    /// The car's decision on the app (category, matched accessory protocols), after ``connect(to:deviceName:)``.
+    /// The car's decision on the app (category, matched accessory protocols), after ``connect(to:deviceName:assistant:)``.
     public var decision: HUAppDecision? { carDecision }
     /// The app's SiriKit handlers, as its Intents extension gives them
     /// (`INExtension.handler(for:)`): the phone's assistant runs the driver's
