@@ -101,7 +101,7 @@ final class MessagesIntents: INExtension, INSendMessageIntentHandling, INSearchF
 
     func handle(intent: INSendMessageIntent) async -> INSendMessageIntentResponse {
         let names = (intent.recipients ?? []).map(\.displayName).joined(separator: ", ")
-        log("message sent to \(names): \(intent.content ?? "")")
+        log("message sent to \(names): \(intent.content ?? "")" + (intent.conversationIdentifier.map { " (\($0))" } ?? ""))
         return INSendMessageIntentResponse(code: .success, userActivity: nil)
     }
 

@@ -39,6 +39,8 @@ public final class CPAssistant {
     private var sessionID: UInt64 = 0
     private var request: Request?
     private var asked: Asked?
+    /// A message item's conversation: a reply is sent in it.
+    private var conversation: String?
     /// Events handled one after the other (an intent's handler may take time).
     private var last: Task<Void, Never>?
     /// Every line the assistant spoke or showed, in order (logs and tests).
@@ -90,7 +92,13 @@ public final class CPAssistant {
     private func run(_ event: HUAssistantEvent) async {
         switch event.kind {
         case .started(let started):
-            (sessionID, request, asked) = (event.sessionID, nil, nil)
+            (sessionID, request, asked, conversation) = (event.sessionID, nil, nil, nil)
+            if started.source == .messageItem {
+                // A message item: read what is new in its conversation, else offer a reply.
+                await update(.thinking)
+                await openConversation(started.conversationID, contact: started.contact)
+                return
+            }
             if started.source == .notification {
                 // The driver selected a notification: read it (its conversation, or the missed calls).
                 await update(.thinking)
@@ -135,7 +143,7 @@ public final class CPAssistant {
         switch request {
         case .sendMessage(let to, let content)?:
             let intent = INSendMessageIntent(
-                recipients: to.map { [INPerson(personHandle: nil, displayName: $0)] }, content: content, conversationIdentifier: nil)
+                recipients: to.map { [INPerson(personHandle: nil, displayName: $0)] }, content: content, conversationIdentifier: conversation)
             guard let handler = handler(for: intent) as? INSendMessageIntentHandling else { return await finish("\(appName) can't send messages.") }
             guard case .success(let recipients) = await handler.resolveRecipients(for: intent) else { return await ask(.recipient, "Who do you want to send it to?") }
             guard case .success(let words) = await handler.resolveContent(for: intent) else {
@@ -185,6 +193,18 @@ public final class CPAssistant {
         await readAndMarkRead(messages)
     }
 
+    private func openConversation(_ conversationID: String, contact: String) async {
+        conversation = conversationID.isEmpty ? nil : conversationID
+        let intent = INSearchForMessagesIntent(senders: nil, attributes: .unread, conversationIdentifiers: conversation.map { [$0] })
+        if let handler = handler(for: intent) as? INSearchForMessagesIntentHandling {
+            let found = await handler.handle(intent: intent)
+            let messages = found.code == .success ? found.messages ?? [] : []
+            if !messages.isEmpty { return await readAndMarkRead(messages) }
+        }
+        request = .sendMessage(to: contact.isEmpty ? nil : contact, content: nil)
+        await perform()
+    }
+
     /// Reads the messages out, then marks them read (`INSetMessageAttributeIntent`).
     private func readAndMarkRead(_ messages: [INMessage]) async {
         let lines = messages.map { "\($0.sender?.displayName ?? "Someone") said: \($0.content ?? "")" }
@@ -208,7 +228,7 @@ public final class CPAssistant {
     private func finish(_ answer: String) async {
         await speak(answer)
         await update(.speaking, end: true)
-        (request, asked) = (nil, nil)
+        (request, asked, conversation) = (nil, nil, nil)
     }
 
     private func update(_ state: HUAssistantState, _ text: String = "", end: Bool = false) async {

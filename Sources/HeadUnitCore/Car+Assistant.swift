@@ -61,6 +61,19 @@ extension Car {
         return .success(assistantOutcome(event.sessionID, ended: false))
     }
 
+    /// A message list item selected (16.8): the assistant opens for its
+    /// conversation when the phone has one, no session is open and no call
+    /// outranks it; else the app's `VoiceFlowStarted` alone, as before.
+    mutating func openAssistantForMessage(appID: String, conversationID: String, contact: String) {
+        guard phonePeer != nil, assistant.available, assistant.mayStart(callActive: audio.callActive) == nil else { return }
+        var event = assistant.start(source: .messageItem, appID: appID)
+        event.started.conversationID = conversationID
+        event.started.contact = contact
+        sendToPhone(.assistantEvent(event))
+        restartAssistantTimer()
+        assistantChanged()
+    }
+
     /// The back button, or the voice button during a session: UNKNOWN_SESSION when none is open.
     mutating func endAssistantByDriver() -> Result<HUResult, RuleViolation> {
         guard let open = assistant.open else {

@@ -279,6 +279,8 @@ extension Car {
             started.conversationID = message.conversationID.isEmpty ? message.phoneOrEmail : message.conversationID
             event.kind = .voiceFlowStarted(started)
             sendToPhone(.appEvent(event))
+            // The voice flow is the phone's assistant's (27.2): it opens for the conversation when it can.
+            openAssistantForMessage(appID: target.owner.appID, conversationID: started.conversationID, contact: message.text)
             return .ok
         case .general(let general):
             if general.disabled { return .failure(RuleViolation(.invalidArgument, "item '\(item.id)' is disabled")) }

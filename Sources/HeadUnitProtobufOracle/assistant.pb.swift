@@ -96,6 +96,9 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
 
   /// NotificationInput.select: the assistant reads that notification
   case notification // = 4
+
+  /// a message list item selected: the assistant reads or replies in its conversation
+  case messageItem // = 5
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -109,6 +112,7 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
     case 2: self = .hmi
     case 3: self = .say
     case 4: self = .notification
+    case 5: self = .messageItem
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -120,6 +124,7 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
     case .hmi: return 2
     case .say: return 3
     case .notification: return 4
+    case .messageItem: return 5
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -131,6 +136,7 @@ public nonisolated enum HUAssistantSource: SwiftProtobuf.Enum, Swift.CaseIterabl
     .hmi,
     .say,
     .notification,
+    .messageItem,
   ]
 
 }
@@ -415,6 +421,12 @@ public nonisolated struct HUAssistantStarted: Sendable {
   /// Clears the value of `notification`. Subsequent reads from it will return its default value.
   public mutating func clearNotification() {self._notification = nil}
 
+  /// Source MESSAGE_ITEM: the item's conversation (or its phone or email
+  /// when it has none) and the name it shows.
+  public var conversationID: String = String()
+
+  public var contact: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -673,7 +685,7 @@ nonisolated extension HUAssistantState: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension HUAssistantSource: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0\u{1}ASSISTANT_SOURCE_NOTIFICATION\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0\u{1}ASSISTANT_SOURCE_NOTIFICATION\0\u{1}ASSISTANT_SOURCE_MESSAGE_ITEM\0")
 }
 
 nonisolated extension HUAssistantEndReason: SwiftProtobuf._ProtoNameProviding {
@@ -973,7 +985,7 @@ nonisolated extension HUAssistantEvent: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AssistantStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0\u{3}conversation_id\0\u{1}contact\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -984,6 +996,8 @@ nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._
       case 1: try { try decoder.decodeSingularEnumField(value: &self.source) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.appID) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._notification) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.conversationID) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.contact) }()
       default: break
       }
     }
@@ -1003,6 +1017,12 @@ nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._
     try { if let v = self._notification {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     } }()
+    if !self.conversationID.isEmpty {
+      try visitor.visitSingularStringField(value: self.conversationID, fieldNumber: 4)
+    }
+    if !self.contact.isEmpty {
+      try visitor.visitSingularStringField(value: self.contact, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1010,6 +1030,8 @@ nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.source != rhs.source {return false}
     if lhs.appID != rhs.appID {return false}
     if lhs._notification != rhs._notification {return false}
+    if lhs.conversationID != rhs.conversationID {return false}
+    if lhs.contact != rhs.contact {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -263,7 +263,7 @@ struct CarPlayKitExampleTests {
         }
     }
 
-    @Test("MessagesApp and the phone's assistant: a notification selected is read and marked read; the voice button opens it, a typed request reaches the send handler with its values, the car shows and speaks the answer; missing words are asked for")
+    @Test("MessagesApp and the phone's assistant: a notification selected is read and marked read; the voice button opens it, a typed request reaches the send handler with its values, the car shows and speaks the answer; missing words are asked for; a message item replies in its conversation")
     func messagesThroughTheAssistant() async throws {
         let rig = try await Rig.start("MessagesApp")
         defer { rig.stop() }
@@ -298,7 +298,17 @@ struct CarPlayKitExampleTests {
         // Read: the search handler runs; Alice's message was read already.
         try await rig.hmi.say("read my messages")
         await rig.example.expect("messages found: 0")
-        #expect(await Self.homeSeen(rig.hmi) { $0.assistant.turns.contains { $0.text == "You have no new messages." } } != nil)
+        let nothing = await Self.homeSeen(rig.hmi) { $0.assistant.turns.contains { $0.text == "You have no new messages." } }
+        #expect(await Self.homeSeen(rig.hmi) { !$0.hasAssistant && $0.lastAssistantEnded.sessionID == nothing?.assistant.sessionID } != nil)
+
+        // A message item: nothing new in Alice's conversation, so the assistant offers a reply in it.
+        try await rig.hmi.launch("com.example.messages")
+        #expect(await rig.top("conversations") != nil)
+        try await rig.hmi.selectItem("alice", on: "conversations")
+        await rig.example.expect("voice flow for Alice")
+        #expect(await Self.homeSeen(rig.hmi) { $0.assistant.state == .listening && $0.assistant.turns.last?.text == "What do you want to say to Alice?" } != nil)
+        try await rig.hmi.say("be there soon")
+        await rig.example.expect("message sent to Alice: be there soon (conv-alice)")
     }
 
     static func navigationInput(_ kind: HUNavigationInput.OneOf_Kind) -> HUEnvelope.OneOf_Body {

@@ -52,6 +52,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
   case hmi // = 2
   case say // = 3
   case notification // = 4
+  case messageItem // = 5
   case UNRECOGNIZED(Int)
 
   public init() { self = .unspecified }
@@ -63,6 +64,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
       case 2: self = .hmi
       case 3: self = .say
       case 4: self = .notification
+      case 5: self = .messageItem
       default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -74,6 +76,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
       case .hmi: return 2
       case .say: return 3
       case .notification: return 4
+      case .messageItem: return 5
       case .UNRECOGNIZED(let i): return i
     }
   }
@@ -83,7 +86,7 @@ public enum HUAssistantSource: WireEnum, Swift.CaseIterable {
     return true
   }
 
-  public static let allCases: [HUAssistantSource] = [.unspecified, .voiceButton, .hmi, .say, .notification]
+  public static let allCases: [HUAssistantSource] = [.unspecified, .voiceButton, .hmi, .say, .notification, .messageItem]
 }
 
 public enum HUAssistantEndReason: WireEnum, Swift.CaseIterable {
@@ -295,6 +298,10 @@ public struct HUAssistantStarted: Sendable {
   }
   public var hasNotification: Bool { _notification != nil }
   public mutating func clearNotification() { _notification = nil }
+
+  public var conversationID: String = String()
+
+  public var contact: String = String()
 
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
@@ -513,7 +520,7 @@ extension HUAssistantState: SwiftProtobuf._ProtoNameProviding {
 }
 
 extension HUAssistantSource: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0\u{1}ASSISTANT_SOURCE_NOTIFICATION\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_SOURCE_UNSPECIFIED\0\u{1}ASSISTANT_SOURCE_VOICE_BUTTON\0\u{1}ASSISTANT_SOURCE_HMI\0\u{1}ASSISTANT_SOURCE_SAY\0\u{1}ASSISTANT_SOURCE_NOTIFICATION\0\u{1}ASSISTANT_SOURCE_MESSAGE_ITEM\0")
 }
 
 extension HUAssistantEndReason: SwiftProtobuf._ProtoNameProviding {
@@ -1041,7 +1048,7 @@ extension HUAssistantEvent: WireMessage {
 
 extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.AssistantStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0\u{3}conversation_id\0\u{1}contact\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -1057,6 +1064,12 @@ extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
         case 3: try {
           try decoder.decodeSingularMessageField(value: &self._notification)
         }()
+        case 4: try {
+          try decoder.decodeSingularStringField(value: &self.conversationID)
+        }()
+        case 5: try {
+          try decoder.decodeSingularStringField(value: &self.contact)
+        }()
         default: break
       }
     }
@@ -1067,12 +1080,16 @@ extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
     if self.source.rawValue != 0 { try visitor.visitSingularEnumField(value: self.source, fieldNumber: 1) }
     if !self.appID.isEmpty { try visitor.visitSingularStringField(value: self.appID, fieldNumber: 2) }
     if let v = self._notification { try visitor.visitSingularMessageField(value: v, fieldNumber: 3) }
+    if !self.conversationID.isEmpty { try visitor.visitSingularStringField(value: self.conversationID, fieldNumber: 4) }
+    if !self.contact.isEmpty { try visitor.visitSingularStringField(value: self.contact, fieldNumber: 5) }
   }
 
   public static func == (lhs: HUAssistantStarted, rhs: HUAssistantStarted) -> Bool {
     if lhs.source != rhs.source { return false }
     if lhs.appID != rhs.appID { return false }
     if lhs._notification != rhs._notification { return false }
+    if lhs.conversationID != rhs.conversationID { return false }
+    if lhs.contact != rhs.contact { return false }
     return true
   }
 }
@@ -1084,6 +1101,8 @@ extension HUAssistantStarted: WireMessage {
         case 8: self.source = HUAssistantSource(rawValue: try reader.readEnumValue()) ?? HUAssistantSource()
         case 18: self.appID = try reader.readString()
         case 26: try reader.mergeMessage(&self._notification)
+        case 34: self.conversationID = try reader.readString()
+        case 42: self.contact = try reader.readString()
         default: try reader.skip(tag: tag)
       }
     }
@@ -1093,6 +1112,8 @@ extension HUAssistantStarted: WireMessage {
     if self.source.rawValue != 0 { writer.writeRaw(0x08); writer.writeEnumValue(self.source.rawValue) }
     if !self.appID.isEmpty { writer.writeRaw(0x12); writer.writeString(self.appID) }
     if let v = self._notification { writer.writeRaw(0x1A); writer.writeMessage(v) }
+    if !self.conversationID.isEmpty { writer.writeRaw(0x22); writer.writeString(self.conversationID) }
+    if !self.contact.isEmpty { writer.writeRaw(0x2A); writer.writeString(self.contact) }
   }
 
   public var wireSize: Int {
@@ -1100,6 +1121,8 @@ extension HUAssistantStarted: WireMessage {
     if self.source.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.source.rawValue))) }
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
     if let v = self._notification { size += 1 + WireSize.delimited(v.wireSize) }
+    if !self.conversationID.isEmpty { size += 1 + WireSize.delimited(self.conversationID.utf8.count) }
+    if !self.contact.isEmpty { size += 1 + WireSize.delimited(self.contact.utf8.count) }
     return size
   }
 
@@ -1108,6 +1131,8 @@ extension HUAssistantStarted: WireMessage {
     if self.source.rawValue != 0 { let v = self.source; try walker.enumValue(v, field: 1) }
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 2, index: nil) }
     if let v = self._notification { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+    if !self.conversationID.isEmpty { let v = self.conversationID; try walker.string(v, field: 4, index: nil) }
+    if !self.contact.isEmpty { let v = self.contact; try walker.string(v, field: 5, index: nil) }
   }
 
   @inlinable
