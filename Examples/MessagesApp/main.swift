@@ -162,7 +162,10 @@ final class MessagesSceneDelegate: CPTemplateApplicationSceneDelegate {
                 log("showed Bob")
             }
         }
-        let list = CPListTemplate(title: "Messages", sections: [CPListSection(items: [alice, bob])], identifier: "conversations")
+        // With the "Ask Siri" row: the assistant opens to place a call.
+        let list = CPListTemplate(title: "Messages", sections: [CPListSection(items: [alice, bob])],
+                                  assistantCellConfiguration: CPAssistantCellConfiguration(position: .top, visibility: .always, assistantAction: .startCall),
+                                  identifier: "conversations")
         list.leadingNavigationBarButtons = [CPBarButton(title: "Clear", identifier: "clear") { [unowned self] _ in
             self.confirmClear()
         }]

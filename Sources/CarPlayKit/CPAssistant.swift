@@ -105,6 +105,16 @@ public final class CPAssistant {
                 await readNotification(started.notification)
                 return
             }
+            switch started.cellAction {
+            case .startCall:
+                // The "Ask Siri" row of a calling app: whom to call.
+                request = .call(nil)
+                return await ask(.contact, "Who do you want to call?")
+            case .playMedia:
+                return await finish("Playing media by voice isn't supported yet.")
+            case .unspecified, .UNRECOGNIZED:
+                break
+            }
             // Typed with no session open: the request follows at once, no greeting.
             await update(.listening, started.source == .say ? "" : "What can I help you with?")
         case .heard(let heard) where event.sessionID == sessionID:

@@ -425,12 +425,21 @@ public final class CPListTemplate: CPTemplate, CPBarButtonProviding {
     /// Trailing navigation-bar buttons (at most 2).
     public var trailingNavigationBarButtons: [CPBarButton] = [] { didSet { trailingNavigationBarButtons.adopt(by: self); setNeedsUpdate() } }
 
+    /// The "Ask Siri" row: selected, the car opens the phone's assistant for the app.
+    public private(set) var assistantCellConfiguration: CPAssistantCellConfiguration?
+
     /// A list with a title and sections.
     public init(title: String?, sections: [CPListSection], identifier: String? = nil) {
         super.init(identifier: identifier, prefix: "list")
         self.title = title
         self.sections = sections
         adoptItems()
+    }
+
+    /// A list with the "Ask Siri" row (audio apps: `.playMedia`, communication apps: `.startCall`).
+    public convenience init(title: String?, sections: [CPListSection], assistantCellConfiguration: CPAssistantCellConfiguration?, identifier: String? = nil) {
+        self.init(title: title, sections: sections, identifier: identifier)
+        self.assistantCellConfiguration = assistantCellConfiguration
     }
 
     /// The most items the car shows in a list now (0: no cap), from the session configuration.
@@ -490,6 +499,7 @@ public final class CPListTemplate: CPTemplate, CPBarButtonProviding {
         list.trailingButtons = trailingNavigationBarButtons.map(\.wire)
         list.emptyViewTitleVariants = emptyViewTitleVariants.longestFirst
         list.emptyViewSubtitleVariants = emptyViewSubtitleVariants.longestFirst
+        if let cell = assistantCellConfiguration { list.assistantCell = cell.wire }
         return .list(list)
     }
 
@@ -522,4 +532,38 @@ public final class CPListTemplate: CPTemplate, CPBarButtonProviding {
     guard let button = (leading + trailing).first(where: { $0.identifier == id }) else { return false }
     button.handler?(button)
     return true
+}
+
+/// `CPAssistantCellPosition`.
+public enum CPAssistantCellPosition: Sendable { case top, bottom }
+/// `CPAssistantCellVisibility`.
+public enum CPAssistantCellVisibility: Sendable { case off, whileLimitedUIActive, always }
+/// `CPAssistantCellActionType`.
+public enum CPAssistantCellActionType: Sendable { case playMedia, startCall }
+
+/// The "Ask Siri" row of a list (`CPAssistantCellConfiguration`): the car
+/// draws it and, selected, opens the phone's assistant for the app
+/// (PROTOCOL.md section 27.2).
+public struct CPAssistantCellConfiguration: Sendable {
+    public let position: CPAssistantCellPosition
+    public let visibility: CPAssistantCellVisibility
+    public let assistantAction: CPAssistantCellActionType
+
+    public init(position: CPAssistantCellPosition, visibility: CPAssistantCellVisibility, assistantAction: CPAssistantCellActionType) {
+        self.position = position
+        self.visibility = visibility
+        self.assistantAction = assistantAction
+    }
+
+    var wire: HUAssistantCell {
+        HUAssistantCell.with {
+            $0.position = position == .top ? .top : .bottom
+            switch visibility {
+            case .off: $0.visibility = .off
+            case .whileLimitedUIActive: $0.visibility = .whileLimitedUiActive
+            case .always: $0.visibility = .always
+            }
+            $0.action = assistantAction == .playMedia ? .playMedia : .startCall
+        }
+    }
 }

@@ -18,7 +18,7 @@ extension Car {
     mutating func assistantInput(_ input: HUAssistantInput) -> Result<HUResult, RuleViolation> {
         switch input.action {
         case .start(let start):
-            return startAssistant(source: .hmi, appID: start.appID)
+            return startAssistant(source: .hmi, appID: start.appID, cellAction: start.cellAction)
         case .say(let say):
             if let violation = AssistantSession.textProblem(say.text, required: true) { return .failure(violation) }
             var outcome: Result<HUResult, RuleViolation> = .success(assistantOutcome(assistant.open?.id ?? 0, ended: false))
@@ -40,7 +40,9 @@ extension Car {
     /// apps, or it has no assistant), NOT_CONNECTED (it is reconnecting),
     /// UNKNOWN_APP (an app named and not announced), ASSISTANT_BUSY (a
     /// session open, or a call).
-    mutating func startAssistant(source: HUAssistantSource, appID: String, notification: HUNotificationInfo? = nil) -> Result<HUResult, RuleViolation> {
+    mutating func startAssistant(
+        source: HUAssistantSource, appID: String, notification: HUNotificationInfo? = nil, cellAction: HUAssistantCellAction = .unspecified
+    ) -> Result<HUResult, RuleViolation> {
         guard phonePeer != nil || phoneLink.isReconnecting else {
             return .failure(RuleViolation(.noAssistant, "no phone is connected"))
         }
@@ -54,7 +56,8 @@ extension Car {
             return .failure(RuleViolation(.unknownApp, "no app '\(appID)' is announced"))
         }
         if let violation = assistant.mayStart(callActive: audio.callActive) { return .failure(violation) }
-        let event = assistant.start(source: source, appID: appID, notification: notification)
+        var event = assistant.start(source: source, appID: appID, notification: notification)
+        event.started.cellAction = cellAction
         sendToPhone(.assistantEvent(event))
         restartAssistantTimer()
         assistantChanged()

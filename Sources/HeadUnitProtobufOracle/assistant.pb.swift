@@ -306,6 +306,9 @@ public nonisolated struct HUAssistantStart: Sendable {
   /// announced app of the phone. Empty: the assistant for the whole phone.
   public var appID: String = String()
 
+  /// The "Ask Siri" row's action (ListTemplate.assistant_cell), when that opened it.
+  public var cellAction: HUAssistantCellAction = .unspecified
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -426,6 +429,9 @@ public nonisolated struct HUAssistantStarted: Sendable {
   public var conversationID: String = String()
 
   public var contact: String = String()
+
+  /// AssistantStart.cell_action
+  public var cellAction: HUAssistantCellAction = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -782,7 +788,7 @@ nonisolated extension HUAssistantInput: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUAssistantStart: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AssistantStart"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}cell_action\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -791,6 +797,7 @@ nonisolated extension HUAssistantStart: SwiftProtobuf.Message, SwiftProtobuf._Me
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.cellAction) }()
       default: break
       }
     }
@@ -800,11 +807,15 @@ nonisolated extension HUAssistantStart: SwiftProtobuf.Message, SwiftProtobuf._Me
     if !self.appID.isEmpty {
       try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
     }
+    if self.cellAction != .unspecified {
+      try visitor.visitSingularEnumField(value: self.cellAction, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: HUAssistantStart, rhs: HUAssistantStart) -> Bool {
     if lhs.appID != rhs.appID {return false}
+    if lhs.cellAction != rhs.cellAction {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -985,7 +996,7 @@ nonisolated extension HUAssistantEvent: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AssistantStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0\u{3}conversation_id\0\u{1}contact\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0\u{3}conversation_id\0\u{1}contact\0\u{3}cell_action\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -998,6 +1009,7 @@ nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._
       case 3: try { try decoder.decodeSingularMessageField(value: &self._notification) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.conversationID) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.contact) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.cellAction) }()
       default: break
       }
     }
@@ -1023,6 +1035,9 @@ nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._
     if !self.contact.isEmpty {
       try visitor.visitSingularStringField(value: self.contact, fieldNumber: 5)
     }
+    if self.cellAction != .unspecified {
+      try visitor.visitSingularEnumField(value: self.cellAction, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1032,6 +1047,7 @@ nonisolated extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs._notification != rhs._notification {return false}
     if lhs.conversationID != rhs.conversationID {return false}
     if lhs.contact != rhs.contact {return false}
+    if lhs.cellAction != rhs.cellAction {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

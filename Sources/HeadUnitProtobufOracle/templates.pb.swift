@@ -71,6 +71,125 @@ public nonisolated enum HUButtonStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
 
 }
 
+/// CPAssistantCellPosition.
+public nonisolated enum HUAssistantCellPosition: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case top // = 0
+  case bottom // = 1
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .top
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .top
+    case 1: self = .bottom
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .top: return 0
+    case .bottom: return 1
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUAssistantCellPosition] = [
+    .top,
+    .bottom,
+  ]
+
+}
+
+/// CPAssistantCellVisibility: when the HMI draws the row.
+public nonisolated enum HUAssistantCellVisibility: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case off // = 0
+
+  /// while the vehicle state's limited UI is on
+  case whileLimitedUiActive // = 1
+  case always // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .off
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .off
+    case 1: self = .whileLimitedUiActive
+    case 2: self = .always
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .off: return 0
+    case .whileLimitedUiActive: return 1
+    case .always: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUAssistantCellVisibility] = [
+    .off,
+    .whileLimitedUiActive,
+    .always,
+  ]
+
+}
+
+/// CPAssistantCellActionType: what the assistant is opened for.
+public nonisolated enum HUAssistantCellAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// audio apps
+  case playMedia // = 1
+
+  /// communication apps
+  case startCall // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .playMedia
+    case 2: self = .startCall
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .playMedia: return 1
+    case .startCall: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [HUAssistantCellAction] = [
+    .unspecified,
+    .playMedia,
+    .startCall,
+  ]
+
+}
+
 public nonisolated enum HUAccessoryType: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
@@ -694,6 +813,36 @@ public nonisolated struct HUListTemplate: Sendable {
   public var emptyViewTitleVariants: [String] = []
 
   public var emptyViewSubtitleVariants: [String] = []
+
+  /// The "Ask Siri" row (CPAssistantCellConfiguration): audio apps (PLAY_MEDIA)
+  /// and communication apps (START_CALL) only. Selected, the HMI sends
+  /// AssistantInput{start{app_id, cell_action}} (PROTOCOL.md section 27.2).
+  public var assistantCell: HUAssistantCell {
+    get {_assistantCell ?? HUAssistantCell()}
+    set {_assistantCell = newValue}
+  }
+  /// Returns true if `assistantCell` has been explicitly set.
+  public var hasAssistantCell: Bool {self._assistantCell != nil}
+  /// Clears the value of `assistantCell`. Subsequent reads from it will return its default value.
+  public mutating func clearAssistantCell() {self._assistantCell = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _assistantCell: HUAssistantCell? = nil
+}
+
+public nonisolated struct HUAssistantCell: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var position: HUAssistantCellPosition = .top
+
+  public var visibility: HUAssistantCellVisibility = .off
+
+  public var action: HUAssistantCellAction = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1479,6 +1628,18 @@ nonisolated extension HUButtonStyle: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0BUTTON_STYLE_DEFAULT\0\u{1}BUTTON_STYLE_CANCEL\0\u{1}BUTTON_STYLE_DESTRUCTIVE\0\u{1}BUTTON_STYLE_CONFIRM\0")
 }
 
+nonisolated extension HUAssistantCellPosition: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_CELL_POSITION_TOP\0\u{1}ASSISTANT_CELL_POSITION_BOTTOM\0")
+}
+
+nonisolated extension HUAssistantCellVisibility: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_CELL_VISIBILITY_OFF\0\u{1}ASSISTANT_CELL_VISIBILITY_WHILE_LIMITED_UI_ACTIVE\0\u{1}ASSISTANT_CELL_VISIBILITY_ALWAYS\0")
+}
+
+nonisolated extension HUAssistantCellAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_CELL_ACTION_UNSPECIFIED\0\u{1}ASSISTANT_CELL_ACTION_PLAY_MEDIA\0\u{1}ASSISTANT_CELL_ACTION_START_CALL\0")
+}
+
 nonisolated extension HUAccessoryType: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ACCESSORY_TYPE_NONE\0\u{1}ACCESSORY_TYPE_DISCLOSURE_INDICATOR\0\u{1}ACCESSORY_TYPE_CLOUD\0")
 }
@@ -1970,7 +2131,7 @@ nonisolated extension HUTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListTemplate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{1}sections\0\u{3}leading_buttons\0\u{3}trailing_buttons\0\u{3}empty_view_title_variants\0\u{3}empty_view_subtitle_variants\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{1}sections\0\u{3}leading_buttons\0\u{3}trailing_buttons\0\u{3}empty_view_title_variants\0\u{3}empty_view_subtitle_variants\0\u{3}assistant_cell\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1984,12 +2145,17 @@ nonisolated extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 4: try { try decoder.decodeRepeatedMessageField(value: &self.trailingButtons) }()
       case 5: try { try decoder.decodeRepeatedStringField(value: &self.emptyViewTitleVariants) }()
       case 6: try { try decoder.decodeRepeatedStringField(value: &self.emptyViewSubtitleVariants) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._assistantCell) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.title.isEmpty {
       try visitor.visitSingularStringField(value: self.title, fieldNumber: 1)
     }
@@ -2008,6 +2174,9 @@ nonisolated extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.emptyViewSubtitleVariants.isEmpty {
       try visitor.visitRepeatedStringField(value: self.emptyViewSubtitleVariants, fieldNumber: 6)
     }
+    try { if let v = self._assistantCell {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2018,6 +2187,47 @@ nonisolated extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.trailingButtons != rhs.trailingButtons {return false}
     if lhs.emptyViewTitleVariants != rhs.emptyViewTitleVariants {return false}
     if lhs.emptyViewSubtitleVariants != rhs.emptyViewSubtitleVariants {return false}
+    if lhs._assistantCell != rhs._assistantCell {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUAssistantCell: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AssistantCell"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}position\0\u{1}visibility\0\u{1}action\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.position) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.visibility) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.position != .top {
+      try visitor.visitSingularEnumField(value: self.position, fieldNumber: 1)
+    }
+    if self.visibility != .off {
+      try visitor.visitSingularEnumField(value: self.visibility, fieldNumber: 2)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUAssistantCell, rhs: HUAssistantCell) -> Bool {
+    if lhs.position != rhs.position {return false}
+    if lhs.visibility != rhs.visibility {return false}
+    if lhs.action != rhs.action {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

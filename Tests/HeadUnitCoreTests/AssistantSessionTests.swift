@@ -278,6 +278,28 @@ import Testing
         #expect(bare.request(bare.hmi, .launchApp(HULaunchApp.with { $0.appID = "com.example.sms" })).code == .appNotLaunchable)
     }
 
+    @Test func theAskSiriRowIsAnAudioOrCommunicationAppsAndOpensTheAssistantWithItsAction() {
+        var h = Self.harness()
+        func list(_ action: HUAssistantCellAction, visibility: HUAssistantCellVisibility = .always) -> HUTemplate {
+            var template = listTemplate("root", items: 1)
+            if case .list(var list)? = template.kind {
+                list.assistantCell = HUAssistantCell.with { $0.visibility = visibility; $0.action = action }
+                template.kind = .list(list)
+            }
+            return template
+        }
+        let chatScene = h.launch(Self.chat)
+        #expect(h.template(Self.chat, chatScene, .setRoot(list(.playMedia))).code == .invalidTemplate, "a calling app's row starts a call")
+        #expect(h.template(Self.chat, chatScene, .setRoot(list(.startCall))).code == .ok)
+        let musicScene = h.car.templates.apps[Self.music]?.scenes[.main]?.id ?? 0
+        #expect(h.template(Self.music, musicScene, .setRoot(list(.startCall))).code == .invalidTemplate)
+        #expect(h.template(Self.music, musicScene, .setRoot(list(.unspecified, visibility: .off))).code == .ok, "an invisible row is no row")
+        _ = h.drain(h.phone)
+        let opened = Self.input(&h, .start(HUAssistantStart.with { $0.appID = Self.chat; $0.cellAction = .startCall }))
+        #expect(opened.code == .ok)
+        #expect(Self.events(&h).first?.started.cellAction == .startCall)
+    }
+
     @Test func thePhoneGoneForGoodTakesItsAssistantWithIt() {
         var h = Self.harness(token: "")
         h.apply(h.car.peerLeft(h.phone, departure: .saidGoodbye))

@@ -7,7 +7,8 @@ intents). In headless Chromium: its notification appears in the list and,
 selected, the assistant reads Alice's message on the main screen; the voice
 key opens the assistant (listening); the say box's "send a message to Jane
 saying on my way" reaches the app's send handler (its stdout says so) and
-the answer is drawn on the main screen.
+the answer is drawn on the main screen; the app's "Ask Siri" row opens it to
+place a call.
 
     assistant_test.py BIN_DIR [--screenshot PATH]   (BIN_DIR holds headunitd, headunit-sim, MessagesApp)
 
@@ -81,6 +82,15 @@ def main():
             with open(args.screenshot, "wb") as f:
                 f.write(page.find("#main-screen").screenshot_as_png)
         page.wait("the session ended by the assistant", lambda: "ended (by_assistant)" in page.text("#assistant .assistant-state"))
+
+        # The app's "Ask Siri" row: the assistant asks whom to call, and the app places the call.
+        page.click('#home [data-app-id="com.example.messages"]', "launch Messages")
+        page.click("#assistant-cell .text", "tap Ask Siri")
+        page.wait_text("#assistant", "Who do you want to call?")
+        page.find("#say-text").send_keys("Bob")
+        page.click("#say-send", "say the name")
+        procs.wait_for_line("phone", r"^calling Bob$")
+        page.wait_text("#calls", "Bob")
         passed = True
     finally:
         if not passed and "phone" in procs.procs:

@@ -72,7 +72,25 @@ struct TemplateContentRules {
             if let violation = atMost("list.items", count, maximum) { return violation }
         }
         if let violation = itemViolation(list) { return violation }
+        if let violation = assistantCellViolation(list) { return violation }
         return barButtons(.list, list.leadingButtons, list.trailingButtons)
+    }
+
+    /// The "Ask Siri" row (CPAssistantCellConfiguration): an audio app's plays
+    /// media, a communication app's starts a call; no other app has one.
+    private func assistantCellViolation(_ list: HUListTemplate) -> RuleViolation? {
+        guard list.hasAssistantCell, list.assistantCell.visibility != .off else { return nil }
+        let wanted: HUAssistantCellAction
+        switch context.category {
+        case .audio: wanted = .playMedia
+        case .communication: wanted = .startCall
+        default:
+            return RuleViolation(.notAllowedForCategory, "the assistant cell is for audio and communication apps, not \(context.category)")
+        }
+        guard list.assistantCell.action == wanted else {
+            return RuleViolation(.invalidTemplate, "an assistant cell of a \(context.category) app's list has the action \(wanted), not \(list.assistantCell.action)")
+        }
+        return nil
     }
 
     private func itemViolation(_ list: HUListTemplate) -> RuleViolation? {

@@ -207,6 +207,8 @@ public struct HUAssistantInput: Sendable {
 public struct HUAssistantStart: Sendable {
   public var appID: String = String()
 
+  public var cellAction: HUAssistantCellAction = HUAssistantCellAction()
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -302,6 +304,8 @@ public struct HUAssistantStarted: Sendable {
   public var conversationID: String = String()
 
   public var contact: String = String()
+
+  public var cellAction: HUAssistantCellAction = HUAssistantCellAction()
 
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
@@ -673,7 +677,7 @@ extension HUAssistantInput: WireMessage {
 
 extension HUAssistantStart: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.AssistantStart"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}cell_action\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -683,6 +687,9 @@ extension HUAssistantStart: SwiftProtobuf.Message, SwiftProtobuf._MessageImpleme
         case 1: try {
           try decoder.decodeSingularStringField(value: &self.appID)
         }()
+        case 2: try {
+          try decoder.decodeSingularEnumField(value: &self.cellAction)
+        }()
         default: break
       }
     }
@@ -691,10 +698,12 @@ extension HUAssistantStart: SwiftProtobuf.Message, SwiftProtobuf._MessageImpleme
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     ProtobufRuntimeUse.note()
     if !self.appID.isEmpty { try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1) }
+    if self.cellAction.rawValue != 0 { try visitor.visitSingularEnumField(value: self.cellAction, fieldNumber: 2) }
   }
 
   public static func == (lhs: HUAssistantStart, rhs: HUAssistantStart) -> Bool {
     if lhs.appID != rhs.appID { return false }
+    if lhs.cellAction != rhs.cellAction { return false }
     return true
   }
 }
@@ -704,6 +713,7 @@ extension HUAssistantStart: WireMessage {
     while let tag = try reader.nextTag() {
       switch tag {
         case 10: self.appID = try reader.readString()
+        case 16: self.cellAction = HUAssistantCellAction(rawValue: try reader.readEnumValue()) ?? HUAssistantCellAction()
         default: try reader.skip(tag: tag)
       }
     }
@@ -711,17 +721,20 @@ extension HUAssistantStart: WireMessage {
 
   public func encode(to writer: inout WireWriter) {
     if !self.appID.isEmpty { writer.writeRaw(0x0A); writer.writeString(self.appID) }
+    if self.cellAction.rawValue != 0 { writer.writeRaw(0x10); writer.writeEnumValue(self.cellAction.rawValue) }
   }
 
   public var wireSize: Int {
     var size = 0
     if !self.appID.isEmpty { size += 1 + WireSize.delimited(self.appID.utf8.count) }
+    if self.cellAction.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.cellAction.rawValue))) }
     return size
   }
 
   @inlinable
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.appID.isEmpty { let v = self.appID; try walker.string(v, field: 1, index: nil) }
+    if self.cellAction.rawValue != 0 { let v = self.cellAction; try walker.enumValue(v, field: 2) }
   }
 
   @inlinable
@@ -1048,7 +1061,7 @@ extension HUAssistantEvent: WireMessage {
 
 extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.AssistantStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0\u{3}conversation_id\0\u{1}contact\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{3}app_id\0\u{1}notification\0\u{3}conversation_id\0\u{1}contact\0\u{3}cell_action\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -1070,6 +1083,9 @@ extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
         case 5: try {
           try decoder.decodeSingularStringField(value: &self.contact)
         }()
+        case 6: try {
+          try decoder.decodeSingularEnumField(value: &self.cellAction)
+        }()
         default: break
       }
     }
@@ -1082,6 +1098,7 @@ extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
     if let v = self._notification { try visitor.visitSingularMessageField(value: v, fieldNumber: 3) }
     if !self.conversationID.isEmpty { try visitor.visitSingularStringField(value: self.conversationID, fieldNumber: 4) }
     if !self.contact.isEmpty { try visitor.visitSingularStringField(value: self.contact, fieldNumber: 5) }
+    if self.cellAction.rawValue != 0 { try visitor.visitSingularEnumField(value: self.cellAction, fieldNumber: 6) }
   }
 
   public static func == (lhs: HUAssistantStarted, rhs: HUAssistantStarted) -> Bool {
@@ -1090,6 +1107,7 @@ extension HUAssistantStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImple
     if lhs._notification != rhs._notification { return false }
     if lhs.conversationID != rhs.conversationID { return false }
     if lhs.contact != rhs.contact { return false }
+    if lhs.cellAction != rhs.cellAction { return false }
     return true
   }
 }
@@ -1103,6 +1121,7 @@ extension HUAssistantStarted: WireMessage {
         case 26: try reader.mergeMessage(&self._notification)
         case 34: self.conversationID = try reader.readString()
         case 42: self.contact = try reader.readString()
+        case 48: self.cellAction = HUAssistantCellAction(rawValue: try reader.readEnumValue()) ?? HUAssistantCellAction()
         default: try reader.skip(tag: tag)
       }
     }
@@ -1114,6 +1133,7 @@ extension HUAssistantStarted: WireMessage {
     if let v = self._notification { writer.writeRaw(0x1A); writer.writeMessage(v) }
     if !self.conversationID.isEmpty { writer.writeRaw(0x22); writer.writeString(self.conversationID) }
     if !self.contact.isEmpty { writer.writeRaw(0x2A); writer.writeString(self.contact) }
+    if self.cellAction.rawValue != 0 { writer.writeRaw(0x30); writer.writeEnumValue(self.cellAction.rawValue) }
   }
 
   public var wireSize: Int {
@@ -1123,6 +1143,7 @@ extension HUAssistantStarted: WireMessage {
     if let v = self._notification { size += 1 + WireSize.delimited(v.wireSize) }
     if !self.conversationID.isEmpty { size += 1 + WireSize.delimited(self.conversationID.utf8.count) }
     if !self.contact.isEmpty { size += 1 + WireSize.delimited(self.contact.utf8.count) }
+    if self.cellAction.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.cellAction.rawValue))) }
     return size
   }
 
@@ -1133,6 +1154,7 @@ extension HUAssistantStarted: WireMessage {
     if let v = self._notification { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
     if !self.conversationID.isEmpty { let v = self.conversationID; try walker.string(v, field: 4, index: nil) }
     if !self.contact.isEmpty { let v = self.contact; try walker.string(v, field: 5, index: nil) }
+    if self.cellAction.rawValue != 0 { let v = self.cellAction; try walker.enumValue(v, field: 6) }
   }
 
   @inlinable

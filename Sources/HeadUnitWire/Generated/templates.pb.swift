@@ -42,6 +42,108 @@ public enum HUButtonStyle: WireEnum, Swift.CaseIterable {
   public static let allCases: [HUButtonStyle] = [.default, .cancel, .destructive, .confirm]
 }
 
+public enum HUAssistantCellPosition: WireEnum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case top // = 0
+  case bottom // = 1
+  case UNRECOGNIZED(Int)
+
+  public init() { self = .top }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+      case 0: self = .top
+      case 1: self = .bottom
+      default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+      case .top: return 0
+      case .bottom: return 1
+      case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
+  public static let allCases: [HUAssistantCellPosition] = [.top, .bottom]
+}
+
+public enum HUAssistantCellVisibility: WireEnum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case off // = 0
+  case whileLimitedUiActive // = 1
+  case always // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() { self = .off }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+      case 0: self = .off
+      case 1: self = .whileLimitedUiActive
+      case 2: self = .always
+      default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+      case .off: return 0
+      case .whileLimitedUiActive: return 1
+      case .always: return 2
+      case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
+  public static let allCases: [HUAssistantCellVisibility] = [.off, .whileLimitedUiActive, .always]
+}
+
+public enum HUAssistantCellAction: WireEnum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case playMedia // = 1
+  case startCall // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() { self = .unspecified }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .playMedia
+      case 2: self = .startCall
+      default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+      case .unspecified: return 0
+      case .playMedia: return 1
+      case .startCall: return 2
+      case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  public var isRecognized: Bool {
+    if case .UNRECOGNIZED = self { return false }
+    return true
+  }
+
+  public static let allCases: [HUAssistantCellAction] = [.unspecified, .playMedia, .startCall]
+}
+
 public enum HUAccessoryType: WireEnum, Swift.CaseIterable {
   public typealias RawValue = Int
   case none // = 0
@@ -574,6 +676,31 @@ public struct HUListTemplate: Sendable {
   public var emptyViewTitleVariants: [String] = []
 
   public var emptyViewSubtitleVariants: [String] = []
+
+  public var assistantCell: HUAssistantCell {
+    get { _assistantCell ?? HUAssistantCell() }
+    set { _assistantCell = newValue }
+  }
+  public var hasAssistantCell: Bool { _assistantCell != nil }
+  public mutating func clearAssistantCell() { _assistantCell = nil }
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+
+  @usableFromInline var _assistantCell: HUAssistantCell? = nil
+}
+
+public struct HUAssistantCell: Sendable {
+  public var position: HUAssistantCellPosition = HUAssistantCellPosition()
+
+  public var visibility: HUAssistantCellVisibility = HUAssistantCellVisibility()
+
+  public var action: HUAssistantCellAction = HUAssistantCellAction()
 
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
@@ -1234,6 +1361,18 @@ public struct HUVoiceControlTemplate: Sendable {
 
 extension HUButtonStyle: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0BUTTON_STYLE_DEFAULT\0\u{1}BUTTON_STYLE_CANCEL\0\u{1}BUTTON_STYLE_DESTRUCTIVE\0\u{1}BUTTON_STYLE_CONFIRM\0")
+}
+
+extension HUAssistantCellPosition: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_CELL_POSITION_TOP\0\u{1}ASSISTANT_CELL_POSITION_BOTTOM\0")
+}
+
+extension HUAssistantCellVisibility: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_CELL_VISIBILITY_OFF\0\u{1}ASSISTANT_CELL_VISIBILITY_WHILE_LIMITED_UI_ACTIVE\0\u{1}ASSISTANT_CELL_VISIBILITY_ALWAYS\0")
+}
+
+extension HUAssistantCellAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ASSISTANT_CELL_ACTION_UNSPECIFIED\0\u{1}ASSISTANT_CELL_ACTION_PLAY_MEDIA\0\u{1}ASSISTANT_CELL_ACTION_START_CALL\0")
 }
 
 extension HUAccessoryType: SwiftProtobuf._ProtoNameProviding {
@@ -1963,7 +2102,7 @@ extension HUTemplate: WireMessage {
 
 extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.ListTemplate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{1}sections\0\u{3}leading_buttons\0\u{3}trailing_buttons\0\u{3}empty_view_title_variants\0\u{3}empty_view_subtitle_variants\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{1}sections\0\u{3}leading_buttons\0\u{3}trailing_buttons\0\u{3}empty_view_title_variants\0\u{3}empty_view_subtitle_variants\0\u{3}assistant_cell\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -1988,6 +2127,9 @@ extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
         case 6: try {
           try decoder.decodeRepeatedStringField(value: &self.emptyViewSubtitleVariants)
         }()
+        case 7: try {
+          try decoder.decodeSingularMessageField(value: &self._assistantCell)
+        }()
         default: break
       }
     }
@@ -2001,6 +2143,7 @@ extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
     if !self.trailingButtons.isEmpty { try visitor.visitRepeatedMessageField(value: self.trailingButtons, fieldNumber: 4) }
     if !self.emptyViewTitleVariants.isEmpty { try visitor.visitRepeatedStringField(value: self.emptyViewTitleVariants, fieldNumber: 5) }
     if !self.emptyViewSubtitleVariants.isEmpty { try visitor.visitRepeatedStringField(value: self.emptyViewSubtitleVariants, fieldNumber: 6) }
+    if let v = self._assistantCell { try visitor.visitSingularMessageField(value: v, fieldNumber: 7) }
   }
 
   public static func == (lhs: HUListTemplate, rhs: HUListTemplate) -> Bool {
@@ -2010,6 +2153,7 @@ extension HUListTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
     if lhs.trailingButtons != rhs.trailingButtons { return false }
     if lhs.emptyViewTitleVariants != rhs.emptyViewTitleVariants { return false }
     if lhs.emptyViewSubtitleVariants != rhs.emptyViewSubtitleVariants { return false }
+    if lhs._assistantCell != rhs._assistantCell { return false }
     return true
   }
 }
@@ -2024,6 +2168,7 @@ extension HUListTemplate: WireMessage {
         case 34: self.trailingButtons.append(try reader.readMessage(HUBarButton.self))
         case 42: self.emptyViewTitleVariants.append(try reader.readString())
         case 50: self.emptyViewSubtitleVariants.append(try reader.readString())
+        case 58: try reader.mergeMessage(&self._assistantCell)
         default: try reader.skip(tag: tag)
       }
     }
@@ -2036,6 +2181,7 @@ extension HUListTemplate: WireMessage {
     for v in self.trailingButtons { writer.writeRaw(0x22); writer.writeMessage(v) }
     for v in self.emptyViewTitleVariants { writer.writeRaw(0x2A); writer.writeString(v) }
     for v in self.emptyViewSubtitleVariants { writer.writeRaw(0x32); writer.writeString(v) }
+    if let v = self._assistantCell { writer.writeRaw(0x3A); writer.writeMessage(v) }
   }
 
   public var wireSize: Int {
@@ -2046,6 +2192,7 @@ extension HUListTemplate: WireMessage {
     for v in self.trailingButtons { size += 1 + WireSize.delimited(v.wireSize) }
     for v in self.emptyViewTitleVariants { size += 1 + WireSize.delimited(v.utf8.count) }
     for v in self.emptyViewSubtitleVariants { size += 1 + WireSize.delimited(v.utf8.count) }
+    if let v = self._assistantCell { size += 1 + WireSize.delimited(v.wireSize) }
     return size
   }
 
@@ -2072,6 +2219,7 @@ extension HUListTemplate: WireMessage {
       try walker.repeated(count: self.emptyViewSubtitleVariants.count, field: 6)
       for (index, v) in self.emptyViewSubtitleVariants.enumerated() { try walker.string(v, field: 6, index: index) }
     }
+    if let v = self._assistantCell { if try walker.enter(v, field: 7, index: nil) { try v.walk(&walker); walker.leave() } }
   }
 
   @inlinable
@@ -2079,6 +2227,83 @@ extension HUListTemplate: WireMessage {
     for index in self.sections.indices where rewriter.wants(self.sections[index]) { rewriter.descend(into: &self.sections[index]) }
     for index in self.leadingButtons.indices where rewriter.wants(self.leadingButtons[index]) { rewriter.descend(into: &self.leadingButtons[index]) }
     for index in self.trailingButtons.indices where rewriter.wants(self.trailingButtons[index]) { rewriter.descend(into: &self.trailingButtons[index]) }
+    if let v = self._assistantCell, rewriter.wants(v) { rewriter.descend(into: &self._assistantCell!) }
+  }
+}
+
+extension HUAssistantCell: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.AssistantCell"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}position\0\u{1}visibility\0\u{1}action\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularEnumField(value: &self.position)
+        }()
+        case 2: try {
+          try decoder.decodeSingularEnumField(value: &self.visibility)
+        }()
+        case 3: try {
+          try decoder.decodeSingularEnumField(value: &self.action)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if self.position.rawValue != 0 { try visitor.visitSingularEnumField(value: self.position, fieldNumber: 1) }
+    if self.visibility.rawValue != 0 { try visitor.visitSingularEnumField(value: self.visibility, fieldNumber: 2) }
+    if self.action.rawValue != 0 { try visitor.visitSingularEnumField(value: self.action, fieldNumber: 3) }
+  }
+
+  public static func == (lhs: HUAssistantCell, rhs: HUAssistantCell) -> Bool {
+    if lhs.position != rhs.position { return false }
+    if lhs.visibility != rhs.visibility { return false }
+    if lhs.action != rhs.action { return false }
+    return true
+  }
+}
+
+extension HUAssistantCell: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 8: self.position = HUAssistantCellPosition(rawValue: try reader.readEnumValue()) ?? HUAssistantCellPosition()
+        case 16: self.visibility = HUAssistantCellVisibility(rawValue: try reader.readEnumValue()) ?? HUAssistantCellVisibility()
+        case 24: self.action = HUAssistantCellAction(rawValue: try reader.readEnumValue()) ?? HUAssistantCellAction()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if self.position.rawValue != 0 { writer.writeRaw(0x08); writer.writeEnumValue(self.position.rawValue) }
+    if self.visibility.rawValue != 0 { writer.writeRaw(0x10); writer.writeEnumValue(self.visibility.rawValue) }
+    if self.action.rawValue != 0 { writer.writeRaw(0x18); writer.writeEnumValue(self.action.rawValue) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if self.position.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.position.rawValue))) }
+    if self.visibility.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.visibility.rawValue))) }
+    if self.action.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.action.rawValue))) }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if self.position.rawValue != 0 { let v = self.position; try walker.enumValue(v, field: 1) }
+    if self.visibility.rawValue != 0 { let v = self.visibility; try walker.enumValue(v, field: 2) }
+    if self.action.rawValue != 0 { let v = self.action; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
   }
 }
 

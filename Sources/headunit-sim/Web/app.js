@@ -469,11 +469,26 @@ function renderList(templateId, t, r) {
     return wrap;
   }
   const pending = r.pending && r.pending.templateId === templateId ? r.pending.itemId : null;
+  const ask = assistantCell(t, r);
+  if (ask && !(t.assistantCell.position === "ASSISTANT_CELL_POSITION_BOTTOM")) wrap.append(ask);
   for (const s of sections) {
     if (s.header) wrap.append(h("div", { class: "section-header" }, s.header));
     for (const item of s.items || []) wrap.append(listItem(templateId, item, pending === item.id));
   }
+  if (ask && t.assistantCell.position === "ASSISTANT_CELL_POSITION_BOTTOM") wrap.append(ask);
   return wrap;
+}
+
+// The "Ask Siri" row (ListTemplate.assistant_cell): always, or while the
+// limited UI is on; selected, the assistant opens for the app (27.2).
+function assistantCell(t, r) {
+  const cell = t.assistantCell;
+  if (!cell) return null;
+  const visibility = cell.visibility || "ASSISTANT_CELL_VISIBILITY_OFF";
+  if (visibility === "ASSISTANT_CELL_VISIBILITY_OFF" || (visibility === "ASSISTANT_CELL_VISIBILITY_WHILE_LIMITED_UI_ACTIVE" && !S.vehicle.driving)) return null;
+  return h("div", { class: "item assistant-cell", id: "assistant-cell" },
+    tap("div", { class: "text", "data-focus": "" },
+      () => hmi({ assistantInput: { start: { appId: r.appId, cellAction: cell.action } } }).then(showVoiceOutcome), "🎤 Ask Siri"));
 }
 
 function listItem(templateId, item, spinning) {
