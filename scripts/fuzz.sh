@@ -16,7 +16,7 @@ build_only=0
 if [ "${1:-}" = --build ]; then build_only=1; shift; fi
 seconds="${1:-60}"
 family_seconds="${2:-15}"
-families=(handshake phone templates hmi navigation accessory bounds)
+families=(handshake phone templates hmi navigation accessory bounds assistant)
 scratch=.build-fuzz
 . scripts/fuzz-common.sh
 families+=("${codec_families[@]}")

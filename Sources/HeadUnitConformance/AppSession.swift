@@ -78,10 +78,11 @@ final class LaunchedApp {
 extension CheckContext {
     /// AnnounceApps that waits out a previous check's phone still being cleaned
     /// up (PHONE_ALREADY_CONNECTED for up to a second), then returns the Result.
-    func announce(_ phone: WireConnection, _ apps: [HUAppInfo], device: String = "Conformance Phone") throws -> HUResult {
+    func announce(_ phone: WireConnection, _ apps: [HUAppInfo], device: String = "Conformance Phone", assistant: Bool = false) throws -> HUResult {
         var announce = HUAnnounceApps()
         announce.deviceName = device
         announce.apps = apps
+        announce.assistant = assistant
         let deadline = WireConnection.nowMs() + 1000
         while true {
             let result = try phone.request(.announceApps(announce), "AnnounceApps")

@@ -56,7 +56,7 @@ public enum ConformanceKit {
             + PhoneSessionChecks.all + HMIChecks.all + TemplateChecks.all
             + LimitChecks.all + AccessoryChecks.all + NavigationChecks.all + AuthChecks.all + ResumptionChecks.all
             + AccessoryHalfCloseChecks.all + AccessoryOrderChecks.all + NavigationSectionChecks.all + CatchUpChecks.all
-            + CallChecks.all + RemoteCommandChecks.all + AudioStreamChecks.all + VideoChecks.all
+            + CallChecks.all + RemoteCommandChecks.all + AudioStreamChecks.all + VideoChecks.all + AssistantChecks.all
     }
 
     /// Checks whose section matches one of `sections` (`5`, `11.7`, `T5`) and

@@ -17,6 +17,8 @@ import SwiftProtobuf
 /// `stream` (or unset) is the byte-stream target in FuzzEntry.swift.
 enum FuzzFamily: String, CaseIterable {
     case stream, handshake, phone, templates, hmi, navigation, accessory
+    /// The phone's assistant and notifications (PROTOCOL.md section 27).
+    case assistant
     /// Maximal valid requests and the composed bounds' invariants (BoundsFuzz.swift).
     case bounds
 
@@ -31,6 +33,7 @@ enum FuzzFamily: String, CaseIterable {
     static let appID = "com.example.fuzz"
     static let navigationAppID = "com.example.fuzz-nav"
     static let automakerAppID = "com.example.fuzz-car"
+    static let chatAppID = "com.example.fuzz-chat"
     static let accessoryProtocol = "com.example.fuzz.protocol"
 
     /// Splits the input into chunks and decodes each as a message of the family.
@@ -88,6 +91,20 @@ enum FuzzFamily: String, CaseIterable {
             case 1: return message(HUNavigationInput.self).map { .navigationInput($0) }
             default: return message(HUClusterInput.self).map { .clusterInput($0) }
             }
+        case .assistant:
+            switch selector % 5 {
+            case 0: return message(HUAssistantInput.self).map { .assistantInput($0) }
+            case 1:
+                guard var update = message(HUAssistantUpdate.self) else { return nil }
+                if update.sessionID == 0 { update.sessionID = 1 }  // the first session the car opens
+                return .assistantUpdate(update)
+            case 2:
+                guard var post = message(HUPostNotification.self) else { return nil }
+                if post.appID.isEmpty { post.appID = Self.chatAppID }
+                return .postNotification(post)
+            case 3: return message(HUNotificationInput.self).map { .notificationInput($0) }
+            default: return message(HUCarButtonPressed.self).map { .carButton($0) }
+            }
         case .accessory:
             switch selector % 5 {
             case 0: return message(HUServeProtocols.self).map { .serveProtocols($0) }
@@ -99,8 +116,8 @@ enum FuzzFamily: String, CaseIterable {
         }
     }
 
-    /// The session every family starts from: a phone with three apps (audio,
-    /// navigation, automaker), the audio app launched on the main screen, the
+    /// The session every family starts from: a phone with an assistant and
+    /// four apps (audio, navigation, automaker, communication), the audio app launched on the main screen, the
     /// navigation app's dashboard, an accessory serving the automaker protocol.
     static func preamble() -> [HUEnvelope] {
         func app(_ id: String, _ entitlements: [String], protocols: [String] = []) -> HUAppInfo {
@@ -117,7 +134,10 @@ enum FuzzFamily: String, CaseIterable {
             app(appID, ["com.apple.developer.carplay-audio"]),
             app(navigationAppID, ["com.apple.developer.carplay-maps"]),
             app(automakerAppID, ["com.apple.developer.carplay-protocols"], protocols: [accessoryProtocol]),
+            app(chatAppID, ["com.apple.developer.carplay-communication"]),
         ]
+        // The phone has an assistant: the voice button, its session and the notifications reach deep (section 27).
+        announce.assistant = true
         var serve = HUServeProtocols()
         serve.protocols = [accessoryProtocol]
         return [

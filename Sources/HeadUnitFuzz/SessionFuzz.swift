@@ -219,7 +219,8 @@ struct SessionFuzz {
         if frame.header.kind == .data { return frame.payload.readableBytes % 2 == 0 ? Self.accessoryID : phone }
         guard frame.header.kind == .message, let envelope = try? EnvelopeCodec.decode(frame.payload) else { return phone }
         switch envelope.body {
-        case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getStatus, .watchVideo, .requestKeyframe, .watchAudio, .callInput:
+        case .launchApp, .hmiInput, .setVehicleState, .closeApp, .getStatus, .watchVideo, .requestKeyframe, .watchAudio, .callInput,
+            .carButton, .assistantInput, .notificationInput:
             return Self.hmiID
         case .serveProtocols, .answerSession:
             return Self.accessoryID
