@@ -68,6 +68,8 @@ public final class ScenarioPlayer {
     /// The HMI's video watch (watch_video), and the last frame number send_video sent per channel.
     var video: ScenarioVideo?
     var videoFrameNumbers: [UInt32: UInt32] = [:]
+    /// The assistant session the scenario's phone plays (assistant_update), from the last start.
+    var assistantSession: UInt64 = 0
 
     public init(options: Options) {
         self.options = options
@@ -202,7 +204,7 @@ public final class ScenarioPlayer {
     private func announce(_ scenario: HUScenario) async -> Outcome {
         guard let phone else { return .failed("no phone") }
         do {
-            let decisions = try await phone.announce(scenario.apps)
+            let decisions = try await phone.announce(scenario.apps, assistant: scenario.assistant)
             let refused = Set(decisions.filter { !$0.accepted }.map(\.appID))
             let expected = Set(scenario.expectRefusedApps)
             if refused != expected {
@@ -218,7 +220,8 @@ public final class ScenarioPlayer {
     static func isHMIStep(_ step: HUScenarioStep) -> Bool {
         switch step.action {
         case .launch, .hmiInput, .setVehicleState, .expectScreen, .serve, .expectHome, .navigationInput,
-             .remoteCommand, .callInput, .expectCall, .selectBanner, .pair, .watchVideo, .expectVideo, .requestKeyframe: return true
+             .remoteCommand, .callInput, .expectCall, .selectBanner, .pair, .watchVideo, .expectVideo, .requestKeyframe,
+             .assistantInput, .expectAssistant: return true
         case .closeApp(let close): return !close.byPhone
         case .disconnect(let disconnect): return disconnect.hmi
         default: return false
@@ -294,6 +297,14 @@ public final class ScenarioPlayer {
             return ("expect_video \(expect.frames) frames on \(Self.screen(expect.screen)) (\(expect.appID))", await self.expectVideo(expect))
         case .requestKeyframe(let request):
             return ("request_keyframe on \(Self.screen(request.screen)) (\(request.appID))", await self.requestKeyframe(request))
+        case .assistantInput(let input):
+            return (Self.describe(input), await self.assistantInput(input))
+        case .assistantUpdate(let update):
+            return ("assistant_update \(update.state)\(update.end ? " end" : "")\(update.text.isEmpty ? "" : " \"\(update.text)\"")", await self.assistantUpdate(update))
+        case .postNotification(let post):
+            return ("post_notification \(post.notification.notificationID) (\(post.notification.appID))", await self.postNotification(post))
+        case .expectAssistant(let expect):
+            return ("expect_assistant", await self.expectAssistant(expect))
         case .none:
             return ("(empty step)", .failed("the step has no action"))
         }

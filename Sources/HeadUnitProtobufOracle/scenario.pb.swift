@@ -48,6 +48,10 @@ public nonisolated struct HUScenario: Sendable {
   /// How long waiting steps (launch, expect_event, expect_screen) wait; 0 = 3000 ms.
   public var timeoutMs: UInt32 = 0
 
+  /// The phone has an assistant (AnnounceApps.assistant, PROTOCOL.md section 27):
+  /// the scenario's phone plays it (assistant_update).
+  public var assistant: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -338,6 +342,39 @@ public nonisolated struct HUScenarioStep: Sendable {
     set {action = .requestKeyframe(newValue)}
   }
 
+  /// The phone's assistant and notifications (PROTOCOL.md section 27).
+  public var assistantInput: HUScenarioAssistantInput {
+    get {
+      if case .assistantInput(let v)? = action {return v}
+      return HUScenarioAssistantInput()
+    }
+    set {action = .assistantInput(newValue)}
+  }
+
+  public var assistantUpdate: HUScenarioAssistantUpdate {
+    get {
+      if case .assistantUpdate(let v)? = action {return v}
+      return HUScenarioAssistantUpdate()
+    }
+    set {action = .assistantUpdate(newValue)}
+  }
+
+  public var postNotification: HUScenarioPostNotification {
+    get {
+      if case .postNotification(let v)? = action {return v}
+      return HUScenarioPostNotification()
+    }
+    set {action = .postNotification(newValue)}
+  }
+
+  public var expectAssistant: HUScenarioExpectAssistant {
+    get {
+      if case .expectAssistant(let v)? = action {return v}
+      return HUScenarioExpectAssistant()
+    }
+    set {action = .expectAssistant(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -380,6 +417,11 @@ public nonisolated struct HUScenarioStep: Sendable {
     case sendVideo(HUScenarioSendVideo)
     case expectVideo(HUScenarioExpectVideo)
     case requestKeyframe(HUScenarioRequestKeyframe)
+    /// The phone's assistant and notifications (PROTOCOL.md section 27).
+    case assistantInput(HUScenarioAssistantInput)
+    case assistantUpdate(HUScenarioAssistantUpdate)
+    case postNotification(HUScenarioPostNotification)
+    case expectAssistant(HUScenarioExpectAssistant)
 
   }
 
@@ -1563,13 +1605,142 @@ public nonisolated struct HUScenarioPair: Sendable {
   public init() {}
 }
 
+/// HMI: the driver's side of the assistant. `voice_button` presses
+/// CarButtonPressed{VOICE}; else `input` (start, say, end) or `notification`
+/// (select, dismiss, allow) is sent. With `expect` OK and a session opened or
+/// spoken to, the phone must get the AssistantEvent (`expect_source` for a
+/// start, `heard` for a say); the player keeps the session's id for
+/// assistant_update.
+public nonisolated struct HUScenarioAssistantInput: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var voiceButton: Bool = false
+
+  public var input: HUAssistantInput {
+    get {_input ?? HUAssistantInput()}
+    set {_input = newValue}
+  }
+  /// Returns true if `input` has been explicitly set.
+  public var hasInput: Bool {self._input != nil}
+  /// Clears the value of `input`. Subsequent reads from it will return its default value.
+  public mutating func clearInput() {self._input = nil}
+
+  public var notification: HUNotificationInput {
+    get {_notification ?? HUNotificationInput()}
+    set {_notification = newValue}
+  }
+  /// Returns true if `notification` has been explicitly set.
+  public var hasNotification: Bool {self._notification != nil}
+  /// Clears the value of `notification`. Subsequent reads from it will return its default value.
+  public mutating func clearNotification() {self._notification = nil}
+
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  /// unspecified: the started event is not checked
+  public var expectSource: HUAssistantSource = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _input: HUAssistantInput? = nil
+  fileprivate var _notification: HUNotificationInput? = nil
+}
+
+/// Phone: the assistant's AssistantUpdate for the session the player keeps
+/// (`session_id` 0), or for `session_id`.
+public nonisolated struct HUScenarioAssistantUpdate: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var sessionID: UInt64 = 0
+
+  public var state: HUAssistantState = .unspecified
+
+  public var text: String = String()
+
+  public var end: Bool = false
+
+  public var expect: HUErrorCode = .ok
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Phone: PostNotification.
+public nonisolated struct HUScenarioPostNotification: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var notification: HUPostNotification {
+    get {_notification ?? HUPostNotification()}
+    set {_notification = newValue}
+  }
+  /// Returns true if `notification` has been explicitly set.
+  public var hasNotification: Bool {self._notification != nil}
+  /// Clears the value of `notification`. Subsequent reads from it will return its default value.
+  public mutating func clearNotification() {self._notification = nil}
+
+  public var expect: HUErrorCode = .ok
+
+  public var expectLimit: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _notification: HUPostNotification? = nil
+}
+
+/// HMI: the home screen's assistant and notifications, once they match
+/// (each field unset or unspecified is not checked).
+public nonisolated struct HUScenarioExpectAssistant: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the open session's
+  public var state: HUAssistantState = .unspecified
+
+  /// the open session's last turn
+  public var lastTurn: String = String()
+
+  /// no session open, the last one ended so
+  public var ended: HUAssistantEndReason = .unspecified
+
+  /// how many notifications are held
+  public var notifications: UInt32 {
+    get {_notifications ?? 0}
+    set {_notifications = newValue}
+  }
+  /// Returns true if `notifications` has been explicitly set.
+  public var hasNotifications: Bool {self._notifications != nil}
+  /// Clears the value of `notifications`. Subsequent reads from it will return its default value.
+  public mutating func clearNotifications() {self._notifications = nil}
+
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _notifications: UInt32? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "headunit.v1"
 
 nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Scenario"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}description\0\u{3}device_name\0\u{1}apps\0\u{3}expect_refused_apps\0\u{1}steps\0\u{3}timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}description\0\u{3}device_name\0\u{1}apps\0\u{3}expect_refused_apps\0\u{1}steps\0\u{3}timeout_ms\0\u{1}assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1584,6 +1755,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
       case 5: try { try decoder.decodeRepeatedStringField(value: &self.expectRefusedApps) }()
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.steps) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.assistant) }()
       default: break
       }
     }
@@ -1611,6 +1783,9 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     if self.timeoutMs != 0 {
       try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 7)
     }
+    if self.assistant != false {
+      try visitor.visitSingularBoolField(value: self.assistant, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1622,6 +1797,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     if lhs.expectRefusedApps != rhs.expectRefusedApps {return false}
     if lhs.steps != rhs.steps {return false}
     if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.assistant != rhs.assistant {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1629,7 +1805,7 @@ nonisolated extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScenarioStep"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{1}pair\0\u{2}%navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0\u{3}cluster_input\0\u{3}select_banner\0\u{4}\u{5}remote_commands\0\u{3}remote_command\0\u{4}\u{9}report_call\0\u{3}call_input\0\u{3}expect_call\0\u{4}\u{8}open_audio_stream\0\u{3}send_audio\0\u{3}close_audio_stream\0\u{3}expect_audio_stream_closed\0\u{4}\u{7}watch_video\0\u{3}send_video\0\u{3}expect_video\0\u{3}request_keyframe\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{1}pair\0\u{2}%navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0\u{3}cluster_input\0\u{3}select_banner\0\u{4}\u{5}remote_commands\0\u{3}remote_command\0\u{4}\u{9}report_call\0\u{3}call_input\0\u{3}expect_call\0\u{4}\u{8}open_audio_stream\0\u{3}send_audio\0\u{3}close_audio_stream\0\u{3}expect_audio_stream_closed\0\u{4}\u{7}watch_video\0\u{3}send_video\0\u{3}expect_video\0\u{3}request_keyframe\0\u{4}\u{7}assistant_input\0\u{3}assistant_update\0\u{3}post_notification\0\u{3}expect_assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2063,6 +2239,58 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
           self.action = .requestKeyframe(v)
         }
       }()
+      case 110: try {
+        var v: HUScenarioAssistantInput?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .assistantInput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .assistantInput(v)
+        }
+      }()
+      case 111: try {
+        var v: HUScenarioAssistantUpdate?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .assistantUpdate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .assistantUpdate(v)
+        }
+      }()
+      case 112: try {
+        var v: HUScenarioPostNotification?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .postNotification(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .postNotification(v)
+        }
+      }()
+      case 113: try {
+        var v: HUScenarioExpectAssistant?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .expectAssistant(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .expectAssistant(v)
+        }
+      }()
       default: break
       }
     }
@@ -2211,6 +2439,22 @@ nonisolated extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._Mess
     case .requestKeyframe?: try {
       guard case .requestKeyframe(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 103)
+    }()
+    case .assistantInput?: try {
+      guard case .assistantInput(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 110)
+    }()
+    case .assistantUpdate?: try {
+      guard case .assistantUpdate(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 111)
+    }()
+    case .postNotification?: try {
+      guard case .postNotification(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 112)
+    }()
+    case .expectAssistant?: try {
+      guard case .expectAssistant(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 113)
     }()
     case nil: break
     }
@@ -4224,6 +4468,213 @@ nonisolated extension HUScenarioPair: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.deviceName != rhs.deviceName {return false}
     if lhs.wrongCode != rhs.wrongCode {return false}
     if lhs.expect != rhs.expect {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioAssistantInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioAssistantInput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}voice_button\0\u{1}input\0\u{1}notification\0\u{1}expect\0\u{3}expect_limit\0\u{3}expect_source\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.voiceButton) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._input) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._notification) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.expectSource) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.voiceButton != false {
+      try visitor.visitSingularBoolField(value: self.voiceButton, fieldNumber: 1)
+    }
+    try { if let v = self._input {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._notification {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 4)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 5)
+    }
+    if self.expectSource != .unspecified {
+      try visitor.visitSingularEnumField(value: self.expectSource, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioAssistantInput, rhs: HUScenarioAssistantInput) -> Bool {
+    if lhs.voiceButton != rhs.voiceButton {return false}
+    if lhs._input != rhs._input {return false}
+    if lhs._notification != rhs._notification {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.expectSource != rhs.expectSource {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioAssistantUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioAssistantUpdate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}session_id\0\u{1}state\0\u{1}text\0\u{1}end\0\u{1}expect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.sessionID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.end) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.sessionID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sessionID, fieldNumber: 1)
+    }
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 2)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 3)
+    }
+    if self.end != false {
+      try visitor.visitSingularBoolField(value: self.end, fieldNumber: 4)
+    }
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioAssistantUpdate, rhs: HUScenarioAssistantUpdate) -> Bool {
+    if lhs.sessionID != rhs.sessionID {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.end != rhs.end {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioPostNotification: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioPostNotification"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}notification\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._notification) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.expect) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.expectLimit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._notification {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.expect != .ok {
+      try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 2)
+    }
+    if !self.expectLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioPostNotification, rhs: HUScenarioPostNotification) -> Bool {
+    if lhs._notification != rhs._notification {return false}
+    if lhs.expect != rhs.expect {return false}
+    if lhs.expectLimit != rhs.expectLimit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension HUScenarioExpectAssistant: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScenarioExpectAssistant"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}last_turn\0\u{1}ended\0\u{1}notifications\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.lastTurn) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.ended) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self._notifications) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 1)
+    }
+    if !self.lastTurn.isEmpty {
+      try visitor.visitSingularStringField(value: self.lastTurn, fieldNumber: 2)
+    }
+    if self.ended != .unspecified {
+      try visitor.visitSingularEnumField(value: self.ended, fieldNumber: 3)
+    }
+    try { if let v = self._notifications {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 4)
+    } }()
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: HUScenarioExpectAssistant, rhs: HUScenarioExpectAssistant) -> Bool {
+    if lhs.state != rhs.state {return false}
+    if lhs.lastTurn != rhs.lastTurn {return false}
+    if lhs.ended != rhs.ended {return false}
+    if lhs._notifications != rhs._notifications {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

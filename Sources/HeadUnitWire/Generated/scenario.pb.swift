@@ -19,6 +19,8 @@ public struct HUScenario: Sendable {
 
   public var timeoutMs: UInt32 = 0
 
+  public var assistant: Bool = false
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -200,6 +202,26 @@ public struct HUScenarioStep: Sendable {
     set { action = .requestKeyframe(newValue) }
   }
 
+  public var assistantInput: HUScenarioAssistantInput {
+    get { if case .assistantInput(let v)? = action { return v }; return HUScenarioAssistantInput() }
+    set { action = .assistantInput(newValue) }
+  }
+
+  public var assistantUpdate: HUScenarioAssistantUpdate {
+    get { if case .assistantUpdate(let v)? = action { return v }; return HUScenarioAssistantUpdate() }
+    set { action = .assistantUpdate(newValue) }
+  }
+
+  public var postNotification: HUScenarioPostNotification {
+    get { if case .postNotification(let v)? = action { return v }; return HUScenarioPostNotification() }
+    set { action = .postNotification(newValue) }
+  }
+
+  public var expectAssistant: HUScenarioExpectAssistant {
+    get { if case .expectAssistant(let v)? = action { return v }; return HUScenarioExpectAssistant() }
+    set { action = .expectAssistant(newValue) }
+  }
+
   /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
   public var unknownFields: SwiftProtobuf.UnknownStorage {
     get { SwiftProtobuf.UnknownStorage() }
@@ -240,6 +262,10 @@ public struct HUScenarioStep: Sendable {
     indirect case sendVideo(HUScenarioSendVideo)
     indirect case expectVideo(HUScenarioExpectVideo)
     indirect case requestKeyframe(HUScenarioRequestKeyframe)
+    indirect case assistantInput(HUScenarioAssistantInput)
+    indirect case assistantUpdate(HUScenarioAssistantUpdate)
+    indirect case postNotification(HUScenarioPostNotification)
+    indirect case expectAssistant(HUScenarioExpectAssistant)
   }
 
   public init() {}
@@ -1157,9 +1183,114 @@ public struct HUScenarioPair: Sendable {
   public init() {}
 }
 
+public struct HUScenarioAssistantInput: Sendable {
+  public var voiceButton: Bool = false
+
+  public var input: HUAssistantInput {
+    get { _input ?? HUAssistantInput() }
+    set { _input = newValue }
+  }
+  public var hasInput: Bool { _input != nil }
+  public mutating func clearInput() { _input = nil }
+
+  public var notification: HUNotificationInput {
+    get { _notification ?? HUNotificationInput() }
+    set { _notification = newValue }
+  }
+  public var hasNotification: Bool { _notification != nil }
+  public mutating func clearNotification() { _notification = nil }
+
+  public var expect: HUErrorCode = HUErrorCode()
+
+  public var expectLimit: String = String()
+
+  public var expectSource: HUAssistantSource = HUAssistantSource()
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+
+  @usableFromInline var _input: HUAssistantInput? = nil
+  @usableFromInline var _notification: HUNotificationInput? = nil
+}
+
+public struct HUScenarioAssistantUpdate: Sendable {
+  public var sessionID: UInt64 = 0
+
+  public var state: HUAssistantState = HUAssistantState()
+
+  public var text: String = String()
+
+  public var end: Bool = false
+
+  public var expect: HUErrorCode = HUErrorCode()
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+}
+
+public struct HUScenarioPostNotification: Sendable {
+  public var notification: HUPostNotification {
+    get { _notification ?? HUPostNotification() }
+    set { _notification = newValue }
+  }
+  public var hasNotification: Bool { _notification != nil }
+  public mutating func clearNotification() { _notification = nil }
+
+  public var expect: HUErrorCode = HUErrorCode()
+
+  public var expectLimit: String = String()
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+
+  @usableFromInline var _notification: HUPostNotification? = nil
+}
+
+public struct HUScenarioExpectAssistant: Sendable {
+  public var state: HUAssistantState = HUAssistantState()
+
+  public var lastTurn: String = String()
+
+  public var ended: HUAssistantEndReason = HUAssistantEndReason()
+
+  public var notifications: UInt32 {
+    get { _notifications ?? 0 }
+    set { _notifications = newValue }
+  }
+  public var hasNotifications: Bool { _notifications != nil }
+  public mutating func clearNotifications() { _notifications = nil }
+
+  public var timeoutMs: UInt32 = 0
+
+  /// Not kept: unknown fields are dropped by both codings (PROTOCOL.md section 4.4).
+  public var unknownFields: SwiftProtobuf.UnknownStorage {
+    get { SwiftProtobuf.UnknownStorage() }
+    set {}
+  }
+
+  public init() {}
+
+  @usableFromInline var _notifications: UInt32? = nil
+}
+
 extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.Scenario"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}description\0\u{3}device_name\0\u{1}apps\0\u{3}expect_refused_apps\0\u{1}steps\0\u{3}timeout_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}description\0\u{3}device_name\0\u{1}apps\0\u{3}expect_refused_apps\0\u{1}steps\0\u{3}timeout_ms\0\u{1}assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -1187,6 +1318,9 @@ extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
         case 7: try {
           try decoder.decodeSingularUInt32Field(value: &self.timeoutMs)
         }()
+        case 8: try {
+          try decoder.decodeSingularBoolField(value: &self.assistant)
+        }()
         default: break
       }
     }
@@ -1201,6 +1335,7 @@ extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
     if !self.expectRefusedApps.isEmpty { try visitor.visitRepeatedStringField(value: self.expectRefusedApps, fieldNumber: 5) }
     if !self.steps.isEmpty { try visitor.visitRepeatedMessageField(value: self.steps, fieldNumber: 6) }
     if self.timeoutMs != 0 { try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 7) }
+    if self.assistant { try visitor.visitSingularBoolField(value: self.assistant, fieldNumber: 8) }
   }
 
   public static func == (lhs: HUScenario, rhs: HUScenario) -> Bool {
@@ -1211,6 +1346,7 @@ extension HUScenario: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementatio
     if lhs.expectRefusedApps != rhs.expectRefusedApps { return false }
     if lhs.steps != rhs.steps { return false }
     if lhs.timeoutMs != rhs.timeoutMs { return false }
+    if lhs.assistant != rhs.assistant { return false }
     return true
   }
 }
@@ -1226,6 +1362,7 @@ extension HUScenario: WireMessage {
         case 42: self.expectRefusedApps.append(try reader.readString())
         case 50: self.steps.append(try reader.readMessage(HUScenarioStep.self))
         case 56: self.timeoutMs = try reader.readUInt32()
+        case 64: self.assistant = try reader.readBool()
         default: try reader.skip(tag: tag)
       }
     }
@@ -1239,6 +1376,7 @@ extension HUScenario: WireMessage {
     for v in self.expectRefusedApps { writer.writeRaw(0x2A); writer.writeString(v) }
     for v in self.steps { writer.writeRaw(0x32); writer.writeMessage(v) }
     if self.timeoutMs != 0 { writer.writeRaw(0x38); writer.writeUInt32(self.timeoutMs) }
+    if self.assistant { writer.writeRaw(0x40); writer.writeBool(self.assistant) }
   }
 
   public var wireSize: Int {
@@ -1250,6 +1388,7 @@ extension HUScenario: WireMessage {
     for v in self.expectRefusedApps { size += 1 + WireSize.delimited(v.utf8.count) }
     for v in self.steps { size += 1 + WireSize.delimited(v.wireSize) }
     if self.timeoutMs != 0 { size += 1 + WireSize.varint(UInt64(self.timeoutMs)) }
+    if self.assistant { size += 1 + 1 }
     return size
   }
 
@@ -1281,7 +1420,7 @@ extension HUScenario: WireMessage {
 
 extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = "headunit.v1.ScenarioStep"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{1}pair\0\u{2}%navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0\u{3}cluster_input\0\u{3}select_banner\0\u{4}\u{5}remote_commands\0\u{3}remote_command\0\u{4}\u{9}report_call\0\u{3}call_input\0\u{3}expect_call\0\u{4}\u{8}open_audio_stream\0\u{3}send_audio\0\u{3}close_audio_stream\0\u{3}expect_audio_stream_closed\0\u{4}\u{7}watch_video\0\u{3}send_video\0\u{3}expect_video\0\u{3}request_keyframe\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}note\0\u{3}pause_ms\0\u{2}\u{8}launch\0\u{1}request\0\u{3}hmi_input\0\u{3}expect_event\0\u{3}complete_event\0\u{3}set_vehicle_state\0\u{3}close_app\0\u{3}wait_ms\0\u{3}expect_screen\0\u{1}disconnect\0\u{1}serve\0\u{3}open_session\0\u{3}expect_home\0\u{1}pair\0\u{2}%navigate\0\u{3}navigation_input\0\u{3}expect_navigation_event\0\u{3}expect_metadata\0\u{3}cluster_input\0\u{3}select_banner\0\u{4}\u{5}remote_commands\0\u{3}remote_command\0\u{4}\u{9}report_call\0\u{3}call_input\0\u{3}expect_call\0\u{4}\u{8}open_audio_stream\0\u{3}send_audio\0\u{3}close_audio_stream\0\u{3}expect_audio_stream_closed\0\u{4}\u{7}watch_video\0\u{3}send_video\0\u{3}expect_video\0\u{3}request_keyframe\0\u{4}\u{7}assistant_input\0\u{3}assistant_update\0\u{3}post_notification\0\u{3}expect_assistant\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     ProtobufRuntimeUse.note()
@@ -1718,6 +1857,58 @@ extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
             self.action = .requestKeyframe(v)
           }
         }()
+        case 110: try {
+          var v: HUScenarioAssistantInput?
+          var hadOneofValue = false
+          if let current = self.action {
+            hadOneofValue = true
+            if case .assistantInput(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.action = .assistantInput(v)
+          }
+        }()
+        case 111: try {
+          var v: HUScenarioAssistantUpdate?
+          var hadOneofValue = false
+          if let current = self.action {
+            hadOneofValue = true
+            if case .assistantUpdate(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.action = .assistantUpdate(v)
+          }
+        }()
+        case 112: try {
+          var v: HUScenarioPostNotification?
+          var hadOneofValue = false
+          if let current = self.action {
+            hadOneofValue = true
+            if case .postNotification(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.action = .postNotification(v)
+          }
+        }()
+        case 113: try {
+          var v: HUScenarioExpectAssistant?
+          var hadOneofValue = false
+          if let current = self.action {
+            hadOneofValue = true
+            if case .expectAssistant(let m) = current { v = m }
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v {
+            if hadOneofValue { try decoder.handleConflictingOneOf() }
+            self.action = .expectAssistant(v)
+          }
+        }()
         default: break
       }
     }
@@ -1760,6 +1951,10 @@ extension HUScenarioStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplement
     if case .sendVideo(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 101) }
     if case .expectVideo(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 102) }
     if case .requestKeyframe(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 103) }
+    if case .assistantInput(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 110) }
+    if case .assistantUpdate(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 111) }
+    if case .postNotification(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 112) }
+    if case .expectAssistant(let v)? = self.action { try visitor.visitSingularMessageField(value: v, fieldNumber: 113) }
   }
 
   public static func == (lhs: HUScenarioStep, rhs: HUScenarioStep) -> Bool {
@@ -2033,6 +2228,38 @@ extension HUScenarioStep: WireMessage {
           } else {
             self.action = .requestKeyframe(try reader.readMessage(HUScenarioRequestKeyframe.self))
           }
+        case 882:
+          if case .assistantInput(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .assistantInput(v)
+          } else {
+            self.action = .assistantInput(try reader.readMessage(HUScenarioAssistantInput.self))
+          }
+        case 890:
+          if case .assistantUpdate(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .assistantUpdate(v)
+          } else {
+            self.action = .assistantUpdate(try reader.readMessage(HUScenarioAssistantUpdate.self))
+          }
+        case 898:
+          if case .postNotification(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .postNotification(v)
+          } else {
+            self.action = .postNotification(try reader.readMessage(HUScenarioPostNotification.self))
+          }
+        case 906:
+          if case .expectAssistant(var v)? = self.action {
+            self.action = nil
+            try reader.mergeMessage(&v)
+            self.action = .expectAssistant(v)
+          } else {
+            self.action = .expectAssistant(try reader.readMessage(HUScenarioExpectAssistant.self))
+          }
         default: try reader.skip(tag: tag)
       }
     }
@@ -2075,6 +2302,10 @@ extension HUScenarioStep: WireMessage {
     case .sendVideo(let v)?: writer.writeRaw(0xAA, 0x06); writer.writeMessage(v)
     case .expectVideo(let v)?: writer.writeRaw(0xB2, 0x06); writer.writeMessage(v)
     case .requestKeyframe(let v)?: writer.writeRaw(0xBA, 0x06); writer.writeMessage(v)
+    case .assistantInput(let v)?: writer.writeRaw(0xF2, 0x06); writer.writeMessage(v)
+    case .assistantUpdate(let v)?: writer.writeRaw(0xFA, 0x06); writer.writeMessage(v)
+    case .postNotification(let v)?: writer.writeRaw(0x82, 0x07); writer.writeMessage(v)
+    case .expectAssistant(let v)?: writer.writeRaw(0x8A, 0x07); writer.writeMessage(v)
     default: break
     }
   }
@@ -2117,6 +2348,10 @@ extension HUScenarioStep: WireMessage {
     case .sendVideo(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .expectVideo(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     case .requestKeyframe(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .assistantInput(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .assistantUpdate(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .postNotification(let v)?: size += 2 + WireSize.delimited(v.wireSize)
+    case .expectAssistant(let v)?: size += 2 + WireSize.delimited(v.wireSize)
     default: break
     }
     return size
@@ -2158,6 +2393,10 @@ extension HUScenarioStep: WireMessage {
     case .sendVideo(let v)?: if try walker.enter(v, field: 101, index: nil) { try v.walk(&walker); walker.leave() }
     case .expectVideo(let v)?: if try walker.enter(v, field: 102, index: nil) { try v.walk(&walker); walker.leave() }
     case .requestKeyframe(let v)?: if try walker.enter(v, field: 103, index: nil) { try v.walk(&walker); walker.leave() }
+    case .assistantInput(let v)?: if try walker.enter(v, field: 110, index: nil) { try v.walk(&walker); walker.leave() }
+    case .assistantUpdate(let v)?: if try walker.enter(v, field: 111, index: nil) { try v.walk(&walker); walker.leave() }
+    case .postNotification(let v)?: if try walker.enter(v, field: 112, index: nil) { try v.walk(&walker); walker.leave() }
+    case .expectAssistant(let v)?: if try walker.enter(v, field: 113, index: nil) { try v.walk(&walker); walker.leave() }
     default: break
     }
   }
@@ -2197,6 +2436,10 @@ extension HUScenarioStep: WireMessage {
     case .sendVideo(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .sendVideo(v)
     case .expectVideo(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectVideo(v)
     case .requestKeyframe(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .requestKeyframe(v)
+    case .assistantInput(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .assistantInput(v)
+    case .assistantUpdate(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .assistantUpdate(v)
+    case .postNotification(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .postNotification(v)
+    case .expectAssistant(var v)? where rewriter.wants(v): self.action = nil; rewriter.descend(into: &v); self.action = .expectAssistant(v)
     default: break
     }
   }
@@ -5635,6 +5878,371 @@ extension HUScenarioPair: WireMessage {
   public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
     if !self.deviceName.isEmpty { let v = self.deviceName; try walker.string(v, field: 1, index: nil) }
     if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 3) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
+}
+
+extension HUScenarioAssistantInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.ScenarioAssistantInput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}voice_button\0\u{1}input\0\u{1}notification\0\u{1}expect\0\u{3}expect_limit\0\u{3}expect_source\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularBoolField(value: &self.voiceButton)
+        }()
+        case 2: try {
+          try decoder.decodeSingularMessageField(value: &self._input)
+        }()
+        case 3: try {
+          try decoder.decodeSingularMessageField(value: &self._notification)
+        }()
+        case 4: try {
+          try decoder.decodeSingularEnumField(value: &self.expect)
+        }()
+        case 5: try {
+          try decoder.decodeSingularStringField(value: &self.expectLimit)
+        }()
+        case 6: try {
+          try decoder.decodeSingularEnumField(value: &self.expectSource)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if self.voiceButton { try visitor.visitSingularBoolField(value: self.voiceButton, fieldNumber: 1) }
+    if let v = self._input { try visitor.visitSingularMessageField(value: v, fieldNumber: 2) }
+    if let v = self._notification { try visitor.visitSingularMessageField(value: v, fieldNumber: 3) }
+    if self.expect.rawValue != 0 { try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 4) }
+    if !self.expectLimit.isEmpty { try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 5) }
+    if self.expectSource.rawValue != 0 { try visitor.visitSingularEnumField(value: self.expectSource, fieldNumber: 6) }
+  }
+
+  public static func == (lhs: HUScenarioAssistantInput, rhs: HUScenarioAssistantInput) -> Bool {
+    if lhs.voiceButton != rhs.voiceButton { return false }
+    if lhs._input != rhs._input { return false }
+    if lhs._notification != rhs._notification { return false }
+    if lhs.expect != rhs.expect { return false }
+    if lhs.expectLimit != rhs.expectLimit { return false }
+    if lhs.expectSource != rhs.expectSource { return false }
+    return true
+  }
+}
+
+extension HUScenarioAssistantInput: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 8: self.voiceButton = try reader.readBool()
+        case 18: try reader.mergeMessage(&self._input)
+        case 26: try reader.mergeMessage(&self._notification)
+        case 32: self.expect = HUErrorCode(rawValue: try reader.readEnumValue()) ?? HUErrorCode()
+        case 42: self.expectLimit = try reader.readString()
+        case 48: self.expectSource = HUAssistantSource(rawValue: try reader.readEnumValue()) ?? HUAssistantSource()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if self.voiceButton { writer.writeRaw(0x08); writer.writeBool(self.voiceButton) }
+    if let v = self._input { writer.writeRaw(0x12); writer.writeMessage(v) }
+    if let v = self._notification { writer.writeRaw(0x1A); writer.writeMessage(v) }
+    if self.expect.rawValue != 0 { writer.writeRaw(0x20); writer.writeEnumValue(self.expect.rawValue) }
+    if !self.expectLimit.isEmpty { writer.writeRaw(0x2A); writer.writeString(self.expectLimit) }
+    if self.expectSource.rawValue != 0 { writer.writeRaw(0x30); writer.writeEnumValue(self.expectSource.rawValue) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if self.voiceButton { size += 1 + 1 }
+    if let v = self._input { size += 1 + WireSize.delimited(v.wireSize) }
+    if let v = self._notification { size += 1 + WireSize.delimited(v.wireSize) }
+    if self.expect.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.expect.rawValue))) }
+    if !self.expectLimit.isEmpty { size += 1 + WireSize.delimited(self.expectLimit.utf8.count) }
+    if self.expectSource.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.expectSource.rawValue))) }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if let v = self._input { if try walker.enter(v, field: 2, index: nil) { try v.walk(&walker); walker.leave() } }
+    if let v = self._notification { if try walker.enter(v, field: 3, index: nil) { try v.walk(&walker); walker.leave() } }
+    if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 4) }
+    if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 5, index: nil) }
+    if self.expectSource.rawValue != 0 { let v = self.expectSource; try walker.enumValue(v, field: 6) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._input, rewriter.wants(v) { rewriter.descend(into: &self._input!) }
+    if let v = self._notification, rewriter.wants(v) { rewriter.descend(into: &self._notification!) }
+  }
+}
+
+extension HUScenarioAssistantUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.ScenarioAssistantUpdate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}session_id\0\u{1}state\0\u{1}text\0\u{1}end\0\u{1}expect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularUInt64Field(value: &self.sessionID)
+        }()
+        case 2: try {
+          try decoder.decodeSingularEnumField(value: &self.state)
+        }()
+        case 3: try {
+          try decoder.decodeSingularStringField(value: &self.text)
+        }()
+        case 4: try {
+          try decoder.decodeSingularBoolField(value: &self.end)
+        }()
+        case 5: try {
+          try decoder.decodeSingularEnumField(value: &self.expect)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if self.sessionID != 0 { try visitor.visitSingularUInt64Field(value: self.sessionID, fieldNumber: 1) }
+    if self.state.rawValue != 0 { try visitor.visitSingularEnumField(value: self.state, fieldNumber: 2) }
+    if !self.text.isEmpty { try visitor.visitSingularStringField(value: self.text, fieldNumber: 3) }
+    if self.end { try visitor.visitSingularBoolField(value: self.end, fieldNumber: 4) }
+    if self.expect.rawValue != 0 { try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 5) }
+  }
+
+  public static func == (lhs: HUScenarioAssistantUpdate, rhs: HUScenarioAssistantUpdate) -> Bool {
+    if lhs.sessionID != rhs.sessionID { return false }
+    if lhs.state != rhs.state { return false }
+    if lhs.text != rhs.text { return false }
+    if lhs.end != rhs.end { return false }
+    if lhs.expect != rhs.expect { return false }
+    return true
+  }
+}
+
+extension HUScenarioAssistantUpdate: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 8: self.sessionID = try reader.readUInt64()
+        case 16: self.state = HUAssistantState(rawValue: try reader.readEnumValue()) ?? HUAssistantState()
+        case 26: self.text = try reader.readString()
+        case 32: self.end = try reader.readBool()
+        case 40: self.expect = HUErrorCode(rawValue: try reader.readEnumValue()) ?? HUErrorCode()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if self.sessionID != 0 { writer.writeRaw(0x08); writer.writeUInt64(self.sessionID) }
+    if self.state.rawValue != 0 { writer.writeRaw(0x10); writer.writeEnumValue(self.state.rawValue) }
+    if !self.text.isEmpty { writer.writeRaw(0x1A); writer.writeString(self.text) }
+    if self.end { writer.writeRaw(0x20); writer.writeBool(self.end) }
+    if self.expect.rawValue != 0 { writer.writeRaw(0x28); writer.writeEnumValue(self.expect.rawValue) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if self.sessionID != 0 { size += 1 + WireSize.varint(self.sessionID) }
+    if self.state.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.state.rawValue))) }
+    if !self.text.isEmpty { size += 1 + WireSize.delimited(self.text.utf8.count) }
+    if self.end { size += 1 + 1 }
+    if self.expect.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.expect.rawValue))) }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if self.state.rawValue != 0 { let v = self.state; try walker.enumValue(v, field: 2) }
+    if !self.text.isEmpty { let v = self.text; try walker.string(v, field: 3, index: nil) }
+    if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 5) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+  }
+}
+
+extension HUScenarioPostNotification: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.ScenarioPostNotification"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}notification\0\u{1}expect\0\u{3}expect_limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularMessageField(value: &self._notification)
+        }()
+        case 2: try {
+          try decoder.decodeSingularEnumField(value: &self.expect)
+        }()
+        case 3: try {
+          try decoder.decodeSingularStringField(value: &self.expectLimit)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if let v = self._notification { try visitor.visitSingularMessageField(value: v, fieldNumber: 1) }
+    if self.expect.rawValue != 0 { try visitor.visitSingularEnumField(value: self.expect, fieldNumber: 2) }
+    if !self.expectLimit.isEmpty { try visitor.visitSingularStringField(value: self.expectLimit, fieldNumber: 3) }
+  }
+
+  public static func == (lhs: HUScenarioPostNotification, rhs: HUScenarioPostNotification) -> Bool {
+    if lhs._notification != rhs._notification { return false }
+    if lhs.expect != rhs.expect { return false }
+    if lhs.expectLimit != rhs.expectLimit { return false }
+    return true
+  }
+}
+
+extension HUScenarioPostNotification: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 10: try reader.mergeMessage(&self._notification)
+        case 16: self.expect = HUErrorCode(rawValue: try reader.readEnumValue()) ?? HUErrorCode()
+        case 26: self.expectLimit = try reader.readString()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if let v = self._notification { writer.writeRaw(0x0A); writer.writeMessage(v) }
+    if self.expect.rawValue != 0 { writer.writeRaw(0x10); writer.writeEnumValue(self.expect.rawValue) }
+    if !self.expectLimit.isEmpty { writer.writeRaw(0x1A); writer.writeString(self.expectLimit) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if let v = self._notification { size += 1 + WireSize.delimited(v.wireSize) }
+    if self.expect.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.expect.rawValue))) }
+    if !self.expectLimit.isEmpty { size += 1 + WireSize.delimited(self.expectLimit.utf8.count) }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if let v = self._notification { if try walker.enter(v, field: 1, index: nil) { try v.walk(&walker); walker.leave() } }
+    if self.expect.rawValue != 0 { let v = self.expect; try walker.enumValue(v, field: 2) }
+    if !self.expectLimit.isEmpty { let v = self.expectLimit; try walker.string(v, field: 3, index: nil) }
+  }
+
+  @inlinable
+  public mutating func rewriteMessages<R: WireRewriter>(_ rewriter: inout R) {
+    if let v = self._notification, rewriter.wants(v) { rewriter.descend(into: &self._notification!) }
+  }
+}
+
+extension HUScenarioExpectAssistant: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = "headunit.v1.ScenarioExpectAssistant"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}last_turn\0\u{1}ended\0\u{1}notifications\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    ProtobufRuntimeUse.note()
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // Closures keep a debug build's stack small (swift-protobuf issue 1034).
+      switch fieldNumber {
+        case 1: try {
+          try decoder.decodeSingularEnumField(value: &self.state)
+        }()
+        case 2: try {
+          try decoder.decodeSingularStringField(value: &self.lastTurn)
+        }()
+        case 3: try {
+          try decoder.decodeSingularEnumField(value: &self.ended)
+        }()
+        case 4: try {
+          try decoder.decodeSingularUInt32Field(value: &self._notifications)
+        }()
+        case 5: try {
+          try decoder.decodeSingularUInt32Field(value: &self.timeoutMs)
+        }()
+        default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    ProtobufRuntimeUse.note()
+    if self.state.rawValue != 0 { try visitor.visitSingularEnumField(value: self.state, fieldNumber: 1) }
+    if !self.lastTurn.isEmpty { try visitor.visitSingularStringField(value: self.lastTurn, fieldNumber: 2) }
+    if self.ended.rawValue != 0 { try visitor.visitSingularEnumField(value: self.ended, fieldNumber: 3) }
+    if let v = self._notifications { try visitor.visitSingularUInt32Field(value: v, fieldNumber: 4) }
+    if self.timeoutMs != 0 { try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 5) }
+  }
+
+  public static func == (lhs: HUScenarioExpectAssistant, rhs: HUScenarioExpectAssistant) -> Bool {
+    if lhs.state != rhs.state { return false }
+    if lhs.lastTurn != rhs.lastTurn { return false }
+    if lhs.ended != rhs.ended { return false }
+    if lhs._notifications != rhs._notifications { return false }
+    if lhs.timeoutMs != rhs.timeoutMs { return false }
+    return true
+  }
+}
+
+extension HUScenarioExpectAssistant: WireMessage {
+  public mutating func merge(from reader: inout WireReader) throws(WireDecodingError) {
+    while let tag = try reader.nextTag() {
+      switch tag {
+        case 8: self.state = HUAssistantState(rawValue: try reader.readEnumValue()) ?? HUAssistantState()
+        case 18: self.lastTurn = try reader.readString()
+        case 24: self.ended = HUAssistantEndReason(rawValue: try reader.readEnumValue()) ?? HUAssistantEndReason()
+        case 32: self._notifications = try reader.readUInt32()
+        case 40: self.timeoutMs = try reader.readUInt32()
+        default: try reader.skip(tag: tag)
+      }
+    }
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    if self.state.rawValue != 0 { writer.writeRaw(0x08); writer.writeEnumValue(self.state.rawValue) }
+    if !self.lastTurn.isEmpty { writer.writeRaw(0x12); writer.writeString(self.lastTurn) }
+    if self.ended.rawValue != 0 { writer.writeRaw(0x18); writer.writeEnumValue(self.ended.rawValue) }
+    if let v = self._notifications { writer.writeRaw(0x20); writer.writeUInt32(v) }
+    if self.timeoutMs != 0 { writer.writeRaw(0x28); writer.writeUInt32(self.timeoutMs) }
+  }
+
+  public var wireSize: Int {
+    var size = 0
+    if self.state.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.state.rawValue))) }
+    if !self.lastTurn.isEmpty { size += 1 + WireSize.delimited(self.lastTurn.utf8.count) }
+    if self.ended.rawValue != 0 { size += 1 + WireSize.varint(UInt64(bitPattern: Int64(self.ended.rawValue))) }
+    if let v = self._notifications { size += 1 + WireSize.varint(UInt64(v)) }
+    if self.timeoutMs != 0 { size += 1 + WireSize.varint(UInt64(self.timeoutMs)) }
+    return size
+  }
+
+  @inlinable
+  public func walk<W: WireWalker>(_ walker: inout W) throws(W.Failure) {
+    if self.state.rawValue != 0 { let v = self.state; try walker.enumValue(v, field: 1) }
+    if !self.lastTurn.isEmpty { let v = self.lastTurn; try walker.string(v, field: 2, index: nil) }
+    if self.ended.rawValue != 0 { let v = self.ended; try walker.enumValue(v, field: 3) }
   }
 
   @inlinable
