@@ -94,6 +94,12 @@ if "$bin/headunitctl" play --tcp "127.0.0.1:$port" --hmi-socket "$work/hu.sock" 
 else
   fail "the scripted session over TCP ran:"; cat "$work/play.log"
 fi
+# The phone's assistant and notifications (PROTOCOL.md section 27), the scenario's phone playing the assistant.
+if "$bin/headunitctl" play --tcp "127.0.0.1:$port" --hmi-socket "$work/hu.sock" scenarios/communication-voice.json > "$work/voice.log" 2>&1; then
+  pass "the assistant's scenario over TCP ran"
+else
+  fail "the assistant's scenario over TCP ran:"; cat "$work/voice.log"
+fi
 python3 Tests/Dissector/wire_cases.py "$port" > "$work/cases.log" 2>&1 || { fail "wire_cases.py ran:"; cat "$work/cases.log"; }
 # An accessory session with half-close (PROTOCOL.md 18.6): an echo on the
 # Unix socket, the phone over TCP piping 5 bytes through it and back.
@@ -125,6 +131,10 @@ check "TCP: the push" "$work/tcp.txt" "TemplateRequest{push: list 'genres'} [req
 check "TCP: a lifecycle event" "$work/tcp.txt" "AppEvent{LIFECYCLE_PHASE_DID_APPEAR 'genres'}"
 check "TCP: the error Result by code name" "$work/tcp.txt" "Result ERROR_CODE_INVALID_POSITION: the root template cannot be popped [req 6]"
 check "TCP: Goodbye" "$work/tcp.txt" "Goodbye ERROR_CODE_OK"
+check_re "TCP: the assistant's update, its session and state" "$work/tcp.txt" "AssistantUpdate\\{session [1-9][0-9]* ASSISTANT_STATE_LISTENING\\}"
+check_re "TCP: the car's assistant event, its session and kind" "$work/tcp.txt" "AssistantEvent\\{session [1-9][0-9]* started\\}"
+check_re "TCP: a notification by name" "$work/tcp.txt" "PostNotification\\{"
+check "TCP: a notification with a body refused by code name" "$work/tcp.txt" "ERROR_CODE_NOTIFICATION_NOT_ALLOWED"
 check_re "TCP: session bytes in a DATA frame" "$work/tcp.txt" "DATA ch=[1-9][0-9]* len=5"
 check_re "TCP: the phone's half-close" "$work/tcp.txt" "CloseSession\\{channel [1-9][0-9]*, half\\}"
 check_re "TCP: the echo's SessionFinished" "$work/tcp.txt" "SessionFinished\\{channel [1-9][0-9]*\\}"

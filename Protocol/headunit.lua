@@ -275,6 +275,23 @@ local function summarize(bytes, first, last)
       detail = detail .. " " .. enum_name("SessionCloseReason", reason and reason.value or 0)
     end
     detail = detail .. "}"
+  elseif name == "AssistantEvent" or name == "AssistantUpdate" then
+    -- The phone's assistant (PROTOCOL.md 27): the session, then what
+    -- happened (started, heard, ended) or the assistant's state.
+    local session = first_field(inner, 1)
+    detail = string.format("{session %d", session and session.value or 0)
+    if name == "AssistantEvent" then
+      for _, g in ipairs(inner) do
+        local gi = field_named("AssistantEvent", g.number)
+        if gi and g.number >= 2 and g.wire == 2 then detail = detail .. " " .. gi.name end
+      end
+    else
+      local state = first_field(inner, 2)
+      if state then detail = detail .. " " .. enum_name("AssistantState", state.value) end
+      local ending = first_field(inner, 4)
+      if ending and ending.value ~= 0 then detail = detail .. ", end" end
+    end
+    detail = detail .. "}"
   elseif name == "AnnounceApps" then
     local count = 0
     for _, g in ipairs(inner) do if g.number == 2 then count = count + 1 end end
