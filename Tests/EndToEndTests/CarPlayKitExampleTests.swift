@@ -309,6 +309,11 @@ struct CarPlayKitExampleTests {
         #expect(await Self.homeSeen(rig.hmi) { $0.assistant.state == .listening && $0.assistant.turns.last?.text == "What do you want to say to Alice?" } != nil)
         try await rig.hmi.say("be there soon")
         await rig.example.expect("message sent to Alice: be there soon (conv-alice)")
+
+        // Missed calls: the call history's handler answers, the car shows who called.
+        #expect(await Self.homeSeen(rig.hmi) { !$0.hasAssistant && $0.lastAssistantEnded.reason == .byAssistant } != nil)
+        try await rig.hmi.say("missed calls")
+        #expect(await Self.homeSeen(rig.hmi) { $0.assistant.turns.last?.text == "Missed calls from Bob." } != nil)
     }
 
     static func navigationInput(_ kind: HUNavigationInput.OneOf_Kind) -> HUEnvelope.OneOf_Body {
