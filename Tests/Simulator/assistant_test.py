@@ -59,8 +59,11 @@ def main():
         procs.start("phone", [os.path.join(args.bin, "MessagesApp"), sock])
         procs.wait_for_line("phone", r"^notification posted$")
 
-        # The notification: sender only; selected, the assistant reads it and it is marked read.
+        # The notification: a banner over the main screen and a row of the list, sender only;
+        # selected, the assistant reads it and it is marked read.
         page.wait_text("#notifications", "message from Alice")
+        page.wait_text("#notification-banner", "Alice")
+        T.check("See you" not in page.text("#main-screen"), "the banner names the sender, never the message")
         page.click('#notifications [data-notification-id="m1"] .open', "select Alice's notification")
         page.wait_text("#assistant", "Alice said: See you at 6")
         procs.wait_for_line("phone", r"^marked read: m1$")

@@ -70,7 +70,7 @@ function receive(m) {
         });
       }
       break;
-    case "home": S.home = m.home; break;
+    case "home": S.home = m.home; onNotifications(); break;
     case "screen": S.screens[m.screen] = m.rendered; if (m.screen === "SCREEN_MAIN") onMainScreen(m); break;
     case "metadata": S.meta = m.state || {}; break;
     case "video": onVideoStreams(m); break;
@@ -212,7 +212,7 @@ function renderMain() {
   if (calls) root.append(calls);
   const assistant = assistantPanel();
   if (assistant) root.append(assistant);
-  const banner = navBanner(r);
+  const banner = navBanner(r) || notificationBanner();
   if (banner) root.append(banner);
 
   if (!S.daemon || !S.daemon.connected) {
@@ -315,6 +315,30 @@ function assistantPanel() {
 function notificationAction(action) {
   return hmi({ notificationInput: action }).then(showVoiceOutcome);
 }
+// A notification that arrives shows as a banner over the main screen for
+// 5 s (the list keeps it); a tap selects it.
+function onNotifications() {
+  const newest = ((S.home && S.home.notifications) || [])[0];
+  const key = newest ? newest.appId + "/" + newest.notificationId : "";
+  if (key && key !== S.newestNotification) {
+    S.notificationBanner = newest;
+    clearTimeout(S.notificationBannerTimer);
+    S.notificationBannerTimer = setTimeout(() => { S.notificationBanner = null; render(); }, 5000);
+  }
+  S.newestNotification = key;
+  const held = new Set(((S.home && S.home.notifications) || []).map((n) => n.appId + "/" + n.notificationId));
+  if (S.notificationBanner && !held.has(S.notificationBanner.appId + "/" + S.notificationBanner.notificationId)) S.notificationBanner = null;
+}
+function notificationBanner() {
+  const n = S.notificationBanner;
+  if (!n) return null;
+  const kind = n.category === "NOTIFICATION_CATEGORY_MISSED_CALL" ? "Missed call" : "Message";
+  return tap("button", { class: "nav-banner notification-banner", id: "notification-banner", "data-notification-id": n.notificationId },
+    () => notificationAction({ select: { appId: n.appId, notificationId: n.notificationId } }),
+    h("span", { class: "glyph" }, n.category === "NOTIFICATION_CATEGORY_MISSED_CALL" ? "☎" : "✉"),
+    h("div", { class: "text" }, h("b", {}, n.sender || ""), h("div", { class: "muted" }, [kind, n.group, n.appDisplayName || appName(n.appId)].filter(Boolean).join(" · "))));
+}
+
 function renderNotifications() {
   const box = $("notifications");
   const list = (S.home && S.home.notifications) || [];
