@@ -53,16 +53,6 @@ import Testing
         h.drain(h.phone).compactMap { if case .assistantEvent(let event) = $0.body { event } else { nil } }
     }
 
-    static func microphone(_ h: inout CarHarness) -> [HUEnvelope.OneOf_Body] {
-        h.drain(h.phone).compactMap(\.body).filter {
-            switch $0 {
-            case .microphoneStarted: return true
-            case .audioStreamClosed(let closed): return closed.type == .microphone
-            default: return false
-            }
-        }
-    }
-
     static func home(_ h: inout CarHarness) -> HUHomeScreen? {
         h.drain(h.hmi).compactMap { if case .homeScreen(let home) = $0.body { home } else { nil } }.last
     }
@@ -96,15 +86,15 @@ import Testing
     @Test func theMicrophoneStreamsToThePhoneOnlyWhileTheAssistantListens() {
         var h = Self.harness()
         let session = Self.voiceButton(&h).assistant.sessionID
-        #expect(Self.microphone(&h).isEmpty, "starting: the phone has not listened yet")
+        #expect(MicrophoneRuleTests.microphone(&h).isEmpty, "starting: the phone has not listened yet")
         #expect(Self.update(&h, session, .listening).code == .ok)
-        guard case .microphoneStarted(let started)? = Self.microphone(&h).first else { Issue.record("no microphone while listening"); return }
+        guard case .microphoneStarted(let started)? = MicrophoneRuleTests.microphone(&h).first else { Issue.record("no microphone while listening"); return }
         #expect(started.appID == "" && started.purpose == .assistant)
         #expect(Self.update(&h, session, .thinking, text: "Sending to Jane").code == .ok)
-        guard case .audioStreamClosed(let closed)? = Self.microphone(&h).first else { Issue.record("thinking kept the microphone"); return }
+        guard case .audioStreamClosed(let closed)? = MicrophoneRuleTests.microphone(&h).first else { Issue.record("thinking kept the microphone"); return }
         #expect(closed.streamID == started.stream.streamID && closed.reason == .assistantNotListening)
         #expect(Self.update(&h, session, .listening).code == .ok)
-        #expect(Self.microphone(&h).count == 1)
+        #expect(MicrophoneRuleTests.microphone(&h).count == 1)
         // The phone ends it: no event back (it knows), the microphone stops.
         #expect(Self.update(&h, session, .unspecified, end: true).code == .ok)
         let bodies = h.drain(h.phone).compactMap(\.body)
@@ -159,12 +149,7 @@ import Testing
         #expect(h.request(h.hmi, .assistantInput(HUAssistantInput())).code == .invalidArgument, "no action")
 
         // A call outranks the assistant: refused while one rings.
-        #expect(h.request(h.phone, .callReport(HUCallReport.with {
-            $0.appID = Self.chat
-            $0.callUuid = CallSessionTests.first
-            $0.kind = .newIncoming
-            $0.description_p = CallSessionTests.description("+15550100")
-        })).code == .ok)
+        #expect(CallSessionTests.report(&h, .newIncoming, CallSessionTests.first, app: Self.chat).code == .ok)
         #expect(Self.voiceButton(&h).code == .assistantBusy)
 
         // The phone reconnecting: NOT_CONNECTED.
@@ -224,12 +209,7 @@ import Testing
         let second = Self.voiceButton(&h).assistant.sessionID
         #expect(Self.update(&h, second, .listening).code == .ok)
         _ = h.drain(h.phone)
-        #expect(h.request(h.phone, .callReport(HUCallReport.with {
-            $0.appID = Self.chat
-            $0.callUuid = CallSessionTests.first
-            $0.kind = .newIncoming
-            $0.description_p = CallSessionTests.description("+15550100")
-        })).code == .ok)
+        #expect(CallSessionTests.report(&h, .newIncoming, CallSessionTests.first, app: Self.chat).code == .ok)
         let bodies = h.drain(h.phone).compactMap(\.body)
         #expect(bodies.contains { if case .assistantEvent(let e) = $0 { e.ended.reason == .call } else { false } })
         #expect(bodies.contains { if case .audioStreamClosed(let c) = $0 { c.type == .microphone } else { false } })

@@ -16,13 +16,9 @@ Uses sim_test.py's helpers.
 """
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,21 +37,7 @@ def main():
     driver = None
     passed = False
     try:
-        procs.start("daemon", [os.path.join(args.bin, "headunitd"), "--unix-socket", sock, "--tcp", "127.0.0.1:0"])
-        procs.wait_for_line("daemon", r"^ready$")
-        procs.start("sim", [os.path.join(args.bin, "headunit-sim"), "--unix-socket", sock, "--port", "0"])
-        url = procs.wait_for_line("sim", r"open (http://\S+)").group(1)
-        options = Options()
-        for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1800,1250",
-                     "--force-device-scale-factor=1"]:
-            options.add_argument(flag)
-        for binary in ["/usr/bin/chromium", "/usr/bin/chromium-browser"]:
-            if os.path.exists(binary):
-                options.binary_location = binary
-        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
-        driver.get(url)
-        page = T.Page(driver)
-        page.wait_text("#conn-daemon", "daemon: connected")
+        driver, page = T.start_browser_car(args.bin, procs, sock)
         procs.start("phone", [os.path.join(args.bin, "MessagesApp"), sock])
         procs.wait_for_line("phone", r"^notification posted$")
 

@@ -13,14 +13,10 @@ Uses sim_test.py's helpers (headless Chromium through selenium).
 """
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -38,21 +34,7 @@ def main():
     driver = None
     passed = False
     try:
-        procs.start("daemon", [os.path.join(args.bin, "headunitd"), "--unix-socket", sock, "--tcp", "127.0.0.1:0"])
-        procs.wait_for_line("daemon", r"^ready$")
-        procs.start("sim", [os.path.join(args.bin, "headunit-sim"), "--unix-socket", sock, "--port", "0"])
-        url = procs.wait_for_line("sim", r"open (http://\S+)").group(1)
-        options = Options()
-        for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1800,1250",
-                     "--force-device-scale-factor=1"]:
-            options.add_argument(flag)
-        for binary in ["/usr/bin/chromium", "/usr/bin/chromium-browser"]:
-            if os.path.exists(binary):
-                options.binary_location = binary
-        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
-        driver.get(url)
-        page = T.Page(driver)
-        page.wait_text("#conn-daemon", "daemon: connected")
+        driver, page = T.start_browser_car(args.bin, procs, sock)
         phone = procs.start("phone", [os.path.join(args.bin, "headunitctl"), "play", "--without-hmi", "--unix-socket", sock,
                                       os.path.join(HERE, "banner-scenario.json")])
         page.wait_css('#home [data-app-id="com.example.maps"]', "the Maps icon")

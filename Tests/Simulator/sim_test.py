@@ -397,6 +397,31 @@ class Processes:
             self.stop(name)
 
 
+def start_browser_car(bin_dir, procs, sock):
+    """headunitd on `sock`, headunit-sim beside it and headless Chromium on its
+    page, connected: the driver (quit it when done) and the Page. For the
+    tests of one feature each (banner_test.py, assistant_test.py)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    procs.start("daemon", [os.path.join(bin_dir, "headunitd"), "--unix-socket", sock, "--tcp", "127.0.0.1:0"])
+    procs.wait_for_line("daemon", r"^ready$")
+    procs.start("sim", [os.path.join(bin_dir, "headunit-sim"), "--unix-socket", sock, "--port", "0"])
+    url = procs.wait_for_line("sim", r"open (http://\S+)").group(1)
+    options = Options()
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1800,1250",
+                 "--force-device-scale-factor=1"]:
+        options.add_argument(flag)
+    for binary in ["/usr/bin/chromium", "/usr/bin/chromium-browser"]:
+        if os.path.exists(binary):
+            options.binary_location = binary
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+    driver.get(url)
+    page = Page(driver)
+    page.wait_text("#conn-daemon", "daemon: connected")
+    return driver, page
+
+
 # ---------------------------------------------------------------- the page
 
 class Page:
