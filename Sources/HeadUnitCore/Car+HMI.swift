@@ -485,7 +485,7 @@ extension Car {
     /// and the calls by reference first, strings by storage first.
     func homeInputs() -> HomeInputs {
         HomeInputs(
-            deviceName: templates.deviceName, nowPlayingAppID: templates.nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls, assistant: assistant,
+            deviceName: templates.deviceName, nowPlayingAppID: templates.nowPlayingAppID, phoneLink: phoneLink.wire, calls: $calls, assistant: $assistant,
             apps: templates.appOrder.map { id in
                 guard let app = templates.apps[id] else { return HomeInputs.App(id: id, info: nil, category: nil, running: false) }
                 // The info by reference, the main scene by its key: neither copied.

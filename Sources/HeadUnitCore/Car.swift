@@ -50,7 +50,7 @@ public struct Car: Sendable {
     /// The phone's calls and the actions waiting for the app (Calls/, section 26).
     @CopyOnWrite public internal(set) var calls: CallSession
     /// The phone's assistant and its one session (Assistant/, section 27).
-    public internal(set) var assistant: AssistantSession
+    @CopyOnWrite public internal(set) var assistant: AssistantSession
 
     typealias SceneRef = TemplateSession.SceneRef
     typealias PendingEvent = TemplateSession.PendingEvent

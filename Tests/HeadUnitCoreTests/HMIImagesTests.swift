@@ -220,7 +220,7 @@ struct HMIImagesTests {
         let calls = CopyOnWrite(wrappedValue: CallSession())
         func inputs(_ info: CopyOnWrite<HUAppInfo>?) -> HomeInputs {
             HomeInputs(
-                deviceName: "Phone", nowPlayingAppID: "", phoneLink: .connected, calls: calls, assistant: AssistantSession(),
+                deviceName: "Phone", nowPlayingAppID: "", phoneLink: .connected, calls: calls, assistant: CopyOnWrite(wrappedValue: AssistantSession()),
                 apps: [HomeInputs.App(id: "a", info: info, category: .audio, running: false)])
         }
         #expect(inputs(app.sharedInfo) == inputs(app.sharedInfo), "the same reference")

@@ -98,8 +98,10 @@ public let nowPlayingTemplateID = "now-playing"
 
 /// What the home screen is built from (`Car.homeInputs()`, `Car.homeScreen()`):
 /// the apps in announce order with what their icons show, the calls (their
-/// apps' names come from the same infos), the now-playing app, the phone
-/// link and the device's name.
+/// apps' names come from the same infos), the assistant and the
+/// notifications (by reference first: they change rarely, the home screen
+/// is compared after every request), the now-playing app, the phone link and
+/// the device's name.
 struct HomeInputs: Equatable, Sendable {
     struct App: Equatable, Sendable {
         var id: String
@@ -112,6 +114,6 @@ struct HomeInputs: Equatable, Sendable {
     var nowPlayingAppID: String
     var phoneLink: HUPhoneLink
     var calls: CopyOnWrite<CallSession>
-    var assistant: AssistantSession
+    var assistant: CopyOnWrite<AssistantSession>
     var apps: [App]
 }
