@@ -164,12 +164,11 @@ public final class CPAssistant {
             let sent = await handler.handle(intent: resolved)
             await finish(sent.code == .success ? "Sent to \(Self.names(recipients)): \(words)" : "The message to \(Self.names(recipients)) wasn't sent.")
         case .readMessages(let from)?:
-            let intent = INSearchForMessagesIntent(senders: from.map { [INPerson(personHandle: nil, displayName: $0)] }, attributes: .unread, conversationIdentifiers: nil)
-            guard let handler = handler(for: intent) as? INSearchForMessagesIntentHandling else { return await finish("\(appName) can't read messages.") }
-            let found = await handler.handle(intent: intent)
-            let messages = found.code == .success ? found.messages ?? [] : []
-            guard !messages.isEmpty else { return await finish(found.code == .success ? "You have no new messages." : "\(appName) couldn't find your messages.") }
-            await readAndMarkRead(messages)
+            guard let found = await unreadMessages(from: from.map { [INPerson(personHandle: nil, displayName: $0)] }, in: nil) else {
+                return await finish("\(appName) can't read messages.")
+            }
+            guard !found.messages.isEmpty else { return await finish(found.succeeded ? "You have no new messages." : "\(appName) couldn't find your messages.") }
+            await readAndMarkRead(found.messages)
         case .call(let name)?:
             let intent = INStartCallIntent(contacts: name.map { [INPerson(personHandle: nil, displayName: $0)] })
             guard let handler = handler(for: intent) as? INStartCallIntentHandling else { return await finish("\(appName) can't make calls.") }
@@ -194,25 +193,31 @@ public final class CPAssistant {
             request = .missedCalls
             return await perform()
         }
-        let intent = INSearchForMessagesIntent(
-            senders: nil, attributes: .unread, conversationIdentifiers: notification.conversationID.isEmpty ? nil : [notification.conversationID])
-        guard let handler = handler(for: intent) as? INSearchForMessagesIntentHandling else { return await finish("\(appName) can't read messages.") }
-        let found = await handler.handle(intent: intent)
-        let messages = found.code == .success ? found.messages ?? [] : []
-        guard !messages.isEmpty else { return await finish("There's nothing new from \(notification.sender).") }
-        await readAndMarkRead(messages)
+        guard let found = await unreadMessages(from: nil, in: notification.conversationID.isEmpty ? nil : notification.conversationID) else {
+            return await finish("\(appName) can't read messages.")
+        }
+        guard !found.messages.isEmpty else { return await finish("There's nothing new from \(notification.sender).") }
+        await readAndMarkRead(found.messages)
     }
 
     private func openConversation(_ conversationID: String, contact: String) async {
         conversation = conversationID.isEmpty ? nil : conversationID
-        let intent = INSearchForMessagesIntent(senders: nil, attributes: .unread, conversationIdentifiers: conversation.map { [$0] })
-        if let handler = handler(for: intent) as? INSearchForMessagesIntentHandling {
-            let found = await handler.handle(intent: intent)
-            let messages = found.code == .success ? found.messages ?? [] : []
-            if !messages.isEmpty { return await readAndMarkRead(messages) }
+        if let found = await unreadMessages(from: nil, in: conversation), !found.messages.isEmpty {
+            return await readAndMarkRead(found.messages)
         }
         request = .sendMessage(to: contact.isEmpty ? nil : contact, content: nil)
         await perform()
+    }
+
+    /// The app's `INSearchForMessagesIntent` for unread messages (from the
+    /// senders, in the conversation): nil when the app handles no such
+    /// intent; no messages when it failed.
+    private func unreadMessages(from senders: [INPerson]?, in conversation: String?) async -> (messages: [INMessage], succeeded: Bool)? {
+        let intent = INSearchForMessagesIntent(senders: senders, attributes: .unread, conversationIdentifiers: conversation.map { [$0] })
+        guard let handler = handler(for: intent) as? INSearchForMessagesIntentHandling else { return nil }
+        let found = await handler.handle(intent: intent)
+        let succeeded = found.code == .success
+        return (succeeded ? found.messages ?? [] : [], succeeded)
     }
 
     /// Reads the messages out, then marks them read (`INSetMessageAttributeIntent`).

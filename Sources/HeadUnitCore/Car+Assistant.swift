@@ -56,12 +56,22 @@ extension Car {
             return .failure(RuleViolation(.unknownApp, "no app '\(appID)' is announced"))
         }
         if let violation = assistant.mayStart(callActive: audio.callActive) { return .failure(violation) }
-        var event = assistant.start(source: source, appID: appID, notification: notification)
-        event.started.cellAction = cellAction
+        let sessionID = openSession(HUAssistantStarted.with {
+            $0.source = source
+            $0.appID = appID
+            if let notification { $0.notification = notification }
+            $0.cellAction = cellAction
+        })
+        return .success(assistantOutcome(sessionID, ended: false))
+    }
+
+    /// Opens a session the checks allowed: the phone is told, the timer runs, the focus follows.
+    private mutating func openSession(_ started: HUAssistantStarted) -> UInt64 {
+        let event = assistant.start(started)
         sendToPhone(.assistantEvent(event))
         restartAssistantTimer()
         assistantChanged()
-        return .success(assistantOutcome(event.sessionID, ended: false))
+        return event.sessionID
     }
 
     /// A message list item selected (16.8): the assistant opens for its
@@ -69,12 +79,12 @@ extension Car {
     /// outranks it; else the app's `VoiceFlowStarted` alone, as before.
     mutating func openAssistantForMessage(appID: String, conversationID: String, contact: String) {
         guard phonePeer != nil, assistant.available, assistant.mayStart(callActive: audio.callActive) == nil else { return }
-        var event = assistant.start(source: .messageItem, appID: appID)
-        event.started.conversationID = conversationID
-        event.started.contact = contact
-        sendToPhone(.assistantEvent(event))
-        restartAssistantTimer()
-        assistantChanged()
+        _ = openSession(HUAssistantStarted.with {
+            $0.source = .messageItem
+            $0.appID = appID
+            $0.conversationID = conversationID
+            $0.contact = contact
+        })
     }
 
     /// The back button, or the voice button during a session: UNKNOWN_SESSION when none is open.

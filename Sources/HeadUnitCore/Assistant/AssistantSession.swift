@@ -61,18 +61,14 @@ public struct AssistantSession: Sendable, Equatable {
         return nil
     }
 
-    /// Opens a session (after `mayStart`); the phone is told `started`.
-    mutating func start(source: HUAssistantSource, appID: String, notification: HUNotificationInfo? = nil) -> HUAssistantEvent {
+    /// Opens a session (after `mayStart`); the phone is told `started`, as the car describes it.
+    mutating func start(_ started: HUAssistantStarted) -> HUAssistantEvent {
         let id = nextID
         nextID += 1
-        open = Open(id: id, state: .starting, source: source, appID: appID)
+        open = Open(id: id, state: .starting, source: started.source, appID: started.appID)
         return HUAssistantEvent.with {
             $0.sessionID = id
-            $0.started = HUAssistantStarted.with {
-                $0.source = source
-                $0.appID = appID
-                if let notification { $0.notification = notification }
-            }
+            $0.started = started
         }
     }
 

@@ -52,7 +52,7 @@ public struct CarNotifications: Sendable, Equatable {
         if off.contains(post.appID) {
             return RuleViolation(.notificationNotAllowed, "the driver turned off the notifications of '\(post.appID)' on this car")
         }
-        let recent = (recentPosts[post.appID] ?? []).filter { now < $0 + 60_000 }
+        let recent = recentPosts(of: post.appID, now: now)
         if recent.count >= Self.maxPerMinute {
             return RuleViolation.limitExceeded("notifications.perMinute", count: recent.count + 1, maximum: Self.maxPerMinute)
         }
@@ -63,7 +63,7 @@ public struct CarNotifications: Sendable, Equatable {
     mutating func post(_ post: HUPostNotification, appName: String, now: UInt64) {
         held.removeAll { $0.appID == post.appID && $0.notificationID == post.notificationID }
         if post.withdraw { return }
-        recentPosts[post.appID] = (recentPosts[post.appID] ?? []).filter { now < $0 + 60_000 } + [now]
+        recentPosts[post.appID] = recentPosts(of: post.appID, now: now) + [now]
         held.insert(HUNotificationInfo.with {
             $0.appID = post.appID
             $0.appDisplayName = appName
@@ -74,6 +74,11 @@ public struct CarNotifications: Sendable, Equatable {
             $0.conversationID = post.conversationID
         }, at: 0)
         if held.count > Self.maxHeld { held.removeLast() }
+    }
+
+    /// The app's posts within the last 60 s.
+    private func recentPosts(of appID: String, now: UInt64) -> [UInt64] {
+        (recentPosts[appID] ?? []).filter { now < $0 + 60_000 }
     }
 
     /// The notification named, or UNKNOWN_NOTIFICATION.
